@@ -1,0 +1,74 @@
+#pragma once
+// The backend contract, generated from the op table: one pure virtual function
+// per op, all with the signature `void op(const Args&)`.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "ops/table/op_args.h"
+#include "ops/table/op_id.h"
+
+namespace strata::backends {
+
+using namespace strata::ops;  // NOLINT: the args types are this layer's vocabulary
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual DeviceType device_type() const = 0;
+  // Whether `op` runs for inputs of dtype `dt`; the front end asks before dispatch.
+  virtual bool supports(OpId op, DType dt) const = 0;
+  // Waits for queued work (a no-op on synchronous CPU backends).
+  virtual void synchronize() = 0;
+#define STRATA_OP(name, Args) virtual void name(const Args& args) = 0;
+#include "ops/table/op_table.def"
+#undef STRATA_OP
+};
+
+// What a backend class must provide to be used statically (template parameter)
+// and, through BackendAdapter, virtually: the very same member functions.
+template <class B>
+concept BackendImpl = requires(B& b, const B& cb, OpId op, DType dt) {
+  { B::kName } -> std::convertible_to<std::string_view>;
+  { B::kDevice } -> std::convertible_to<DeviceType>;
+  { cb.supports(op, dt) } -> std::convertible_to<bool>;
+  b.synchronize();
+#define STRATA_OP(name, Args) b.name(std::declval<const Args&>());
+#include "ops/table/op_table.def"
+#undef STRATA_OP
+};
+
+// The thin virtual adapter the registry holds over each backend class. Virtual and
+// static dispatch therefore run the very same function bodies.
+template <BackendImpl Impl>
+class BackendAdapter final : public Backend {
+ public:
+  template <class... A>
+  explicit BackendAdapter(A&&... a) : impl_(std::forward<A>(a)...) {}
+  std::string_view name() const override { return Impl::kName; }
+  DeviceType device_type() const override { return Impl::kDevice; }
+  bool supports(OpId op, DType dt) const override { return impl_.supports(op, dt); }
+  void synchronize() override { impl_.synchronize(); }
+#define STRATA_OP(name, Args) \
+  void name(const Args& args) override { impl_.name(args); }
+#include "ops/table/op_table.def"
+#undef STRATA_OP
+  Impl& impl() { return impl_; }
+
+ private:
+  Impl impl_;
+};
+
+// What each backend library exports: its factory, `make_backend_<name>()`. A
+// backend that is compiled in but cannot run here (no GPU) returns no backend and
+// the reason instead; the registry reports it.
+struct BackendFactoryResult {
+  std::unique_ptr<Backend> backend;
+  std::string unavailable_reason;
+};
+
+}  // namespace strata::backends

@@ -1,0 +1,23 @@
+#pragma once
+// The null backend accepts every op and computes nothing: outputs are allocated by
+// the front end and never written. Running a model on it measures strata's own
+// per-call cost (checks, allocation, tape, dispatch) apart from any library's,
+// as tinygrad's null device does. The bodies are inline so static dispatch can
+// compile them away entirely.
+#include "backends/api/backend.h"
+
+namespace strata::backends {
+
+class NullBackend {
+ public:
+  static constexpr std::string_view kName = "null";
+  static constexpr DeviceType kDevice = DeviceType::cpu;
+  bool supports(OpId, DType) const { return true; }
+  void synchronize() {}
+#define STRATA_OP(name, Args) \
+  void name(const Args&) {}
+#include "ops/table/op_table.def"
+#undef STRATA_OP
+};
+
+}  // namespace strata::backends

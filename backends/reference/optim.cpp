@@ -1,0 +1,1 @@
+#include "backends/reference/reference_backend.h"

@@ -1,0 +1,39 @@
+#pragma once
+// Calls f(T{}) with T the C++ type of a DType. Used by code that loops over
+// elements of any dtype (copies, host conversion); not by backends' hot paths.
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace strata {
+
+template <class F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::f16: return f(f16_t{});
+    case DType::bf16: return f(bf16_t{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u8: return f(uint8_t{});
+  }
+  STRATA_FAIL("visit_dtype: unknown dtype");
+}
+
+// Element conversion through the widest type that keeps both exact where possible.
+template <class To, class From>
+To convert_element(From v) {
+  if constexpr (std::is_same_v<From, f16_t>) {
+    return convert_element<To>(from_f16(v));
+  } else if constexpr (std::is_same_v<From, bf16_t>) {
+    return convert_element<To>(from_bf16(v));
+  } else if constexpr (std::is_same_v<To, f16_t>) {
+    return to_f16(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, bf16_t>) {
+    return to_bf16(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace strata

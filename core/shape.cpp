@@ -1,0 +1,64 @@
+#include "core/shape.h"
+
+#include "core/error.h"
+
+namespace strata {
+
+Shape::Shape(std::initializer_list<int64_t> dims) {
+  for (int64_t v : dims) push_back(v);
+}
+
+void Shape::push_back(int64_t v) {
+  STRATA_CHECK(n_ < kMaxDims, "Shape: rank above the maximum of ", kMaxDims);
+  d_[n_++] = v;
+}
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < n_; ++i) n *= d_[i];
+  return n;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < n_; ++i) {
+    if (i) s += ",";
+    s += std::to_string(d_[i]);
+  }
+  return s + "]";
+}
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape st = sizes;
+  int64_t acc = 1;
+  for (int i = sizes.size() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= sizes[i] > 0 ? sizes[i] : 1;
+  }
+  return st;
+}
+
+Shape channels_last_strides(const Shape& s) {
+  STRATA_CHECK(s.size() == 4, "channels_last_strides: needs rank 4, got ", s.str());
+  const int64_t c = s[1], h = s[2], w = s[3];
+  return Shape{h * w * c, 1, w * c, c};
+}
+
+bool is_contiguous_layout(const Shape& s, const Shape& st) {
+  int64_t acc = 1;
+  for (int i = s.size() - 1; i >= 0; --i) {
+    if (s[i] != 1 && st[i] != acc) return false;
+    acc *= s[i];
+  }
+  return true;
+}
+
+bool is_channels_last_layout(const Shape& s, const Shape& st) {
+  if (s.size() != 4) return false;
+  const Shape want = channels_last_strides(s);
+  for (int i = 0; i < 4; ++i)
+    if (s[i] != 1 && st[i] != want[i]) return false;
+  return true;
+}
+
+}  // namespace strata

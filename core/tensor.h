@@ -1,0 +1,120 @@
+#pragma once
+// Tensor: a cheap, refcounted handle to sizes, strides, an element offset, a dtype,
+// a device and a Storage. Copies of a handle share everything (like torch.Tensor);
+// views share the storage but have their own sizes/strides.
+// NCHW vs NHWC is a matter of strides: a channels-last tensor still reports its
+// sizes as [N,C,H,W].
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace strata {
+
+namespace autograd {
+class Node;
+}
+
+enum class MemoryFormat : uint8_t { contiguous, channels_last };
+
+class Tensor;
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape sizes, strides;
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::f32;
+  Device device;
+  // Autograd state lives here so that every handle to a tensor sees the same grad.
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+  uint32_t output_nr = 0;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // Uninitialised memory from the device's allocator.
+  static Tensor empty(const Shape& sizes, DType dt = DType::f32, Device d = Device::cpu(),
+                      MemoryFormat fmt = MemoryFormat::contiguous);
+  // A view over memory the caller owns and keeps alive.
+  static Tensor borrow(void* data, const Shape& sizes, DType dt, Device d = Device::cpu());
+  // A CPU tensor holding a copy of `values` (count must equal sizes.numel()).
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& values, const Shape& sizes);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& sizes() const { return impl().sizes; }
+  const Shape& strides() const { return impl().strides; }
+  int64_t size(int dim) const;
+  int dim() const { return impl().sizes.size(); }
+  int64_t numel() const { return impl().sizes.numel(); }
+  int64_t offset() const { return impl().offset; }
+  DType dtype() const { return impl().dtype; }
+  Device device() const { return impl().device; }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
+  std::string str() const;  // "f32[8,3,32,32] on cpu"
+
+  void* data_ptr() const;
+  template <class T>
+  T* data() const {
+    STRATA_CHECK(dtype_of<T>::value == dtype(), "Tensor::data: asked for ", dtype_name(dtype_of<T>::value),
+                 " but tensor is ", str());
+    return static_cast<T*>(data_ptr());
+  }
+
+  bool is_contiguous() const;
+  bool is_channels_last() const;  // rank 4, strides of channels_last_strides(sizes)
+  bool is_non_overlapping_dense() const;
+
+  // Views (share storage).
+  Tensor view(const Shape& sizes) const;  // needs a contiguous tensor; one -1 allowed
+  Tensor as_strided(const Shape& sizes, const Shape& strides, int64_t offset) const;
+  Tensor permute(const std::vector<int>& dims) const;
+  Tensor narrow(int dim, int64_t start, int64_t length) const;
+
+  // A tensor in the requested memory format: `*this` if it already is, else a copy.
+  Tensor contiguous(MemoryFormat fmt = MemoryFormat::contiguous) const;
+  Tensor clone(MemoryFormat fmt = MemoryFormat::contiguous) const;
+
+  // Host access for tests and I/O: copies out as the requested type (CPU tensors;
+  // other devices go through their backend's copy first).
+  template <class T>
+  std::vector<T> to_vector() const;
+  double item() const;
+
+  // Autograd.
+  bool requires_grad() const { return impl().requires_grad; }
+  Tensor& set_requires_grad(bool r);
+  Tensor grad() const { return Tensor(impl().grad); }
+  void set_grad(const Tensor& g) { impl().grad = g.impl_; }
+  const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+
+  TensorImpl& impl() const {
+    STRATA_CHECK(impl_ != nullptr, "Tensor: use of an undefined tensor");
+    return *impl_;
+  }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Copies src into dst elementwise (same sizes; any strides; any dtypes). The CPU
+// implementation lives in core; a GPU backend installs one for its device.
+void copy_into(const Tensor& src, const Tensor& dst);
+using CopyHook = void (*)(const Tensor& src, const Tensor& dst);
+void set_device_copy_hook(DeviceType t, CopyHook fn);
+
+}  // namespace strata

@@ -1,0 +1,173 @@
+#pragma once
+// Argument structs of the op table (op_table.def), one per row. Every backend
+// function has the signature `void name(const Args&)`. Views are filled and
+// shape-checked by the front end (ops/) or a direct-mode plan before any backend
+// runs; backends may assume the shape rules hold.
+#include <cstdint>
+
+#include "ops/table/tensor_view.h"
+
+#if defined(__CUDACC__)
+#define STRATA_HOST_DEVICE __host__ __device__
+#else
+#define STRATA_HOST_DEVICE
+#endif
+
+namespace strata::ops {
+
+struct Conv2dParams {
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+};
+
+struct Conv2dFwdArgs {
+  TensorView x, w, b, y;  // b optional
+  Conv2dParams p;
+};
+struct Conv2dBwdDataArgs {
+  TensorView dy, w, dx;
+  Conv2dParams p;
+};
+struct Conv2dBwdWeightArgs {
+  TensorView x, dy, dw;
+  Conv2dParams p;
+};
+struct Conv2dBwdBiasArgs {
+  TensorView dy, db;  // db[k] = sum over n,h,w of dy[n,k,h,w]
+};
+
+struct BatchNormFwdArgs {
+  TensorView x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd;
+  double eps = 1e-5;
+  double momentum = 0.1;  // running = (1-momentum)*running + momentum*batch (unbiased var)
+  bool training = true;
+};
+struct BatchNormBwdArgs {
+  TensorView x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta;
+  bool training = true;  // false: statistics were constants (eval mode)
+};
+
+struct ReluFwdArgs {
+  TensorView x, y;
+};
+struct ReluBwdArgs {
+  TensorView y, dy, dx;  // y is the forward output: dx = dy where y > 0
+};
+
+struct Pool2dParams {
+  int kernel_h = 2, kernel_w = 2;
+  int stride_h = 2, stride_w = 2;
+  int pad_h = 0, pad_w = 0;
+  bool count_include_pad = true;  // avg pool only; PyTorch's default
+};
+struct MaxPool2dFwdArgs {
+  TensorView x, y;
+  Pool2dParams p;
+};
+// The gradient goes to the first maximum of each window in row-major order.
+struct MaxPool2dBwdArgs {
+  TensorView x, y, dy, dx;
+  Pool2dParams p;
+};
+struct AvgPool2dFwdArgs {
+  TensorView x, y;
+  Pool2dParams p;
+};
+struct AvgPool2dBwdArgs {
+  TensorView dy, dx;
+  Pool2dParams p;
+};
+struct GlobalAvgPoolFwdArgs {
+  TensorView x, y;  // x [N,C,H,W] -> y [N,C]
+};
+struct GlobalAvgPoolBwdArgs {
+  TensorView dy, dx;
+};
+
+struct LinearFwdArgs {
+  TensorView x, w, b, y;  // b optional
+};
+struct LinearBwdDataArgs {
+  TensorView dy, w, dx;
+};
+struct LinearBwdWeightArgs {
+  TensorView x, dy, dw, db;  // db optional
+};
+
+struct AddArgs {
+  TensorView a, b, y;
+};
+struct ScaleArgs {
+  TensorView x, y;
+  double alpha = 1.0;
+};
+struct AxpyArgs {
+  TensorView x, y;
+  double alpha = 1.0;
+};
+
+struct DropoutFwdArgs {
+  TensorView x, y, mask;  // mask: u8, 1 = kept
+  double p = 0.5;
+  uint64_t seed = 0, offset = 0;
+};
+struct DropoutBwdArgs {
+  TensorView dy, mask, dx;
+  double p = 0.5;
+};
+
+struct SoftmaxXentFwdArgs {
+  TensorView logits, labels, loss, probs;  // labels i64 [N]; loss rank 0; probs [N,C] saved for bwd
+};
+struct SoftmaxXentBwdArgs {
+  TensorView probs, labels, dloss, dlogits;
+};
+struct BceLogitsFwdArgs {
+  TensorView logits, targets, loss;  // targets same shape and dtype as logits
+};
+struct BceLogitsBwdArgs {
+  TensorView logits, targets, dloss, dlogits;
+};
+
+struct ReduceArgs {
+  TensorView x, y;  // y rank 0
+};
+struct ArgmaxArgs {
+  TensorView x, y;  // x [N,C] -> y i64 [N]; first maximum wins
+};
+struct FillArgs {
+  TensorView y;
+  double value = 0.0;
+};
+struct CopyArgs {
+  TensorView x, y;
+};
+
+struct SgdStepArgs {
+  TensorView param, grad, momentum_buf;  // momentum_buf needed when momentum != 0
+  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
+  bool nesterov = false;
+};
+struct AdamStepArgs {
+  TensorView param, grad, exp_avg, exp_avg_sq;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  bool decoupled_weight_decay = false;  // AdamW
+  int64_t step = 1;                     // 1-based, for bias correction
+};
+
+// Dropout's random numbers: a counter-based hash (splitmix64) of (seed, offset+i),
+// so every backend draws the same mask for the same seed.
+STRATA_HOST_DEVICE inline uint64_t dropout_hash(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+STRATA_HOST_DEVICE inline bool dropout_keep(uint64_t seed, uint64_t i, double p) {
+  const double u = static_cast<double>(dropout_hash(seed, i) >> 11) * (1.0 / 9007199254740992.0);
+  return u >= p;
+}
+
+}  // namespace strata::ops

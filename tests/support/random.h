@@ -1,0 +1,15 @@
+#pragma once
+// Random test data: never zeros, always from a fixed seed so failures reproduce.
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace strata::testing {
+
+// Uniform in [lo, hi) (lo < 0 < hi by default), any float dtype, given memory format.
+Tensor random_tensor(const Shape& sizes, DType dt, uint64_t seed, double lo = -1.0, double hi = 1.0,
+                     MemoryFormat fmt = MemoryFormat::contiguous);
+// Integer labels uniform in [0, classes).
+Tensor random_labels(int64_t n, int64_t classes, uint64_t seed);
+
+}  // namespace strata::testing
