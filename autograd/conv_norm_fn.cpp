@@ -1,0 +1,102 @@
+// Backward formulas of conv2d, batch_norm and linear.
+#include "autograd/node_base.h"
+
+namespace strata::autograd {
+using detail::NodeT;
+using detail::record;
+
+namespace {
+
+template <class D>
+class Conv2dNode final : public NodeT<D> {
+ public:
+  Conv2dNode(const D& d, Tensor x, Tensor w, bool has_bias, Conv2dParams p)
+      : NodeT<D>(d), x_(std::move(x)), w_(std::move(w)), has_bias_(has_bias), p_(p) {}
+  std::string_view name() const override { return "conv2d"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    const auto& e = this->next;
+    const MemoryFormat fmt = x_.is_channels_last() && !x_.is_contiguous() ? MemoryFormat::channels_last
+                                                                          : MemoryFormat::contiguous;
+    Tensor dx = e[0].valid() ? ops::conv2d_bwd_data(this->d_, dy, w_, x_.sizes(), p_, fmt) : Tensor();
+    Tensor dw = e[1].valid() ? ops::conv2d_bwd_weight(this->d_, x_, dy, w_.sizes(), p_) : Tensor();
+    Tensor db = has_bias_ && e[2].valid() ? ops::conv2d_bwd_bias(this->d_, dy) : Tensor();
+    return {dx, dw, db};
+  }
+  void release() override { x_ = w_ = Tensor(); }
+
+ private:
+  Tensor x_, w_;
+  bool has_bias_;
+  Conv2dParams p_;
+};
+
+template <class D>
+class BatchNormNode final : public NodeT<D> {
+ public:
+  BatchNormNode(const D& d, Tensor x, Tensor gamma, Tensor mean, Tensor invstd, bool training)
+      : NodeT<D>(d), x_(std::move(x)), gamma_(std::move(gamma)), mean_(std::move(mean)), invstd_(std::move(invstd)),
+        training_(training) {}
+  std::string_view name() const override { return "batch_norm"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    ops::BatchNormGrads g = ops::batch_norm_bwd(this->d_, x_, dy, gamma_, mean_, invstd_, training_);
+    return {g.dx, g.dgamma, g.dbeta};
+  }
+  void release() override { x_ = gamma_ = mean_ = invstd_ = Tensor(); }
+
+ private:
+  Tensor x_, gamma_, mean_, invstd_;
+  bool training_;
+};
+
+template <class D>
+class LinearNode final : public NodeT<D> {
+ public:
+  LinearNode(const D& d, Tensor x, Tensor w, bool has_bias)
+      : NodeT<D>(d), x_(std::move(x)), w_(std::move(w)), has_bias_(has_bias) {}
+  std::string_view name() const override { return "linear"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    const auto& e = this->next;
+    Tensor dx = e[0].valid() ? ops::linear_bwd_data(this->d_, dy, w_) : Tensor();
+    ops::LinearWeightGrads g;
+    if (e[1].valid() || (has_bias_ && e[2].valid())) g = ops::linear_bwd_weight(this->d_, x_, dy, has_bias_);
+    return {dx, g.dw, g.db};
+  }
+  void release() override { x_ = w_ = Tensor(); }
+
+ private:
+  Tensor x_, w_;
+  bool has_bias_;
+};
+
+}  // namespace
+
+template <class D>
+Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+  Tensor y = ops::conv2d(d, x, w, b, p);
+  record<Conv2dNode<D>>(d, {&x, &w, &b}, y, x, w, b.defined(), p);
+  return y;
+}
+
+template <class D>
+Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps) {
+  ops::BatchNormOut o = ops::batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps);
+  record<BatchNormNode<D>>(d, {&x, &gamma, &beta}, o.y, x, gamma, o.save_mean, o.save_invstd, training);
+  return o.y;
+}
+
+template <class D>
+Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor y = ops::linear(d, x, w, b);
+  record<LinearNode<D>>(d, {&x, &w, &b}, y, x, w, b.defined());
+  return y;
+}
+
+#define STRATA_AUTOGRAD_INSTANTIATE(D)                                                                   \
+  template Tensor conv2d<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&); \
+  template Tensor batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,    \
+                                const Tensor&, bool, double, double);                                    \
+  template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);
+STRATA_AUTOGRAD_INSTANTIATE_ALL()
+
+}  // namespace strata::autograd

@@ -1,0 +1,35 @@
+#pragma once
+// Differentiable ops: the front end (ops/functional.h) plus a tape record when grad
+// mode is on and an input requires grad. The backward formulas live next to their
+// nodes in autograd/*_fn.cpp, one place per op. D is the dispatch policy
+// (ops::VirtualDispatch or ops::StaticDispatch<Impl>).
+#include "core/tensor.h"
+#include "ops/functional.h"
+
+namespace strata::autograd {
+
+using ops::Conv2dParams;
+using ops::Pool2dParams;
+
+template <class D> Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+// Training mode updates running_mean/running_var in place.
+template <class D> Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     const Tensor& running_mean, const Tensor& running_var, bool training,
+                                     double momentum, double eps);
+template <class D> Tensor relu(const D& d, const Tensor& x);
+template <class D> Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
+template <class D> Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
+template <class D> Tensor global_avg_pool(const D& d, const Tensor& x);
+template <class D> Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b);
+template <class D> Tensor add(const D& d, const Tensor& a, const Tensor& b);
+template <class D> Tensor scale(const D& d, const Tensor& x, double alpha);
+// Identity when p == 0 (eval mode is the caller's choice: pass p = 0).
+template <class D> Tensor dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset);
+template <class D> Tensor softmax_xent(const D& d, const Tensor& logits, const Tensor& labels);
+template <class D> Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets);
+template <class D> Tensor sum(const D& d, const Tensor& x);
+template <class D> Tensor mean(const D& d, const Tensor& x);
+// A differentiable view with new sizes (flatten); copies when x is not contiguous.
+template <class D> Tensor reshape(const D& d, const Tensor& x, const Shape& sizes);
+
+}  // namespace strata::autograd

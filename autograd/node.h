@@ -1,0 +1,58 @@
+#pragma once
+// The tape. Each differentiable op output records a Node: what backward needs
+// (saved tensors, parameters) plus edges to the nodes (or leaf tensors) its inputs
+// came from. Nodes run their backward through the same dispatcher the forward used.
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "autograd/grad_mode.h"
+#include "core/tensor.h"
+
+namespace strata::autograd {
+
+class Node;
+
+// Where an input's gradient goes: the node that produced it, or a leaf tensor.
+struct Edge {
+  std::shared_ptr<Node> fn;
+  std::shared_ptr<TensorImpl> leaf;
+  bool valid() const { return fn != nullptr || leaf != nullptr; }
+};
+
+class Node {
+ public:
+  Node();
+  virtual ~Node() = default;
+  virtual std::string_view name() const = 0;
+  // Gradients for each entry of `next` (undefined where an input needs none).
+  virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  // a + b on this node's backend, for gradient accumulation.
+  virtual Tensor accumulate(const Tensor& a, const Tensor& b) const = 0;
+  // A tensor of ones like t on this node's backend (the seed gradient).
+  virtual Tensor ones_like(const Tensor& t) const = 0;
+  // Drops saved tensors once backward has run through this node.
+  virtual void release() = 0;
+
+  std::vector<Edge> next;
+  uint64_t seq;  // creation order: later nodes run first among those ready
+
+ private:
+  friend void backward(const Tensor&, const Tensor&);
+  Tensor pending_grad_;
+  int dependencies_ = 0;
+  uint64_t pass_ = 0;  // which backward pass last visited this node
+};
+
+Edge edge_of(const Tensor& t);
+bool any_requires_grad(std::initializer_list<const Tensor*> ts);
+// Makes `node` the grad_fn of `output` with edges to `inputs`.
+void attach(const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs, const Tensor& output);
+
+// Reverse-mode pass from `root`. With no `grad`, root must have one element and
+// the seed gradient is 1. Gradients accumulate into the .grad of leaf tensors that
+// require grad. The graph's saved tensors are released afterwards.
+void backward(const Tensor& root, const Tensor& grad = Tensor());
+
+}  // namespace strata::autograd

@@ -1,0 +1,178 @@
+// Backward formulas of relu, pooling, add, scale, dropout, reshape.
+#include "autograd/node_base.h"
+
+namespace strata::autograd {
+using detail::NodeT;
+using detail::record;
+
+namespace {
+
+template <class D>
+class ReluNode final : public NodeT<D> {
+ public:
+  ReluNode(const D& d, Tensor y) : NodeT<D>(d), y_(std::move(y)) {}
+  std::string_view name() const override { return "relu"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::relu_bwd(this->d_, y_, dy)}; }
+  void release() override { y_ = Tensor(); }
+
+ private:
+  // The output, not the input: it is kept alive by the next layer anyway. Holding it
+  // here does not make a cycle: tensors point at nodes, nodes at other tensors.
+  Tensor y_;
+};
+
+template <class D>
+class MaxPoolNode final : public NodeT<D> {
+ public:
+  MaxPoolNode(const D& d, Tensor x, Tensor y, Pool2dParams p) : NodeT<D>(d), x_(std::move(x)), y_(std::move(y)), p_(p) {}
+  std::string_view name() const override { return "max_pool2d"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::max_pool2d_bwd(this->d_, x_, y_, dy, p_)}; }
+  void release() override { x_ = y_ = Tensor(); }
+
+ private:
+  Tensor x_, y_;
+  Pool2dParams p_;
+};
+
+template <class D>
+class AvgPoolNode final : public NodeT<D> {
+ public:
+  AvgPoolNode(const D& d, Tensor x, Pool2dParams p) : NodeT<D>(d), x_(std::move(x)), p_(p) {}
+  std::string_view name() const override { return "avg_pool2d"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::avg_pool2d_bwd(this->d_, dy, x_, p_)}; }
+  void release() override { x_ = Tensor(); }
+
+ private:
+  Tensor x_;
+  Pool2dParams p_;
+};
+
+template <class D>
+class GlobalAvgPoolNode final : public NodeT<D> {
+ public:
+  GlobalAvgPoolNode(const D& d, Tensor x) : NodeT<D>(d), x_(std::move(x)) {}
+  std::string_view name() const override { return "global_avg_pool"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::global_avg_pool_bwd(this->d_, dy, x_)}; }
+  void release() override { x_ = Tensor(); }
+
+ private:
+  Tensor x_;
+};
+
+template <class D>
+class AddNode final : public NodeT<D> {
+ public:
+  explicit AddNode(const D& d) : NodeT<D>(d) {}
+  std::string_view name() const override { return "add"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {dy, dy}; }
+  void release() override {}
+};
+
+template <class D>
+class ScaleNode final : public NodeT<D> {
+ public:
+  ScaleNode(const D& d, double alpha) : NodeT<D>(d), alpha_(alpha) {}
+  std::string_view name() const override { return "scale"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::scale(this->d_, dy, alpha_)}; }
+  void release() override {}
+
+ private:
+  double alpha_;
+};
+
+template <class D>
+class DropoutNode final : public NodeT<D> {
+ public:
+  DropoutNode(const D& d, Tensor mask, double p) : NodeT<D>(d), mask_(std::move(mask)), p_(p) {}
+  std::string_view name() const override { return "dropout"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::dropout_bwd(this->d_, dy, mask_, p_)}; }
+  void release() override { mask_ = Tensor(); }
+
+ private:
+  Tensor mask_;
+  double p_;
+};
+
+template <class D>
+class ReshapeNode final : public NodeT<D> {
+ public:
+  ReshapeNode(const D& d, Shape in) : NodeT<D>(d), in_(in) {}
+  std::string_view name() const override { return "reshape"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {dy.contiguous().view(in_)}; }
+  void release() override {}
+
+ private:
+  Shape in_;
+};
+
+}  // namespace
+
+template <class D>
+Tensor relu(const D& d, const Tensor& x) {
+  Tensor y = ops::relu(d, x);
+  record<ReluNode<D>>(d, {&x}, y, y);
+  return y;
+}
+
+template <class D>
+Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
+  Tensor y = ops::max_pool2d(d, x, p);
+  record<MaxPoolNode<D>>(d, {&x}, y, x, y, p);
+  return y;
+}
+
+template <class D>
+Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
+  Tensor y = ops::avg_pool2d(d, x, p);
+  record<AvgPoolNode<D>>(d, {&x}, y, x, p);
+  return y;
+}
+
+template <class D>
+Tensor global_avg_pool(const D& d, const Tensor& x) {
+  Tensor y = ops::global_avg_pool(d, x);
+  record<GlobalAvgPoolNode<D>>(d, {&x}, y, x);
+  return y;
+}
+
+template <class D>
+Tensor add(const D& d, const Tensor& a, const Tensor& b) {
+  Tensor y = ops::add(d, a, b);
+  record<AddNode<D>>(d, {&a, &b}, y);
+  return y;
+}
+
+template <class D>
+Tensor scale(const D& d, const Tensor& x, double alpha) {
+  Tensor y = ops::scale(d, x, alpha);
+  record<ScaleNode<D>>(d, {&x}, y, alpha);
+  return y;
+}
+
+template <class D>
+Tensor dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset) {
+  if (p == 0.0) return x;
+  ops::DropoutOut o = ops::dropout(d, x, p, seed, offset);
+  record<DropoutNode<D>>(d, {&x}, o.y, o.mask, p);
+  return o.y;
+}
+
+template <class D>
+Tensor reshape(const D& d, const Tensor& x, const Shape& sizes) {
+  Tensor y = x.contiguous().view(sizes);
+  record<ReshapeNode<D>>(d, {&x}, y, x.sizes());  // y is a new handle, never x itself
+  return y;
+}
+
+#define STRATA_AUTOGRAD_INSTANTIATE(D)                                               \
+  template Tensor relu<D>(const D&, const Tensor&);                                 \
+  template Tensor max_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);      \
+  template Tensor avg_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);      \
+  template Tensor global_avg_pool<D>(const D&, const Tensor&);                      \
+  template Tensor add<D>(const D&, const Tensor&, const Tensor&);                   \
+  template Tensor scale<D>(const D&, const Tensor&, double);                        \
+  template Tensor dropout<D>(const D&, const Tensor&, double, uint64_t, uint64_t);  \
+  template Tensor reshape<D>(const D&, const Tensor&, const Shape&);
+STRATA_AUTOGRAD_INSTANTIATE_ALL()
+
+}  // namespace strata::autograd

@@ -1,0 +1,31 @@
+#pragma once
+// Internal to ops/*_ops.cpp: the per-call checks every front-end function makes,
+// and the explicit instantiation over the dispatchers of this build.
+#include "ops/checks.h"
+#include "ops/dispatch.h"
+#include "ops/functional.h"
+#include "strata_generated/static_backends.h"
+
+namespace strata::ops::detail {
+
+template <class D>
+void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t) {
+  check_defined(op_name(op), arg, t);
+  check_device(op_name(op), arg, t, d.device(), d.backend_name());
+  STRATA_CHECK(d.supports(op, t.dtype()), op_name(op), ": backend '", d.backend_name(), "' does not support ",
+               dtype_name(t.dtype()), " (", arg, " ", t.str(), ")");
+}
+
+// An output like `x` (device, dtype, memory format) with the given sizes.
+inline Tensor empty_like_format(const Tensor& x, const Shape& sizes, DType dt) {
+  const bool cl = x.dim() == 4 && sizes.size() == 4 && x.is_channels_last() && !x.is_contiguous();
+  return Tensor::empty(sizes, dt, x.device(), cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+}
+inline Tensor empty_like_format(const Tensor& x, const Shape& sizes) { return empty_like_format(x, sizes, x.dtype()); }
+
+}  // namespace strata::ops::detail
+
+#define STRATA_OPS_STATIC_INSTANTIATE(Impl) STRATA_OPS_INSTANTIATE(::strata::ops::StaticDispatch<Impl>)
+#define STRATA_OPS_INSTANTIATE_ALL()                   \
+  STRATA_OPS_INSTANTIATE(::strata::ops::VirtualDispatch) \
+  STRATA_FOR_EACH_BACKEND(STRATA_OPS_STATIC_INSTANTIATE)

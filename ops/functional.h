@@ -1,0 +1,95 @@
+#pragma once
+// The op front end: free functions that check their arguments once (shape rules,
+// dtypes, devices, backend support), allocate outputs, and call the backend through
+// a dispatch policy D (VirtualDispatch or StaticDispatch<Impl>, ops/dispatch.h).
+// No autograd here: autograd/ records the tape on top of these.
+// Outputs are new tensors on the backend's device, in the memory format of the
+// main input. Functions ending in '_' write into their arguments.
+// Instantiated for every dispatcher of the build in ops/*_ops.cpp.
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "ops/table/op_args.h"
+
+namespace strata::ops {
+
+template <class D> Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+template <class D> Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shape& x_sizes,
+                                          const Conv2dParams& p, MemoryFormat fmt = MemoryFormat::contiguous);
+template <class D> Tensor conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Shape& w_sizes,
+                                            const Conv2dParams& p);
+template <class D> Tensor conv2d_bwd_bias(const D& d, const Tensor& dy);
+
+struct BatchNormOut {
+  Tensor y, save_mean, save_invstd;
+};
+struct BatchNormGrads {
+  Tensor dx, dgamma, dbeta;
+};
+// Training: normalises with batch statistics and updates running_mean/var in place.
+template <class D> BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                                           double momentum, double eps);
+template <class D> BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                                 const Tensor& save_mean, const Tensor& save_invstd, bool training);
+
+template <class D> Tensor relu(const D& d, const Tensor& x);
+template <class D> Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy);
+
+template <class D> Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
+template <class D> Tensor max_pool2d_bwd(const D& d, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                         const Pool2dParams& p);
+template <class D> Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
+template <class D> Tensor avg_pool2d_bwd(const D& d, const Tensor& dy, const Tensor& x_like, const Pool2dParams& p);
+template <class D> Tensor global_avg_pool(const D& d, const Tensor& x);
+template <class D> Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like);
+
+template <class D> Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b);
+template <class D> Tensor linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w);
+struct LinearWeightGrads {
+  Tensor dw, db;
+};
+template <class D> LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, bool with_bias);
+
+template <class D> Tensor add(const D& d, const Tensor& a, const Tensor& b);
+template <class D> Tensor scale(const D& d, const Tensor& x, double alpha);
+template <class D> void axpy_(const D& d, const Tensor& x, const Tensor& y, double alpha);
+
+struct DropoutOut {
+  Tensor y, mask;
+};
+template <class D> DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset);
+template <class D> Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p);
+
+struct SoftmaxXentOut {
+  Tensor loss, probs;
+};
+template <class D> SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels);
+template <class D> Tensor softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, const Tensor& dloss);
+template <class D> Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets);
+template <class D> Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets,
+                                         const Tensor& dloss);
+
+template <class D> Tensor sum(const D& d, const Tensor& x);
+template <class D> Tensor mean(const D& d, const Tensor& x);
+template <class D> Tensor argmax(const D& d, const Tensor& x);
+template <class D> void fill_(const D& d, const Tensor& y, double value);
+template <class D> Tensor full(const D& d, const Shape& sizes, DType dt, double value);
+template <class D> void copy_(const D& d, const Tensor& src, const Tensor& dst);
+// A copy with another dtype/device/memory format (through the backend's copy op).
+template <class D> Tensor to(const D& d, const Tensor& x, DType dt, Device dev, MemoryFormat fmt);
+
+struct SgdOptions {
+  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
+  bool nesterov = false;
+};
+template <class D> void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
+                                  const SgdOptions& o);
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  bool decoupled_weight_decay = false;
+};
+template <class D> void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                                   const Tensor& exp_avg_sq, const AdamOptions& o, int64_t step);
+
+}  // namespace strata::ops

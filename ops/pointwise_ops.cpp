@@ -1,0 +1,157 @@
+#include "ops/frontend_support.h"
+
+namespace strata::ops {
+using detail::check_input;
+using detail::empty_like_format;
+
+template <class D>
+Tensor relu(const D& d, const Tensor& x) {
+  check_input(d, OpId::relu_fwd, "input", x);
+  check_float("relu", "input", x);
+  Tensor y = empty_like_format(x, x.sizes());
+  d.relu_fwd(ReluFwdArgs{x, y});
+  return y;
+}
+
+template <class D>
+Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
+  check_same_shape("relu_bwd", "output", y, "grad_output", dy);
+  check_same_dtype("relu_bwd", "output", y, "grad_output", dy);
+  check_input(d, OpId::relu_bwd, "output", y);
+  check_input(d, OpId::relu_bwd, "grad_output", dy);
+  Tensor dx = empty_like_format(y, y.sizes());
+  d.relu_bwd(ReluBwdArgs{y, dy, dx});
+  return dx;
+}
+
+template <class D>
+Tensor add(const D& d, const Tensor& a, const Tensor& b) {
+  check_same_shape("add", "a", a, "b", b);
+  check_same_dtype("add", "a", a, "b", b);
+  check_input(d, OpId::add, "a", a);
+  check_input(d, OpId::add, "b", b);
+  Tensor y = empty_like_format(a, a.sizes());
+  d.add(AddArgs{a, b, y});
+  return y;
+}
+
+template <class D>
+Tensor scale(const D& d, const Tensor& x, double alpha) {
+  check_input(d, OpId::scale, "input", x);
+  Tensor y = empty_like_format(x, x.sizes());
+  d.scale(ScaleArgs{x, y, alpha});
+  return y;
+}
+
+template <class D>
+void axpy_(const D& d, const Tensor& x, const Tensor& y, double alpha) {
+  check_same_shape("axpy", "x", x, "y", y);
+  check_same_dtype("axpy", "x", x, "y", y);
+  check_input(d, OpId::axpy, "x", x);
+  check_input(d, OpId::axpy, "y", y);
+  d.axpy(AxpyArgs{x, y, alpha});
+}
+
+template <class D>
+DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset) {
+  STRATA_CHECK(p >= 0.0 && p < 1.0, "dropout: p must be in [0, 1), got ", p);
+  check_input(d, OpId::dropout_fwd, "input", x);
+  DropoutOut out{empty_like_format(x, x.sizes()), empty_like_format(x, x.sizes(), DType::u8)};
+  DropoutFwdArgs a{x, out.y, out.mask};
+  a.p = p;
+  a.seed = seed;
+  a.offset = offset;
+  d.dropout_fwd(a);
+  return out;
+}
+
+template <class D>
+Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p) {
+  check_same_shape("dropout_bwd", "grad_output", dy, "mask", mask);
+  check_dtype("dropout_bwd", "mask", mask, DType::u8);
+  check_input(d, OpId::dropout_bwd, "grad_output", dy);
+  Tensor dx = empty_like_format(dy, dy.sizes());
+  DropoutBwdArgs a{dy, mask, dx};
+  a.p = p;
+  d.dropout_bwd(a);
+  return dx;
+}
+
+template <class D>
+Tensor sum(const D& d, const Tensor& x) {
+  check_input(d, OpId::sum, "input", x);
+  Tensor y = Tensor::empty(Shape{}, x.dtype(), x.device());
+  d.sum(ReduceArgs{x, y});
+  return y;
+}
+
+template <class D>
+Tensor mean(const D& d, const Tensor& x) {
+  check_input(d, OpId::mean, "input", x);
+  STRATA_CHECK(x.numel() > 0, "mean: empty input ", x.str());
+  Tensor y = Tensor::empty(Shape{}, x.dtype(), x.device());
+  d.mean(ReduceArgs{x, y});
+  return y;
+}
+
+template <class D>
+Tensor argmax(const D& d, const Tensor& x) {
+  check_rank("argmax", "input", x, 2);
+  check_input(d, OpId::argmax, "input", x);
+  STRATA_CHECK(x.size(1) > 0, "argmax: no classes in ", x.str());
+  Tensor y = Tensor::empty(Shape{x.size(0)}, DType::i64, x.device());
+  d.argmax(ArgmaxArgs{x, y});
+  return y;
+}
+
+template <class D>
+void fill_(const D& d, const Tensor& y, double value) {
+  check_input(d, OpId::fill, "output", y);
+  d.fill(FillArgs{y, value});
+}
+
+template <class D>
+Tensor full(const D& d, const Shape& sizes, DType dt, double value) {
+  Tensor y = Tensor::empty(sizes, dt, d.device());
+  fill_(d, y, value);
+  return y;
+}
+
+template <class D>
+void copy_(const D& d, const Tensor& src, const Tensor& dst) {
+  check_same_shape("copy", "source", src, "destination", dst);
+  // A copy across devices runs on the backend of the non-CPU side.
+  const bool on_backend = src.device().type == d.device().type || dst.device().type == d.device().type;
+  STRATA_CHECK(on_backend, "copy: neither source (", src.str(), ") nor destination (", dst.str(),
+               ") is on the device of backend '", d.backend_name(), "'");
+  d.copy(CopyArgs{src, dst});
+}
+
+template <class D>
+Tensor to(const D& d, const Tensor& x, DType dt, Device dev, MemoryFormat fmt) {
+  if (x.dtype() == dt && x.device() == dev &&
+      (fmt == MemoryFormat::contiguous ? x.is_contiguous() : x.is_channels_last()))
+    return x;
+  Tensor y = Tensor::empty(x.sizes(), dt, dev, fmt);
+  copy_(d, x, y);
+  return y;
+}
+
+#define STRATA_OPS_INSTANTIATE(D)                                                              \
+  template Tensor relu<D>(const D&, const Tensor&);                                           \
+  template Tensor relu_bwd<D>(const D&, const Tensor&, const Tensor&);                        \
+  template Tensor add<D>(const D&, const Tensor&, const Tensor&);                             \
+  template Tensor scale<D>(const D&, const Tensor&, double);                                  \
+  template void axpy_<D>(const D&, const Tensor&, const Tensor&, double);                     \
+  template DropoutOut dropout<D>(const D&, const Tensor&, double, uint64_t, uint64_t);        \
+  template Tensor dropout_bwd<D>(const D&, const Tensor&, const Tensor&, double);             \
+  template Tensor sum<D>(const D&, const Tensor&);                                            \
+  template Tensor mean<D>(const D&, const Tensor&);                                           \
+  template Tensor argmax<D>(const D&, const Tensor&);                                         \
+  template void fill_<D>(const D&, const Tensor&, double);                                    \
+  template Tensor full<D>(const D&, const Shape&, DType, double);                             \
+  template void copy_<D>(const D&, const Tensor&, const Tensor&);                             \
+  template Tensor to<D>(const D&, const Tensor&, DType, Device, MemoryFormat);
+STRATA_OPS_INSTANTIATE_ALL()
+
+}  // namespace strata::ops

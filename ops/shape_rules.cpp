@@ -1,0 +1,111 @@
+#include "ops/shape_rules.h"
+
+#include "ops/checks.h"
+
+namespace strata::ops {
+
+namespace {
+// Output extent of a sliding window; 0 when the window does not fit (C++ division
+// truncates toward zero, so a negative span must be caught before dividing).
+int64_t window_out(int64_t in, int64_t k, int pad, int stride, int dil) {
+  const int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
+}
+}  // namespace
+
+Shape conv2d_out_shape(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+  constexpr std::string_view op = "conv2d";
+  check_rank(op, "input", x, 4);
+  check_rank(op, "weight", w, 4);
+  check_float(op, "input", x);
+  check_same_dtype(op, "input", x, "weight", w);
+  STRATA_CHECK(p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 && p.dilation_w > 0 && p.pad_h >= 0 &&
+                   p.pad_w >= 0 && p.groups > 0,
+               "conv2d: stride and dilation must be positive, padding non-negative, groups positive (stride ",
+               p.stride_h, "x", p.stride_w, ", padding ", p.pad_h, "x", p.pad_w, ", dilation ", p.dilation_h, "x",
+               p.dilation_w, ", groups ", p.groups, ")");
+  const int64_t c = x.size(1), k = w.size(0);
+  STRATA_CHECK(c % p.groups == 0 && k % p.groups == 0, "conv2d: groups=", p.groups,
+               " must divide input channels ", c, " and output channels ", k, " (input ", x.sizes().str(),
+               ", weight ", w.sizes().str(), ")");
+  STRATA_CHECK(w.size(1) * p.groups == c, "conv2d: input has ", c, " channels but weight expects ",
+               w.size(1) * p.groups, " (input ", x.sizes().str(), ", weight ", w.sizes().str(), ", groups ",
+               p.groups, ")");
+  if (b.defined()) check_vector(op, "bias", b, k, w);
+  const int64_t ho = window_out(x.size(2), w.size(2), p.pad_h, p.stride_h, p.dilation_h);
+  const int64_t wo = window_out(x.size(3), w.size(3), p.pad_w, p.stride_w, p.dilation_w);
+  STRATA_CHECK(ho > 0 && wo > 0 && x.size(0) > 0, "conv2d: output would be empty: input ", x.sizes().str(),
+               ", weight ", w.sizes().str(), ", padding ", p.pad_h, "x", p.pad_w, ", dilation ", p.dilation_h, "x",
+               p.dilation_w);
+  return Shape{x.size(0), k, ho, wo};
+}
+
+int64_t batch_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                            const Tensor& running_var) {
+  constexpr std::string_view op = "batch_norm";
+  check_float(op, "input", x);
+  STRATA_CHECK(x.dim() == 2 || x.dim() == 4, "batch_norm: input must be [N,C] or [N,C,H,W], got ", x.str());
+  const int64_t c = x.size(1);
+  check_vector(op, "weight", gamma, c, x);
+  check_vector(op, "bias", beta, c, x);
+  check_vector(op, "running_mean", running_mean, c, x);
+  check_vector(op, "running_var", running_var, c, x);
+  STRATA_CHECK(x.numel() > 0, "batch_norm: empty input ", x.str());
+  return c;
+}
+
+Shape pool2d_out_shape(std::string_view op, const Tensor& x, const Pool2dParams& p) {
+  check_rank(op, "input", x, 4);
+  check_float(op, "input", x);
+  STRATA_CHECK(p.kernel_h > 0 && p.kernel_w > 0 && p.stride_h > 0 && p.stride_w > 0, op,
+               ": kernel and stride must be positive (kernel ", p.kernel_h, "x", p.kernel_w, ", stride ",
+               p.stride_h, "x", p.stride_w, ")");
+  STRATA_CHECK(p.pad_h >= 0 && p.pad_w >= 0 && 2 * p.pad_h <= p.kernel_h && 2 * p.pad_w <= p.kernel_w, op,
+               ": padding ", p.pad_h, "x", p.pad_w, " must be at most half the kernel ", p.kernel_h, "x",
+               p.kernel_w);
+  const int64_t ho = window_out(x.size(2), p.kernel_h, p.pad_h, p.stride_h, 1);
+  const int64_t wo = window_out(x.size(3), p.kernel_w, p.pad_w, p.stride_w, 1);
+  STRATA_CHECK(ho > 0 && wo > 0 && x.size(0) > 0 && x.size(1) > 0, op, ": output would be empty for input ",
+               x.sizes().str(), " and kernel ", p.kernel_h, "x", p.kernel_w);
+  return Shape{x.size(0), x.size(1), ho, wo};
+}
+
+Shape global_avg_pool_out_shape(const Tensor& x) {
+  check_rank("global_avg_pool", "input", x, 4);
+  check_float("global_avg_pool", "input", x);
+  STRATA_CHECK(x.numel() > 0, "global_avg_pool: empty input ", x.str());
+  return Shape{x.size(0), x.size(1)};
+}
+
+Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b) {
+  constexpr std::string_view op = "linear";
+  check_rank(op, "input", x, 2);
+  check_rank(op, "weight", w, 2);
+  check_float(op, "input", x);
+  check_same_dtype(op, "input", x, "weight", w);
+  STRATA_CHECK(x.size(1) == w.size(1), "linear: input has ", x.size(1), " features but weight expects ", w.size(1),
+               " (input ", x.sizes().str(), ", weight ", w.sizes().str(), ")");
+  if (b.defined()) check_vector(op, "bias", b, w.size(0), w);
+  return Shape{x.size(0), w.size(0)};
+}
+
+void check_softmax_xent(const Tensor& logits, const Tensor& labels) {
+  constexpr std::string_view op = "softmax_xent";
+  check_rank(op, "logits", logits, 2);
+  check_float(op, "logits", logits);
+  check_rank(op, "labels", labels, 1);
+  check_dtype(op, "labels", labels, DType::i64);
+  STRATA_CHECK(labels.size(0) == logits.size(0) && logits.size(0) > 0, "softmax_xent: ", labels.size(0),
+               " labels for a batch of ", logits.size(0), " (logits ", logits.str(), ", labels ", labels.str(), ")");
+}
+
+void check_bce_logits(const Tensor& logits, const Tensor& targets) {
+  constexpr std::string_view op = "bce_logits";
+  check_float(op, "logits", logits);
+  check_float(op, "targets", targets);
+  check_same_shape(op, "logits", logits, "targets", targets);
+  check_same_dtype(op, "logits", logits, "targets", targets);
+  STRATA_CHECK(logits.numel() > 0, "bce_logits: empty logits ", logits.str());
+}
+
+}  // namespace strata::ops

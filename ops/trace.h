@@ -1,0 +1,35 @@
+#pragma once
+// Op trace: with STRATA_TRACE=1 in the environment (or set_trace_enabled(true)),
+// every op dispatched through the virtual or static front end is recorded with its
+// backend and host time. Off, it costs one predictable branch per call.
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/table/op_id.h"
+
+namespace strata::ops {
+
+struct TraceEvent {
+  OpId op;
+  std::string_view backend;
+  double host_us;
+};
+
+extern bool g_trace_enabled;
+inline bool trace_enabled() { return g_trace_enabled; }
+void set_trace_enabled(bool on);
+void record_trace(OpId op, std::string_view backend, double host_us);
+std::vector<TraceEvent> take_trace();  // returns and clears the events so far
+std::string format_trace(const std::vector<TraceEvent>& events);
+
+template <class Call>
+void traced_call(OpId op, std::string_view backend, Call&& call) {
+  const auto t0 = std::chrono::steady_clock::now();
+  call();
+  const auto t1 = std::chrono::steady_clock::now();
+  record_trace(op, backend, std::chrono::duration<double, std::micro>(t1 - t0).count());
+}
+
+}  // namespace strata::ops

@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include "core/tensor.h"
+#include "support/expect_error.h"
+#include "support/random.h"
+
+namespace strata {
+namespace {
+
+TEST(Tensor, EmptyHasContiguousStridesAndAlignedData) {
+  Tensor t = Tensor::empty({2, 3, 4, 5});
+  EXPECT_EQ(t.strides(), (Shape{60, 20, 5, 1}));
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_FALSE(t.is_channels_last());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64, 0u);
+  EXPECT_EQ(t.nbytes(), 2u * 3 * 4 * 5 * 4);
+  EXPECT_EQ(t.str(), "f32[2,3,4,5] on cpu");
+}
+
+TEST(Tensor, ChannelsLastIsAStrideOrder) {
+  Tensor t = Tensor::empty({2, 3, 4, 5}, DType::f32, Device::cpu(), MemoryFormat::channels_last);
+  EXPECT_EQ(t.strides(), (Shape{60, 1, 15, 3}));
+  EXPECT_TRUE(t.is_channels_last());
+  EXPECT_FALSE(t.is_contiguous());
+  Tensor src = testing::random_tensor({2, 3, 4, 5}, DType::f32, 1);
+  copy_into(src, t);
+  Tensor back = t.contiguous();
+  EXPECT_EQ(back.to_vector<float>(), src.to_vector<float>());
+}
+
+TEST(Tensor, ViewsShareStorage) {
+  Tensor t = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor v = t.view({3, 2});
+  v.data<float>()[0] = 42;
+  EXPECT_EQ(t.data<float>()[0], 42);
+  Tensor tr = t.permute({1, 0});
+  EXPECT_FALSE(tr.is_contiguous());
+  EXPECT_EQ(tr.contiguous().to_vector<float>(), (std::vector<float>{42, 4, 2, 5, 3, 6}));
+  Tensor n = t.narrow(1, 1, 2);
+  EXPECT_EQ(n.to_vector<float>(), (std::vector<float>{2, 3, 5, 6}));
+  EXPECT_EQ(t.view({-1}).sizes(), (Shape{6}));
+}
+
+TEST(Tensor, BadViewsAreClearErrors) {
+  Tensor t = Tensor::empty({2, 3});
+  EXPECT_STRATA_ERROR(t.view({4, 2}), "view", "[4,2]");
+  EXPECT_STRATA_ERROR(t.permute({1, 0}).view({6}), "contiguous");
+  EXPECT_STRATA_ERROR(t.narrow(1, 2, 2), "narrow", "out of bounds");
+  EXPECT_STRATA_ERROR(t.as_strided({10}, {1}, 0), "past the storage");
+  EXPECT_STRATA_ERROR(t.permute({0, 0}), "permutation");
+}
+
+TEST(Tensor, HugeSizesOverflowCleanly) {
+  EXPECT_STRATA_ERROR(Tensor::empty({int64_t(1) << 40, int64_t(1) << 40}), "overflows");
+  EXPECT_STRATA_ERROR(Tensor::empty({-1, 2}), "negative");
+}
+
+TEST(Tensor, CpuOutOfMemoryIsAnError) {
+  // 2^50 bytes: no machine of ours has that; the allocator must say so, not abort.
+  EXPECT_STRATA_ERROR(Tensor::empty({int64_t(1) << 48}, DType::f32), "out of memory");
+  Tensor ok = Tensor::empty({4});
+  EXPECT_EQ(ok.numel(), 4);
+}
+
+TEST(Tensor, CudaWithoutBackendIsAnError) {
+  if (std::getenv("STRATA_EXPECT_GPU")) GTEST_SKIP() << "a GPU allocator may be registered";
+  EXPECT_STRATA_ERROR(Tensor::empty({2}, DType::f32, Device::cuda(0)), "cuda:0");
+}
+
+TEST(Tensor, DtypeConversionInCopy) {
+  Tensor a = Tensor::from_vector<double>({1.5, -2.25, 3.0}, {3});
+  Tensor b = Tensor::empty({3}, DType::bf16);
+  copy_into(a, b);
+  EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{1.5, -2.25, 3.0}));
+  Tensor i = Tensor::empty({3}, DType::i64);
+  copy_into(a, i);
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{1, -2, 3}));
+}
+
+TEST(Tensor, GradFieldsAreSharedAcrossHandles) {
+  Tensor a = Tensor::empty({2});
+  Tensor b = a;
+  a.set_requires_grad(true);
+  EXPECT_TRUE(b.requires_grad());
+  EXPECT_STRATA_ERROR(Tensor::empty({2}, DType::i64).set_requires_grad(true), "floating");
+}
+
+TEST(Device, Parse) {
+  EXPECT_EQ(parse_device("cpu"), Device::cpu());
+  EXPECT_EQ(parse_device("cuda:1"), Device::cuda(1));
+  EXPECT_STRATA_ERROR(parse_device("tpu"), "tpu");
+  EXPECT_STRATA_ERROR(parse_device("cuda:x"), "cuda:x");
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include "support/op_fixtures.h"
+
+namespace strata::testing {
+namespace {
+
+STRATA_COVERS(linear_fwd, "errors");
+STRATA_COVERS(linear_bwd_data, "errors");
+STRATA_COVERS(linear_bwd_weight, "errors");
+TEST(OpErrors, Linear) {
+  auto d = reference_dispatch();
+  Tensor x = rnd({4, 5}), w = rnd({3, 5}), b = rnd({3});
+  EXPECT_STRATA_ERROR(ops::linear(d, rnd({4, 5, 1}), w, b), "linear", "input", "rank 2");
+  EXPECT_STRATA_ERROR(ops::linear(d, rnd({4, 6}), w, b), "linear", "6 features", "expects 5");
+  EXPECT_STRATA_ERROR(ops::linear(d, x, w, rnd({4})), "linear", "bias");
+  EXPECT_STRATA_ERROR(ops::linear(d, x, rnd({3, 5}, DType::f64), b), "linear", "dtype");
+  EXPECT_STRATA_ERROR(ops::linear(d, fake_cuda({4, 5}), fake_cuda({3, 5}), Tensor()), "linear", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::linear_bwd_data(d, rnd({4, 2}), w), "linear_bwd_data", "grad_output");
+  EXPECT_STRATA_ERROR(ops::linear_bwd_weight(d, x, rnd({3, 3}), true), "linear_bwd_weight", "batch size");
+}
+
+STRATA_COVERS(dropout_fwd, "errors");
+STRATA_COVERS(dropout_bwd, "errors");
+TEST(OpErrors, Dropout) {
+  auto d = reference_dispatch();
+  EXPECT_STRATA_ERROR(ops::dropout(d, rnd({3}), 1.0, 1, 0), "dropout", "p must be");
+  EXPECT_STRATA_ERROR(ops::dropout(d, fake_cuda({3}), 0.5, 1, 0), "dropout_fwd", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::dropout_bwd(d, rnd({3}), Tensor::empty({3}, DType::f32), 0.5), "dropout_bwd", "mask",
+                      "u8");
+  EXPECT_STRATA_ERROR(ops::dropout_bwd(d, rnd({3}), Tensor::empty({4}, DType::u8), 0.5), "dropout_bwd", "shape");
+}
+
+STRATA_COVERS(softmax_xent_fwd, "errors");
+STRATA_COVERS(softmax_xent_bwd, "errors");
+STRATA_COVERS(bce_logits_fwd, "errors");
+STRATA_COVERS(bce_logits_bwd, "errors");
+TEST(OpErrors, Losses) {
+  auto d = reference_dispatch();
+  Tensor logits = rnd({4, 10});
+  Tensor labels = random_labels(4, 10, 3);
+  EXPECT_STRATA_ERROR(ops::softmax_xent(d, rnd({4, 10, 1}), labels), "softmax_xent", "logits", "rank 2");
+  EXPECT_STRATA_ERROR(ops::softmax_xent(d, logits, random_labels(5, 10, 3)), "softmax_xent", "5 labels");
+  EXPECT_STRATA_ERROR(ops::softmax_xent(d, logits, Tensor::empty({4}, DType::i32)), "softmax_xent", "labels", "i64");
+  EXPECT_STRATA_ERROR(ops::softmax_xent(d, fake_cuda({4, 10}), labels), "softmax_xent", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::softmax_xent_bwd(d, logits, labels, rnd({2})), "softmax_xent_bwd", "one element");
+  EXPECT_STRATA_ERROR(ops::bce_logits(d, logits, rnd({4, 9})), "bce_logits", "shape");
+  EXPECT_STRATA_ERROR(ops::bce_logits(d, logits, rnd({4, 10}, DType::f64)), "bce_logits", "dtype");
+  EXPECT_STRATA_ERROR(ops::bce_logits(d, fake_cuda({4, 10}), fake_cuda({4, 10})), "bce_logits", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::bce_logits_bwd(d, logits, rnd({4, 10}), rnd({3})), "bce_logits_bwd", "one element");
+}
+
+STRATA_COVERS(sum, "errors");
+STRATA_COVERS(mean, "errors");
+STRATA_COVERS(argmax, "errors");
+STRATA_COVERS(fill, "errors");
+STRATA_COVERS(copy, "errors");
+TEST(OpErrors, ReductionsFillCopy) {
+  auto d = reference_dispatch();
+  EXPECT_STRATA_ERROR(ops::sum(d, fake_cuda({3})), "sum", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::sum(d, Tensor::empty({3}, DType::u8)), "sum", "u8");
+  EXPECT_STRATA_ERROR(ops::mean(d, rnd({0})), "mean", "empty");
+  EXPECT_STRATA_ERROR(ops::argmax(d, rnd({3})), "argmax", "rank 2");
+  EXPECT_STRATA_ERROR(ops::argmax(d, fake_cuda({3, 2})), "argmax", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::fill_(d, fake_cuda({3}), 1.0), "fill", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::copy_(d, rnd({3}), rnd({4})), "copy", "shape");
+  EXPECT_STRATA_ERROR(ops::copy_(d, fake_cuda({3}), fake_cuda({3})), "copy", "reference");
+}
+
+STRATA_COVERS(sgd_step, "errors");
+STRATA_COVERS(adam_step, "errors");
+TEST(OpErrors, OptimizerSteps) {
+  auto d = reference_dispatch();
+  Tensor p = rnd({5}), g = rnd({5});
+  ops::SgdOptions sgd;
+  sgd.momentum = 0.9;
+  EXPECT_STRATA_ERROR(ops::sgd_step_(d, p, rnd({4}), rnd({5}), sgd), "sgd_step", "grad", "shape");
+  EXPECT_STRATA_ERROR(ops::sgd_step_(d, p, g, Tensor(), sgd), "sgd_step", "momentum_buf");
+  EXPECT_STRATA_ERROR(ops::sgd_step_(d, p, rnd({5}, DType::f64), rnd({5}), sgd), "sgd_step", "dtype");
+  EXPECT_STRATA_ERROR(ops::sgd_step_(d, fake_cuda({5}), fake_cuda({5}), fake_cuda({5}), sgd), "sgd_step", "cuda:0");
+  ops::AdamOptions adam;
+  EXPECT_STRATA_ERROR(ops::adam_step_(d, p, g, rnd({5}), rnd({6}), adam, 1), "adam_step", "exp_avg_sq");
+  EXPECT_STRATA_ERROR(ops::adam_step_(d, p, g, rnd({5}), rnd({5}), adam, 0), "adam_step", "step");
+  EXPECT_STRATA_ERROR(ops::adam_step_(d, fake_cuda({5}), fake_cuda({5}), fake_cuda({5}), fake_cuda({5}), adam, 1),
+                      "adam_step", "cuda:0");
+}
+
+}  // namespace
+}  // namespace strata::testing

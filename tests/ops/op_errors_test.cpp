@@ -1,0 +1,104 @@
+// Error paths of the front end: every op rejects wrong rank, mismatched sizes,
+// dtype mismatch and device mismatch with a message naming op and argument.
+#include <gtest/gtest.h>
+
+#include "support/op_fixtures.h"
+
+namespace strata::testing {
+namespace {
+
+using ops::Conv2dParams;
+using ops::Pool2dParams;
+
+STRATA_COVERS(conv2d_fwd, "errors");
+STRATA_COVERS(conv2d_bwd_data, "errors");
+STRATA_COVERS(conv2d_bwd_weight, "errors");
+STRATA_COVERS(conv2d_bwd_bias, "errors");
+TEST(OpErrors, Conv2d) {
+  auto d = reference_dispatch();
+  Tensor x = rnd({2, 3, 8, 8}), w = rnd({4, 3, 3, 3}), b = rnd({4});
+  Conv2dParams p;
+  EXPECT_STRATA_ERROR(ops::conv2d(d, rnd({3, 8, 8}), w, b, p), "conv2d", "input", "rank 4");
+  EXPECT_STRATA_ERROR(ops::conv2d(d, rnd({2, 5, 8, 8}), w, b, p), "conv2d", "5 channels", "expects 3", "[2,5,8,8]");
+  EXPECT_STRATA_ERROR(ops::conv2d(d, x, w, rnd({5}), p), "conv2d", "bias", "[4]");
+  EXPECT_STRATA_ERROR(ops::conv2d(d, rnd({2, 3, 8, 8}, DType::f64), w, b, p), "conv2d", "dtype", "f64", "f32");
+  EXPECT_STRATA_ERROR(ops::conv2d(d, fake_cuda({2, 3, 8, 8}), w, b, p), "conv2d", "cuda:0", "reference");
+  Conv2dParams g;
+  g.groups = 2;
+  EXPECT_STRATA_ERROR(ops::conv2d(d, x, w, b, g), "conv2d", "groups=2");
+  Conv2dParams s;
+  s.stride_h = 0;
+  EXPECT_STRATA_ERROR(ops::conv2d(d, x, w, b, s), "conv2d", "stride");
+  EXPECT_STRATA_ERROR(ops::conv2d(d, rnd({1, 3, 2, 2}), w, b, p), "conv2d", "empty");
+  EXPECT_STRATA_ERROR(ops::conv2d_bwd_data(d, rnd({2, 4, 5, 5}), w, x.sizes(), p), "conv2d_bwd_data", "grad_output");
+  EXPECT_STRATA_ERROR(ops::conv2d_bwd_weight(d, x, rnd({2, 4, 5, 5}), w.sizes(), p), "conv2d_bwd_weight",
+                      "grad_output");
+  EXPECT_STRATA_ERROR(ops::conv2d_bwd_bias(d, rnd({2, 4})), "conv2d_bwd_bias", "rank 4");
+  EXPECT_STRATA_ERROR(ops::conv2d_bwd_bias(d, fake_cuda({2, 4, 3, 3})), "conv2d_bwd_bias", "cuda:0");
+}
+
+STRATA_COVERS(batch_norm_fwd, "errors");
+STRATA_COVERS(batch_norm_bwd, "errors");
+TEST(OpErrors, BatchNorm) {
+  auto d = reference_dispatch();
+  Tensor x = rnd({2, 3, 4, 4}), c3 = rnd({3}), c4 = rnd({4});
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, rnd({2, 3, 4}), c3, c3, c3, c3, true, 0.1, 1e-5), "batch_norm", "[N,C]");
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, x, c4, c3, c3, c3, true, 0.1, 1e-5), "batch_norm", "weight", "[3]");
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, x, c3, c3, c3, rnd({3}, DType::f64), true, 0.1, 1e-5), "batch_norm",
+                      "running_var", "dtype");
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, fake_cuda({2, 3, 4, 4}), fake_cuda({3}), fake_cuda({3}), fake_cuda({3}),
+                                      fake_cuda({3}), true, 0.1, 1e-5),
+                      "batch_norm", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, rnd({1, 3}), c3, c3, c3, c3, true, 0.1, 1e-5), "batch_norm",
+                      "more than one value");
+  EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, rnd({2, 3, 4, 5}), c3, c3, c3, true), "batch_norm_bwd", "shape");
+  EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, rnd({2, 3, 4, 4}), c4, c3, c3, true), "batch_norm_bwd", "weight");
+}
+
+STRATA_COVERS(relu_fwd, "errors");
+STRATA_COVERS(relu_bwd, "errors");
+STRATA_COVERS(add, "errors");
+STRATA_COVERS(scale, "errors");
+STRATA_COVERS(axpy, "errors");
+TEST(OpErrors, Elementwise) {
+  auto d = reference_dispatch();
+  EXPECT_STRATA_ERROR(ops::relu(d, Tensor::empty({3}, DType::i64)), "relu_fwd", "i64");
+  EXPECT_STRATA_ERROR(ops::relu(d, fake_cuda({3})), "relu_fwd", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::relu_bwd(d, rnd({3}), rnd({4})), "relu_bwd", "shape", "[3]", "[4]");
+  EXPECT_STRATA_ERROR(ops::relu_bwd(d, rnd({3}), rnd({3}, DType::f64)), "relu_bwd", "dtype");
+  EXPECT_STRATA_ERROR(ops::add(d, rnd({2, 3}), rnd({3, 2})), "add", "shape mismatch", "[2,3]", "[3,2]");
+  EXPECT_STRATA_ERROR(ops::add(d, rnd({3}), rnd({3}, DType::f64)), "add", "dtype");
+  EXPECT_STRATA_ERROR(ops::add(d, fake_cuda({3}), fake_cuda({3})), "add", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::scale(d, fake_cuda({3}), 2.0), "scale", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::scale(d, Tensor::empty({3}, DType::u8), 2.0), "scale", "u8");
+  EXPECT_STRATA_ERROR(ops::axpy_(d, rnd({3}), rnd({4}), 1.0), "axpy", "shape");
+  EXPECT_STRATA_ERROR(ops::axpy_(d, rnd({3}), rnd({3}, DType::f64), 1.0), "axpy", "dtype");
+}
+
+STRATA_COVERS(max_pool2d_fwd, "errors");
+STRATA_COVERS(max_pool2d_bwd, "errors");
+STRATA_COVERS(avg_pool2d_fwd, "errors");
+STRATA_COVERS(avg_pool2d_bwd, "errors");
+STRATA_COVERS(global_avg_pool_fwd, "errors");
+STRATA_COVERS(global_avg_pool_bwd, "errors");
+TEST(OpErrors, Pooling) {
+  auto d = reference_dispatch();
+  Pool2dParams p;
+  EXPECT_STRATA_ERROR(ops::max_pool2d(d, rnd({3, 8, 8}), p), "max_pool2d", "rank 4");
+  EXPECT_STRATA_ERROR(ops::max_pool2d(d, fake_cuda({1, 3, 8, 8}), p), "max_pool2d", "cuda:0");
+  Pool2dParams big;
+  big.pad_h = 2;
+  EXPECT_STRATA_ERROR(ops::max_pool2d(d, rnd({1, 3, 8, 8}), big), "max_pool2d", "padding");
+  EXPECT_STRATA_ERROR(ops::max_pool2d(d, rnd({1, 3, 1, 1}), p), "max_pool2d", "empty");
+  Tensor x = rnd({1, 3, 8, 8});
+  EXPECT_STRATA_ERROR(ops::max_pool2d_bwd(d, x, rnd({1, 3, 4, 4}), rnd({1, 3, 3, 4}), p), "max_pool2d_bwd",
+                      "grad_output");
+  EXPECT_STRATA_ERROR(ops::avg_pool2d(d, Tensor::empty({1, 3, 8, 8}, DType::i32), p), "avg_pool2d", "floating");
+  EXPECT_STRATA_ERROR(ops::avg_pool2d_bwd(d, rnd({1, 3, 5, 4}), x, p), "avg_pool2d_bwd", "grad_output");
+  EXPECT_STRATA_ERROR(ops::global_avg_pool(d, rnd({3, 8})), "global_avg_pool", "rank 4");
+  EXPECT_STRATA_ERROR(ops::global_avg_pool(d, fake_cuda({1, 3, 2, 2})), "global_avg_pool", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::global_avg_pool_bwd(d, rnd({1, 4}), x), "global_avg_pool_bwd", "grad_output");
+}
+
+}  // namespace
+}  // namespace strata::testing
