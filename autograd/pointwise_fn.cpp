@@ -16,9 +16,7 @@ class ReluNode final : public NodeT<D> {
   void release() override { y_ = Tensor(); }
 
  private:
-  // The output, not the input: it is kept alive by the next layer anyway. Holding it
-  // here does not make a cycle: tensors point at nodes, nodes at other tensors.
-  Tensor y_;
+  Tensor y_;  // the output, detached (see Tensor::detach)
 };
 
 template <class D>
@@ -110,14 +108,14 @@ class ReshapeNode final : public NodeT<D> {
 template <class D>
 Tensor relu(const D& d, const Tensor& x) {
   Tensor y = ops::relu(d, x);
-  record<ReluNode<D>>(d, {&x}, y, y);
+  record<ReluNode<D>>(d, {&x}, y, y.detach());
   return y;
 }
 
 template <class D>
 Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
   Tensor y = ops::max_pool2d(d, x, p);
-  record<MaxPoolNode<D>>(d, {&x}, y, x, y, p);
+  record<MaxPoolNode<D>>(d, {&x}, y, x, y.detach(), p);
   return y;
 }
 

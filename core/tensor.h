@@ -81,6 +81,9 @@ class Tensor {
   Tensor as_strided(const Shape& sizes, const Shape& strides, int64_t offset) const;
   Tensor permute(const std::vector<int>& dims) const;
   Tensor narrow(int dim, int64_t start, int64_t length) const;
+  // A new handle to the same data with no autograd state. Nodes save outputs this
+  // way: saving the output handle itself would make a cycle (output -> node -> output).
+  Tensor detach() const { return as_strided(sizes(), strides(), offset()); }
 
   // A tensor in the requested memory format: `*this` if it already is, else a copy.
   Tensor contiguous(MemoryFormat fmt = MemoryFormat::contiguous) const;

@@ -40,6 +40,7 @@ class Conv2dPlan {
     fwd_ = {x, w, b, y, p};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
+    dx = Tensor();
     STRATA_CHECK(dy.sizes() == y.sizes(), "conv2d plan: grad_output ", dy.str(), " does not match output ", y.str());
     dw = Tensor::empty(fwd_.w.sizes, fwd_.w.dtype, fwd_.w.device);
     bw_ = {fwd_.x, dy, dw, fwd_.p};
@@ -213,6 +214,7 @@ class LinearPlan {
     fwd_ = {x, w, b, y};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
+    dx = Tensor();
     check_same_shape("linear plan", "output", y, "grad_output", dy);
     dw = Tensor::empty(fwd_.w.sizes, fwd_.w.dtype, fwd_.w.device);
     if (fwd_.b.defined) db = Tensor::empty(fwd_.b.sizes, fwd_.b.dtype, fwd_.b.device);

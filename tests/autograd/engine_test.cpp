@@ -76,3 +76,22 @@ TEST(Engine, DeepChainDoesNotRecurse) {
 
 }  // namespace
 }  // namespace strata::testing
+
+namespace strata::testing {
+namespace {
+
+TEST(Engine, GraphsAreFreedWithTheirOutputs) {
+  // A node saving its own output must not keep that output (and itself) alive.
+  auto d = reference_dispatch();
+  Tensor x = random_tensor({256}, DType::f32, 8);
+  x.set_requires_grad(true);
+  const size_t before = cpu_allocator().stats().current_bytes;
+  for (int i = 0; i < 10; ++i) {
+    Tensor y = autograd::max_pool2d(d, autograd::relu(d, x.view({1, 1, 16, 16})), {2, 2, 2, 2, 0, 0, true});
+    (void)y;
+  }
+  EXPECT_EQ(cpu_allocator().stats().current_bytes, before);
+}
+
+}  // namespace
+}  // namespace strata::testing

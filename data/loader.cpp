@@ -1,0 +1,192 @@
+#include "data/loader.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/allocator.h"
+#include "data/random.h"
+
+namespace strata::data {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Stream tags so the order and the per-image generators never share a seed.
+constexpr uint64_t kOrderStream = 0x6f72646572ull;      // "order"
+constexpr uint64_t kTransformStream = 0x7866726dull;    // "xfrm"
+
+}  // namespace
+
+Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions opts)
+    : dataset_(std::move(dataset)), opts_(std::move(opts)) {
+  STRATA_CHECK(dataset_ != nullptr, "Loader: dataset is null");
+  const std::string& nm = dataset_->name();
+  STRATA_CHECK(opts_.batch_size > 0, "Loader(", nm, "): batch_size must be positive, got ", opts_.batch_size);
+  STRATA_CHECK(opts_.num_workers >= 0 && opts_.num_workers <= 256, "Loader(", nm,
+               "): num_workers must be in 0..256, got ", opts_.num_workers);
+  STRATA_CHECK(opts_.prefetch >= 0, "Loader(", nm, "): prefetch must be >= 0, got ", opts_.prefetch);
+  const DType tdt = dataset_->target_dtype();
+  const Shape ts = dataset_->target_shape();
+  STRATA_CHECK((tdt == DType::i64 && ts.size() == 0) || (tdt == DType::f32 && ts.size() == 1), "Loader(", nm,
+               "): targets must be i64 [] or f32 [K], dataset has ", dtype_name(tdt), ts.str());
+  image_shape_ = transformed_shape(dataset_->image_shape(), opts_.transforms);
+  capacity_ = opts_.prefetch > 0 ? opts_.prefetch : 2 * opts_.num_workers;
+  if (capacity_ < 1) capacity_ = 1;
+  workers_.reserve(static_cast<size_t>(opts_.num_workers));
+  for (int w = 0; w < opts_.num_workers; ++w) workers_.emplace_back([this] { worker_loop(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+int64_t Loader::batches_per_epoch() const {
+  const int64_t n = dataset_->size(), b = opts_.batch_size;
+  return opts_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+std::vector<int64_t> Loader::epoch_order(int64_t epoch) const {
+  const int64_t n = dataset_->size();
+  if (!opts_.shuffle) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[i] = i;
+    return order;
+  }
+  std::mt19937_64 rng(mix_seed(opts_.seed, kOrderStream, static_cast<uint64_t>(epoch)));
+  return random_permutation(n, rng);
+}
+
+void Loader::start_epoch(int64_t epoch) {
+  auto plan = std::make_shared<Plan>(Plan{epoch, epoch_order(epoch), batches_per_epoch()});
+  std::map<int64_t, Slot> stale;
+  {
+    std::lock_guard lk(mu_);
+    plan_ = std::move(plan);
+    next_claim_ = next_consume_ = 0;
+    stale.swap(ready_);  // freed outside the lock
+  }
+  work_cv_.notify_all();
+}
+
+Tensor Loader::allocate(const Shape& sizes, DType dt) const {
+  if (!opts_.pin_memory) return Tensor::empty(sizes, dt);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(sizes.numel()) * dtype_size(dt), Device::cpu(),
+                                            pinned_host_allocator());
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->dtype = dt;
+  impl->device = Device::cpu();
+  return Tensor(std::move(impl));
+}
+
+Batch Loader::build(const Plan& plan, int64_t b) const {
+  const int64_t n = static_cast<int64_t>(plan.order.size());
+  const int64_t start = b * opts_.batch_size;
+  const int64_t count = std::min(opts_.batch_size, n - start);
+  const Shape in_shape = dataset_->image_shape();
+  const int64_t in_numel = in_shape.numel(), out_numel = image_shape_.numel();
+  const bool multi_label = dataset_->target_dtype() == DType::f32;
+  const int64_t k = multi_label ? dataset_->target_shape()[0] : 1;
+
+  Batch batch;
+  batch.epoch = plan.epoch;
+  batch.index = b;
+  batch.images = allocate(Shape{count, image_shape_[0], image_shape_[1], image_shape_[2]}, DType::f32);
+  batch.targets = multi_label ? allocate(Shape{count, k}, DType::f32) : allocate(Shape{count}, DType::i64);
+  batch.indices.assign(plan.order.begin() + start, plan.order.begin() + start + count);
+
+  // Per-thread buffers: workers are long-lived, so these are allocated once each.
+  thread_local std::vector<uint8_t> raw;
+  thread_local std::vector<float> img, scratch;
+  raw.resize(static_cast<size_t>(in_numel));
+  float* out = batch.images.data<float>();
+  char* tgt = static_cast<char*>(batch.targets.data_ptr());
+  const size_t tgt_bytes = static_cast<size_t>(k) * dtype_size(batch.targets.dtype());
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t idx = batch.indices[r];
+    dataset_->read(idx, raw.data(), tgt + r * tgt_bytes);
+    img.resize(static_cast<size_t>(in_numel));
+    for (int64_t j = 0; j < in_numel; ++j) img[j] = static_cast<float>(raw[j]) / 255.0f;
+    Shape chw = in_shape;
+    if (!opts_.transforms.empty()) {
+      std::mt19937_64 rng(mix_seed(opts_.seed ^ kTransformStream, static_cast<uint64_t>(plan.epoch),
+                                   static_cast<uint64_t>(idx)));
+      apply_transforms(opts_.transforms, img, chw, rng, scratch);
+    }
+    STRATA_CHECK(chw == image_shape_, "Loader(", dataset_->name(), "): item ", idx, " transformed to ", chw.str(),
+                 " but batches hold ", image_shape_.str());
+    std::memcpy(out + r * out_numel, img.data(), sizeof(float) * static_cast<size_t>(out_numel));
+  }
+  return batch;
+}
+
+void Loader::worker_loop() {
+  std::unique_lock lk(mu_);
+  while (true) {
+    work_cv_.wait(lk, [&] {
+      return stop_ || (plan_ && next_claim_ < plan_->num_batches && next_claim_ < next_consume_ + capacity_);
+    });
+    if (stop_) return;
+    std::shared_ptr<const Plan> plan = plan_;
+    const int64_t b = next_claim_++;
+    lk.unlock();
+    Slot slot;
+    try {
+      slot.batch = build(*plan, b);
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+    lk.lock();
+    if (plan_ == plan) {  // else a new epoch started meanwhile: drop it
+      ready_.emplace(b, std::move(slot));
+      ready_cv_.notify_all();
+    } else {
+      lk.unlock();
+      slot = Slot{};
+      lk.lock();
+    }
+  }
+}
+
+std::optional<Batch> Loader::next() {
+  if (!plan_) start_epoch(0);
+  // plan_ and the counters change only on this (the consumer's) thread, so reading
+  // them here without the lock is safe; workers only read them.
+  if (next_consume_ >= plan_->num_batches) return std::nullopt;
+  const auto t0 = Clock::now();
+  Batch batch;
+  if (workers_.empty()) {
+    const int64_t b = next_consume_++;
+    batch = build(*plan_, b);
+  } else {
+    Slot slot;
+    {
+      std::unique_lock lk(mu_);
+      ready_cv_.wait(lk, [&] { return ready_.count(next_consume_) != 0; });
+      auto it = ready_.find(next_consume_);
+      slot = std::move(it->second);
+      ready_.erase(it);
+      ++next_consume_;
+    }
+    work_cv_.notify_all();
+    if (slot.error) std::rethrow_exception(slot.error);
+    batch = std::move(*slot.batch);
+  }
+  batch.wait_seconds = seconds_since(t0);
+  stats_.wait_seconds += batch.wait_seconds;
+  ++stats_.batches;
+  return batch;
+}
+
+}  // namespace strata::data

@@ -1,0 +1,122 @@
+#pragma once
+// Loader: turns a Dataset into batches of f32 NCHW images and targets.
+//
+//   auto ds = std::make_shared<InMemoryDataset>(load_fashion_mnist(dir, Split::train));
+//   Loader loader(ds, {.batch_size = 128, .seed = 1, .num_workers = 2,
+//                      .transforms = {norm::fashion_mnist()}});
+//   for (int64_t e = 0; e < epochs; ++e) {
+//     loader.start_epoch(e);
+//     while (auto b = loader.next()) train_step(b->images, b->targets);
+//     log("waiting for data: ", loader.stats().wait_seconds, " s");
+//   }
+//
+// Order: with shuffle, epoch e visits a permutation drawn from
+// std::mt19937_64(mix_seed(seed, e)); the same seed gives the same order on every
+// run and platform. Random transforms use a generator seeded from (seed, epoch,
+// dataset index), so batches are identical whatever num_workers is.
+//
+// Prefetch: num_workers threads build whole batches ahead of the consumer, at most
+// `prefetch` batches beyond the one being consumed (claimed or ready), and next()
+// returns them in order. An exception thrown while building a batch (unreadable file,
+// corrupt JPEG, ...) is rethrown by the next() that would have returned that batch.
+// Destruction stops the workers after the batch each is building.
+//
+// Memory: batches are fresh tensors; with pin_memory they come from
+// pinned_host_allocator() (page-locked once a GPU backend installs one) so the
+// trainer's host-to-device copies can be asynchronous and faster.
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/dataset.h"
+#include "data/transforms.h"
+
+namespace strata::data {
+
+struct LoaderOptions {
+  int64_t batch_size = 64;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  bool drop_last = false;   // drop a final batch smaller than batch_size
+  int num_workers = 0;      // 0: batches are built inside next(), on the caller's thread
+  int prefetch = 0;         // bound on batches in flight; 0: 2 * num_workers
+  bool pin_memory = false;  // set when the model runs on a GPU
+  std::vector<Transform> transforms = {};
+};
+
+struct Batch {
+  Tensor images;                 // f32 [B,C,H,W], contiguous
+  Tensor targets;                // i64 [B] (class index) or f32 [B,K] (multi-label)
+  std::vector<int64_t> indices;  // dataset index of each row
+  int64_t epoch = 0;
+  int64_t index = 0;          // batch number within the epoch
+  double wait_seconds = 0;    // how long next() blocked (or built, with 0 workers) for it
+};
+
+struct LoaderStats {
+  double wait_seconds = 0;  // total time next() spent waiting for data since the last reset
+  int64_t batches = 0;      // batches returned since the last reset
+};
+
+class Loader {
+ public:
+  Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions opts);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  const Dataset& dataset() const { return *dataset_; }
+  const LoaderOptions& options() const { return opts_; }
+  int64_t batches_per_epoch() const;
+  Shape image_shape() const { return image_shape_; }  // [C,H,W] of a batch row, after transforms
+
+  // The dataset indices epoch `epoch` visits, in order.
+  std::vector<int64_t> epoch_order(int64_t epoch) const;
+
+  // Starts (or restarts) an epoch; batches of a previous epoch still in flight are
+  // discarded. next() starts epoch 0 if no epoch was started.
+  void start_epoch(int64_t epoch);
+  // The next batch of the current epoch, or nullopt when the epoch is done.
+  std::optional<Batch> next();
+
+  LoaderStats stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+ private:
+  struct Plan {
+    int64_t epoch;
+    std::vector<int64_t> order;
+    int64_t num_batches;
+  };
+  struct Slot {
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+  };
+
+  Batch build(const Plan& plan, int64_t b) const;
+  Tensor allocate(const Shape& sizes, DType dt) const;
+  void worker_loop();
+
+  std::shared_ptr<const Dataset> dataset_;
+  LoaderOptions opts_;
+  Shape image_shape_;
+  int capacity_ = 1;
+  LoaderStats stats_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_, ready_cv_;
+  std::shared_ptr<const Plan> plan_;
+  int64_t next_claim_ = 0, next_consume_ = 0;
+  std::map<int64_t, Slot> ready_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace strata::data

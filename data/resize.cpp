@@ -1,0 +1,76 @@
+#include "data/resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+
+namespace strata::data {
+
+namespace {
+
+struct Tap {
+  int64_t i0, i1;
+  float w1;  // weight of i1; i0 gets 1 - w1
+};
+
+std::vector<Tap> taps(int64_t in, int64_t out) {
+  std::vector<Tap> t(static_cast<size_t>(out));
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  for (int64_t x = 0; x < out; ++x) {
+    double s = (static_cast<double>(x) + 0.5) * scale - 0.5;
+    if (s < 0) s = 0;
+    int64_t i0 = static_cast<int64_t>(s);
+    if (i0 > in - 1) i0 = in - 1;
+    const int64_t i1 = std::min(i0 + 1, in - 1);
+    t[x] = {i0, i1, static_cast<float>(s - static_cast<double>(i0))};
+  }
+  return t;
+}
+
+template <class T>
+void resize_impl(const T* src, int64_t C, int64_t H, int64_t W, PixelLayout layout, T* dst, int64_t OH,
+                 int64_t OW) {
+  STRATA_CHECK(C > 0 && H > 0 && W > 0 && OH > 0 && OW > 0, "resize_bilinear: sizes must be positive, got [", C,
+               ",", H, ",", W, "] -> [", C, ",", OH, ",", OW, "]");
+  const int64_t sc = layout == PixelLayout::chw ? H * W : 1;
+  const int64_t sh = layout == PixelLayout::chw ? W : W * C;
+  const int64_t sw = layout == PixelLayout::chw ? 1 : C;
+  const std::vector<Tap> ty = taps(H, OH), tx = taps(W, OW);
+  for (int64_t c = 0; c < C; ++c) {
+    const T* plane = src + c * sc;
+    T* out = dst + c * OH * OW;
+    for (int64_t y = 0; y < OH; ++y) {
+      const T* r0 = plane + ty[y].i0 * sh;
+      const T* r1 = plane + ty[y].i1 * sh;
+      const float wy = ty[y].w1;
+      for (int64_t x = 0; x < OW; ++x) {
+        const Tap& t = tx[x];
+        const float wx = t.w1;
+        const float top = static_cast<float>(r0[t.i0 * sw]) * (1 - wx) + static_cast<float>(r0[t.i1 * sw]) * wx;
+        const float bot = static_cast<float>(r1[t.i0 * sw]) * (1 - wx) + static_cast<float>(r1[t.i1 * sw]) * wx;
+        const float v = top * (1 - wy) + bot * wy;
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          out[y * OW + x] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+        } else {
+          out[y * OW + x] = v;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void resize_bilinear(const uint8_t* src, int64_t C, int64_t H, int64_t W, PixelLayout layout, uint8_t* dst,
+                     int64_t OH, int64_t OW) {
+  resize_impl(src, C, H, W, layout, dst, OH, OW);
+}
+
+void resize_bilinear(const float* src, int64_t C, int64_t H, int64_t W, PixelLayout layout, float* dst, int64_t OH,
+                     int64_t OW) {
+  resize_impl(src, C, H, W, layout, dst, OH, OW);
+}
+
+}  // namespace strata::data

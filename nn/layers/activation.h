@@ -1,0 +1,75 @@
+#pragma once
+// ReLU and Dropout.
+// Dropout (torch.nn.Dropout): in training, zeroes each element with probability p
+// and scales the rest by 1/(1-p); identity in eval or with p = 0. Its mask comes from
+// a counter-based hash of (seed, offset + element index) (ops/table/op_args.h), so
+// every backend and every dispatch mode draws the same mask; each training forward
+// advances the offset by the number of elements.
+#include "nn/layers/layer_util.h"
+#include "ops/direct/plans.h"
+
+namespace strata::nn {
+
+namespace detail {
+template <class P>
+struct ReluDirect : NoDirectState {};
+template <class Impl>
+struct ReluDirect<Direct<Impl>> {
+  struct Entry {
+    ops::direct::ReluPlan<Impl> plan;
+    Tensor dy;
+  };
+  PlanCache<Entry> cache;
+};
+
+template <class P>
+struct DropoutDirect : NoDirectState {};
+template <class Impl>
+struct DropoutDirect<Direct<Impl>> {
+  struct Entry {
+    Tensor y, mask, dx, dy;
+    ops::DropoutFwdArgs fwd;
+    ops::DropoutBwdArgs bwd;
+    bool active = false;  // whether the latest forward dropped anything
+  };
+  PlanCache<Entry> cache;
+};
+}  // namespace detail
+
+template <class P>
+class ReLU final : public Module {
+ public:
+  explicit ReLU(const P& p) : p_(p) {}
+  std::string_view type_name() const override { return "ReLU"; }
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+
+ private:
+  P p_;
+  [[no_unique_address]] detail::ReluDirect<P> direct_;
+};
+
+template <class P>
+class Dropout final : public Module {
+ public:
+  Dropout(const P& p, double prob, uint64_t seed = 0);
+  std::string_view type_name() const override { return "Dropout"; }
+  std::string extra_repr() const override;
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+  double prob() const { return prob_; }
+  void set_seed(uint64_t seed, uint64_t offset = 0) {
+    seed_ = seed;
+    offset_ = offset;
+  }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  P p_;
+  double prob_;
+  uint64_t seed_, offset_ = 0;
+  bool last_active_ = false;
+  [[no_unique_address]] detail::DropoutDirect<P> direct_;
+};
+
+}  // namespace strata::nn

@@ -1,0 +1,81 @@
+#include "nn/layers/conv2d.h"
+
+#include "autograd/functions.h"
+
+namespace strata::nn {
+
+template <class P>
+Conv2d<P>::Conv2d(const P& p, int64_t in_channels, int64_t out_channels, int kernel_size, const Conv2dOptions& o)
+    : p_(p), in_(in_channels), out_(out_channels), kernel_(kernel_size) {
+  STRATA_CHECK(in_channels > 0 && out_channels > 0 && kernel_size > 0 && o.groups > 0 &&
+                   in_channels % o.groups == 0 && out_channels % o.groups == 0,
+               "Conv2d: invalid configuration in_channels=", in_channels, " out_channels=", out_channels,
+               " kernel_size=", kernel_size, " groups=", o.groups);
+  cp_.stride_h = cp_.stride_w = o.stride;
+  cp_.pad_h = cp_.pad_w = o.padding;
+  cp_.dilation_h = cp_.dilation_w = o.dilation;
+  cp_.groups = o.groups;
+  const Device dev = p_.device();
+  weight_ = register_parameter(
+      "weight", detail::make_filled(dev, Shape{out_channels, in_channels / o.groups, kernel_size, kernel_size}, o.dtype, 0.0));
+  if (o.bias) bias_ = register_parameter("bias", detail::make_filled(dev, Shape{out_channels}, o.dtype, 0.0));
+}
+
+template <class P>
+std::string Conv2d<P>::extra_repr() const {
+  std::string s = std::to_string(in_) + ", " + std::to_string(out_) + ", kernel_size=" + std::to_string(kernel_);
+  if (cp_.stride_h != 1) s += ", stride=" + std::to_string(cp_.stride_h);
+  if (cp_.pad_h != 0) s += ", padding=" + std::to_string(cp_.pad_h);
+  if (cp_.dilation_h != 1) s += ", dilation=" + std::to_string(cp_.dilation_h);
+  if (cp_.groups != 1) s += ", groups=" + std::to_string(cp_.groups);
+  if (!bias_.defined()) s += ", bias=False";
+  return s;
+}
+
+template <class P>
+Tensor Conv2d<P>::forward(const Tensor& x) {
+  if constexpr (is_direct_v<P>) {
+    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
+      entry.plan.plan(*p_.impl, in, weight_, bias_, cp_);
+    });
+    e.plan.forward();
+    return e.plan.y;
+  } else {
+    return autograd::conv2d(p_, x, weight_, bias_, cp_);
+  }
+}
+
+template <class P>
+Tensor Conv2d<P>::backward(const Tensor& dy) {
+  if constexpr (is_direct_v<P>) {
+    auto& e = detail::latest_entry(direct_.cache, "Conv2d");
+    if (needs_rebind(e.dy, dy) || e.need_dx != input_grad_) {
+      e.plan.dx = Tensor();  // plan_backward leaves an old dx defined when need_dx turns off
+      e.plan.plan_backward(dy, input_grad_);
+      e.dy = dy;
+      e.need_dx = input_grad_;
+    }
+    auto& impl = *p_.impl;
+    detail::release_grad_buffer(impl, weight_, e.plan.dw);
+    if (bias_.defined()) detail::release_grad_buffer(impl, bias_, e.plan.db);
+    e.plan.backward();
+    detail::accumulate_grad(impl, weight_, e.plan.dw);
+    if (bias_.defined()) detail::accumulate_grad(impl, bias_, e.plan.db);
+    return input_grad_ ? e.plan.dx : Tensor();
+  } else {
+    return Module::backward(dy);
+  }
+}
+
+template <class P>
+int64_t Conv2d<P>::plans_made() const {
+  if constexpr (is_direct_v<P>)
+    return direct_.cache.plans_made();
+  else
+    return 0;
+}
+
+#define STRATA_NN_INSTANTIATE(P) template class Conv2d<P>;
+STRATA_NN_INSTANTIATE_ALL()
+
+}  // namespace strata::nn

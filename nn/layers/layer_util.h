@@ -1,0 +1,55 @@
+#pragma once
+// Internal to nn/: helpers every layer uses.
+#include <string_view>
+#include <vector>
+
+#include "nn/module.h"
+#include "nn/plan_cache.h"
+#include "nn/policy.h"
+
+namespace strata::nn::detail {
+
+// A parameter or buffer of `sizes` on the policy's device, filled with `value`
+// (init policies overwrite parameters; see nn/init.h).
+Tensor make_filled(Device dev, const Shape& sizes, DType dt, double value);
+// Writes host values (converted to t's dtype) into t, wherever t lives.
+void assign_host(const Tensor& t, const std::vector<double>& values);
+
+// Direct mode: the entry of the latest forward, or an error naming the module.
+template <class Entry>
+Entry& latest_entry(PlanCache<Entry>& cache, std::string_view module) {
+  Entry* e = cache.latest();
+  STRATA_CHECK(e != nullptr, module, ".backward: no forward has run (direct mode plans at the first forward)");
+  return *e;
+}
+
+// Direct mode, before a plan overwrites its gradient buffer `buf`: when a parameter's
+// .grad() still is that buffer (gradients were not zeroed since the last backward),
+// it is copied out first so the new gradient accumulates onto it.
+template <class Impl>
+void release_grad_buffer(Impl& impl, Tensor param, const Tensor& buf) {
+  const Tensor g = param.grad();
+  if (!g.defined() || !buf.defined() || g.data_ptr() != buf.data_ptr()) return;
+  Tensor copy = Tensor::empty(g.sizes(), g.dtype(), g.device());
+  impl.copy(ops::CopyArgs{g, copy});
+  param.set_grad(copy);
+}
+
+// Direct mode: param.grad = g, or existing + g through the backend's add, exactly
+// as the autograd engine accumulates a leaf's gradient (ops::add(existing, new)).
+template <class Impl>
+void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
+  const Tensor existing = param.grad();
+  if (!existing.defined()) {
+    param.set_grad(g);
+    return;
+  }
+  Tensor sum = Tensor::empty(existing.sizes(), existing.dtype(), existing.device());
+  impl.add(ops::AddArgs{existing, g, sum});
+  param.set_grad(sum);
+}
+
+// Empty per-mode state for the tape policies.
+struct NoDirectState {};
+
+}  // namespace strata::nn::detail

@@ -1,0 +1,47 @@
+#pragma once
+// Linear: y[N,out] = x[N,in] weight[out,in]^T + bias[out], as torch.nn.Linear.
+#include "nn/layers/layer_util.h"
+#include "ops/direct/plans.h"
+
+namespace strata::nn {
+
+struct LinearOptions {
+  bool bias = true;
+  DType dtype = DType::f32;
+};
+
+namespace detail {
+template <class P>
+struct LinearDirect : NoDirectState {};
+template <class Impl>
+struct LinearDirect<Direct<Impl>> {
+  struct Entry {
+    ops::direct::LinearPlan<Impl> plan;
+    Tensor dy;
+    bool need_dx = true;
+  };
+  PlanCache<Entry> cache;
+};
+}  // namespace detail
+
+template <class P>
+class Linear final : public Module {
+ public:
+  Linear(const P& p, int64_t in_features, int64_t out_features, const LinearOptions& o = {});
+  std::string_view type_name() const override { return "Linear"; }
+  std::string extra_repr() const override;
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
+  int64_t plans_made() const;
+
+ private:
+  P p_;
+  int64_t in_, out_;
+  Tensor weight_, bias_;
+  [[no_unique_address]] detail::LinearDirect<P> direct_;
+};
+
+}  // namespace strata::nn

@@ -1,0 +1,140 @@
+#include "nn/model.h"
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "nn/policy.h"
+
+namespace strata::nn {
+
+std::unique_ptr<Optimizer> Model::make_optimizer(const OptimizerConfig& c) {
+  return std::make_unique<Optimizer>(c, param_groups(module(), c.weight_decay, c.no_decay_bn_bias),
+                                     make_step_kernels(mode(), backend_name()));
+}
+
+namespace {
+
+ops::DispatchMode mode_of(std::string_view kmode) {
+  return kmode == "virtual" ? ops::DispatchMode::virtual_call
+                            : (kmode == "static" ? ops::DispatchMode::static_call : ops::DispatchMode::direct);
+}
+
+template <class P>
+class ModelImpl final : public Model {
+ public:
+  ModelImpl(const P& p, std::unique_ptr<Module> net, DType dt, const ModelOptions& o, const std::string& what,
+            const std::string& init)
+      : p_(p), net_(std::move(net)), loss_(p, o.loss), dtype_(dt), fmt_(o.memory_format) {
+    describe_ = what + " | " + group_thousands(net_->num_parameters()) + " parameters | init " + init +
+                " | dispatch " + std::string(P::kMode) + " on " + std::string(p_.backend_name()) + " | " +
+                std::string(dtype_name(dt)) + (fmt_ == MemoryFormat::channels_last ? " channels_last" : "") +
+                " | loss " + std::string(loss_kind_name(o.loss));
+  }
+
+  Module& module() override { return *net_; }
+  const Module& module() const override { return *net_; }
+  ops::DispatchMode mode() const override { return mode_of(P::kMode); }
+  std::string_view backend_name() const override { return p_.backend_name(); }
+  Device device() const override { return p_.device(); }
+  DType dtype() const override { return dtype_; }
+  LossKind loss_kind() const override { return loss_.kind(); }
+
+  Tensor forward(const Tensor& x) override { return net_->forward(to_input(x)); }
+
+  StepResult forward_loss(const Tensor& x, const Tensor& targets) override {
+    logits_ = forward(x);
+    loss_value_ = loss_.forward(logits_, to_targets(targets));
+    return {loss_value_, logits_};
+  }
+
+  void backward() override {
+    STRATA_CHECK(loss_value_.defined(), "Model::backward: call forward_loss first");
+    if constexpr (is_direct_v<P>) {
+      net_->backward(loss_.backward());
+    } else {
+      autograd::backward(loss_value_);
+    }
+  }
+
+  StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
+    opt.zero_grad();
+    StepResult r = forward_loss(x, targets);
+    backward();
+    opt.step();
+    return r;
+  }
+
+  Tensor predict(const Tensor& x) override {
+    autograd::NoGradGuard guard;
+    return forward(x);
+  }
+
+  Tensor input_buffer(const Shape& sizes) override {
+    if constexpr (is_direct_v<P>) {
+      if (!input_.defined() || !(input_.sizes() == sizes))
+        input_ = Tensor::empty(sizes, dtype_, p_.device(), sizes.size() == 4 ? fmt_ : MemoryFormat::contiguous);
+      return input_;
+    } else {
+      return Tensor::empty(sizes, dtype_, p_.device(), sizes.size() == 4 ? fmt_ : MemoryFormat::contiguous);
+    }
+  }
+
+ private:
+  bool matches(const Tensor& x, DType dt, MemoryFormat fmt) const {
+    const bool layout = fmt == MemoryFormat::channels_last ? x.is_channels_last() : x.is_contiguous();
+    return x.dtype() == dt && x.device() == p_.device() && layout;
+  }
+
+  // Into `buf` (planned, direct mode) or converted through the front end.
+  Tensor stage(const Tensor& x, DType dt, MemoryFormat fmt, Tensor& buf) {
+    if (x.dim() != 4) fmt = MemoryFormat::contiguous;
+    if constexpr (is_direct_v<P>) {
+      if (buf.defined() && buf.data_ptr() == x.data_ptr() && buf.sizes() == x.sizes() && buf.dtype() == x.dtype())
+        return buf;
+      if (!buf.defined() || !(buf.sizes() == x.sizes()) || buf.dtype() != dt)
+        buf = Tensor::empty(x.sizes(), dt, p_.device(), fmt);
+      p_.impl->copy(ops::CopyArgs{x, buf});
+      return buf;
+    } else {
+      if (matches(x, dt, fmt)) return x;
+      return ops::to(p_, x, dt, p_.device(), fmt);
+    }
+  }
+
+  Tensor to_input(const Tensor& x) {
+    STRATA_CHECK(x.defined(), "Model: input is undefined");
+    return stage(x, dtype_, fmt_, input_);
+  }
+  Tensor to_targets(const Tensor& t) {
+    STRATA_CHECK(t.defined(), "Model: targets are undefined");
+    const DType dt = loss_.kind() == LossKind::cross_entropy ? DType::i64 : dtype_;
+    return stage(t, dt, MemoryFormat::contiguous, targets_);
+  }
+
+  P p_;
+  std::unique_ptr<Module> net_;
+  Loss<P> loss_;
+  DType dtype_;
+  MemoryFormat fmt_;
+  Tensor input_, targets_, logits_, loss_value_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode, std::string_view backend,
+                                   const ModelOptions& o) {
+  return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
+    using P = std::decay_t<decltype(p)>;
+    return std::make_unique<ModelImpl<P>>(p, make_resnet_module(p, c), c.dtype, o, describe(c), describe(c.init));
+  });
+}
+
+std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode, std::string_view backend,
+                                  const ModelOptions& o) {
+  return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
+    using P = std::decay_t<decltype(p)>;
+    return std::make_unique<ModelImpl<P>>(p, std::make_unique<LeNet<P>>(p, c), c.dtype, o, describe(c),
+                                          describe(c.init));
+  });
+}
+
+}  // namespace strata::nn

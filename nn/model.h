@@ -1,0 +1,88 @@
+#pragma once
+// The type-erased model: one switch at the top picks the dispatch mode and the
+// backend, and everything below is compiled for every combination of the build
+// (one virtual call per step here; the layers below call each other directly).
+//
+//   auto model = nn::make_resnet(cfg, ops::parse_dispatch_mode("direct"), "reference");
+//   std::cout << model->describe() << "\n";   // model, parameters, init policy, mode
+//   auto opt = model->make_optimizer(optim_cfg);
+//   for (...) { auto r = model->train_step(images, labels, *opt); ... r.loss.item() ... }
+//
+// Inputs may live anywhere and have any dtype: they are converted to the model's
+// device, dtype and memory format. In direct mode they are copied into the model's
+// planned input buffers (what a hand-written cuDNN network does with cudaMemcpy);
+// write into input_buffer() to skip that copy. Tensors returned in direct mode are
+// planned buffers, overwritten by the next forward.
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "nn/lenet.h"
+#include "nn/loss.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+#include "nn/resnet.h"
+#include "ops/dispatch.h"
+
+namespace strata::nn {
+
+struct ModelOptions {
+  LossKind loss = LossKind::cross_entropy;
+  MemoryFormat memory_format = MemoryFormat::contiguous;
+};
+
+struct StepResult {
+  Tensor loss;    // rank 0, on the model's device
+  Tensor logits;  // [N, classes]
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual Module& module() = 0;
+  virtual const Module& module() const = 0;
+  virtual ops::DispatchMode mode() const = 0;
+  virtual std::string_view backend_name() const = 0;
+  virtual Device device() const = 0;
+  virtual DType dtype() const = 0;
+  virtual LossKind loss_kind() const = 0;
+
+  // Logits for x in the current train/eval state; the tape modes record the tape
+  // when grad mode is on.
+  virtual Tensor forward(const Tensor& x) = 0;
+  // forward and loss (targets: i64 labels [N] for cross_entropy, [N, classes] for
+  // bce_logits); keeps what backward() needs.
+  virtual StepResult forward_loss(const Tensor& x, const Tensor& targets) = 0;
+  // Gradients of the latest forward_loss into every parameter's .grad()
+  // (accumulating onto gradients already there).
+  virtual void backward() = 0;
+  // opt.zero_grad(); forward_loss; backward; opt.step().
+  virtual StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) = 0;
+  // Logits without recording a tape.
+  virtual Tensor predict(const Tensor& x) = 0;
+  // Direct mode: the planned input buffer for inputs of `sizes` (write a batch here to
+  // avoid a copy). Tape modes: a fresh tensor on the device.
+  virtual Tensor input_buffer(const Shape& sizes) = 0;
+
+  void train(bool on = true) { module().train(on); }
+  void eval() { module().train(false); }
+  int64_t num_parameters() const { return module().num_parameters(); }
+  StateDict state_dict() const { return module().state_dict(); }
+  void load_state_dict(const StateDict& sd, bool strict = true) { module().load_state_dict(sd, strict); }
+  // Parameter groups from the config, step kernels of this model's mode and backend.
+  std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c);
+  // One line for every run's log: the model, its parameter count, the init policy,
+  // the dispatch mode, the backend, the dtype and the loss.
+  const std::string& describe() const { return describe_; }
+
+ protected:
+  std::string describe_;
+};
+
+std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode, std::string_view backend,
+                                   const ModelOptions& o = {});
+std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode, std::string_view backend,
+                                  const ModelOptions& o = {});
+
+}  // namespace strata::nn

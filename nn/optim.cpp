@@ -1,0 +1,262 @@
+#include "nn/optim.h"
+
+#include <cstdio>
+#include <map>
+
+#include "nn/policy.h"
+
+namespace strata::nn {
+
+std::vector<ParamGroup> param_groups(Module& m, double weight_decay, bool no_decay_bn_bias) {
+  if (!no_decay_bn_bias) return {ParamGroup{"all", m.named_parameters(), weight_decay}};
+  ParamGroup decay{"decay", {}, weight_decay}, no_decay{"no_decay", {}, 0.0};
+  for (auto& [prefix, mod] : m.named_modules()) {
+    const bool bn = mod->type_name().find("Norm") != std::string_view::npos;
+    for (const auto& [n, t] : mod->own_parameters()) {
+      const std::string full = prefix.empty() ? n : prefix + "." + n;
+      (bn || n == "bias" ? no_decay : decay).params.emplace_back(full, t);
+    }
+  }
+  return {decay, no_decay};
+}
+
+OptimizerKind parse_optimizer_kind(std::string_view s) {
+  if (s == "sgd") return OptimizerKind::sgd;
+  if (s == "adam") return OptimizerKind::adam;
+  if (s == "adamw") return OptimizerKind::adamw;
+  STRATA_FAIL("optimizer: unknown kind '", s, "' (known: sgd, adam, adamw)");
+}
+
+std::string_view optimizer_kind_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::sgd: return "sgd";
+    case OptimizerKind::adam: return "adam";
+    case OptimizerKind::adamw: return "adamw";
+  }
+  return "?";
+}
+
+std::string describe(const OptimizerConfig& c) {
+  char buf[256];
+  if (c.kind == OptimizerKind::sgd)
+    std::snprintf(buf, sizeof buf, "sgd (lr %g, momentum %g%s, weight_decay %g%s)", c.lr, c.momentum,
+                  c.nesterov ? ", nesterov" : "", c.weight_decay, c.no_decay_bn_bias ? ", none on BN/bias" : "");
+  else
+    std::snprintf(buf, sizeof buf, "%s (lr %g, betas %g/%g, eps %g, weight_decay %g%s)",
+                  std::string(optimizer_kind_name(c.kind)).c_str(), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+                  c.no_decay_bn_bias ? ", none on BN/bias" : "");
+  return buf;
+}
+
+namespace {
+
+template <class D>
+class TapeKernels final : public StepKernels {
+ public:
+  explicit TapeKernels(const D& d) : d_(d) {}
+  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o) override {
+    ops::sgd_step_(d_, p, g, buf, o);
+  }
+  void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
+            int64_t step) override {
+    ops::adam_step_(d_, p, g, m, v, o, step);
+  }
+  void fill(const Tensor& t, double value) override { ops::fill_(d_, t, value); }
+  std::string_view backend_name() const override { return d_.backend_name(); }
+
+ private:
+  D d_;
+};
+
+// No front end: the optimizer checked shapes and dtypes when it allocated the state.
+template <class Impl>
+class DirectKernels final : public StepKernels {
+ public:
+  explicit DirectKernels(Impl& impl) : impl_(&impl) {}
+  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o) override {
+    ops::SgdStepArgs a{p, g, buf};
+    a.lr = o.lr;
+    a.momentum = o.momentum;
+    a.weight_decay = o.weight_decay;
+    a.nesterov = o.nesterov;
+    impl_->sgd_step(a);
+  }
+  void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
+            int64_t step) override {
+    ops::AdamStepArgs a{p, g, m, v};
+    a.lr = o.lr;
+    a.beta1 = o.beta1;
+    a.beta2 = o.beta2;
+    a.eps = o.eps;
+    a.weight_decay = o.weight_decay;
+    a.decoupled_weight_decay = o.decoupled_weight_decay;
+    a.step = step;
+    impl_->adam_step(a);
+  }
+  void fill(const Tensor& t, double value) override { impl_->fill(ops::FillArgs{t, value}); }
+  std::string_view backend_name() const override { return Impl::kName; }
+
+ private:
+  Impl* impl_;
+};
+
+}  // namespace
+
+std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::string_view backend) {
+  return with_policy(mode, backend, [](const auto& p) -> std::shared_ptr<StepKernels> {
+    using P = std::decay_t<decltype(p)>;
+    if constexpr (is_direct_v<P>)
+      return std::make_shared<DirectKernels<typename P::Backend>>(*p.impl);
+    else
+      return std::make_shared<TapeKernels<P>>(p);
+  });
+}
+
+Optimizer::Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, std::shared_ptr<StepKernels> kernels)
+    : c_(c), groups_(std::move(groups)), kernels_(std::move(kernels)), lr_(c.lr) {
+  STRATA_CHECK(kernels_ != nullptr, "optimizer: no step kernels");
+  STRATA_CHECK(c.lr >= 0.0, "optimizer: lr must be >= 0, got ", c.lr);
+  STRATA_CHECK(c.kind != OptimizerKind::sgd || c.momentum >= 0.0, "optimizer: momentum must be >= 0, got ",
+               c.momentum);
+  STRATA_CHECK(!(c.kind == OptimizerKind::sgd && c.nesterov && c.momentum <= 0.0),
+               "optimizer: nesterov needs momentum > 0");
+  std::map<std::string, bool> seen;
+  for (const ParamGroup& g : groups_)
+    for (const auto& [n, t] : g.params) {
+      STRATA_CHECK(seen.emplace(n, true).second, "optimizer: parameter '", n, "' is in more than one group");
+      STRATA_CHECK(is_floating(t.dtype()), "optimizer: parameter '", n, "' is ", t.str(), ", not floating point");
+      slots_.push_back(Slot{n, t, g.weight_decay, {}});
+    }
+}
+
+void Optimizer::allocate(Slot& s) {
+  const Tensor& p = s.param;
+  auto zeros = [&] {
+    Tensor t = Tensor::empty(p.sizes(), p.dtype(), p.device());
+    kernels_->fill(t, 0.0);
+    return t;
+  };
+  if (c_.kind == OptimizerKind::sgd) {
+    if (c_.momentum != 0.0) s.state.a = zeros();
+  } else {
+    s.state.a = zeros();
+    s.state.b = zeros();
+  }
+}
+
+void Optimizer::step() {
+  for (Slot& s : slots_) {
+    const Tensor g = s.param.grad();
+    if (!g.defined()) continue;
+    STRATA_CHECK(g.sizes() == s.param.sizes() && g.dtype() == s.param.dtype(), "optimizer: gradient ", g.str(),
+                 " of '", s.name, "' does not match the parameter ", s.param.str());
+    if (s.state.step == 0 && !s.state.a.defined()) allocate(s);
+    ++s.state.step;
+    if (c_.kind == OptimizerKind::sgd) {
+      ops::SgdOptions o;
+      o.lr = lr_;
+      o.momentum = c_.momentum;
+      o.weight_decay = s.weight_decay;
+      o.nesterov = c_.nesterov;
+      kernels_->sgd(s.param, g, s.state.a, o);
+    } else {
+      ops::AdamOptions o;
+      o.lr = lr_;
+      o.beta1 = c_.beta1;
+      o.beta2 = c_.beta2;
+      o.eps = c_.eps;
+      o.weight_decay = s.weight_decay;
+      o.decoupled_weight_decay = c_.kind == OptimizerKind::adamw;
+      kernels_->adam(s.param, g, s.state.a, s.state.b, o, s.state.step);
+    }
+  }
+  ++steps_;
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (Slot& s : slots_) {
+    if (set_to_none) {
+      s.param.set_grad(Tensor());
+    } else if (s.param.grad().defined()) {
+      kernels_->fill(s.param.grad(), 0.0);
+    }
+  }
+}
+
+StateDict Optimizer::state_dict() const {
+  StateDict out;
+  for (const Slot& s : slots_) {
+    if (s.state.step == 0) continue;
+    if (c_.kind == OptimizerKind::sgd) {
+      if (s.state.a.defined()) out.emplace_back(s.name + ".momentum_buffer", s.state.a);
+      continue;
+    }
+    out.emplace_back(s.name + ".exp_avg", s.state.a);
+    out.emplace_back(s.name + ".exp_avg_sq", s.state.b);
+    out.emplace_back(s.name + ".step", Tensor::from_vector(std::vector<int64_t>{s.state.step}, Shape{}));
+  }
+  return out;
+}
+
+void Optimizer::load_state_dict(const StateDict& sd) {
+  std::map<std::string_view, const Tensor*> given;
+  for (const auto& [n, t] : sd) given.emplace(n, &t);
+  std::string problems;
+  std::map<std::string_view, bool> used;
+  auto take = [&](const Slot& s, const std::string& suffix, const Shape& want) -> const Tensor* {
+    const std::string key = s.name + suffix;
+    auto it = given.find(key);
+    if (it == given.end()) return nullptr;
+    used.emplace(it->first, true);
+    if (!(it->second->sizes() == want))
+      problems += "\n  size mismatch for '" + key + "': " + it->second->sizes().str() + " in the state dict, " +
+                  want.str() + " expected";
+    return it->second;
+  };
+  struct Found {
+    Slot* slot;
+    const Tensor *a, *b, *step;
+  };
+  std::vector<Found> found;
+  for (Slot& s : slots_) {
+    Found f{&s, nullptr, nullptr, nullptr};
+    if (c_.kind == OptimizerKind::sgd) {
+      f.a = take(s, ".momentum_buffer", s.param.sizes());
+    } else {
+      f.a = take(s, ".exp_avg", s.param.sizes());
+      f.b = take(s, ".exp_avg_sq", s.param.sizes());
+      f.step = take(s, ".step", Shape{});
+      if ((f.a != nullptr) != (f.b != nullptr) || (f.a != nullptr) != (f.step != nullptr))
+        problems += "\n  incomplete adam state for '" + s.name + "' (needs exp_avg, exp_avg_sq and step)";
+    }
+    found.push_back(f);
+  }
+  for (const auto& [n, t] : sd)
+    if (!used.count(n)) problems += "\n  unexpected key '" + n + "'";
+  STRATA_CHECK(problems.empty(), "optimizer load_state_dict (", optimizer_kind_name(c_.kind), ", ", slots_.size(),
+               " parameters):", problems);
+  for (Found& f : found) {
+    State st;
+    if (f.a) {
+      allocate(*f.slot);
+      st = f.slot->state;
+      copy_into(*f.a, st.a);
+      if (f.b) copy_into(*f.b, st.b);
+      st.step = f.step ? f.step->to_vector<int64_t>().at(0) : 1;
+    }
+    f.slot->state = st;
+  }
+}
+
+std::string Optimizer::describe() const {
+  std::string s = nn::describe(c_) + ", groups:";
+  for (const ParamGroup& g : groups_) {
+    int64_t n = 0;
+    for (const auto& [name, t] : g.params) n += t.numel();
+    s += " " + g.name + " (" + std::to_string(g.params.size()) + " tensors, " + group_thousands(n) +
+         " params, weight_decay " + std::to_string(g.weight_decay) + ")";
+  }
+  return s;
+}
+
+}  // namespace strata::nn

@@ -1,0 +1,107 @@
+#pragma once
+// Optimizers on the fused optimizer ops (ops::sgd_step_, ops::adam_step_): SGD with
+// momentum, Nesterov and weight decay (torch.optim.SGD, dampening 0), Adam and AdamW
+// (torch.optim.Adam / AdamW, per-parameter step counts for bias correction).
+// The optimizer reads each parameter's .grad(), which every dispatch mode fills
+// (the tape through autograd::backward, direct mode through the modules' backward),
+// so one optimizer serves all modes; a parameter without a gradient is skipped, as
+// PyTorch does. State (momentum buffers, moments) is allocated on the parameter's
+// device at its first step, zero-filled.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/module.h"
+#include "ops/dispatch.h"
+#include "ops/functional.h"
+
+namespace strata::nn {
+
+struct ParamGroup {
+  std::string name;
+  StateDict params;  // dotted name -> parameter
+  double weight_decay = 0.0;
+};
+
+// One group "all" with weight_decay; with no_decay_bn_bias, two: "decay" (the rest)
+// and "no_decay" (BatchNorm weights/biases and every bias, weight decay 0), the
+// usual practice since Goyal et al. 2017.
+std::vector<ParamGroup> param_groups(Module& m, double weight_decay, bool no_decay_bn_bias);
+
+enum class OptimizerKind { sgd, adam, adamw };
+OptimizerKind parse_optimizer_kind(std::string_view s);  // "sgd" | "adam" | "adamw"
+std::string_view optimizer_kind_name(OptimizerKind k);
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::sgd;
+  double lr = 0.1;
+  double momentum = 0.9;  // sgd
+  bool nesterov = false;  // sgd
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  double weight_decay = 0.0;
+  bool no_decay_bn_bias = false;
+};
+std::string describe(const OptimizerConfig& c);
+
+// The fused steps on one backend through one dispatch mode (tape policies: the op
+// front end; direct: the backend's functions with the arguments filled in).
+class StepKernels {
+ public:
+  virtual ~StepKernels() = default;
+  virtual void sgd(const Tensor& param, const Tensor& grad, const Tensor& buf, const ops::SgdOptions& o) = 0;
+  virtual void adam(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                    const ops::AdamOptions& o, int64_t step) = 0;
+  virtual void fill(const Tensor& t, double value) = 0;
+  virtual std::string_view backend_name() const = 0;
+};
+std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::string_view backend);
+
+class Optimizer {
+ public:
+  Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, std::shared_ptr<StepKernels> kernels);
+
+  // One update of every parameter that has a gradient.
+  void step();
+  // set_to_none (default): gradients become undefined (no memory traffic); otherwise
+  // they are filled with zeros.
+  void zero_grad(bool set_to_none = true);
+
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  int64_t step_count() const { return steps_; }
+  void set_step_count(int64_t n) { steps_ = n; }
+  const OptimizerConfig& config() const { return c_; }
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+
+  // "<param>.momentum_buffer" (sgd with momentum), "<param>.exp_avg", "<param>.exp_avg_sq",
+  // "<param>.step" (i64 scalar, host) for adam/adamw; entries exist once a
+  // parameter has stepped. load_state_dict() checks names, shapes, and that every
+  // entry names a parameter of this optimizer.
+  StateDict state_dict() const;
+  void load_state_dict(const StateDict& sd);
+  std::string describe() const;
+
+ private:
+  struct State {
+    Tensor a, b;  // momentum_buffer | exp_avg, exp_avg_sq
+    int64_t step = 0;
+  };
+  struct Slot {
+    std::string name;
+    Tensor param;
+    double weight_decay;
+    State state;
+  };
+  void allocate(Slot& s);
+
+  OptimizerConfig c_;
+  std::vector<ParamGroup> groups_;
+  std::vector<Slot> slots_;
+  std::shared_ptr<StepKernels> kernels_;
+  double lr_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace strata::nn

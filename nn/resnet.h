@@ -1,0 +1,90 @@
+#pragma once
+// ResNet-18/34/50/101/152 exactly as torchvision.models.resnet (v1.5: stride on the
+// 3x3 conv of the bottleneck; convs without bias; BatchNorm eps 1e-5, momentum 0.1),
+// with torchvision's parameter and buffer names and order, so state dicts move
+// between the two (ResNet-50 at 1000 classes: 25,557,032 parameters).
+//   conv1 bn1 relu maxpool layer1..layer4 avgpool fc
+// Options beyond torchvision: number of classes, input channels (1 for MNIST), and a
+// small-image stem for 28-32 px inputs (conv1 3x3 stride 1 padding 1, no max-pool),
+// which keeps the parameter names (conv1.weight is then [64, C, 3, 3]).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/init.h"
+#include "nn/layers/blocks.h"
+#include "nn/layers/pool.h"
+#include "nn/layers/linear.h"
+
+namespace strata::nn {
+
+struct ResNetConfig {
+  int depth = 50;  // 18, 34, 50, 101, 152
+  int64_t num_classes = 1000;
+  int64_t in_channels = 3;
+  bool small_input = false;
+  // Channels of the stem and layer1 (doubling per stage): 64 is torchvision's; smaller
+  // values make cheap networks of the same structure (tests, quick experiments).
+  int64_t base_channels = 64;
+  // torchvision's own init is kaiming_normal_fan_out.
+  InitConfig init{InitPolicy::kaiming_normal_fan_out, false, 0};
+  DType dtype = DType::f32;
+};
+
+// "ResNet-50 (torchvision v1.5, 1000 classes, 3 input channels, ImageNet stem)".
+std::string describe(const ResNetConfig& c);
+
+namespace detail {
+// A stage ("layer1"...): blocks named "0", "1", ..., called without virtual dispatch.
+template <class Block>
+class Stage final : public Module {
+ public:
+  std::string_view type_name() const override { return "Sequential"; }
+  Block& add(std::unique_ptr<Block> b) {
+    Block& ref = register_module(std::to_string(blocks_.size()), std::move(b));
+    blocks_.push_back(&ref);
+    return ref;
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = x;
+    for (Block* b : blocks_) h = b->forward(h);
+    return h;
+  }
+  Tensor backward(const Tensor& dy) override {
+    Tensor g = dy;
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) g = (*it)->backward(g);
+    return g;
+  }
+
+ private:
+  std::vector<Block*> blocks_;
+};
+}  // namespace detail
+
+template <class P, class Block>
+class ResNetT final : public Module {
+ public:
+  ResNetT(const P& p, const ResNetConfig& c);
+  std::string_view type_name() const override { return "ResNet"; }
+  // x [N, in_channels, H, W] on the policy's device -> logits [N, num_classes].
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dlogits) override;  // direct mode
+  const ResNetConfig& config() const { return c_; }
+
+ private:
+  ResNetConfig c_;
+  Conv2d<P>* conv1_;
+  BatchNorm2d<P>* bn1_;
+  ReLU<P>* relu_;
+  MaxPool2d<P>* maxpool_ = nullptr;
+  detail::Stage<Block>* layers_[4];
+  GlobalAvgPool<P>* avgpool_;
+  Linear<P>* fc_;
+};
+
+// The module for a config (depth picks BasicBlock or Bottleneck), initialised with
+// c.init. Instantiated for every policy of the build.
+template <class P>
+std::unique_ptr<Module> make_resnet_module(const P& p, const ResNetConfig& c);
+
+}  // namespace strata::nn
