@@ -1,0 +1,158 @@
+#include "backends/cuda/context.h"
+
+#include <mutex>
+
+#include "core/tensor.h"
+
+namespace strata::backends::cuda {
+
+void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  STRATA_FAIL("cuda: ", call, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ") at ", file, ":",
+              line);
+}
+void throw_cudnn(cudnnStatus_t s, const char* call, const char* file, int line) {
+  char detail[256] = {0};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  STRATA_FAIL("cudnn: ", call, " failed: ", cudnnGetErrorString(s), detail[0] ? " (" : "", detail,
+              detail[0] ? ")" : "", " at ", file, ":", line);
+}
+void throw_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
+  STRATA_FAIL("cublas: ", call, " failed: ", cublasGetStatusString(s), " at ", file, ":", line);
+}
+
+void* Context::workspace(size_t bytes) {
+  if (bytes <= ws_bytes_) return ws_;
+  // The old buffer goes back to the caching allocator: work already queued on the
+  // stream still finishes before anything queued later reuses it.
+  if (ws_) allocator->deallocate(ws_, ws_bytes_);
+  ws_ = nullptr;
+  ws_bytes_ = 0;
+  const size_t want = bin_size(bytes);
+  ws_ = allocator->allocate(want);
+  ws_bytes_ = want;
+  return ws_;
+}
+
+namespace {
+
+void device_copy_hook(const Tensor& src, const Tensor& dst) {
+  if (src.numel() == 0) return;
+  copy_views(context(), TensorView(src), TensorView(dst));
+}
+
+struct Init {
+  Context* ctx = nullptr;
+  std::string why;
+};
+
+Init initialise() {
+  Init r;
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    r.why = std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+    return r;
+  }
+  if (n == 0) {
+    r.why = "no CUDA device";
+    return r;
+  }
+  try {
+    auto* c = new Context;  // never destroyed, see context.h
+    c->device = 0;
+    STRATA_CUDA_CHECK(cudaSetDevice(0));
+    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, 0));
+    STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    STRATA_CUDNN_CHECK(cudnnCreate(&c->cudnn));
+    STRATA_CUDNN_CHECK(cudnnSetStream(c->cudnn, c->stream));
+    STRATA_CUBLAS_CHECK(cublasCreate(&c->cublas));
+    STRATA_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
+    STRATA_CUBLAS_CHECK(cublasSetPointerMode(c->cublas, CUBLAS_POINTER_MODE_HOST));
+    c->allocator = new CachingAllocator(0, c->stream);
+    c->pinned = new PinnedAllocator;
+    // cuBLAS gets a fixed workspace of its own: with it, results do not depend on
+    // what cuBLAS could allocate at the time (cuBLAS docs, "Results reproducibility").
+    void* cublas_ws = c->allocator->allocate(size_t{32} << 20);
+    STRATA_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, cublas_ws, size_t{32} << 20));
+    register_device_allocator(DeviceType::cuda, c->allocator);
+    set_pinned_host_allocator(c->pinned);
+    set_device_copy_hook(DeviceType::cuda, &device_copy_hook);
+    r.ctx = c;
+  } catch (const Error& err) {
+    r.why = std::string("CUDA device present but initialisation failed: ") + err.what();
+  }
+  return r;
+}
+
+const Init& init_once() {
+  static const Init init = initialise();
+  return init;
+}
+
+}  // namespace
+
+Context* try_context(std::string* why) {
+  const Init& i = init_once();
+  if (!i.ctx && why) *why = i.why;
+  return i.ctx;
+}
+
+Context& context() {
+  const Init& i = init_once();
+  STRATA_CHECK(i.ctx != nullptr, "cuda backend: ", i.why);
+  return *i.ctx;
+}
+
+bool is_dense_in(const TensorView& v, Layout l) {
+  return l == Layout::nhwc ? is_channels_last_layout(v.sizes, v.strides) : is_contiguous_layout(v.sizes, v.strides);
+}
+
+Layout layout_of(const TensorView& v) {
+  if (v.dim() == 4 && is_channels_last_layout(v.sizes, v.strides) && !is_contiguous_layout(v.sizes, v.strides))
+    return Layout::nhwc;
+  return Layout::nchw;
+}
+
+TensorView make_temp(Context& ctx, DeviceBuffer& buf, const Shape& sizes, DType dt, Layout l) {
+  buf = DeviceBuffer(ctx, static_cast<size_t>(sizes.numel()) * dtype_size(dt));
+  TensorView t;
+  t.data = buf.get();
+  t.sizes = sizes;
+  t.strides = l == Layout::nhwc ? channels_last_strides(sizes) : contiguous_strides(sizes);
+  t.dtype = dt;
+  t.device = Device::cuda(ctx.device);
+  t.defined = true;
+  return t;
+}
+
+Staged stage_in(Context& ctx, const TensorView& v, Layout l) {
+  Staged s;
+  s.orig = &v;
+  if (is_dense_in(v, l) && v.device.is_cuda()) {
+    s.view = v;
+    return s;
+  }
+  s.view = make_temp(ctx, s.buf, v.sizes, v.dtype, l);
+  s.temp = true;
+  copy_views(ctx, v, s.view);
+  return s;
+}
+
+Staged stage_out(Context& ctx, const TensorView& v, Layout l) {
+  Staged s;
+  s.orig = &v;
+  if (is_dense_in(v, l) && v.device.is_cuda()) {
+    s.view = v;
+    return s;
+  }
+  s.view = make_temp(ctx, s.buf, v.sizes, v.dtype, l);
+  s.temp = true;
+  return s;
+}
+
+void Staged::finish(Context& ctx) {
+  if (temp) copy_views(ctx, view, *orig);
+}
+
+}  // namespace strata::backends::cuda

@@ -1,0 +1,146 @@
+#pragma once
+// Per-device state shared by every CudaBackend of the process: the stream, the
+// cuDNN and cuBLAS handles bound to it, the allocators, the cuDNN workspace arena
+// and the plan caches (descriptors + algorithm per shape key). Created once, never
+// destroyed (static destructors would race the CUDA runtime's own teardown).
+// Ops are issued from one thread at a time (the plan cache and workspace are not
+// locked); the allocators are, so copies and tensor allocation may come from other
+// threads (a data loader). Internal to backends/cuda.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "backends/cuda/caching_allocator.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
+#include "ops/table/tensor_view.h"
+
+namespace strata::backends::cuda {
+
+using ops::TensorView;
+
+// A plan-cache key: a fixed-capacity list of integers (op kind, sizes, strides,
+// parameters, dtype, settings), compared and hashed as a whole.
+struct PlanKey {
+  std::array<int64_t, 64> v{};
+  int n = 0;
+  PlanKey& add(int64_t x) {
+    STRATA_CHECK(n < static_cast<int>(v.size()), "cuda backend: plan key overflow");
+    v[n++] = x;
+    return *this;
+  }
+  PlanKey& add(const Shape& s) {
+    add(s.size());
+    for (int64_t x : s) add(x);
+    return *this;
+  }
+  friend bool operator==(const PlanKey& a, const PlanKey& b) {
+    if (a.n != b.n) return false;
+    for (int i = 0; i < a.n; ++i)
+      if (a.v[i] != b.v[i]) return false;
+    return true;
+  }
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < k.n; ++i) h = (h ^ static_cast<uint64_t>(k.v[i])) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+struct Plan {
+  virtual ~Plan() = default;
+};
+
+struct Context {
+  int device = 0;
+  int sm_count = 0;
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  CachingAllocator* allocator = nullptr;
+  PinnedAllocator* pinned = nullptr;
+  size_t layout_fallbacks = 0;  // see cuda_backend.h
+
+  // The cuDNN workspace arena: one buffer, grown on demand, shared by every call.
+  void* workspace(size_t bytes);
+  size_t workspace_bytes() const { return ws_bytes_; }
+
+  // Plans by key; `make` builds one on a miss. Plans live as long as the context.
+  template <class P, class Make>
+  P& plan(const PlanKey& key, Make&& make) {
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make()).first;
+    return static_cast<P&>(*it->second);
+  }
+
+ private:
+  void* ws_ = nullptr;
+  size_t ws_bytes_ = 0;
+  std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
+};
+
+// The device context, initialised on first call; throws strata::Error (with the
+// reason) when no GPU is usable.
+Context& context();
+// nullptr and the reason when no GPU is usable; never throws, never prints.
+Context* try_context(std::string* why);
+
+// Device memory from the caching allocator for the duration of one op. Freed
+// blocks are reused in stream order, so no synchronisation is needed.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Context& ctx, size_t bytes) : ctx_(&ctx), bytes_(bytes) { p_ = ctx.allocator->allocate(bytes); }
+  ~DeviceBuffer() {
+    if (ctx_) ctx_->allocator->deallocate(p_, bytes_);
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ctx_(o.ctx_), p_(o.p_), bytes_(o.bytes_) { o.ctx_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      if (ctx_) ctx_->allocator->deallocate(p_, bytes_);
+      ctx_ = o.ctx_;
+      p_ = o.p_;
+      bytes_ = o.bytes_;
+      o.ctx_ = nullptr;
+    }
+    return *this;
+  }
+  void* get() const { return p_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  Context* ctx_ = nullptr;
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+enum class Layout { nchw, nhwc };
+
+// A device tensor view that may own a temporary: `view` is what the library call
+// sees. Built by stage_in/stage_out when an argument is not already dense in the
+// layout a call needs (or has the wrong dtype); finish() copies a staged output back.
+struct Staged {
+  TensorView view;
+  DeviceBuffer buf;
+  const TensorView* orig = nullptr;
+  bool temp = false;
+  void finish(Context& ctx);
+};
+bool is_dense_in(const TensorView& v, Layout l);
+Layout layout_of(const TensorView& v);  // nhwc for channels-last rank-4 views, else nchw
+Staged stage_in(Context& ctx, const TensorView& v, Layout l);
+Staged stage_out(Context& ctx, const TensorView& v, Layout l);
+// A fresh dense device view (dtype, sizes, layout) over `buf`.
+TensorView make_temp(Context& ctx, DeviceBuffer& buf, const Shape& sizes, DType dt, Layout l);
+
+// Any view to any view: dtypes, strides and devices (host<->device, device<->device).
+void copy_views(Context& ctx, const TensorView& src, const TensorView& dst);
+
+}  // namespace strata::backends::cuda

@@ -1,0 +1,262 @@
+// conv2d forward, backward-data and backward-weight on cuDNN's convolution API.
+// Each shape key gets a plan once: descriptors, the algorithm (heuristics, or
+// cudnnFind*Ex timing in benchmark mode), its math type and workspace size. The
+// workspace comes from the context's shared arena. Operands are used in place when
+// dense in the call's layout (that of x, or dy for backward-data); anything else
+// (a weight in the other layout, a strided view) is staged through a temporary.
+#include <string>
+
+#include "backends/cuda/cudnn_util.h"
+
+namespace strata::backends {
+
+namespace cuda {
+namespace {
+
+enum class ConvKind : int64_t { fwd = 2001, bwd_data = 2002, bwd_weight = 2003 };
+
+struct ConvPlan : Plan {
+  TensorDesc x, y;  // input side, output side (dx and dy for the backward passes)
+  FilterDesc w;
+  ConvDesc conv;
+  int algo = 0;
+  size_t ws = 0;
+  std::string unusable;  // why no algorithm fits (then the op retries in NCHW, or fails)
+};
+
+// The three directions differ only in which cuDNN functions they call.
+struct FwdOps {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static constexpr const char* kName = "conv2d_fwd";
+  static cudnnStatus_t heuristics(cudnnHandle_t h, ConvPlan& p, int* n, Perf* r) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), kCount, n, r);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, ConvPlan& p, void* x, void* w, void* y, int* n, Perf* r, void* ws,
+                            size_t wsz) {
+    return cudnnFindConvolutionForwardAlgorithmEx(h, p.x.get(), x, p.w.get(), w, p.conv.get(), p.y.get(), y, kCount,
+                                                  n, r, ws, wsz);
+  }
+  static cudnnStatus_t ws_size(cudnnHandle_t h, ConvPlan& p, int algo, size_t* s) {
+    return cudnnGetConvolutionForwardWorkspaceSize(h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(),
+                                                   static_cast<cudnnConvolutionFwdAlgo_t>(algo), s);
+  }
+};
+struct BwdDataOps {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static constexpr const char* kName = "conv2d_bwd_data";
+  static cudnnStatus_t heuristics(cudnnHandle_t h, ConvPlan& p, int* n, Perf* r) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), kCount, n,
+                                                       r);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, ConvPlan& p, void* x, void* w, void* y, int* n, Perf* r, void* ws,
+                            size_t wsz) {
+    return cudnnFindConvolutionBackwardDataAlgorithmEx(h, p.w.get(), w, p.y.get(), y, p.conv.get(), p.x.get(), x,
+                                                       kCount, n, r, ws, wsz);
+  }
+  static cudnnStatus_t ws_size(cudnnHandle_t h, ConvPlan& p, int algo, size_t* s) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), s);
+  }
+};
+struct BwdFilterOps {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static constexpr const char* kName = "conv2d_bwd_weight";
+  static cudnnStatus_t heuristics(cudnnHandle_t h, ConvPlan& p, int* n, Perf* r) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kCount,
+                                                         n, r);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, ConvPlan& p, void* x, void* w, void* y, int* n, Perf* r, void* ws,
+                            size_t wsz) {
+    return cudnnFindConvolutionBackwardFilterAlgorithmEx(h, p.x.get(), x, p.y.get(), y, p.conv.get(), p.w.get(), w,
+                                                         kCount, n, r, ws, wsz);
+  }
+  static cudnnStatus_t ws_size(cudnnHandle_t h, ConvPlan& p, int algo, size_t* s) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), s);
+  }
+};
+
+// f32 without TF32 must stay on FMA units: cuDNN's default math type would allow
+// TF32 tensor cores on sm_80+ (as PyTorch does for allow_tf32=False, use FMA math).
+bool fma_only(DType dt, const Settings& s) { return dt == DType::f32 && !s.allow_tf32; }
+
+cudnnMathType_t base_math(DType dt, const Settings& s) {
+  if (fma_only(dt, s)) return CUDNN_FMA_MATH;
+  if (dt == DType::f16 || dt == DType::bf16) return CUDNN_TENSOR_OP_MATH;
+  return CUDNN_DEFAULT_MATH;
+}
+
+template <class Ops>
+bool acceptable(const typename Ops::Perf& r, DType dt, const Settings& s) {
+  if (r.status != CUDNN_STATUS_SUCCESS) return false;
+  if (s.deterministic && r.determinism != CUDNN_DETERMINISTIC) return false;
+  if (r.memory > s.max_workspace_bytes) return false;
+  if (fma_only(dt, s) && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) return false;
+  return true;
+}
+
+std::string conv_shapes(const TensorView& x, const TensorView& w, const TensorView& y) {
+  return std::string(dtype_name(x.dtype)) + " x " + x.sizes.str() + ", w " + w.sizes.str() + ", y " + y.sizes.str();
+}
+
+template <class Ops>
+void choose_algo(Context& ctx, ConvPlan& p, DType dt, const Settings& s, void* x, void* w, void* y,
+                 const std::string& shapes) {
+  typename Ops::Perf res[Ops::kCount];
+  int n = 0;
+  const cudnnStatus_t hs = Ops::heuristics(ctx.cudnn, p, &n, res);
+  if (hs != CUDNN_STATUS_SUCCESS) {
+    p.unusable = detail::concat(Ops::kName, ": cuDNN's algorithm heuristics failed for ", shapes, ": ",
+                                cudnnGetErrorString(hs));
+    return;
+  }
+  if (s.benchmark) {
+    // Time the candidates on the real buffers (outputs are about to be overwritten
+    // anyway) with as much workspace as the largest acceptable candidate wants.
+    size_t ws = 0;
+    for (int i = 0; i < n; ++i)
+      if (acceptable<Ops>(res[i], dt, s) && res[i].memory > ws) ws = res[i].memory;
+    void* wsp = ws ? ctx.workspace(ws) : nullptr;
+    typename Ops::Perf timed[Ops::kCount];
+    int m = 0;
+    const cudnnStatus_t fs = Ops::find(ctx.cudnn, p, x, w, y, &m, timed, wsp, ws);
+    if (fs != CUDNN_STATUS_SUCCESS) {
+      p.unusable = detail::concat(Ops::kName, ": cudnnFind for ", shapes, " failed: ", cudnnGetErrorString(fs));
+      return;
+    }
+    for (int i = 0; i < m; ++i) res[i] = timed[i];
+    n = m;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!acceptable<Ops>(res[i], dt, s)) continue;
+    const cudnnMathType_t math = fma_only(dt, s) ? CUDNN_FMA_MATH : res[i].mathType;
+    STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.get(), math));
+    size_t ws = 0;
+    if (Ops::ws_size(ctx.cudnn, p, static_cast<int>(res[i].algo), &ws) != CUDNN_STATUS_SUCCESS) continue;
+    p.algo = static_cast<int>(res[i].algo);
+    p.ws = std::max(ws, res[i].memory);
+    return;
+  }
+  p.unusable = detail::concat(Ops::kName, ": cuDNN offers no algorithm for ", shapes,
+                              s.deterministic ? " that is deterministic" : "", " within a workspace of ",
+                              s.max_workspace_bytes, " bytes", fma_only(dt, s) ? " without TF32" : "");
+}
+
+PlanKey conv_key(ConvKind kind, const TensorView& x, const TensorView& w, const TensorView& y, Layout l,
+                 const Conv2dParams& p, const Settings& s) {
+  PlanKey k;
+  k.add(static_cast<int64_t>(kind)).add(static_cast<int64_t>(l)).add(static_cast<int64_t>(x.dtype));
+  k.add(x.sizes).add(w.sizes).add(y.sizes);
+  k.add(p.stride_h).add(p.stride_w).add(p.pad_h).add(p.pad_w).add(p.dilation_h).add(p.dilation_w).add(p.groups);
+  k.add(s.allow_tf32).add(s.deterministic).add(s.benchmark).add(static_cast<int64_t>(s.max_workspace_bytes));
+  return k;
+}
+
+template <class Ops>
+ConvPlan& conv_plan(Context& ctx, ConvKind kind, const TensorView& x, const TensorView& w, const TensorView& y,
+                    Layout l, const Conv2dParams& cp, const Settings& s) {
+  return ctx.plan<ConvPlan>(conv_key(kind, x, w, y, l, cp, s), [&] {
+    auto p = std::make_unique<ConvPlan>();
+    p->x.set(x, Ops::kName);
+    p->y.set(y, Ops::kName);
+    p->w.set(w, l, Ops::kName);
+    const cudnnDataType_t compute = x.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    STRATA_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), cp.pad_h, cp.pad_w, cp.stride_h, cp.stride_w,
+                                                       cp.dilation_h, cp.dilation_w, CUDNN_CROSS_CORRELATION,
+                                                       compute));
+    STRATA_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv.get(), cp.groups));
+    STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), base_math(x.dtype, s)));
+    choose_algo<Ops>(ctx, *p, x.dtype, s, x.data, w.data, y.data, conv_shapes(x, w, y));
+    return p;
+  });
+}
+
+}  // namespace
+}  // namespace cuda
+
+using namespace cuda;
+
+namespace {
+
+// Runs `f(layout)`; a layout cuDNN has no algorithm for (NHWC for some f32 shapes)
+// falls back to NCHW through staged copies. `f` returns "" or why it could not run.
+template <class F>
+void with_layout_fallback(Context& ctx, Layout l, F&& f) {
+  const std::string why = f(l);
+  if (why.empty()) return;
+  if (l == Layout::nhwc) {
+    ++ctx.layout_fallbacks;
+    if (f(Layout::nchw).empty()) return;
+  }
+  STRATA_FAIL(why);
+}
+
+std::string fwd_in(Context& ctx, const Conv2dFwdArgs& a, Layout l, const Settings& st) {
+  Staged x = stage_in(ctx, a.x, l);
+  Staged w = stage_in(ctx, a.w, l);
+  Staged y = stage_out(ctx, a.y, l);
+  ConvPlan& p = conv_plan<FwdOps>(ctx, ConvKind::fwd, x.view, w.view, y.view, l, a.p, st);
+  if (!p.unusable.empty()) return p.unusable;
+  void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
+  const Scalars s(a.x.dtype);
+  STRATA_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.w.get(), w.view.data,
+                                             p.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws,
+                                             s.zero(), p.y.get(), y.view.data));
+  if (a.b.defined) add_along(ctx, y.view, a.b, 1);
+  y.finish(ctx);
+  return {};
+}
+
+std::string bwd_data_in(Context& ctx, const Conv2dBwdDataArgs& a, Layout l, const Settings& st) {
+  Staged dy = stage_in(ctx, a.dy, l);
+  Staged w = stage_in(ctx, a.w, l);
+  Staged dx = stage_out(ctx, a.dx, l);
+  ConvPlan& p = conv_plan<BwdDataOps>(ctx, ConvKind::bwd_data, dx.view, w.view, dy.view, l, a.p, st);
+  if (!p.unusable.empty()) return p.unusable;
+  void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
+  const Scalars s(a.dy.dtype);
+  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, s.one(), p.w.get(), w.view.data, p.y.get(), dy.view.data,
+                                                  p.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws,
+                                                  p.ws, s.zero(), p.x.get(), dx.view.data));
+  dx.finish(ctx);
+  return {};
+}
+
+std::string bwd_weight_in(Context& ctx, const Conv2dBwdWeightArgs& a, Layout l, const Settings& st) {
+  Staged x = stage_in(ctx, a.x, l);
+  Staged dy = stage_in(ctx, a.dy, l);
+  Staged dw = stage_out(ctx, a.dw, l);
+  ConvPlan& p = conv_plan<BwdFilterOps>(ctx, ConvKind::bwd_weight, x.view, dw.view, dy.view, l, a.p, st);
+  if (!p.unusable.empty()) return p.unusable;
+  void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
+  const Scalars s(a.x.dtype);
+  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.y.get(),
+                                                    dy.view.data, p.conv.get(),
+                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.ws,
+                                                    s.zero(), p.w.get(), dw.view.data));
+  dw.finish(ctx);
+  return {};
+}
+
+}  // namespace
+
+void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
+  if (a.y.numel() == 0) return;
+  with_layout_fallback(*ctx_, layout_of(a.x), [&](Layout l) { return fwd_in(*ctx_, a, l, settings_); });
+}
+
+void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
+  if (a.dx.numel() == 0) return;
+  with_layout_fallback(*ctx_, layout_of(a.dy), [&](Layout l) { return bwd_data_in(*ctx_, a, l, settings_); });
+}
+
+void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
+  if (a.dw.numel() == 0) return;
+  if (a.x.numel() == 0) return fill_view(*ctx_, a.dw, 0.0);
+  with_layout_fallback(*ctx_, layout_of(a.x), [&](Layout l) { return bwd_weight_in(*ctx_, a, l, settings_); });
+}
+
+}  // namespace strata::backends

@@ -1,0 +1,163 @@
+// copy: any dtype to any dtype, any strides to any strides, host<->device and
+// device<->device. Same-dtype copies between identically laid out dense tensors
+// are one cudaMemcpyAsync; everything else runs a converting kernel on the device,
+// staging host data through device memory.
+#include <cstring>
+#include <vector>
+
+#include "backends/cuda/kernels.cuh"
+
+namespace strata::backends::cuda {
+
+namespace {
+
+template <class S, class D>
+struct ConvertFn {
+  const S* src;
+  D* dst;
+  __device__ void operator()(int64_t, const int64_t* off) const { dst[off[1]] = store<D>(load(src[off[0]])); }
+};
+
+// Device-to-device (both pointers on the device), any dtypes and strides.
+void convert_on_device(Context& ctx, const TensorView& src, const TensorView& dst) {
+  const auto s = strided_of(src.sizes, src, dst);
+  dispatch_all(src.dtype, [&](auto sv) {
+    using S = decltype(sv);
+    dispatch_all(dst.dtype, [&](auto dv) {
+      using D = decltype(dv);
+      launch_elementwise(ctx, s, ConvertFn<S, D>{static_cast<const S*>(src.data), static_cast<D*>(dst.data)});
+    });
+  });
+}
+
+bool dense(const TensorView& v) {
+  return is_contiguous_layout(v.sizes, v.strides) ||
+         (v.dim() == 4 && is_channels_last_layout(v.sizes, v.strides));
+}
+bool same_strides(const TensorView& a, const TensorView& b) {
+  if (is_contiguous_layout(a.sizes, a.strides) && is_contiguous_layout(b.sizes, b.strides)) return true;
+  return a.dim() == 4 && is_channels_last_layout(a.sizes, a.strides) &&
+         is_channels_last_layout(b.sizes, b.strides);
+}
+size_t nbytes(const TensorView& v) { return static_cast<size_t>(v.numel()) * dtype_size(v.dtype); }
+
+// Host element gather/scatter between a strided view and a packed row-major buffer,
+// byte-wise (same dtype).
+void host_pack(const TensorView& v, void* packed) {
+  const size_t es = dtype_size(v.dtype);
+  const auto s = strided_of(v.sizes, v);
+  const char* base = static_cast<const char*>(v.data);
+  char* out = static_cast<char*>(packed);
+  for (int64_t k = 0; k < s.n; ++k) {
+    int64_t off;
+    s.offsets(k, &off);
+    std::memcpy(out + k * es, base + off * static_cast<int64_t>(es), es);
+  }
+}
+void host_unpack(const void* packed, const TensorView& v) {
+  const size_t es = dtype_size(v.dtype);
+  const auto s = strided_of(v.sizes, v);
+  char* base = static_cast<char*>(v.data);
+  const char* in = static_cast<const char*>(packed);
+  for (int64_t k = 0; k < s.n; ++k) {
+    int64_t off;
+    s.offsets(k, &off);
+    std::memcpy(base + off * static_cast<int64_t>(es), in + k * es, es);
+  }
+}
+
+bool is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+TensorView with_data(TensorView v, void* data, const Shape& strides, Device d) {
+  v.data = data;
+  v.strides = strides;
+  v.device = d;
+  return v;
+}
+
+void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) {
+  if (src.dtype == dst.dtype && dense(src) && same_strides(src, dst)) {
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes(src), cudaMemcpyHostToDevice, ctx.stream));
+    // Pageable sources are staged by the runtime before cudaMemcpyAsync returns;
+    // pinned ones are read by DMA later, so wait to keep copy_into's contract.
+    if (is_pinned(src.data)) STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    return;
+  }
+  // Stage the source's bytes (packed if it is not dense) and convert on the device.
+  const Device dev = Device::cuda(ctx.device);
+  DeviceBuffer stage(ctx, nbytes(src));
+  TensorView staged;
+  if (dense(src)) {
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(stage.get(), src.data, nbytes(src), cudaMemcpyHostToDevice, ctx.stream));
+    if (is_pinned(src.data)) STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    staged = with_data(src, stage.get(), src.strides, dev);
+  } else {
+    std::vector<char> packed(nbytes(src));
+    host_pack(src, packed.data());
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(stage.get(), packed.data(), packed.size(), cudaMemcpyHostToDevice, ctx.stream));
+    // `packed` is pageable: the runtime has copied it out by now.
+    staged = with_data(src, stage.get(), contiguous_strides(src.sizes), dev);
+  }
+  convert_on_device(ctx, staged, dst);
+}
+
+void device_to_host(Context& ctx, const TensorView& src, const TensorView& dst) {
+  if (src.dtype == dst.dtype && dense(dst) && same_strides(src, dst)) {
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes(src), cudaMemcpyDeviceToHost, ctx.stream));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    return;
+  }
+  // Convert on the device into dst's dtype and (when dense) dst's layout, then copy.
+  const Device dev = Device::cuda(ctx.device);
+  DeviceBuffer stage(ctx, nbytes(dst));
+  const Shape layout = dense(dst) ? dst.strides : contiguous_strides(dst.sizes);
+  const TensorView staged = with_data(dst, stage.get(), layout, dev);
+  convert_on_device(ctx, src, staged);
+  if (dense(dst)) {
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, stage.get(), nbytes(dst), cudaMemcpyDeviceToHost, ctx.stream));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    return;
+  }
+  std::vector<char> packed(nbytes(dst));
+  STRATA_CUDA_CHECK(cudaMemcpyAsync(packed.data(), stage.get(), packed.size(), cudaMemcpyDeviceToHost, ctx.stream));
+  STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  host_unpack(packed.data(), dst);
+}
+
+}  // namespace
+
+void copy_views(Context& ctx, const TensorView& src, const TensorView& dst) {
+  STRATA_CHECK(src.sizes == dst.sizes, "copy: source ", dtype_name(src.dtype), src.sizes.str(), " and destination ",
+               dtype_name(dst.dtype), dst.sizes.str(), " differ in shape");
+  if (src.numel() == 0) return;
+  const bool sd = src.device.is_cuda(), dd = dst.device.is_cuda();
+  if (sd && dd) {
+    STRATA_CHECK(src.device == dst.device, "copy: between ", src.device.str(), " and ", dst.device.str(),
+                 " is not supported (one device per process)");
+    if (src.dtype == dst.dtype && dense(src) && same_strides(src, dst)) {
+      if (src.data != dst.data)
+        STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes(src), cudaMemcpyDeviceToDevice, ctx.stream));
+      return;
+    }
+    convert_on_device(ctx, src, dst);
+  } else if (dd) {
+    host_to_device(ctx, src, dst);
+  } else if (sd) {
+    device_to_host(ctx, src, dst);
+  } else {
+    STRATA_CHECK(src.dtype == dst.dtype, "copy: the cuda backend was asked to convert ", dtype_name(src.dtype),
+                 " to ", dtype_name(dst.dtype), " between two cpu tensors; use a cpu backend");
+    std::vector<char> packed(nbytes(src));
+    host_pack(src, packed.data());
+    host_unpack(packed.data(), dst);
+  }
+}
+
+}  // namespace strata::backends::cuda

@@ -1,0 +1,97 @@
+#pragma once
+// The cuda backend: cuDNN for convolution, batch norm, pooling and 4-D relu; cuBLAS
+// for linear; strata's own kernels (sm_90) for everything else. One stream per
+// device; every op is queued on it and returns without waiting. This header
+// compiles without any CUDA header: the device state lives in backends/cuda/.
+//
+// Memory: Tensor::empty(..., Device::cuda()) takes blocks from a caching allocator
+// (size-binned free lists, cudaMalloc only when a bin is empty); copies between host
+// and device go through the copy hook this backend installs (copy_into). Host
+// destinations are complete when copy_into returns; so are copies from pinned
+// (page-locked) host memory, as with PyTorch's non_blocking=False.
+//
+// Numerics: f32 by default runs without TF32 (results match the reference backend
+// to ~1e-5); allow_tf32 trades that for the tensor cores. deterministic (on by
+// default) restricts cuDNN to algorithms that give the same bits on every run,
+// which the dispatch modes' bitwise-equality tests rely on.
+#include <cstddef>
+#include <string>
+
+#include "backends/api/backend.h"
+#include "core/allocator.h"
+
+namespace strata::backends {
+
+namespace cuda {
+
+// Number of CUDA devices visible; 0 when there is no GPU or no driver (never throws,
+// never prints).
+int device_count();
+// Why the cuda backend cannot run here ("" when it can).
+std::string unavailable_reason();
+
+// The caching allocator's counters and controls (device 0). Throw strata::Error when
+// there is no GPU.
+AllocatorStats allocator_stats();
+// Returns every cached, unused block to the driver (cudaFree). Blocks in use stay.
+void empty_cache();
+// Bytes a request is rounded up to by the allocator's bins.
+size_t allocation_bin(size_t bytes);
+// The pinned host allocator's counters.
+AllocatorStats pinned_stats();
+// How many conv/batch-norm calls cuDNN refused in NHWC and ran through NCHW copies
+// instead (a performance diagnostic: 0 means channels-last ran natively).
+size_t layout_fallbacks();
+
+struct Settings {
+  bool allow_tf32 = false;     // f32 conv/linear on the tensor cores (TF32 inputs)
+  bool deterministic = true;   // only algorithms that are bitwise reproducible
+  bool benchmark = false;      // cudnnFind*Ex timing instead of heuristics, once per shape
+  // Channels-last batch-norm training in cuDNN's SPATIAL_PERSISTENT mode (as PyTorch);
+  // off: plain SPATIAL mode, many times slower on NHWC.
+  bool persistent_batch_norm = true;
+  size_t max_workspace_bytes = size_t{1} << 30;  // cuDNN workspace cap per call
+};
+
+struct Context;  // per-device state: stream, handles, plans (backends/cuda/context.h)
+
+}  // namespace cuda
+
+class CudaBackend {
+ public:
+  static constexpr std::string_view kName = "cuda";
+  static constexpr DeviceType kDevice = DeviceType::cuda;
+
+  // Initialises the device (stream, cuDNN and cuBLAS handles, allocator, copy hook)
+  // on first use. Throws strata::Error when no GPU is usable.
+  explicit CudaBackend(cuda::Settings settings = {});
+
+  bool supports(OpId op, DType dt) const;
+  void synchronize();
+
+#define STRATA_OP(name, Args) void name(const Args& args);
+#include "ops/table/op_table.def"
+#undef STRATA_OP
+
+  const cuda::Settings& settings() const { return settings_; }
+  void set_allow_tf32(bool on) { settings_.allow_tf32 = on; }
+  void set_deterministic(bool on) { settings_.deterministic = on; }
+  void set_benchmark(bool on) { settings_.benchmark = on; }
+  void set_persistent_batch_norm(bool on) { settings_.persistent_batch_norm = on; }
+
+  // Raw handles for direct-mode plans (cudaStream_t, cudnnHandle_t, cublasHandle_t).
+  void* stream() const;
+  void* cudnn_handle() const;
+  void* cublas_handle() const;
+  cuda::Context& context() const { return *ctx_; }
+
+ private:
+  cuda::Settings settings_;
+  cuda::Context* ctx_;  // process-lifetime, shared by every CudaBackend of the device
+};
+
+// The registry's factory for this backend: no backend and the reason when no GPU
+// (or no driver) is usable. Never throws, never prints.
+BackendFactoryResult make_backend_cuda();
+
+}  // namespace strata::backends

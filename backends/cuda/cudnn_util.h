@@ -1,0 +1,136 @@
+#pragma once
+// RAII cuDNN descriptors built from TensorViews (sizes and the actual strides), and
+// the internal helpers that ops implemented in different files share.
+// Internal to backends/cuda.
+#include <limits>
+
+#include "backends/cuda/context.h"
+
+namespace strata::backends::cuda {
+
+inline cudnnDataType_t cudnn_dtype(DType t, const char* op) {
+  switch (t) {
+    case DType::f32: return CUDNN_DATA_FLOAT;
+    case DType::f64: return CUDNN_DATA_DOUBLE;
+    case DType::f16: return CUDNN_DATA_HALF;
+    case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    default: break;
+  }
+  STRATA_FAIL(op, ": cuDNN has no ", dtype_name(t), " path in strata");
+}
+
+inline int to_int(int64_t v, const char* op) {
+  STRATA_CHECK(v >= 0 && v <= std::numeric_limits<int>::max(), op, ": dimension or stride ", v,
+               " does not fit cuDNN's int");
+  return static_cast<int>(v);
+}
+
+class TensorDesc {
+ public:
+  TensorDesc() { STRATA_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d_); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  // Rank-4 views as they are; rank-2 [N,C] as [N,C,1,1]; rank-1 [C] as [1,C,1,1].
+  void set(const TensorView& v, const char* op) { set(v, v.dtype, op); }
+  void set(const TensorView& v, DType dt, const char* op) {
+    int64_t s[4], st[4];
+    if (v.dim() == 4) {
+      for (int i = 0; i < 4; ++i) s[i] = v.sizes[i], st[i] = v.strides[i];
+    } else if (v.dim() == 2) {
+      s[0] = v.sizes[0], s[1] = v.sizes[1], s[2] = s[3] = 1;
+      st[0] = v.strides[0], st[1] = v.strides[1], st[2] = st[3] = 1;
+    } else {
+      STRATA_CHECK(v.dim() == 1, op, ": expected a rank 1, 2 or 4 tensor, got ", v.sizes.str());
+      s[0] = 1, s[1] = v.sizes[0], s[2] = s[3] = 1;
+      st[0] = v.sizes[0] * v.strides[0], st[1] = v.strides[0], st[2] = st[3] = 1;
+    }
+    // cuDNN rejects zero strides; a size-1 dimension's stride is arbitrary anyway.
+    for (int i = 0; i < 4; ++i)
+      if (s[i] == 1 && st[i] == 0) st[i] = 1;
+    STRATA_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d_, cudnn_dtype(dt, op), to_int(s[0], op), to_int(s[1], op),
+                                                    to_int(s[2], op), to_int(s[3], op), to_int(st[0], op),
+                                                    to_int(st[1], op), to_int(st[2], op), to_int(st[3], op)));
+  }
+  cudnnTensorDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+
+class FilterDesc {
+ public:
+  FilterDesc() { STRATA_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d_)); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d_); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+  void set(const TensorView& w, Layout l, const char* op) {
+    STRATA_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_, cudnn_dtype(w.dtype, op),
+                                                  l == Layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                                  to_int(w.sizes[0], op), to_int(w.sizes[1], op),
+                                                  to_int(w.sizes[2], op), to_int(w.sizes[3], op)));
+  }
+  cudnnFilterDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnFilterDescriptor_t d_ = nullptr;
+};
+
+class ConvDesc {
+ public:
+  ConvDesc() { STRATA_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d_)); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d_); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnConvolutionDescriptor_t d_ = nullptr;
+};
+
+class PoolDesc {
+ public:
+  PoolDesc() { STRATA_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d_)); }
+  ~PoolDesc() { cudnnDestroyPoolingDescriptor(d_); }
+  PoolDesc(const PoolDesc&) = delete;
+  PoolDesc& operator=(const PoolDesc&) = delete;
+  cudnnPoolingDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnPoolingDescriptor_t d_ = nullptr;
+};
+
+class ActDesc {
+ public:
+  ActDesc() { STRATA_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d_)); }
+  ~ActDesc() { cudnnDestroyActivationDescriptor(d_); }
+  ActDesc(const ActDesc&) = delete;
+  ActDesc& operator=(const ActDesc&) = delete;
+  cudnnActivationDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnActivationDescriptor_t d_ = nullptr;
+};
+
+// alpha/beta scalars in the type cuDNN wants for `dt` (double for f64, else float).
+struct Scalars {
+  float f1 = 1.f, f0 = 0.f;
+  double d1 = 1.0, d0 = 0.0;
+  bool dbl;
+  explicit Scalars(DType dt) : dbl(dt == DType::f64) {}
+  const void* one() const { return dbl ? static_cast<const void*>(&d1) : &f1; }
+  const void* zero() const { return dbl ? static_cast<const void*>(&d0) : &f0; }
+};
+
+// Kernels of other files (element-wise and reduction .cu files).
+// y += b broadcast along dimension `dim` of y (b is 1-D of size y.sizes[dim]).
+void add_along(Context& ctx, const TensorView& y, const TensorView& b, int dim);
+// out[c] = scale * sum of x over every dimension but `dim` (out 1-D, any float dtype).
+void sum_along(Context& ctx, const TensorView& x, int dim, const TensorView& out, double scale = 1.0);
+// y = value everywhere.
+void fill_view(Context& ctx, const TensorView& y, double value);
+// relu with strata's own kernel (any rank, any strides).
+void relu_fwd_kernel(Context& ctx, const TensorView& x, const TensorView& y);
+void relu_bwd_kernel(Context& ctx, const TensorView& y, const TensorView& dy, const TensorView& dx);
+
+}  // namespace strata::backends::cuda

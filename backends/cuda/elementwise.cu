@@ -1,0 +1,215 @@
+// Element-wise ops: add, scale, axpy, fill, relu, dropout; broadcast bias add.
+// Any strides; f32, f64, f16, bf16 (arithmetic in float, f64 in double).
+#include "backends/cuda/cudnn_util.h"
+#include "backends/cuda/kernels.cuh"
+
+namespace strata::backends {
+
+namespace cuda {
+namespace {
+
+template <class T>
+struct AddFn {
+  const T* a;
+  const T* b;
+  T* y;
+  __device__ void operator()(int64_t, const int64_t* o) const { y[o[2]] = store<T>(load(a[o[0]]) + load(b[o[1]])); }
+};
+template <class T>
+struct ScaleFn {
+  const T* x;
+  T* y;
+  acc_t<T> alpha;
+  __device__ void operator()(int64_t, const int64_t* o) const { y[o[1]] = store<T>(alpha * load(x[o[0]])); }
+};
+template <class T>
+struct AxpyFn {
+  const T* x;
+  T* y;
+  acc_t<T> alpha;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    y[o[1]] = store<T>(load(y[o[1]]) + alpha * load(x[o[0]]));
+  }
+};
+template <class T>
+struct FillFn {
+  T* y;
+  T v;
+  __device__ void operator()(int64_t, const int64_t* o) const { y[o[0]] = v; }
+};
+template <class T>
+struct ReluFn {
+  const T* x;
+  T* y;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    const auto v = load(x[o[0]]);
+    y[o[1]] = v > 0 ? x[o[0]] : store<T>(0.f);
+  }
+};
+template <class T>
+struct ReluBwdFn {
+  const T* y;
+  const T* dy;
+  T* dx;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    dx[o[2]] = load(y[o[0]]) > 0 ? dy[o[1]] : store<T>(0.f);
+  }
+};
+// Element k keeps or drops by the same counter-based hash as every other backend.
+template <class T>
+struct DropoutFn {
+  const T* x;
+  T* y;
+  uint8_t* m;
+  uint64_t seed, offset;
+  double p, inv_keep;
+  __device__ void operator()(int64_t k, const int64_t* o) const {
+    const bool keep = ops::dropout_keep(seed, offset + static_cast<uint64_t>(k), p);
+    m[o[2]] = keep ? 1 : 0;
+    y[o[1]] = keep ? store<T>(static_cast<double>(load(x[o[0]])) * inv_keep) : store<T>(0.f);
+  }
+};
+template <class T>
+struct DropoutBwdFn {
+  const T* dy;
+  const uint8_t* m;
+  T* dx;
+  double inv_keep;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    dx[o[2]] = m[o[1]] ? store<T>(static_cast<double>(load(dy[o[0]])) * inv_keep) : store<T>(0.f);
+  }
+};
+
+bool use_cudnn_relu(const TensorView& a, const TensorView& b) {
+  return a.dim() == 4 && (a.dtype == DType::f32 || a.dtype == DType::f16) && b.dtype == a.dtype;
+}
+
+struct ReluPlan : Plan {
+  TensorDesc a, b;
+  ActDesc act;
+};
+
+ReluPlan& relu_plan(Context& ctx, const TensorView& a, const TensorView& b) {
+  PlanKey key;
+  key.add(1001).add(static_cast<int64_t>(a.dtype)).add(a.sizes).add(a.strides).add(b.strides);
+  return ctx.plan<ReluPlan>(key, [&] {
+    auto p = std::make_unique<ReluPlan>();
+    p->a.set(a, "relu");
+    p->b.set(b, "relu");
+    STRATA_CUDNN_CHECK(cudnnSetActivationDescriptor(p->act.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    return p;
+  });
+}
+
+}  // namespace
+
+void add_along(Context& ctx, const TensorView& y, const TensorView& b, int dim) {
+  const TensorView bb = broadcast_along(b, y.sizes, dim);
+  dispatch_float(y.dtype, "bias add", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(ctx, strided_of(y.sizes, y, bb, y), AddFn<T>{y.ptr<T>(), bb.ptr<T>(), y.ptr<T>()});
+  });
+}
+
+void fill_view(Context& ctx, const TensorView& y, double value) {
+  dispatch_all(y.dtype, [&](auto t) {
+    using T = decltype(t);
+    // Half types get the same bits as the CPU's conversion (core/dtype.h).
+    T v;
+    if constexpr (std::is_same_v<T, __half>) {
+      __half_raw r;
+      r.x = to_f16(static_cast<float>(value)).bits;
+      v = __half(r);
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      __nv_bfloat16_raw r;
+      r.x = to_bf16(static_cast<float>(value)).bits;
+      v = __nv_bfloat16(r);
+    } else {
+      v = static_cast<T>(value);
+    }
+    launch_elementwise(ctx, strided_of(y.sizes, y), FillFn<T>{y.ptr<T>(), v});
+  });
+}
+
+void relu_fwd_kernel(Context& ctx, const TensorView& x, const TensorView& y) {
+  dispatch_float(x.dtype, "relu_fwd", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(ctx, strided_of(x.sizes, x, y), ReluFn<T>{x.ptr<T>(), y.ptr<T>()});
+  });
+}
+
+void relu_bwd_kernel(Context& ctx, const TensorView& y, const TensorView& dy, const TensorView& dx) {
+  dispatch_float(dy.dtype, "relu_bwd", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(ctx, strided_of(y.sizes, y, dy, dx), ReluBwdFn<T>{y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>()});
+  });
+}
+
+}  // namespace cuda
+
+using namespace cuda;
+
+void CudaBackend::add(const AddArgs& a) {
+  dispatch_float(a.a.dtype, "add", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(*ctx_, strided_of(a.y.sizes, a.a, a.b, a.y), AddFn<T>{a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>()});
+  });
+}
+
+void CudaBackend::scale(const ScaleArgs& a) {
+  dispatch_float(a.x.dtype, "scale", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(*ctx_, strided_of(a.y.sizes, a.x, a.y),
+                       ScaleFn<T>{a.x.ptr<T>(), a.y.ptr<T>(), static_cast<acc_t<T>>(a.alpha)});
+  });
+}
+
+void CudaBackend::axpy(const AxpyArgs& a) {
+  dispatch_float(a.x.dtype, "axpy", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(*ctx_, strided_of(a.y.sizes, a.x, a.y),
+                       AxpyFn<T>{a.x.ptr<T>(), a.y.ptr<T>(), static_cast<acc_t<T>>(a.alpha)});
+  });
+}
+
+void CudaBackend::fill(const FillArgs& a) { fill_view(*ctx_, a.y, a.value); }
+
+void CudaBackend::relu_fwd(const ReluFwdArgs& a) {
+  if (!use_cudnn_relu(a.x, a.y)) return relu_fwd_kernel(*ctx_, a.x, a.y);
+  ReluPlan& p = relu_plan(*ctx_, a.x, a.y);
+  const Scalars s(a.x.dtype);
+  STRATA_CUDNN_CHECK(cudnnActivationForward(ctx_->cudnn, p.act.get(), s.one(), p.a.get(), a.x.data, s.zero(),
+                                            p.b.get(), a.y.data));
+}
+
+void CudaBackend::relu_bwd(const ReluBwdArgs& a) {
+  // cudnnActivationBackward needs y, dy and x; for relu x > 0 exactly where y > 0, so
+  // y stands in for x. dy and dx must share y's layout for the one-descriptor plan.
+  const bool same = a.dy.strides == a.y.strides && a.dx.strides == a.y.strides;
+  if (!use_cudnn_relu(a.y, a.dx) || !same) return relu_bwd_kernel(*ctx_, a.y, a.dy, a.dx);
+  ReluPlan& p = relu_plan(*ctx_, a.y, a.dx);
+  const Scalars s(a.y.dtype);
+  STRATA_CUDNN_CHECK(cudnnActivationBackward(ctx_->cudnn, p.act.get(), s.one(), p.a.get(), a.y.data, p.a.get(),
+                                             a.dy.data, p.a.get(), a.y.data, s.zero(), p.b.get(), a.dx.data));
+}
+
+void CudaBackend::dropout_fwd(const DropoutFwdArgs& a) {
+  const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
+  dispatch_float(a.x.dtype, "dropout_fwd", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(*ctx_, strided_of(a.x.sizes, a.x, a.y, a.mask),
+                       DropoutFn<T>{a.x.ptr<T>(), a.y.ptr<T>(), a.mask.ptr<uint8_t>(), a.seed, a.offset, a.p,
+                                    inv_keep});
+  });
+}
+
+void CudaBackend::dropout_bwd(const DropoutBwdArgs& a) {
+  const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
+  dispatch_float(a.dy.dtype, "dropout_bwd", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(*ctx_, strided_of(a.dy.sizes, a.dy, a.mask, a.dx),
+                       DropoutBwdFn<T>{a.dy.ptr<T>(), a.mask.ptr<uint8_t>(), a.dx.ptr<T>(), inv_keep});
+  });
+}
+
+}  // namespace strata::backends

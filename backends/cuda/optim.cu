@@ -1,0 +1,85 @@
+// Fused optimizer steps, one pass over param/grad/state, PyTorch's formulas
+// (torch.optim.SGD and Adam/AdamW, single-tensor path), arithmetic in double.
+#include <cmath>
+
+#include "backends/cuda/kernels.cuh"
+
+namespace strata::backends {
+
+namespace cuda {
+namespace {
+
+struct SgdFn {
+  float* p;
+  const float* g;
+  float* buf;
+  double lr, momentum, wd;
+  bool nesterov;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    double d = g[o[1]];
+    const double pv = p[o[0]];
+    if (wd != 0.0) d += wd * pv;
+    if (momentum != 0.0) {
+      const double b = momentum * static_cast<double>(buf[o[2]]) + d;
+      buf[o[2]] = static_cast<float>(b);
+      d = nesterov ? d + momentum * b : b;
+    }
+    p[o[0]] = static_cast<float>(pv - lr * d);
+  }
+};
+
+struct AdamFn {
+  float* p;
+  const float* g;
+  float* m;
+  float* v;
+  double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
+  bool decoupled;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    double pv = p[o[0]];
+    double gv = g[o[1]];
+    if (wd != 0.0) {
+      if (decoupled) {
+        pv *= 1.0 - lr * wd;
+      } else {
+        gv += wd * pv;
+      }
+    }
+    const double mv = beta1 * static_cast<double>(m[o[2]]) + (1.0 - beta1) * gv;
+    const double vv = beta2 * static_cast<double>(v[o[3]]) + (1.0 - beta2) * gv * gv;
+    m[o[2]] = static_cast<float>(mv);
+    v[o[3]] = static_cast<float>(vv);
+    const double denom = sqrt(vv) / bc2_sqrt + eps;
+    p[o[0]] = static_cast<float>(pv - step_size * mv / denom);
+  }
+};
+
+}  // namespace
+}  // namespace cuda
+
+using namespace cuda;
+
+void CudaBackend::sgd_step(const SgdStepArgs& a) {
+  dispatch_f32(a.param.dtype, "sgd_step", [&](auto) {
+    const bool mom = a.momentum != 0.0;
+    STRATA_CHECK(!mom || a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum buffer");
+    const TensorView& buf = mom ? a.momentum_buf : a.param;  // unused without momentum
+    launch_elementwise(*ctx_, strided_of(a.param.sizes, a.param, a.grad, buf),
+                       SgdFn{a.param.ptr<float>(), a.grad.ptr<float>(), mom ? buf.ptr<float>() : nullptr, a.lr,
+                             a.momentum, a.weight_decay, a.nesterov});
+  });
+}
+
+void CudaBackend::adam_step(const AdamStepArgs& a) {
+  dispatch_f32(a.param.dtype, "adam_step", [&](auto) {
+    STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based, got ", a.step);
+    const double bc1 = 1.0 - std::pow(a.beta1, static_cast<double>(a.step));
+    const double bc2 = 1.0 - std::pow(a.beta2, static_cast<double>(a.step));
+    launch_elementwise(*ctx_, strided_of(a.param.sizes, a.param, a.grad, a.exp_avg, a.exp_avg_sq),
+                       AdamFn{a.param.ptr<float>(), a.grad.ptr<float>(), a.exp_avg.ptr<float>(),
+                              a.exp_avg_sq.ptr<float>(), a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.lr / bc1,
+                              std::sqrt(bc2), a.decoupled_weight_decay});
+  });
+}
+
+}  // namespace strata::backends

@@ -1,0 +1,94 @@
+// max_pool2d and avg_pool2d on cuDNN's pooling API (floor mode, as the shape rules;
+// NaN propagates, as in PyTorch and the reference).
+// Max pooling's backward sends each window's gradient to its maximum; with
+// `deterministic` on it uses CUDNN_POOLING_MAX_DETERMINISTIC. Ties inside a window
+// (which random data does not produce) may resolve differently from the reference's
+// "first maximum". Average pooling's backward needs no x or y: cuDNN is handed
+// dy/dx in their place, as it reads neither for averaging.
+#include "backends/cuda/cudnn_util.h"
+
+namespace strata::backends {
+
+namespace cuda {
+namespace {
+
+struct PoolPlan : Plan {
+  TensorDesc x, y;
+  PoolDesc pool;
+};
+
+PoolPlan& pool_plan(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x, const TensorView& y,
+                    const Pool2dParams& pp, const char* op) {
+  PlanKey key;
+  key.add(4001).add(static_cast<int64_t>(mode)).add(static_cast<int64_t>(x.dtype)).add(x.sizes).add(x.strides);
+  key.add(y.sizes).add(y.strides).add(pp.kernel_h).add(pp.kernel_w).add(pp.stride_h).add(pp.stride_w);
+  key.add(pp.pad_h).add(pp.pad_w);
+  return ctx.plan<PoolPlan>(key, [&] {
+    auto p = std::make_unique<PoolPlan>();
+    p->x.set(x, op);
+    p->y.set(y, op);
+    STRATA_CUDNN_CHECK(cudnnSetPooling2dDescriptor(p->pool.get(), mode, CUDNN_PROPAGATE_NAN, pp.kernel_h,
+                                                   pp.kernel_w, pp.pad_h, pp.pad_w, pp.stride_h, pp.stride_w));
+    return p;
+  });
+}
+
+cudnnPoolingMode_t avg_mode(const Pool2dParams& p) {
+  return p.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+}
+
+void pool_fwd(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x_in, const TensorView& y_in,
+              const Pool2dParams& pp, const char* op) {
+  if (y_in.numel() == 0) return;
+  const Layout l = layout_of(x_in);
+  Staged x = stage_in(ctx, x_in, l);
+  Staged y = stage_out(ctx, y_in, l);
+  PoolPlan& p = pool_plan(ctx, mode, x.view, y.view, pp, op);
+  const Scalars s(x_in.dtype);
+  STRATA_CUDNN_CHECK(cudnnPoolingForward(ctx.cudnn, p.pool.get(), s.one(), p.x.get(), x.view.data, s.zero(),
+                                         p.y.get(), y.view.data));
+  y.finish(ctx);
+}
+
+}  // namespace
+}  // namespace cuda
+
+using namespace cuda;
+
+void CudaBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
+  pool_fwd(*ctx_, settings_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX, a.x, a.y, a.p,
+           "max_pool2d_fwd");
+}
+
+void CudaBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
+  if (a.dx.numel() == 0) return;
+  Context& ctx = *ctx_;
+  const cudnnPoolingMode_t mode = settings_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX;
+  const Layout l = layout_of(a.x);
+  Staged x = stage_in(ctx, a.x, l);
+  Staged y = stage_in(ctx, a.y, l);
+  Staged dy = stage_in(ctx, a.dy, l);
+  Staged dx = stage_out(ctx, a.dx, l);
+  PoolPlan& p = pool_plan(ctx, mode, x.view, y.view, a.p, "max_pool2d_bwd");
+  const Scalars s(a.x.dtype);
+  STRATA_CUDNN_CHECK(cudnnPoolingBackward(ctx.cudnn, p.pool.get(), s.one(), p.y.get(), y.view.data, p.y.get(),
+                                          dy.view.data, p.x.get(), x.view.data, s.zero(), p.x.get(), dx.view.data));
+  dx.finish(ctx);
+}
+
+void CudaBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) { pool_fwd(*ctx_, avg_mode(a.p), a.x, a.y, a.p, "avg_pool2d_fwd"); }
+
+void CudaBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
+  if (a.dx.numel() == 0) return;
+  Context& ctx = *ctx_;
+  const Layout l = layout_of(a.dx);
+  Staged dy = stage_in(ctx, a.dy, l);
+  Staged dx = stage_out(ctx, a.dx, l);
+  PoolPlan& p = pool_plan(ctx, avg_mode(a.p), dx.view, dy.view, a.p, "avg_pool2d_bwd");
+  const Scalars s(a.dx.dtype);
+  STRATA_CUDNN_CHECK(cudnnPoolingBackward(ctx.cudnn, p.pool.get(), s.one(), p.y.get(), dy.view.data, p.y.get(),
+                                          dy.view.data, p.x.get(), dx.view.data, s.zero(), p.x.get(), dx.view.data));
+  dx.finish(ctx);
+}
+
+}  // namespace strata::backends

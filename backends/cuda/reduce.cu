@@ -1,0 +1,191 @@
+// Reductions: sum, mean, argmax, global average pooling, per-channel sums (conv bias
+// backward). All in a fixed order, accumulating in double: deterministic.
+#include "backends/cuda/channel_reduce.cuh"
+#include "backends/cuda/cudnn_util.h"
+
+namespace strata::backends {
+
+namespace cuda {
+namespace {
+
+template <class T>
+struct ValueAt {
+  const T* x;
+  Strided<1> s;
+  __device__ double operator()(int64_t k) const {
+    int64_t off;
+    s.offsets(k, &off);
+    return static_cast<double>(load(x[off]));
+  }
+};
+
+template <class T>
+struct ChannelValue {
+  const T* x;
+  __device__ void operator()(int64_t, const int64_t* off, double* v) const { v[0] = static_cast<double>(load(x[off[0]])); }
+};
+
+template <class T>
+__global__ void store_sums_kernel(const double* sums, int64_t n, double scale, T* out, int64_t out_stride) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i * out_stride] = store<T>(sums[i] * scale);
+}
+
+// One warp per row: the first maximum wins (a later element must be strictly greater);
+// NaN counts as the maximum (the first NaN wins), as in PyTorch and the reference.
+template <class T>
+__global__ void argmax_kernel(const T* x, int64_t rows, int64_t cols, int64_t s0, int64_t s1, int64_t* y,
+                              int64_t ys) {
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  float best = -INFINITY;
+  int64_t best_i = -1;
+  for (int64_t j = lane; j < cols; j += 32) {
+    const float v = load(x[row * s0 + j * s1]);
+    if (best_i < 0 || v > best || (isnan(v) && !isnan(best))) {
+      best = v;
+      best_i = j;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_down_sync(0xffffffffu, best, o);
+    const int64_t oi = __shfl_down_sync(0xffffffffu, best_i, o);
+    // Prefer the larger value (NaN above all); on ties the smaller index.
+    const bool take = oi >= 0 && (best_i < 0 || ov > best || (isnan(ov) && !isnan(best)) ||
+                                  ((ov == best || (isnan(ov) && isnan(best))) && oi < best_i));
+    if (take) {
+      best = ov;
+      best_i = oi;
+    }
+  }
+  if (lane == 0) y[row * ys] = best_i;
+}
+
+// Global average pooling forward: one warp per (n, c); lanes walk the H*W plane.
+template <class T>
+__global__ void gap_fwd_kernel(const T* x, int64_t n, int64_t c, int64_t h, int64_t w, int64_t sn, int64_t sc,
+                               int64_t sh, int64_t sw, T* y, int64_t yn, int64_t yc) {
+  const int64_t plane = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (plane >= n * c) return;
+  const int64_t in = plane / c, ic = plane % c;
+  const T* base = x + in * sn + ic * sc;
+  acc_t<T> acc = 0;
+  for (int64_t k = lane; k < h * w; k += 32) acc += load(base[(k / w) * sh + (k % w) * sw]);
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (lane == 0) y[in * yn + ic * yc] = store<T>(acc / static_cast<acc_t<T>>(h * w));
+}
+
+// Channels-last: one thread per (n, c), neighbouring threads read neighbouring channels.
+template <class T>
+__global__ void gap_fwd_nhwc_kernel(const T* x, int64_t n, int64_t c, int64_t h, int64_t w, int64_t sn,
+                                    int64_t sc, int64_t sh, int64_t sw, T* y, int64_t yn, int64_t yc) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n * c) return;
+  const int64_t in = i / c, ic = i % c;
+  const T* base = x + in * sn + ic * sc;
+  acc_t<T> acc = 0;
+  for (int64_t a = 0; a < h; ++a)
+    for (int64_t b = 0; b < w; ++b) acc += load(base[a * sh + b * sw]);
+  y[in * yn + ic * yc] = store<T>(acc / static_cast<acc_t<T>>(h * w));
+}
+
+template <class T>
+struct GapBwdFn {
+  const T* dy;
+  T* dx;
+  float inv;
+  __device__ void operator()(int64_t, const int64_t* o) const { dx[o[1]] = store<T>(load(dy[o[0]]) * inv); }
+};
+
+}  // namespace
+
+void sum_along(Context& ctx, const TensorView& x, int dim, const TensorView& out, double scale) {
+  dispatch_float(x.dtype, "channel sum", [&](auto t) {
+    using T = decltype(t);
+    DeviceBuffer sums = channel_sums<1>(ctx, x.sizes, dim, ChannelValue<T>{x.ptr<T>()}, x);
+    const int64_t c = x.sizes[dim];
+    dispatch_float(out.dtype, "channel sum", [&](auto o) {
+      using O = decltype(o);
+      if (c == 0) return;
+      store_sums_kernel<O><<<static_cast<unsigned>((c + 255) / 256), 256, 0, ctx.stream>>>(
+          sums.as<double>(), c, scale, out.ptr<O>(), out.strides[0]);
+      STRATA_CUDA_CHECK_LAUNCH("store_sums_kernel");
+    });
+  });
+}
+
+}  // namespace cuda
+
+using namespace cuda;
+
+void CudaBackend::sum(const ReduceArgs& a) {
+  dispatch_float(a.x.dtype, "sum", [&](auto t) {
+    using T = decltype(t);
+    reduce_all(*ctx_, a.x.numel(), ValueAt<T>{a.x.ptr<T>(), strided_of(a.x.sizes, a.x)}, 1.0, a.y.ptr<T>());
+  });
+}
+
+void CudaBackend::mean(const ReduceArgs& a) {
+  const int64_t n = a.x.numel();
+  dispatch_float(a.x.dtype, "mean", [&](auto t) {
+    using T = decltype(t);
+    reduce_all(*ctx_, n, ValueAt<T>{a.x.ptr<T>(), strided_of(a.x.sizes, a.x)}, n ? 1.0 / static_cast<double>(n) : NAN,
+               a.y.ptr<T>());
+  });
+}
+
+void CudaBackend::argmax(const ArgmaxArgs& a) {
+  const int64_t rows = a.x.sizes[0], cols = a.x.sizes[1];
+  if (rows == 0) return;
+  STRATA_CHECK(cols > 0, "argmax: no columns in ", a.x.sizes.str());
+  dispatch_float(a.x.dtype, "argmax", [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      STRATA_FAIL("argmax: the cuda backend supports f32, f16 and bf16, got f64");
+    } else {
+      const int64_t threads = rows * 32;
+      argmax_kernel<T><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, ctx_->stream>>>(
+          a.x.ptr<T>(), rows, cols, a.x.strides[0], a.x.strides[1], a.y.ptr<int64_t>(), a.y.strides[0]);
+      STRATA_CUDA_CHECK_LAUNCH("argmax_kernel");
+    }
+  });
+}
+
+void CudaBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
+  const auto& s = a.x.sizes;
+  const auto& st = a.x.strides;
+  const int64_t planes = s[0] * s[1];
+  if (planes == 0) return;
+  dispatch_float(a.x.dtype, "global_avg_pool_fwd", [&](auto t) {
+    using T = decltype(t);
+    const bool nhwc = st[1] == 1 && s[1] > 1;
+    if (nhwc) {
+      gap_fwd_nhwc_kernel<T><<<static_cast<unsigned>((planes + 255) / 256), 256, 0, ctx_->stream>>>(
+          a.x.ptr<T>(), s[0], s[1], s[2], s[3], st[0], st[1], st[2], st[3], a.y.ptr<T>(), a.y.strides[0],
+          a.y.strides[1]);
+    } else {
+      gap_fwd_kernel<T><<<static_cast<unsigned>((planes * 32 + 255) / 256), 256, 0, ctx_->stream>>>(
+          a.x.ptr<T>(), s[0], s[1], s[2], s[3], st[0], st[1], st[2], st[3], a.y.ptr<T>(), a.y.strides[0],
+          a.y.strides[1]);
+    }
+    STRATA_CUDA_CHECK_LAUNCH("gap_fwd_kernel");
+  });
+}
+
+void CudaBackend::global_avg_pool_bwd(const GlobalAvgPoolBwdArgs& a) {
+  // dx[n,c,h,w] = dy[n,c] / (H*W): dy broadcast over h, w with zero strides.
+  TensorView dyb = a.dy;
+  dyb.sizes = a.dx.sizes;
+  dyb.strides = Shape{a.dy.strides[0], a.dy.strides[1], 0, 0};
+  const float inv = 1.f / static_cast<float>(a.dx.sizes[2] * a.dx.sizes[3]);
+  dispatch_float(a.dx.dtype, "global_avg_pool_bwd", [&](auto t) {
+    using T = decltype(t);
+    launch_elementwise(*ctx_, strided_of(a.dx.sizes, dyb, a.dx), GapBwdFn<T>{dyb.ptr<T>(), a.dx.ptr<T>(), inv});
+  });
+}
+
+void CudaBackend::conv2d_bwd_bias(const Conv2dBwdBiasArgs& a) { sum_along(*ctx_, a.dy, 1, a.db); }
+
+}  // namespace strata::backends

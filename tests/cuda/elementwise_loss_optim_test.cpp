@@ -1,0 +1,240 @@
+// Element-wise ops, dropout, losses, reductions, fill, copy and the fused optimizer
+// steps on the cuda backend against the reference.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+STRATA_COVERS(add, "cuda_vs_reference");
+STRATA_COVERS(scale, "cuda_vs_reference");
+STRATA_COVERS(axpy, "cuda_vs_reference");
+STRATA_COVERS(dropout_fwd, "cuda_vs_reference");
+STRATA_COVERS(dropout_bwd, "cuda_vs_reference");
+STRATA_COVERS(softmax_xent_fwd, "cuda_vs_reference");
+STRATA_COVERS(softmax_xent_bwd, "cuda_vs_reference");
+STRATA_COVERS(bce_logits_fwd, "cuda_vs_reference");
+STRATA_COVERS(bce_logits_bwd, "cuda_vs_reference");
+STRATA_COVERS(sum, "cuda_vs_reference");
+STRATA_COVERS(mean, "cuda_vs_reference");
+STRATA_COVERS(argmax, "cuda_vs_reference");
+STRATA_COVERS(fill, "cuda_vs_reference");
+STRATA_COVERS(copy, "cuda_vs_reference");
+STRATA_COVERS(sgd_step, "cuda_vs_reference");
+STRATA_COVERS(adam_step, "cuda_vs_reference");
+
+class CudaElementwise : public CudaTest {};
+
+TEST_F(CudaElementwise, AddScaleAxpy) {
+  struct Case {
+    Shape s;
+    MemoryFormat fmt;
+    bool slice;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 3, 5, 7}, kNCHW, false},
+                                         {{2, 8, 5, 3}, kNHWC, false},
+                                         {{1000003}, kNCHW, false},
+                                         {{2, 4, 3, 3}, kNCHW, true},
+                                         {{}, kNCHW, false}}) {
+    SCOPED_TRACE(c.s.str() + (c.slice ? " slice" : ""));
+    auto in = [&](uint64_t seed) { return c.slice ? rand_slice_pair(c.s, seed, c.fmt) : rand_pair(c.s, seed, c.fmt); };
+    const Pair a = in(1), b = in(2);
+    const Pair y = c.slice ? nan_pair(c.s, c.fmt, true) : nan_pair(c.s, c.fmt);
+    be().add({a.gpu, b.gpu, y.gpu});
+    ref_.add({a.cpu, b.cpu, y.cpu});
+    EXPECT_TRUE(close(y.gpu, y.cpu, 0.0)) << "add";
+    be().scale({a.gpu, y.gpu, -1.7});
+    ref_.scale({a.cpu, y.cpu, -1.7});
+    EXPECT_TRUE(close(y.gpu, y.cpu, 0.0)) << "scale";
+    be().axpy({b.gpu, y.gpu, 0.3});
+    ref_.axpy({b.cpu, y.cpu, 0.3});
+    STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolElementwise, "axpy");
+  }
+  // In place: y = a + y.
+  const Pair a = rand_pair({17, 3}, 5), y = rand_pair({17, 3}, 6);
+  be().add({a.gpu, y.gpu, y.gpu});
+  ref_.add({a.cpu, y.cpu, y.cpu});
+  EXPECT_TRUE(close(y.gpu, y.cpu, 0.0)) << "add in place";
+}
+
+TEST_F(CudaElementwise, HalfAndDoubleElementwise) {
+  for (DType dt : {DType::f16, DType::bf16, DType::f64}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    ASSERT_TRUE(be().supports(ops::OpId::add, dt));
+    const Tensor a = random_tensor({3, 50}, dt, 11), b = random_tensor({3, 50}, dt, 12);
+    const Tensor y = gpu_nan({3, 50}, kNCHW, dt);
+    be().add({to_gpu(a), to_gpu(b), y});
+    // Expected: the sum in f32 (f64 for f64) rounded once to dt, as core's conversion.
+    const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+    Tensor want = Tensor::empty({3, 50}, dt);
+    std::vector<double> sum(av.size());
+    for (size_t i = 0; i < av.size(); ++i)
+      sum[i] = dt == DType::f64 ? av[i] + bv[i] : static_cast<double>(static_cast<float>(av[i]) + static_cast<float>(bv[i]));
+    copy_into(Tensor::from_vector(sum, {3, 50}), want);
+    EXPECT_TRUE(bitwise_equal(to_cpu(y), want));
+  }
+}
+
+TEST_F(CudaElementwise, Fill) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    ASSERT_TRUE(be().supports(ops::OpId::fill, dt));
+    const Tensor g = Tensor::empty({5, 7}, dt, Device::cuda());
+    be().fill({g, 3.0});
+    for (double v : to_cpu(g).to_vector<double>()) ASSERT_EQ(v, 3.0);
+  }
+  const Pair y = nan_pair({2, 4, 3, 3}, kNCHW, true);  // a strided slice: only it is written
+  be().fill({y.gpu, -0.25});
+  ref_.fill({y.cpu, -0.25});
+  EXPECT_TRUE(close(y.gpu, y.cpu, 0.0));
+}
+
+// The mask is drawn from the same counter-based hash as on the CPU: bitwise equal.
+TEST_F(CudaElementwise, DropoutMatchesTheCpuMaskExactly) {
+  for (MemoryFormat fmt : {kNCHW, kNHWC}) {
+    const Shape s{4, 6, 5, 3};
+    const Pair x = rand_pair(s, 21, fmt);
+    const Pair y = nan_pair(s, fmt);
+    const Tensor mg = Tensor::empty(s, DType::u8, Device::cuda(), fmt);
+    const Tensor mc = Tensor::empty(s, DType::u8, Device::cpu(), fmt);
+    be().dropout_fwd({x.gpu, y.gpu, mg, 0.3, 1234, 99});
+    ref_.dropout_fwd({x.cpu, y.cpu, mc, 0.3, 1234, 99});
+    EXPECT_TRUE(bitwise_equal(to_cpu(mg), mc)) << "mask";
+    EXPECT_TRUE(close(y.gpu, y.cpu, 0.0)) << "dropout_fwd";
+    const Pair dy = rand_pair(s, 22, fmt), dx = nan_pair(s, fmt);
+    be().dropout_bwd({dy.gpu, mg, dx.gpu, 0.3});
+    ref_.dropout_bwd({dy.cpu, mc, dx.cpu, 0.3});
+    EXPECT_TRUE(close(dx.gpu, dx.cpu, 0.0)) << "dropout_bwd";
+  }
+}
+
+TEST_F(CudaElementwise, SoftmaxCrossEntropy) {
+  for (auto [n, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 10}, {64, 10}, {32, 1000}, {3, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "N" << n << " C" << c);
+    const Pair logits = rand_pair({n, c}, 31, kNCHW, -5.0, 5.0);
+    const Tensor labels_c = random_labels(n, c, 32);
+    const Tensor labels_g = to_gpu(labels_c);
+    const Pair loss = nan_pair({}), probs = nan_pair({n, c});
+    be().softmax_xent_fwd({logits.gpu, labels_g, loss.gpu, probs.gpu});
+    ref_.softmax_xent_fwd({logits.cpu, labels_c, loss.cpu, probs.cpu});
+    STRATA_EXPECT_CLOSE(loss.gpu, loss.cpu, kTolReduction, "softmax_xent_fwd loss");
+    STRATA_EXPECT_CLOSE(probs.gpu, probs.cpu, kTolReduction, "softmax_xent_fwd probs");
+    const Pair dloss = rand_pair({}, 33, kNCHW, 0.5, 2.0), dx = nan_pair({n, c});
+    be().softmax_xent_bwd({probs.gpu, labels_g, dloss.gpu, dx.gpu});
+    ref_.softmax_xent_bwd({probs.cpu, labels_c, dloss.cpu, dx.cpu});
+    STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "softmax_xent_bwd");
+  }
+}
+
+TEST_F(CudaElementwise, BceWithLogits) {
+  const Shape s{16, 20};  // 20-class multi-label, as PASCAL VOC
+  const Pair x = rand_pair(s, 41, kNCHW, -8.0, 8.0);
+  const Pair t = rand_pair(s, 42, kNCHW, 0.0, 1.0);
+  const Pair loss = nan_pair({});
+  be().bce_logits_fwd({x.gpu, t.gpu, loss.gpu});
+  ref_.bce_logits_fwd({x.cpu, t.cpu, loss.cpu});
+  STRATA_EXPECT_CLOSE(loss.gpu, loss.cpu, kTolReduction, "bce_logits_fwd");
+  const Pair dloss = rand_pair({}, 43, kNCHW, 0.5, 2.0), dx = nan_pair(s);
+  be().bce_logits_bwd({x.gpu, t.gpu, dloss.gpu, dx.gpu});
+  ref_.bce_logits_bwd({x.cpu, t.cpu, dloss.cpu, dx.cpu});
+  STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "bce_logits_bwd");
+}
+
+TEST_F(CudaElementwise, Reductions) {
+  for (const Shape& s : {Shape{7}, Shape{2, 3, 5, 7}, Shape{3000017}, Shape{}}) {
+    SCOPED_TRACE(s.str());
+    const Pair x = rand_pair(s, 51);
+    const Pair y = nan_pair({});
+    be().sum({x.gpu, y.gpu});
+    ref_.sum({x.cpu, y.cpu});
+    STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolReduction, "sum");
+    be().mean({x.gpu, y.gpu});
+    ref_.mean({x.cpu, y.cpu});
+    STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolReduction, "mean");
+  }
+  const Pair xs = rand_slice_pair({2, 4, 3, 3}, 52, kNHWC), y = nan_pair({});
+  be().sum({xs.gpu, y.gpu});
+  ref_.sum({xs.cpu, y.cpu});
+  STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolReduction, "sum of a strided view");
+}
+
+TEST_F(CudaElementwise, Argmax) {
+  for (auto [n, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 10}, {64, 1000}, {3, 33}}) {
+    SCOPED_TRACE(::testing::Message() << "N" << n << " C" << c);
+    const Pair x = rand_pair({n, c}, 61);
+    const Tensor yg = Tensor::empty({n}, DType::i64, Device::cuda()), yc = Tensor::empty({n}, DType::i64);
+    be().argmax({x.gpu, yg});
+    ref_.argmax({x.cpu, yc});
+    EXPECT_TRUE(bitwise_equal(to_cpu(yg), yc));
+  }
+  // Ties: the first maximum wins; NaN beats everything (first NaN wins).
+  const Tensor t = Tensor::from_vector<float>({1, 3, 3, 2, 5, 5, 5, 0, 1, NAN, 7, NAN}, {3, 4});
+  const Tensor yg = Tensor::empty({3}, DType::i64, Device::cuda());
+  be().argmax({to_gpu(t), yg});
+  EXPECT_EQ(to_cpu(yg).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 1}));
+}
+
+TEST_F(CudaElementwise, CopyOp) {
+  // The op-table copy on device views: dtype conversion and layout change in one kernel.
+  const Tensor x = random_tensor({2, 5, 4, 3}, DType::f32, 71, 0, 100);  // non-negative: u8 casts
+  const Tensor xg = to_gpu(x);
+  for (DType dt : {DType::f16, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u8}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    const Tensor yg = Tensor::empty(x.sizes(), dt, Device::cuda(), kNHWC);
+    const Tensor yc = Tensor::empty(x.sizes(), dt, Device::cpu(), kNHWC);
+    be().copy({xg, yg});
+    ref_.copy({x, yc});
+    EXPECT_TRUE(bitwise_equal(to_cpu(yg), yc));
+  }
+  // Across devices through the op as well.
+  const Tensor back = Tensor::empty(x.sizes());
+  be().copy({xg, back});
+  EXPECT_TRUE(bitwise_equal(back, x));
+}
+
+TEST_F(CudaElementwise, SgdStep) {
+  struct Case {
+    double momentum, wd;
+    bool nesterov;
+  };
+  for (const Case& c : std::vector<Case>{{0.0, 0.0, false}, {0.9, 1e-4, false}, {0.9, 5e-4, true}}) {
+    SCOPED_TRACE(::testing::Message() << "momentum " << c.momentum << (c.nesterov ? " nesterov" : ""));
+    const Shape s{64, 3, 3, 3};
+    Pair p = rand_pair(s, 81), buf = rand_pair(s, 82, kNCHW, -0.1, 0.1);
+    for (int step = 0; step < 3; ++step) {
+      const Pair g = rand_pair(s, 83 + step);
+      ops::SgdStepArgs ag{p.gpu, g.gpu, c.momentum != 0 ? buf.gpu : Tensor(), 0.1, c.momentum, c.wd, c.nesterov};
+      ops::SgdStepArgs ac{p.cpu, g.cpu, c.momentum != 0 ? buf.cpu : Tensor(), 0.1, c.momentum, c.wd, c.nesterov};
+      be().sgd_step(ag);
+      ref_.sgd_step(ac);
+    }
+    STRATA_EXPECT_CLOSE(p.gpu, p.cpu, kTolReduction, "sgd param");
+    if (c.momentum != 0) {
+      STRATA_EXPECT_CLOSE(buf.gpu, buf.cpu, kTolReduction, "sgd momentum_buf");
+    }
+  }
+}
+
+TEST_F(CudaElementwise, AdamStep) {
+  for (bool adamw : {false, true}) {
+    SCOPED_TRACE(adamw ? "adamw" : "adam");
+    const Shape s{1000, 10};
+    Pair p = rand_pair(s, 91), m = rand_pair(s, 92, kNCHW, -0.01, 0.01), v = rand_pair(s, 93, kNCHW, 0.0, 0.01);
+    for (int64_t step = 1; step <= 3; ++step) {
+      const Pair g = rand_pair(s, 94 + step);
+      ops::AdamStepArgs ag{p.gpu, g.gpu, m.gpu, v.gpu, 1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw, step};
+      ops::AdamStepArgs ac{p.cpu, g.cpu, m.cpu, v.cpu, 1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw, step};
+      be().adam_step(ag);
+      ref_.adam_step(ac);
+    }
+    STRATA_EXPECT_CLOSE(p.gpu, p.cpu, kTolReduction, "adam param");
+    STRATA_EXPECT_CLOSE(m.gpu, m.cpu, kTolReduction, "adam exp_avg");
+    STRATA_EXPECT_CLOSE(v.gpu, v.cpu, kTolReduction, "adam exp_avg_sq");
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing

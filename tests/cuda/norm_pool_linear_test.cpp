@@ -1,0 +1,285 @@
+// batch norm, relu, pooling, global average pooling and linear on the cuda backend
+// against the reference, forward and backward, NCHW and NHWC.
+#include <string>
+#include <vector>
+
+#include "cuda_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+STRATA_COVERS(batch_norm_fwd, "cuda_vs_reference");
+STRATA_COVERS(batch_norm_bwd, "cuda_vs_reference");
+STRATA_COVERS(relu_fwd, "cuda_vs_reference");
+STRATA_COVERS(relu_bwd, "cuda_vs_reference");
+STRATA_COVERS(max_pool2d_fwd, "cuda_vs_reference");
+STRATA_COVERS(max_pool2d_bwd, "cuda_vs_reference");
+STRATA_COVERS(avg_pool2d_fwd, "cuda_vs_reference");
+STRATA_COVERS(avg_pool2d_bwd, "cuda_vs_reference");
+STRATA_COVERS(global_avg_pool_fwd, "cuda_vs_reference");
+STRATA_COVERS(global_avg_pool_bwd, "cuda_vs_reference");
+STRATA_COVERS(linear_fwd, "cuda_vs_reference");
+STRATA_COVERS(linear_bwd_data, "cuda_vs_reference");
+STRATA_COVERS(linear_bwd_weight, "cuda_vs_reference");
+
+class CudaNormPoolLinear : public CudaTest {};
+
+// ---- batch norm -------------------------------------------------------------------
+
+void check_bn(CudaBackend& be, ReferenceBackend& ref, const Shape& xs, MemoryFormat fmt, bool training,
+              uint64_t seed) {
+  SCOPED_TRACE(std::string(training ? "train " : "eval ") + xs.str() + (fmt == kNHWC ? " nhwc" : " nchw"));
+  const int64_t c = xs[1];
+  const Pair x = rand_pair(xs, seed, fmt, -2.0, 3.0);
+  const Pair gamma = rand_pair({c}, seed + 1, kNCHW, 0.5, 1.5), beta = rand_pair({c}, seed + 2);
+  Pair rm = rand_pair({c}, seed + 3, kNCHW, -0.5, 0.5), rv = rand_pair({c}, seed + 4, kNCHW, 0.5, 2.0);
+  const Pair y = nan_pair(xs, fmt), sm = nan_pair({c}), si = nan_pair({c});
+  ops::BatchNormFwdArgs g{x.gpu, gamma.gpu, beta.gpu, rm.gpu, rv.gpu, y.gpu, sm.gpu, si.gpu, 1e-5, 0.1, training};
+  ops::BatchNormFwdArgs r{x.cpu, gamma.cpu, beta.cpu, rm.cpu, rv.cpu, y.cpu, sm.cpu, si.cpu, 1e-5, 0.1, training};
+  be.batch_norm_fwd(g);
+  ref.batch_norm_fwd(r);
+  STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolReduction, "batch_norm_fwd y");
+  STRATA_EXPECT_CLOSE(sm.gpu, sm.cpu, kTolReduction, "save_mean");
+  STRATA_EXPECT_CLOSE(si.gpu, si.cpu, kTolReduction, "save_invstd");
+  // Running statistics: updated in training (unbiased variance), untouched in eval.
+  STRATA_EXPECT_CLOSE(rm.gpu, rm.cpu, kTolReduction, "running_mean");
+  STRATA_EXPECT_CLOSE(rv.gpu, rv.cpu, kTolReduction, "running_var");
+
+  const Pair dy = rand_pair(xs, seed + 5, fmt);
+  const Pair dx = nan_pair(xs, fmt), dg = nan_pair({c}), db = nan_pair({c});
+  // Both backends start backward from the same saved statistics (the reference's).
+  const Tensor sm_g = to_gpu(sm.cpu), si_g = to_gpu(si.cpu);
+  be.batch_norm_bwd({x.gpu, dy.gpu, gamma.gpu, sm_g, si_g, dx.gpu, dg.gpu, db.gpu, training});
+  ref.batch_norm_bwd({x.cpu, dy.cpu, gamma.cpu, sm.cpu, si.cpu, dx.cpu, dg.cpu, db.cpu, training});
+  STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "batch_norm_bwd dx");
+  STRATA_EXPECT_CLOSE(dg.gpu, dg.cpu, kTolReduction, "batch_norm_bwd dgamma");
+  STRATA_EXPECT_CLOSE(db.gpu, db.cpu, kTolReduction, "batch_norm_bwd dbeta");
+}
+
+TEST_F(CudaNormPoolLinear, BatchNorm) {
+  uint64_t seed = 1000;
+  for (bool training : {true, false}) {
+    check_bn(be(), ref_, {2, 3, 5, 7}, kNCHW, training, seed += 10);
+    check_bn(be(), ref_, {1, 8, 4, 4}, kNCHW, training, seed += 10);
+    check_bn(be(), ref_, {4, 16, 7, 5}, kNHWC, training, seed += 10);
+    check_bn(be(), ref_, {8, 64, 14, 14}, kNCHW, training, seed += 10);
+    check_bn(be(), ref_, {8, 64, 14, 14}, kNHWC, training, seed += 10);
+    check_bn(be(), ref_, {16, 10}, kNCHW, training, seed += 10);  // BatchNorm1d shape
+  }
+}
+
+// Channels-last training in both cuDNN modes: SPATIAL_PERSISTENT (the default) and
+// plain SPATIAL.
+TEST_F(CudaNormPoolLinear, BatchNormChannelsLastModes) {
+  uint64_t seed = 1050;
+  for (bool persistent : {true, false}) {
+    SCOPED_TRACE(persistent ? "persistent" : "spatial");
+    be().set_persistent_batch_norm(persistent);
+    check_bn(be(), ref_, {4, 16, 7, 5}, kNHWC, true, seed += 10);
+    check_bn(be(), ref_, {32, 64, 28, 28}, kNHWC, true, seed += 10);
+    check_bn(be(), ref_, {2, 3, 5, 7}, kNHWC, true, seed += 10);
+  }
+}
+
+// Without affine parameters and without running statistics (track_running_stats=False).
+TEST_F(CudaNormPoolLinear, BatchNormOptionalArguments) {
+  const Shape xs{4, 6, 5, 5};
+  const Pair x = rand_pair(xs, 1100);
+  const Pair y = nan_pair(xs), sm = nan_pair({6}), si = nan_pair({6});
+  be().batch_norm_fwd({x.gpu, {}, {}, {}, {}, y.gpu, sm.gpu, si.gpu, 1e-5, 0.1, true});
+  ref_.batch_norm_fwd({x.cpu, {}, {}, {}, {}, y.cpu, sm.cpu, si.cpu, 1e-5, 0.1, true});
+  STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolReduction, "batch_norm_fwd no affine");
+  const Pair dy = rand_pair(xs, 1101), dx = nan_pair(xs);
+  be().batch_norm_bwd({x.gpu, dy.gpu, {}, to_gpu(sm.cpu), to_gpu(si.cpu), dx.gpu, {}, {}, true});
+  ref_.batch_norm_bwd({x.cpu, dy.cpu, {}, sm.cpu, si.cpu, dx.cpu, {}, {}, true});
+  STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "batch_norm_bwd no affine");
+}
+
+// ---- relu -------------------------------------------------------------------------
+
+TEST_F(CudaNormPoolLinear, Relu) {
+  struct Case {
+    Shape s;
+    MemoryFormat fmt;
+  };
+  // Rank 4 goes through cuDNN, rank 2 and 1 through strata's own kernel.
+  for (const Case& c : std::vector<Case>{{{2, 3, 5, 7}, kNCHW}, {{2, 8, 5, 3}, kNHWC}, {{7, 13}, kNCHW}, {{31}, kNCHW}}) {
+    SCOPED_TRACE(c.s.str());
+    const Pair x = rand_pair(c.s, 1200, c.fmt);
+    const Pair y = nan_pair(c.s, c.fmt);
+    be().relu_fwd({x.gpu, y.gpu});
+    ref_.relu_fwd({x.cpu, y.cpu});
+    EXPECT_TRUE(bitwise_equal(to_cpu(y.gpu), y.cpu));
+    const Pair dy = rand_pair(c.s, 1201, c.fmt), dx = nan_pair(c.s, c.fmt);
+    be().relu_bwd({y.gpu, dy.gpu, dx.gpu});
+    ref_.relu_bwd({y.cpu, dy.cpu, dx.cpu});
+    EXPECT_TRUE(bitwise_equal(to_cpu(dx.gpu), dx.cpu));
+  }
+  // Strided views (own kernel) and bf16 (own kernel, rank 4).
+  const Pair x = rand_slice_pair({2, 4, 3, 3}, 1202), y = nan_pair({2, 4, 3, 3}, kNCHW, true);
+  be().relu_fwd({x.gpu, y.gpu});
+  ref_.relu_fwd({x.cpu, y.cpu});
+  EXPECT_TRUE(close(y.gpu, y.cpu, 0.0));
+  const Tensor xb = random_tensor({2, 4, 3, 3}, DType::bf16, 1203);
+  const Tensor yb = gpu_nan({2, 4, 3, 3}, kNCHW, DType::bf16);
+  be().relu_fwd({to_gpu(xb), yb});
+  const auto xv = xb.to_vector<double>(), yv = to_cpu(yb).to_vector<double>();
+  for (size_t i = 0; i < xv.size(); ++i) ASSERT_EQ(yv[i], xv[i] > 0 ? xv[i] : 0.0) << i;
+}
+
+// ---- pooling ----------------------------------------------------------------------
+
+Pool2dParams PP(int k, int s, int p, bool include_pad = true) {
+  Pool2dParams q;
+  q.kernel_h = q.kernel_w = k;
+  q.stride_h = q.stride_w = s;
+  q.pad_h = q.pad_w = p;
+  q.count_include_pad = include_pad;
+  return q;
+}
+
+Shape pool_out(const Shape& x, const Pool2dParams& p) {
+  return {x[0], x[1], (x[2] + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1, (x[3] + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1};
+}
+
+void check_pool(CudaBackend& be, ReferenceBackend& ref, const Shape& xs, const Pool2dParams& p, MemoryFormat fmt,
+                uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << xs.str() << " k" << p.kernel_h << " s" << p.stride_h << " p" << p.pad_h
+                                    << (p.count_include_pad ? "" : " exclude_pad") << (fmt == kNHWC ? " nhwc" : ""));
+  const Shape ys = pool_out(xs, p);
+  const Pair x = rand_pair(xs, seed, fmt);
+  const Pair y = nan_pair(ys, fmt);
+  be.max_pool2d_fwd({x.gpu, y.gpu, p});
+  ref.max_pool2d_fwd({x.cpu, y.cpu, p});
+  EXPECT_TRUE(bitwise_equal(to_cpu(y.gpu), y.cpu)) << "max_pool2d_fwd";
+  const Pair dy = rand_pair(ys, seed + 1, fmt), dx = nan_pair(xs, fmt);
+  be.max_pool2d_bwd({x.gpu, y.gpu, dy.gpu, dx.gpu, p});
+  ref.max_pool2d_bwd({x.cpu, y.cpu, dy.cpu, dx.cpu, p});
+  STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolElementwise, "max_pool2d_bwd");
+
+  const Pair ya = nan_pair(ys, fmt);
+  be.avg_pool2d_fwd({x.gpu, ya.gpu, p});
+  ref.avg_pool2d_fwd({x.cpu, ya.cpu, p});
+  STRATA_EXPECT_CLOSE(ya.gpu, ya.cpu, kTolReduction, "avg_pool2d_fwd");
+  const Pair dxa = nan_pair(xs, fmt);
+  be.avg_pool2d_bwd({dy.gpu, dxa.gpu, p});
+  ref.avg_pool2d_bwd({dy.cpu, dxa.cpu, p});
+  STRATA_EXPECT_CLOSE(dxa.gpu, dxa.cpu, kTolReduction, "avg_pool2d_bwd");
+}
+
+TEST_F(CudaNormPoolLinear, Pooling) {
+  uint64_t seed = 1300;
+  check_pool(be(), ref_, {2, 3, 8, 8}, PP(2, 2, 0), kNCHW, seed += 10);
+  check_pool(be(), ref_, {1, 4, 9, 7}, PP(3, 2, 1), kNCHW, seed += 10);         // ResNet stem pool, odd
+  check_pool(be(), ref_, {1, 4, 9, 7}, PP(3, 2, 1, false), kNCHW, seed += 10);  // exclude padding
+  check_pool(be(), ref_, {2, 8, 7, 7}, PP(3, 1, 1), kNHWC, seed += 10);
+  check_pool(be(), ref_, {2, 64, 112, 112}, PP(3, 2, 1), kNCHW, seed += 10);  // ResNet-50 maxpool
+  check_pool(be(), ref_, {2, 64, 112, 112}, PP(3, 2, 1), kNHWC, seed += 10);
+}
+
+TEST_F(CudaNormPoolLinear, PoolingHalf) {
+  ASSERT_TRUE(be().supports(ops::OpId::max_pool2d_fwd, DType::f16));
+  const Pool2dParams p = PP(3, 2, 1);
+  const Shape xs{2, 8, 9, 9}, ys = pool_out(xs, p);
+  const Tensor x16 = random_tensor(xs, DType::f16, 1400);
+  Tensor x32 = Tensor::empty(xs);
+  copy_into(x16, x32);
+  const Tensor y = gpu_nan(ys, kNCHW, DType::f16), y_ref = cpu_nan(ys);
+  be().max_pool2d_fwd({to_gpu(x16), y, p});
+  ref_.max_pool2d_fwd({x32, y_ref, p});
+  STRATA_EXPECT_CLOSE(y, y_ref, 0.0, "max_pool2d_fwd f16 (exact)");
+  const Tensor ya = gpu_nan(ys, kNCHW, DType::f16), ya_ref = cpu_nan(ys);
+  be().avg_pool2d_fwd({to_gpu(x16), ya, p});
+  ref_.avg_pool2d_fwd({x32, ya_ref, p});
+  STRATA_EXPECT_CLOSE(ya, ya_ref, kTolF16, "avg_pool2d_fwd f16");
+}
+
+TEST_F(CudaNormPoolLinear, GlobalAvgPool) {
+  for (MemoryFormat fmt : {kNCHW, kNHWC}) {
+    for (const Shape& xs : {Shape{2, 3, 5, 7}, Shape{1, 2048, 7, 7}, Shape{4, 64, 1, 1}}) {
+      SCOPED_TRACE(xs.str() + (fmt == kNHWC ? " nhwc" : " nchw"));
+      const Pair x = rand_pair(xs, 1500, fmt);
+      const Pair y = nan_pair({xs[0], xs[1]});
+      be().global_avg_pool_fwd({x.gpu, y.gpu});
+      ref_.global_avg_pool_fwd({x.cpu, y.cpu});
+      STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolReduction, "global_avg_pool_fwd");
+      const Pair dy = rand_pair({xs[0], xs[1]}, 1501), dx = nan_pair(xs, fmt);
+      be().global_avg_pool_bwd({dy.gpu, dx.gpu});
+      ref_.global_avg_pool_bwd({dy.cpu, dx.cpu});
+      STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "global_avg_pool_bwd");
+    }
+  }
+}
+
+// ---- linear -----------------------------------------------------------------------
+
+void check_linear(CudaBackend& be, ReferenceBackend& ref, int64_t n, int64_t in, int64_t out, bool bias,
+                  bool transposed_w, uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << "linear N" << n << " in" << in << " out" << out << (bias ? " bias" : "")
+                                    << (transposed_w ? " w^T view" : ""));
+  const Pair x = rand_pair({n, in}, seed);
+  Pair w;
+  if (transposed_w) {  // w [out,in] as a transposed view of a [in,out] tensor (column-major)
+    const Pair wt = rand_pair({in, out}, seed + 1);
+    w = {wt.cpu.permute({1, 0}), wt.gpu.permute({1, 0})};
+  } else {
+    w = rand_pair({out, in}, seed + 1);
+  }
+  const Pair b = bias ? rand_pair({out}, seed + 2) : Pair{};
+  const Pair y = nan_pair({n, out});
+  be.linear_fwd({x.gpu, w.gpu, b.gpu, y.gpu});
+  ref.linear_fwd({x.cpu, w.cpu, b.cpu, y.cpu});
+  STRATA_EXPECT_CLOSE(y.gpu, y.cpu, kTolGemm, "linear_fwd");
+  const Pair dy = rand_pair({n, out}, seed + 3);
+  const Pair dx = nan_pair({n, in});
+  be.linear_bwd_data({dy.gpu, w.gpu, dx.gpu});
+  ref.linear_bwd_data({dy.cpu, w.cpu, dx.cpu});
+  STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolGemm, "linear_bwd_data");
+  const Pair dw = nan_pair({out, in}), db = bias ? nan_pair({out}) : Pair{};
+  be.linear_bwd_weight({x.gpu, dy.gpu, dw.gpu, db.gpu});
+  ref.linear_bwd_weight({x.cpu, dy.cpu, dw.cpu, db.cpu});
+  STRATA_EXPECT_CLOSE(dw.gpu, dw.cpu, kTolGemm, "linear_bwd_weight");
+  if (bias) {
+    STRATA_EXPECT_CLOSE(db.gpu, db.cpu, kTolReduction, "linear_bwd_weight db");
+  }
+}
+
+TEST_F(CudaNormPoolLinear, Linear) {
+  check_linear(be(), ref_, 1, 7, 5, true, false, 1600);
+  check_linear(be(), ref_, 8, 84, 10, true, false, 1610);       // LeNet's last layer
+  check_linear(be(), ref_, 32, 2048, 1000, true, false, 1620);  // ResNet-50's fc
+  check_linear(be(), ref_, 5, 33, 17, false, false, 1630);
+  check_linear(be(), ref_, 6, 12, 9, true, true, 1640);
+  check_linear(be(), ref_, 1, 1, 1, true, false, 1650);
+}
+
+TEST_F(CudaNormPoolLinear, LinearStagedOutput) {
+  // y as a transposed (column-major) view: cuBLAS writes row-major, so it is staged.
+  const Pair x = rand_pair({4, 6}, 1700), w = rand_pair({5, 6}, 1701), b = rand_pair({5}, 1702);
+  const Pair yt = nan_pair({5, 4});
+  const Tensor yg = yt.gpu.permute({1, 0}), yc = yt.cpu.permute({1, 0});
+  be().linear_fwd({x.gpu, w.gpu, b.gpu, yg});
+  ref_.linear_fwd({x.cpu, w.cpu, b.cpu, yc});
+  STRATA_EXPECT_CLOSE(yg, yc, kTolGemm, "linear_fwd transposed y");
+}
+
+TEST_F(CudaNormPoolLinear, LinearHalf) {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    ASSERT_TRUE(be().supports(ops::OpId::linear_fwd, dt));
+    const Tensor x = random_tensor({16, 64}, dt, 1800), w = random_tensor({32, 64}, dt, 1801);
+    const Tensor b = random_tensor({32}, dt, 1802);
+    auto f32 = [](const Tensor& t) {
+      Tensor o = Tensor::empty(t.sizes());
+      copy_into(t, o);
+      return o;
+    };
+    const Tensor y = gpu_nan({16, 32}, kNCHW, dt), y_ref = cpu_nan({16, 32});
+    be().linear_fwd({to_gpu(x), to_gpu(w), to_gpu(b), y});
+    ref_.linear_fwd({f32(x), f32(w), f32(b), y_ref});
+    STRATA_EXPECT_CLOSE(y, y_ref, dt == DType::f16 ? kTolF16 : kTolBf16, "linear_fwd half");
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds strata for the H100 (sm_90) on this (GPU-less) machine and packs the build's
+# bin/ and lib/ into .gpu/ (git-ignored) for a device run's `carry`. Run from anywhere.
+#   BUILD_DIR  build folder (default build-gpu)
+#   TARGETS    ninja targets (default: the cuda backend's tests)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD_DIR:-build-gpu}
+targets=${TARGETS:-test_cuda_backend}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DSTRATA_WITH_CUDA=ON -DSTRATA_WITH_ONEDNN=OFF -DSTRATA_WITH_OPENBLAS=OFF >/dev/null
+# shellcheck disable=SC2086
+ninja -C "$build" $targets
+rm -rf .gpu
+mkdir -p .gpu
+cp -a "$build/bin" "$build/lib" .gpu/
+find .gpu -name '*.a' -delete
+bytes=$(du -sb .gpu | cut -f1)
+limit=$((64 * 1024 * 1024))
+echo "pack: .gpu holds $((bytes / 1024)) KiB (limit $((limit / 1024)) KiB for the whole carried tree)"
+if [ "$bytes" -ge "$limit" ]; then
+  echo "pack: .gpu is too large to carry" >&2
+  exit 1
+fi
