@@ -1,0 +1,257 @@
+// strata_infer: classify one image with a checkpoint written by strata_train, and
+// time the inference (seed 003 compares frameworks by exactly this number).
+//
+//   ./build/bin/strata_infer --checkpoint runs/lenet.safetensors --idx /usr/share/datasets/fashion-mnist --index 0
+//   ./build/bin/strata_infer --checkpoint runs/lenet.safetensors --image shoe.jpg --invert
+//
+// The checkpoint's metadata names the dataset and architecture, so the network is
+// rebuilt without further options. Inputs: an item of an IDX image file (or of the
+// test split of an MNIST-layout directory, with its label), a JPEG, or a binary
+// PGM/PPM. Images are converted to the model's channels (luma or replication),
+// resized bilinearly to its input size, scaled to [0,1] and normalised with the
+// dataset's statistics. Fashion-MNIST items are light garments on black: photos of
+// dark objects on white need --invert.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "data/idx.h"
+#include "data/jpeg.h"
+#include "data/resize.h"
+#include "examples/train/options.h"
+#include "examples/train/presets.h"
+#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
+
+using namespace strata;
+
+namespace {
+
+struct Input {
+  Tensor chw;  // u8 [C,H,W]
+  std::string what;
+  int64_t label = -1;
+};
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  STRATA_CHECK(f.good(), "cannot open '", path, "'");
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// Binary PGM (P5) or PPM (P6), maxval <= 255.
+Tensor decode_pnm(const std::vector<uint8_t>& b, const std::string& path) {
+  size_t pos = 2;
+  auto next_int = [&]() -> int64_t {
+    while (pos < b.size()) {
+      if (b[pos] == '#') {
+        while (pos < b.size() && b[pos] != '\n') ++pos;
+      } else if (std::isspace(b[pos])) {
+        ++pos;
+      } else {
+        break;
+      }
+    }
+    int64_t v = 0;
+    bool any = false;
+    while (pos < b.size() && std::isdigit(b[pos])) v = v * 10 + (b[pos++] - '0'), any = true;
+    STRATA_CHECK(any, path, ": malformed PGM/PPM header");
+    return v;
+  };
+  const int64_t c = b[1] == '5' ? 1 : 3;
+  const int64_t w = next_int(), h = next_int(), maxval = next_int();
+  STRATA_CHECK(maxval > 0 && maxval <= 255 && w > 0 && h > 0, path, ": only 8-bit PGM/PPM is supported (", w, "x", h,
+               ", maxval ", maxval, ")");
+  ++pos;  // the single whitespace after maxval
+  STRATA_CHECK(b.size() >= pos + static_cast<size_t>(w * h * c), path, ": truncated PGM/PPM (", w, "x", h, "x", c, ")");
+  Tensor t = Tensor::empty(Shape{c, h, w}, DType::u8);
+  uint8_t* d = t.data<uint8_t>();
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+      for (int64_t k = 0; k < c; ++k) d[(k * h + y) * w + x] = b[pos + static_cast<size_t>((y * w + x) * c + k)];
+  return t;
+}
+
+Input load_image_file(const std::string& path) {
+  const std::vector<uint8_t> b = read_bytes(path);
+  Input in;
+  in.what = path;
+  if (b.size() >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6'))
+    in.chw = decode_pnm(b, path);
+  else if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8)
+    in.chw = data::decode_jpeg_chw(b.data(), b.size(), path);
+  else
+    STRATA_FAIL(path, ": not a JPEG or binary PGM/PPM image");
+  return in;
+}
+
+Input load_idx_item(const std::string& path, int64_t index, const std::string& dataset) {
+  Input in;
+  Tensor images, labels;
+  if (std::filesystem::is_directory(path)) {
+    data::InMemoryDataset ds = data::load_mnist_dir(path, data::Split::test, dataset);
+    images = ds.images();
+    labels = ds.labels();
+    in.what = "item " + std::to_string(index) + " of the test split in " + path;
+  } else {
+    images = data::read_idx_images(path);
+    in.what = "item " + std::to_string(index) + " of " + path;
+    // The matching label file, when it sits next to the images.
+    std::string lp = path;
+    if (auto k = lp.find("images-idx3"); k != std::string::npos) {
+      lp.replace(k, 11, "labels-idx1");
+      if (std::filesystem::exists(lp)) labels = data::read_idx_labels(lp);
+    }
+  }
+  STRATA_CHECK(index >= 0 && index < images.size(0), "--index ", index, " is out of range: ", in.what, " holds ",
+               images.size(0), " images");
+  in.chw = images.narrow(0, index, 1).contiguous().view(Shape{images.size(1), images.size(2), images.size(3)});
+  if (labels.defined() && labels.size(0) == images.size(0)) in.label = labels.to_vector<int64_t>()[index];
+  return in;
+}
+
+std::string with_commas(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+// u8 [C,H,W] -> f32 [1,channels,side,side], normalised.
+Tensor preprocess(const Tensor& img, int64_t channels, int64_t side, bool invert, const data::Normalize& norm) {
+  const int64_t c = img.size(0), h = img.size(1), w = img.size(2);
+  std::vector<uint8_t> src(img.data<uint8_t>(), img.data<uint8_t>() + img.numel());
+  std::vector<uint8_t> conv(static_cast<size_t>(channels * h * w));
+  for (int64_t y = 0; y < h * w; ++y) {
+    if (channels == c) {
+      for (int64_t k = 0; k < c; ++k) conv[static_cast<size_t>(k * h * w + y)] = src[static_cast<size_t>(k * h * w + y)];
+    } else if (channels == 1) {  // RGB -> luma (ITU-R BT.601, as PIL's convert("L"))
+      const double l = 0.299 * src[static_cast<size_t>(y)] + 0.587 * src[static_cast<size_t>(h * w + y)] +
+                       0.114 * src[static_cast<size_t>(2 * h * w + y)];
+      conv[static_cast<size_t>(y)] = static_cast<uint8_t>(std::lround(l));
+    } else {  // grey -> RGB
+      for (int64_t k = 0; k < channels; ++k) conv[static_cast<size_t>(k * h * w + y)] = src[static_cast<size_t>(y)];
+    }
+  }
+  std::vector<uint8_t> sized(static_cast<size_t>(channels * side * side));
+  if (h == side && w == side)
+    sized = conv;
+  else
+    data::resize_bilinear(conv.data(), channels, h, w, data::PixelLayout::chw, sized.data(), side, side);
+  std::vector<float> x(sized.size());
+  for (int64_t k = 0; k < channels; ++k) {
+    const float mean = norm.mean.size() == 1 ? norm.mean[0] : norm.mean[static_cast<size_t>(k)];
+    const float sd = norm.std.size() == 1 ? norm.std[0] : norm.std[static_cast<size_t>(k)];
+    for (int64_t i = 0; i < side * side; ++i) {
+      const size_t j = static_cast<size_t>(k * side * side + i);
+      const float v = (invert ? 255 - sized[j] : sized[j]) / 255.0f;
+      x[j] = (v - mean) / sd;
+    }
+  }
+  return Tensor::from_vector(x, Shape{1, channels, side, side});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata_infer: classify one image with a strata_train checkpoint and time the inference"};
+  std::string checkpoint, image, idx, backend, dispatch = "direct";
+  int64_t index = 0;
+  int repeat = 100, warmup = 5, top = 3, threads = 0;
+  bool invert = false;
+  app.option_defaults()->always_capture_default();
+  app.add_option("--checkpoint", checkpoint, "checkpoint written by strata_train")->required();
+  auto* img_opt = app.add_option("--image", image, "a JPEG or binary PGM/PPM file");
+  auto* idx_opt = app.add_option("--idx", idx, "an IDX image file, or an MNIST-layout directory (its test split)");
+  img_opt->excludes(idx_opt);
+  app.add_option("--index", index, "item of the IDX file")->check(CLI::NonNegativeNumber);
+  app.add_option("--backend", backend, "backend (default: best CPU backend built)");
+  app.add_option("--dispatch", dispatch, "virtual | static | direct")
+      ->check(CLI::IsMember({"virtual", "static", "direct"}));
+  app.add_option("--repeat", repeat, "timed inferences")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", warmup, "untimed inferences first")->check(CLI::Range(0, 1000000));
+  app.add_option("--top", top, "classes to print")->check(CLI::Range(1, 1000));
+  app.add_flag("--invert", invert, "invert the image (dark objects on white -> Fashion-MNIST's light on black)");
+  app.add_option("--threads", threads, "threads of the backend libraries (0: environment)")->check(CLI::Range(0, 1024));
+  CLI11_PARSE(app, argc, argv);
+  train::apply_thread_count(threads, argv);
+  try {
+    STRATA_CHECK(!image.empty() || !idx.empty(), "give an input: --image FILE or --idx PATH [--index N]");
+    const nn::safetensors::Contents ck = nn::safetensors::load(checkpoint);
+    std::string dataset;
+    const train::ModelSpec spec = train::read_spec(ck.metadata, checkpoint, &dataset);
+    const train::DatasetPreset& preset = train::dataset_preset(dataset);
+    if (backend.empty()) backend = train::best_cpu_backend();
+    auto model = train::build_model(spec, ops::parse_dispatch_mode(dispatch), backend);
+    nn::StateDict weights;
+    for (const auto& [n, t] : ck.tensors)
+      if (n.rfind(nn::kOptimizerPrefix, 0) != 0) weights.emplace_back(n, t);
+    model->load_state_dict(weights, true);
+    model->eval();
+    auto step = ck.metadata.find("strata.step");
+    std::printf("strata_infer: %s%s for %s from %s (step %s) | backend %s | dispatch %s | %s parameters\n",
+                spec.model.c_str(), spec.model == "lenet" ? (" (" + spec.lenet_variant + ")").c_str() : "",
+                dataset.c_str(), checkpoint.c_str(), step == ck.metadata.end() ? "?" : step->second.c_str(),
+                backend.c_str(), dispatch.c_str(), with_commas(model->num_parameters()).c_str());
+
+    const Input in = image.empty() ? load_idx_item(idx, index, dataset) : load_image_file(image);
+    const Tensor x = preprocess(in.chw, spec.in_channels, spec.image_size, invert, preset.normalize);
+    auto name_of = [&](int64_t c) {
+      return c >= 0 && c < static_cast<int64_t>(preset.class_names.size()) ? preset.class_names[static_cast<size_t>(c)]
+                                                                           : std::to_string(c);
+    };
+    std::printf("input: %s [%lld,%lld,%lld] -> [%lld,%lld,%lld]%s", in.what.c_str(),
+                static_cast<long long>(in.chw.size(0)), static_cast<long long>(in.chw.size(1)),
+                static_cast<long long>(in.chw.size(2)), static_cast<long long>(spec.in_channels),
+                static_cast<long long>(spec.image_size), static_cast<long long>(spec.image_size),
+                invert ? ", inverted" : "");
+    if (in.label >= 0) std::printf(", label %lld '%s'", static_cast<long long>(in.label), name_of(in.label).c_str());
+    std::printf("\n");
+
+    using Clock = std::chrono::steady_clock;
+    std::vector<float> logits;
+    for (int i = 0; i < warmup; ++i) logits = model->predict(x).to_vector<float>();
+    std::vector<double> ms;
+    for (int i = 0; i < repeat; ++i) {
+      const auto t0 = Clock::now();
+      logits = model->predict(x).to_vector<float>();  // includes the device-to-host copy of the logits
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    const int64_t k = static_cast<int64_t>(logits.size());
+    std::vector<double> prob(logits.size());
+    if (spec.task == train::Task::multilabel) {
+      for (size_t i = 0; i < logits.size(); ++i) prob[i] = 1.0 / (1.0 + std::exp(-static_cast<double>(logits[i])));
+    } else {
+      const double mx = *std::max_element(logits.begin(), logits.end());
+      double sum = 0;
+      for (size_t i = 0; i < logits.size(); ++i) sum += prob[i] = std::exp(logits[i] - mx);
+      for (double& p : prob) p /= sum;
+    }
+    std::vector<int64_t> order(static_cast<size_t>(k));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return prob[a] > prob[b]; });
+    const int64_t best = order[0];
+    std::printf("class: %lld '%s' (%s %.3f)", static_cast<long long>(best), name_of(best).c_str(),
+                spec.task == train::Task::multilabel ? "sigmoid" : "p", prob[static_cast<size_t>(best)]);
+    for (int64_t i = 1; i < std::min<int64_t>(top, k); ++i)
+      std::printf("%s %lld '%s' %.3f", i == 1 ? " | next:" : ",", static_cast<long long>(order[i]),
+                  name_of(order[i]).c_str(), prob[static_cast<size_t>(order[i])]);
+    if (in.label >= 0) std::printf(" | %s", in.label == best ? "correct" : "wrong");
+    std::printf("\n");
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
+    std::printf("time per inference: %.3f ms median (mean %.3f, min %.3f, max %.3f) over %d runs after %d warm-up, "
+                "batch 1\n",
+                median, mean, sorted.front(), sorted.back(), repeat, warmup);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_infer: error: %s\n", e.what());
+    return 1;
+  }
+}

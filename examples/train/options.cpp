@@ -1,0 +1,159 @@
+#include "examples/train/options.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+
+#include "backends/api/registry.h"
+#include "examples/train/presets.h"
+#include "nn/init.h"
+#include "nn/lenet.h"
+#include "nn/optim.h"
+#include "nn/schedule.h"
+
+namespace strata::train {
+
+std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
+  auto app = std::make_unique<CLI::App>(
+      "strata_train: train LeNet or ResNet on Fashion-MNIST (default), MNIST, CIFAR-10, STL-10 or PASCAL VOC, "
+      "on any backend, in any dispatch mode.");
+  app->option_defaults()->always_capture_default();
+  app->get_formatter()->column_width(34);
+
+  app->add_option("--dataset", o.dataset, "dataset preset")->check(CLI::IsMember(dataset_names()));
+  app->add_option("--data-dir", o.data_dir,
+                  "dataset directory (default: fashion-mnist " + std::string(dataset_preset("fashion-mnist").default_dir) +
+                      "; others: required)");
+  app->add_option("--model", o.model, "lenet | resnet18 | resnet50")
+      ->check(CLI::IsMember({"lenet", "resnet18", "resnet50"}));
+  app->add_option("--lenet-variant", o.lenet_variant, "tensorflow (conv 32/64, fc 1024) | keras (conv 5/12, fc 128)")
+      ->check(CLI::IsMember({"tensorflow", "keras"}));
+  app->add_option("--width", o.base_channels, "ResNet stem/layer1 channels (64 = torchvision)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  app->add_option("--backend", o.backend, "backend name (default: best CPU backend built: onednn, openblas, reference)");
+  app->add_option("--dispatch", o.dispatch, "virtual | static | direct")
+      ->check(CLI::IsMember({"virtual", "static", "direct"}));
+  app->add_option("--precision", o.precision, "fp32 (bf16/fp16: not yet, see the cuda backend)");
+  app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
+      ->check(CLI::Range(0, 100000));
+  app->add_option("--batch-size", o.batch_size, "training batch size (default: lenet 64, resnet 128)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  app->add_option("--eval-batch-size", o.eval_batch_size, "evaluation batch size")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app->add_option("--lr", o.lr, "peak learning rate (default: lenet sgd 0.05, resnet sgd 0.1)")
+      ->check(CLI::Range(0.0, 1e6));
+  app->add_option("--optimizer", o.optimizer, "sgd | adam | adamw (default: sgd)");
+  app->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  app->add_flag("--nesterov", o.nesterov, "Nesterov momentum");
+  app->add_option("--weight-decay", o.weight_decay,
+                  "weight decay (default: lenet 0, resnet 5e-4 without decay on BN and biases)");
+  app->add_option("--schedule", o.schedule, "learning-rate schedule over the whole run: constant | cosine | step");
+  app->add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)")
+      ->check(CLI::Range(0.0, 1000.0));
+  app->add_option("--init", o.init,
+                  "pytorch_default | kaiming_normal_fan_out | xavier_uniform | fixup (default: lenet pytorch_default, "
+                  "resnet kaiming_normal_fan_out)");
+  app->add_flag("--zero-last-bn-gamma", o.zero_last_bn_gamma, "zero gamma of the last BN of each residual block");
+  app->add_option("--seed", o.seed, "seed of the init, the data order, augmentation and dropout");
+  app->add_option("--resolution", o.resolution, "resize images to this side (VOC default 224; 0: native)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  app->add_option("--voc-train-set", o.voc_train_set, "VOC image set to train on");
+  app->add_option("--voc-test-set", o.voc_test_set, "VOC image set to evaluate on");
+  app->add_option("--train-limit", o.train_limit, "use only the first N training images (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--test-limit", o.test_limit, "use only the first N test images (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag_callback("--augment", [&o] { o.augment = 1; }, "random crop + flip (default for cifar10, stl10, voc)");
+  app->add_flag_callback("--no-augment", [&o] { o.augment = 0; }, "no augmentation (default for (fashion-)mnist)");
+  app->add_option("--checkpoint", o.checkpoint, "safetensors file written (atomically) after every epoch");
+  app->add_option("--checkpoint-every", o.checkpoint_every, "also write it every N optimizer steps (0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--resume", o.resume, "continue exactly from this checkpoint (same options otherwise)");
+  app->add_option("--metrics", o.metrics, "append one JSON line per epoch to this file");
+  app->add_option("--stop-after-steps", o.stop_after_steps,
+                  "stop after N optimizer steps, as if interrupted (for resume tests; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--threads", o.threads,
+                  "threads of the backend libraries (sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and, unless set, "
+                  "OMP_WAIT_POLICY=passive; 0: leave the environment alone)")
+      ->check(CLI::Range(0, 1024));
+  app->add_option("--workers", o.workers, "data loader threads (0: load on the training thread)")
+      ->check(CLI::Range(0, 256));
+  app->add_flag_callback("--no-progress", [&o] { o.progress = false; }, "no progress bar");
+  return app;
+}
+
+std::string best_cpu_backend() {
+  const auto& r = backends::registry();
+  for (const char* name : {"onednn", "openblas", "reference"})
+    if (const backends::Backend* b = r.find(name); b && b->device_type() == DeviceType::cpu) return name;
+  STRATA_FAIL("no CPU backend is built (", r.describe(), ")");
+}
+
+void check_precision(const std::string& precision, const std::string& backend) {
+  if (precision == "fp32") return;
+  STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
+               "' (known: fp32, bf16, fp16; supported by strata_train: fp32)");
+  STRATA_FAIL("precision '", precision, "' is not supported by strata_train on backend '", backend,
+              "': supported: fp32 (bf16/fp16 mixed precision is planned for the cuda backend)");
+}
+
+RunConfig resolve(const TrainOptions& in) {
+  RunConfig r;
+  r.o = in;
+  TrainOptions& o = r.o;
+  const DatasetPreset& p = dataset_preset(o.dataset);
+  STRATA_CHECK(o.model == "lenet" || o.model == "resnet18" || o.model == "resnet50", "unknown model '", o.model,
+               "' (known: lenet, resnet18, resnet50)");
+  nn::parse_lenet_variant(o.lenet_variant);
+  r.mode = ops::parse_dispatch_mode(o.dispatch);
+  if (o.backend.empty()) {
+    o.backend = best_cpu_backend();
+    r.backend_note = "best CPU backend built";
+  } else {
+    backends::registry().get(o.backend);  // the registry's error lists the built backends
+    r.backend_note = "chosen with --backend";
+  }
+  check_precision(o.precision, o.backend);
+  if (!o.init.empty()) nn::parse_init_policy(o.init);
+  if (o.data_dir.empty()) o.data_dir = p.default_dir;
+  if (o.epochs == 0) o.epochs = p.default_epochs;
+  const bool lenet = o.model == "lenet";
+  if (o.batch_size == 0) o.batch_size = lenet ? 64 : 128;
+  r.optimizer = o.optimizer.empty() ? "sgd" : o.optimizer;
+  nn::parse_optimizer_kind(r.optimizer);
+  const bool adam = r.optimizer != "sgd";
+  r.lr = o.lr > 0 ? o.lr : (adam ? 1e-3 : (lenet ? 0.05 : 0.1));
+  r.weight_decay = o.weight_decay >= 0 ? o.weight_decay : (lenet ? 0.0 : 5e-4);
+  STRATA_CHECK(o.schedule == "constant" || o.schedule == "cosine" || o.schedule == "step", "unknown schedule '",
+               o.schedule, "' (known: constant, cosine, step)");
+  if (o.augment < 0) o.augment = p.augment_by_default ? 1 : 0;
+  return r;
+}
+
+void apply_thread_count(int threads, char** argv) {
+  if (threads <= 0) return;
+  const std::string n = std::to_string(threads);
+  auto equals = [&](const char* var) {
+    const char* v = std::getenv(var);
+    return v != nullptr && n == v;
+  };
+  const bool wait_policy_set = std::getenv("OMP_WAIT_POLICY") != nullptr;
+  if (equals("OMP_NUM_THREADS") && equals("OPENBLAS_NUM_THREADS") && wait_policy_set) return;
+  ::setenv("OMP_NUM_THREADS", n.c_str(), 1);
+  ::setenv("OPENBLAS_NUM_THREADS", n.c_str(), 1);
+  // Idle OpenMP threads sleep instead of spinning: on a shared or busy 2-core machine
+  // spinning threads steal the cores the work needs (measured: a short LeNet run took
+  // 2.6x longer with the default policy beside other jobs). An explicit setting is kept.
+  if (!wait_policy_set) ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  if (std::getenv("STRATA_TRAIN_REEXECUTED") != nullptr) return;  // never loop
+  ::setenv("STRATA_TRAIN_REEXECUTED", "1", 1);
+  std::fflush(nullptr);
+  ::execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "warning: --threads %d: could not re-execute (%s); using the libraries' own thread counts\n",
+               threads, "execv failed");
+}
+
+}  // namespace strata::train

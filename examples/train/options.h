@@ -1,0 +1,87 @@
+#pragma once
+// strata_train's command line: the options, their CLI11 definitions, and the
+// resolution of defaults that depend on the dataset, the model and the build
+// (best CPU backend, learning rate, epochs...). Kept apart from main() so tests can
+// parse command lines and check the error messages.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/dispatch.h"
+
+namespace CLI {
+class App;
+}
+
+namespace strata::train {
+
+struct TrainOptions {
+  std::string dataset = "fashion-mnist";
+  std::string model = "lenet";
+  std::string lenet_variant = "tensorflow";
+  int64_t base_channels = 64;  // resnet width (64 = torchvision)
+  std::string backend;         // "" -> best CPU backend built
+  std::string dispatch = "direct";
+  std::string precision = "fp32";
+  int epochs = 0;          // 0 -> the dataset's default
+  int64_t batch_size = 0;  // 0 -> the model's default
+  int64_t eval_batch_size = 256;
+  double lr = 0;           // 0 -> the model's default
+  std::string optimizer;   // "" -> the model's default
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = -1;  // < 0 -> the model's default
+  std::string schedule = "cosine";
+  double warmup_epochs = 0;
+  std::string init;  // "" -> the model's default
+  bool zero_last_bn_gamma = false;
+  uint64_t seed = 1;
+  std::string data_dir;  // "" -> the dataset's default
+  int64_t resolution = 0;
+  std::string voc_train_set = "trainval", voc_test_set = "test";
+  int64_t train_limit = 0, test_limit = 0;
+  int augment = -1;  // -1 -> the dataset's default
+  std::string checkpoint;        // written after every epoch
+  int64_t checkpoint_every = 0;  // and every N steps
+  std::string resume;
+  std::string metrics;  // JSON lines, appended
+  int64_t stop_after_steps = 0;
+  int threads = 0;
+  int workers = 0;
+  bool progress = true;
+};
+
+// Everything the trainer needs, with every default resolved and checked.
+struct RunConfig {
+  TrainOptions o;
+  ops::DispatchMode mode = ops::DispatchMode::direct;
+  std::string backend_note;  // why this backend ("best CPU backend built")
+  std::string optimizer;
+  double lr = 0, weight_decay = 0;
+};
+
+// The CLI11 definition of every option, writing into `o`.
+std::unique_ptr<CLI::App> make_cli(TrainOptions& o);
+
+// Fills the defaults and validates: unknown dataset / model / dispatch mode /
+// backend / precision / optimizer / schedule / init policy are strata::Error with a
+// message naming what is supported.
+RunConfig resolve(const TrainOptions& o);
+
+// The best CPU backend of this build: onednn, else openblas, else reference.
+std::string best_cpu_backend();
+
+// --precision: "fp32" is supported; "bf16" and "fp16" are known but not yet (they
+// belong to the cuda backend's mixed-precision path); anything else is unknown.
+void check_precision(const std::string& precision, const std::string& backend);
+
+// --threads: the OpenMP / OpenBLAS pools size themselves from the environment when
+// the libraries load, i.e. before main(). If the environment does not already ask
+// for `threads`, this sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (and
+// OMP_WAIT_POLICY=passive unless it is set) and re-executes the program (once) so the
+// libraries see them. Returns only when nothing needs to
+// change (or the re-exec failed, with a warning on stderr).
+void apply_thread_count(int threads, char** argv);
+
+}  // namespace strata::train

@@ -1,0 +1,228 @@
+#include "examples/train/presets.h"
+
+#include <filesystem>
+
+#include "data/cifar10.h"
+#include "data/idx.h"
+#include "data/stl10.h"
+#include "data/voc.h"
+
+namespace strata::train {
+
+namespace {
+
+std::vector<std::string> names_of(const char* const* first, size_t n) { return {first, first + n}; }
+
+std::vector<DatasetPreset> make_presets() {
+  std::vector<DatasetPreset> v;
+  DatasetPreset fm;
+  fm.name = "fashion-mnist";
+  fm.default_dir = data::kDebianFashionMnistDir;
+  fm.format = "IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]";
+  fm.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  fm.normalize = data::norm::fashion_mnist();
+  v.push_back(fm);
+
+  DatasetPreset mn = fm;
+  mn.name = "mnist";
+  mn.default_dir = "";
+  mn.class_names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+  mn.normalize = data::norm::mnist();
+  v.push_back(mn);
+
+  DatasetPreset c10;
+  c10.name = "cifar10";
+  c10.format = "CIFAR-10 binary batches (data_batch_{1..5}.bin, test_batch.bin)";
+  c10.channels = 3;
+  c10.class_names = names_of(data::kCifar10Classes, 10);
+  c10.normalize = data::norm::cifar10();
+  c10.augment_by_default = true;
+  c10.default_epochs = 30;
+  v.push_back(c10);
+
+  DatasetPreset stl = c10;
+  stl.name = "stl10";
+  stl.format = "STL-10 binary ({train,test}_{X,y}.bin)";
+  stl.class_names = names_of(data::kStl10Classes, 10);
+  stl.normalize = data::norm::stl10();
+  v.push_back(stl);
+
+  DatasetPreset voc;
+  voc.name = "voc";
+  voc.format = "PASCAL VOC tree (ImageSets/Main, Annotations, JPEGImages), e.g. VOCdevkit/VOC2007";
+  voc.task = Task::multilabel;
+  voc.channels = 3;
+  voc.num_classes = data::kVocNumClasses;
+  for (auto c : data::kVocClasses) voc.class_names.emplace_back(c);
+  voc.normalize = data::norm::voc();
+  voc.augment_by_default = true;
+  voc.default_epochs = 20;
+  v.push_back(voc);
+  return v;
+}
+
+// The first `limit_` items of a dataset (--train-limit, --test-limit).
+class LimitedDataset final : public data::Dataset {
+ public:
+  LimitedDataset(std::shared_ptr<const data::Dataset> base, int64_t limit) : base_(std::move(base)), n_(limit) {}
+  std::string name() const override { return base_->name() + " (first " + std::to_string(n_) + ")"; }
+  int64_t size() const override { return n_; }
+  Shape image_shape() const override { return base_->image_shape(); }
+  Shape target_shape() const override { return base_->target_shape(); }
+  DType target_dtype() const override { return base_->target_dtype(); }
+  int64_t num_classes() const override { return base_->num_classes(); }
+  void read(int64_t i, uint8_t* image, void* target) const override {
+    check_index(i);
+    base_->read(i, image, target);
+  }
+
+ private:
+  std::shared_ptr<const data::Dataset> base_;
+  int64_t n_;
+};
+
+std::string meta_get(const std::map<std::string, std::string>& m, const std::string& key, const std::string& path) {
+  auto it = m.find("strata.train." + key);
+  STRATA_CHECK(it != m.end(), "checkpoint ", path, " lacks metadata 'strata.train.", key,
+               "' (was it written by strata_train?)");
+  return it->second;
+}
+
+int64_t to_int(const std::string& s, const std::string& what) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (...) {
+  }
+  STRATA_FAIL(what, ": '", s, "' is not an integer");
+}
+
+}  // namespace
+
+const std::vector<DatasetPreset>& dataset_presets() {
+  static const std::vector<DatasetPreset> v = make_presets();
+  return v;
+}
+
+const DatasetPreset& dataset_preset(std::string_view name) {
+  for (const auto& p : dataset_presets())
+    if (p.name == name) return p;
+  std::string known;
+  for (const auto& p : dataset_presets()) known += (known.empty() ? "" : ", ") + p.name;
+  STRATA_FAIL("unknown dataset '", name, "' (known: ", known, ")");
+}
+
+std::vector<std::string> dataset_names() {
+  std::vector<std::string> v;
+  for (const auto& p : dataset_presets()) v.push_back(p.name);
+  return v;
+}
+
+std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> base, int64_t limit) {
+  if (limit <= 0 || limit >= base->size()) return base;
+  return std::make_shared<LimitedDataset>(std::move(base), limit);
+}
+
+std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const DataRequest& r, data::Split split) {
+  STRATA_CHECK(!r.dir.empty(), p.name, ": no data directory given and the dataset has no default one; pass --data-dir (",
+               p.format, ")");
+  STRATA_CHECK(std::filesystem::is_directory(r.dir), p.name, ": data directory '", r.dir, "' does not exist",
+               p.name == "fashion-mnist" ? " (install Debian's dataset-fashion-mnist: tools/setup-deps.sh)" : "",
+               "; expected ", p.format);
+  if (p.name == "fashion-mnist" || p.name == "mnist")
+    return std::make_shared<data::InMemoryDataset>(data::load_mnist_dir(r.dir, split, p.name));
+  if (p.name == "cifar10") return std::make_shared<data::InMemoryDataset>(data::load_cifar10(r.dir, split));
+  if (p.name == "stl10") return std::make_shared<data::InMemoryDataset>(data::load_stl10(r.dir, split));
+  if (p.name == "voc") {
+    data::VocOptions o;
+    if (r.resolution > 0) o.resolution = r.resolution;
+    return std::make_shared<data::VocDataset>(r.dir, split == data::Split::train ? r.voc_train_set : r.voc_test_set,
+                                              o);
+  }
+  STRATA_FAIL("dataset '", p.name, "' has no reader");
+}
+
+std::vector<data::Transform> make_transforms(const DatasetPreset& p, bool train, bool augment, const Shape& chw,
+                                             int64_t resolution) {
+  std::vector<data::Transform> ts;
+  int64_t side = chw[1];
+  // VOC is resized by its reader; the others here, before augmentation.
+  if (p.task == Task::classification && resolution > 0 && resolution != side) {
+    ts.push_back(data::Resize{resolution, resolution});
+    side = resolution;
+  }
+  if (train && augment) {
+    if (p.task == Task::classification) ts.push_back(data::PadRandomCrop{std::max<int64_t>(side / 8, 2), side, side});
+    if (p.name != "mnist") ts.push_back(data::RandomHorizontalFlip{0.5});
+  }
+  ts.push_back(p.normalize);
+  return ts;
+}
+
+std::string_view default_init(std::string_view model) {
+  return model == "lenet" ? "pytorch_default" : "kaiming_normal_fan_out";
+}
+
+std::unique_ptr<nn::Model> build_model(const ModelSpec& s, ops::DispatchMode mode, const std::string& backend) {
+  nn::InitConfig init;
+  init.policy = nn::parse_init_policy(s.init.empty() ? default_init(s.model) : std::string_view(s.init));
+  init.zero_last_bn_gamma = s.zero_last_bn_gamma;
+  init.seed = s.seed;
+  nn::ModelOptions mo;
+  mo.loss = s.task == Task::multilabel ? nn::LossKind::bce_logits : nn::LossKind::cross_entropy;
+  if (s.model == "lenet") {
+    nn::LeNetConfig c;
+    c.variant = nn::parse_lenet_variant(s.lenet_variant);
+    c.num_classes = s.num_classes;
+    c.in_channels = s.in_channels;
+    c.input_size = s.image_size;
+    c.init = init;
+    c.dropout_seed = s.seed;
+    return nn::make_lenet(c, mode, backend, mo);
+  }
+  if (s.model == "resnet18" || s.model == "resnet50") {
+    nn::ResNetConfig c;
+    c.depth = s.model == "resnet18" ? 18 : 50;
+    c.num_classes = s.num_classes;
+    c.in_channels = s.in_channels;
+    c.small_input = s.image_size <= 64;
+    c.base_channels = s.base_channels;
+    c.init = init;
+    return nn::make_resnet(c, mode, backend, mo);
+  }
+  STRATA_FAIL("unknown model '", s.model, "' (known: lenet, resnet18, resnet50)");
+}
+
+void write_spec(const ModelSpec& s, const std::string& dataset, std::map<std::string, std::string>& m) {
+  m["strata.train.dataset"] = dataset;
+  m["strata.train.model"] = s.model;
+  m["strata.train.lenet_variant"] = s.lenet_variant;
+  m["strata.train.base_channels"] = std::to_string(s.base_channels);
+  m["strata.train.in_channels"] = std::to_string(s.in_channels);
+  m["strata.train.image_size"] = std::to_string(s.image_size);
+  m["strata.train.num_classes"] = std::to_string(s.num_classes);
+  m["strata.train.init"] = s.init.empty() ? std::string(default_init(s.model)) : s.init;
+  m["strata.train.zero_last_bn_gamma"] = s.zero_last_bn_gamma ? "1" : "0";
+  m["strata.train.seed"] = std::to_string(s.seed);
+  m["strata.train.task"] = s.task == Task::multilabel ? "multilabel" : "classification";
+}
+
+ModelSpec read_spec(const std::map<std::string, std::string>& m, const std::string& path, std::string* dataset) {
+  ModelSpec s;
+  if (dataset) *dataset = meta_get(m, "dataset", path);
+  s.model = meta_get(m, "model", path);
+  s.lenet_variant = meta_get(m, "lenet_variant", path);
+  s.base_channels = to_int(meta_get(m, "base_channels", path), path + ": base_channels");
+  s.in_channels = to_int(meta_get(m, "in_channels", path), path + ": in_channels");
+  s.image_size = to_int(meta_get(m, "image_size", path), path + ": image_size");
+  s.num_classes = to_int(meta_get(m, "num_classes", path), path + ": num_classes");
+  s.init = meta_get(m, "init", path);
+  s.zero_last_bn_gamma = meta_get(m, "zero_last_bn_gamma", path) == "1";
+  s.seed = static_cast<uint64_t>(to_int(meta_get(m, "seed", path), path + ": seed"));
+  s.task = meta_get(m, "task", path) == "multilabel" ? Task::multilabel : Task::classification;
+  return s;
+}
+
+}  // namespace strata::train

@@ -1,0 +1,90 @@
+#pragma once
+// Dataset presets and model construction for strata_train and strata_infer.
+//
+// A preset knows where a dataset lives by default, how to read its train and test
+// splits, its image shape after the loader's transforms, its classes, its
+// normalisation and augmentation, and whether it is single-label (accuracy,
+// softmax cross-entropy) or multi-label (mAP, binary cross-entropy with logits).
+//
+//   fashion-mnist  IDX, 1x28x28, 10 classes (default dir: Debian's dataset-fashion-mnist)
+//   mnist          IDX, 1x28x28, 10 classes
+//   cifar10        binary batches, 3x32x32, 10 classes
+//   stl10          binary, 3x96x96, 10 classes
+//   voc            PASCAL VOC JPEG + XML, 3xRxR (R = --resolution), 20 labels, mAP
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/transforms.h"
+#include "nn/model.h"
+
+namespace strata::train {
+
+enum class Task { classification, multilabel };
+
+struct DatasetPreset {
+  std::string name;
+  std::string default_dir;  // "" when there is no conventional location
+  std::string format;       // for --help and error messages
+  Task task = Task::classification;
+  int64_t channels = 1;
+  int64_t num_classes = 10;
+  std::vector<std::string> class_names;
+  data::Normalize normalize;
+  bool augment_by_default = false;
+  int default_epochs = 3;
+};
+
+// The presets in CLI order; dataset_preset() throws strata::Error listing them.
+const std::vector<DatasetPreset>& dataset_presets();
+const DatasetPreset& dataset_preset(std::string_view name);
+std::vector<std::string> dataset_names();
+
+// `base` restricted to its first `limit` items (limit <= 0 or >= size: base itself).
+std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> base, int64_t limit);
+
+// Reads one split from `dir` (train: the training set; test: the test set, or for VOC
+// the image set `voc_test_set`). resolution applies to STL-10 (resized when not 96)
+// and VOC; 0 keeps the dataset's own size (VOC: 224). Errors name the files.
+struct DataRequest {
+  std::string dir;
+  int64_t resolution = 0;
+  std::string voc_train_set = "trainval";
+  std::string voc_test_set = "test";
+};
+std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const DataRequest& r, data::Split split);
+
+// Loader transforms: train (augmentation when `augment`, then normalisation) or
+// test (normalisation, plus a resize to `resolution` where the dataset needs one).
+std::vector<data::Transform> make_transforms(const DatasetPreset& p, bool train, bool augment,
+                                             const Shape& image_chw, int64_t resolution);
+
+// What a model is built from; saved in every checkpoint's metadata so strata_infer
+// can rebuild the network without being told its architecture.
+struct ModelSpec {
+  std::string model = "lenet";  // lenet | resnet18 | resnet50
+  std::string lenet_variant = "tensorflow";
+  int64_t base_channels = 64;  // resnet width
+  int64_t in_channels = 1;
+  int64_t image_size = 28;  // square side the model is built for
+  int64_t num_classes = 10;
+  std::string init;  // "" -> the model's default (lenet: pytorch_default, resnet: kaiming_normal_fan_out)
+  bool zero_last_bn_gamma = false;
+  uint64_t seed = 1;
+  Task task = Task::classification;
+};
+
+inline const char* const kModelNames[] = {"lenet", "resnet18", "resnet50"};
+std::string_view default_init(std::string_view model);
+// Throws strata::Error for an unknown model, variant or init policy.
+std::unique_ptr<nn::Model> build_model(const ModelSpec& s, ops::DispatchMode mode, const std::string& backend);
+
+// "strata.train.*" metadata entries and back.
+void write_spec(const ModelSpec& s, const std::string& dataset, std::map<std::string, std::string>& meta);
+ModelSpec read_spec(const std::map<std::string, std::string>& meta, const std::string& path, std::string* dataset);
+
+}  // namespace strata::train

@@ -1,0 +1,413 @@
+#include "examples/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdlib>
+#include <filesystem>
+
+#include "autograd/grad_mode.h"
+#include "core/allocator.h"
+#include "data/random.h"
+#include "examples/train/progress.h"
+#include "nn/checkpoint.h"
+#include "nn/layers/activation.h"
+#include "nn/policy.h"
+
+namespace strata::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Dropout keeps its mask position (seed, offset) outside the state dict
+// (nn/layers/activation.h); the trainer seeds it and saves it for exact resume.
+// fn(name, Dropout<P>&) for every Dropout module of the model.
+template <class Fn>
+void for_each_dropout(nn::Model& m, Fn&& fn) {
+  nn::with_policy(m.mode(), m.backend_name(), [&](const auto& p) {
+    using P = std::decay_t<decltype(p)>;
+    for (auto& [name, mod] : m.module().named_modules())
+      if (auto* d = dynamic_cast<nn::Dropout<P>*>(mod)) fn(name, *d);
+  });
+}
+
+uint64_t dropout_seed(uint64_t seed, int64_t index) {
+  return data::mix_seed(seed, 0x64726f706f7574ULL /* "dropout" */, static_cast<uint64_t>(index));
+}
+
+std::string hex_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+const std::string& meta_at(const nn::safetensors::Metadata& m, const std::string& key, const std::string& path) {
+  auto it = m.find(key);
+  STRATA_CHECK(it != m.end(), "resume: checkpoint ", path, " lacks metadata '", key,
+               "' (not written by strata_train, or by an older version)");
+  return it->second;
+}
+
+int64_t meta_int(const nn::safetensors::Metadata& m, const std::string& key, const std::string& path) {
+  const std::string& s = meta_at(m, key, path);
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  STRATA_CHECK(end && *end == '\0' && !s.empty(), "resume: ", path, ": metadata '", key, "' = '", s,
+               "' is not an integer");
+  return v;
+}
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string backend_details(const std::string& name) {
+#if STRATA_HAVE_BACKEND_ONEDNN
+  if (name == "onednn") return backends::registry().impl<backends::OneDnnBackend>().describe();
+#endif
+#if STRATA_HAVE_BACKEND_OPENBLAS
+  if (name == "openblas") return backends::OpenBlasBackend::describe();
+#endif
+  (void)name;
+  return {};
+}
+
+std::string env_or(const char* var, const char* fallback) {
+  const char* v = std::getenv(var);
+  return v ? v : fallback;
+}
+
+}  // namespace
+
+void Trainer::say(const char* fmt, ...) const {
+  if (!log_) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(log_, fmt, ap);
+  va_end(ap);
+  std::fflush(log_);
+}
+
+Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
+    : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(log), progress_(progress) {
+  const TrainOptions& o = cfg_.o;
+  DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set};
+  train_set_ = limit_dataset(load_split(preset_, req, data::Split::train), o.train_limit);
+  test_set_ = limit_dataset(load_split(preset_, req, data::Split::test), o.test_limit);
+
+  data::LoaderOptions tl;
+  tl.batch_size = o.batch_size;
+  tl.shuffle = true;
+  tl.seed = o.seed;
+  tl.num_workers = o.workers;
+  tl.transforms = make_transforms(preset_, true, o.augment == 1, train_set_->image_shape(), o.resolution);
+  train_loader_ = std::make_unique<data::Loader>(train_set_, tl);
+  data::LoaderOptions el;
+  el.batch_size = o.eval_batch_size;
+  el.shuffle = false;
+  el.seed = o.seed;
+  el.num_workers = o.workers;
+  el.transforms = make_transforms(preset_, false, false, test_set_->image_shape(), o.resolution);
+  test_loader_ = std::make_unique<data::Loader>(test_set_, el);
+
+  const Shape chw = train_loader_->image_shape();
+  STRATA_CHECK(chw[1] == chw[2], preset_.name, ": images are ", chw[1], "x", chw[2],
+               "; the models need square inputs (use --resolution)");
+  spec_.model = o.model;
+  spec_.lenet_variant = o.lenet_variant;
+  spec_.base_channels = o.base_channels;
+  spec_.in_channels = chw[0];
+  spec_.image_size = chw[1];
+  spec_.num_classes = preset_.num_classes;
+  spec_.init = o.init.empty() ? std::string(default_init(o.model)) : o.init;
+  spec_.zero_last_bn_gamma = o.zero_last_bn_gamma;
+  spec_.seed = o.seed;
+  spec_.task = preset_.task;
+  model_ = build_model(spec_, cfg_.mode, o.backend);
+  int64_t index = 0;
+  for_each_dropout(*model_, [&](const std::string&, auto& d) { d.set_seed(dropout_seed(o.seed, index++), 0); });
+
+  nn::OptimizerConfig oc;
+  oc.kind = nn::parse_optimizer_kind(cfg_.optimizer);
+  oc.lr = cfg_.lr;
+  oc.momentum = o.momentum;
+  oc.nesterov = o.nesterov;
+  oc.weight_decay = cfg_.weight_decay;
+  oc.no_decay_bn_bias = o.model != "lenet";
+  opt_ = model_->make_optimizer(oc);
+
+  const int64_t bpe = train_loader_->batches_per_epoch();
+  schedule_.kind = nn::parse_schedule_kind(o.schedule);
+  schedule_.base_lr = cfg_.lr;
+  schedule_.total_steps = bpe * o.epochs;
+  schedule_.warmup_steps = static_cast<int64_t>(std::llround(o.warmup_epochs * static_cast<double>(bpe)));
+  schedule_.warmup_start_factor = 0.1;
+  schedule_.step_size = std::max<int64_t>(1, bpe * std::max(1, o.epochs / 3));
+  schedule_.gamma = 0.1;
+
+  // The log's first lines: what ran, how, and on what.
+  char line[1024];
+  auto add = [&](const char* fmt, auto... args) {
+    std::snprintf(line, sizeof line, fmt, args...);
+    header_ += line;
+  };
+  add("strata_train: dataset %s | model %s | backend %s (%s; built: %s) | dispatch %s | precision %s | init %s | "
+      "seed %llu\n",
+      preset_.name.c_str(),
+      (o.model + (o.model == "lenet" ? " (" + o.lenet_variant + ")" : "")).c_str(), o.backend.c_str(),
+      cfg_.backend_note.c_str(), backends::registry().describe().c_str(), o.dispatch.c_str(), o.precision.c_str(),
+      nn::describe(nn::InitConfig{nn::parse_init_policy(spec_.init), spec_.zero_last_bn_gamma, o.seed}).c_str(),
+      static_cast<unsigned long long>(o.seed));
+  add("data: train %lld images, test %lld images (%s), image [%lld,%lld,%lld], %lld classes, augmentation %s, "
+      "batch %lld (%lld steps/epoch), eval batch %lld, loader workers %d\n",
+      static_cast<long long>(train_set_->size()), static_cast<long long>(test_set_->size()), o.data_dir.c_str(),
+      static_cast<long long>(chw[0]), static_cast<long long>(chw[1]), static_cast<long long>(chw[2]),
+      static_cast<long long>(preset_.num_classes), o.augment == 1 ? "on" : "off", static_cast<long long>(o.batch_size),
+      static_cast<long long>(bpe), static_cast<long long>(o.eval_batch_size), o.workers);
+  add("model: %s\n", model_->describe().c_str());
+  add("optimizer: %s | schedule: %s | epochs %d\n", opt_->describe().c_str(), nn::describe(schedule_).c_str(),
+      o.epochs);
+  const std::string details = backend_details(o.backend);
+  add("threads: OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s%s%s\n",
+      env_or("OMP_NUM_THREADS", "(unset)").c_str(), env_or("OPENBLAS_NUM_THREADS", "(unset)").c_str(),
+      env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());
+  say("%s", header_.c_str());
+
+  if (!o.metrics.empty()) check_appendable(o.metrics);
+  if (!o.resume.empty()) restore(o.resume);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const {
+  nn::safetensors::Metadata meta;
+  write_spec(spec_, preset_.name, meta);
+  meta["strata.train.epoch"] = std::to_string(epoch);
+  meta["strata.train.batch"] = std::to_string(batch);
+  meta["strata.train.loss_sum"] = hex_double(loss_sum_);
+  meta["strata.train.correct"] = std::to_string(correct_);
+  meta["strata.train.seen"] = std::to_string(seen_);
+  meta["strata.train.batch_size"] = std::to_string(cfg_.o.batch_size);
+  meta["strata.train.train_images"] = std::to_string(train_set_->size());
+  meta["strata.train.epochs"] = std::to_string(cfg_.o.epochs);
+  meta["strata.train.backend"] = cfg_.o.backend;
+  meta["strata.train.dispatch"] = cfg_.o.dispatch;
+  for_each_dropout(*model_, [&](const std::string& name, auto& d) {
+    meta["strata.train.dropout." + name] = std::to_string(d.offset());
+  });
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  nn::save_checkpoint(path, model_->module(), opt_.get(), step_, meta);
+}
+
+void Trainer::restore(const std::string& path) {
+  std::string dataset;
+  nn::CheckpointInfo info;
+  {
+    // Validate the architecture before loading so a mismatch names the options.
+    const nn::safetensors::Metadata m = nn::safetensors::load(path).metadata;
+    const ModelSpec s = read_spec(m, path, &dataset);
+    STRATA_CHECK(dataset == preset_.name && s.model == spec_.model && s.lenet_variant == spec_.lenet_variant &&
+                     s.base_channels == spec_.base_channels && s.image_size == spec_.image_size,
+                 "resume: ", path, " holds ", s.model, " for ", dataset, " (", s.image_size, " px, width ",
+                 s.base_channels, "), but this run builds ", spec_.model, " for ", preset_.name, " (",
+                 spec_.image_size, " px, width ", spec_.base_channels, "): pass the options of the original run");
+  }
+  info = nn::load_checkpoint(path, model_->module(), opt_.get());
+  const auto& m = info.metadata;
+  step_ = info.step;
+  epoch_ = meta_int(m, "strata.train.epoch", path);
+  batch_ = meta_int(m, "strata.train.batch", path);
+  loss_sum_ = std::strtod(meta_at(m, "strata.train.loss_sum", path).c_str(), nullptr);
+  correct_ = meta_int(m, "strata.train.correct", path);
+  seen_ = meta_int(m, "strata.train.seen", path);
+  int64_t index = 0;
+  for_each_dropout(*model_, [&](const std::string& name, auto& d) {
+    const int64_t off = meta_int(m, "strata.train.dropout." + name, path);
+    d.set_seed(dropout_seed(cfg_.o.seed, index++), static_cast<uint64_t>(off));
+  });
+  const int64_t saved_batch = meta_int(m, "strata.train.batch_size", path);
+  const int64_t saved_images = meta_int(m, "strata.train.train_images", path);
+  const int64_t saved_epochs = meta_int(m, "strata.train.epochs", path);
+  const std::string saved_seed = meta_at(m, "strata.train.seed", path);
+  const std::string saved_backend = meta_at(m, "strata.train.backend", path);
+  if (saved_backend != cfg_.o.backend)
+    say("note: resume: the checkpoint was written on backend %s, this run uses %s: backends round differently, so "
+        "the continuation is not bitwise that of the original run\n",
+        saved_backend.c_str(), cfg_.o.backend.c_str());
+  if (saved_batch != cfg_.o.batch_size || saved_images != train_set_->size() || saved_epochs != cfg_.o.epochs ||
+      saved_seed != std::to_string(cfg_.o.seed))
+    say("warning: resume: the checkpoint was written with batch size %lld, %lld training images, %lld epochs, "
+        "seed %s; this run uses %lld, %lld, %d, %llu: training continues, but not as the original run would have\n",
+        static_cast<long long>(saved_batch), static_cast<long long>(saved_images), static_cast<long long>(saved_epochs),
+        saved_seed.c_str(), static_cast<long long>(cfg_.o.batch_size), static_cast<long long>(train_set_->size()),
+        cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
+  resumed_mid_epoch_ = batch_ > 0;
+  say("resumed from %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(epoch_ + 1),
+      static_cast<long long>(batch_), static_cast<long long>(step_));
+}
+
+EvalResult Trainer::evaluate() {
+  model_->eval();
+  autograd::NoGradGuard no_grad;
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  std::vector<float> scores, targets;
+  test_loader_->start_epoch(0);
+  while (auto b = test_loader_->next()) {
+    const int64_t n = b->images.size(0);
+    const nn::StepResult out = model_->forward_loss(b->images, b->targets);
+    loss_sum += out.loss.item() * static_cast<double>(n);
+    const std::vector<float> logits = out.logits.to_vector<float>();
+    if (preset_.task == Task::classification) {
+      correct += count_correct(logits.data(), b->targets.data<int64_t>(), n, preset_.num_classes);
+    } else {
+      scores.insert(scores.end(), logits.begin(), logits.end());
+      const std::vector<float> t = b->targets.to_vector<float>();
+      targets.insert(targets.end(), t.begin(), t.end());
+    }
+    r.images += n;
+  }
+  model_->train();
+  STRATA_CHECK(r.images > 0, "evaluate: the test set is empty");
+  r.loss = loss_sum / static_cast<double>(r.images);
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(r.images);
+  if (preset_.task == Task::multilabel) r.map = mean_average_precision(scores, targets, r.images, preset_.num_classes);
+  return r;
+}
+
+RunResult Trainer::run() {
+  const TrainOptions& o = cfg_.o;
+  RunResult result;
+  const int64_t bpe = train_loader_->batches_per_epoch();
+  Allocator& device_alloc = allocator_for(model_->device());
+  const bool multilabel = preset_.task == Task::multilabel;
+  double best = -1;
+  const auto run_start = Clock::now();
+  if (epoch_ >= o.epochs)
+    say("nothing to do: the run is at epoch %lld of %d (raise --epochs to train longer)\n",
+        static_cast<long long>(epoch_), o.epochs);
+  for (; epoch_ < o.epochs; ++epoch_) {
+    const auto epoch_start = Clock::now();
+    device_alloc.reset_peak();
+    train_loader_->start_epoch(epoch_);
+    train_loader_->reset_stats();
+    for (int64_t k = 0; k < batch_; ++k) train_loader_->next();  // a resumed epoch: skip what was done
+    train_loader_->reset_stats();
+    const bool resumed = resumed_mid_epoch_;
+    resumed_mid_epoch_ = false;
+    if (batch_ == 0) loss_sum_ = 0, correct_ = 0, seen_ = 0;
+    char label[64];
+    std::snprintf(label, sizeof label, "epoch %lld/%d", static_cast<long long>(epoch_ + 1), o.epochs);
+    ProgressBar bar(progress_, o.progress, label, bpe, batch_);
+    model_->train();
+    int64_t images = 0;
+    double lr = opt_->lr();
+    while (auto b = train_loader_->next()) {
+      lr = nn::lr_at(schedule_, step_);
+      opt_->set_lr(lr);
+      const nn::StepResult r = model_->train_step(b->images, b->targets, *opt_);
+      const int64_t n = b->images.size(0);
+      const double loss = r.loss.item();
+      // (The null backend computes nothing: its "losses" are whatever memory held.)
+      STRATA_CHECK(std::isfinite(loss) || o.backend == "null", "training diverged: loss is ", loss, " at step ", step_ + 1, " (epoch ",
+                   epoch_ + 1, ", lr ", lr, "); try a smaller --lr");
+      loss_sum_ += loss * static_cast<double>(n);
+      seen_ += n;
+      if (!multilabel) {
+        const std::vector<float> logits = r.logits.to_vector<float>();
+        correct_ += count_correct(logits.data(), b->targets.data<int64_t>(), n, preset_.num_classes);
+      }
+      images += n;
+      ++step_;
+      ++batch_;
+      bar.update(batch_, loss_sum_ / static_cast<double>(seen_),
+                 multilabel ? NAN : static_cast<double>(correct_) / static_cast<double>(seen_), n);
+      if (!o.checkpoint.empty() && o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && batch_ < bpe)
+        save(o.checkpoint, epoch_, batch_);
+      if (o.stop_after_steps > 0 && step_ >= o.stop_after_steps) {
+        bar.finish();
+        say("stopped after %lld steps (--stop-after-steps), as if interrupted\n", static_cast<long long>(step_));
+        result.interrupted = true;
+        result.steps = step_;
+        return result;
+      }
+    }
+    bar.finish();
+    const double train_seconds = seconds_since(epoch_start);
+    const double wait = train_loader_->stats().wait_seconds;
+    const auto eval_start = Clock::now();
+    const EvalResult ev = evaluate();
+    const double eval_seconds = seconds_since(eval_start);
+
+    EpochMetrics m;
+    m.epoch = epoch_ + 1;
+    m.epochs = o.epochs;
+    m.step = step_;
+    m.dataset = preset_.name;
+    m.model = o.model;
+    m.backend = o.backend;
+    m.dispatch = o.dispatch;
+    m.precision = o.precision;
+    m.seed = o.seed;
+    m.lr = lr;
+    m.train_loss = seen_ ? loss_sum_ / static_cast<double>(seen_) : NAN;
+    m.train_accuracy = multilabel || !seen_ ? NAN : static_cast<double>(correct_) / static_cast<double>(seen_);
+    m.test_loss = ev.loss;
+    m.test_accuracy = ev.accuracy;
+    m.test_map = ev.map;
+    m.multilabel = multilabel;
+    m.train_images = seen_;
+    m.test_images = ev.images;
+    m.train_seconds = train_seconds;
+    m.eval_seconds = eval_seconds;
+    m.epoch_seconds = seconds_since(epoch_start);
+    m.images_per_second = train_seconds > 0 ? static_cast<double>(images) / train_seconds : 0;
+    m.data_wait_seconds = wait;
+    m.peak_memory_bytes = static_cast<int64_t>(device_alloc.stats().peak_bytes);
+    m.max_rss_bytes = max_rss_bytes();
+    m.resumed = resumed;
+    result.epochs.push_back(m);
+    if (!o.metrics.empty()) append_json_line(o.metrics, to_json_line(m));
+
+    const double score = multilabel ? ev.map : ev.accuracy;
+    best = std::max(best, score);
+    char test[96];
+    if (multilabel)
+      std::snprintf(test, sizeof test, "test loss %.4f mAP %.2f%%", ev.loss, 100.0 * ev.map);
+    else
+      std::snprintf(test, sizeof test, "test loss %.4f acc %.2f%%", ev.loss, 100.0 * ev.accuracy);
+    char train[96];
+    if (multilabel)
+      std::snprintf(train, sizeof train, "train loss %.4f", m.train_loss);
+    else
+      std::snprintf(train, sizeof train, "train loss %.4f acc %.2f%%", m.train_loss, 100.0 * m.train_accuracy);
+    say("epoch %lld/%d: %s | %s | %.1f s (train %.1f s, %.0f img/s, data wait %.1f s; eval %.1f s) | peak %s, "
+        "rss %s\n",
+        static_cast<long long>(epoch_ + 1), o.epochs, train, test, m.epoch_seconds, train_seconds,
+        m.images_per_second, wait, eval_seconds, mib(m.peak_memory_bytes).c_str(), mib(m.max_rss_bytes).c_str());
+
+    batch_ = 0;
+    loss_sum_ = 0, correct_ = 0, seen_ = 0;
+    if (!o.checkpoint.empty()) {
+      save(o.checkpoint, epoch_ + 1, 0);
+      say("checkpoint: %s (epoch %lld, step %lld)\n", o.checkpoint.c_str(), static_cast<long long>(epoch_ + 1),
+          static_cast<long long>(step_));
+    }
+  }
+  result.steps = step_;
+  if (!result.epochs.empty())
+    say("done: %lld epoch(s) in %s; final test %s %.2f%% (best %.2f%%)\n",
+        static_cast<long long>(result.epochs.size()), ProgressBar::format_duration(seconds_since(run_start)).c_str(),
+        multilabel ? "mAP" : "accuracy", 100.0 * (multilabel ? result.epochs.back().test_map
+                                                             : result.epochs.back().test_accuracy),
+        100.0 * best);
+  return result;
+}
+
+}  // namespace strata::train

@@ -1,0 +1,88 @@
+#pragma once
+// The training loop of strata_train: epochs of train steps with a progress bar, an
+// evaluation on the test split after each epoch (accuracy, or mAP for multi-label
+// data), one JSON metrics line per epoch, a checkpoint after each epoch (and every N
+// steps), and exact resume.
+//
+// Exact resume: a checkpoint holds the model (parameters and BN buffers), the
+// optimizer state and step counts, and in its metadata the epoch, the number of
+// batches done in it, the running sums of the epoch's train metrics and each Dropout
+// module's (seed, offset). The data order of epoch e is a function of (seed, e)
+// (data/loader.h), so the loader is repositioned by starting epoch e and skipping the
+// batches already done; the learning rate is a function of the step (nn/schedule.h).
+// A run resumed with the same options therefore produces bitwise the same weights
+// and metrics as an uninterrupted run (tested on the reference backend).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "examples/train/metrics.h"
+#include "examples/train/options.h"
+#include "examples/train/presets.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "nn/schedule.h"
+
+namespace strata::train {
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;  // classification
+  double map = 0;       // multi-label
+  int64_t images = 0;
+};
+
+struct RunResult {
+  std::vector<EpochMetrics> epochs;  // the epochs this call completed
+  int64_t steps = 0;                 // optimizer steps after the run
+  bool interrupted = false;          // stopped by --stop-after-steps
+};
+
+class Trainer {
+ public:
+  // Loads the data, builds the model and optimizer, and restores cfg.o.resume if set.
+  // log: the run's log (stdout in strata_train; nullptr: silent); progress: where the
+  // progress bar goes (stderr; nullptr: none).
+  Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress);
+  ~Trainer();
+
+  // Trains up to cfg.o.epochs epochs (from the resumed position, if any).
+  RunResult run();
+  EvalResult evaluate();
+
+  nn::Model& model() { return *model_; }
+  nn::Optimizer& optimizer() { return *opt_; }
+  const ModelSpec& spec() const { return spec_; }
+  int64_t step() const { return step_; }
+  int64_t steps_per_epoch() const { return train_loader_->batches_per_epoch(); }
+  // The log's header lines (also printed by the constructor).
+  const std::string& header() const { return header_; }
+
+ private:
+  void save(const std::string& path, int64_t epoch, int64_t batch) const;
+  void restore(const std::string& path);
+  void say(const char* fmt, ...) const;
+
+  RunConfig cfg_;
+  const DatasetPreset& preset_;
+  std::FILE* log_;
+  std::FILE* progress_;
+  ModelSpec spec_;
+  std::shared_ptr<const data::Dataset> train_set_, test_set_;
+  std::unique_ptr<data::Loader> train_loader_, test_loader_;
+  std::unique_ptr<nn::Model> model_;
+  std::unique_ptr<nn::Optimizer> opt_;
+  nn::ScheduleConfig schedule_;
+  std::string header_;
+
+  // Position: the next batch is batch `batch_` of epoch `epoch_`; step_ optimizer steps done.
+  int64_t epoch_ = 0, batch_ = 0, step_ = 0;
+  // Running sums of the current epoch's training metrics.
+  double loss_sum_ = 0;
+  int64_t correct_ = 0, seen_ = 0;
+  bool resumed_mid_epoch_ = false;
+};
+
+}  // namespace strata::train
