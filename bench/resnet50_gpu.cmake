@@ -1,0 +1,13 @@
+# The ResNet-50 GPU study (bench/resnet50_gpu.cpp) and its checkpoint round trip with
+# torchvision (bench/export_resnet50.cpp); built only with the cuda backend. The
+# PyTorch side is bench/peers/pytorch_resnet50.py; tools/gpu/bench.sh runs them all.
+# Included from bench/CMakeLists.txt.
+if(STRATA_WITH_CUDA_ENABLED)
+  find_package(CLI11 CONFIG REQUIRED)
+  find_package(nlohmann_json CONFIG REQUIRED)
+  # CUDA events around each step (the runtime only: no CUDA header reaches strata's).
+  add_executable(resnet50_gpu ${CMAKE_CURRENT_LIST_DIR}/resnet50_gpu.cpp)
+  target_link_libraries(resnet50_gpu PRIVATE strata::strata CLI11::CLI11 nlohmann_json::nlohmann_json CUDA::cudart)
+  add_executable(export_resnet50 ${CMAKE_CURRENT_LIST_DIR}/export_resnet50.cpp)
+  target_link_libraries(export_resnet50 PRIVATE strata::strata CLI11::CLI11 nlohmann_json::nlohmann_json)
+endif()
