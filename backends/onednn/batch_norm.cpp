@@ -1,0 +1,187 @@
+// batch_norm on oneDNN's batch normalization primitive. oneDNN neither updates
+// running statistics nor returns an inverse std, so the plan keeps the batch mean
+// and (biased) variance in its own buffers and a loop writes save_mean,
+// save_invstd and the running stats (unbiased variance, PyTorch's momentum rule).
+// Backward gets the variance back from save_invstd with epsilon 0, so that
+// oneDNN's 1/sqrt(var + eps) is exactly the saved invstd (the op has no eps).
+#include <cmath>
+#include <vector>
+
+#include "backends/onednn/context.h"
+
+namespace strata::backends {
+
+using namespace onednn;  // NOLINT: this backend's internal vocabulary
+using dnnl::normalization_flags;
+using dnnl::prop_kind;
+
+namespace {
+
+float* data_of(const memory& m) { return static_cast<float*>(m.get_data_handle()); }
+
+// A per-channel f32 parameter as oneDNN wants it ([C], dense): the user's view, or
+// the plan's own buffer of `fill` when the view is absent.
+Staged channel_input(const TensorView& v, int64_t c, float fill, const dnnl::engine& eng) {
+  if (v.defined) return Staged::make(md_of(v), plain_1d(c), eng, true);
+  Staged s;
+  s.user = memory(plain_1d(c), eng);
+  std::fill(data_of(s.user), data_of(s.user) + c, fill);
+  return s;
+}
+void bind_channel(Staged& s, const TensorView& v, dnnl::stream& strm) {
+  if (!v.defined) return;
+  s.bind(v.data);
+  s.pull(strm);
+}
+
+float at(const TensorView& v, int64_t c) { return v.ptr<const float>()[c * v.strides[0]]; }
+void put(const TensorView& v, int64_t c, double value) {
+  if (v.defined) v.ptr<float>()[c * v.strides[0]] = static_cast<float>(value);
+}
+
+const normalization_flags kAffine = normalization_flags::use_scale | normalization_flags::use_shift;
+
+struct FwdPlan : Plan {
+  dnnl::batch_normalization_forward prim;
+  Staged x, y, scale, shift, mean, var;
+  Args args;
+};
+
+struct BwdPlan : Plan {
+  dnnl::batch_normalization_backward prim;
+  Staged x, dy, dx, scale;
+  memory shift, mean, var, dscale, dshift;
+  Args args;
+};
+
+}  // namespace
+
+void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  require_f32("batch_norm_fwd", a.x.dtype);
+  STRATA_CHECK(a.training || (a.running_mean.defined && a.running_var.defined),
+               "onednn: batch_norm_fwd in eval mode needs running_mean and running_var");
+  guarded("batch_norm_fwd", [&] {
+    Context& c = *ctx_;
+    const int64_t ch = a.x.sizes[1];
+    Key key(OpId::batch_norm_fwd);
+    key.views(a.x, a.gamma, a.beta, a.y).add(a.eps).add(static_cast<int64_t>(a.training));
+    if (!a.training) key.views(a.running_mean, a.running_var);
+    auto& pl = c.plan<FwdPlan>(key, [&] {
+      const memory::desc x = md_of(a.x), y = md_of(a.y);
+      const normalization_flags flags = a.training ? kAffine : kAffine | normalization_flags::use_global_stats;
+      const dnnl::batch_normalization_forward::desc d(
+          a.training ? prop_kind::forward_training : prop_kind::forward_inference, x, static_cast<float>(a.eps), flags);
+      const dnnl::batch_normalization_forward::primitive_desc pd(d, c.eng);
+      auto p = std::make_unique<FwdPlan>();
+      p->prim = dnnl::batch_normalization_forward(pd);
+      p->x = Staged::make(x, pd.src_desc(), c.eng, true);
+      p->y = Staged::make(y, pd.dst_desc(), c.eng, false);
+      p->scale = channel_input(a.gamma, ch, 1.f, c.eng);
+      p->shift = channel_input(a.beta, ch, 0.f, c.eng);
+      if (a.training) {
+        p->mean.user = memory(pd.mean_desc(), c.eng);
+        p->var.user = memory(pd.variance_desc(), c.eng);
+      } else {
+        p->mean = Staged::make(md_of(a.running_mean), pd.mean_desc(), c.eng, true);
+        p->var = Staged::make(md_of(a.running_var), pd.variance_desc(), c.eng, true);
+      }
+      p->args = {{DNNL_ARG_SRC, p->x.arg()},         {DNNL_ARG_DST, p->y.arg()},
+                 {DNNL_ARG_SCALE, p->scale.arg()},   {DNNL_ARG_SHIFT, p->shift.arg()},
+                 {DNNL_ARG_MEAN, p->mean.arg()},     {DNNL_ARG_VARIANCE, p->var.arg()}};
+      return p;
+    });
+    pl.x.bind(a.x.data);
+    pl.y.bind(a.y.data);
+    pl.x.pull(c.strm);
+    bind_channel(pl.scale, a.gamma, c.strm);
+    bind_channel(pl.shift, a.beta, c.strm);
+    if (!a.training) {
+      bind_channel(pl.mean, a.running_mean, c.strm);
+      bind_channel(pl.var, a.running_var, c.strm);
+    }
+    pl.prim.execute(c.strm, pl.args);
+    pl.y.push(c.strm);
+    c.strm.wait();
+
+    if (!a.training) {
+      for (int64_t k = 0; k < ch; ++k) {
+        put(a.save_mean, k, at(a.running_mean, k));
+        put(a.save_invstd, k, 1.0 / std::sqrt(static_cast<double>(at(a.running_var, k)) + a.eps));
+      }
+      return;
+    }
+    const float* mean = data_of(pl.mean.user);
+    const float* var = data_of(pl.var.user);
+    const int64_t m = a.x.numel() / std::max<int64_t>(ch, 1);
+    const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
+    for (int64_t k = 0; k < ch; ++k) {
+      put(a.save_mean, k, mean[k]);
+      put(a.save_invstd, k, 1.0 / std::sqrt(static_cast<double>(var[k]) + a.eps));
+      if (a.running_mean.defined)
+        put(a.running_mean, k, (1.0 - a.momentum) * at(a.running_mean, k) + a.momentum * mean[k]);
+      if (a.running_var.defined)
+        put(a.running_var, k, (1.0 - a.momentum) * at(a.running_var, k) + a.momentum * var[k] * unbias);
+    }
+  });
+}
+
+void OneDnnBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
+  require_f32("batch_norm_bwd", a.x.dtype);
+  guarded("batch_norm_bwd", [&] {
+    Context& c = *ctx_;
+    const int64_t ch = a.x.sizes[1];
+    Key key(OpId::batch_norm_bwd);
+    key.views(a.x, a.dy, a.gamma, a.dx).add(static_cast<int64_t>(a.training));
+    auto& pl = c.plan<BwdPlan>(key, [&] {
+      const memory::desc x = md_of(a.x), dx = md_of(a.dx.defined ? a.dx : a.x), dy = md_of(a.dy);
+      const normalization_flags flags = a.training ? kAffine : kAffine | normalization_flags::use_global_stats;
+      const dnnl::batch_normalization_forward::primitive_desc hint({prop_kind::forward_training, x, 0.f, flags},
+                                                                   c.eng);
+      const dnnl::batch_normalization_backward::desc d(prop_kind::backward, dx, x, 0.f, flags);
+      const dnnl::batch_normalization_backward::primitive_desc pd(d, c.eng, hint);
+      auto p = std::make_unique<BwdPlan>();
+      p->prim = dnnl::batch_normalization_backward(pd);
+      p->x = Staged::make(x, pd.src_desc(), c.eng, true);
+      p->dy = Staged::make(dy, pd.diff_dst_desc(), c.eng, true);
+      p->dx = Staged::make(dx, pd.diff_src_desc(), c.eng, false);
+      if (!a.dx.defined) p->dx.user = memory(dx, c.eng);  // dx not wanted: the plan's own buffer
+      p->scale = channel_input(a.gamma, ch, 1.f, c.eng);
+      // oneDNN 2.6 checks for a shift argument in backward although it never reads it.
+      p->shift = memory(plain_1d(ch), c.eng);
+      std::fill(data_of(p->shift), data_of(p->shift) + ch, 0.f);
+      p->mean = memory(pd.mean_desc(), c.eng);
+      p->var = memory(pd.variance_desc(), c.eng);
+      p->dscale = memory(plain_1d(ch), c.eng);
+      p->dshift = memory(plain_1d(ch), c.eng);
+      p->args = {{DNNL_ARG_SRC, p->x.arg()},           {DNNL_ARG_DIFF_DST, p->dy.arg()},
+                 {DNNL_ARG_DIFF_SRC, p->dx.arg()},     {DNNL_ARG_SCALE, p->scale.arg()},
+                 {DNNL_ARG_SHIFT, p->shift},           {DNNL_ARG_MEAN, p->mean},             {DNNL_ARG_VARIANCE, p->var},
+                 {DNNL_ARG_DIFF_SCALE, p->dscale},     {DNNL_ARG_DIFF_SHIFT, p->dshift}};
+      return p;
+    });
+    float* mean = data_of(pl.mean);
+    float* var = data_of(pl.var);
+    for (int64_t k = 0; k < ch; ++k) {
+      const double invstd = at(a.save_invstd, k);
+      mean[k] = at(a.save_mean, k);
+      var[k] = static_cast<float>(1.0 / (invstd * invstd));
+    }
+    pl.x.bind(a.x.data);
+    pl.dy.bind(a.dy.data);
+    if (a.dx.defined) pl.dx.bind(a.dx.data);
+    pl.x.pull(c.strm);
+    pl.dy.pull(c.strm);
+    bind_channel(pl.scale, a.gamma, c.strm);
+    pl.prim.execute(c.strm, pl.args);
+    pl.dx.push(c.strm);
+    c.strm.wait();
+    const float* dscale = data_of(pl.dscale);
+    const float* dshift = data_of(pl.dshift);
+    for (int64_t k = 0; k < ch; ++k) {
+      put(a.dgamma, k, dscale[k]);
+      put(a.dbeta, k, dshift[k]);
+    }
+  });
+}
+
+}  // namespace strata::backends

@@ -1,0 +1,192 @@
+#pragma once
+// Internal to backends/onednn: the engine, the stream and the primitive cache one
+// OneDnnBackend owns, and the helpers every op file uses (memory descriptors from
+// strata's views, staging through the layouts a primitive prefers, error mapping).
+// Written against oneDNN 2.6's C++ API (operation descriptors + primitive_desc).
+#include <dnnl.hpp>
+#include <dnnl_debug.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+
+#include "backends/api/backend.h"
+#include "backends/onednn/onednn_backend.h"
+#include "core/error.h"
+
+namespace strata::backends::onednn {
+
+using dnnl::memory;
+using Dims = memory::dims;
+using Args = std::unordered_map<int, memory>;
+
+// Primitive cache key: the op, then every view's dtype, sizes and strides and the
+// op's attributes, as a fixed-capacity list of integers (no heap on lookup).
+class Key {
+ public:
+  explicit Key(OpId op) { add(static_cast<int64_t>(op)); }
+  Key& add(int64_t v) {
+    STRATA_CHECK(n_ < static_cast<int>(v_.size()), "onednn: primitive cache key too long");
+    v_[n_++] = v;
+    return *this;
+  }
+  Key& add(double v) {
+    int64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return add(bits);
+  }
+  Key& add(const TensorView& t) {
+    add(static_cast<int64_t>(t.defined));
+    if (!t.defined) return *this;
+    add(static_cast<int64_t>(t.dtype)).add(static_cast<int64_t>(t.dim()));
+    for (int d = 0; d < t.dim(); ++d) add(t.sizes[d]).add(t.sizes[d] == 1 ? int64_t{0} : t.strides[d]);
+    return *this;
+  }
+  template <class... V>
+  Key& views(const V&... v) {
+    (add(v), ...);
+    return *this;
+  }
+  bool operator==(const Key& o) const {
+    return n_ == o.n_ && std::memcmp(v_.data(), o.v_.data(), static_cast<size_t>(n_) * sizeof(int64_t)) == 0;
+  }
+  size_t hash() const {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n_; ++i) h = (h ^ static_cast<uint64_t>(v_[i])) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+
+ private:
+  std::array<int64_t, 80> v_;  // only the first n_ are set and read
+  int n_ = 0;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const { return k.hash(); }
+};
+
+// What a cached entry holds: primitives, memory objects (handles rebound per call)
+// and the argument maps, built once.
+struct Plan {
+  virtual ~Plan() = default;
+};
+
+// A user buffer as a primitive sees it: the user's memory itself, or the primitive's
+// own memory in the layout it chose plus the reorder between the two.
+struct Staged {
+  memory user, inner;
+  dnnl::reorder re;
+  bool reorders = false;
+
+  // `want` is the layout the primitive asked for; `is_input` picks the reorder direction.
+  static Staged make(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng, bool is_input) {
+    Staged s;
+    s.user = memory(user_md, eng, DNNL_MEMORY_NONE);
+    if (want != user_md) {
+      s.reorders = true;
+      s.inner = memory(want, eng);
+      s.re = is_input ? dnnl::reorder(s.user, s.inner) : dnnl::reorder(s.inner, s.user);
+    }
+    return s;
+  }
+  const memory& arg() const { return reorders ? inner : user; }
+  void bind(const void* p) const { user.set_data_handle(const_cast<void*>(p)); }
+  // Inputs: user -> primitive layout. Outputs: primitive layout -> user.
+  void pull(dnnl::stream& s) {
+    if (reorders) re.execute(s, user, inner);
+  }
+  void push(dnnl::stream& s) {
+    if (reorders) re.execute(s, inner, user);
+  }
+};
+
+// An f32 memory descriptor with explicit dims and strides (reshaped or transposed
+// views). A size-1 dim without a usable stride gets one past the others.
+inline memory::desc md_strided(const Dims& dims, Dims strides, memory::data_type dt = memory::data_type::f32) {
+  int64_t span = 1;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] != 1) span = std::max<int64_t>(span, strides[d] * dims[d]);
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] == 1 && strides[d] < 1) strides[d] = span;
+  return memory::desc(dims, dt, strides);
+}
+// Memory descriptor of a view with its own sizes and strides; rank 0 becomes [1].
+// Contiguous and channels-last views get the canonical strides of their layout
+// (size-1 dims included), so they match oneDNN's plain formats exactly.
+inline memory::desc md_of(const TensorView& v, memory::data_type dt = memory::data_type::f32) {
+  if (v.dim() == 0) return memory::desc(Dims{1}, dt, Dims{1});
+  const Dims dims(v.sizes.begin(), v.sizes.end());
+  if (v.is_contiguous()) {
+    const Shape st = contiguous_strides(v.sizes);
+    return memory::desc(dims, dt, Dims(st.begin(), st.end()));
+  }
+  if (v.is_channels_last()) {
+    const Shape st = channels_last_strides(v.sizes);
+    return memory::desc(dims, dt, Dims(st.begin(), st.end()));
+  }
+  Dims strides(v.strides.begin(), v.strides.end());
+  int64_t span = 1;
+  for (int d = 0; d < v.dim(); ++d)
+    if (v.sizes[d] != 1) span = std::max<int64_t>(span, v.strides[d] * v.sizes[d]);
+  for (int d = 0; d < v.dim(); ++d)
+    if (v.sizes[d] == 1) strides[d] = span;
+  return memory::desc(dims, dt, strides);
+}
+inline memory::desc any_like(const memory::desc& md) {
+  return memory::desc(md.dims(), md.data_type(), memory::format_tag::any);
+}
+inline memory::desc plain_1d(int64_t n) {
+  return memory::desc(Dims{n}, memory::data_type::f32, memory::format_tag::a);
+}
+
+// Element-wise ops and reductions on fewer elements run on the shared plain loops: a
+// oneDNN primitive opens an OpenMP parallel region per call, about 1.5 us at two
+// threads (DESIGN.md's measured facts; 1.1-2.3 us for ReLU on 64 floats in
+// bench/cpu_backends_bench), for work a loop finishes in nanoseconds.
+inline constexpr int64_t kLoopBelow = 4096;
+
+// The state behind one OneDnnBackend.
+struct Context {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> cache;
+
+  // The cached plan for `key`, built by make() (returning unique_ptr<P>) on first use.
+  // The cache is bounded: past kMaxPlans (a workload of ever new shapes) it starts
+  // over. No caller holds a plan across another plan() call.
+  static constexpr size_t kMaxPlans = 4096;
+  template <class P, class Make>
+  P& plan(const Key& key, Make&& make) {
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      auto made = make();
+      if (cache.size() >= kMaxPlans) cache.clear();
+      it = cache.emplace(key, std::move(made)).first;
+    }
+    return static_cast<P&>(*it->second);
+  }
+};
+
+// Executes a cached reduction primitive (sum or mean) from `src` to `dst`.
+void reduce(Context& c, const Key& key, dnnl::algorithm alg, const memory::desc& src, const memory::desc& dst,
+            const void* src_ptr, void* dst_ptr);
+
+// Runs f, turning a oneDNN error into strata::Error naming the op, the failed call
+// and its status.
+template <class F>
+void guarded(std::string_view op, F&& f) {
+  try {
+    f();
+  } catch (const dnnl::error& e) {
+    STRATA_FAIL("onednn: ", op, ": ", e.what(), " (status: ", dnnl_status2str(e.status), ")");
+  }
+}
+
+inline void require_f32(std::string_view op, DType dt) {
+  if (dt != DType::f32) STRATA_FAIL("onednn: ", op, " does not support dtype ", dtype_name(dt), " (supported: f32)");
+}
+
+}  // namespace strata::backends::onednn

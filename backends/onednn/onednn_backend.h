@@ -1,0 +1,51 @@
+#pragma once
+// The onednn backend: oneDNN primitives for convolution, batch norm, ReLU, pooling,
+// matmul (linear), binary add, eltwise linear (scale), softmax and reductions; own
+// loops (backends/openblas/loops) for the ops oneDNN has no primitive for (losses
+// past the softmax, dropout, axpy, argmax, fill, copy, optimizer steps).
+//
+// Each primitive is planned once per (op, dtype, sizes, strides, attributes) and
+// cached with its memory objects and any reorders to the layouts it prefers
+// (format_tag::any), so a repeated call only rebinds pointers and executes. Memory
+// descriptors carry strata's own strides: NCHW, NHWC and other views run without
+// a copy unless the primitive asks for a blocked layout.
+//
+// f32 everywhere; f64 only for the loop-based ops (supports() says which). One
+// engine and one in-order stream per object; not thread-safe (one per thread).
+// oneDNN/DNNL headers stay out of this header: the state lives behind a pointer.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backends/api/backend.h"
+
+namespace strata::backends {
+
+namespace onednn {
+struct Context;
+}
+
+class OneDnnBackend {
+ public:
+  static constexpr std::string_view kName = "onednn";
+  static constexpr DeviceType kDevice = DeviceType::cpu;
+  OneDnnBackend();
+  ~OneDnnBackend();
+  OneDnnBackend(OneDnnBackend&&) noexcept;
+  OneDnnBackend& operator=(OneDnnBackend&&) noexcept;
+
+  bool supports(OpId op, DType dt) const;
+  void synchronize();
+  // "oneDNN 2.6.3 (cpu runtime OMP, isa ...), 12 cached primitives"
+  std::string describe() const;
+  size_t cached_plans() const;
+
+#define STRATA_OP(name, Args) void name(const Args& args);
+#include "ops/table/op_table.def"
+#undef STRATA_OP
+
+ private:
+  std::unique_ptr<onednn::Context> ctx_;
+};
+
+}  // namespace strata::backends

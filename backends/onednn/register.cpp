@@ -1,0 +1,68 @@
+#include <string>
+
+#include "backends/onednn/context.h"
+
+namespace strata::backends {
+
+OneDnnBackend::OneDnnBackend() {
+  onednn::guarded("engine", [&] { ctx_ = std::make_unique<onednn::Context>(); });
+}
+OneDnnBackend::~OneDnnBackend() = default;
+OneDnnBackend::OneDnnBackend(OneDnnBackend&&) noexcept = default;
+OneDnnBackend& OneDnnBackend::operator=(OneDnnBackend&&) noexcept = default;
+
+// f32 for every op; f64 as well for the ops run by plain loops; any dtype for
+// fill and copy.
+bool OneDnnBackend::supports(OpId op, DType dt) const {
+  switch (op) {
+    case OpId::fill:
+    case OpId::copy:
+      return true;
+    case OpId::axpy:
+    case OpId::dropout_fwd:
+    case OpId::dropout_bwd:
+    case OpId::softmax_xent_bwd:
+    case OpId::bce_logits_fwd:
+    case OpId::bce_logits_bwd:
+    case OpId::argmax:
+    case OpId::sgd_step:
+    case OpId::adam_step:
+      return dt == DType::f32 || dt == DType::f64;
+    default:
+      return dt == DType::f32;
+  }
+}
+
+void OneDnnBackend::synchronize() { ctx_->strm.wait(); }
+
+size_t OneDnnBackend::cached_plans() const { return ctx_->cache.size(); }
+
+namespace {
+const char* isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+  }
+}
+}  // namespace
+
+std::string OneDnnBackend::describe() const {
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+         " (cpu runtime " + (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : std::to_string(v->cpu_runtime)) +
+         ", isa " + isa_name(dnnl::get_effective_cpu_isa()) + "), " +
+         std::to_string(ctx_->cache.size()) + " cached plans";
+}
+
+BackendFactoryResult make_backend_onednn() {
+  return {std::make_unique<BackendAdapter<OneDnnBackend>>(), {}};
+}
+
+}  // namespace strata::backends

@@ -1,0 +1,90 @@
+#pragma once
+// Element-wise ops as plain loops over any strides (see strided.h). Views sharing
+// one dense layout run as flat loops the compiler vectorises.
+#include "backends/openblas/loops/strided.h"
+#include "core/dtype_dispatch.h"
+#include "ops/table/op_args.h"
+
+namespace strata::backends::loops {
+
+template <class T>
+void relu_fwd(const ops::ReluFwdArgs& a) {
+  const T* x = a.x.ptr<const T>();
+  T* y = a.y.ptr<T>();
+  for_each_unordered([x, y](int64_t, int64_t ox, int64_t oy) { y[oy] = x[ox] > T(0) ? x[ox] : T(0); }, a.x, a.y);
+}
+
+template <class T>
+void relu_bwd(const ops::ReluBwdArgs& a) {
+  const T* y = a.y.ptr<const T>();
+  const T* dy = a.dy.ptr<const T>();
+  T* dx = a.dx.ptr<T>();
+  for_each_unordered([y, dy, dx](int64_t, int64_t oy, int64_t ody, int64_t odx) {
+    dx[odx] = y[oy] > T(0) ? dy[ody] : T(0);
+  }, a.y, a.dy, a.dx);
+}
+
+template <class T>
+void add(const ops::AddArgs& a) {
+  const T* pa = a.a.ptr<const T>();
+  const T* pb = a.b.ptr<const T>();
+  T* y = a.y.ptr<T>();
+  for_each_unordered([pa, pb, y](int64_t, int64_t oa, int64_t ob, int64_t oy) { y[oy] = pa[oa] + pb[ob]; }, a.a,
+                     a.b, a.y);
+}
+
+template <class T>
+void scale(const ops::ScaleArgs& a) {
+  const T* x = a.x.ptr<const T>();
+  T* y = a.y.ptr<T>();
+  const T alpha = static_cast<T>(a.alpha);
+  for_each_unordered([x, y, alpha](int64_t, int64_t ox, int64_t oy) { y[oy] = alpha * x[ox]; }, a.x, a.y);
+}
+
+template <class T>
+void axpy(const ops::AxpyArgs& a) {
+  const T* x = a.x.ptr<const T>();
+  T* y = a.y.ptr<T>();
+  const T alpha = static_cast<T>(a.alpha);
+  for_each_unordered([x, y, alpha](int64_t, int64_t ox, int64_t oy) { y[oy] += alpha * x[ox]; }, a.x, a.y);
+}
+
+// Any dtype: the value converts as a copy from f64 would.
+inline void fill(const ops::FillArgs& a) {
+  visit_dtype(a.y.dtype, [&](auto t) {
+    using T = decltype(t);
+    T* y = a.y.ptr<T>();
+    const T v = convert_element<T>(a.value);
+    for_each_unordered([y, v](int64_t, int64_t oy) { y[oy] = v; }, a.y);
+  });
+}
+
+// The mask depends on each element's logical (row-major) index, so any layout gives
+// the same mask as every other backend for the same seed.
+template <class T>
+void dropout_fwd(const ops::DropoutFwdArgs& a) {
+  const T* x = a.x.ptr<const T>();
+  T* y = a.y.ptr<T>();
+  uint8_t* m = a.mask.ptr<uint8_t>();
+  const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
+  const uint64_t seed = a.seed, offset = a.offset;
+  const double p = a.p;
+  for_each_element([=](int64_t k, int64_t ox, int64_t oy, int64_t om) {
+    const bool keep = ops::dropout_keep(seed, offset + static_cast<uint64_t>(k), p);
+    m[om] = keep ? 1 : 0;
+    y[oy] = keep ? static_cast<T>(x[ox] * inv_keep) : T(0);
+  }, a.x, a.y, a.mask);
+}
+
+template <class T>
+void dropout_bwd(const ops::DropoutBwdArgs& a) {
+  const T* dy = a.dy.ptr<const T>();
+  const uint8_t* m = a.mask.ptr<const uint8_t>();
+  T* dx = a.dx.ptr<T>();
+  const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
+  for_each_unordered([=](int64_t, int64_t ody, int64_t om, int64_t odx) {
+    dx[odx] = m[om] ? static_cast<T>(dy[ody] * inv_keep) : T(0);
+  }, a.dy, a.mask, a.dx);
+}
+
+}  // namespace strata::backends::loops

@@ -1,0 +1,63 @@
+#pragma once
+// Fused optimizer steps as plain loops, with PyTorch's update rules (torch.optim.SGD
+// with dampening 0, torch.optim.Adam / AdamW). Parameters and state update in place.
+#include <cmath>
+
+#include "backends/openblas/loops/strided.h"
+#include "ops/table/op_args.h"
+
+namespace strata::backends::loops {
+
+// g = grad + wd p; buf = momentum buf + g; g = nesterov ? g + momentum buf : buf;
+// p -= lr g. A zero-initialised buffer makes the first step buf = g, as in PyTorch.
+template <class T>
+void sgd_step(const ops::SgdStepArgs& a) {
+  T* p = a.param.ptr<T>();
+  const T* g = a.grad.ptr<const T>();
+  const T lr = static_cast<T>(a.lr), wd = static_cast<T>(a.weight_decay), mom = static_cast<T>(a.momentum);
+  if (a.momentum == 0.0) {
+    for_each_unordered([=](int64_t, int64_t op, int64_t og) { p[op] -= lr * (g[og] + wd * p[op]); }, a.param,
+                       a.grad);
+    return;
+  }
+  STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum buffer");
+  T* b = a.momentum_buf.ptr<T>();
+  const bool nesterov = a.nesterov;
+  for_each_unordered([=](int64_t, int64_t op, int64_t og, int64_t ob) {
+    const T d = g[og] + wd * p[op];
+    const T nb = mom * b[ob] + d;
+    b[ob] = nb;
+    p[op] -= lr * (nesterov ? d + mom * nb : nb);
+  }, a.param, a.grad, a.momentum_buf);
+}
+
+// Adam (L2 weight decay added to the gradient) or AdamW (decoupled: p *= 1 - lr wd):
+// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+template <class T>
+void adam_step(const ops::AdamStepArgs& a) {
+  T* p = a.param.ptr<T>();
+  const T* g = a.grad.ptr<const T>();
+  T* m = a.exp_avg.ptr<T>();
+  T* v = a.exp_avg_sq.ptr<T>();
+  const double t = static_cast<double>(a.step);
+  // 1 - beta in double: in f32, 1 - 0.999f loses four digits.
+  const T b1 = static_cast<T>(a.beta1), b2 = static_cast<T>(a.beta2);
+  const T c1 = static_cast<T>(1.0 - a.beta1), c2 = static_cast<T>(1.0 - a.beta2);
+  const T step_size = static_cast<T>(a.lr / (1.0 - std::pow(a.beta1, t)));
+  const T inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(a.beta2, t)));
+  const T eps = static_cast<T>(a.eps);
+  const T l2 = a.decoupled_weight_decay ? T(0) : static_cast<T>(a.weight_decay);
+  const T decay = a.decoupled_weight_decay ? static_cast<T>(1.0 - a.lr * a.weight_decay) : T(1);
+  for_each_unordered([=](int64_t, int64_t op, int64_t og, int64_t om, int64_t ov) {
+    const T pv = p[op] * decay;
+    const T d = g[og] + l2 * p[op];
+    const T nm = b1 * m[om] + c1 * d;
+    const T nv = b2 * v[ov] + c2 * d * d;
+    m[om] = nm;
+    v[ov] = nv;
+    p[op] = pv - step_size * nm / (std::sqrt(nv) * inv_sqrt_bc2 + eps);
+  }, a.param, a.grad, a.exp_avg, a.exp_avg_sq);
+}
+
+}  // namespace strata::backends::loops

@@ -1,0 +1,114 @@
+#pragma once
+// Reductions as plain loops: sums accumulate in double over eight fixed lanes (so the
+// compiler vectorises them and the result does not depend on threads: deterministic),
+// argmax keeps the first maximum (NaN counting as the largest).
+#include <cmath>
+#include <vector>
+
+#include "backends/openblas/loops/strided.h"
+#include "ops/table/op_args.h"
+
+namespace strata::backends::loops {
+
+// Sum of n contiguous values in double, in a fixed order.
+template <class T>
+double sum_contiguous(const T* x, int64_t n) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lane[j] += static_cast<double>(x[i + j]);
+  double s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (; i < n; ++i) s += static_cast<double>(x[i]);
+  return s;
+}
+
+template <class T>
+double sum_all(const TensorView& v) {
+  const T* x = v.ptr<const T>();
+  if (is_dense(v)) return sum_contiguous(x, v.numel());
+  double s = 0;
+  for_each_element([&](int64_t, int64_t o) { s += static_cast<double>(x[o]); }, v);
+  return s;
+}
+
+// db[k] = sum over n, h, w of dy[n, k, h, w] (any strides), in double: the conv bias
+// gradient.
+template <class T>
+void conv_bias_grad(const TensorView& dy, const TensorView& db) {
+  const int64_t nn = dy.sizes[0], kk = dy.sizes[1], hh = dy.sizes[2], ww = dy.sizes[3];
+  const T* p = dy.ptr<const T>();
+  T* out = db.ptr<T>();
+  const bool planes = dy.strides[3] == 1 && dy.strides[2] == ww;  // each (n, k) plane is contiguous
+  for (int64_t k = 0; k < kk; ++k) {
+    double s = 0;
+    for (int64_t n = 0; n < nn; ++n) {
+      const T* base = p + n * dy.strides[0] + k * dy.strides[1];
+      if (planes) {
+        s += sum_contiguous(base, hh * ww);
+        continue;
+      }
+      for (int64_t h = 0; h < hh; ++h)
+        for (int64_t w = 0; w < ww; ++w) s += static_cast<double>(base[h * dy.strides[2] + w * dy.strides[3]]);
+    }
+    out[k * db.strides[0]] = static_cast<T>(s);
+  }
+}
+
+// db[o] = sum over rows of dy [N, out] (any strides), in double and in row order:
+// the linear bias gradient.
+template <class T>
+void column_sums(const TensorView& dy, const TensorView& db) {
+  const int64_t n = dy.sizes[0], out = dy.sizes[1];
+  std::vector<double> acc(static_cast<size_t>(out), 0.0);
+  const T* p = dy.ptr<const T>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < out; ++o) acc[o] += static_cast<double>(p[i * dy.strides[0] + o * dy.strides[1]]);
+  T* d = db.ptr<T>();
+  for (int64_t o = 0; o < out; ++o) d[o * db.strides[0]] = static_cast<T>(acc[o]);
+}
+
+template <class T>
+void sum(const ops::ReduceArgs& a) {
+  *a.y.ptr<T>() = static_cast<T>(sum_all<T>(a.x));
+}
+
+template <class T>
+void mean(const ops::ReduceArgs& a) {
+  const int64_t n = a.x.numel();
+  *a.y.ptr<T>() = static_cast<T>(n > 0 ? sum_all<T>(a.x) / static_cast<double>(n) : NAN);
+}
+
+// Whether v replaces m as a maximum: strictly larger, or the first NaN (NaN is the
+// maximum, as in PyTorch).
+template <class T>
+bool beats(T v, T m) {
+  return v > m || (std::isnan(v) && !std::isnan(m));
+}
+
+// x [N,C] -> y [N] (i64, or i32): index of the first maximum of each row.
+template <class T>
+void argmax(const ops::ArgmaxArgs& a) {
+  const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
+  const int64_t s0 = a.x.strides[0], s1 = a.x.strides[1];
+  const T* x = a.x.ptr<const T>();
+  STRATA_CHECK(a.y.dtype == DType::i64 || a.y.dtype == DType::i32, "argmax: output must be i64 or i32, got ",
+               dtype_name(a.y.dtype));
+  for (int64_t i = 0; i < n; ++i) {
+    const T* row = x + i * s0;
+    int64_t best = 0;
+    T m = row[0];
+    for (int64_t j = 1; j < c; ++j) {
+      const T v = row[j * s1];
+      if (beats(v, m)) {
+        m = v;
+        best = j;
+      }
+    }
+    if (a.y.dtype == DType::i64)
+      a.y.ptr<int64_t>()[i * a.y.strides[0]] = best;
+    else
+      a.y.ptr<int32_t>()[i * a.y.strides[0]] = static_cast<int32_t>(best);
+  }
+}
+
+}  // namespace strata::backends::loops

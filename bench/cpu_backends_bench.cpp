@@ -1,0 +1,228 @@
+// Micro benchmark of the production CPU backends:
+//  - conv2d 3x3, pad 1, N=8, C=K=64, 56x56 (ResNet-50's conv2_x shape) forward,
+//    backward data and backward weight on each CPU backend, in GFLOP/s;
+//  - the raw GEMM of the same size (M=K=64, N=8*56*56, K=64*9) through OpenBLAS's
+//    cblas_sgemm and oneDNN's dnnl_sgemm, whole batch and per image, in GFLOP/s:
+//    the ceiling an im2col convolution can reach with that library;
+//  - ReLU on 64 floats through each backend object (static call, arguments built
+//    once) and as a raw loop: the fixed cost of an op call.
+// Compare numbers within one run only (see DESIGN.md on drift), with repetitions:
+//   cpu_backends_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// The context lines name OpenBLAS's kernel (core) and the thread counts.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "strata_generated/static_backends.h"
+
+#ifdef STRATA_BENCH_CBLAS
+#include <cblas.h>
+#endif
+#ifdef STRATA_HAVE_BACKEND_ONEDNN
+#include <dnnl.hpp>
+#endif
+
+namespace {
+
+using namespace strata;            // NOLINT
+using namespace strata::backends;  // NOLINT
+
+constexpr int64_t kN = 8, kC = 64, kK = 64, kHW = 56;
+constexpr double kConvFlops = 2.0 * kN * kK * kHW * kHW * kC * 9;
+
+Tensor filled(const Shape& s, float seed) {
+  Tensor t = Tensor::empty(s);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = seed * static_cast<float>((i * 7919) % 1000 - 500) / 500.0f;
+  return t;
+}
+
+void set_flops(benchmark::State& st, double flops) {
+  st.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+struct ConvProblem {
+  Tensor x = filled({kN, kC, kHW, kHW}, 1.0f), w = filled({kK, kC, 3, 3}, 0.1f);
+  Tensor y = Tensor::empty({kN, kK, kHW, kHW}), dy = filled({kN, kK, kHW, kHW}, 0.5f);
+  Tensor dx = Tensor::empty({kN, kC, kHW, kHW}), dw = Tensor::empty({kK, kC, 3, 3});
+  ops::Conv2dParams p;
+  ConvProblem() { p.pad_h = p.pad_w = 1; }
+};
+
+template <class B>
+void BM_Conv3x3Fwd(benchmark::State& st) {
+  B be;
+  ConvProblem c;
+  const ops::Conv2dFwdArgs a{c.x, c.w, {}, c.y, c.p};
+  be.conv2d_fwd(a);  // plans, workspaces
+  for (auto _ : st) {
+    be.conv2d_fwd(a);
+    benchmark::ClobberMemory();
+  }
+  set_flops(st, kConvFlops);
+}
+
+template <class B>
+void BM_Conv3x3BwdData(benchmark::State& st) {
+  B be;
+  ConvProblem c;
+  const ops::Conv2dBwdDataArgs a{c.dy, c.w, c.dx, c.p};
+  be.conv2d_bwd_data(a);
+  for (auto _ : st) {
+    be.conv2d_bwd_data(a);
+    benchmark::ClobberMemory();
+  }
+  set_flops(st, kConvFlops);
+}
+
+template <class B>
+void BM_Conv3x3BwdWeight(benchmark::State& st) {
+  B be;
+  ConvProblem c;
+  const ops::Conv2dBwdWeightArgs a{c.x, c.dy, c.dw, c.p};
+  be.conv2d_bwd_weight(a);
+  for (auto _ : st) {
+    be.conv2d_bwd_weight(a);
+    benchmark::ClobberMemory();
+  }
+  set_flops(st, kConvFlops);
+}
+
+// The convolution's GEMM: [K, C*9] x [C*9, N*H*W] (batch) or N times [K, C*9] x
+// [C*9, H*W] (per image, what the openblas backend's im2col path runs).
+struct Gemm {
+  int64_t m = kK, k = kC * 9, n_img = kHW * kHW;
+  std::vector<float> a, b, c;
+  Gemm() : a(m * k, 0.01f), b(k * n_img * kN, 0.02f), c(m * n_img * kN) {}
+};
+
+#ifdef STRATA_BENCH_CBLAS
+void BM_OpenBlasSgemm(benchmark::State& st) {
+  Gemm g;
+  const bool per_image = st.range(0) != 0;
+  for (auto _ : st) {
+    if (per_image) {
+      for (int64_t i = 0; i < kN; ++i)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.m, g.n_img, g.k, 1.f, g.a.data(), g.k,
+                    g.b.data() + i * g.k * g.n_img, g.n_img, 0.f, g.c.data() + i * g.m * g.n_img, g.n_img);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.m, g.n_img * kN, g.k, 1.f, g.a.data(), g.k,
+                  g.b.data(), g.n_img * kN, 0.f, g.c.data(), g.n_img * kN);
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flops(st, kConvFlops);
+}
+BENCHMARK(BM_OpenBlasSgemm)
+    ->ArgName("per_image")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ;
+#endif
+
+#ifdef STRATA_HAVE_BACKEND_ONEDNN
+void BM_OneDnnSgemm(benchmark::State& st) {
+  Gemm g;
+  for (auto _ : st) {
+    dnnl_sgemm('N', 'N', g.m, g.n_img * kN, g.k, 1.f, g.a.data(), g.k, g.b.data(), g.n_img * kN, 0.f, g.c.data(),
+               g.n_img * kN);
+    benchmark::ClobberMemory();
+  }
+  set_flops(st, kConvFlops);
+}
+BENCHMARK(BM_OneDnnSgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+// ReLU on 64 floats: the per-call cost of each path.
+struct Small {
+  Tensor x = filled({64}, 1.0f), y = Tensor::empty({64});
+};
+
+void BM_Relu64Raw(benchmark::State& st) {
+  Small s;
+  const float* x = s.x.data<float>();
+  float* y = s.y.data<float>();
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(x);
+    for (int i = 0; i < 64; ++i) y[i] = std::max(x[i], 0.0f);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_Relu64Raw);
+
+#ifdef STRATA_HAVE_BACKEND_ONEDNN
+// oneDNN's own eltwise primitive on 64 floats, created once: the cost the onednn
+// backend avoids by running small element-wise ops on loops.
+void BM_Relu64OneDnnPrimitive(benchmark::State& st) {
+  Small s;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::desc md({64}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      {dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, md, 0.f, 0.f}, eng);
+  const dnnl::eltwise_forward relu(pd);
+  dnnl::memory x(md, eng, s.x.data_ptr()), y(md, eng, s.y.data_ptr());
+  for (auto _ : st) {
+    relu.execute(strm, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}});
+    strm.wait();
+  }
+}
+BENCHMARK(BM_Relu64OneDnnPrimitive);
+#endif
+
+template <class B>
+void BM_Relu64(benchmark::State& st) {
+  B be;
+  Small s;
+  const ops::ReluFwdArgs a{s.x, s.y};
+  be.relu_fwd(a);
+  for (auto _ : st) {
+    be.relu_fwd(a);
+    benchmark::ClobberMemory();
+  }
+}
+
+#define STRATA_BENCH_CONV(F, B) \
+  BENCHMARK_TEMPLATE(F, B)->Unit(benchmark::kMillisecond)->UseRealTime()
+#define STRATA_BENCH_BACKEND(B)             \
+  STRATA_BENCH_CONV(BM_Conv3x3Fwd, B);      \
+  STRATA_BENCH_CONV(BM_Conv3x3BwdData, B);  \
+  STRATA_BENCH_CONV(BM_Conv3x3BwdWeight, B); \
+  BENCHMARK_TEMPLATE(BM_Relu64, B);
+
+#ifdef STRATA_HAVE_BACKEND_OPENBLAS
+STRATA_BENCH_BACKEND(OpenBlasBackend)
+#endif
+#ifdef STRATA_HAVE_BACKEND_ONEDNN
+STRATA_BENCH_BACKEND(OneDnnBackend)
+#endif
+BENCHMARK_TEMPLATE(BM_Relu64, ReferenceBackend);  // its conv: seconds per call
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef STRATA_HAVE_BACKEND_OPENBLAS
+  benchmark::AddCustomContext("openblas", OpenBlasBackend::describe());
+#endif
+#ifdef STRATA_HAVE_BACKEND_ONEDNN
+  benchmark::AddCustomContext("onednn", OneDnnBackend{}.describe());
+#endif
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  benchmark::AddCustomContext("OMP_NUM_THREADS", omp ? omp : "(unset: one per core)");
+  // With the default (active) policy, oneDNN's OpenMP threads spin at every barrier;
+  // on a shared 2-core machine that made its conv 3-4x slower and a tiny primitive
+  // cost milliseconds. Measure with OMP_WAIT_POLICY=passive there.
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait ? wait : "(unset: active)");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

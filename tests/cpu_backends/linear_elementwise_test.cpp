@@ -1,0 +1,166 @@
+// linear (forward, backward data, backward weight with bias) and the element-wise
+// ops (relu, add, scale, axpy, dropout) on each CPU backend against the reference,
+// on contiguous, NHWC, mixed-layout and strided views. Tolerances: kTolGemm for
+// linear (kTolReduction for its bias gradient), kTolElementwise for element-wise
+// ops, bitwise for dropout (same mask, same scaling).
+#include <string>
+
+#include "cpu_backend_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+STRATA_COVERS(linear_fwd, "vs_reference");
+STRATA_COVERS(linear_bwd_data, "vs_reference");
+STRATA_COVERS(linear_bwd_weight, "vs_reference");
+STRATA_COVERS(relu_fwd, "vs_reference");
+STRATA_COVERS(relu_bwd, "vs_reference");
+STRATA_COVERS(add, "vs_reference");
+STRATA_COVERS(scale, "vs_reference");
+STRATA_COVERS(axpy, "vs_reference");
+STRATA_COVERS(dropout_fwd, "vs_reference");
+STRATA_COVERS(dropout_bwd, "vs_reference");
+
+class LinearElementwiseTest : public CpuBackendTest {};
+
+// ---------------------------------------------------------------- linear
+
+struct LinearCase {
+  std::string name;
+  int64_t n, in, out;
+  bool bias = true;
+  bool transposed = false;  // x and w are transposed views of [in, n] and [in, out]
+};
+
+void check_linear(Backend& be, ReferenceBackend& ref, const LinearCase& c, uint64_t seed) {
+  SCOPED_TRACE(c.name);
+  const Tensor x = c.transposed ? rand_f32({c.in, c.n}, seed).permute({1, 0}) : rand_f32({c.n, c.in}, seed);
+  const Tensor w = c.transposed ? rand_f32({c.in, c.out}, seed + 1).permute({1, 0}) : rand_f32({c.out, c.in}, seed + 1);
+  const Tensor b = c.bias ? rand_f32({c.out}, seed + 2) : Tensor();
+  const Tensor dy = c.transposed ? rand_f32({c.out, c.n}, seed + 3).permute({1, 0}) : rand_f32({c.n, c.out}, seed + 3);
+
+  const Tensor y = nan_tensor({c.n, c.out}), y_r = nan_tensor({c.n, c.out});
+  be.linear_fwd({x, w, b, y});
+  ref.linear_fwd({x, w, b, y_r});
+  STRATA_EXPECT_CLOSE(y, y_r, kTolGemm, "linear_fwd");
+
+  const Tensor dx = nan_tensor({c.n, c.in}), dx_r = nan_tensor({c.n, c.in});
+  be.linear_bwd_data({dy, w, dx});
+  ref.linear_bwd_data({dy, w, dx_r});
+  STRATA_EXPECT_CLOSE(dx, dx_r, kTolGemm, "linear_bwd_data");
+
+  // dw as a transposed view too when the case asks for it: outputs of any strides.
+  const Tensor dw = c.transposed ? nan_tensor({c.in, c.out}).permute({1, 0}) : nan_tensor({c.out, c.in});
+  const Tensor dw_r = nan_tensor({c.out, c.in});
+  const Tensor db = c.bias ? nan_tensor({c.out}) : Tensor(), db_r = c.bias ? nan_tensor({c.out}) : Tensor();
+  be.linear_bwd_weight({x, dy, dw, db});
+  ref.linear_bwd_weight({x, dy, dw_r, db_r});
+  STRATA_EXPECT_CLOSE(dw, dw_r, kTolGemm, "linear_bwd_weight dw");
+  if (c.bias) STRATA_EXPECT_CLOSE(db, db_r, kTolReduction, "linear_bwd_weight db");
+}
+
+TEST_P(LinearElementwiseTest, Linear) {
+  const std::vector<LinearCase> cases = {
+      {"small_3x5to7", 3, 5, 7},
+      {"batch1_no_bias", 1, 17, 9, false},
+      {"transposed_views", 4, 6, 5, true, true},
+      {"lenet_fc_8x400to120", 8, 400, 120},
+      {"resnet50_fc_2x2048to1000", 2, 2048, 1000},
+  };
+  uint64_t seed = 6000;
+  for (const LinearCase& c : cases) check_linear(be(), ref_, c, seed += 10);
+}
+
+// ---------------------------------------------------------------- element-wise
+
+// Layout pairs (input, output) the element-wise ops run on.
+struct Layouts {
+  std::string name;
+  Shape shape;
+  MemoryFormat in, out;
+};
+const std::vector<Layouts>& layouts() {
+  static const std::vector<Layouts> l = {{"nchw_odd", {2, 3, 5, 7}, kNCHW, kNCHW},
+                                         {"nhwc", {2, 8, 4, 4}, kNHWC, kNHWC},
+                                         {"nchw_to_nhwc", {2, 5, 3, 3}, kNCHW, kNHWC},
+                                         {"flat_1001", {1001}, kNCHW, kNCHW},
+                                         // Above onednn's small-op threshold: its primitives run.
+                                         {"large_nchw", {2, 16, 16, 16}, kNCHW, kNCHW},
+                                         {"large_nhwc", {2, 32, 12, 12}, kNHWC, kNHWC},
+                                         {"large_nhwc_to_nchw", {2, 32, 12, 12}, kNHWC, kNCHW}};
+  return l;
+}
+
+TEST_P(LinearElementwiseTest, Relu) {
+  uint64_t seed = 7000;
+  for (const Layouts& l : layouts()) {
+    SCOPED_TRACE(l.name);
+    const Tensor x = rand_f32(l.shape, seed += 10, l.in);
+    const Tensor y = nan_tensor(l.shape, l.out), y_r = nan_tensor(l.shape, l.out);
+    be().relu_fwd({x, y});
+    ref_.relu_fwd({x, y_r});
+    STRATA_EXPECT_CLOSE(y, y_r, kTolElementwise, "relu_fwd");
+    const Tensor dy = rand_f32(l.shape, seed + 1, l.in);
+    const Tensor dx = nan_tensor(l.shape, l.out), dx_r = nan_tensor(l.shape, l.out);
+    be().relu_bwd({y_r, dy, dx});
+    ref_.relu_bwd({y_r, dy, dx_r});
+    STRATA_EXPECT_CLOSE(dx, dx_r, kTolElementwise, "relu_bwd");
+  }
+  // A strided view in and out.
+  const Tensor x = rand_f32({4, 9}, seed + 2).narrow(1, 2, 5);
+  const Tensor y = nan_tensor({4, 7}).narrow(1, 1, 5), y_r = nan_tensor({4, 5});
+  be().relu_fwd({x, y});
+  ref_.relu_fwd({x, y_r});
+  STRATA_EXPECT_CLOSE(y, y_r, kTolElementwise, "relu_fwd strided view");
+}
+
+TEST_P(LinearElementwiseTest, AddScaleAxpy) {
+  uint64_t seed = 8000;
+  for (const Layouts& l : layouts()) {
+    SCOPED_TRACE(l.name);
+    const Tensor a = rand_f32(l.shape, seed += 10, l.in), b = rand_f32(l.shape, seed + 1, l.out);
+    const Tensor y = nan_tensor(l.shape, l.out), y_r = nan_tensor(l.shape, l.out);
+    be().add({a, b, y});
+    ref_.add({a, b, y_r});
+    STRATA_EXPECT_CLOSE(y, y_r, kTolElementwise, "add");
+
+    const Tensor s = nan_tensor(l.shape, l.out), s_r = nan_tensor(l.shape, l.out);
+    be().scale({a, s, -2.5});
+    ref_.scale({a, s_r, -2.5});
+    STRATA_EXPECT_CLOSE(s, s_r, kTolElementwise, "scale");
+
+    const Tensor acc = copy_of(b), acc_r = copy_of(b);
+    be().axpy({a, acc, 0.75});
+    ref_.axpy({a, acc_r, 0.75});
+    STRATA_EXPECT_CLOSE(acc, acc_r, kTolElementwise, "axpy");
+  }
+}
+
+TEST_P(LinearElementwiseTest, DropoutMatchesReferenceBitwise) {
+  uint64_t seed = 9000;
+  for (const Layouts& l : layouts()) {
+    SCOPED_TRACE(l.name);
+    const Tensor x = rand_f32(l.shape, seed += 10, l.in);
+    const Tensor y = nan_tensor(l.shape, l.out), y_r = nan_tensor(l.shape, l.out);
+    const Tensor m = Tensor::empty(l.shape, DType::u8, Device::cpu(), l.out);
+    const Tensor m_r = Tensor::empty(l.shape, DType::u8, Device::cpu(), l.out);
+    ops::DropoutFwdArgs f{x, y, m};
+    f.p = 0.3, f.seed = 11, f.offset = 5;
+    be().dropout_fwd(f);
+    f.y = y_r, f.mask = m_r;
+    ref_.dropout_fwd(f);
+    EXPECT_TRUE(bitwise_equal(m, m_r)) << "[dropout_fwd mask]";
+    EXPECT_TRUE(bitwise_equal(y, y_r)) << "[dropout_fwd y]";
+
+    const Tensor dy = rand_f32(l.shape, seed + 1, l.in);
+    const Tensor dx = nan_tensor(l.shape, l.out), dx_r = nan_tensor(l.shape, l.out);
+    be().dropout_bwd({dy, m_r, dx, 0.3});
+    ref_.dropout_bwd({dy, m_r, dx_r, 0.3});
+    EXPECT_TRUE(bitwise_equal(dx, dx_r)) << "[dropout_bwd]";
+  }
+}
+
+STRATA_CPU_BACKEND_SUITE(LinearElementwiseTest);
+
+}  // namespace
+}  // namespace strata::testing

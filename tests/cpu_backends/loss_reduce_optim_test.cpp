@@ -1,0 +1,210 @@
+// Losses (softmax cross-entropy, BCE with logits; forward and backward), reductions
+// (sum, mean, argmax), fill, copy and the fused optimizer steps on each CPU backend
+// against the reference. Tolerance kTolReduction (1e-5); argmax, fill and copy
+// must match exactly.
+#include <cmath>
+#include <string>
+
+#include "cpu_backend_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+STRATA_COVERS(softmax_xent_fwd, "vs_reference");
+STRATA_COVERS(softmax_xent_bwd, "vs_reference");
+STRATA_COVERS(bce_logits_fwd, "vs_reference");
+STRATA_COVERS(bce_logits_bwd, "vs_reference");
+STRATA_COVERS(sum, "vs_reference");
+STRATA_COVERS(mean, "vs_reference");
+STRATA_COVERS(argmax, "vs_reference");
+STRATA_COVERS(fill, "vs_reference");
+STRATA_COVERS(copy, "vs_reference");
+STRATA_COVERS(sgd_step, "vs_reference");
+STRATA_COVERS(adam_step, "vs_reference");
+
+class LossReduceOptimTest : public CpuBackendTest {};
+
+// ---------------------------------------------------------------- losses
+
+TEST_P(LossReduceOptimTest, SoftmaxCrossEntropy) {
+  struct Case {
+    std::string name;
+    int64_t n, c;
+    bool transposed;  // logits as a transposed view
+  };
+  uint64_t seed = 10000;
+  for (const Case& k : std::vector<Case>{{"5x10", 5, 10, false}, {"batch1x3", 1, 3, false},
+                                         {"transposed_7x4", 7, 4, true}, {"resnet_2x1000", 2, 1000, false}}) {
+    SCOPED_TRACE(k.name);
+    const Tensor logits = k.transposed ? rand_f32({k.c, k.n}, seed += 10, kNCHW, -3, 3).permute({1, 0})
+                                       : rand_f32({k.n, k.c}, seed += 10, kNCHW, -3, 3);
+    const Tensor labels = random_labels(k.n, k.c, seed + 1);
+    const Tensor loss = nan_tensor({}), loss_r = nan_tensor({});
+    const Tensor probs = nan_tensor({k.n, k.c}), probs_r = nan_tensor({k.n, k.c});
+    be().softmax_xent_fwd({logits, labels, loss, probs});
+    ref_.softmax_xent_fwd({logits, labels, loss_r, probs_r});
+    STRATA_EXPECT_CLOSE(loss, loss_r, kTolReduction, "softmax_xent_fwd loss");
+    STRATA_EXPECT_CLOSE(probs, probs_r, kTolReduction, "softmax_xent_fwd probs");
+
+    const Tensor dloss = scalar_tensor(0.7);
+    const Tensor d = nan_tensor({k.n, k.c}), d_r = nan_tensor({k.n, k.c});
+    be().softmax_xent_bwd({probs_r, labels, dloss, d});
+    ref_.softmax_xent_bwd({probs_r, labels, dloss, d_r});
+    STRATA_EXPECT_CLOSE(d, d_r, kTolReduction, "softmax_xent_bwd");
+  }
+}
+
+TEST_P(LossReduceOptimTest, BceWithLogits) {
+  uint64_t seed = 11000;
+  for (const Shape& s : {Shape{4, 20}, Shape{1, 1}, Shape{3, 2, 5}}) {
+    SCOPED_TRACE(s.str());
+    const Tensor x = rand_f32(s, seed += 10, kNCHW, -4, 4), t = rand_f32(s, seed + 1, kNCHW, 0, 1);
+    const Tensor loss = nan_tensor({}), loss_r = nan_tensor({});
+    be().bce_logits_fwd({x, t, loss});
+    ref_.bce_logits_fwd({x, t, loss_r});
+    STRATA_EXPECT_CLOSE(loss, loss_r, kTolReduction, "bce_logits_fwd");
+    const Tensor dloss = scalar_tensor(1.3);
+    const Tensor d = nan_tensor(s), d_r = nan_tensor(s);
+    be().bce_logits_bwd({x, t, dloss, d});
+    ref_.bce_logits_bwd({x, t, dloss, d_r});
+    STRATA_EXPECT_CLOSE(d, d_r, kTolReduction, "bce_logits_bwd");
+  }
+}
+
+// ---------------------------------------------------------------- reductions
+
+TEST_P(LossReduceOptimTest, SumMean) {
+  struct Case {
+    std::string name;
+    Tensor x;
+  };
+  const std::vector<Case> cases = {{"3x4x5", rand_f32({3, 4, 5}, 12001)},
+                                   {"nhwc_2x3x4x5", rand_f32({2, 3, 4, 5}, 12002, kNHWC)},
+                                   {"strided_view", rand_f32({6, 9}, 12003).narrow(1, 2, 4)},
+                                   {"large_100003", rand_f32({100003}, 12004, kNCHW, 0.0, 1.0)},
+                                   {"large_nhwc_4x64x8x8", rand_f32({4, 64, 8, 8}, 12007, kNHWC)},
+                                   {"one_element", rand_f32({1}, 12005)},
+                                   {"rank0", rand_f32({}, 12006)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Tensor s = nan_tensor({}), s_r = nan_tensor({}), m = nan_tensor({}), m_r = nan_tensor({});
+    be().sum({c.x, s});
+    ref_.sum({c.x, s_r});
+    be().mean({c.x, m});
+    ref_.mean({c.x, m_r});
+    STRATA_EXPECT_CLOSE(s, s_r, kTolReduction, "sum");
+    STRATA_EXPECT_CLOSE(m, m_r, kTolReduction, "mean");
+  }
+}
+
+TEST_P(LossReduceOptimTest, ArgmaxFirstMaximumWins) {
+  std::vector<double> v = rand_f32({6, 10}, 13000).to_vector<double>();
+  for (int j = 0; j < 10; ++j) v[30 + j] = (j % 3 == 1) ? 0.5 : 0.25;  // row 3: ties at 1, 4, 7
+  const Tensor x = Tensor::from_vector(std::vector<float>(v.begin(), v.end()), {6, 10});
+  for (const Tensor& in : {x, copy_of(x.permute({1, 0})).permute({1, 0})}) {
+    const Tensor y = Tensor::empty({6}, DType::i64), y_r = Tensor::empty({6}, DType::i64);
+    be().argmax({in, y});
+    ref_.argmax({in, y_r});
+    EXPECT_EQ(y.to_vector<int64_t>(), y_r.to_vector<int64_t>());
+    EXPECT_EQ(y.to_vector<int64_t>()[3], 1);
+  }
+}
+
+// ---------------------------------------------------------------- fill, copy
+
+TEST_P(LossReduceOptimTest, Fill) {
+  const Tensor t = rand_f32({2, 8, 3, 3}, 14000, kNHWC), t_r = copy_of(t);
+  be().fill({t.narrow(1, 2, 3), 0.25});
+  ref_.fill({t_r.narrow(1, 2, 3), 0.25});
+  EXPECT_TRUE(bitwise_equal(t, t_r));
+  const Tensor i = Tensor::empty({5}, DType::i64);
+  be().fill({i, 7.0});
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{7, 7, 7, 7, 7}));
+}
+
+TEST_P(LossReduceOptimTest, CopyAcrossLayoutsAndDtypes) {
+  struct Case {
+    std::string name;
+    Tensor x;
+    DType to;
+    MemoryFormat fmt;
+  };
+  const Tensor f32 = rand_f32({2, 5, 3, 4}, 15000);
+  const std::vector<Case> cases = {
+      {"f32_nchw_to_nhwc", f32, DType::f32, kNHWC},
+      {"f32_nhwc_to_nchw", rand_f32({2, 5, 3, 4}, 15001, kNHWC), DType::f32, kNCHW},
+      {"f32_same_layout", f32, DType::f32, kNCHW},
+      {"f32_to_f64", f32, DType::f64, kNCHW},
+      {"f32_to_bf16_nhwc", f32, DType::bf16, kNHWC},
+      {"f32_to_f16", f32, DType::f16, kNCHW},
+      {"f64_to_f32", random_tensor({3, 7}, DType::f64, 15002), DType::f32, kNCHW},
+      {"i64_to_f32", random_labels(9, 100, 15003), DType::f32, kNCHW},
+      {"strided_view_to_contiguous", f32.narrow(1, 1, 3), DType::f32, kNCHW},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Tensor y = Tensor::empty(c.x.sizes(), c.to, Device::cpu(), c.fmt);
+    const Tensor y_r = Tensor::empty(c.x.sizes(), c.to, Device::cpu(), c.fmt);
+    be().copy({c.x, y});
+    ref_.copy({c.x, y_r});
+    EXPECT_TRUE(bitwise_equal(y, y_r));
+  }
+}
+
+// ---------------------------------------------------------------- optimizers
+
+TEST_P(LossReduceOptimTest, SgdStep) {
+  struct Case {
+    std::string name;
+    double momentum, weight_decay;
+    bool nesterov;
+  };
+  uint64_t seed = 16000;
+  for (const Case& c : std::vector<Case>{{"plain", 0, 0, false},
+                                         {"momentum", 0.9, 0, false},
+                                         {"nesterov_wd", 0.9, 1e-2, true},
+                                         {"wd_only", 0, 5e-4, false}}) {
+    SCOPED_TRACE(c.name);
+    const Tensor p = rand_f32({3, 33}, seed += 10), p_r = copy_of(p);
+    const Tensor buf = rand_f32({3, 33}, seed + 1, kNCHW, 0, 0.1), buf_r = copy_of(buf);
+    for (int step = 0; step < 2; ++step) {
+      const Tensor g = rand_f32({3, 33}, seed + 2 + step);
+      ops::SgdStepArgs a{p, g, buf};
+      a.lr = 0.05, a.momentum = c.momentum, a.weight_decay = c.weight_decay, a.nesterov = c.nesterov;
+      be().sgd_step(a);
+      a.param = p_r, a.momentum_buf = buf_r;
+      ref_.sgd_step(a);
+    }
+    STRATA_EXPECT_CLOSE(p, p_r, kTolReduction, "sgd_step param");
+    if (c.momentum != 0) STRATA_EXPECT_CLOSE(buf, buf_r, kTolReduction, "sgd_step momentum_buf");
+  }
+}
+
+TEST_P(LossReduceOptimTest, AdamStep) {
+  uint64_t seed = 17000;
+  for (bool adamw : {false, true}) {
+    SCOPED_TRACE(adamw ? "adamw" : "adam");
+    const Shape s{2, 8, 3, 3};
+    const Tensor p = rand_f32(s, seed += 10, kNHWC), p_r = copy_of(p);
+    const Tensor m = nan_tensor(s, kNHWC), v = nan_tensor(s, kNHWC);
+    ReferenceBackend{}.fill({m, 0.0});
+    ReferenceBackend{}.fill({v, 0.0});
+    const Tensor m_r = copy_of(m), v_r = copy_of(v);
+    for (int step = 1; step <= 3; ++step) {
+      const Tensor g = rand_f32(s, seed + step, kNHWC);
+      ops::AdamStepArgs a{p, g, m, v};
+      a.lr = 1e-2, a.weight_decay = 1e-2, a.decoupled_weight_decay = adamw, a.step = step;
+      be().adam_step(a);
+      a.param = p_r, a.exp_avg = m_r, a.exp_avg_sq = v_r;
+      ref_.adam_step(a);
+    }
+    STRATA_EXPECT_CLOSE(p, p_r, kTolReduction, "adam_step param");
+    STRATA_EXPECT_CLOSE(m, m_r, kTolReduction, "adam_step exp_avg");
+    STRATA_EXPECT_CLOSE(v, v_r, kTolReduction, "adam_step exp_avg_sq");
+  }
+}
+
+STRATA_CPU_BACKEND_SUITE(LossReduceOptimTest);
+
+}  // namespace
+}  // namespace strata::testing

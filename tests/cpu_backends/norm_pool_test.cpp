@@ -1,0 +1,187 @@
+// batch_norm (training with running-stat update, eval; forward and backward), max
+// and average pooling, global average pooling on each CPU backend against the
+// reference. Tolerance kTolReduction (1e-5) for all of them.
+#include <cmath>
+#include <string>
+
+#include "cpu_backend_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+STRATA_COVERS(batch_norm_fwd, "vs_reference");
+STRATA_COVERS(batch_norm_bwd, "vs_reference");
+STRATA_COVERS(max_pool2d_fwd, "vs_reference");
+STRATA_COVERS(max_pool2d_bwd, "vs_reference");
+STRATA_COVERS(avg_pool2d_fwd, "vs_reference");
+STRATA_COVERS(avg_pool2d_bwd, "vs_reference");
+STRATA_COVERS(global_avg_pool_fwd, "vs_reference");
+STRATA_COVERS(global_avg_pool_bwd, "vs_reference");
+
+class NormPoolTest : public CpuBackendTest {};
+
+// ---------------------------------------------------------------- batch norm
+
+void check_batch_norm(Backend& be, ReferenceBackend& ref, const std::string& name, const Shape& xs, MemoryFormat fmt,
+                      bool training, uint64_t seed) {
+  SCOPED_TRACE(name + (training ? " training" : " eval"));
+  const int64_t c = xs[1];
+  const Tensor x = rand_f32(xs, seed, fmt, -2.0, 3.0);  // a non-zero mean
+  const Tensor gamma = rand_f32({c}, seed + 1, kNCHW, 0.5, 1.5), beta = rand_f32({c}, seed + 2);
+  const Tensor rm = rand_f32({c}, seed + 3, kNCHW, -0.5, 0.5), rv = rand_f32({c}, seed + 4, kNCHW, 0.5, 2.0);
+  const Tensor rm_b = copy_of(rm), rv_b = copy_of(rv), rm_r = copy_of(rm), rv_r = copy_of(rv);
+  const Tensor y = nan_tensor(xs, fmt), y_r = nan_tensor(xs, fmt);
+  const Tensor sm = nan_tensor({c}), si = nan_tensor({c}), sm_r = nan_tensor({c}), si_r = nan_tensor({c});
+
+  ops::BatchNormFwdArgs f{x, gamma, beta, rm_b, rv_b, y, sm, si};
+  f.eps = 1e-5, f.momentum = 0.1, f.training = training;
+  be.batch_norm_fwd(f);
+  f.running_mean = rm_r, f.running_var = rv_r, f.y = y_r, f.save_mean = sm_r, f.save_invstd = si_r;
+  ref.batch_norm_fwd(f);
+  STRATA_EXPECT_CLOSE(y, y_r, kTolReduction, "batch_norm_fwd y");
+  STRATA_EXPECT_CLOSE(sm, sm_r, kTolReduction, "batch_norm_fwd save_mean");
+  STRATA_EXPECT_CLOSE(si, si_r, kTolReduction, "batch_norm_fwd save_invstd");
+  STRATA_EXPECT_CLOSE(rm_b, rm_r, kTolReduction, "batch_norm_fwd running_mean");
+  STRATA_EXPECT_CLOSE(rv_b, rv_r, kTolReduction, "batch_norm_fwd running_var");
+
+  // Backward from the reference's saved statistics, so it is checked on its own.
+  const Tensor dy = rand_f32(xs, seed + 5, fmt);
+  const Tensor dx = nan_tensor(xs, fmt), dx_r = nan_tensor(xs, fmt);
+  const Tensor dg = nan_tensor({c}), db = nan_tensor({c}), dg_r = nan_tensor({c}), db_r = nan_tensor({c});
+  ops::BatchNormBwdArgs bw{x, dy, gamma, sm_r, si_r, dx, dg, db};
+  bw.training = training;
+  be.batch_norm_bwd(bw);
+  bw.dx = dx_r, bw.dgamma = dg_r, bw.dbeta = db_r;
+  ref.batch_norm_bwd(bw);
+  STRATA_EXPECT_CLOSE(dx, dx_r, kTolReduction, "batch_norm_bwd dx");
+  STRATA_EXPECT_CLOSE(dg, dg_r, kTolReduction, "batch_norm_bwd dgamma");
+  STRATA_EXPECT_CLOSE(db, db_r, kTolReduction, "batch_norm_bwd dbeta");
+}
+
+TEST_P(NormPoolTest, BatchNormSmallShapes) {
+  uint64_t seed = 1000;
+  for (bool training : {true, false}) {
+    check_batch_norm(be(), ref_, "odd_2x3x5x7", {2, 3, 5, 7}, kNCHW, training, seed += 10);
+    check_batch_norm(be(), ref_, "batch1_1x4x3x3", {1, 4, 3, 3}, kNCHW, training, seed += 10);
+    check_batch_norm(be(), ref_, "nhwc_2x8x4x4", {2, 8, 4, 4}, kNHWC, training, seed += 10);
+    check_batch_norm(be(), ref_, "rank2_5x6", {5, 6}, kNCHW, training, seed += 10);
+  }
+}
+
+TEST_P(NormPoolTest, BatchNormResNet50Shapes) {
+  uint64_t seed = 2000;
+  for (bool training : {true, false}) {
+    check_batch_norm(be(), ref_, "bn_2x256x8x8", {2, 256, 8, 8}, kNCHW, training, seed += 10);
+    check_batch_norm(be(), ref_, "bn_2x64x16x16_nhwc", {2, 64, 16, 16}, kNHWC, training, seed += 10);
+  }
+}
+
+// ---------------------------------------------------------------- pooling
+
+Pool2dParams pool(int k, int s, int pad, bool include_pad = true) {
+  Pool2dParams p;
+  p.kernel_h = p.kernel_w = k, p.stride_h = p.stride_w = s, p.pad_h = p.pad_w = pad, p.count_include_pad = include_pad;
+  return p;
+}
+Shape pool_out(const Shape& x, const Pool2dParams& p) {
+  return {x[0], x[1], (x[2] + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1,
+          (x[3] + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1};
+}
+
+// Values from {-1, -0.5, 0, 0.5, 1}: windows full of ties, where only the
+// "first maximum in row-major order" rule decides where the gradient goes.
+Tensor tied_tensor(const Shape& s, uint64_t seed, MemoryFormat fmt) {
+  const std::vector<double> v = rand_f32(s, seed).to_vector<double>();
+  std::vector<double> q(v.size());
+  for (size_t i = 0; i < v.size(); ++i) q[i] = std::round(v[i] * 2.0) / 2.0;
+  Tensor out = Tensor::empty(s, DType::f32, Device::cpu(), fmt);
+  copy_into(Tensor::from_vector(q, s), out);
+  return out;
+}
+
+void check_max_pool(Backend& be, ReferenceBackend& ref, const std::string& name, const Tensor& x,
+                    const Pool2dParams& p, MemoryFormat fmt, uint64_t seed) {
+  SCOPED_TRACE(name);
+  const Shape ys = pool_out(x.sizes(), p);
+  const Tensor y = nan_tensor(ys, fmt), y_r = nan_tensor(ys, fmt);
+  be.max_pool2d_fwd({x, y, p});
+  ref.max_pool2d_fwd({x, y_r, p});
+  EXPECT_TRUE(bitwise_equal(y, y_r)) << "[max_pool2d_fwd]";  // a max is exact
+  const Tensor dy = rand_f32(ys, seed, fmt);
+  const Tensor dx = nan_tensor(x.sizes(), fmt), dx_r = nan_tensor(x.sizes(), fmt);
+  be.max_pool2d_bwd({x, y_r, dy, dx, p});
+  ref.max_pool2d_bwd({x, y_r, dy, dx_r, p});
+  STRATA_EXPECT_CLOSE(dx, dx_r, kTolReduction, "max_pool2d_bwd");
+}
+
+void check_avg_pool(Backend& be, ReferenceBackend& ref, const std::string& name, const Shape& xs,
+                    const Pool2dParams& p, MemoryFormat fmt, uint64_t seed) {
+  SCOPED_TRACE(name + (p.count_include_pad ? " include_pad" : " exclude_pad"));
+  const Shape ys = pool_out(xs, p);
+  const Tensor x = rand_f32(xs, seed, fmt);
+  const Tensor y = nan_tensor(ys, fmt), y_r = nan_tensor(ys, fmt);
+  be.avg_pool2d_fwd({x, y, p});
+  ref.avg_pool2d_fwd({x, y_r, p});
+  STRATA_EXPECT_CLOSE(y, y_r, kTolReduction, "avg_pool2d_fwd");
+  const Tensor dy = rand_f32(ys, seed + 1, fmt);
+  const Tensor dx = nan_tensor(xs, fmt), dx_r = nan_tensor(xs, fmt);
+  be.avg_pool2d_bwd({dy, dx, p});
+  ref.avg_pool2d_bwd({dy, dx_r, p});
+  STRATA_EXPECT_CLOSE(dx, dx_r, kTolReduction, "avg_pool2d_bwd");
+}
+
+TEST_P(NormPoolTest, MaxPool) {
+  uint64_t seed = 3000;
+  check_max_pool(be(), ref_, "3x3_s2_p1_odd", rand_f32({2, 3, 9, 9}, seed), pool(3, 2, 1), kNCHW, seed + 1);
+  check_max_pool(be(), ref_, "2x2_s2_batch1", rand_f32({1, 2, 6, 6}, seed + 2), pool(2, 2, 0), kNCHW, seed + 3);
+  check_max_pool(be(), ref_, "3x3_s1_p1_overlap", rand_f32({1, 3, 5, 5}, seed + 4), pool(3, 1, 1), kNCHW, seed + 5);
+  check_max_pool(be(), ref_, "nhwc_3x3_s2_p1", rand_f32({2, 8, 7, 7}, seed + 6, kNHWC), pool(3, 2, 1), kNHWC,
+                 seed + 7);
+  check_max_pool(be(), ref_, "ties_first_max_wins", tied_tensor({2, 4, 8, 8}, seed + 8, kNCHW), pool(3, 2, 1), kNCHW,
+                 seed + 9);
+  check_max_pool(be(), ref_, "ties_nhwc", tied_tensor({1, 16, 6, 6}, seed + 10, kNHWC), pool(2, 1, 0), kNHWC,
+                 seed + 11);
+  check_max_pool(be(), ref_, "resnet_stem_pool_2x64x16x16", rand_f32({2, 64, 16, 16}, seed + 12), pool(3, 2, 1),
+                 kNCHW, seed + 13);
+}
+
+TEST_P(NormPoolTest, AvgPool) {
+  uint64_t seed = 4000;
+  for (bool include : {true, false}) {
+    check_avg_pool(be(), ref_, "3x3_s2_p1_odd", {2, 3, 9, 8}, pool(3, 2, 1, include), kNCHW, seed += 10);
+    check_avg_pool(be(), ref_, "2x2_s2_batch1", {1, 2, 6, 6}, pool(2, 2, 0, include), kNCHW, seed += 10);
+    check_avg_pool(be(), ref_, "nhwc_3x3_s1_p1", {2, 8, 5, 5}, pool(3, 1, 1, include), kNHWC, seed += 10);
+  }
+}
+
+TEST_P(NormPoolTest, GlobalAvgPool) {
+  struct Case {
+    std::string name;
+    Shape x;
+    MemoryFormat fmt;
+  };
+  const std::vector<Case> cases = {{"odd_2x8x5x5", {2, 8, 5, 5}, kNCHW},
+                                   {"nhwc_2x16x3x3", {2, 16, 3, 3}, kNHWC},
+                                   {"resnet_2x2048x1x1", {2, 2048, 1, 1}, kNCHW},
+                                   {"resnet_2x2048x4x4", {2, 2048, 4, 4}, kNCHW}};
+  uint64_t seed = 5000;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Shape ys{c.x[0], c.x[1]};
+    const Tensor x = rand_f32(c.x, seed += 10, c.fmt);
+    const Tensor y = nan_tensor(ys), y_r = nan_tensor(ys);
+    be().global_avg_pool_fwd({x, y});
+    ref_.global_avg_pool_fwd({x, y_r});
+    STRATA_EXPECT_CLOSE(y, y_r, kTolReduction, "global_avg_pool_fwd");
+    const Tensor dy = rand_f32(ys, seed + 1);
+    const Tensor dx = nan_tensor(c.x, c.fmt), dx_r = nan_tensor(c.x, c.fmt);
+    be().global_avg_pool_bwd({dy, dx});
+    ref_.global_avg_pool_bwd({dy, dx_r});
+    STRATA_EXPECT_CLOSE(dx, dx_r, kTolReduction, "global_avg_pool_bwd");
+  }
+}
+
+STRATA_CPU_BACKEND_SUITE(NormPoolTest);
+
+}  // namespace
+}  // namespace strata::testing
