@@ -64,6 +64,8 @@ struct Context {
   CachingAllocator* allocator = nullptr;
   PinnedAllocator* pinned = nullptr;
   size_t layout_fallbacks = 0;  // see cuda_backend.h
+  size_t graph_convs = 0;       // convolutions run from cached graph-API plans
+  size_t legacy_convs = 0;      // convolutions run through cudnnConvolution* (v7 API)
 
   // The cuDNN workspace arena: one buffer, grown on demand, shared by every call.
   void* workspace(size_t bytes);

@@ -6,6 +6,7 @@
 // (a weight in the other layout, a strided view) is staged through a temporary.
 #include <string>
 
+#include "backends/cuda/conv_graph.h"
 #include "backends/cuda/cudnn_util.h"
 
 namespace strata::backends {
@@ -181,6 +182,14 @@ using namespace cuda;
 
 namespace {
 
+// The graph API first (cached execution plans; in benchmark mode the engines are
+// timed there too); "" when the graph path ran the convolution.
+std::string try_graph(Context& ctx, ConvDir dir, const TensorView& x, const TensorView& w, const TensorView& y,
+                      Layout l, const Conv2dParams& p, const Settings& st) {
+  if (!st.cudnn_graph) return "graph API off";
+  return graph_conv(ctx, dir, x, w, y, l, p, st);
+}
+
 // Runs `f(layout)`; a layout cuDNN has no algorithm for (NHWC for some f32 shapes)
 // falls back to NCHW through staged copies. `f` returns "" or why it could not run.
 template <class F>
@@ -198,13 +207,16 @@ std::string fwd_in(Context& ctx, const Conv2dFwdArgs& a, Layout l, const Setting
   Staged x = stage_in(ctx, a.x, l);
   Staged w = stage_in(ctx, a.w, l);
   Staged y = stage_out(ctx, a.y, l);
-  ConvPlan& p = conv_plan<FwdOps>(ctx, ConvKind::fwd, x.view, w.view, y.view, l, a.p, st);
-  if (!p.unusable.empty()) return p.unusable;
-  void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
-  const Scalars s(a.x.dtype);
-  STRATA_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.w.get(), w.view.data,
-                                             p.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws,
-                                             s.zero(), p.y.get(), y.view.data));
+  if (!try_graph(ctx, ConvDir::fwd, x.view, w.view, y.view, l, a.p, st).empty()) {
+    ConvPlan& p = conv_plan<FwdOps>(ctx, ConvKind::fwd, x.view, w.view, y.view, l, a.p, st);
+    if (!p.unusable.empty()) return p.unusable;
+    void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
+    const Scalars s(a.x.dtype);
+    STRATA_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.w.get(), w.view.data,
+                                               p.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
+                                               p.ws, s.zero(), p.y.get(), y.view.data));
+    ++ctx.legacy_convs;
+  }
   if (a.b.defined) add_along(ctx, y.view, a.b, 1);
   y.finish(ctx);
   return {};
@@ -214,13 +226,17 @@ std::string bwd_data_in(Context& ctx, const Conv2dBwdDataArgs& a, Layout l, cons
   Staged dy = stage_in(ctx, a.dy, l);
   Staged w = stage_in(ctx, a.w, l);
   Staged dx = stage_out(ctx, a.dx, l);
-  ConvPlan& p = conv_plan<BwdDataOps>(ctx, ConvKind::bwd_data, dx.view, w.view, dy.view, l, a.p, st);
-  if (!p.unusable.empty()) return p.unusable;
-  void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
-  const Scalars s(a.dy.dtype);
-  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, s.one(), p.w.get(), w.view.data, p.y.get(), dy.view.data,
-                                                  p.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws,
-                                                  p.ws, s.zero(), p.x.get(), dx.view.data));
+  if (!try_graph(ctx, ConvDir::bwd_data, dx.view, w.view, dy.view, l, a.p, st).empty()) {
+    ConvPlan& p = conv_plan<BwdDataOps>(ctx, ConvKind::bwd_data, dx.view, w.view, dy.view, l, a.p, st);
+    if (!p.unusable.empty()) return p.unusable;
+    void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
+    const Scalars s(a.dy.dtype);
+    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, s.one(), p.w.get(), w.view.data, p.y.get(),
+                                                    dy.view.data, p.conv.get(),
+                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.ws,
+                                                    s.zero(), p.x.get(), dx.view.data));
+    ++ctx.legacy_convs;
+  }
   dx.finish(ctx);
   return {};
 }
@@ -229,14 +245,17 @@ std::string bwd_weight_in(Context& ctx, const Conv2dBwdWeightArgs& a, Layout l, 
   Staged x = stage_in(ctx, a.x, l);
   Staged dy = stage_in(ctx, a.dy, l);
   Staged dw = stage_out(ctx, a.dw, l);
-  ConvPlan& p = conv_plan<BwdFilterOps>(ctx, ConvKind::bwd_weight, x.view, dw.view, dy.view, l, a.p, st);
-  if (!p.unusable.empty()) return p.unusable;
-  void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
-  const Scalars s(a.x.dtype);
-  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.y.get(),
-                                                    dy.view.data, p.conv.get(),
-                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.ws,
-                                                    s.zero(), p.w.get(), dw.view.data));
+  if (!try_graph(ctx, ConvDir::bwd_weight, x.view, dw.view, dy.view, l, a.p, st).empty()) {
+    ConvPlan& p = conv_plan<BwdFilterOps>(ctx, ConvKind::bwd_weight, x.view, dw.view, dy.view, l, a.p, st);
+    if (!p.unusable.empty()) return p.unusable;
+    void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
+    const Scalars s(a.x.dtype);
+    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.y.get(),
+                                                      dy.view.data, p.conv.get(),
+                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.ws,
+                                                      s.zero(), p.w.get(), dw.view.data));
+    ++ctx.legacy_convs;
+  }
   dw.finish(ctx);
   return {};
 }

@@ -42,15 +42,26 @@ AllocatorStats pinned_stats();
 // How many conv/batch-norm calls cuDNN refused in NHWC and ran through NCHW copies
 // instead (a performance diagnostic: 0 means channels-last ran natively).
 size_t layout_fallbacks();
+// How many convolutions ran from cached cuDNN graph-API execution plans, and how many
+// through the legacy cudnnConvolution* calls (grouped, cudnnFind mode, or no engine).
+struct ConvApiCounts {
+  size_t graph = 0, legacy = 0;
+};
+ConvApiCounts conv_api_counts();
 
 struct Settings {
   bool allow_tf32 = false;     // f32 conv/linear on the tensor cores (TF32 inputs)
   bool deterministic = true;   // only algorithms that are bitwise reproducible
-  bool benchmark = false;      // cudnnFind*Ex timing instead of heuristics, once per shape
+  // Conv engines chosen by timing (up to 8 graph-API candidates, or cudnnFind*Ex on the
+  // legacy path) instead of heuristics, once per shape.
+  bool benchmark = false;
   // Channels-last batch-norm training in cuDNN's SPATIAL_PERSISTENT mode (as PyTorch);
   // off: plain SPATIAL mode, many times slower on NHWC.
   bool persistent_batch_norm = true;
   size_t max_workspace_bytes = size_t{1} << 30;  // cuDNN workspace cap per call
+  // Convolutions from cached cuDNN graph-API execution plans (off: the legacy
+  // cudnnConvolution* calls, ~85 µs of host time each under cuDNN 9).
+  bool cudnn_graph = true;
 };
 
 struct Context;  // per-device state: stream, handles, plans (backends/cuda/context.h)
@@ -78,6 +89,7 @@ class CudaBackend {
   void set_deterministic(bool on) { settings_.deterministic = on; }
   void set_benchmark(bool on) { settings_.benchmark = on; }
   void set_persistent_batch_norm(bool on) { settings_.persistent_batch_norm = on; }
+  void set_cudnn_graph(bool on) { settings_.cudnn_graph = on; }
 
   // Raw handles for direct-mode plans (cudaStream_t, cudnnHandle_t, cublasHandle_t).
   void* stream() const;

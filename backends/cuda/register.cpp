@@ -24,6 +24,7 @@ void empty_cache() { context().allocator->empty_cache(); }
 size_t allocation_bin(size_t bytes) { return bin_size(bytes); }
 AllocatorStats pinned_stats() { return context().pinned->stats(); }
 size_t layout_fallbacks() { return context().layout_fallbacks; }
+ConvApiCounts conv_api_counts() { return {context().graph_convs, context().legacy_convs}; }
 
 }  // namespace cuda
 

@@ -36,6 +36,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--dispatch", o.dispatch, "virtual | static | direct")
       ->check(CLI::IsMember({"virtual", "static", "direct"}));
   app->add_option("--precision", o.precision, "fp32 (bf16/fp16: not yet, see the cuda backend)");
+  app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
   app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
       ->check(CLI::Range(0, 100000));
   app->add_option("--batch-size", o.batch_size, "training batch size (default: lenet 64, resnet 128)")
@@ -117,6 +118,8 @@ RunConfig resolve(const TrainOptions& in) {
     r.backend_note = "chosen with --backend";
   }
   check_precision(o.precision, o.backend);
+  STRATA_CHECK(!o.tf32 || backends::registry().get(o.backend).device_type() == DeviceType::cuda,
+               "--tf32 applies to the cuda backend only, not to '", o.backend, "'");
   if (!o.init.empty()) nn::parse_init_policy(o.init);
   if (o.data_dir.empty()) o.data_dir = p.default_dir;
   if (o.epochs == 0) o.epochs = p.default_epochs;

@@ -95,6 +95,9 @@ void Trainer::say(const char* fmt, ...) const {
 Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
     : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(log), progress_(progress) {
   const TrainOptions& o = cfg_.o;
+#ifdef STRATA_HAVE_BACKEND_CUDA
+  if (o.tf32) backends::registry().impl<backends::CudaBackend>().set_allow_tf32(true);
+#endif
   DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set};
   train_set_ = limit_dataset(load_split(preset_, req, data::Split::train), o.train_limit);
   test_set_ = limit_dataset(load_split(preset_, req, data::Split::test), o.test_limit);
@@ -155,12 +158,12 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
     std::snprintf(line, sizeof line, fmt, args...);
     header_ += line;
   };
-  add("strata_train: dataset %s | model %s | backend %s (%s; built: %s) | dispatch %s | precision %s | init %s | "
+  add("strata_train: dataset %s | model %s | backend %s (%s; built: %s) | dispatch %s | precision %s%s | init %s | "
       "seed %llu\n",
       preset_.name.c_str(),
       (o.model + (o.model == "lenet" ? " (" + o.lenet_variant + ")" : "")).c_str(), o.backend.c_str(),
       cfg_.backend_note.c_str(), backends::registry().describe().c_str(), o.dispatch.c_str(), o.precision.c_str(),
-      nn::describe(nn::InitConfig{nn::parse_init_policy(spec_.init), spec_.zero_last_bn_gamma, o.seed}).c_str(),
+      o.tf32 ? " (TF32 conv/linear)" : "", nn::describe(nn::InitConfig{nn::parse_init_policy(spec_.init), spec_.zero_last_bn_gamma, o.seed}).c_str(),
       static_cast<unsigned long long>(o.seed));
   add("data: train %lld images, test %lld images (%s), image [%lld,%lld,%lld], %lld classes, augmentation %s, "
       "batch %lld (%lld steps/epoch), eval batch %lld, loader workers %d\n",
@@ -353,7 +356,7 @@ RunResult Trainer::run() {
     m.model = o.model;
     m.backend = o.backend;
     m.dispatch = o.dispatch;
-    m.precision = o.precision;
+    m.precision = o.precision + (o.tf32 ? "+tf32" : "");
     m.seed = o.seed;
     m.lr = lr;
     m.train_loss = seen_ ? loss_sum_ / static_cast<double>(seen_) : NAN;

@@ -119,13 +119,20 @@ TEST_F(CudaConv, ResNet50LayerShapes) {
   for (const ConvCase& c : cases) check_conv(be(), ref_, c, seed += 10);
 }
 
-// cudnnFind-timed algorithms must compute the same function.
+// Timed engine choice (graph API) and cudnnFind (legacy API) must compute the same
+// function.
 TEST_F(CudaConv, BenchmarkModeAlgorithms) {
   be().set_benchmark(true);
+  const auto before = backends::cuda::conv_api_counts();
   check_conv(be(), ref_, {"bench_3x3", {4, 16, 14, 14}, 32, 3, 3, P(1, 1, 1, 1)}, 900);
   check_conv(be(), ref_, {"bench_nhwc_s2", {4, 16, 14, 14}, 32, 3, 3, P(2, 2, 1, 1), kNHWC}, 910);
+  EXPECT_EQ(backends::cuda::conv_api_counts().graph - before.graph, 6u);
   be().set_deterministic(false);
   check_conv(be(), ref_, {"bench_nondet", {4, 16, 14, 14}, 32, 3, 3, P(1, 1, 1, 1)}, 920);
+  be().set_cudnn_graph(false);
+  be().set_deterministic(true);
+  check_conv(be(), ref_, {"find_3x3", {4, 16, 14, 14}, 32, 3, 3, P(1, 1, 1, 1)}, 930);
+  check_conv(be(), ref_, {"find_nhwc_s2", {4, 16, 14, 14}, 32, 3, 3, P(2, 2, 1, 1), kNHWC}, 940);
 }
 
 // TF32 on: still the same function, to TF32's precision (10-bit mantissa inputs).
@@ -147,6 +154,28 @@ TEST_F(CudaConv, DeterministicBitwise) {
   be().conv2d_bwd_data({dy.gpu, w.gpu, dx2, p});
   EXPECT_TRUE(bitwise_equal(to_cpu(dw1), to_cpu(dw2)));
   EXPECT_TRUE(bitwise_equal(to_cpu(dx1), to_cpu(dx2)));
+}
+
+// The graph API's cached plans are the default path and the legacy calls the
+// fallback; both must compute the same function, and the counters must show which
+// path ran (a graph path that silently fell back would hide a host-time regression).
+TEST_F(CudaConv, GraphAndLegacyApis) {
+  const std::vector<ConvCase> cases = {
+      {"graph_batch1_odd", {1, 3, 7, 9}, 5, 3, 3, P(1, 1, 1, 1)},
+      {"graph_stride2_nhwc", {2, 8, 9, 8}, 8, 3, 3, P(2, 2, 1, 1), kNHWC},
+      {"graph_1x1_s2", {2, 64, 14, 14}, 128, 1, 1, P(2, 2, 0, 0), kNCHW, false},
+  };
+  const auto before = backends::cuda::conv_api_counts();
+  uint64_t seed = 1200;
+  for (const ConvCase& c : cases) check_conv(be(), ref_, c, seed += 10);
+  const auto mid = backends::cuda::conv_api_counts();
+  EXPECT_EQ(mid.graph - before.graph, 3 * cases.size()) << "every f32 convolution should run from a graph plan";
+  EXPECT_EQ(mid.legacy, before.legacy);
+  be().set_cudnn_graph(false);
+  for (const ConvCase& c : cases) check_conv(be(), ref_, c, seed += 10);
+  const auto after = backends::cuda::conv_api_counts();
+  EXPECT_EQ(after.graph, mid.graph);
+  EXPECT_EQ(after.legacy - mid.legacy, 3 * cases.size());
 }
 
 // f16 / bf16: cuDNN on the tensor cores with f32 accumulation, compared with the

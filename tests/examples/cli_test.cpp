@@ -98,6 +98,13 @@ TEST(TrainCli, OnlyFp32PrecisionIsAccepted) {
   EXPECT_STRATA_ERROR(train::resolve(o), "unknown precision 'fp8'", "supported by strata_train: fp32");
 }
 
+TEST(TrainCli, Tf32IsForTheCudaBackendOnly) {
+  train::TrainOptions o;
+  o.backend = "reference";
+  o.tf32 = true;
+  EXPECT_STRATA_ERROR(train::resolve(o), "--tf32 applies to the cuda backend only", "'reference'");
+}
+
 TEST(TrainCli, OtherBadValuesNameWhatIsKnown) {
   train::TrainOptions o;
   o.backend = "reference";

@@ -1,0 +1,24 @@
+#pragma once
+// Convolutions through cuDNN's graph (backend) API: one execution plan per shape
+// key, built once and replayed with a fresh variant pack per call. cuDNN 9 runs the
+// legacy cudnnConvolution* entry points through the same engines but rebuilds much
+// of that state on every call, which costs ~85 µs of host time per convolution on an
+// H100 host (docs/results/gpu_resnet50.md); a cached plan costs a few µs.
+// Internal to backends/cuda.
+#include <string>
+
+#include "backends/cuda/context.h"
+#include "ops/table/op_args.h"
+
+namespace strata::backends::cuda {
+
+enum class ConvDir { fwd, bwd_data, bwd_weight };
+
+// x, w, y are the convolution's input, filter and output in the forward sense (for
+// bwd_data x is dx and the output; for bwd_weight w is dw and the output), all dense
+// in layout `l`. Returns "" when the convolution was enqueued, otherwise why no
+// execution plan qualifies under `s` (the caller then uses the legacy API).
+std::string graph_conv(Context& ctx, ConvDir dir, const TensorView& x, const TensorView& w, const TensorView& y,
+                       Layout l, const ops::Conv2dParams& p, const Settings& s);
+
+}  // namespace strata::backends::cuda
