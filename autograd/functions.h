@@ -31,5 +31,8 @@ template <class D> Tensor sum(const D& d, const Tensor& x);
 template <class D> Tensor mean(const D& d, const Tensor& x);
 // A differentiable view with new sizes (flatten); copies when x is not contiguous.
 template <class D> Tensor reshape(const D& d, const Tensor& x, const Shape& sizes);
+// x converted to dtype dt (x itself when it already is); the gradient flows back
+// converted to x's dtype. Mixed precision casts f32 master weights with it.
+template <class D> Tensor cast(const D& d, const Tensor& x, DType dt);
 
 }  // namespace strata::autograd

@@ -1,5 +1,6 @@
 #include "nn/model.h"
 
+#include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "nn/policy.h"
@@ -23,10 +24,17 @@ class ModelImpl final : public Model {
  public:
   ModelImpl(const P& p, std::unique_ptr<Module> net, DType dt, const ModelOptions& o, const std::string& what,
             const std::string& init)
-      : p_(p), net_(std::move(net)), loss_(p, o.loss), dtype_(dt), fmt_(o.memory_format) {
+      : p_(p), net_(std::move(net)), loss_(p, o.loss), dtype_(dt), compute_(o.compute_dtype.value_or(dt)),
+        fmt_(o.memory_format) {
+    if constexpr (is_direct_v<P>)
+      STRATA_CHECK(compute_ == dtype_, "Model: mixed precision (compute in ", dtype_name(compute_), ", parameters in ",
+                   dtype_name(dtype_), ") is not supported in direct mode yet; use the virtual or static mode");
+    STRATA_CHECK(is_floating(compute_), "Model: compute dtype must be floating, got ", dtype_name(compute_));
     describe_ = what + " | " + group_thousands(net_->num_parameters()) + " parameters | init " + init +
                 " | dispatch " + std::string(P::kMode) + " on " + std::string(p_.backend_name()) + " | " +
-                std::string(dtype_name(dt)) + (fmt_ == MemoryFormat::channels_last ? " channels_last" : "") +
+                std::string(dtype_name(dt)) +
+                (compute_ != dt ? " parameters, " + std::string(dtype_name(compute_)) + " compute" : "") +
+                (fmt_ == MemoryFormat::channels_last ? " channels_last" : "") +
                 " | loss " + std::string(loss_kind_name(o.loss));
   }
 
@@ -42,6 +50,9 @@ class ModelImpl final : public Model {
 
   StepResult forward_loss(const Tensor& x, const Tensor& targets) override {
     logits_ = forward(x);
+    if constexpr (!is_direct_v<P>) {
+      if (logits_.dtype() != dtype_) logits_ = autograd::cast(p_, logits_, dtype_);  // the loss in full precision
+    }
     loss_value_ = loss_.forward(logits_, to_targets(targets));
     return {loss_value_, logits_};
   }
@@ -65,7 +76,11 @@ class ModelImpl final : public Model {
 
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
-    return forward(x);
+    Tensor y = forward(x);
+    if constexpr (!is_direct_v<P>) {
+      if (y.dtype() != dtype_) y = autograd::cast(p_, y, dtype_);
+    }
+    return y;
   }
 
   Tensor input_buffer(const Shape& sizes) override {
@@ -102,7 +117,7 @@ class ModelImpl final : public Model {
 
   Tensor to_input(const Tensor& x) {
     STRATA_CHECK(x.defined(), "Model: input is undefined");
-    return stage(x, dtype_, fmt_, input_);
+    return stage(x, compute_, fmt_, input_);
   }
   Tensor to_targets(const Tensor& t) {
     STRATA_CHECK(t.defined(), "Model: targets are undefined");
@@ -113,12 +128,19 @@ class ModelImpl final : public Model {
   P p_;
   std::unique_ptr<Module> net_;
   Loss<P> loss_;
-  DType dtype_;
+  DType dtype_, compute_;
   MemoryFormat fmt_;
   Tensor input_, targets_, logits_, loss_value_;
 };
 
 }  // namespace
+
+std::optional<DType> parse_precision(std::string_view name) {
+  if (name == "fp32") return std::nullopt;
+  if (name == "bf16") return DType::bf16;
+  if (name == "fp16") return DType::f16;
+  STRATA_FAIL("unknown precision '", name, "' (known: fp32, bf16, fp16)");
+}
 
 std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode, std::string_view backend,
                                    const ModelOptions& o) {

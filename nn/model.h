@@ -14,6 +14,7 @@
 // write into input_buffer() to skip that copy. Tensors returned in direct mode are
 // planned buffers, overwritten by the next forward.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,7 +30,16 @@ namespace strata::nn {
 struct ModelOptions {
   LossKind loss = LossKind::cross_entropy;
   MemoryFormat memory_format = MemoryFormat::contiguous;
+  // Mixed precision: activations, convolutions and matmuls in this dtype (bf16/f16),
+  // parameters (master weights), optimizer state, batch-norm statistics and the loss
+  // in the parameters' dtype; nullopt computes in the parameters' dtype. Tape modes
+  // only for now (direct mode refuses it with an error).
+  std::optional<DType> compute_dtype;
 };
+
+// "fp32" -> nullopt (the parameters' dtype), "bf16" -> bf16, "fp16" -> f16, else a
+// strata::Error listing the known names.
+std::optional<DType> parse_precision(std::string_view name);
 
 struct StepResult {
   Tensor loss;    // rank 0, on the model's device

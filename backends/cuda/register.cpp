@@ -62,7 +62,7 @@ bool CudaBackend::supports(OpId op, DType dt) const {
     case OpId::max_pool2d_bwd:
     case OpId::avg_pool2d_fwd:
     case OpId::avg_pool2d_bwd:
-      return f32 || dt == DType::f16;
+      return f32 || half;
     default:
       // batch norm, losses, optimizer steps
       return f32;

@@ -35,7 +35,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--backend", o.backend, "backend name (default: best CPU backend built: onednn, openblas, reference)");
   app->add_option("--dispatch", o.dispatch, "virtual | static | direct")
       ->check(CLI::IsMember({"virtual", "static", "direct"}));
-  app->add_option("--precision", o.precision, "fp32 (bf16/fp16: not yet, see the cuda backend)");
+  app->add_option("--precision", o.precision,
+                  "fp32 | bf16 (mixed precision, cuda; virtual/static dispatch) (fp16: not yet)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
   app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
       ->check(CLI::Range(0, 100000));
@@ -93,12 +94,16 @@ std::string best_cpu_backend() {
   STRATA_FAIL("no CPU backend is built (", r.describe(), ")");
 }
 
-void check_precision(const std::string& precision, const std::string& backend) {
+void check_precision(const std::string& precision, const std::string& backend, const std::string& dispatch) {
   if (precision == "fp32") return;
   STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
-               "' (known: fp32, bf16, fp16; supported by strata_train: fp32)");
-  STRATA_FAIL("precision '", precision, "' is not supported by strata_train on backend '", backend,
-              "': supported: fp32 (bf16/fp16 mixed precision is planned for the cuda backend)");
+               "' (known: fp32, bf16, fp16; supported by strata_train: fp32, bf16)");
+  STRATA_CHECK(precision == "bf16", "precision 'fp16' is not supported by strata_train yet (it needs dynamic loss "
+               "scaling); supported: fp32, bf16");
+  STRATA_CHECK(backends::registry().get(backend).supports(ops::OpId::conv2d_fwd, DType::bf16), "precision '",
+               precision, "' is not supported on backend '", backend, "' (no bf16 convolution); supported: fp32");
+  STRATA_CHECK(dispatch != "direct", "precision '", precision,
+               "' runs in the virtual and static dispatch modes only (direct mode: not yet)");
 }
 
 RunConfig resolve(const TrainOptions& in) {
@@ -117,7 +122,7 @@ RunConfig resolve(const TrainOptions& in) {
     backends::registry().get(o.backend);  // the registry's error lists the built backends
     r.backend_note = "chosen with --backend";
   }
-  check_precision(o.precision, o.backend);
+  check_precision(o.precision, o.backend, o.dispatch);
   STRATA_CHECK(!o.tf32 || backends::registry().get(o.backend).device_type() == DeviceType::cuda,
                "--tf32 applies to the cuda backend only, not to '", o.backend, "'");
   if (!o.init.empty()) nn::parse_init_policy(o.init);

@@ -73,9 +73,10 @@ RunConfig resolve(const TrainOptions& o);
 // The best CPU backend of this build: onednn, else openblas, else reference.
 std::string best_cpu_backend();
 
-// --precision: "fp32" is supported; "bf16" and "fp16" are known but not yet (they
-// belong to the cuda backend's mixed-precision path); anything else is unknown.
-void check_precision(const std::string& precision, const std::string& backend);
+// --precision: "fp32" everywhere; "bf16" (mixed precision: bf16 activations and
+// conv/linear, f32 master weights, BN and loss) on a backend with bf16 convolutions,
+// in the tape modes; "fp16" is known but not yet (it needs loss scaling).
+void check_precision(const std::string& precision, const std::string& backend, const std::string& dispatch);
 
 // --threads: the OpenMP / OpenBLAS pools size themselves from the environment when
 // the libraries load, i.e. before main(). If the environment does not already ask

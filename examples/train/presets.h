@@ -76,6 +76,7 @@ struct ModelSpec {
   bool zero_last_bn_gamma = false;
   uint64_t seed = 1;
   Task task = Task::classification;
+  std::string precision = "fp32";  // fp32 | bf16 (mixed precision, see nn::ModelOptions)
 };
 
 inline const char* const kModelNames[] = {"lenet", "resnet18", "resnet50"};

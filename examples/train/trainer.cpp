@@ -130,6 +130,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   spec_.zero_last_bn_gamma = o.zero_last_bn_gamma;
   spec_.seed = o.seed;
   spec_.task = preset_.task;
+  spec_.precision = o.precision;
   model_ = build_model(spec_, cfg_.mode, o.backend);
   int64_t index = 0;
   for_each_dropout(*model_, [&](const std::string&, auto& d) { d.set_seed(dropout_seed(o.seed, index++), 0); });

@@ -38,6 +38,14 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
     e.plan.forward();
     return e.plan.y;
   } else {
+    if (x.dtype() != weight_.dtype()) {
+      // Mixed precision: statistics, affine parameters and the normalisation in the
+      // parameters' dtype (f32), the output back in the input's (NOT fused yet: two
+      // extra passes over the activation per batch norm).
+      const Tensor y = autograd::batch_norm(p_, autograd::cast(p_, x, weight_.dtype()), weight_, bias_, running_mean_,
+                                            running_var_, training, o_.momentum, o_.eps);
+      return autograd::cast(p_, y, x.dtype());
+    }
     return autograd::batch_norm(p_, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
   }
 }

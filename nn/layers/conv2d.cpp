@@ -41,7 +41,9 @@ Tensor Conv2d<P>::forward(const Tensor& x) {
     e.plan.forward();
     return e.plan.y;
   } else {
-    return autograd::conv2d(p_, x, weight_, bias_, cp_);
+    // Mixed precision: the layer computes in its input's dtype; f32 master weights are
+    // cast per call (their gradients come back in f32 through the cast).
+    return autograd::conv2d(p_, x, detail::compute_cast(p_, weight_, x), detail::compute_cast(p_, bias_, x), cp_);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/functions.h"
 #include "nn/module.h"
 #include "nn/plan_cache.h"
 #include "nn/policy.h"
@@ -47,6 +48,14 @@ void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
   Tensor sum = Tensor::empty(existing.sizes(), existing.dtype(), existing.device());
   impl.add(ops::AddArgs{existing, g, sum});
   param.set_grad(sum);
+}
+
+// Mixed precision (tape modes): parameter t in the dtype x computes in; t itself when
+// they agree or t is undefined (no bias).
+template <class P>
+Tensor compute_cast(const P& p, const Tensor& t, const Tensor& x) {
+  if (!t.defined() || t.dtype() == x.dtype() || !is_floating(x.dtype())) return t;
+  return autograd::cast(p, t, x.dtype());
 }
 
 // Empty per-mode state for the tape policies.

@@ -29,7 +29,7 @@ Tensor Linear<P>::forward(const Tensor& x) {
     e.plan.forward();
     return e.plan.y;
   } else {
-    return autograd::linear(p_, x, weight_, bias_);
+    return autograd::linear(p_, x, detail::compute_cast(p_, weight_, x), detail::compute_cast(p_, bias_, x));
   }
 }
 

@@ -1,5 +1,8 @@
 // batch norm, relu, pooling, global average pooling and linear on the cuda backend
 // against the reference, forward and backward, NCHW and NHWC.
+#include <algorithm>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -177,21 +180,54 @@ TEST_F(CudaNormPoolLinear, Pooling) {
   check_pool(be(), ref_, {2, 64, 112, 112}, PP(3, 2, 1), kNHWC, seed += 10);
 }
 
+// Each [H,W] plane a random permutation of (k+1)/128, k < H*W <= 127: exact in bf16
+// and f16, and without ties, so max pooling's backward has one winner per window.
+Tensor distinct_planes(const Shape& xs, DType dt, uint64_t seed, MemoryFormat fmt) {
+  const int64_t hw = xs[2] * xs[3];
+  std::vector<double> v(static_cast<size_t>(xs.numel()));
+  std::mt19937_64 rng(seed);
+  for (int64_t plane = 0; plane < xs[0] * xs[1]; ++plane) {
+    std::vector<int64_t> k(static_cast<size_t>(hw));
+    std::iota(k.begin(), k.end(), 0);
+    std::shuffle(k.begin(), k.end(), rng);
+    for (int64_t i = 0; i < hw; ++i) v[static_cast<size_t>(plane * hw + i)] = static_cast<double>(k[i] + 1) / 128.0;
+  }
+  Tensor f = Tensor::from_vector(v, xs);
+  Tensor out = Tensor::empty(xs, dt, Device::cpu(), fmt);
+  copy_into(f, out);
+  return out;
+}
+
+// f16 and bf16 pooling (bf16 max pooling is what a mixed-precision ResNet's stem
+// runs), forward and max pooling's backward, in both layouts.
 TEST_F(CudaNormPoolLinear, PoolingHalf) {
-  ASSERT_TRUE(be().supports(ops::OpId::max_pool2d_fwd, DType::f16));
   const Pool2dParams p = PP(3, 2, 1);
   const Shape xs{2, 8, 9, 9}, ys = pool_out(xs, p);
-  const Tensor x16 = random_tensor(xs, DType::f16, 1400);
-  Tensor x32 = Tensor::empty(xs);
-  copy_into(x16, x32);
-  const Tensor y = gpu_nan(ys, kNCHW, DType::f16), y_ref = cpu_nan(ys);
-  be().max_pool2d_fwd({to_gpu(x16), y, p});
-  ref_.max_pool2d_fwd({x32, y_ref, p});
-  STRATA_EXPECT_CLOSE(y, y_ref, 0.0, "max_pool2d_fwd f16 (exact)");
-  const Tensor ya = gpu_nan(ys, kNCHW, DType::f16), ya_ref = cpu_nan(ys);
-  be().avg_pool2d_fwd({to_gpu(x16), ya, p});
-  ref_.avg_pool2d_fwd({x32, ya_ref, p});
-  STRATA_EXPECT_CLOSE(ya, ya_ref, kTolF16, "avg_pool2d_fwd f16");
+  uint64_t seed = 1400;
+  for (DType dt : {DType::f16, DType::bf16}) {
+    for (MemoryFormat fmt : {kNCHW, kNHWC}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (fmt == kNHWC ? " nhwc" : " nchw"));
+      ASSERT_TRUE(be().supports(ops::OpId::max_pool2d_fwd, dt));
+      ASSERT_TRUE(be().supports(ops::OpId::max_pool2d_bwd, dt));
+      const double tol = dt == DType::bf16 ? kTolBf16 : kTolF16;
+      const Tensor xh = distinct_planes(xs, dt, seed += 10, fmt), dyh = random_tensor(ys, dt, seed += 10);
+      Tensor x32 = Tensor::empty(xs, DType::f32, Device::cpu(), fmt), dy32 = Tensor::empty(ys);
+      copy_into(xh, x32);
+      copy_into(dyh, dy32);
+      const Tensor xg = to_gpu(xh), y = gpu_nan(ys, fmt, dt), y_ref = cpu_nan(ys, fmt);
+      be().max_pool2d_fwd({xg, y, p});
+      ref_.max_pool2d_fwd({x32, y_ref, p});
+      STRATA_EXPECT_CLOSE(y, y_ref, 0.0, "max_pool2d_fwd (exact)");
+      const Tensor dx = gpu_nan(xs, fmt, dt), dx_ref = cpu_nan(xs, fmt);
+      be().max_pool2d_bwd({xg, y, to_gpu(dyh), dx, p});
+      ref_.max_pool2d_bwd({x32, y_ref, dy32, dx_ref, p});
+      STRATA_EXPECT_CLOSE(dx, dx_ref, tol, "max_pool2d_bwd");
+      const Tensor ya = gpu_nan(ys, fmt, dt), ya_ref = cpu_nan(ys, fmt);
+      be().avg_pool2d_fwd({xg, ya, p});
+      ref_.avg_pool2d_fwd({x32, ya_ref, p});
+      STRATA_EXPECT_CLOSE(ya, ya_ref, tol, "avg_pool2d_fwd");
+    }
+  }
 }
 
 TEST_F(CudaNormPoolLinear, GlobalAvgPool) {

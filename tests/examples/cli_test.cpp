@@ -87,15 +87,16 @@ TEST(TrainCli, UnknownBackendNamesTheBuiltOnes) {
   EXPECT_STRATA_ERROR(train::resolve(o), "backend 'tpu' is not built into this strata; built: ", "reference");
 }
 
-TEST(TrainCli, OnlyFp32PrecisionIsAccepted) {
+TEST(TrainCli, MixedPrecisionNeedsABf16BackendAndATapeMode) {
   train::TrainOptions o;
-  o.backend = "reference";
+  o.backend = "reference";  // f32/f64 only
   o.precision = "bf16";
-  EXPECT_STRATA_ERROR(train::resolve(o), "precision 'bf16' is not supported", "supported: fp32");
+  EXPECT_STRATA_ERROR(train::resolve(o), "precision 'bf16' is not supported on backend 'reference'",
+                      "supported: fp32");
   o.precision = "fp16";
-  EXPECT_STRATA_ERROR(train::resolve(o), "precision 'fp16' is not supported", "supported: fp32");
+  EXPECT_STRATA_ERROR(train::resolve(o), "precision 'fp16' is not supported", "loss scaling");
   o.precision = "fp8";
-  EXPECT_STRATA_ERROR(train::resolve(o), "unknown precision 'fp8'", "supported by strata_train: fp32");
+  EXPECT_STRATA_ERROR(train::resolve(o), "unknown precision 'fp8'", "supported by strata_train: fp32, bf16");
 }
 
 TEST(TrainCli, Tf32IsForTheCudaBackendOnly) {
