@@ -34,5 +34,7 @@ template <class D> Tensor reshape(const D& d, const Tensor& x, const Shape& size
 // x converted to dtype dt (x itself when it already is); the gradient flows back
 // converted to x's dtype. Mixed precision casts f32 master weights with it.
 template <class D> Tensor cast(const D& d, const Tensor& x, DType dt);
+// ... and in layout fmt (rank 4; the gradient returns in x's layout).
+template <class D> Tensor cast(const D& d, const Tensor& x, DType dt, MemoryFormat fmt);
 
 }  // namespace strata::autograd

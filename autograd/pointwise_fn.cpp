@@ -103,33 +103,37 @@ class ReshapeNode final : public NodeT<D> {
   Shape in_;
 };
 
-// Mixed precision: the gradient goes back in the dtype of the input (an f32 master
-// weight gets an f32 gradient from a bf16 use), in the layout it arrives in.
+// Mixed precision: the gradient goes back in the dtype and layout of the input (an
+// f32 master weight gets an f32 gradient from a bf16 use).
 template <class D>
 class CastNode final : public NodeT<D> {
  public:
-  CastNode(const D& d, DType in) : NodeT<D>(d), in_(in) {}
+  CastNode(const D& d, DType in, MemoryFormat fmt) : NodeT<D>(d), in_(in), fmt_(fmt) {}
   std::string_view name() const override { return "cast"; }
-  std::vector<Tensor> apply(const Tensor& dy) override {
-    const MemoryFormat fmt =
-        dy.is_channels_last() && !dy.is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
-    return {ops::to(this->d_, dy, in_, dy.device(), fmt)};
-  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::to(this->d_, dy, in_, dy.device(), fmt_)}; }
   void release() override {}
 
  private:
   DType in_;
+  MemoryFormat fmt_;
 };
+
+MemoryFormat format_of(const Tensor& x) {
+  return x.is_channels_last() && !x.is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+}
 
 }  // namespace
 
 template <class D>
 Tensor cast(const D& d, const Tensor& x, DType dt) {
-  if (x.dtype() == dt) return x;
-  const MemoryFormat fmt =
-      x.is_channels_last() && !x.is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
-  Tensor y = ops::to(d, x, dt, x.device(), fmt);
-  record<CastNode<D>>(d, {&x}, y, x.dtype());
+  return cast(d, x, dt, format_of(x));
+}
+
+template <class D>
+Tensor cast(const D& d, const Tensor& x, DType dt, MemoryFormat fmt) {
+  if (x.dtype() == dt && fmt == format_of(x)) return x;
+  Tensor y = ops::to(d, x, dt, x.device(), x.dim() == 4 ? fmt : MemoryFormat::contiguous);
+  record<CastNode<D>>(d, {&x}, y, x.dtype(), format_of(x));
   return y;
 }
 
@@ -199,7 +203,8 @@ Tensor reshape(const D& d, const Tensor& x, const Shape& sizes) {
   template Tensor scale<D>(const D&, const Tensor&, double);                        \
   template Tensor dropout<D>(const D&, const Tensor&, double, uint64_t, uint64_t);  \
   template Tensor reshape<D>(const D&, const Tensor&, const Shape&);                \
-  template Tensor cast<D>(const D&, const Tensor&, DType);
+  template Tensor cast<D>(const D&, const Tensor&, DType);                           \
+  template Tensor cast<D>(const D&, const Tensor&, DType, MemoryFormat);
 STRATA_AUTOGRAD_INSTANTIATE_ALL()
 
 }  // namespace strata::autograd

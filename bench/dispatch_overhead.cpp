@@ -6,8 +6,11 @@
 //   frontend_static       ops::relu(StaticDispatch<Impl>): checks + output allocation + call
 //   frontend_virtual      ops::relu(VirtualDispatch):   the same + one virtual call
 //   autograd_virtual      autograd::relu with an input that requires grad: + tape node
-// plus the pure indirection (virtual vs template vs direct call of one function).
-// Run for the reference and null backends (and any other CPU backend built).
+// plus the pure indirection (virtual vs template vs direct call of one function), for
+// relu on 64 floats, add on 1 element and a 3x3 convolution on a tiny input
+// ([1,4,8,8] * [4,4,3,3]). Run for every backend built and usable here. On the cuda
+// backend a call only enqueues work: its ns per call is the host's enqueue cost, with
+// the queue drained every 256 calls outside the timing (no back-pressure).
 // The Backend& comes from the registry at run time and is laundered through
 // benchmark::DoNotOptimize, so the compiler cannot devirtualise the call.
 #include <benchmark/benchmark.h>
@@ -16,16 +19,47 @@
 #include "backends/api/registry.h"
 #include "ops/direct/plans.h"
 #include "ops/dispatch.h"
+#include "ops/functional.h"
 #include "strata_generated/static_backends.h"
 
 using namespace strata;
 
 namespace {
 
-Tensor filled(const Shape& s, float v) {
+Tensor filled(const Shape& s, float v, Device d = Device::cpu()) {
   std::vector<float> data(static_cast<size_t>(s.numel()), v);
   for (size_t i = 0; i < data.size(); ++i) data[i] = v * (i % 2 ? 1.f : -1.f);
-  return Tensor::from_vector(data, s);
+  Tensor host = Tensor::from_vector(data, s);
+  if (d.is_cpu()) return host;
+  Tensor t = Tensor::empty(s, DType::f32, d);
+  copy_into(host, t);
+  return t;
+}
+
+// Runs `call` once per iteration. On a device backend, every 256 calls the queued
+// work is waited for outside the timing, so the host never blocks on a full launch
+// queue and the time is the enqueue cost alone (CPU backends return when done).
+template <class Impl, class F>
+void timed_loop(benchmark::State& st, F&& call) {
+  Impl& impl = backends::registry().impl<Impl>();
+  int n = 0;
+  for (auto _ : st) {
+    call();
+    benchmark::ClobberMemory();
+    if constexpr (Impl::kDevice != DeviceType::cpu) {
+      if (++n % 256 == 0) {
+        st.PauseTiming();
+        impl.synchronize();
+        st.ResumeTiming();
+      }
+    }
+  }
+  impl.synchronize();
+}
+
+template <class Impl>
+Device device_of() {
+  return Device{Impl::kDevice, 0};
 }
 
 // --- pure indirection -------------------------------------------------------
@@ -98,100 +132,123 @@ BENCHMARK(BM_plain_loop_add1);
 template <class Impl>
 void BM_backend_member_relu64(benchmark::State& st) {
   auto& impl = backends::registry().impl<Impl>();
-  Tensor x = filled({64}, 0.5f), y = Tensor::empty({64});
+  Tensor x = filled({64}, 0.5f, device_of<Impl>()), y = Tensor::empty({64}, DType::f32, device_of<Impl>());
   const ops::ReluFwdArgs args{x, y};
-  for (auto _ : st) {
-    impl.relu_fwd(args);
-    benchmark::ClobberMemory();
-  }
+  timed_loop<Impl>(st, [&] { impl.relu_fwd(args); });
 }
 
 template <class Impl>
 void BM_direct_plan_relu64(benchmark::State& st) {
-  auto& impl = backends::registry().impl<Impl>();
-  Tensor x = filled({64}, 0.5f);
+  const Tensor x = filled({64}, 0.5f, device_of<Impl>());  // a plan binds its input by pointer
   ops::direct::ReluPlan<Impl> plan;
-  plan.plan(impl, x);
-  for (auto _ : st) {
-    plan.forward();
-    benchmark::ClobberMemory();
+  plan.plan(backends::registry().impl<Impl>(), x);
+  timed_loop<Impl>(st, [&] { plan.forward(); });
+}
+
+// The front end (and the tape) through static or virtual dispatch; `grad` makes the
+// input require a gradient, so autograd:: records a node.
+template <class Impl, class D>
+D dispatcher() {
+  if constexpr (std::is_same_v<D, ops::VirtualDispatch>) {
+    backends::Backend* b = &backends::registry().get(Impl::kName);
+    benchmark::DoNotOptimize(b);  // no devirtualisation
+    return ops::VirtualDispatch(*b);
+  } else {
+    return D(backends::registry().impl<Impl>());
   }
 }
 
-template <class Impl>
-void BM_frontend_static_relu64(benchmark::State& st) {
-  ops::StaticDispatch<Impl> d(backends::registry().impl<Impl>());
-  Tensor x = filled({64}, 0.5f);
-  for (auto _ : st) benchmark::DoNotOptimize(ops::relu(d, x));
+template <class Impl, class D>
+void BM_frontend_relu64(benchmark::State& st) {
+  const D d = dispatcher<Impl, D>();
+  Tensor x = filled({64}, 0.5f, device_of<Impl>());
+  timed_loop<Impl>(st, [&] { benchmark::DoNotOptimize(ops::relu(d, x)); });
 }
 
-template <class Impl>
-void BM_frontend_virtual_relu64(benchmark::State& st) {
-  backends::Backend* b = &backends::registry().get(Impl::kName);
-  benchmark::DoNotOptimize(b);
-  ops::VirtualDispatch d(*b);
-  Tensor x = filled({64}, 0.5f);
-  for (auto _ : st) benchmark::DoNotOptimize(ops::relu(d, x));
-}
-
-template <class Impl>
-void BM_autograd_virtual_relu64(benchmark::State& st) {
-  backends::Backend* b = &backends::registry().get(Impl::kName);
-  benchmark::DoNotOptimize(b);
-  ops::VirtualDispatch d(*b);
-  Tensor x = filled({64}, 0.5f);
+template <class Impl, class D>
+void BM_autograd_relu64(benchmark::State& st) {
+  const D d = dispatcher<Impl, D>();
+  Tensor x = filled({64}, 0.5f, device_of<Impl>());
   x.set_requires_grad(true);
-  for (auto _ : st) benchmark::DoNotOptimize(autograd::relu(d, x));
-}
-
-template <class Impl>
-void BM_autograd_static_relu64(benchmark::State& st) {
-  ops::StaticDispatch<Impl> d(backends::registry().impl<Impl>());
-  Tensor x = filled({64}, 0.5f);
-  x.set_requires_grad(true);
-  for (auto _ : st) benchmark::DoNotOptimize(autograd::relu(d, x));
+  timed_loop<Impl>(st, [&] { benchmark::DoNotOptimize(autograd::relu(d, x)); });
 }
 
 template <class Impl>
 void BM_backend_member_add1(benchmark::State& st) {
   auto& impl = backends::registry().impl<Impl>();
-  Tensor a = filled({1}, 1.f), b = filled({1}, 2.f), y = Tensor::empty({1});
+  const Device dev = device_of<Impl>();
+  Tensor a = filled({1}, 1.f, dev), b = filled({1}, 2.f, dev), y = Tensor::empty({1}, DType::f32, dev);
   const ops::AddArgs args{a, b, y};
-  for (auto _ : st) {
-    impl.add(args);
-    benchmark::ClobberMemory();
+  timed_loop<Impl>(st, [&] { impl.add(args); });
+}
+
+template <class Impl, class D>
+void BM_frontend_add1(benchmark::State& st) {
+  const D d = dispatcher<Impl, D>();
+  Tensor a = filled({1}, 1.f, device_of<Impl>()), b = filled({1}, 2.f, device_of<Impl>());
+  timed_loop<Impl>(st, [&] { benchmark::DoNotOptimize(ops::add(d, a, b)); });
+}
+
+// --- a tiny convolution: [1,4,8,8] * [4,4,3,3], padding 1 ---------------------------
+struct TinyConv {
+  Tensor x, w;
+  ops::Conv2dParams p;
+  explicit TinyConv(Device d) : x(filled({1, 4, 8, 8}, 0.5f, d)), w(filled({4, 4, 3, 3}, 0.1f, d)) {
+    p.pad_h = p.pad_w = 1;
   }
+};
+
+template <class Impl>
+void BM_backend_member_conv(benchmark::State& st) {
+  auto& impl = backends::registry().impl<Impl>();
+  TinyConv c(device_of<Impl>());
+  Tensor y = Tensor::empty({1, 4, 8, 8}, DType::f32, device_of<Impl>());
+  const ops::Conv2dFwdArgs args{c.x, c.w, Tensor(), y, c.p};
+  timed_loop<Impl>(st, [&] { impl.conv2d_fwd(args); });
 }
 
 template <class Impl>
-void BM_frontend_static_add1(benchmark::State& st) {
-  ops::StaticDispatch<Impl> d(backends::registry().impl<Impl>());
-  Tensor a = filled({1}, 1.f), b = filled({1}, 2.f);
-  for (auto _ : st) benchmark::DoNotOptimize(ops::add(d, a, b));
+void BM_direct_plan_conv(benchmark::State& st) {
+  TinyConv c(device_of<Impl>());
+  ops::direct::Conv2dPlan<Impl> plan;
+  plan.plan(backends::registry().impl<Impl>(), c.x, c.w, Tensor(), c.p);
+  timed_loop<Impl>(st, [&] { plan.forward(); });
 }
 
-template <class Impl>
-void BM_frontend_virtual_add1(benchmark::State& st) {
-  backends::Backend* bk = &backends::registry().get(Impl::kName);
-  benchmark::DoNotOptimize(bk);
-  ops::VirtualDispatch d(*bk);
-  Tensor a = filled({1}, 1.f), b = filled({1}, 2.f);
-  for (auto _ : st) benchmark::DoNotOptimize(ops::add(d, a, b));
+template <class Impl, class D>
+void BM_frontend_conv(benchmark::State& st) {
+  const D d = dispatcher<Impl, D>();
+  TinyConv c(device_of<Impl>());
+  timed_loop<Impl>(st, [&] { benchmark::DoNotOptimize(ops::conv2d(d, c.x, c.w, Tensor(), c.p)); });
 }
 
 template <class Impl>
 void register_backend_benchmarks() {
   const std::string n(Impl::kName);
-  if (Impl::kDevice != DeviceType::cpu || backends::registry().find(n) == nullptr) return;
-  benchmark::RegisterBenchmark(("relu64/" + n + "/backend_member").c_str(), BM_backend_member_relu64<Impl>);
-  benchmark::RegisterBenchmark(("relu64/" + n + "/direct_plan").c_str(), BM_direct_plan_relu64<Impl>);
-  benchmark::RegisterBenchmark(("relu64/" + n + "/frontend_static").c_str(), BM_frontend_static_relu64<Impl>);
-  benchmark::RegisterBenchmark(("relu64/" + n + "/frontend_virtual").c_str(), BM_frontend_virtual_relu64<Impl>);
-  benchmark::RegisterBenchmark(("relu64/" + n + "/autograd_static").c_str(), BM_autograd_static_relu64<Impl>);
-  benchmark::RegisterBenchmark(("relu64/" + n + "/autograd_virtual").c_str(), BM_autograd_virtual_relu64<Impl>);
-  benchmark::RegisterBenchmark(("add1/" + n + "/backend_member").c_str(), BM_backend_member_add1<Impl>);
-  benchmark::RegisterBenchmark(("add1/" + n + "/frontend_static").c_str(), BM_frontend_static_add1<Impl>);
-  benchmark::RegisterBenchmark(("add1/" + n + "/frontend_virtual").c_str(), BM_frontend_virtual_add1<Impl>);
+  if (backends::registry().find(n) == nullptr) return;  // not built, or no GPU here
+  using S = ops::StaticDispatch<Impl>;
+  using V = ops::VirtualDispatch;
+  const std::pair<const char*, void (*)(benchmark::State&)> benches[] = {
+      {"relu64/backend_member", BM_backend_member_relu64<Impl>},
+      {"relu64/direct_plan", BM_direct_plan_relu64<Impl>},
+      {"relu64/frontend_static", BM_frontend_relu64<Impl, S>},
+      {"relu64/frontend_virtual", BM_frontend_relu64<Impl, V>},
+      {"relu64/autograd_static", BM_autograd_relu64<Impl, S>},
+      {"relu64/autograd_virtual", BM_autograd_relu64<Impl, V>},
+      {"add1/backend_member", BM_backend_member_add1<Impl>},
+      {"add1/frontend_static", BM_frontend_add1<Impl, S>},
+      {"add1/frontend_virtual", BM_frontend_add1<Impl, V>},
+      {"conv3x3/backend_member", BM_backend_member_conv<Impl>},
+      {"conv3x3/direct_plan", BM_direct_plan_conv<Impl>},
+      {"conv3x3/frontend_static", BM_frontend_conv<Impl, S>},
+      {"conv3x3/frontend_virtual", BM_frontend_conv<Impl, V>},
+  };
+  for (const auto& [what, fn] : benches) {
+    const std::string w(what);
+    const auto slash = w.find('/');
+    // "<op>/<backend>/<path>", the names docs/dispatch_overhead.md and tools/study read.
+    benchmark::RegisterBenchmark((w.substr(0, slash) + "/" + n + w.substr(slash)).c_str(), fn);
+  }
 }
 
 }  // namespace

@@ -5,9 +5,13 @@
 if(STRATA_WITH_CUDA_ENABLED)
   find_package(CLI11 CONFIG REQUIRED)
   find_package(nlohmann_json CONFIG REQUIRED)
+  # Step timer, random inputs, device description: shared with bench/study/.
+  add_library(strata_bench_resnet50 STATIC ${CMAKE_CURRENT_LIST_DIR}/resnet50_support.cpp)
+  target_include_directories(strata_bench_resnet50 PUBLIC ${CMAKE_CURRENT_LIST_DIR})
   # CUDA events around each step (the runtime only: no CUDA header reaches strata's).
+  target_link_libraries(strata_bench_resnet50 PUBLIC strata::strata nlohmann_json::nlohmann_json PRIVATE CUDA::cudart)
   add_executable(resnet50_gpu ${CMAKE_CURRENT_LIST_DIR}/resnet50_gpu.cpp)
-  target_link_libraries(resnet50_gpu PRIVATE strata::strata CLI11::CLI11 nlohmann_json::nlohmann_json CUDA::cudart)
+  target_link_libraries(resnet50_gpu PRIVATE strata_bench_resnet50 CLI11::CLI11 CUDA::cudart)
   add_executable(export_resnet50 ${CMAKE_CURRENT_LIST_DIR}/export_resnet50.cpp)
   target_link_libraries(export_resnet50 PRIVATE strata::strata CLI11::CLI11 nlohmann_json::nlohmann_json)
 endif()

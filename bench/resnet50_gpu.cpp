@@ -10,8 +10,8 @@
 //   train_b128_32, train_b128_224        training step, f32 NCHW
 //   train_b128_224_nhwc                  training step, f32 channels-last
 //   train_b256_224_nhwc_bf16             bf16 mixed precision, channels-last (PyTorch's
-//                                        autocast): strata's nn has no mixed-precision
-//                                        path yet, so it is reported "not_supported".
+//                                        autocast; strata: nn::ModelOptions::compute_dtype,
+//                                        tape modes only: direct is "not_supported").
 // A training step is zero_grad + forward + cross-entropy + backward + SGD (momentum
 // 0.9, lr 0.01) on random inputs and random labels (never zeros).
 //
@@ -57,15 +57,14 @@
 #include "core/allocator.h"
 #include "nn/nn.h"
 #include "ops/trace.h"
+#include "resnet50_support.h"
+#include "study/stats.h"
 
 using namespace strata;
 using json = nlohmann::json;
+using study::quantile;
 
 namespace {
-
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 // --- configurations ----------------------------------------------------------
 
@@ -100,15 +99,6 @@ BenchConfig parse_config(const std::string& s) {
 
 // --- statistics ---------------------------------------------------------------
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
 json summary(const std::vector<double>& v) {
   if (v.empty()) return nullptr;
   return {{"median", quantile(v, 0.5)},
@@ -117,81 +107,7 @@ json summary(const std::vector<double>& v) {
           {"min", *std::min_element(v.begin(), v.end())}};
 }
 
-// --- timing --------------------------------------------------------------------
-
-// One step's device time by CUDA events on `stream` (cuda), or host time after a
-// synchronize (CPU backends), plus enqueue and wall time by steady_clock.
-class StepTimer {
- public:
-  using Clock = std::chrono::steady_clock;
-  StepTimer(bool cuda, void* stream, backends::Backend& be) : cuda_(cuda), be_(be) {
-    if (cuda_) {
-      stream_ = static_cast<cudaStream_t>(stream);
-      cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
-      cuda_check(cudaEventCreate(&end_), "cudaEventCreate");
-    }
-  }
-  ~StepTimer() {
-    if (cuda_) {
-      cudaEventDestroy(start_);
-      cudaEventDestroy(end_);
-    }
-  }
-  StepTimer(const StepTimer&) = delete;
-  StepTimer& operator=(const StepTimer&) = delete;
-
-  void begin() {
-    t0_ = Clock::now();
-    if (cuda_) cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord(start)");
-  }
-  void enqueued() {
-    t1_ = Clock::now();
-    if (cuda_) cuda_check(cudaEventRecord(end_, stream_), "cudaEventRecord(end)");
-  }
-  // Waits for the step; returns {device_ms, host_ms, wall_ms}.
-  std::array<double, 3> finish() {
-    float device = 0;
-    if (cuda_) {
-      cuda_check(cudaEventSynchronize(end_), "cudaEventSynchronize");
-      cuda_check(cudaEventElapsedTime(&device, start_, end_), "cudaEventElapsedTime");
-    } else {
-      be_.synchronize();
-    }
-    const auto t2 = Clock::now();
-    auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    const double wall = ms(t2 - t0_);
-    return {cuda_ ? static_cast<double>(device) : wall, ms(t1_ - t0_), wall};
-  }
-
- private:
-  bool cuda_;
-  backends::Backend& be_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, end_ = nullptr;
-  Clock::time_point t0_, t1_;
-};
-
 // --- one measurement -----------------------------------------------------------
-
-// The op trace of one step (tape modes): host time inside the backend per op,
-// summed by op name, largest first.
-json summarize_trace(const std::vector<ops::TraceEvent>& events) {
-  std::map<std::string_view, std::pair<int64_t, double>> by;
-  double total = 0;
-  for (const auto& e : events) {
-    auto& [n, us] = by[op_name(e.op)];
-    ++n;
-    us += e.host_us;
-    total += e.host_us;
-  }
-  std::vector<std::pair<std::string_view, std::pair<int64_t, double>>> v(by.begin(), by.end());
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
-  json ops = json::array();
-  for (const auto& [name, cu] : v)
-    ops.push_back({{"op", std::string(name)}, {"count", cu.first}, {"total_us", cu.second},
-                   {"mean_us", cu.second / static_cast<double>(cu.first)}});
-  return {{"ops", events.size()}, {"backend_host_us", total}, {"by_op", ops}};
-}
 
 struct Options {
   std::string backend = "cuda";
@@ -204,26 +120,6 @@ struct Options {
 };
 
 constexpr int kMinIters = 20;
-constexpr int64_t kClasses = 1000;
-
-// Random N(0,1)-ish values (uniform in [-1.7, 1.7), variance ~1), never zeros in bulk.
-Tensor random_images(const BenchConfig& c, MemoryFormat fmt, uint64_t seed) {
-  Tensor host = Tensor::empty(Shape{c.batch, 3, c.resolution, c.resolution}, DType::f32, Device::cpu(), fmt);
-  std::mt19937_64 gen(seed);
-  float* p = host.data<float>();
-  const int64_t n = host.numel();
-  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(static_cast<double>(gen() >> 11) * 0x1.0p-53 * 3.4 - 1.7);
-  return host;
-}
-
-Tensor random_labels(int64_t n, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::vector<int64_t> v(static_cast<size_t>(n));
-  for (auto& x : v) x = static_cast<int64_t>(gen() % kClasses);
-  Tensor t = Tensor::empty(Shape{n}, DType::i64);
-  std::copy(v.begin(), v.end(), t.data<int64_t>());
-  return t;
-}
 
 json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
   json r = {{"config", c.name},
@@ -233,40 +129,31 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
             {"resolution", c.resolution},
             {"dtype", c.bf16 ? "bf16-mixed" : "f32"},
             {"layout", c.nhwc ? "NHWC" : "NCHW"}};
-  if (c.bf16) {
+  if (c.bf16 && mode == ops::DispatchMode::direct) {
     r["status"] = "not_supported";
-    r["note"] =
-        "not supported yet: strata's nn has no mixed-precision (autocast) path, and the cuda backend's batch_norm, "
-        "loss and optimizer ops are f32-only";
+    r["note"] = "mixed precision runs in the tape modes (virtual, static) only; direct mode: not yet";
     return r;
   }
   backends::Backend& be = backends::registry().get(o.backend);
   const bool cuda = be.device_type() == DeviceType::cuda;
   try {
     if (cuda) {
-      cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      bench::cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
       backends::cuda::empty_cache();
     }
-    nn::ResNetConfig rc;
-    rc.depth = 50;
-    rc.num_classes = kClasses;
-    nn::ModelOptions mo;
-    mo.memory_format = c.nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+    const MemoryFormat fmt = c.nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous;
     auto t_build = std::chrono::steady_clock::now();
-    auto model = nn::make_resnet(rc, mode, o.backend, mo);
+    auto model = bench::make_resnet50(mode, o.backend, fmt, c.bf16 ? std::optional<DType>(DType::bf16) : std::nullopt);
     r["describe"] = model->describe();
     const Shape in_sizes{c.batch, 3, c.resolution, c.resolution};
     Tensor x = model->input_buffer(in_sizes);
-    copy_into(random_images(c, mo.memory_format, o.seed), x);
+    copy_into(bench::random_images(c.batch, c.resolution, fmt, o.seed), x);
     Tensor labels = Tensor::empty(Shape{c.batch}, DType::i64, model->device());
-    copy_into(random_labels(c.batch, o.seed + 1), labels);
+    copy_into(bench::random_labels(c.batch, o.seed + 1), labels);
     std::unique_ptr<nn::Optimizer> opt;
     if (c.train) {
       model->train();
-      nn::OptimizerConfig oc;
-      oc.kind = nn::OptimizerKind::sgd;
-      oc.lr = o.lr;
-      oc.momentum = 0.9;
+      const nn::OptimizerConfig oc = bench::sgd_config(o.lr);
       opt = model->make_optimizer(oc);
       r["optimizer"] = nn::describe(oc);
     } else {
@@ -274,30 +161,18 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     }
     be.synchronize();
     const size_t fallbacks_before = cuda ? backends::cuda::layout_fallbacks() : 0;
+    const auto conv_api_before = cuda ? backends::cuda::conv_api_counts() : backends::cuda::ConvApiCounts{};
     r["setup_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
 
     Allocator& alloc = allocator_for(model->device());
     alloc.reset_peak();
     double check = NAN;
-    // One step; `read` takes the check value (loss, or the logits' sum) after timing.
-    auto step = [&](bool read) {
-      if (c.train) {
-        nn::StepResult s = model->train_step(x, labels, *opt);
-        return read ? std::function<double()>([s] { return s.loss.item(); }) : std::function<double()>();
-      }
-      Tensor y = model->predict(x);
-      return read ? std::function<double()>([y] {
-        double sum = 0;
-        for (float v : y.to_vector<float>()) sum += v;
-        return sum;
-      })
-                  : std::function<double()>();
-    };
+    const bench::Step step = bench::make_step(*model, x, labels, opt.get());
 
     for (int i = 0; i < o.warmup; ++i) step(false);
     be.synchronize();
 
-    StepTimer timer(cuda, cuda ? backends::registry().impl<backends::CudaBackend>().stream() : nullptr, be);
+    bench::StepTimer timer(cuda, cuda ? backends::registry().impl<backends::CudaBackend>().stream() : nullptr, be);
     std::vector<double> dev, host, wall;
     const auto t_start = std::chrono::steady_clock::now();
     for (int i = 0; i < o.iters; ++i) {
@@ -323,6 +198,12 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       r["layout_fallbacks_per_step"] =
           static_cast<double>(backends::cuda::layout_fallbacks() - fallbacks_before) /
           static_cast<double>(o.warmup + static_cast<int>(dev.size()));
+    if (cuda) {  // which cuDNN convolution API ran (graph plans, or the legacy calls)
+      const auto now = backends::cuda::conv_api_counts();
+      const double steps = static_cast<double>(o.warmup + static_cast<int>(dev.size()));
+      r["graph_convs_per_step"] = static_cast<double>(now.graph - conv_api_before.graph) / steps;
+      r["legacy_convs_per_step"] = static_cast<double>(now.legacy - conv_api_before.legacy) / steps;
+    }
     if (o.trace && mode != ops::DispatchMode::direct) {
       be.synchronize();
       ops::take_trace();
@@ -332,7 +213,7 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       const double enqueue_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       ops::set_trace_enabled(false);
       be.synchronize();
-      r["trace"] = summarize_trace(ops::take_trace());
+      r["trace"] = bench::summarize_trace(ops::take_trace());
       r["trace"]["step_enqueue_us"] = enqueue_us;
     }
     r["status"] = "ok";
@@ -361,24 +242,6 @@ std::string fmt_ms(const json& s) {
   return b;
 }
 
-json device_info(bool cuda) {
-  json d;
-  if (!cuda) return {{"name", "cpu"}};
-  cudaDeviceProp p{};
-  int rt = 0, drv = 0;
-  if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
-    d["name"] = p.name;
-    d["sm_count"] = p.multiProcessorCount;
-    d["memory_bytes"] = p.totalGlobalMem;
-    d["compute_capability"] = std::to_string(p.major) + "." + std::to_string(p.minor);
-  }
-  cudaRuntimeGetVersion(&rt);
-  cudaDriverGetVersion(&drv);
-  d["cuda_runtime"] = rt;
-  d["cuda_driver"] = drv;
-  return d;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -386,7 +249,7 @@ int main(int argc, char** argv) {
   Options o;
   std::string mode_opt = "all", json_path;
   std::vector<std::string> config_names{"all"};
-  bool tf32 = false, find_algos = false, nondeterministic = false, list = false;
+  bool tf32 = false, find_algos = false, nondeterministic = false, list = false, legacy_conv = false;
   app.add_option("--mode", mode_opt, "virtual | static | direct | all")
       ->check(CLI::IsMember({"virtual", "static", "direct", "all"}));
   app.add_option("--config", config_names, "configurations (or 'all'): <infer|train>_b<N>_<res>[_nhwc][_bf16]")
@@ -398,8 +261,10 @@ int main(int argc, char** argv) {
   app.add_option("--backend", o.backend, "cuda (default); reference or null for CPU smoke tests");
   app.add_option("--seed", o.seed, "seed of the random inputs and labels");
   app.add_flag("--tf32", tf32, "allow TF32 for f32 conv/linear (strata's default: off)");
-  app.add_flag("--cudnn-find", find_algos, "choose cuDNN algorithms by cudnnFind*Ex timing (default: heuristics)");
+  app.add_flag("--cudnn-find", find_algos, "choose cuDNN engines by timing them once per shape (default: heuristics)");
   app.add_flag("--nondeterministic", nondeterministic, "allow non-deterministic cuDNN algorithms (default: not)");
+  app.add_flag("--cudnn-legacy", legacy_conv,
+               "convolutions through the legacy cudnnConvolution* calls (default: cached graph-API plans)");
   app.add_flag("--trace", o.trace, "after timing, trace one step of the tape modes (host time per backend op)");
   std::string variant = "default";
   app.add_option("--variant", variant, "a label for this run's settings, written to the JSON");
@@ -432,20 +297,26 @@ int main(int argc, char** argv) {
       cb.set_allow_tf32(tf32);
       cb.set_benchmark(find_algos);
       cb.set_deterministic(!nondeterministic);
+      cb.set_cudnn_graph(!legacy_conv);
       const auto& s = cb.settings();
       settings["allow_tf32"] = s.allow_tf32;
       settings["deterministic"] = s.deterministic;
       settings["cudnn_find"] = s.benchmark;
       settings["persistent_batch_norm"] = s.persistent_batch_norm;
       settings["max_workspace_bytes"] = s.max_workspace_bytes;
+      settings["cudnn_graph"] = s.cudnn_graph;
+      const char* selection = s.cudnn_graph ? (s.benchmark ? "graph API, fastest of up to 8 heuristic engines (timed)"
+                                                           : "graph API, first engine of heuristics mode A")
+                                            : (s.benchmark ? "legacy API, cudnnFind*Ex timing"
+                                                           : "legacy API, cudnnGet*Algorithm_v7 heuristics");
       settings["algorithm_selection"] =
-          std::string(s.benchmark ? "cudnnFind*Ex timing" : "cudnnGet*Algorithm_v7 heuristics") +
+          std::string(selection) + ", cached plans" +
           (s.deterministic ? ", deterministic algorithms only" : "") + ", workspace cap " +
           std::to_string(s.max_workspace_bytes >> 20) + " MiB";
     }
     json out = {{"framework", "strata"},
                 {"variant", variant},
-                {"device", device_info(cuda)},
+                {"device", bench::device_info(cuda)},
                 {"settings", settings},
                 {"iters", o.iters},
                 {"warmup", o.warmup},

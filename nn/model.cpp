@@ -1,5 +1,7 @@
 #include "nn/model.h"
 
+#include <cmath>
+
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
@@ -30,11 +32,17 @@ class ModelImpl final : public Model {
       STRATA_CHECK(compute_ == dtype_, "Model: mixed precision (compute in ", dtype_name(compute_), ", parameters in ",
                    dtype_name(dtype_), ") is not supported in direct mode yet; use the virtual or static mode");
     STRATA_CHECK(is_floating(compute_), "Model: compute dtype must be floating, got ", dtype_name(compute_));
+    scale_ = o.initial_loss_scale.value_or(compute_ == DType::f16 ? 65536.0 : 0.0);
+    STRATA_CHECK(scale_ >= 0 && std::isfinite(scale_), "Model: initial_loss_scale must be finite and >= 0, got ",
+                 scale_);
+    if constexpr (is_direct_v<P>)
+      STRATA_CHECK(scale_ == 0, "Model: loss scaling is not supported in direct mode yet");
     describe_ = what + " | " + group_thousands(net_->num_parameters()) + " parameters | init " + init +
                 " | dispatch " + std::string(P::kMode) + " on " + std::string(p_.backend_name()) + " | " +
                 std::string(dtype_name(dt)) +
                 (compute_ != dt ? " parameters, " + std::string(dtype_name(compute_)) + " compute" : "") +
                 (fmt_ == MemoryFormat::channels_last ? " channels_last" : "") +
+                (scale_ > 0 ? " | dynamic loss scaling from " + std::to_string(static_cast<int64_t>(scale_)) : "") +
                 " | loss " + std::string(loss_kind_name(o.loss));
   }
 
@@ -69,10 +77,27 @@ class ModelImpl final : public Model {
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
     opt.zero_grad();
     StepResult r = forward_loss(x, targets);
+    if constexpr (!is_direct_v<P>) {
+      if (scale_ > 0) {
+        autograd::backward(autograd::scale(p_, loss_value_, scale_));
+        if (unscale_grads_all_finite()) {
+          opt.step();
+          if (++good_steps_ == kGrowthInterval) scale_ *= 2, good_steps_ = 0;
+        } else {
+          ++skipped_;
+          scale_ *= 0.5;
+          good_steps_ = 0;
+        }
+        return r;
+      }
+    }
     backward();
     opt.step();
     return r;
   }
+
+  double loss_scale() const override { return scale_; }
+  int64_t skipped_steps() const override { return skipped_; }
 
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
@@ -115,6 +140,22 @@ class ModelImpl final : public Model {
     }
   }
 
+  // Gradients times 1/scale (exact for the power-of-two scales used); whether all are
+  // finite, from one device-to-host read of the sum of their sums.
+  bool unscale_grads_all_finite() {
+    autograd::NoGradGuard guard;
+    Tensor total;
+    for (Tensor param : net_->parameters()) {
+      const Tensor g = param.grad();
+      if (!g.defined()) continue;
+      const Tensor u = ops::scale(p_, g, 1.0 / scale_);
+      param.set_grad(u);
+      const Tensor s = ops::sum(p_, u);
+      total = total.defined() ? ops::add(p_, total, s) : s;
+    }
+    return !total.defined() || std::isfinite(total.item());
+  }
+
   Tensor to_input(const Tensor& x) {
     STRATA_CHECK(x.defined(), "Model: input is undefined");
     return stage(x, compute_, fmt_, input_);
@@ -128,7 +169,10 @@ class ModelImpl final : public Model {
   P p_;
   std::unique_ptr<Module> net_;
   Loss<P> loss_;
+  static constexpr int64_t kGrowthInterval = 2000;
   DType dtype_, compute_;
+  double scale_ = 0;
+  int64_t good_steps_ = 0, skipped_ = 0;
   MemoryFormat fmt_;
   Tensor input_, targets_, logits_, loss_value_;
 };

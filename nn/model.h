@@ -35,6 +35,12 @@ struct ModelOptions {
   // in the parameters' dtype; nullopt computes in the parameters' dtype. Tape modes
   // only for now (direct mode refuses it with an error).
   std::optional<DType> compute_dtype;
+  // Dynamic loss scaling in train_step (PyTorch GradScaler's rule: the loss times S
+  // before backward, gradients times 1/S after; a step with a non-finite gradient is
+  // skipped and halves S; 2000 finite steps in a row double it). nullopt: on, from
+  // 65536, when computing in f16 (whose small range loses gradients), off otherwise;
+  // a value: on from that scale for any dtype; 0: off.
+  std::optional<double> initial_loss_scale;
 };
 
 // "fp32" -> nullopt (the parameters' dtype), "bf16" -> bf16, "fp16" -> f16, else a
@@ -67,8 +73,12 @@ class Model {
   // Gradients of the latest forward_loss into every parameter's .grad()
   // (accumulating onto gradients already there).
   virtual void backward() = 0;
-  // opt.zero_grad(); forward_loss; backward; opt.step().
+  // opt.zero_grad(); forward_loss; backward; opt.step() (with loss scaling: the step
+  // is skipped when a gradient is not finite, see ModelOptions::initial_loss_scale).
   virtual StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) = 0;
+  // Loss scaling state: the current scale (0 when off) and the steps skipped so far.
+  virtual double loss_scale() const = 0;
+  virtual int64_t skipped_steps() const = 0;
   // Logits without recording a tape.
   virtual Tensor predict(const Tensor& x) = 0;
   // Direct mode: the planned input buffer for inputs of `sizes` (write a batch here to

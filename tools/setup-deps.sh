@@ -10,7 +10,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libopenblas-dev libeigen3-dev libdnnl-dev
       libcli11-dev nlohmann-json3-dev libfmt-dev
       zlib1g-dev libturbojpeg0-dev libpugixml-dev
-      dataset-fashion-mnist)
+      dataset-fashion-mnist
+      gnuplot-nox)  # tools/study/make_page.py's plots
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

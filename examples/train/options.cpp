@@ -36,7 +36,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--dispatch", o.dispatch, "virtual | static | direct")
       ->check(CLI::IsMember({"virtual", "static", "direct"}));
   app->add_option("--precision", o.precision,
-                  "fp32 | bf16 (mixed precision, cuda; virtual/static dispatch) (fp16: not yet)");
+                  "fp32 | bf16 | fp16 (mixed precision, cuda, virtual/static dispatch; fp16 with dynamic loss scaling)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
   app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
       ->check(CLI::Range(0, 100000));
@@ -97,11 +97,11 @@ std::string best_cpu_backend() {
 void check_precision(const std::string& precision, const std::string& backend, const std::string& dispatch) {
   if (precision == "fp32") return;
   STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
-               "' (known: fp32, bf16, fp16; supported by strata_train: fp32, bf16)");
-  STRATA_CHECK(precision == "bf16", "precision 'fp16' is not supported by strata_train yet (it needs dynamic loss "
-               "scaling); supported: fp32, bf16");
-  STRATA_CHECK(backends::registry().get(backend).supports(ops::OpId::conv2d_fwd, DType::bf16), "precision '",
-               precision, "' is not supported on backend '", backend, "' (no bf16 convolution); supported: fp32");
+               "' (known and supported by strata_train: fp32, bf16, fp16)");
+  const DType dt = precision == "bf16" ? DType::bf16 : DType::f16;
+  STRATA_CHECK(backends::registry().get(backend).supports(ops::OpId::conv2d_fwd, dt), "precision '", precision,
+               "' is not supported on backend '", backend, "' (no ", dtype_name(dt),
+               " convolution); supported: fp32");
   STRATA_CHECK(dispatch != "direct", "precision '", precision,
                "' runs in the virtual and static dispatch modes only (direct mode: not yet)");
 }

@@ -73,9 +73,9 @@ RunConfig resolve(const TrainOptions& o);
 // The best CPU backend of this build: onednn, else openblas, else reference.
 std::string best_cpu_backend();
 
-// --precision: "fp32" everywhere; "bf16" (mixed precision: bf16 activations and
-// conv/linear, f32 master weights, BN and loss) on a backend with bf16 convolutions,
-// in the tape modes; "fp16" is known but not yet (it needs loss scaling).
+// --precision: "fp32" everywhere; "bf16"/"fp16" (mixed precision: half activations
+// and conv/linear, f32 master weights, BN and loss; fp16 with dynamic loss scaling)
+// on a backend with half convolutions, in the tape modes.
 void check_precision(const std::string& precision, const std::string& backend, const std::string& dispatch);
 
 // --threads: the OpenMP / OpenBLAS pools size themselves from the environment when

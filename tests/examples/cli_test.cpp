@@ -94,9 +94,10 @@ TEST(TrainCli, MixedPrecisionNeedsABf16BackendAndATapeMode) {
   EXPECT_STRATA_ERROR(train::resolve(o), "precision 'bf16' is not supported on backend 'reference'",
                       "supported: fp32");
   o.precision = "fp16";
-  EXPECT_STRATA_ERROR(train::resolve(o), "precision 'fp16' is not supported", "loss scaling");
+  EXPECT_STRATA_ERROR(train::resolve(o), "precision 'fp16' is not supported on backend 'reference'",
+                      "no f16 convolution");
   o.precision = "fp8";
-  EXPECT_STRATA_ERROR(train::resolve(o), "unknown precision 'fp8'", "supported by strata_train: fp32, bf16");
+  EXPECT_STRATA_ERROR(train::resolve(o), "unknown precision 'fp8'", "fp32, bf16, fp16");
 }
 
 TEST(TrainCli, Tf32IsForTheCudaBackendOnly) {

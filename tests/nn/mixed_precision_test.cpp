@@ -6,6 +6,9 @@
 // statistics in f64, and train.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <optional>
+
 #include "nn_test_util.h"
 
 namespace strata::testing {
@@ -89,6 +92,50 @@ TEST_P(NnMixedPrecision, TrainsAndPredictsInTheMastersDtype) {
   EXPECT_LT(last, 0.5 * first) << "25 steps on one batch should at least halve the loss";
   const Tensor p = m->predict(x);
   EXPECT_EQ(p.dtype(), DType::f64);
+}
+
+// Loss scaling by a power of two is exact while nothing overflows: the trained
+// parameters must be bitwise those of the unscaled run. A scale that overflows the f32
+// compute (gradients become inf) must skip the step, leave the parameters alone and
+// halve the scale, and training then continues.
+TEST_P(NnMixedPrecision, DynamicLossScalingIsExactAndSkipsOverflowingSteps) {
+  const Tensor x = random_tensor({4, 3, 12, 12}, DType::f32, 51);
+  const Tensor y = random_labels(4, 10, 52);
+  nn::OptimizerConfig oc;
+  oc.lr = 0.05;
+  auto run = [&](std::optional<double> scale, int steps) {
+    nn::ModelOptions o;
+    o.compute_dtype = DType::f32;
+    o.initial_loss_scale = scale;
+    auto m = nn::make_resnet(tiny(DType::f64), GetParam(), "reference", o);
+    auto opt = m->make_optimizer(oc);
+    for (int s = 0; s < steps; ++s) m->train_step(x, y, *opt);
+    return m;
+  };
+  auto plain = run(0.0, 3);
+  auto scaled = run(1024.0, 3);
+  EXPECT_EQ(plain->loss_scale(), 0.0);
+  EXPECT_EQ(scaled->loss_scale(), 1024.0);
+  EXPECT_EQ(scaled->skipped_steps(), 0);
+  EXPECT_NE(scaled->describe().find("dynamic loss scaling from 1024"), std::string::npos) << scaled->describe();
+  const auto a = plain->state_dict(), b = scaled->state_dict();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i].second, b[i].second)) << a[i].first;
+
+  // 2^200 * gradients overflows f32 (max ~3.4e38) on the way back through the casts.
+  const double huge = std::ldexp(1.0, 200);
+  auto fresh = run(0.0, 0);
+  auto overflow = run(huge, 1);
+  EXPECT_EQ(overflow->skipped_steps(), 1);
+  EXPECT_EQ(overflow->loss_scale(), huge / 2);
+  const auto f = fresh->state_dict(), g = overflow->state_dict();
+  for (size_t i = 0; i < f.size(); ++i)
+    if (f[i].first.find("num_batches_tracked") == std::string::npos &&
+        f[i].first.find("running_") == std::string::npos)
+      EXPECT_TRUE(bitwise_equal(f[i].second, g[i].second)) << "skipped step changed " << f[i].first;
+  nn::ModelOptions bad;
+  bad.initial_loss_scale = -1.0;
+  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), GetParam(), "reference", bad), "initial_loss_scale", "-1");
 }
 
 INSTANTIATE_TEST_SUITE_P(TapeModes, NnMixedPrecision,

@@ -27,17 +27,8 @@ log="$out/bench.log"
 : >"$log"
 export PYTHONUNBUFFERED=1
 
-cudnn_lib=$(python3 - <<'PY' 2>/dev/null
-import os
-try:
-    import nvidia.cudnn as m
-    print(os.path.join(list(m.__path__)[0], "lib"))
-except Exception:
-    import torch
-    print(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "cudnn", "lib"))
-PY
-)
-export LD_LIBRARY_PATH="${cudnn_lib}:$PWD/$pkg/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# shellcheck source=tools/gpu/env.sh
+source tools/gpu/env.sh
 {
   echo "== device ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu --format=csv 2>&1 | head -4

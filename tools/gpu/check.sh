@@ -12,17 +12,8 @@ pkg=${PKG:-.gpu}
 out=${OUT:-/tmp/strata-gpu}
 mkdir -p "$out"
 
-cudnn_lib=$(python3 - <<'PY' 2>/dev/null
-import os
-try:
-    import nvidia.cudnn as m
-    print(os.path.join(list(m.__path__)[0], "lib"))
-except Exception:
-    import torch
-    print(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "cudnn", "lib"))
-PY
-)
-export LD_LIBRARY_PATH="${cudnn_lib}:$PWD/$pkg/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# shellcheck source=tools/gpu/env.sh
+source tools/gpu/env.sh
 echo "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -4
 cudnn_version=$(python3 -c "import ctypes; print(ctypes.CDLL('libcudnn.so.9').cudnnGetVersion())" 2>&1)

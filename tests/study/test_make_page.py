@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""tools/study/make_page.py on a small fixed input (tests/study/fixture/, written by
+make_fixture.py): the page matches expected_RESULTS.md, and the numbers that matter are
+recomputed here from the fixture and found on the page.
+
+    python3 tests/study/test_make_page.py            # as ctest runs it
+    python3 tests/study/test_make_page.py --update   # rewrite expected_RESULTS.md
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MAKE_PAGE = os.path.join(ROOT, "tools", "study", "make_page.py")
+FIXTURE = os.path.join(HERE, "fixture", "fake_card")
+EXPECTED = os.path.join(HERE, "expected_RESULTS.md")
+
+
+def generate(tmp, plots=False):
+    results = os.path.join(tmp, "docs", "results")
+    shutil.rmtree(results, ignore_errors=True)
+    shutil.copytree(FIXTURE, os.path.join(results, "fake_card"))
+    out = os.path.join(tmp, "docs", "RESULTS.md")
+    cmd = [sys.executable, MAKE_PAGE, "--results", results, "--out", out] + ([] if plots else ["--no-plots"])
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    with open(out) as f:
+        return f.read(), os.path.join(results, "fake_card", "study")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURE, "study", name + ".json")) as f:
+        return json.load(f)
+
+
+def record(doc, impl, kind, b, r):
+    return next(x for x in doc["records"] if (x["impl"], x["kind"], x["batch"], x["resolution"]) == (impl, kind, b, r))
+
+
+class MakePage(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="study_page_")
+        cls.page, cls.study = generate(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def line_with(self, *parts):
+        hits = [ln for ln in self.page.split("\n") if all(p in ln for p in parts)]
+        self.assertTrue(hits, f"no line with {parts}")
+        return hits[0]
+
+    def test_matches_expected_page(self):
+        with open(EXPECTED) as f:
+            self.assertEqual(self.page, f.read(), "page differs from tests/study/expected_RESULTS.md "
+                                                  "(run test_make_page.py --update after checking the change)")
+
+    def test_seed_table(self):
+        # The seed's values come from tools/study/data; its PyTorch / cuDNN ratio is computed.
+        row = self.line_with("| 8 × 64 | 3.15 |")
+        self.assertIn("| 5.03× |", row)  # 3.15393 / 0.627056
+        eager = record(fixture("torch_sweep"), "pytorch_eager", "eval", 8, 64)["ms_per_sample"]
+        direct = record(fixture("strata_sweep"), "strata_direct", "eval", 8, 64)["ms_per_sample"]
+        self.assertIn(f"| {eager / direct:.2f}× |", row)
+
+    def test_peer_reasons(self):
+        # CUDA graphs enqueue in 0.05 ms: strata's best mode is the host-bound side.
+        s = record(fixture("strata_sweep"), "strata_direct", "eval", 8, 32)
+        g = record(fixture("torch_sweep"), "pytorch_cudagraph", "eval", 8, 32)
+        q = s["device_ms"]["median"] / g["device_ms"]["median"]
+        self.assertIn(f"{q:.2f}× strata host-bound (enqueue 3.50 of 3.55 ms)", self.line_with("| 8 × 32 | direct"))
+        # Device-bound where compute dominates.
+        self.assertIn("device time (kernels: 13.5 vs 10.3 ms)", self.line_with("| 32 × 64 | virtual"))
+
+    def test_dispatch_layers(self):
+        # (2210 - 2200) ns per call x 174 calls / 4.05 ms step = 0.043 %
+        row = self.line_with("virtual call (virtual − static)")
+        self.assertIn("| 10.0 | 0.043 % |", row)
+        self.assertIn("| 199 |", self.line_with("front end: checks"))
+
+    def test_parity_and_status(self):
+        self.assertIn("losses bitwise equal to strata_static, strata_direct", self.line_with("| strata_virtual | 12 |"))
+        self.assertIn("| 0.001 | 0.001 |", self.line_with("| strata_virtual | 12 |"))
+        self.assertIn("| strata_cudagraph | 0 | 0 | 0 | 8 | 0 | – |", self.page)
+        self.assertIn("| strata_direct | 7 | 1 | 0 | 0 | 0 | – |", self.page)
+        self.assertIn("| torch_compile | 8 | 0 | 0 | 0 | 0 | 30.0 / 30.0 |", self.page)
+        self.assertIn("| strata_direct | 363 |", self.page)
+
+    def test_copies(self):
+        self.assertIn("| 32 × 64 | strata | 1.57 | 0.262 | 0.0655 | 6.00 | 24.0 | 4.00× |", self.page)
+        self.assertIn("Here PyTorch eager sends 1.00×–1.00× strata's bytes per batch.", self.page)
+
+    def test_csv(self):
+        with open(os.path.join(self.study, "points.csv")) as f:
+            lines = f.read().strip().split("\n")
+        n = sum(len(fixture(s)["records"]) for s in ("strata_sweep", "torch_sweep", "compile_sweep", "libtorch_sweep"))
+        self.assertEqual(len(lines), n + 1)
+        self.assertTrue(lines[0].startswith("impl,framework,kind,batch,resolution,status"))
+
+    def test_deterministic(self):
+        again, _ = generate(self.tmp)
+        self.assertEqual(self.page, again)
+
+    @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot not installed")
+    def test_plots(self):
+        page, study = generate(tempfile.mkdtemp(prefix="study_plots_", dir=self.tmp), plots=True)
+        pngs = sorted(os.listdir(os.path.join(study, "plots")))
+        self.assertEqual(len(pngs), 8)
+        for p in pngs:
+            with open(os.path.join(study, "plots", p), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertIn(f"plots/{p})", page)
+
+
+if __name__ == "__main__":
+    if "--update" in sys.argv:
+        tmp = tempfile.mkdtemp()
+        page, _ = generate(tmp)
+        with open(EXPECTED, "w") as f:
+            f.write(page)
+        shutil.rmtree(tmp)
+        print(f"wrote {EXPECTED}")
+        sys.exit(0)
+    unittest.main()

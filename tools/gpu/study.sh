@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The abstraction-cost study (issue #7, docs/study.md), one named part per device call,
+# each finishing within PART_BUDGET seconds (default 450; every driver stops starting
+# new measurements at its deadline and keeps what it measured). From the repo root:
+#
+#   tools/gpu/study.sh pack       # HERE (build machine): builds study_resnet50,
+#                                 # resnet50_gpu and dispatch_overhead (sm_90) into .gpu/
+#   tools/gpu/study.sh strata     # THERE: dispatch microbenchmarks (every backend, cuda
+#                                 # included), per-op costs of one step, LOC count, then
+#                                 # strata's sweep in every dispatch mode, and its parity run
+#   tools/gpu/study.sh torch      # THERE: PyTorch eager, CUDA-graph replay, TorchScript
+#   tools/gpu/study.sh compile    # THERE: torch.compile (compiles once per kind)
+#   tools/gpu/study.sh libtorch   # THERE: builds the LibTorch peer against the torch
+#                                 # package's CMake files, then its sweep and parity run
+#
+# Output goes to $OUT (default /tmp/strata-study): *_sweep.json, *_parity.json,
+# dispatch_overhead.json, strata_op_costs.json, loc.json, env_<part>.json, <part>.log
+# and CARD (the card's folder name, e.g. h100_80gb_hbm3). Copy them all into
+# docs/results/$(cat $OUT/CARD)/study/, then, on any machine:
+#   python3 tools/study/make_page.py       # CSV, plots and docs/RESULTS.md
+# Knobs: GRID (seed | default | full; tools/study/grid.py), POINTS (overrides GRID),
+# PART_BUDGET, MIN_REPEATS (10), MIN_SECONDS (0.6), WARMUP (3), PKG (.gpu), and for a
+# smoke run of the parts on a machine without a GPU, BACKEND=reference (strata's
+# backend; the peers then run on the CPU), e.g.
+#   PKG=build-study BACKEND=reference POINTS=2x16 MIN_REPEATS=2 MIN_SECONDS=0 \
+#     tools/gpu/study.sh strata
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+part=${1:-}
+pkg=${PKG:-.gpu}
+out=${OUT:-/tmp/strata-study}
+budget=${PART_BUDGET:-450}
+min_rep=${MIN_REPEATS:-10}
+min_s=${MIN_SECONDS:-0.6}
+warmup=${WARMUP:-3}
+backend=${BACKEND:-cuda}
+device=cuda
+[ "$backend" = cuda ] || device=cpu
+
+if [ "$part" = pack ]; then
+  # The Debian build's libbenchmark is not on the GPU machine: carry it in lib/.
+  BUILD_DIR=${BUILD_DIR:-build-study} TARGETS="study_resnet50 resnet50_gpu dispatch_overhead" tools/gpu/pack.sh || exit 1
+  cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian .gpu/lib/
+  {
+    echo "commit $(git rev-parse HEAD 2>/dev/null)"
+    echo "uncommitted_files $(git status --porcelain 2>/dev/null | wc -l)"
+    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  } >.gpu/STUDY_BUILD
+  cat .gpu/STUDY_BUILD
+  exit 0
+fi
+case "$part" in
+  strata | torch | compile | libtorch) ;;
+  *)
+    sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
+
+mkdir -p "$out"
+log="$out/$part.log"
+: >"$log"
+export PYTHONUNBUFFERED=1
+# shellcheck source=tools/gpu/env.sh
+source tools/gpu/env.sh
+points=${POINTS:-$(python3 tools/study/grid.py "${GRID:-default}")}
+t0=$(date +%s)
+left() { echo $((budget - ($(date +%s) - t0))); }
+say() { echo "== $* ($(($(date +%s) - t0)) s)" | tee -a "$log"; }
+common=(--min-repeats "$min_rep" --min-seconds "$min_s" --warmup "$warmup")
+
+# What ran where: the card, driver, clocks, versions, the build, the grid.
+python3 - "$out/env_$part.json" "$part" "$points" "$pkg" <<'PY' 2>&1 | tee -a "$log"
+import json, os, platform, re, subprocess, sys
+path, part, points, pkg = sys.argv[1:5]
+env = {"part": part, "points": points, "host": platform.node(), "python": platform.python_version()}
+try:
+    q = "name,driver_version,memory.total,clocks.max.sm,power.limit,pci.bus_id"
+    row = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
+                         text=True, timeout=20).stdout.strip().splitlines()[0]
+    env["gpu"] = dict(zip(q.split(","), [x.strip() for x in row.split(",")]))
+except Exception as e:  # noqa: BLE001
+    env["gpu"] = {"error": str(e)}
+for mod in ("torch", "torchvision"):
+    try:
+        env[mod] = __import__(mod).__version__
+    except Exception as e:  # noqa: BLE001
+        env[mod] = f"not importable: {e}"
+try:
+    env["build"] = open(os.path.join(pkg, "STUDY_BUILD")).read().split("\n")
+except OSError:
+    env["build"] = None
+name = env["gpu"].get("name", "unknown")
+card = re.sub(r"[^a-z0-9]+", "_", re.sub(r"^nvidia\s+", "", name.lower())).strip("_")
+env["card"] = card
+open(os.path.join(os.path.dirname(path), "CARD"), "w").write(card + "\n")
+json.dump(env, open(path, "w"), indent=1)
+print(f"card {card}: {env['gpu']}")
+PY
+
+rc=0
+case "$part" in
+  strata)
+    say "dispatch microbenchmarks (every backend built)"
+    timeout 150 "$pkg/bin/dispatch_overhead" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      --benchmark_min_time=0.1 --benchmark_format=json --benchmark_out="$out/dispatch_overhead.json" \
+      --benchmark_out_format=json >>"$log" 2>&1 || rc=1
+    say "per-op costs of one step (device idle vs busy)"
+    timeout 120 "$pkg/bin/study_resnet50" op-costs --backend "$backend" --point "${OP_POINT:-32x64}" --json "$out/strata_op_costs.json" 2>&1 | tee -a "$log"
+    say "lines of code"
+    python3 tools/study/count_loc.py --json "$out/loc.json" 2>&1 | tee -a "$log"
+    say "strata sweep"
+    timeout $(($(left) + 60)) "$pkg/bin/study_resnet50" sweep --backend "$backend" --points "$points" "${common[@]}" \
+      --deadline $(($(left) - 60)) --json "$out/strata_sweep.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    say "strata parity"
+    "$pkg/bin/study_resnet50" parity-data --out "$out/parity" ${PARITY_DATA_ARGS:-} >>"$log" 2>&1
+    timeout $(($(left) + 30)) "$pkg/bin/study_resnet50" parity --backend "$backend" --data "$out/parity" \
+      ${PARITY_ARGS:-} --json "$out/strata_parity.json" 2>&1 | tee -a "$log"
+    rm -rf "$out/parity"
+    ;;
+  torch | compile)
+    impls=eager,cudagraph,torchscript
+    [ "$part" = compile ] && impls=compile
+    say "parity data"
+    "$pkg/bin/study_resnet50" parity-data --out "$out/parity" ${PARITY_DATA_ARGS:-} >>"$log" 2>&1
+    say "PyTorch: $impls"
+    timeout $(($(left) + 30)) python3 bench/peers/study_torch.py sweep --device "$device" --impls "$impls" \
+      --points "$points" "${common[@]}" ${PARITY_ARGS:-} --deadline $(($(left) - 50)) --json "$out/${part}_sweep.json" \
+      --parity-data "$out/parity" --parity-json "$out/${part}_parity.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    rm -rf "$out/parity"
+    ;;
+  libtorch)
+    say "build the LibTorch peer (torch's CMake files)"
+    prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+    gen=()
+    command -v ninja >/dev/null && gen=(-G Ninja)
+    bdir=${LIBTORCH_BUILD_DIR:-build-libtorch}
+    if ! { cmake -S bench/study/libtorch -B "$bdir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
+             -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build "$bdir" -j "$(nproc)"; } >"$out/libtorch_build.log" 2>&1; then
+      tail -30 "$out/libtorch_build.log" | tee -a "$log"
+      say "cmake build failed: trying g++ with torch.utils.cpp_extension's paths"
+      bash tools/study/build_libtorch_gxx.sh "$bdir" >>"$out/libtorch_build.log" 2>&1 || {
+        tail -30 "$out/libtorch_build.log" | tee -a "$log"
+        exit 1
+      }
+    fi
+    say "parity data"
+    "$pkg/bin/study_resnet50" parity-data --out "$out/parity" ${PARITY_DATA_ARGS:-} >>"$log" 2>&1
+    python3 bench/peers/study_torch.py convert --data "$out/parity" >>"$log" 2>&1
+    say "LibTorch sweep"
+    torch_lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+    LD_LIBRARY_PATH="$torch_lib:$LD_LIBRARY_PATH" timeout $(($(left) + 30)) "$bdir/study_libtorch" sweep \
+      --device "$device" --points "$points" "${common[@]}" --deadline $(($(left) - 40)) --json "$out/libtorch_sweep.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    say "LibTorch parity"
+    LD_LIBRARY_PATH="$torch_lib:$LD_LIBRARY_PATH" timeout $(($(left) + 20)) "$bdir/study_libtorch" parity \
+      --device "$device" --data "$out/parity" ${PARITY_ARGS:-} --json "$out/libtorch_parity.json" 2>&1 | tee -a "$log"
+    rm -rf "$out/parity"
+    ;;
+esac
+say "done: $part (rc=$rc); files in $out; copy them to docs/results/$(cat "$out/CARD" 2>/dev/null)/study/"
+ls -la "$out" | tee -a "$log"
+exit $rc
