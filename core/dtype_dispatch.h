@@ -1,6 +1,9 @@
 #pragma once
 // Calls f(T{}) with T the C++ type of a DType. Used by code that loops over
 // elements of any dtype (copies, host conversion); not by backends' hot paths.
+#include <limits>
+#include <type_traits>
+
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -31,6 +34,14 @@ To convert_element(From v) {
     return to_f16(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, bf16_t>) {
     return to_bf16(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    // A float outside To's range (or NaN) is undefined behaviour for static_cast, and
+    // such values do arrive (a corrupt checkpoint's step count, a NaN loss). Saturate
+    // instead, NaN -> 0, like numpy's and Rust's conversions.
+    if (!(v == v)) return To{0};
+    if (v <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
   } else {
     return static_cast<To>(v);
   }

@@ -19,6 +19,13 @@ int64_t Shape::numel() const {
   return n;
 }
 
+int64_t Shape::checked_numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < n_; ++i)
+    if (d_[i] < 0 || __builtin_mul_overflow(n, d_[i], &n)) return -1;
+  return n;
+}
+
 std::string Shape::str() const {
   std::string s = "[";
   for (int i = 0; i < n_; ++i) {

@@ -27,6 +27,10 @@ class Shape {
   const int64_t* end() const { return d_.data() + n_; }
   void push_back(int64_t v);
   int64_t numel() const;  // product; 1 for rank 0
+  // The product, or -1 when a size is negative or a partial product (in dimension
+  // order, as numel() forms it) overflows int64. Tensors only ever hold shapes for
+  // which this is >= 0, so numel() never overflows.
+  int64_t checked_numel() const;
   std::string str() const;  // "[8,3,32,32]"
 
   friend bool operator==(const Shape& a, const Shape& b) {

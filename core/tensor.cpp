@@ -9,17 +9,16 @@ namespace strata {
 
 namespace {
 
-size_t checked_bytes(const Shape& sizes, DType dt) {
-  size_t n = 1;
-  for (int64_t s : sizes) {
-    STRATA_CHECK(s >= 0, "Tensor::empty: negative size in ", sizes.str());
-    if (s != 0 && n > std::numeric_limits<size_t>::max() / static_cast<size_t>(s))
-      STRATA_FAIL("Tensor::empty: size ", sizes.str(), " overflows the addressable byte count");
-    n *= static_cast<size_t>(s);
-  }
-  STRATA_CHECK(n <= std::numeric_limits<size_t>::max() / dtype_size(dt), "Tensor::empty: size ", sizes.str(),
-               " of ", dtype_name(dt), " overflows the addressable byte count");
-  return n * dtype_size(dt);
+// Byte count of a dense tensor. Element and byte counts must fit int64 (numel() and
+// nbytes() are computed without checks everywhere else), so a shape past that is an
+// error here rather than a wrapped-around, too small allocation later.
+size_t checked_bytes(const char* who, const Shape& sizes, DType dt) {
+  for (int64_t s : sizes) STRATA_CHECK(s >= 0, who, ": negative size in ", sizes.str());
+  const int64_t n = sizes.checked_numel();
+  int64_t bytes = 0;
+  STRATA_CHECK(n >= 0 && !__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dt)), &bytes), who, ": size ",
+               sizes.str(), " of ", dtype_name(dt), " overflows: the byte count does not fit in 63 bits");
+  return static_cast<size_t>(bytes);
 }
 
 CopyHook g_cuda_copy = nullptr;
@@ -68,7 +67,7 @@ void cpu_copy(const Tensor& src, const Tensor& dst) {
 
 Tensor Tensor::empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt) {
   auto impl = std::make_shared<TensorImpl>();
-  const size_t bytes = checked_bytes(sizes, dt);
+  const size_t bytes = checked_bytes("Tensor::empty", sizes, dt);
   impl->storage = std::make_shared<Storage>(bytes, d, allocator_for(d));
   impl->sizes = sizes;
   impl->strides = fmt == MemoryFormat::channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
@@ -79,7 +78,7 @@ Tensor Tensor::empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt) {
 
 Tensor Tensor::borrow(void* data, const Shape& sizes, DType dt, Device d) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(data, checked_bytes(sizes, dt), d);
+  impl->storage = std::make_shared<Storage>(data, checked_bytes("Tensor::borrow", sizes, dt), d);
   impl->sizes = sizes;
   impl->strides = contiguous_strides(sizes);
   impl->dtype = dt;
@@ -130,7 +129,8 @@ Tensor Tensor::view(const Shape& new_sizes) const {
       STRATA_CHECK(infer < 0, "Tensor::view: more than one -1 in ", new_sizes.str());
       infer = i;
     } else {
-      known *= s[i];
+      STRATA_CHECK(s[i] >= 0 && !__builtin_mul_overflow(known, s[i], &known), "Tensor::view: cannot view ", str(),
+                   " as ", new_sizes.str(), " (negative size or element count overflow)");
     }
   }
   if (infer >= 0) {
@@ -145,14 +145,26 @@ Tensor Tensor::view(const Shape& new_sizes) const {
 Tensor Tensor::as_strided(const Shape& sizes, const Shape& strides, int64_t off) const {
   STRATA_CHECK(sizes.size() == strides.size(), "Tensor::as_strided: sizes ", sizes.str(), " and strides ",
                strides.str(), " differ in rank");
+  const TensorImpl& t = impl();
+  // A view may repeat elements (stride 0), but its element and byte counts must still
+  // fit int64, as for Tensor::empty: ops size their outputs from them.
+  const int64_t n = sizes.checked_numel();
+  int64_t view_bytes = 0;
+  STRATA_CHECK(n >= 0 && !__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(t.dtype)), &view_bytes),
+               "Tensor::as_strided: size ", sizes.str(), " of ", dtype_name(t.dtype),
+               " is negative or overflows: the byte count does not fit in 63 bits");
   // Bounds check: the furthest element must stay inside the storage.
   int64_t last = off;
+  bool overflow = false;
   for (int i = 0; i < sizes.size(); ++i) {
     STRATA_CHECK(sizes[i] >= 0 && strides[i] >= 0, "Tensor::as_strided: negative size or stride");
     if (sizes[i] == 0) last = -1;
-    if (last >= 0) last += (sizes[i] - 1) * strides[i];
+    int64_t step = 0;
+    if (last >= 0)
+      overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &step) || __builtin_add_overflow(last, step, &last);
   }
-  const TensorImpl& t = impl();
+  STRATA_CHECK(!overflow, "Tensor::as_strided: view ", sizes.str(), " strides ", strides.str(), " offset ", off,
+               " reaches past any storage (offset overflow)");
   const int64_t cap = t.storage ? static_cast<int64_t>(t.storage->bytes() / dtype_size(t.dtype)) : 0;
   STRATA_CHECK(off >= 0 && last < cap, "Tensor::as_strided: view ", sizes.str(), " strides ", strides.str(),
                " offset ", off, " reaches past the storage of ", cap, " elements");
@@ -181,8 +193,9 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
 
 Tensor Tensor::narrow(int d, int64_t start, int64_t length) const {
   STRATA_CHECK(d >= 0 && d < dim(), "Tensor::narrow: dim ", d, " out of range for ", str());
-  STRATA_CHECK(start >= 0 && length >= 0 && start + length <= sizes()[d], "Tensor::narrow: range [", start, ",",
-               start + length, ") out of bounds for dim ", d, " of ", str());
+  // Written so that no sum can overflow, whatever start and length are.
+  STRATA_CHECK(start >= 0 && length >= 0 && start <= sizes()[d] && length <= sizes()[d] - start,
+               "Tensor::narrow: start ", start, " length ", length, " out of bounds for dim ", d, " of ", str());
   Shape s = sizes();
   s[d] = length;
   return as_strided(s, strides(), offset() + start * strides()[d]);

@@ -1,6 +1,8 @@
 #include "nn/checkpoint.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace strata::nn {
 
@@ -52,6 +54,16 @@ CheckpointInfo load_checkpoint(const std::string& path, Module& model, Optimizer
   if (optimizer)
     STRATA_CHECK(c.metadata.count("strata.optimizer_steps"), "checkpoint: ", path,
                  " holds no optimizer state (saved without an optimizer)");
+  // Metadata is checked before any tensor is written, like the tensors themselves.
+  const int64_t optimizer_steps = optimizer ? parse_int(c.metadata, "strata.optimizer_steps", path) : 0;
+  auto lr_it = c.metadata.find("strata.optimizer_lr");
+  double lr = optimizer ? optimizer->lr() : 0.0;
+  if (optimizer && lr_it != c.metadata.end()) {
+    char* end = nullptr;
+    lr = std::strtod(lr_it->second.c_str(), &end);
+    STRATA_CHECK(end != lr_it->second.c_str() && *end == '\0' && std::isfinite(lr) && lr >= 0, "checkpoint: ",
+                 path, ": metadata 'strata.optimizer_lr' = '", lr_it->second, "' is not a learning rate");
+  }
   try {
     model.load_state_dict(weights, true);
     if (optimizer) optimizer->load_state_dict(optim);
@@ -59,9 +71,8 @@ CheckpointInfo load_checkpoint(const std::string& path, Module& model, Optimizer
     STRATA_FAIL("checkpoint: ", path, ": ", e.what());
   }
   if (optimizer) {
-    auto it = c.metadata.find("strata.optimizer_lr");
-    if (it != c.metadata.end()) optimizer->set_lr(std::strtod(it->second.c_str(), nullptr));
-    optimizer->set_step_count(parse_int(c.metadata, "strata.optimizer_steps", path));
+    optimizer->set_lr(lr);
+    optimizer->set_step_count(optimizer_steps);
   }
   return info;
 }

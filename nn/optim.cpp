@@ -228,6 +228,13 @@ void Optimizer::load_state_dict(const StateDict& sd) {
       f.step = take(s, ".step", Shape{});
       if ((f.a != nullptr) != (f.b != nullptr) || (f.a != nullptr) != (f.step != nullptr))
         problems += "\n  incomplete adam state for '" + s.name + "' (needs exp_avg, exp_avg_sq and step)";
+      // A state is saved only after a step; PyTorch stores the count as a float. A
+      // value outside [1, 2^53] is corruption and would overflow the next ++step.
+      if (f.step && f.step->numel() == 1) {
+        const double v = f.step->to_vector<double>()[0];
+        if (!(v >= 1 && v <= 9007199254740992.0 && v == static_cast<double>(static_cast<int64_t>(v))))
+          problems += "\n  '" + s.name + ".step' = " + std::to_string(v) + " is not a step count >= 1";
+      }
     }
     found.push_back(f);
   }

@@ -21,6 +21,7 @@ Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shap
                        MemoryFormat fmt) {
   check_input(d, OpId::conv2d_bwd_data, "grad_output", dy);
   check_input(d, OpId::conv2d_bwd_data, "weight", w);
+  check_same_dtype("conv2d_bwd_data", "grad_output", dy, "weight", w);
   Tensor dx = Tensor::empty(x_sizes, dy.dtype(), dy.device(), fmt);
   STRATA_CHECK(conv2d_out_shape(dx, w, Tensor(), p) == dy.sizes(), "conv2d_bwd_data: grad_output ", dy.str(),
                " does not match the forward output for input ", x_sizes.str(), " and weight ", w.sizes().str());
@@ -32,6 +33,7 @@ template <class D>
 Tensor conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Shape& w_sizes, const Conv2dParams& p) {
   check_input(d, OpId::conv2d_bwd_weight, "input", x);
   check_input(d, OpId::conv2d_bwd_weight, "grad_output", dy);
+  check_same_dtype("conv2d_bwd_weight", "grad_output", dy, "input", x);
   Tensor dw = Tensor::empty(w_sizes, x.dtype(), x.device());
   STRATA_CHECK(conv2d_out_shape(x, dw, Tensor(), p) == dy.sizes(), "conv2d_bwd_weight: grad_output ", dy.str(),
                " does not match the forward output for input ", x.sizes().str(), " and weight ", w_sizes.str());

@@ -21,7 +21,11 @@ Tensor linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w) {
   check_rank("linear_bwd_data", "weight", w, 2);
   STRATA_CHECK(dy.size(1) == w.size(0), "linear_bwd_data: grad_output ", dy.str(), " does not match weight ",
                w.str());
+  check_same_dtype("linear_bwd_data", "grad_output", dy, "weight", w);
+  STRATA_CHECK(dy.numel() > 0 && w.numel() > 0, "linear_bwd_data: empty grad_output ", dy.str(), " or weight ",
+               w.str());
   check_input(d, OpId::linear_bwd_data, "grad_output", dy);
+  check_input(d, OpId::linear_bwd_data, "weight", w);
   Tensor dx = Tensor::empty(Shape{dy.size(0), w.size(1)}, dy.dtype(), dy.device());
   d.linear_bwd_data(LinearBwdDataArgs{dy, w, dx});
   return dx;
@@ -33,6 +37,9 @@ LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& d
   check_rank("linear_bwd_weight", "grad_output", dy, 2);
   STRATA_CHECK(x.size(0) == dy.size(0), "linear_bwd_weight: input ", x.str(), " and grad_output ", dy.str(),
                " differ in batch size");
+  check_same_dtype("linear_bwd_weight", "grad_output", dy, "input", x);
+  STRATA_CHECK(x.numel() > 0 && dy.numel() > 0, "linear_bwd_weight: empty input ", x.str(), " or grad_output ",
+               dy.str());
   check_input(d, OpId::linear_bwd_weight, "input", x);
   check_input(d, OpId::linear_bwd_weight, "grad_output", dy);
   LinearWeightGrads g{Tensor::empty(Shape{dy.size(1), x.size(1)}, x.dtype(), x.device()),
@@ -54,10 +61,13 @@ SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labe
 
 template <class D>
 Tensor softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, const Tensor& dloss) {
-  check_softmax_xent(probs, labels);
+  check_softmax_xent(probs, labels, "probs");
+  check_defined("softmax_xent_bwd", "grad_output", dloss);
   STRATA_CHECK(dloss.numel() == 1, "softmax_xent_bwd: grad_output must have one element, got ", dloss.str());
+  check_same_dtype("softmax_xent_bwd", "grad_output", dloss, "probs", probs);
   check_input(d, OpId::softmax_xent_bwd, "probs", probs);
   check_input(d, OpId::softmax_xent_bwd, "grad_output", dloss);
+  check_device("softmax_xent_bwd", "labels", labels, d.device(), d.backend_name());
   Tensor dlogits = Tensor::empty(probs.sizes(), probs.dtype(), probs.device());
   d.softmax_xent_bwd(SoftmaxXentBwdArgs{probs, labels, dloss, dlogits});
   return dlogits;
@@ -76,8 +86,11 @@ Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
 template <class D>
 Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, const Tensor& dloss) {
   check_bce_logits(logits, targets);
+  check_defined("bce_logits_bwd", "grad_output", dloss);
   STRATA_CHECK(dloss.numel() == 1, "bce_logits_bwd: grad_output must have one element, got ", dloss.str());
+  check_same_dtype("bce_logits_bwd", "grad_output", dloss, "logits", logits);
   check_input(d, OpId::bce_logits_bwd, "logits", logits);
+  check_input(d, OpId::bce_logits_bwd, "targets", targets);
   check_input(d, OpId::bce_logits_bwd, "grad_output", dloss);
   Tensor dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
   d.bce_logits_bwd(BceLogitsBwdArgs{logits, targets, dloss, dlogits});

@@ -31,13 +31,18 @@ BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const 
 template <class D>
 BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                               const Tensor& save_mean, const Tensor& save_invstd, bool training) {
+  check_float("batch_norm_bwd", "input", x);
+  STRATA_CHECK(x.dim() == 2 || x.dim() == 4, "batch_norm_bwd: input must be [N,C] or [N,C,H,W], got ", x.str());
+  check_defined("batch_norm_bwd", "grad_output", dy);
   check_same_shape("batch_norm_bwd", "input", x, "grad_output", dy);
+  check_same_dtype("batch_norm_bwd", "grad_output", dy, "input", x);
   const int64_t c = x.size(1);
   check_vector("batch_norm_bwd", "weight", gamma, c, x);
   check_vector("batch_norm_bwd", "save_mean", save_mean, c, x);
   check_vector("batch_norm_bwd", "save_invstd", save_invstd, c, x);
-  check_input(d, OpId::batch_norm_bwd, "input", x);
-  check_input(d, OpId::batch_norm_bwd, "grad_output", dy);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"input", &x}, {"grad_output", &dy},
+                                {"weight", &gamma}, {"save_mean", &save_mean}, {"save_invstd", &save_invstd}})
+    check_input(d, OpId::batch_norm_bwd, name, *t);
   BatchNormGrads g{empty_like_format(x, x.sizes()), Tensor::empty(Shape{c}, x.dtype(), x.device()),
                    Tensor::empty(Shape{c}, x.dtype(), x.device())};
   BatchNormBwdArgs a{x, dy, gamma, save_mean, save_invstd, g.dx, g.dgamma, g.dbeta};
@@ -58,8 +63,14 @@ Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
 template <class D>
 Tensor max_pool2d_bwd(const D& d, const Tensor& x, const Tensor& y, const Tensor& dy, const Pool2dParams& p) {
   const Shape out = pool2d_out_shape("max_pool2d_bwd", x, p);
+  check_defined("max_pool2d_bwd", "output", y);
+  check_defined("max_pool2d_bwd", "grad_output", dy);
   STRATA_CHECK(out == dy.sizes() && out == y.sizes(), "max_pool2d_bwd: grad_output ", dy.str(), " and output ",
                y.str(), " must be ", out.str(), " for input ", x.str());
+  check_same_dtype("max_pool2d_bwd", "output", y, "input", x);
+  check_same_dtype("max_pool2d_bwd", "grad_output", dy, "input", x);
+  check_input(d, OpId::max_pool2d_bwd, "input", x);
+  check_input(d, OpId::max_pool2d_bwd, "output", y);
   check_input(d, OpId::max_pool2d_bwd, "grad_output", dy);
   Tensor dx = empty_like_format(x, x.sizes());
   d.max_pool2d_bwd(MaxPool2dBwdArgs{x, y, dy, dx, p});
@@ -78,9 +89,12 @@ Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
 template <class D>
 Tensor avg_pool2d_bwd(const D& d, const Tensor& dy, const Tensor& x_like, const Pool2dParams& p) {
   const Shape out = pool2d_out_shape("avg_pool2d_bwd", x_like, p);
+  check_defined("avg_pool2d_bwd", "grad_output", dy);
   STRATA_CHECK(out == dy.sizes(), "avg_pool2d_bwd: grad_output ", dy.str(), " must be ", out.str(), " for input ",
                x_like.str());
   check_input(d, OpId::avg_pool2d_bwd, "grad_output", dy);
+  // Only x_like's sizes are read, but the gradient is allocated on its device.
+  check_device("avg_pool2d_bwd", "input", x_like, d.device(), d.backend_name());
   Tensor dx = empty_like_format(x_like, x_like.sizes(), dy.dtype());
   d.avg_pool2d_bwd(AvgPool2dBwdArgs{dy, dx, p});
   return dx;
@@ -98,9 +112,11 @@ Tensor global_avg_pool(const D& d, const Tensor& x) {
 template <class D>
 Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
   const Shape out = global_avg_pool_out_shape(x_like);
+  check_defined("global_avg_pool_bwd", "grad_output", dy);
   STRATA_CHECK(out == dy.sizes(), "global_avg_pool_bwd: grad_output ", dy.str(), " must be ", out.str(),
                " for input ", x_like.str());
   check_input(d, OpId::global_avg_pool_bwd, "grad_output", dy);
+  check_device("global_avg_pool_bwd", "input", x_like, d.device(), d.backend_name());
   Tensor dx = empty_like_format(x_like, x_like.sizes(), dy.dtype());
   d.global_avg_pool_bwd(GlobalAvgPoolBwdArgs{dy, dx});
   return dx;

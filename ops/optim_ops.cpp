@@ -5,6 +5,7 @@ using detail::check_input;
 
 namespace {
 void check_param_like(std::string_view op, std::string_view arg, const Tensor& param, const Tensor& t) {
+  check_defined(op, "param", param);
   check_defined(op, arg, t);
   check_same_shape(op, "param", param, arg, t);
   check_same_dtype(op, "param", param, arg, t);
@@ -19,6 +20,7 @@ void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor
   STRATA_CHECK(!o.nesterov || o.momentum > 0, "sgd_step: nesterov needs momentum > 0");
   check_input(d, OpId::sgd_step, "param", param);
   check_input(d, OpId::sgd_step, "grad", grad);
+  if (o.momentum != 0.0) check_input(d, OpId::sgd_step, "momentum_buf", momentum_buf);
   SgdStepArgs a{param, grad, momentum_buf};
   a.lr = o.lr;
   a.momentum = o.momentum;
@@ -37,6 +39,8 @@ void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tenso
   STRATA_CHECK(step >= 1, "adam_step: step must be >= 1, got ", step);
   check_input(d, OpId::adam_step, "param", param);
   check_input(d, OpId::adam_step, "grad", grad);
+  check_input(d, OpId::adam_step, "exp_avg", exp_avg);
+  check_input(d, OpId::adam_step, "exp_avg_sq", exp_avg_sq);
   AdamStepArgs a{param, grad, exp_avg, exp_avg_sq};
   a.lr = o.lr;
   a.beta1 = o.beta1;

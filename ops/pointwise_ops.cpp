@@ -15,6 +15,8 @@ Tensor relu(const D& d, const Tensor& x) {
 
 template <class D>
 Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
+  check_defined("relu_bwd", "output", y);
+  check_defined("relu_bwd", "grad_output", dy);
   check_same_shape("relu_bwd", "output", y, "grad_output", dy);
   check_same_dtype("relu_bwd", "output", y, "grad_output", dy);
   check_input(d, OpId::relu_bwd, "output", y);
@@ -26,6 +28,8 @@ Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
 
 template <class D>
 Tensor add(const D& d, const Tensor& a, const Tensor& b) {
+  check_defined("add", "a", a);
+  check_defined("add", "b", b);
   check_same_shape("add", "a", a, "b", b);
   check_same_dtype("add", "a", a, "b", b);
   check_input(d, OpId::add, "a", a);
@@ -45,6 +49,8 @@ Tensor scale(const D& d, const Tensor& x, double alpha) {
 
 template <class D>
 void axpy_(const D& d, const Tensor& x, const Tensor& y, double alpha) {
+  check_defined("axpy", "x", x);
+  check_defined("axpy", "y", y);
   check_same_shape("axpy", "x", x, "y", y);
   check_same_dtype("axpy", "x", x, "y", y);
   check_input(d, OpId::axpy, "x", x);
@@ -67,9 +73,11 @@ DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_
 
 template <class D>
 Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p) {
-  check_same_shape("dropout_bwd", "grad_output", dy, "mask", mask);
+  check_defined("dropout_bwd", "grad_output", dy);
   check_dtype("dropout_bwd", "mask", mask, DType::u8);
+  check_same_shape("dropout_bwd", "grad_output", dy, "mask", mask);
   check_input(d, OpId::dropout_bwd, "grad_output", dy);
+  check_device("dropout_bwd", "mask", mask, d.device(), d.backend_name());
   Tensor dx = empty_like_format(dy, dy.sizes());
   DropoutBwdArgs a{dy, mask, dx};
   a.p = p;
@@ -119,16 +127,23 @@ Tensor full(const D& d, const Shape& sizes, DType dt, double value) {
 
 template <class D>
 void copy_(const D& d, const Tensor& src, const Tensor& dst) {
+  check_defined("copy", "source", src);
+  check_defined("copy", "destination", dst);
   check_same_shape("copy", "source", src, "destination", dst);
-  // A copy across devices runs on the backend of the non-CPU side.
-  const bool on_backend = src.device().type == d.device().type || dst.device().type == d.device().type;
-  STRATA_CHECK(on_backend, "copy: neither source (", src.str(), ") nor destination (", dst.str(),
-               ") is on the device of backend '", d.backend_name(), "'");
+  // A copy across devices runs on the backend of the non-CPU side: a CPU backend
+  // cannot read or write device memory.
+  const bool on_backend = d.device().is_cpu()
+                              ? src.device().is_cpu() && dst.device().is_cpu()
+                              : src.device().type == d.device().type || dst.device().type == d.device().type;
+  STRATA_CHECK(on_backend, "copy: source (", src.str(), ") and destination (", dst.str(),
+               ") cannot be copied by backend '", d.backend_name(), "', which runs on ", d.device().str(),
+               d.device().is_cpu() ? " (a copy to or from a GPU runs on its GPU backend)" : "");
   d.copy(CopyArgs{src, dst});
 }
 
 template <class D>
 Tensor to(const D& d, const Tensor& x, DType dt, Device dev, MemoryFormat fmt) {
+  check_defined("copy", "source", x);
   if (x.dtype() == dt && x.device() == dev &&
       (fmt == MemoryFormat::contiguous ? x.is_contiguous() : x.is_channels_last()))
     return x;

@@ -1,15 +1,21 @@
 #include "ops/shape_rules.h"
 
+#include <limits>
+
 #include "ops/checks.h"
 
 namespace strata::ops {
 
 namespace {
 // Output extent of a sliding window; 0 when the window does not fit (C++ division
-// truncates toward zero, so a negative span must be caught before dividing).
+// truncates toward zero, so a negative span must be caught before dividing). In 128
+// bits: padding or dilation near INT_MAX would overflow int64 arithmetic; an extent
+// past int64 saturates, and the output allocation then reports the size.
 int64_t window_out(int64_t in, int64_t k, int pad, int stride, int dil) {
-  const int64_t span = in + 2 * pad - dil * (k - 1) - 1;
-  return span < 0 ? 0 : span / stride + 1;
+  const __int128 span = __int128{in} + 2 * __int128{pad} - __int128{dil} * (__int128{k} - 1) - 1;
+  if (span < 0) return 0;
+  const __int128 out = span / stride + 1;
+  return out > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(out);
 }
 }  // namespace
 
@@ -25,6 +31,8 @@ Shape conv2d_out_shape(const Tensor& x, const Tensor& w, const Tensor& b, const 
                p.stride_h, "x", p.stride_w, ", padding ", p.pad_h, "x", p.pad_w, ", dilation ", p.dilation_h, "x",
                p.dilation_w, ", groups ", p.groups, ")");
   const int64_t c = x.size(1), k = w.size(0);
+  STRATA_CHECK(c > 0 && k > 0, "conv2d: input has ", c, " channels and weight ", k,
+               " output channels; both must be positive (input ", x.sizes().str(), ", weight ", w.sizes().str(), ")");
   STRATA_CHECK(c % p.groups == 0 && k % p.groups == 0, "conv2d: groups=", p.groups,
                " must divide input channels ", c, " and output channels ", k, " (input ", x.sizes().str(),
                ", weight ", w.sizes().str(), ")");
@@ -37,7 +45,13 @@ Shape conv2d_out_shape(const Tensor& x, const Tensor& w, const Tensor& b, const 
   STRATA_CHECK(ho > 0 && wo > 0 && x.size(0) > 0, "conv2d: output would be empty: input ", x.sizes().str(),
                ", weight ", w.sizes().str(), ", padding ", p.pad_h, "x", p.pad_w, ", dilation ", p.dilation_h, "x",
                p.dilation_w);
-  return Shape{x.size(0), k, ho, wo};
+  const Shape out{x.size(0), k, ho, wo};
+  // 8 bytes per element at most: an output whose byte count cannot be represented.
+  const int64_t n = out.checked_numel();
+  STRATA_CHECK(n >= 0 && n <= std::numeric_limits<int64_t>::max() / 8, "conv2d: output [", x.size(0), ",", k, ",",
+               ho, ",", wo, "] is too large: input ", x.sizes().str(), ", weight ", w.sizes().str(), ", padding ",
+               p.pad_h, "x", p.pad_w, ", stride ", p.stride_h, "x", p.stride_w);
+  return out;
 }
 
 int64_t batch_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
@@ -60,8 +74,9 @@ Shape pool2d_out_shape(std::string_view op, const Tensor& x, const Pool2dParams&
   STRATA_CHECK(p.kernel_h > 0 && p.kernel_w > 0 && p.stride_h > 0 && p.stride_w > 0, op,
                ": kernel and stride must be positive (kernel ", p.kernel_h, "x", p.kernel_w, ", stride ",
                p.stride_h, "x", p.stride_w, ")");
-  STRATA_CHECK(p.pad_h >= 0 && p.pad_w >= 0 && 2 * p.pad_h <= p.kernel_h && 2 * p.pad_w <= p.kernel_w, op,
-               ": padding ", p.pad_h, "x", p.pad_w, " must be at most half the kernel ", p.kernel_h, "x",
+  STRATA_CHECK(p.pad_h >= 0 && p.pad_w >= 0 && 2 * int64_t{p.pad_h} <= p.kernel_h &&
+                   2 * int64_t{p.pad_w} <= p.kernel_w,
+               op, ": padding ", p.pad_h, "x", p.pad_w, " must be at most half the kernel ", p.kernel_h, "x",
                p.kernel_w);
   const int64_t ho = window_out(x.size(2), p.kernel_h, p.pad_h, p.stride_h, 1);
   const int64_t wo = window_out(x.size(3), p.kernel_w, p.pad_w, p.stride_w, 1);
@@ -85,18 +100,24 @@ Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_same_dtype(op, "input", x, "weight", w);
   STRATA_CHECK(x.size(1) == w.size(1), "linear: input has ", x.size(1), " features but weight expects ", w.size(1),
                " (input ", x.sizes().str(), ", weight ", w.sizes().str(), ")");
+  // Empty matrices crash oneDNN 2.6's matmul (SIGFPE while planning), and an empty
+  // batch or layer is a caller's mistake everywhere else in strata (conv2d, pooling).
+  STRATA_CHECK(x.size(0) > 0 && x.size(1) > 0 && w.size(0) > 0, "linear: empty input or weight (input ",
+               x.sizes().str(), ", weight ", w.sizes().str(), "): batch, features and output features must be positive");
   if (b.defined()) check_vector(op, "bias", b, w.size(0), w);
   return Shape{x.size(0), w.size(0)};
 }
 
-void check_softmax_xent(const Tensor& logits, const Tensor& labels) {
+void check_softmax_xent(const Tensor& logits, const Tensor& labels, std::string_view logits_name) {
   constexpr std::string_view op = "softmax_xent";
-  check_rank(op, "logits", logits, 2);
-  check_float(op, "logits", logits);
+  check_rank(op, logits_name, logits, 2);
+  check_float(op, logits_name, logits);
   check_rank(op, "labels", labels, 1);
   check_dtype(op, "labels", labels, DType::i64);
+  STRATA_CHECK(logits.size(1) > 0, "softmax_xent: ", logits_name, " ", logits.str(), " have 0 classes");
   STRATA_CHECK(labels.size(0) == logits.size(0) && logits.size(0) > 0, "softmax_xent: ", labels.size(0),
-               " labels for a batch of ", logits.size(0), " (logits ", logits.str(), ", labels ", labels.str(), ")");
+               " labels for a batch of ", logits.size(0), " (", logits_name, " ", logits.str(), ", labels ",
+               labels.str(), ")");
 }
 
 void check_bce_logits(const Tensor& logits, const Tensor& targets) {

@@ -14,7 +14,8 @@ int64_t batch_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor& 
 Shape pool2d_out_shape(std::string_view op, const Tensor& x, const Pool2dParams& p);
 Shape global_avg_pool_out_shape(const Tensor& x);
 Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b);
-void check_softmax_xent(const Tensor& logits, const Tensor& labels);
+// logits_name: what messages call the first argument ("probs" for the backward).
+void check_softmax_xent(const Tensor& logits, const Tensor& labels, std::string_view logits_name = "logits");
 void check_bce_logits(const Tensor& logits, const Tensor& targets);
 
 }  // namespace strata::ops

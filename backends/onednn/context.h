@@ -113,10 +113,15 @@ inline memory::desc md_strided(const Dims& dims, Dims strides, memory::data_type
     if (dims[d] == 1 && strides[d] < 1) strides[d] = span;
   return memory::desc(dims, dt, strides);
 }
-// Memory descriptor of a view with its own sizes and strides; rank 0 becomes [1].
-// Contiguous and channels-last views get the canonical strides of their layout
-// (size-1 dims included), so they match oneDNN's plain formats exactly.
-inline memory::desc md_of(const TensorView& v, memory::data_type dt = memory::data_type::f32) {
+// oneDNN's element type for the dtypes this backend hands to primitives.
+inline memory::data_type dnnl_dt(DType dt) {
+  return dt == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+// Memory descriptor of a view with its own sizes, strides and dtype (f32 or bf16);
+// rank 0 becomes [1]. Contiguous and channels-last views get the canonical strides
+// of their layout (size-1 dims included), so they match oneDNN's plain formats exactly.
+inline memory::desc md_of(const TensorView& v) {
+  const memory::data_type dt = dnnl_dt(v.dtype);
   if (v.dim() == 0) return memory::desc(Dims{1}, dt, Dims{1});
   const Dims dims(v.sizes.begin(), v.sizes.end());
   if (v.is_contiguous()) {
@@ -142,11 +147,17 @@ inline memory::desc plain_1d(int64_t n) {
   return memory::desc(Dims{n}, memory::data_type::f32, memory::format_tag::a);
 }
 
-// Element-wise ops and reductions on fewer elements run on the shared plain loops: a
-// oneDNN primitive opens an OpenMP parallel region per call, about 1.5 us at two
-// threads (DESIGN.md's measured facts; 1.1-2.3 us for ReLU on 64 floats in
-// bench/cpu_backends_bench), for work a loop finishes in nanoseconds.
-inline constexpr int64_t kLoopBelow = 4096;
+// Element-wise ops and reductions (f32) on fewer elements run on the shared plain
+// loops, on the calling thread: a oneDNN primitive opens an OpenMP parallel region per
+// call whatever the size. ReLU in bench/libtorch (2 threads, OMP_WAIT_POLICY=passive,
+// loaded 2-core VM): the primitive took 16 us on 4096 floats and 13-26 us on 32768,
+// the loop 0.3 and 2.5 us; at one thread the two are within 0.5 us of each other.
+// LibTorch's at::parallel_for stays on one thread below the same grain size.
+inline constexpr int64_t kLoopBelow = 32768;
+// The backend's own loops split over OpenMP threads (the pool oneDNN runs on, sized
+// by OMP_NUM_THREADS) from this many elements on; below, one thread is faster than
+// waking the others.
+inline constexpr int64_t kParallelAbove = 32768;
 
 // The state behind one OneDnnBackend.
 struct Context {
@@ -187,6 +198,24 @@ void guarded(std::string_view op, F&& f) {
 
 inline void require_f32(std::string_view op, DType dt) {
   if (dt != DType::f32) STRATA_FAIL("onednn: ", op, " does not support dtype ", dtype_name(dt), " (supported: f32)");
+}
+
+// Whether bf16 primitives run natively here: oneDNN's effective ISA has bf16 dot
+// products (AVX512_BF16, or AMX). Emulated bf16 on plain AVX-512 would be slower
+// than f32, so it is not offered. DNNL_MAX_CPU_ISA lowers the ISA as oneDNN sees it.
+bool bf16_native();
+// "avx512_core_bf16", ...: oneDNN's effective ISA, for messages.
+const char* effective_isa_name();
+
+// The ops with bf16 primitives (conv, linear, relu, add, pooling) accept f32, and bf16 where
+// bf16_native(); a bf16 call on a CPU without it is an error that says so.
+inline void require_f32_or_bf16(std::string_view op, DType dt) {
+  if (dt == DType::f32) return;
+  if (dt != DType::bf16)
+    STRATA_FAIL("onednn: ", op, " does not support dtype ", dtype_name(dt), " (supported: f32, bf16)");
+  if (!bf16_native())
+    STRATA_FAIL("onednn: ", op, ": bf16 needs a CPU with AVX512_BF16 or AMX, and oneDNN's ISA here is ",
+                effective_isa_name(), " (use f32)");
 }
 
 }  // namespace strata::backends::onednn

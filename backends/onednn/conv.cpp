@@ -1,6 +1,7 @@
 // conv2d on oneDNN: forward, backward data and backward weights primitives, each
 // planned with format_tag::any so oneDNN picks its fastest (usually blocked)
 // layouts; the plan caches the reorders between strata's strides and those.
+// f32, and bf16 where the CPU has it (f32 accumulation inside oneDNN).
 #include "backends/onednn/context.h"
 #include "backends/openblas/loops/reduce.h"
 
@@ -17,7 +18,8 @@ memory::desc weights_md(const TensorView& w, int groups) {
   if (groups == 1) return md_of(w);
   const int64_t kg = w.sizes[0] / groups;
   const Shape st = w.is_contiguous() ? contiguous_strides(w.sizes) : w.strides;
-  return md_strided({groups, kg, w.sizes[1], w.sizes[2], w.sizes[3]}, {st[0] * kg, st[0], st[1], st[2], st[3]});
+  return md_strided({groups, kg, w.sizes[1], w.sizes[2], w.sizes[3]}, {st[0] * kg, st[0], st[1], st[2], st[3]},
+                    dnnl_dt(w.dtype));
 }
 
 struct ConvGeom {
@@ -61,12 +63,49 @@ struct BwdWeightPlan : Plan {
   dnnl::convolution_backward_weights prim;
   Staged x, dy, dw;
   Args args;
+  int64_t unblock_o = 0, unblock_i = 0;  // > 0: dw leaves through unblock_1x1, not the reorder
 };
+
+// oneDNN 2.6's reorder of 1x1 weights from its blocked ABcd16b16a ([O/16][I/16][16i][16o])
+// to plain [O][I] slows down 5-8x once a plain row is 4 KiB or more (I >= 1024): at one
+// thread 8.1 ms instead of 1.6 for 2048x1024, and 25.6 ms against 7.3 ms over ResNet-50's
+// 1x1 layers in one training step. This is the same 16x16 block transpose, split over
+// OpenMP threads by output-channel blocks.
+constexpr int64_t kUnblockFromInputs = 1024;
+
+bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, const TensorView& w, int groups) {
+  if (groups != 1 || w.dtype != DType::f32 || w.sizes[2] != 1 || w.sizes[3] != 1) return false;
+  const int64_t o = w.sizes[0], i = w.sizes[1];
+  if (o % 16 != 0 || i % 16 != 0 || i < kUnblockFromInputs) return false;
+  const Dims dims{o, i, 1, 1};
+  return user == memory::desc(dims, memory::data_type::f32, memory::format_tag::abcd) &&
+         blocked == memory::desc(dims, memory::data_type::f32, memory::format_tag::ABcd16b16a);
+}
+
+// oneDNN 2.6's jit_bf16 backward-weights kernel took about 64 ms per call at two
+// threads on the 2-core VM for every output plane up to 8x8 tried (ResNet-50's 3x3 layers
+// at 32x32 input; 0.14-2.2 ms at one thread), 7.1 ms for 56x56 (5.8 at one thread). Its
+// GEMM-based bf16 kernel on plain layouts took 0.3-3.8 ms at two threads on the same
+// small planes, 21 ms on 56x56: small planes go there.
+constexpr int64_t kBf16GemmBelow = 256;
+
+void unblock_1x1(const float* src, float* dst, int64_t o, int64_t i) {
+  const int64_t ob_count = o / 16, ib_count = i / 16;
+#pragma omp parallel for schedule(static) if (o * i >= kParallelAbove)
+  for (int64_t ob = 0; ob < ob_count; ++ob)
+    for (int64_t ib = 0; ib < ib_count; ++ib) {
+      const float* tile = src + (ob * ib_count + ib) * 256;
+      for (int64_t r = 0; r < 16; ++r) {
+        float* row = dst + (ob * 16 + r) * i + ib * 16;
+        for (int64_t c = 0; c < 16; ++c) row[c] = tile[c * 16 + r];
+      }
+    }
+}
 
 }  // namespace
 
 void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
-  require_f32("conv2d_fwd", a.x.dtype);
+  require_f32_or_bf16("conv2d_fwd", a.x.dtype);
   guarded("conv2d_fwd", [&] {
     Context& c = *ctx_;
     Key key(OpId::conv2d_fwd);
@@ -105,7 +144,7 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
 }
 
 void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
-  require_f32("conv2d_bwd_data", a.dy.dtype);
+  require_f32_or_bf16("conv2d_bwd_data", a.dy.dtype);
   guarded("conv2d_bwd_data", [&] {
     Context& c = *ctx_;
     Key key(OpId::conv2d_bwd_data);
@@ -139,7 +178,7 @@ void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
 }
 
 void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
-  require_f32("conv2d_bwd_weight", a.x.dtype);
+  require_f32_or_bf16("conv2d_bwd_weight", a.x.dtype);
   guarded("conv2d_bwd_weight", [&] {
     Context& c = *ctx_;
     Key key(OpId::conv2d_bwd_weight);
@@ -150,13 +189,26 @@ void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
       const memory::desc x = md_of(a.x), dw = weights_md(a.dw, a.p.groups), dy = md_of(a.dy);
       const auto hint = forward_pd(x, dw, memory::desc(), dy, a.p, c.eng);
       const ConvGeom g = geom(a.p);
-      dnnl::convolution_backward_weights::desc d(algorithm::convolution_direct, any_like(x), any_like(dw),
-                                                 any_like(dy), g.strides, g.dilates, g.pad_l, g.pad_r);
-      const dnnl::convolution_backward_weights::primitive_desc pd(d, c.eng, hint);
+      auto make_pd = [&](bool plain) {
+        const dnnl::convolution_backward_weights::desc d(algorithm::convolution_direct, plain ? x : any_like(x),
+                                                         plain ? dw : any_like(dw), plain ? dy : any_like(dy),
+                                                         g.strides, g.dilates, g.pad_l, g.pad_r);
+        return dnnl::convolution_backward_weights::primitive_desc(d, c.eng, hint);
+      };
+      // bf16 on small output planes: strata's own layouts, which oneDNN serves with its
+      // GEMM-based kernel instead of jit_bf16 (see kBf16GemmBelow) — unless it has only
+      // the reference kernel for them (NHWC in 2.6).
+      dnnl::convolution_backward_weights::primitive_desc pd;
+      if (a.x.dtype == DType::bf16 && a.dy.sizes[2] * a.dy.sizes[3] < kBf16GemmBelow) pd = make_pd(true);
+      if (!pd || std::string_view(pd.impl_info_str()).substr(0, 3) == "ref") pd = make_pd(false);
       p->prim = dnnl::convolution_backward_weights(pd);
       p->x = Staged::make(x, pd.src_desc(), c.eng, true);
       p->dy = Staged::make(dy, pd.diff_dst_desc(), c.eng, true);
       p->dw = Staged::make(dw, pd.diff_weights_desc(), c.eng, false);
+      if (unblock_1x1_applies(dw, pd.diff_weights_desc(), a.dw, a.p.groups)) {
+        p->unblock_o = a.dw.sizes[0];
+        p->unblock_i = a.dw.sizes[1];
+      }
       p->args = {{DNNL_ARG_SRC, p->x.arg()}, {DNNL_ARG_DIFF_DST, p->dy.arg()},
                  {DNNL_ARG_DIFF_WEIGHTS, p->dw.arg()}};
       return p;
@@ -167,6 +219,12 @@ void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
     pl.x.pull(c.strm);
     pl.dy.pull(c.strm);
     pl.prim.execute(c.strm, pl.args);
+    if (pl.unblock_o > 0) {
+      c.strm.wait();
+      unblock_1x1(static_cast<const float*>(pl.dw.inner.get_data_handle()), a.dw.ptr<float>(), pl.unblock_o,
+                  pl.unblock_i);
+      return;
+    }
     pl.dw.push(c.strm);
     c.strm.wait();
   });
@@ -174,10 +232,19 @@ void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
 
 // db[k] = sum over n, h, w of dy. oneDNN 2.6 has only a reference implementation
 // for a reduction that keeps the channel dim (milliseconds for a few thousand
-// elements): the shared loop does it in double.
+// elements): the shared loop does it in double (bf16 widened element by element).
 void OneDnnBackend::conv2d_bwd_bias(const Conv2dBwdBiasArgs& a) {
-  require_f32("conv2d_bwd_bias", a.dy.dtype);
-  loops::conv_bias_grad<float>(a.dy, a.db);
+  require_f32_or_bf16("conv2d_bwd_bias", a.dy.dtype);
+  if (a.dy.dtype == DType::f32) return loops::conv_bias_grad<float>(a.dy, a.db);
+  const bf16_t* dy = a.dy.ptr<const bf16_t>();
+  const auto& st = a.dy.strides;
+  for (int64_t k = 0; k < a.dy.sizes[1]; ++k) {
+    double s = 0;
+    for (int64_t n = 0; n < a.dy.sizes[0]; ++n)
+      for (int64_t h = 0; h < a.dy.sizes[2]; ++h)
+        for (int64_t w = 0; w < a.dy.sizes[3]; ++w) s += from_bf16(dy[n * st[0] + k * st[1] + h * st[2] + w * st[3]]);
+    a.db.ptr<bf16_t>()[k * a.db.strides[0]] = to_bf16(static_cast<float>(s));
+  }
 }
 
 }  // namespace strata::backends

@@ -3,7 +3,7 @@
 // and the softmax of softmax cross-entropy. oneDNN 2.6's eltwise and softmax take one
 // layout for input and output: an output of another layout goes through the plan's
 // staging reorder. Tensors below kLoopBelow elements run on the shared plain loops
-// (see context.h).
+// (see context.h); bf16 (relu, add) always runs on the primitives.
 #include "backends/onednn/context.h"
 #include "backends/openblas/loops/elementwise.h"
 #include "backends/openblas/loops/loss.h"
@@ -65,15 +65,15 @@ struct BinaryPlan : Plan {
 }  // namespace
 
 void OneDnnBackend::relu_fwd(const ReluFwdArgs& a) {
-  require_f32("relu_fwd", a.x.dtype);
-  if (a.x.numel() < kLoopBelow) return loops::relu_fwd<float>(a);
+  require_f32_or_bf16("relu_fwd", a.x.dtype);
+  if (a.x.dtype == DType::f32 && a.x.numel() < kLoopBelow) return loops::relu_fwd<float>(a);
   guarded("relu_fwd", [&] { eltwise(*ctx_, OpId::relu_fwd, algorithm::eltwise_relu, a.x, a.y); });
 }
 
 // dx = dy where y > 0: eltwise_relu_use_dst_for_bwd with alpha 0 is exactly that.
 void OneDnnBackend::relu_bwd(const ReluBwdArgs& a) {
-  require_f32("relu_bwd", a.dy.dtype);
-  if (a.dy.numel() < kLoopBelow) return loops::relu_bwd<float>(a);
+  require_f32_or_bf16("relu_bwd", a.dy.dtype);
+  if (a.dy.dtype == DType::f32 && a.dy.numel() < kLoopBelow) return loops::relu_bwd<float>(a);
   guarded("relu_bwd", [&] {
     Context& c = *ctx_;
     Key key(OpId::relu_bwd);
@@ -104,8 +104,8 @@ void OneDnnBackend::relu_bwd(const ReluBwdArgs& a) {
 }
 
 void OneDnnBackend::add(const AddArgs& a) {
-  require_f32("add", a.a.dtype);
-  if (a.a.numel() < kLoopBelow) return loops::add<float>(a);
+  require_f32_or_bf16("add", a.a.dtype);
+  if (a.a.dtype == DType::f32 && a.a.numel() < kLoopBelow) return loops::add<float>(a);
   guarded("add", [&] {
     Context& c = *ctx_;
     Key key(OpId::add);

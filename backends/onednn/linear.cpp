@@ -1,5 +1,7 @@
 // linear on oneDNN's matmul primitive. Transposes are strides, not copies: w^T is w
-// described with swapped strides, dy^T likewise.
+// described with swapped strides, dy^T likewise. f32, and bf16 where the CPU has it.
+#include <vector>
+
 #include "backends/onednn/context.h"
 #include "backends/openblas/loops/reduce.h"
 
@@ -12,7 +14,7 @@ namespace {
 memory::desc md_transposed(const TensorView& v) {
   const memory::desc m = md_of(v);
   const auto& st = m.data.format_desc.blocking.strides;
-  return md_strided({v.sizes[1], v.sizes[0]}, {st[1], st[0]});
+  return md_strided({v.sizes[1], v.sizes[0]}, {st[1], st[0]}, dnnl_dt(v.dtype));
 }
 
 struct MatmulPlan : Plan {
@@ -26,7 +28,12 @@ struct MatmulPlan : Plan {
 void matmul(Context& c, const Key& key, const memory::desc& src, const memory::desc& wei, const memory::desc& bias,
             const memory::desc& dst, const void* psrc, const void* pwei, const void* pbias, void* pdst) {
   auto& pl = c.plan<MatmulPlan>(key, [&] {
-    const dnnl::matmul::primitive_desc pd({src, wei, bias, dst}, c.eng);
+    // The primitive gets a dense bias (a strided one is staged through a reorder):
+    // oneDNN 2.6's matmul accepted a [1, N] bias with a column stride of 2 and read it
+    // as dense (tests/reliability's strided-bias case).
+    const memory::desc dense_bias =
+        bias.is_zero() ? bias : memory::desc(bias.dims(), bias.data_type(), memory::format_tag::ab);
+    const dnnl::matmul::primitive_desc pd({src, wei, dense_bias, dst}, c.eng);
     auto p = std::make_unique<MatmulPlan>();
     p->prim = dnnl::matmul(pd);
     p->src = Staged::make(src, pd.src_desc(), c.eng, true);
@@ -58,19 +65,20 @@ void matmul(Context& c, const Key& key, const memory::desc& src, const memory::d
 
 // y [N,out] = x [N,in] * w^T [in,out] + b [1,out]
 void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
-  require_f32("linear_fwd", a.x.dtype);
+  require_f32_or_bf16("linear_fwd", a.x.dtype);
   guarded("linear_fwd", [&] {
     Key key(OpId::linear_fwd);
     key.views(a.x, a.w, a.b, a.y);
     const memory::desc bias =
-        a.b.defined ? md_strided({1, a.b.sizes[0]}, {a.b.sizes[0] * a.b.strides[0], a.b.strides[0]}) : memory::desc();
+        a.b.defined ? md_strided({1, a.b.sizes[0]}, {a.b.sizes[0] * a.b.strides[0], a.b.strides[0]}, dnnl_dt(a.b.dtype))
+                    : memory::desc();
     matmul(*ctx_, key, md_of(a.x), md_transposed(a.w), bias, md_of(a.y), a.x.data, a.w.data, a.b.data, a.y.data);
   });
 }
 
 // dx [N,in] = dy [N,out] * w [out,in]
 void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
-  require_f32("linear_bwd_data", a.dy.dtype);
+  require_f32_or_bf16("linear_bwd_data", a.dy.dtype);
   guarded("linear_bwd_data", [&] {
     Key key(OpId::linear_bwd_data);
     key.views(a.dy, a.w, a.dx);
@@ -81,7 +89,7 @@ void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
 
 // dw [out,in] = dy^T [out,N] * x [N,in]; db [out] = sum over N of dy.
 void OneDnnBackend::linear_bwd_weight(const LinearBwdWeightArgs& a) {
-  require_f32("linear_bwd_weight", a.x.dtype);
+  require_f32_or_bf16("linear_bwd_weight", a.x.dtype);
   guarded("linear_bwd_weight", [&] {
     Key key(OpId::linear_bwd_weight);
     key.views(a.x, a.dy, a.dw);
@@ -90,7 +98,14 @@ void OneDnnBackend::linear_bwd_weight(const LinearBwdWeightArgs& a) {
   });
   // The bias gradient keeps a dim, which oneDNN 2.6 reduces only with its reference
   // implementation: the shared loop does it (see conv.cpp).
-  if (a.db.defined) loops::column_sums<float>(a.dy, a.db);
+  if (!a.db.defined) return;
+  if (a.dy.dtype == DType::f32) return loops::column_sums<float>(a.dy, a.db);
+  std::vector<double> acc(static_cast<size_t>(a.dy.sizes[1]), 0.0);  // bf16: the same sums, widened
+  const bf16_t* dy = a.dy.ptr<const bf16_t>();
+  for (int64_t i = 0; i < a.dy.sizes[0]; ++i)
+    for (int64_t o = 0; o < a.dy.sizes[1]; ++o) acc[o] += from_bf16(dy[i * a.dy.strides[0] + o * a.dy.strides[1]]);
+  for (int64_t o = 0; o < a.dy.sizes[1]; ++o)
+    a.db.ptr<bf16_t>()[o * a.db.strides[0]] = to_bf16(static_cast<float>(acc[o]));
 }
 
 }  // namespace strata::backends

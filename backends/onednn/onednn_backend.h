@@ -10,8 +10,11 @@
 // descriptors carry strata's own strides: NCHW, NHWC and other views run without
 // a copy unless the primitive asks for a blocked layout.
 //
-// f32 everywhere; f64 only for the loop-based ops (supports() says which). One
-// engine and one in-order stream per object; not thread-safe (one per thread).
+// f32 everywhere; f64 only for the loop-based ops; bf16 for conv2d, linear, relu, add
+// and pooling where the CPU runs bf16 natively (AVX512_BF16 or AMX; elsewhere supports() is
+// false and a bf16 call is an error naming the ISA). supports() says which. One
+// engine and one in-order stream per object; not thread-safe (one per thread). Work
+// runs on oneDNN's OpenMP pool (OMP_NUM_THREADS; docs/threads.md).
 // oneDNN/DNNL headers stay out of this header: the state lives behind a pointer.
 #include <cstddef>
 #include <memory>
@@ -36,7 +39,7 @@ class OneDnnBackend {
 
   bool supports(OpId op, DType dt) const;
   void synchronize();
-  // "oneDNN 2.6.3 (cpu runtime OMP, isa ...), 12 cached primitives"
+  // "oneDNN 2.6.3 (cpu runtime OpenMP, isa avx512_core_bf16, bf16 native), 12 cached plans"
   std::string describe() const;
   size_t cached_plans() const;
 

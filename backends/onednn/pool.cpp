@@ -4,6 +4,7 @@
 // strata's op does not carry, so the plan recomputes the forward with a workspace
 // into its own buffers. oneDNN keeps the first maximum of a window (it replaces on
 // strictly greater, scanning rows then columns), which is op_args.h's rule.
+// f32, and bf16 where the CPU has it.
 #include "backends/onednn/context.h"
 
 namespace strata::backends {
@@ -39,8 +40,8 @@ void add_params(Key& k, const Pool2dParams& p) {
 memory::desc md_nc11(const TensorView& v, const TensorView& plane) {
   const int64_t c = v.sizes[1];
   if (plane.is_channels_last() && !plane.is_contiguous() && v.is_contiguous())
-    return md_strided({v.sizes[0], c, 1, 1}, {c, 1, c, c});
-  return md_strided({v.sizes[0], c, 1, 1}, {v.strides[0], v.strides[1], 1, 1});
+    return md_strided({v.sizes[0], c, 1, 1}, {c, 1, c, c}, dnnl_dt(v.dtype));
+  return md_strided({v.sizes[0], c, 1, 1}, {v.strides[0], v.strides[1], 1, 1}, dnnl_dt(v.dtype));
 }
 
 dnnl::pooling_forward::primitive_desc fwd_pd(prop_kind prop, algorithm alg, const memory::desc& src,
@@ -124,7 +125,7 @@ void backward(Context& c, Key& key, algorithm alg, const TensorView* x, const Te
 }  // namespace
 
 void OneDnnBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
-  require_f32("max_pool2d_fwd", a.x.dtype);
+  require_f32_or_bf16("max_pool2d_fwd", a.x.dtype);
   guarded("max_pool2d_fwd", [&] {
     Key key(OpId::max_pool2d_fwd);
     key.views(a.x, a.y);
@@ -134,7 +135,7 @@ void OneDnnBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
 }
 
 void OneDnnBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
-  require_f32("max_pool2d_bwd", a.x.dtype);
+  require_f32_or_bf16("max_pool2d_bwd", a.x.dtype);
   guarded("max_pool2d_bwd", [&] {
     Key key(OpId::max_pool2d_bwd);
     key.views(a.x, a.dy, a.dx);
@@ -144,7 +145,7 @@ void OneDnnBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
 }
 
 void OneDnnBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
-  require_f32("avg_pool2d_fwd", a.x.dtype);
+  require_f32_or_bf16("avg_pool2d_fwd", a.x.dtype);
   guarded("avg_pool2d_fwd", [&] {
     Key key(OpId::avg_pool2d_fwd);
     key.views(a.x, a.y);
@@ -154,7 +155,7 @@ void OneDnnBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
 }
 
 void OneDnnBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
-  require_f32("avg_pool2d_bwd", a.dy.dtype);
+  require_f32_or_bf16("avg_pool2d_bwd", a.dy.dtype);
   guarded("avg_pool2d_bwd", [&] {
     Key key(OpId::avg_pool2d_bwd);
     key.views(a.dy, a.dx);
@@ -164,7 +165,7 @@ void OneDnnBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
 }
 
 void OneDnnBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
-  require_f32("global_avg_pool_fwd", a.x.dtype);
+  require_f32_or_bf16("global_avg_pool_fwd", a.x.dtype);
   guarded("global_avg_pool_fwd", [&] {
     Key key(OpId::global_avg_pool_fwd);
     key.views(a.x, a.y);
@@ -173,7 +174,7 @@ void OneDnnBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
 }
 
 void OneDnnBackend::global_avg_pool_bwd(const GlobalAvgPoolBwdArgs& a) {
-  require_f32("global_avg_pool_bwd", a.dy.dtype);
+  require_f32_or_bf16("global_avg_pool_bwd", a.dy.dtype);
   guarded("global_avg_pool_bwd", [&] {
     Key key(OpId::global_avg_pool_bwd);
     key.views(a.dy, a.dx);

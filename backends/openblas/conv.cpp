@@ -86,11 +86,22 @@ int64_t rows_per_block(const ConvGeom& g) {
   return std::clamp<int64_t>(cols / std::max<int64_t>(g.wo, 1), 1, std::max<int64_t>(g.ho, 1));
 }
 
+// im2col splits over OpenMP threads by input channel (each channel owns its rows of
+// the columns, so the result does not depend on the split) once a call writes this
+// many elements. Serial, at two threads, the im2col of ResNet-50's 3x3 conv2_x layer
+// (N=8, 64 channels, 56x56) held the forward at 67-78% of the same GEMM's GFLOP/s on
+// the loaded 2-core VM; split, 90-100% (bench/libtorch). col2im stays serial: backward
+// data runs it per block of rows between many short GEMMs, and splitting it too made
+// the two-thread backward slower in the runs we could make (OpenBLAS's threads spin
+// between GEMMs and compete with OpenMP's).
+constexpr int64_t kParallelCols = 32768;
+
 // x: one image's group [cg, h, w] -> col rows [cg*r*s] holding output rows
 // [oh0, oh1) (wo values each), row stride ld.
 template <class T>
 void im2col(const T* x, const ConvGeom& g, int64_t oh0, int64_t oh1, T* col, int64_t ld) {
   const Conv2dParams& p = g.p;
+#pragma omp parallel for schedule(static) if (g.crs() * (oh1 - oh0) * g.wo >= kParallelCols)
   for (int64_t c = 0; c < g.cg; ++c)
     for (int64_t r = 0; r < g.r; ++r)
       for (int64_t s = 0; s < g.s; ++s) {

@@ -6,7 +6,9 @@
 // contiguous NCHW first, outputs are written back to their own strides).
 //
 // Not thread-safe: one object holds its im2col workspaces; give each thread its own.
-// OpenBLAS runs its own thread pool inside each GEMM (see describe()).
+// OpenBLAS runs its own thread pool inside each GEMM (OPENBLAS_NUM_THREADS; see
+// describe()); im2col splits over OpenMP threads (OMP_NUM_THREADS); the other loops
+// run on the calling thread (docs/threads.md).
 #include <string>
 
 #include "backends/api/backend.h"

@@ -99,9 +99,12 @@ void check_precision(const std::string& precision, const std::string& backend, c
   STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
                "' (known and supported by strata_train: fp32, bf16, fp16)");
   const DType dt = precision == "bf16" ? DType::bf16 : DType::f16;
-  STRATA_CHECK(backends::registry().get(backend).supports(ops::OpId::conv2d_fwd, dt), "precision '", precision,
-               "' is not supported on backend '", backend, "' (no ", dtype_name(dt),
-               " convolution); supported: fp32");
+  const backends::Backend& b = backends::registry().get(backend);
+  std::string supported = "fp32";
+  if (b.supports(ops::OpId::conv2d_fwd, DType::bf16)) supported += ", bf16";
+  if (b.supports(ops::OpId::conv2d_fwd, DType::f16)) supported += ", fp16";
+  STRATA_CHECK(b.supports(ops::OpId::conv2d_fwd, dt), "precision '", precision, "' is not supported on backend '",
+               backend, "' (no ", dtype_name(dt), " convolution); supported: ", supported);
   STRATA_CHECK(dispatch != "direct", "precision '", precision,
                "' runs in the virtual and static dispatch modes only (direct mode: not yet)");
 }

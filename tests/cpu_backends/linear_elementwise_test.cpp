@@ -84,10 +84,11 @@ const std::vector<Layouts>& layouts() {
                                          {"nhwc", {2, 8, 4, 4}, kNHWC, kNHWC},
                                          {"nchw_to_nhwc", {2, 5, 3, 3}, kNCHW, kNHWC},
                                          {"flat_1001", {1001}, kNCHW, kNCHW},
-                                         // Above onednn's small-op threshold: its primitives run.
-                                         {"large_nchw", {2, 16, 16, 16}, kNCHW, kNCHW},
-                                         {"large_nhwc", {2, 32, 12, 12}, kNHWC, kNHWC},
-                                         {"large_nhwc_to_nchw", {2, 32, 12, 12}, kNHWC, kNCHW}};
+                                         // Above onednn's small-op threshold (kLoopBelow,
+                                         // 32768 elements): its primitives run.
+                                         {"large_nchw", {2, 32, 24, 24}, kNCHW, kNCHW},
+                                         {"large_nhwc", {2, 32, 24, 24}, kNHWC, kNHWC},
+                                         {"large_nhwc_to_nchw", {2, 32, 24, 24}, kNHWC, kNCHW}};
   return l;
 }
 

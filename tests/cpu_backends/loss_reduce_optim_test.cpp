@@ -82,7 +82,7 @@ TEST_P(LossReduceOptimTest, SumMean) {
                                    {"nhwc_2x3x4x5", rand_f32({2, 3, 4, 5}, 12002, kNHWC)},
                                    {"strided_view", rand_f32({6, 9}, 12003).narrow(1, 2, 4)},
                                    {"large_100003", rand_f32({100003}, 12004, kNCHW, 0.0, 1.0)},
-                                   {"large_nhwc_4x64x8x8", rand_f32({4, 64, 8, 8}, 12007, kNHWC)},
+                                   {"large_nhwc_4x64x12x12", rand_f32({4, 64, 12, 12}, 12007, kNHWC, 0.0, 1.0)},
                                    {"one_element", rand_f32({1}, 12005)},
                                    {"rank0", rand_f32({}, 12006)}};
   for (const Case& c : cases) {

@@ -67,7 +67,9 @@ void run_step(ops::DispatchMode mode, MemoryFormat fmt, double tol_loss, double 
     const double ng = norm_of(pg[i].second.grad()), nc = norm_of(pc[i].second.grad());
     total_g += ng * ng;
     total_c += nc * nc;
-    if (tol_grad > 0) EXPECT_NEAR(ng, nc, tol_grad * std::max(nc, 1e-3)) << "gradient norm";
+    if (tol_grad > 0) {
+      EXPECT_NEAR(ng, nc, tol_grad * std::max(nc, 1e-3)) << "gradient norm";
+    }
     ++compared;
   }
   EXPECT_EQ(compared, 161);  // ResNet-50's parameter tensors with a 10-class head

@@ -33,7 +33,8 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
     return ::testing::AssertionFailure() << "shapes/dtypes differ: " << a.str() << " vs " << b.str();
   const Tensor ca = a.contiguous(), cb = b.contiguous();
-  if (std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) != 0)
+  // Empty tensors have no storage: memcmp with a null pointer is undefined even for 0 bytes.
+  if (ca.nbytes() != 0 && std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) != 0)
     return ::testing::AssertionFailure() << "values differ bitwise (" << a.str() << "), max |diff| "
                                          << max_abs_diff(a, b);
   return ::testing::AssertionSuccess();

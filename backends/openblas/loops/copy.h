@@ -13,6 +13,7 @@ namespace strata::backends::loops {
 inline void copy(std::string_view backend, const ops::CopyArgs& a) {
   STRATA_CHECK(a.x.device.is_cpu() && a.y.device.is_cpu(), backend, ": copy from ", a.x.device.str(), " to ",
                a.y.device.str(), " needs a GPU backend; ", backend, " copies between CPU tensors only");
+  if (a.x.numel() == 0) return;  // empty tensors have null data: memmove(nullptr, ...) is undefined
   if (a.x.dtype == a.y.dtype && is_dense(a.x) && same_layout(a.x, a.y)) {
     std::memmove(a.y.data, a.x.data, static_cast<size_t>(a.x.numel()) * dtype_size(a.x.dtype));
     return;

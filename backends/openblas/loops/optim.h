@@ -60,4 +60,14 @@ void adam_step(const ops::AdamStepArgs& a) {
   }, a.param, a.grad, a.exp_avg, a.exp_avg_sq);
 }
 
+// The step for an args struct's type (callers generic over SGD and Adam).
+template <class T>
+void step_of(const ops::SgdStepArgs& a) {
+  sgd_step<T>(a);
+}
+template <class T>
+void step_of(const ops::AdamStepArgs& a) {
+  adam_step<T>(a);
+}
+
 }  // namespace strata::backends::loops

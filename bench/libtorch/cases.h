@@ -1,0 +1,64 @@
+#pragma once
+// Internal to bench/libtorch: what the three sides of libtorch_cpu_bench (strata,
+// LibTorch, the raw libraries) hand to the timing loop. The strata and LibTorch
+// sides live in separate translation units so that neither sees the other's
+// headers (and editing one does not recompile LibTorch's).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace strata_bench {
+
+enum class Kind { resnet_infer, resnet_train, conv_fwd, conv_train, relu };
+
+// One workload; every side builds its cases for it.
+struct Workload {
+  std::string name;
+  Kind kind;
+  int64_t batch = 1, resolution = 224;  // ResNet-50 (ImageNet stem, 1000 classes)
+  int64_t numel = 64;                   // relu
+  double flops = 0;                     // per step, 0 when not reported
+  int warmup = 2;                       // untimed steps of each case before the first round
+  int rounds = 5;                       // cases take turns: round-robin, `rounds` times
+  int samples_per_round = 2;            // timed samples of a case in each turn
+  int calls_per_sample = 1;             // a sample's time is the mean over this many calls
+  int warm_calls_per_turn = 0;          // untimed calls at the start of each turn
+  bool bf16 = false;                    // bf16 compute (f32 accumulation); strata: backends with bf16
+                                        // convs, and ResNet in the tape modes only
+};
+
+// One timed thing: `step` runs one call; the state it needs is in the closure.
+struct Case {
+  std::string impl;     // strata | libtorch | raw
+  std::string backend;  // strata: onednn | openblas; raw: the library; libtorch: ""
+  std::string mode;     // strata: virtual | static | direct (+grad: with the tape);
+                        // libtorch: no_grad | grad
+  std::function<void()> step;
+  // strata's tape modes: one step under the op trace, as "op count x mean us" by
+  // total time (empty elsewhere); --trace prints it.
+  std::function<std::string()> trace;
+};
+
+// The ops of conv3x3: 3x3, pad 1, N=8, C=K=64, 56x56 (ResNet-50's conv2_x).
+inline constexpr int64_t kConvN = 8, kConvC = 64, kConvK = 64, kConvHW = 56;
+
+// Deterministic values in [-1, 1) (no zeros in bulk, no denormals).
+inline float bench_value(int64_t i, float scale) {
+  return scale * static_cast<float>((i * 7919) % 1000 - 500) / 500.0f;
+}
+
+std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>& backends,
+                               const std::vector<std::string>& modes);
+std::vector<Case> libtorch_cases(const Workload& w);
+std::vector<Case> raw_cases(const Workload& w);
+
+// Thread setup and the lines that describe each side's configuration.
+void libtorch_set_threads(int n);
+int libtorch_threads();
+std::string libtorch_describe();
+std::vector<std::string> strata_describe();
+std::vector<std::string> raw_describe();
+int openblas_threads();  // -1 without OpenBLAS
+
+}  // namespace strata_bench

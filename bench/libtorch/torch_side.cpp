@@ -1,0 +1,124 @@
+// LibTorch's side of libtorch_cpu_bench: ResNet-50 as torchvision v1.5 defines it (the
+// study's LibTorch definition; torchvision is not part of LibTorch), a single 3x3
+// convolution and relu, each timed as PyTorch eager runs them (NCHW, f32, default algorithms).
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include "bench/libtorch/cases.h"
+#include "bench/study/libtorch/resnet50.h"
+
+namespace strata_bench {
+
+namespace {
+
+using study_libtorch::ResNet50;  // one torchvision-exact definition for both LibTorch peers
+
+torch::Tensor filled(at::IntArrayRef sizes, float scale) {
+  auto t = torch::empty(sizes);
+  float* p = t.data_ptr<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = bench_value(i, scale);
+  return t;
+}
+
+// torch.autocast("cpu", dtype=torch.bfloat16) for a scope, as the Python context
+// manager does it.
+struct AutocastBf16 {
+  explicit AutocastBf16(bool on) : on_(on) {
+    if (!on_) return;
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastBf16() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(false);
+  }
+  AutocastBf16(const AutocastBf16&) = delete;
+  AutocastBf16& operator=(const AutocastBf16&) = delete;
+
+ private:
+  bool on_;
+};
+
+Case make(std::string mode, std::function<void()> step) {
+  return {"libtorch", "", std::move(mode), std::move(step), {}};
+}
+
+}  // namespace
+
+void libtorch_set_threads(int n) { torch::set_num_threads(n); }
+int libtorch_threads() { return torch::get_num_threads(); }
+std::string libtorch_describe() {
+  return "LibTorch " TORCH_VERSION ", " + std::to_string(torch::get_num_threads()) + " intra-op threads, mkldnn " +
+         (at::hasMKLDNN() ? "on" : "off");
+}
+
+std::vector<Case> libtorch_cases(const Workload& w) {
+  torch::manual_seed(0);
+  switch (w.kind) {
+    case Kind::resnet_infer: {
+      ResNet50 model;
+      model->eval();
+      auto x = filled({w.batch, 3, w.resolution, w.resolution}, 1.7f);
+      const bool bf16 = w.bf16;
+      return {make(bf16 ? "no_grad autocast" : "no_grad", [model, x, bf16]() mutable {
+        torch::NoGradGuard g;
+        AutocastBf16 a(bf16);
+        model->forward(x);
+      })};
+    }
+    case Kind::resnet_train: {
+      ResNet50 model;
+      model->train();
+      auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+      auto x = filled({w.batch, 3, w.resolution, w.resolution}, 1.7f);
+      auto labels = torch::randint(0, 1000, {w.batch}, torch::kLong);
+      const bool bf16 = w.bf16;
+      return {make(bf16 ? "grad autocast" : "grad", [model, opt, x, labels, bf16]() mutable {
+        // Gradients set to none, as strata's zero_grad() and PyTorch >= 2.0 do
+        // (LibTorch 1.13's zero_grad() writes zeros over 25.6 M floats).
+        for (auto& p : model->parameters()) p.mutable_grad().reset();
+        torch::Tensor loss;
+        {
+          AutocastBf16 a(bf16);  // forward and loss under autocast, backward outside
+          loss = torch::nn::functional::cross_entropy(model->forward(x), labels);
+        }
+        loss.backward();
+        opt->step();
+      })};
+    }
+    case Kind::conv_fwd:
+    case Kind::conv_train: {
+      const auto dt = w.bf16 ? torch::kBFloat16 : torch::kFloat;
+      auto x = filled({kConvN, kConvC, kConvHW, kConvHW}, 1.0f).to(dt);
+      auto wt = filled({kConvK, kConvC, 3, 3}, 0.1f).to(dt);
+      if (w.kind == Kind::conv_fwd)
+        return {make("no_grad", [x, wt] {
+          torch::NoGradGuard g;
+          torch::conv2d(x, wt, {}, 1, 1);
+        })};
+      x.set_requires_grad(true);
+      wt.set_requires_grad(true);
+      auto dy = filled({kConvN, kConvK, kConvHW, kConvHW}, 0.5f).to(dt);
+      return {make("grad", [x, wt, dy]() mutable {
+        x.mutable_grad().reset();
+        wt.mutable_grad().reset();
+        torch::conv2d(x, wt, {}, 1, 1).backward(dy);
+      })};
+    }
+    case Kind::relu: {
+      auto x = filled({w.numel}, 1.0f);
+      auto xg = filled({w.numel}, 1.0f).set_requires_grad(true);
+      return {make("no_grad",
+                   [x] {
+                     torch::NoGradGuard g;
+                     torch::relu(x);
+                   }),
+              make("grad", [xg] { torch::relu(xg); })};
+    }
+  }
+  return {};
+}
+
+}  // namespace strata_bench

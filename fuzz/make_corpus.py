@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
+
+Small valid files of every reader's format plus a few broken ones, deterministic
+(fixed contents, no randomness), so re-running this script reproduces the committed
+seeds byte for byte. Files named regression_* (inputs that once crashed a reader) and
+any files merged in by tools/fuzz.sh --merge are left alone.
+
+    python3 fuzz/make_corpus.py            # (re)write the seeds
+"""
+import gzip
+import json
+import os
+import struct
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, "seed_" + name), "wb") as f:
+        f.write(data)
+
+
+def put_regression(target, name, data):
+    """An input that once made a reader crash, hang or misbehave: kept under its own
+    prefix, replayed by the ctest corpus replay, never deleted by a merge."""
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "regression_" + name), "wb") as f:
+        f.write(data)
+
+
+def gz(data):
+    # mtime=0: gzip headers carry a timestamp; a fixed one keeps the seeds reproducible.
+    return gzip.compress(data, mtime=0)
+
+
+def pattern(n, mul=7, add=3):
+    return bytes((i * mul + add) & 0xFF for i in range(n))
+
+
+# --- IDX: magic 00 00 08 <ndims>, big-endian u32 dims, u8 data ----------------------
+def idx(dims, data, type_byte=0x08):
+    return bytes([0, 0, type_byte, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + data
+
+
+def make_idx():
+    images = idx([2, 4, 4], pattern(32))
+    labels = idx([5], bytes([0, 9, 3, 1, 7]))
+    put("idx", "images_2x4x4", images)
+    put("idx", "labels_5", labels)
+    put("idx", "images_gz", gz(images))
+    put("idx", "labels_gz", gz(labels))
+    put("idx", "images_28x28", idx([1, 28, 28], pattern(784)))
+    put("idx", "images_empty_n0", idx([0, 4, 4], b""))
+    put("idx", "labels_concat_gz", gz(labels[:6]) + gz(labels[6:]))  # two gzip members
+    put("idx", "images_truncated", images[:-5])
+    put("idx", "images_too_long", images + b"\x00")
+    put("idx", "labels_out_of_range", idx([3], bytes([1, 10, 255])))
+    put("idx", "bad_type_float", idx([2], b"\x00" * 8, type_byte=0x0D))
+    put("idx", "huge_dims", idx([0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF], b""))
+    put("idx", "gz_truncated", gz(images)[:-6])
+
+
+# --- CIFAR-10: records of 1 label byte + 3072 pixel bytes ----------------------------
+def make_cifar10():
+    rec = lambda label, k: bytes([label]) + pattern(3072, 5 + k, k)
+    put("cifar10", "one_record", rec(3, 0))
+    put("cifar10", "two_records", rec(0, 1) + rec(9, 2))
+    put("cifar10", "bad_label", rec(10, 3))
+    put("cifar10", "truncated", rec(1, 4)[:3000])
+    put("cifar10", "one_and_a_bit", rec(2, 5) + b"\x01\x02")
+
+
+# --- STL-10: images of 3x96x96 bytes (column-major planes); labels 1..10 ------------
+def make_stl10():
+    img = pattern(3 * 96 * 96, 11, 1)
+    put("stl10", "one_image", img)
+    put("stl10", "labels", bytes([1, 2, 3, 10, 5]))
+    put("stl10", "labels_bad", bytes([1, 0, 11]))
+    put("stl10", "image_truncated", img[:27000])
+
+
+# --- VOC annotations -----------------------------------------------------------------
+VOC_OK = """<annotation>
+\t<folder>VOC2007</folder>
+\t<filename>000005.jpg</filename>
+\t<size><width>500</width><height>375</height><depth>3</depth></size>
+\t<segmented>0</segmented>
+\t<object>
+\t\t<name>chair</name><pose>Rear</pose><truncated>0</truncated><difficult>0</difficult>
+\t\t<bndbox><xmin>263</xmin><ymin>211</ymin><xmax>324</xmax><ymax>339</ymax></bndbox>
+\t</object>
+\t<object>
+\t\t<name> dog </name><pose>Unspecified</pose><truncated>1</truncated><difficult>1</difficult>
+\t\t<bndbox><xmin>5</xmin><ymin>244</ymin><xmax>67</xmax><ymax>374</ymax></bndbox>
+\t</object>
+</annotation>
+"""
+
+
+def make_voc():
+    put("voc", "ok.xml", VOC_OK)
+    put("voc", "all_classes.xml", "<annotation>" + "".join(
+        f"<object><name>{c}</name><difficult>{i % 2}</difficult></object>" for i, c in enumerate(
+            "aeroplane bicycle bird boat bottle bus car cat chair cow diningtable dog horse motorbike "
+            "person pottedplant sheep sofa train tvmonitor".split())) + "</annotation>")
+    put("voc", "no_objects.xml", "<annotation><filename>x.jpg</filename></annotation>")
+    put("voc", "unknown_class.xml", "<annotation><object><name>unicorn</name></object></annotation>")
+    put("voc", "no_name.xml", "<annotation><object><pose>Left</pose></object></annotation>")
+    put("voc", "malformed.xml", "<annotation><object><name>cat</name></object>")
+    put("voc", "wrong_root.xml", "<?xml version=\"1.0\"?><root><object><name>cat</name></object></root>")
+    put("voc", "entities_cdata.xml",
+        "<!DOCTYPE a [<!ENTITY e \"cat\">]><annotation><object><name><![CDATA[cat]]></name></object>"
+        "<object><name>&e;</name></object></annotation>")
+
+
+# --- safetensors checkpoints of fuzz/safetensors_fuzz.cpp's model --------------------
+DT = {"F32": ("<f", 4), "F64": ("<d", 8), "I64": ("<q", 8), "I32": ("<i", 4), "U8": ("<B", 1),
+      "F16": ("<e", 2), "BF16": (None, 2)}
+
+
+def safetensors(entries, metadata=None):
+    """entries: [(name, dtype, shape, values)]; written as strata's writer does."""
+    header = {}
+    if metadata:
+        header["__metadata__"] = metadata
+    blobs, off = [], 0
+    for name, dt, shape, values in sorted(entries, key=lambda e: -DT[e[1]][1]):
+        fmt, size = DT[dt]
+        if fmt is None:  # bf16: the top half of an f32
+            blob = b"".join(struct.pack("<f", v)[2:] for v in values)
+        else:
+            blob = b"".join(struct.pack(fmt, v) for v in values)
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(blob)]}
+        blobs.append(blob)
+        off += len(blob)
+    text = json.dumps(header, separators=(",", ":"))
+    text += " " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text.encode() + b"".join(blobs)
+
+
+def model_entries(dt="F32"):
+    return [
+        ("0.weight", dt, [2, 3], [0.5, -1.0, 0.25, 2.0, -0.125, 1.5]),
+        ("0.bias", dt, [2], [0.1, -0.2]),
+        ("1.weight", dt, [2], [1.0, 1.0]),
+        ("1.bias", dt, [2], [0.0, 0.0]),
+        ("1.running_mean", dt, [2], [0.0, 0.5]),
+        ("1.running_var", dt, [2], [1.0, 2.0]),
+        ("1.num_batches_tracked", "I64", [], [7]),
+    ]
+
+
+def adam_entries(step_dt="I64"):
+    out = []
+    for name, shape, n in [("0.weight", [2, 3], 6), ("0.bias", [2], 2), ("1.weight", [2], 2), ("1.bias", [2], 2)]:
+        out += [(f"optimizer.{name}.exp_avg", "F32", shape, [0.01] * n),
+                (f"optimizer.{name}.exp_avg_sq", "F32", shape, [0.001] * n),
+                (f"optimizer.{name}.step", step_dt, [], [3])]
+    return out
+
+
+def make_safetensors_regressions():
+    # Float values loaded into integer state: NaN / 1e30 as BatchNorm's i64
+    # num_batches_tracked went through a float->int static_cast (undefined behaviour,
+    # UBSan float-cast-overflow) before core/dtype_dispatch.h saturated the conversion.
+    nan_entries = [e if e[0] != "1.num_batches_tracked" else ("1.num_batches_tracked", "F32", [], [float("nan")])
+                   for e in model_entries()]
+    put_regression("safetensors", "nan_num_batches_tracked", safetensors(nan_entries))
+    big_entries = [e if e[0] != "1.num_batches_tracked" else ("1.num_batches_tracked", "F64", [], [1e30])
+                   for e in model_entries()]
+    put_regression("safetensors", "huge_num_batches_tracked", safetensors(big_entries))
+    # Adam step counts that are not counts (NaN, negative, 2^63-1): accepted before, and
+    # the next step's ++step overflowed int64; now refused by Optimizer::load_state_dict.
+    meta = {"format": "pt", "strata.optimizer_steps": "3"}
+    for name, dt, v in [("nan_adam_step", "F32", float("nan")), ("negative_adam_step", "I64", -5),
+                        ("int64_max_adam_step", "I64", 2**63 - 1)]:
+        adam = [(n, d, s, [v] if n.endswith(".step") else vals) for n, d, s, vals in adam_entries(dt)]
+        entries = model_entries() + adam
+        put_regression("safetensors", name, safetensors(entries, meta))
+    # A shape whose element count overflows int64 partway, with a zero after it
+    # ([2^32, 2^31, 0]: 0 bytes of data, so the file is consistent, and the parser's
+    # unsigned count does not overflow): Shape::numel() overflowed (signed overflow)
+    # before Tensor::empty refused such shapes.
+    put_regression("safetensors", "numel_overflow_zero_size",
+                   safetensors([("z", "F32", [2**32, 2**31, 0], [])]))
+
+
+def make_safetensors():
+    make_safetensors_regressions()
+    meta = {"format": "pt", "strata.step": "3", "strata.optimizer_steps": "3", "strata.optimizer_lr": "0.001"}
+    put("safetensors", "model", safetensors(model_entries()))
+    put("safetensors", "checkpoint_adam", safetensors(model_entries() + adam_entries(), meta))
+    put("safetensors", "checkpoint_float_step", safetensors(model_entries() + adam_entries("F32"), meta))
+    put("safetensors", "model_f64", safetensors(model_entries("F64")))
+    put("safetensors", "model_f16", safetensors(model_entries("F16")))
+    put("safetensors", "model_bf16", safetensors(model_entries("BF16")))
+    put("safetensors", "other_dtypes", safetensors([("a", "I32", [2, 2], [1, -2, 3, -4]), ("b", "U8", [3], [1, 2, 255]),
+                                                    ("empty", "F32", [0, 5], [])]))
+    put("safetensors", "empty_header", struct.pack("<Q", 8) + b"{}      ")
+    good = safetensors(model_entries())
+    put("safetensors", "truncated", good[:-3])
+    put("safetensors", "bad_json", struct.pack("<Q", 8) + b"{\"a\":[1")
+    put("safetensors", "overlap", struct.pack("<Q", 112) + json.dumps(
+        {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+         "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, separators=(",", ":")).ljust(112).encode()
+        + b"\x00" * 12)
+
+
+def main():
+    make_idx()
+    make_cifar10()
+    make_stl10()
+    make_voc()
+    make_safetensors()
+    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(ROOT) for f in fs)
+    count = sum(len(fs) for _, _, fs in os.walk(ROOT))
+    print(f"{count} files, {total} bytes under {ROOT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,480 @@
+// The bad-input matrix (issue #8): every function of the op front end, on every CPU
+// backend of the build, against every defect a user's tensor can have — wrong rank,
+// sizes that do not fit the other arguments, a wrong dtype, another device, an
+// undefined tensor — one argument at a time. Each defect must be a strata::Error
+// whose message names the op and the argument (sizes defects: the op and the
+// offending shape), and the process must stay usable: the valid call right after
+// gives bitwise the result it gave before. Non-contiguous inputs are supported by
+// every op of every backend, so there the check is the other way round: the same
+// values in a strided layout give the same result.
+//
+// Mixed devices: CI has no GPU, so "another device" is a tensor that claims cuda:0
+// over borrowed host memory (as tests/ops do). A CPU backend must reject it before
+// reading it: with a real GPU tensor that read would be a segfault, here it would be
+// a silent success that the matrix catches.
+// tests/ops/op_errors*_test.cpp keep their hand-picked cases; this file is the
+// systematic sweep. Zero-size and overflowing sizes are in huge_and_empty_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "reliability_util.h"
+
+namespace strata::testing {
+namespace {
+
+using ops::Conv2dParams;
+using ops::Pool2dParams;
+using D = ops::VirtualDispatch;
+
+enum Defect : unsigned { kRank = 1u, kSizes = 2u, kDtype = 4u, kDevice = 8u, kUndefined = 16u };
+constexpr unsigned kAll = kRank | kSizes | kDtype | kDevice | kUndefined;
+// Element-wise arguments: any rank, so only the other defects apply.
+constexpr unsigned kAnyRank = kAll & ~kRank;
+
+struct Arg {
+  std::string name;  // as the op's messages call it
+  Tensor value;      // a valid value
+  unsigned rejects = 0;
+  Shape bad_sizes = {};          // kSizes: sizes that do not fit the other arguments
+  DType bad_dtype = DType::f64;  // kDtype (the valid tensors are f32, i64 labels or u8 masks)
+  bool mutated = false;          // written in place: every call gets a fresh copy
+};
+
+struct OpCase {
+  std::string id;  // the test's name
+  ops::OpId table_op;
+  std::string op;  // the name the messages start with
+  std::vector<Arg> args;
+  std::function<std::vector<Tensor>(const D&, const std::vector<Tensor>&)> call;
+};
+
+std::vector<Tensor> run(const OpCase& c, const D& d, std::vector<Tensor> args) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (c.args[i].mutated && args[i].defined() && args[i].device().is_cpu()) args[i] = same_layout_copy(args[i]);
+  return c.call(d, args);
+}
+
+std::vector<Tensor> valid_args(const OpCase& c) {
+  std::vector<Tensor> v;
+  for (const Arg& a : c.args) v.push_back(a.value);
+  return v;
+}
+
+Tensor with_extra_dim(const Tensor& t) {
+  Shape s = t.sizes();
+  s.push_back(1);
+  return make_values(s, t.dtype(), 5);
+}
+
+std::string defect_name(unsigned d) {
+  switch (d) {
+    case kRank:
+      return "wrong rank";
+    case kSizes:
+      return "mismatched sizes";
+    case kDtype:
+      return "wrong dtype";
+    case kDevice:
+      return "another device";
+    case kUndefined:
+      return "undefined tensor";
+  }
+  return "?";
+}
+
+// ---- the table --------------------------------------------------------------------
+
+Tensor pos(const Shape& s) { return random_tensor(s, DType::f32, 11, 0.5, 1.5); }
+Tensor labels4() { return random_labels(4, 10, 3); }
+Tensor scalar(double v) { return Tensor::from_vector(std::vector<float>{static_cast<float>(v)}, Shape{}); }
+
+std::vector<OpCase> all_cases() {
+  const Conv2dParams cp;
+  Pool2dParams pp;
+  std::vector<OpCase> v;
+  v.push_back({"conv2d",
+               ops::OpId::conv2d_fwd,
+               "conv2d",
+               {{"input", rnd({2, 3, 6, 6}), kAll, {2, 5, 6, 6}},
+                {"weight", rnd({4, 3, 3, 3}, DType::f32, 2), kAll, {4, 2, 3, 3}},
+                {"bias", rnd({4}, DType::f32, 3), kAll & ~kUndefined, {5}}},
+               [cp](const D& d, const auto& a) { return std::vector{ops::conv2d(d, a[0], a[1], a[2], cp)}; }});
+  v.push_back({"conv2d_bwd_data",
+               ops::OpId::conv2d_bwd_data,
+               "conv2d",
+               {{"grad_output", rnd({2, 4, 4, 4}), kAll, {2, 4, 5, 4}},
+                {"weight", rnd({4, 3, 3, 3}, DType::f32, 2), kAll, {4, 2, 3, 3}}},
+               [cp](const D& d, const auto& a) {
+                 return std::vector{ops::conv2d_bwd_data(d, a[0], a[1], Shape{2, 3, 6, 6}, cp)};
+               }});
+  v.push_back({"conv2d_bwd_weight",
+               ops::OpId::conv2d_bwd_weight,
+               "conv2d",
+               {{"input", rnd({2, 3, 6, 6}), kAll, {2, 5, 6, 6}},
+                {"grad_output", rnd({2, 4, 4, 4}, DType::f32, 2), kAll, {2, 4, 5, 4}}},
+               [cp](const D& d, const auto& a) {
+                 return std::vector{ops::conv2d_bwd_weight(d, a[0], a[1], Shape{4, 3, 3, 3}, cp)};
+               }});
+  v.push_back({"conv2d_bwd_bias",
+               ops::OpId::conv2d_bwd_bias,
+               "conv2d_bwd_bias",
+               {{"grad_output", rnd({2, 4, 3, 3}), kAll & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::conv2d_bwd_bias(d, a[0])}; }});
+  v.push_back({"batch_norm",
+               ops::OpId::batch_norm_fwd,
+               "batch_norm",
+               {{"input", rnd({2, 3, 4, 4}), kAll, {2, 4, 4, 4}},
+                {"weight", rnd({3}, DType::f32, 2), kAll, {4}},
+                {"bias", rnd({3}, DType::f32, 3), kAll, {4}},
+                {"running_mean", rnd({3}, DType::f32, 4), kAll, {4}, DType::f64, true},
+                {"running_var", pos({3}), kAll, {4}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 auto o = ops::batch_norm(d, a[0], a[1], a[2], a[3], a[4], true, 0.1, 1e-5);
+                 return std::vector{o.y, o.save_mean, o.save_invstd, a[3], a[4]};
+               }});
+  v.push_back({"batch_norm_bwd",
+               ops::OpId::batch_norm_bwd,
+               "batch_norm_bwd",
+               {{"input", rnd({2, 3, 4, 4}), kAll, {2, 3, 4, 5}},
+                {"grad_output", rnd({2, 3, 4, 4}, DType::f32, 2), kAll, {2, 3, 4, 5}},
+                {"weight", rnd({3}, DType::f32, 3), kAll, {4}},
+                {"save_mean", rnd({3}, DType::f32, 4), kAll, {4}},
+                {"save_invstd", pos({3}), kAll, {4}}},
+               [](const D& d, const auto& a) {
+                 auto g = ops::batch_norm_bwd(d, a[0], a[1], a[2], a[3], a[4], true);
+                 return std::vector{g.dx, g.dgamma, g.dbeta};
+               }});
+  v.push_back({"relu",
+               ops::OpId::relu_fwd,
+               "relu",
+               {{"input", rnd({2, 3}), kAnyRank & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::relu(d, a[0])}; }});
+  v.push_back(
+      {"relu_bwd",
+       ops::OpId::relu_bwd,
+       "relu_bwd",
+       {{"output", rnd({2, 3}), kAnyRank, {2, 4}}, {"grad_output", rnd({2, 3}, DType::f32, 2), kAnyRank, {3, 2}}},
+       [](const D& d, const auto& a) { return std::vector{ops::relu_bwd(d, a[0], a[1])}; }});
+  v.push_back({"max_pool2d",
+               ops::OpId::max_pool2d_fwd,
+               "max_pool2d",
+               {{"input", rnd({2, 3, 6, 6}), kAll & ~kSizes, {}, DType::i32}},
+               [pp](const D& d, const auto& a) { return std::vector{ops::max_pool2d(d, a[0], pp)}; }});
+  v.push_back({"max_pool2d_bwd",
+               ops::OpId::max_pool2d_bwd,
+               "max_pool2d_bwd",
+               {{"input", rnd({2, 3, 6, 6}), kAll, {2, 3, 8, 8}},
+                {"output", rnd({2, 3, 3, 3}, DType::f32, 2), kAll, {2, 3, 3, 4}},
+                {"grad_output", rnd({2, 3, 3, 3}, DType::f32, 3), kAll, {2, 3, 4, 3}}},
+               [pp](const D& d, const auto& a) { return std::vector{ops::max_pool2d_bwd(d, a[0], a[1], a[2], pp)}; }});
+  v.push_back({"avg_pool2d",
+               ops::OpId::avg_pool2d_fwd,
+               "avg_pool2d",
+               {{"input", rnd({2, 3, 6, 6}), kAll & ~kSizes, {}, DType::i32}},
+               [pp](const D& d, const auto& a) { return std::vector{ops::avg_pool2d(d, a[0], pp)}; }});
+  v.push_back({"avg_pool2d_bwd",
+               ops::OpId::avg_pool2d_bwd,
+               "avg_pool2d_bwd",
+               {{"grad_output", rnd({2, 3, 3, 3}), kAll, {2, 3, 3, 4}, DType::i32},
+                {"input", rnd({2, 3, 6, 6}, DType::f32, 2), kAll & ~kDtype, {2, 3, 8, 8}}},
+               [pp](const D& d, const auto& a) { return std::vector{ops::avg_pool2d_bwd(d, a[0], a[1], pp)}; }});
+  v.push_back({"global_avg_pool",
+               ops::OpId::global_avg_pool_fwd,
+               "global_avg_pool",
+               {{"input", rnd({2, 3, 4, 4}), kAll & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::global_avg_pool(d, a[0])}; }});
+  v.push_back({"global_avg_pool_bwd",
+               ops::OpId::global_avg_pool_bwd,
+               "global_avg_pool",
+               {{"grad_output", rnd({2, 3}), kAnyRank, {2, 4}, DType::i32},
+                {"input", rnd({2, 3, 4, 4}, DType::f32, 2), kAll & ~kDtype, {2, 4, 4, 4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::global_avg_pool_bwd(d, a[0], a[1])}; }});
+  v.push_back({"linear",
+               ops::OpId::linear_fwd,
+               "linear",
+               {{"input", rnd({4, 5}), kAll, {4, 6}},
+                {"weight", rnd({3, 5}, DType::f32, 2), kAll, {3, 6}},
+                {"bias", rnd({3}, DType::f32, 3), kAll & ~kUndefined, {4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::linear(d, a[0], a[1], a[2])}; }});
+  v.push_back({"linear_bwd_data",
+               ops::OpId::linear_bwd_data,
+               "linear_bwd_data",
+               {{"grad_output", rnd({4, 3}), kAll, {4, 2}}, {"weight", rnd({3, 5}, DType::f32, 2), kAll, {2, 5}}},
+               [](const D& d, const auto& a) { return std::vector{ops::linear_bwd_data(d, a[0], a[1])}; }});
+  v.push_back({"linear_bwd_weight",
+               ops::OpId::linear_bwd_weight,
+               "linear_bwd_weight",
+               {{"input", rnd({4, 5}), kAll, {3, 5}}, {"grad_output", rnd({4, 3}, DType::f32, 2), kAll, {3, 3}}},
+               [](const D& d, const auto& a) {
+                 auto g = ops::linear_bwd_weight(d, a[0], a[1], true);
+                 return std::vector{g.dw, g.db};
+               }});
+  v.push_back({"add",
+               ops::OpId::add,
+               "add",
+               {{"a", rnd({2, 3}), kAnyRank, {3, 2}}, {"b", rnd({2, 3}, DType::f32, 2), kAnyRank, {2, 4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::add(d, a[0], a[1])}; }});
+  v.push_back({"scale",
+               ops::OpId::scale,
+               "scale",
+               {{"input", rnd({2, 3}), kAnyRank & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::scale(d, a[0], 2.5)}; }});
+  v.push_back(
+      {"axpy",
+       ops::OpId::axpy,
+       "axpy",
+       {{"x", rnd({2, 3}), kAnyRank, {3, 2}}, {"y", rnd({2, 3}, DType::f32, 2), kAnyRank, {2, 4}, DType::f64, true}},
+       [](const D& d, const auto& a) {
+         ops::axpy_(d, a[0], a[1], 0.5);
+         return std::vector{a[1]};
+       }});
+  v.push_back({"dropout",
+               ops::OpId::dropout_fwd,
+               "dropout",
+               {{"input", rnd({2, 3}), kAnyRank & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) {
+                 auto o = ops::dropout(d, a[0], 0.3, 1, 0);
+                 return std::vector{o.y, o.mask};
+               }});
+  v.push_back(
+      {"dropout_bwd",
+       ops::OpId::dropout_bwd,
+       "dropout_bwd",
+       {{"grad_output", rnd({2, 3}), kAnyRank, {2, 4}, DType::i32},
+        {"mask", ops::dropout(reference_dispatch(), rnd({2, 3}), 0.5, 2, 0).mask, kAnyRank, {3, 2}, DType::f32}},
+       [](const D& d, const auto& a) { return std::vector{ops::dropout_bwd(d, a[0], a[1], 0.3)}; }});
+  v.push_back({"softmax_xent",
+               ops::OpId::softmax_xent_fwd,
+               "softmax_xent",
+               {{"logits", rnd({4, 10}), kAll, {5, 10}, DType::i32}, {"labels", labels4(), kAll, {5}, DType::i32}},
+               [](const D& d, const auto& a) {
+                 auto o = ops::softmax_xent(d, a[0], a[1]);
+                 return std::vector{o.loss, o.probs};
+               }});
+  v.push_back({"softmax_xent_bwd",
+               ops::OpId::softmax_xent_bwd,
+               "softmax_xent",
+               {{"probs", pos({4, 10}), kAll, {5, 10}, DType::i32},
+                {"labels", labels4(), kAll, {5}, DType::i32},
+                {"grad_output", scalar(1.0), kAnyRank, {2}}},
+               [](const D& d, const auto& a) { return std::vector{ops::softmax_xent_bwd(d, a[0], a[1], a[2])}; }});
+  v.push_back({"bce_logits",
+               ops::OpId::bce_logits_fwd,
+               "bce_logits",
+               {{"logits", rnd({4, 3}), kAnyRank, {4, 2}}, {"targets", pos({4, 3}), kAnyRank, {3, 4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::bce_logits(d, a[0], a[1])}; }});
+  v.push_back({"bce_logits_bwd",
+               ops::OpId::bce_logits_bwd,
+               "bce_logits",
+               {{"logits", rnd({4, 3}), kAnyRank, {4, 2}},
+                {"targets", pos({4, 3}), kAnyRank, {3, 4}},
+                {"grad_output", scalar(0.5), kAnyRank, {2}}},
+               [](const D& d, const auto& a) { return std::vector{ops::bce_logits_bwd(d, a[0], a[1], a[2])}; }});
+  v.push_back({"sum",
+               ops::OpId::sum,
+               "sum",
+               {{"input", rnd({2, 3}), kAnyRank & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::sum(d, a[0])}; }});
+  v.push_back({"mean",
+               ops::OpId::mean,
+               "mean",
+               {{"input", rnd({2, 3}), kAnyRank & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::mean(d, a[0])}; }});
+  v.push_back({"argmax",
+               ops::OpId::argmax,
+               "argmax",
+               {{"input", rnd({4, 10}), kAll & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::argmax(d, a[0])}; }});
+  v.push_back({"fill",
+               ops::OpId::fill,
+               "fill",
+               {{"output", rnd({2, 3}), kDevice | kUndefined, {}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::fill_(d, a[0], 1.5);
+                 return std::vector{a[0]};
+               }});
+  v.push_back({"copy",
+               ops::OpId::copy,
+               "copy",
+               {{"source", rnd({2, 3}), kAnyRank & ~kDtype, {3, 2}},
+                {"destination", rnd({2, 3}, DType::f32, 2), kAnyRank & ~kDtype, {2, 4}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::copy_(d, a[0], a[1]);
+                 return std::vector{a[1]};
+               }});
+  v.push_back(
+      {"to", ops::OpId::copy, "copy", {{"source", rnd({2, 3}), kDevice | kUndefined}}, [](const D& d, const auto& a) {
+         return std::vector{ops::to(d, a[0], DType::f64, Device::cpu(), MemoryFormat::contiguous)};
+       }});
+  v.push_back({"sgd_step",
+               ops::OpId::sgd_step,
+               "sgd_step",
+               {{"param", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grad", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"momentum_buf", rnd({5}, DType::f32, 3), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::SgdOptions o;
+                 o.momentum = 0.9;
+                 o.weight_decay = 1e-4;
+                 ops::sgd_step_(d, a[0], a[1], a[2], o);
+                 return std::vector{a[0], a[2]};
+               }});
+  v.push_back({"adam_step",
+               ops::OpId::adam_step,
+               "adam_step",
+               {{"param", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grad", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"exp_avg", rnd({5}, DType::f32, 3), kAnyRank, {6}, DType::f64, true},
+                {"exp_avg_sq", pos({5}), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::adam_step_(d, a[0], a[1], a[2], a[3], ops::AdamOptions{}, 3);
+                 return std::vector{a[0], a[2], a[3]};
+               }});
+  return v;
+}
+
+// ---- the sweep --------------------------------------------------------------------
+
+const std::vector<std::string> kCaseIds = {"conv2d",
+                                           "conv2d_bwd_data",
+                                           "conv2d_bwd_weight",
+                                           "conv2d_bwd_bias",
+                                           "batch_norm",
+                                           "batch_norm_bwd",
+                                           "relu",
+                                           "relu_bwd",
+                                           "max_pool2d",
+                                           "max_pool2d_bwd",
+                                           "avg_pool2d",
+                                           "avg_pool2d_bwd",
+                                           "global_avg_pool",
+                                           "global_avg_pool_bwd",
+                                           "linear",
+                                           "linear_bwd_data",
+                                           "linear_bwd_weight",
+                                           "add",
+                                           "scale",
+                                           "axpy",
+                                           "dropout",
+                                           "dropout_bwd",
+                                           "softmax_xent",
+                                           "softmax_xent_bwd",
+                                           "bce_logits",
+                                           "bce_logits_bwd",
+                                           "sum",
+                                           "mean",
+                                           "argmax",
+                                           "fill",
+                                           "copy",
+                                           "to",
+                                           "sgd_step",
+                                           "adam_step"};
+
+TEST(BadInputMatrixTable, CoversEveryOpOfTheTableAndEveryCaseRuns) {
+  const std::vector<OpCase> cases = all_cases();
+  std::vector<std::string> ids;
+  for (const OpCase& c : cases) ids.push_back(c.id);
+  EXPECT_EQ(ids, kCaseIds) << "keep kCaseIds in step with all_cases()";
+  std::string missing;
+  for (int i = 0; i < ops::kNumOps; ++i) {
+    const auto op = static_cast<ops::OpId>(i);
+    bool found = false;
+    for (const OpCase& c : cases) found |= c.table_op == op;
+    if (!found) missing += std::string(ops::op_name(op)) + " ";
+  }
+  EXPECT_TRUE(missing.empty()) << "ops of op_table.def without a row in the matrix: " << missing;
+}
+
+class BadInputMatrix : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BadInputMatrix, EveryDefectIsAClearErrorAndTheProcessStaysUsable) {
+  OpCase c;
+  for (OpCase& k : all_cases())
+    if (k.id == GetParam()) c = std::move(k);
+  ASSERT_FALSE(c.id.empty()) << "no case " << GetParam();
+  int errors_checked = 0, layouts_checked = 0;
+  for (backends::Backend* b : cpu_backends()) {
+    SCOPED_TRACE("backend " + std::string(b->name()) + ", op " + c.op);
+    const D d(*b);
+    const std::vector<Tensor> valid = valid_args(c);
+    std::vector<Tensor> baseline;
+    ASSERT_NO_THROW(baseline = run(c, d, valid)) << "the valid call fails";
+    const auto still_usable = [&](const std::string& after) {
+      std::vector<Tensor> again;
+      ASSERT_NO_THROW(again = run(c, d, valid)) << "after " << after;
+      expect_same_outputs(again, baseline, /*bitwise=*/true, "after " + after);
+    };
+
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const Arg& a = c.args[i];
+      for (unsigned defect : {kRank, kSizes, kDtype, kDevice, kUndefined}) {
+        if (!(a.rejects & defect)) continue;
+        std::vector<Tensor> args = valid;
+        Tensor bad;
+        switch (defect) {
+          case kRank:
+            bad = with_extra_dim(a.value);
+            break;
+          case kSizes:
+            bad = make_values(a.bad_sizes, a.value.dtype(), 6);
+            break;
+          case kDtype:
+            bad = make_values(a.value.sizes(), a.bad_dtype, 7);
+            break;
+          case kDevice:
+            bad = fake_device(a.value);
+            break;
+          case kUndefined:
+            break;
+        }
+        args[i] = bad;
+        const std::string what = defect_name(defect) + " for '" + a.name + "' (" + bad.str() + ")";
+        std::vector<const char*> parts{c.op.c_str()};
+        const std::string shape = bad.defined() ? bad.sizes().str() : "";
+        if (defect == kSizes) parts.push_back(shape.c_str());
+        if (defect == kDevice) parts.push_back("cuda:0");
+        try {
+          run(c, d, args);
+          ADD_FAILURE() << what << " was accepted";
+        } catch (const Error& e) {
+          const std::string msg = e.what();
+          for (const char* p : parts) {
+            EXPECT_NE(msg.find(p), std::string::npos) << what << ": \"" << msg << "\" lacks " << p;
+          }
+          if (defect != kSizes) {
+            EXPECT_TRUE(names_word(msg, a.name)) << what << ": \"" << msg << "\" does not name '" << a.name << "'";
+          }
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << what << " threw a " << typeid(e).name() << ", not strata::Error: " << e.what();
+        }
+        ++errors_checked;
+        still_usable(what);
+      }
+      // Strided copies of the same values: every backend takes any strides.
+      if (a.value.dim() >= 1 && a.value.numel() > 1) {
+        std::vector<Tensor> args = valid;
+        args[i] = noncontiguous(a.value);
+        ASSERT_FALSE(args[i].is_contiguous());
+        std::vector<Tensor> out;
+        ASSERT_NO_THROW(out = run(c, d, args)) << "non-contiguous '" << a.name << "'";
+        // oneDNN/OpenBLAS may pick another kernel for another layout: same values up to rounding.
+        expect_same_outputs(out, baseline, b->name() == "reference", "non-contiguous '" + a.name + "'");
+        ++layouts_checked;
+      }
+    }
+  }
+  std::printf("%s: %d defects rejected, %d strided layouts checked, over %zu backends\n", c.id.c_str(), errors_checked,
+              layouts_checked, cpu_backends().size());
+  EXPECT_GT(errors_checked + layouts_checked, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BadInputMatrix, ::testing::ValuesIn(kCaseIds),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace strata::testing
