@@ -470,7 +470,7 @@ def main():
         p.add_argument("--lr", type=float, default=0.01)
         p.add_argument("--batch", type=int, default=64, help="parity batch size")
         p.add_argument("--epochs", type=int, default=2, help="parity passes over the training images")
-        p.add_argument("--parity-lr", type=float, default=0.02)
+        p.add_argument("--parity-lr", type=float, default=0.005)
         p.add_argument("--compile-static", dest="compile_dynamic", action="store_const", const=None, default=True,
                        help="torch.compile's own default (dynamic=None: static shapes first, recompiled "
                             "dynamic after a shape changes) instead of dynamic=True")

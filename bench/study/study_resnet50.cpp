@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
 
   std::string parity_impls = "virtual,static,direct,cudagraph";
   int epochs = 2;
-  double parity_lr = 0.02;
+  double parity_lr = 0.005;
   CLI::App* parity = app.add_subcommand("parity", "train on the parity task and evaluate");
   add_common(parity, o);
   parity->add_option("--data", dir, "folder written by parity-data")->required();

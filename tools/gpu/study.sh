@@ -12,6 +12,9 @@
 #   tools/gpu/study.sh compile    # THERE: torch.compile (compiles once per kind)
 #   tools/gpu/study.sh libtorch   # THERE: builds the LibTorch peer against the torch
 #                                 # package's CMake files, then its sweep and parity run
+#   tools/gpu/study.sh parity     # THERE: only the accuracy-parity runs of every
+#                                 # implementation (strata, PyTorch's four, LibTorch), for
+#                                 # redoing them alone (e.g. after a protocol change)
 #
 # Output goes to $OUT (default /tmp/strata-study): *_sweep.json, *_parity.json,
 # dispatch_overhead.json, strata_op_costs.json, loc.json, env_<part>.json, <part>.log
@@ -50,7 +53,7 @@ if [ "$part" = pack ]; then
   exit 0
 fi
 case "$part" in
-  strata | torch | compile | libtorch) ;;
+  strata | torch | compile | libtorch | parity) ;;
   *)
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 2
@@ -98,6 +101,25 @@ json.dump(env, open(path, "w"), indent=1)
 print(f"card {card}: {env['gpu']}")
 PY
 
+# The LibTorch peer, built against the torch package's CMake files (g++ fallback).
+bdir=${LIBTORCH_BUILD_DIR:-build-libtorch}
+torch_lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+build_libtorch() {
+  say "build the LibTorch peer (torch's CMake files)"
+  local prefix gen=()
+  prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  if ! { cmake -S bench/study/libtorch -B "$bdir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
+           -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build "$bdir" -j "$(nproc)"; } >"$out/libtorch_build.log" 2>&1; then
+    tail -30 "$out/libtorch_build.log" | tee -a "$log"
+    say "cmake build failed: trying g++ with torch.utils.cpp_extension's paths"
+    bash tools/study/build_libtorch_gxx.sh "$bdir" >>"$out/libtorch_build.log" 2>&1 || {
+      tail -30 "$out/libtorch_build.log" | tee -a "$log"
+      return 1
+    }
+  fi
+}
+
 rc=0
 case "$part" in
   strata)
@@ -131,26 +153,36 @@ case "$part" in
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     rm -rf "$out/parity"
     ;;
+  parity)
+    say "parity data"
+    "$pkg/bin/study_resnet50" parity-data --out "$out/parity" ${PARITY_DATA_ARGS:-} >>"$log" 2>&1
+    python3 bench/peers/study_torch.py convert --data "$out/parity" >>"$log" 2>&1
+    say "strata parity"
+    timeout $(($(left) + 30)) "$pkg/bin/study_resnet50" parity --backend "$backend" --data "$out/parity" \
+      ${PARITY_ARGS:-} --json "$out/strata_parity.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    say "PyTorch parity: eager, cudagraph, torchscript"
+    timeout $(($(left) + 30)) python3 bench/peers/study_torch.py parity --device "$device" \
+      --impls eager,cudagraph,torchscript ${PARITY_ARGS:-} --data "$out/parity" --json "$out/torch_parity.json" \
+      2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    say "PyTorch parity: compile"
+    timeout $(($(left) + 30)) python3 bench/peers/study_torch.py parity --device "$device" --impls compile \
+      ${PARITY_ARGS:-} --data "$out/parity" --json "$out/compile_parity.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    say "LibTorch parity"
+    build_libtorch || exit 1
+    LD_LIBRARY_PATH="$torch_lib:$LD_LIBRARY_PATH" timeout $(($(left) + 20)) "$bdir/study_libtorch" parity \
+      --device "$device" --data "$out/parity" ${PARITY_ARGS:-} --json "$out/libtorch_parity.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    rm -rf "$out/parity"
+    ;;
   libtorch)
-    say "build the LibTorch peer (torch's CMake files)"
-    prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-    gen=()
-    command -v ninja >/dev/null && gen=(-G Ninja)
-    bdir=${LIBTORCH_BUILD_DIR:-build-libtorch}
-    if ! { cmake -S bench/study/libtorch -B "$bdir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
-             -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build "$bdir" -j "$(nproc)"; } >"$out/libtorch_build.log" 2>&1; then
-      tail -30 "$out/libtorch_build.log" | tee -a "$log"
-      say "cmake build failed: trying g++ with torch.utils.cpp_extension's paths"
-      bash tools/study/build_libtorch_gxx.sh "$bdir" >>"$out/libtorch_build.log" 2>&1 || {
-        tail -30 "$out/libtorch_build.log" | tee -a "$log"
-        exit 1
-      }
-    fi
+    build_libtorch || exit 1
     say "parity data"
     "$pkg/bin/study_resnet50" parity-data --out "$out/parity" ${PARITY_DATA_ARGS:-} >>"$log" 2>&1
     python3 bench/peers/study_torch.py convert --data "$out/parity" >>"$log" 2>&1
     say "LibTorch sweep"
-    torch_lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
     LD_LIBRARY_PATH="$torch_lib:$LD_LIBRARY_PATH" timeout $(($(left) + 30)) "$bdir/study_libtorch" sweep \
       --device "$device" --points "$points" "${common[@]}" --deadline $(($(left) - 40)) --json "$out/libtorch_sweep.json" 2>&1 | tee -a "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1

@@ -335,27 +335,36 @@ def sec_parity(card):
     for impl in [i for i in IMPL_ORDER if i in recs] + sorted(set(recs) - set(IMPL_ORDER)):
         p = recs[impl]
         if p.get("status") != "ok":
-            rows.append([impl, p.get("status"), "–", "–", "–", "–", "–", "–", (p.get("note") or "")[:80]])
+            rows.append([impl, p.get("status"), "–", "–", "–", "–", "–", "–", "–", (p.get("note") or "")[:80]])
             continue
         ls = p.get("losses") or []
-        d10 = dall = None
+        d10 = dall = d1 = None
         if ref and ref is not p:
             rl = ref.get("losses") or []
             n = min(len(ls), len(rl))
+            if n > 1 and rl[1]:
+                d1 = abs(ls[1] - rl[1]) / abs(rl[1])
             if n:
                 d10 = max(abs(a - b) for a, b in zip(ls[:min(n, 10)], rl[:min(n, 10)]))
                 dall = max(abs(a - b) for a, b in zip(ls[:n], rl[:n]))
         same = [m for m in STRATA_MODES if m != impl and (recs.get(m) or {}).get("losses") == ls and ls]
         rows.append([impl, p.get("steps"), num(ls[0] if ls else None), num(p.get("train_loss_last")),
                      num(100 * p["test_acc"], " %") if p.get("test_acc") is not None else "–", num(p.get("test_loss")),
-                     num(d10), num(dall), ("losses bitwise equal to " + ", ".join(same)) if same else
+                     num(d1), num(d10), num(dall), ("losses bitwise equal to " + ", ".join(same)) if same else
                      (p.get("note") or "")])
-    proto = next((d.get("protocol") for n, d in card.docs.items() if n.endswith("_parity") and d.get("protocol")), {})
-    return (f"Same initial weights (strata's, loaded everywhere), same {proto.get('batch')}-image batches in the same "
+    protos = {n: d.get("protocol") for n, d in card.docs.items() if n.endswith("_parity") and d.get("protocol")}
+    proto = next(iter(protos.values()), {})
+    mixed = sorted(n for n, q in protos.items() if q != proto)
+    warn = (f"**Protocols differ** between the parity files ({', '.join(sorted(protos))}): "
+            f"{', '.join(mixed)} ran another batch, epoch count or learning rate; their Δ is not comparable.\n\n"
+            if mixed else "")
+    return warn + (f"Same initial weights (strata's, loaded everywhere), same {proto.get('batch')}-image batches in the same "
             f"order for {proto.get('epochs')} epochs, SGD lr {proto.get('lr')} momentum {proto.get('momentum')}; "
             "test accuracy on the held-out images in eval mode. Δ = largest |loss − PyTorch eager's loss| at the same "
-            "step.\n\n" + table(["impl", "steps", "first loss", "last loss", "test acc", "test loss",
-                                  "Δ first 10 steps", "Δ all steps", "note"], rows))
+            "step; \"rel. Δ after one update\" is that difference at the second step relative to the loss, the size of "
+            "the rounding differences before training can amplify them.\n\n"
+            + table(["impl", "steps", "first loss", "last loss", "test acc", "test loss", "rel. Δ after one update",
+                     "Δ first 10 steps", "Δ all steps", "note"], rows))
 
 
 def sec_loc(card):

@@ -115,7 +115,7 @@ struct Options {
                    kinds = "eval,train", data;
   int warmup = 3, h2d_repeats = 5, batch = 64, epochs = 2;
   strata::study::RepeatPolicy repeats;
-  double deadline = 1e9, lr = 0.01, parity_lr = 0.02;
+  double deadline = 1e9, lr = 0.01, parity_lr = 0.005;
   uint64_t seed = 1;
 };
 
