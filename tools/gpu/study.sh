@@ -166,6 +166,10 @@ case "$part" in
       --impls eager,cudagraph,torchscript ${PARITY_ARGS:-} --data "$out/parity" --json "$out/torch_parity.json" \
       2>&1 | tee -a "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    say "PyTorch parity: eager on the host CPU (how far rounding alone moves the losses)"
+    timeout $(($(left) + 30)) python3 bench/peers/study_torch.py parity --device cpu --impls eager \
+      ${PARITY_ARGS:-} --data "$out/parity" --json "$out/torch_cpu_parity.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     say "PyTorch parity: compile"
     timeout $(($(left) + 30)) python3 bench/peers/study_torch.py parity --device "$device" --impls compile \
       ${PARITY_ARGS:-} --data "$out/parity" --json "$out/compile_parity.json" 2>&1 | tee -a "$log"

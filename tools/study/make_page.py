@@ -362,7 +362,9 @@ def sec_parity(card):
             f"order for {proto.get('epochs')} epochs, SGD lr {proto.get('lr')} momentum {proto.get('momentum')}; "
             "test accuracy on the held-out images in eval mode. Δ = largest |loss − PyTorch eager's loss| at the same "
             "step; \"rel. Δ after one update\" is that difference at the second step relative to the loss, the size of "
-            "the rounding differences before training can amplify them.\n\n"
+            "the rounding differences before training can amplify them."
+            + (" pytorch_eager_cpu is PyTorch eager on the host CPU: the same model and data with other rounding, "
+               "the yardstick for the Δ columns." if "pytorch_eager_cpu" in recs else "") + "\n\n"
             + table(["impl", "steps", "first loss", "last loss", "test acc", "test loss", "rel. Δ after one update",
                      "Δ first 10 steps", "Δ all steps", "note"], rows))
 

@@ -71,7 +71,10 @@ class Card:
             if name.endswith("_sweep"):
                 self.rows += [flatten(r) for r in doc.get("records", [])]
             elif name.endswith("_parity"):
-                self.parity += doc.get("records", [])
+                # A peer run on the host CPU (the parity part's rounding baseline) is
+                # its own row: "pytorch_eager_cpu".
+                on_cpu = (doc.get("settings") or {}).get("device") == "cpu"
+                self.parity += [dict(r, impl=r["impl"] + "_cpu") if on_cpu else r for r in doc.get("records", [])]
         self.index = {(r["impl"], r["kind"], r["batch"], r["resolution"]): r for r in self.rows}
         self.envs = {k[4:]: v for k, v in self.docs.items() if k.startswith("env_")}
 
