@@ -6,10 +6,14 @@
 // result to NCHW. A 1x1, stride-1, unpadded
 // convolution of one image is already a GEMM over its [C, H*W] matrix and skips
 // im2col. Backward data is GEMM then col2im; backward weight accumulates one GEMM
-// per chunk in image order. Chunking depends on shapes only: results are
-// deterministic.
+// per chunk in image order. With several threads, large planes split whole images over
+// the threads instead (by_image_threads). Chunking depends on shapes and the thread
+// count only: results are deterministic for a given OMP_NUM_THREADS.
 #include <algorithm>
 #include <cstring>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "backends/openblas/gemm.h"
 #include "backends/openblas/loops/reduce.h"
@@ -90,10 +94,10 @@ int64_t rows_per_block(const ConvGeom& g) {
 // the columns, so the result does not depend on the split) once a call writes this
 // many elements. Serial, at two threads, the im2col of ResNet-50's 3x3 conv2_x layer
 // (N=8, 64 channels, 56x56) held the forward at 67-78% of the same GEMM's GFLOP/s on
-// the loaded 2-core VM; split, 90-100% (bench/libtorch). col2im stays serial: backward
+// the loaded 2-core VM; split, 90-100% (bench/libtorch). col2im is not split: backward
 // data runs it per block of rows between many short GEMMs, and splitting it too made
-// the two-thread backward slower in the runs we could make (OpenBLAS's threads spin
-// between GEMMs and compete with OpenMP's).
+// the two-thread backward slower (OpenBLAS's threads spin between GEMMs and compete
+// with OpenMP's). Large planes with several threads avoid both: see by_image_threads.
 constexpr int64_t kParallelCols = 32768;
 
 // x: one image's group [cg, h, w] -> col rows [cg*r*s] holding output rows
@@ -184,18 +188,60 @@ Work<T> work(const ConvGeom& g, bool row_blocks, loops::Scratch& cols, loops::Sc
   return w;
 }
 
+// With several threads and large planes, images split over OpenMP threads, each with
+// its own columns and a single-threaded GEMM, instead of im2col and a GEMM that each
+// use every thread in turn. On two idle cores (3x3, C=K=64, 56x56, N=8) the in-turn way
+// reached 65-74% of one large sgemm's GFLOP/s: im2col is memory-bound and no faster
+// split, and OpenBLAS's threads spin against OpenMP's between the two. Per-image work
+// is what the one-thread path already does at 92-98%. Each image's output is computed
+// the same way whatever the thread count.
+int by_image_threads(const ConvGeom& g, bool one_image_per_gemm) {
+#ifdef _OPENMP
+  const int t = omp_get_max_threads();
+  if (t > 1 && one_image_per_gemm && g.n >= 2 && g.crs() * g.howo() >= kParallelCols)
+    return static_cast<int>(std::min<int64_t>(t, g.n));
+#else
+  (void)g, (void)one_image_per_gemm;
+#endif
+  return 1;
+}
+
+// OpenBLAS at one thread for the scope (its pool is shared by the whole process).
+class OneBlasThread {
+ public:
+  OneBlasThread() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+  ~OneBlasThread() { openblas_set_num_threads(saved_); }
+  OneBlasThread(const OneBlasThread&) = delete;
+  OneBlasThread& operator=(const OneBlasThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+// f(image, thread) for every image, images split over nt OpenMP threads in contiguous
+// ranges (schedule(static)), OpenBLAS held at one thread meanwhile.
+template <class F>
+void for_each_image(int nt, int64_t n, F f) {
+  OneBlasThread one;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t i = 0; i < n; ++i) f(i, omp_get_thread_num());
+#else
+  (void)nt;
+  for (int64_t i = 0; i < n; ++i) f(i, 0);
+#endif
+}
+
+// Image chunks in turn, each im2col and GEMM using every thread (one thread, small
+// planes, or the 1x1 direct path).
 template <class T>
-void conv_fwd(const Conv2dFwdArgs& a, loops::Scratch& cs, loops::Scratch& ms) {
-  const ConvGeom g = geometry(a.x, a.w, a.y, a.p);
-  ContiguousIn<T> x(a.x), w(a.w);
-  ContiguousOut<T> y(a.y);
-  const Work<T> wk = work<T>(g, /*row_blocks=*/false, cs, ms);
+void conv_fwd_in_turn(const ConvGeom& g, const Work<T>& wk, const T* x, const T* w, T* y) {
   for (int64_t n0 = 0; n0 < g.n; n0 += wk.nb) {
     const int64_t cnt = std::min(wk.nb, g.n - n0);
     for (int64_t gi = 0; gi < g.g; ++gi) {
-      const T* xg = x.get() + (n0 * g.c + gi * g.cg) * g.hw();
-      const T* wg = w.get() + gi * g.kg * g.crs();
-      T* yg = y.get() + (n0 * g.k + gi * g.kg) * g.howo();
+      const T* xg = x + (n0 * g.c + gi * g.cg) * g.hw();
+      const T* wg = w + gi * g.kg * g.crs();
+      T* yg = y + (n0 * g.k + gi * g.kg) * g.howo();
       if (wk.direct) {
         gemm(false, false, g.kg, g.howo(), g.crs(), T(1), wg, g.crs(), xg, g.howo(), T(0), yg, g.howo());
       } else if (cnt == 1) {
@@ -211,6 +257,29 @@ void conv_fwd(const Conv2dFwdArgs& a, loops::Scratch& cs, loops::Scratch& ms) {
         matrix_to_planes(wk.mat, g.k * g.howo(), g.kg, cnt, g.howo(), yg);
       }
     }
+  }
+}
+
+template <class T>
+void conv_fwd(const Conv2dFwdArgs& a, loops::Scratch& cs, loops::Scratch& ms) {
+  const ConvGeom g = geometry(a.x, a.w, a.y, a.p);
+  ContiguousIn<T> x(a.x), w(a.w);
+  ContiguousOut<T> y(a.y);
+  const Work<T> wk = work<T>(g, /*row_blocks=*/false, cs, ms);
+  if (const int nt = by_image_threads(g, wk.nb == 1 && !wk.direct); nt > 1) {
+    const int64_t per = g.crs() * g.howo();
+    T* cols = cs.get<T>(nt * per);
+    for_each_image(nt, g.n, [&](int64_t n, int t) {
+      T* c = cols + t * per;
+      for (int64_t gi = 0; gi < g.g; ++gi) {
+        const T* xg = x.get() + (n * g.c + gi * g.cg) * g.hw();
+        im2col(xg, g, 0, g.ho, c, g.howo());
+        gemm(false, false, g.kg, g.howo(), g.crs(), T(1), w.get() + gi * g.kg * g.crs(), g.crs(), c, g.howo(), T(0),
+             y.get() + (n * g.k + gi * g.kg) * g.howo(), g.howo());
+      }
+    });
+  } else {
+    conv_fwd_in_turn<T>(g, wk, x.get(), w.get(), y.get());
   }
   if (a.b.defined) {
     const T* b = a.b.ptr<const T>();
@@ -230,6 +299,22 @@ void conv_bwd_data(const Conv2dBwdDataArgs& a, loops::Scratch& cs, loops::Scratc
   ContiguousIn<T> dy(a.dy), w(a.w);
   ContiguousOut<T> dx(a.dx);
   const Work<T> wk = work<T>(g, /*row_blocks=*/true, cs, ms);
+  if (const int nt = by_image_threads(g, wk.nb == 1 && !wk.direct); nt > 1) {
+    const int64_t per = g.crs() * g.howo();
+    T* cols = cs.get<T>(nt * per);
+    for_each_image(nt, g.n, [&](int64_t n, int t) {
+      T* c = cols + t * per;
+      for (int64_t gi = 0; gi < g.g; ++gi) {
+        T* dxg = dx.get() + (n * g.c + gi * g.cg) * g.hw();
+        std::fill(dxg, dxg + g.cg * g.hw(), T(0));
+        gemm(true, false, g.crs(), g.howo(), g.kg, T(1), w.get() + gi * g.kg * g.crs(), g.crs(),
+             dy.get() + (n * g.k + gi * g.kg) * g.howo(), g.howo(), T(0), c, g.howo());
+        col2im(c, g, 0, g.ho, dxg, g.howo());
+      }
+    });
+    dx.finish();
+    return;
+  }
   for (int64_t n0 = 0; n0 < g.n; n0 += wk.nb) {
     const int64_t cnt = std::min(wk.nb, g.n - n0);
     for (int64_t gi = 0; gi < g.g; ++gi) {
@@ -265,6 +350,28 @@ void conv_bwd_weight(const Conv2dBwdWeightArgs& a, loops::Scratch& cs, loops::Sc
   ContiguousOut<T> dw(a.dw);
   const Work<T> wk = work<T>(g, /*row_blocks=*/false, cs, ms);
   if (g.n == 0) std::fill(dw.get(), dw.get() + a.dw.numel(), T(0));
+  if (const int nt = by_image_threads(g, wk.nb == 1 && !wk.direct); nt > 1) {
+    // Each thread sums its images' weight gradients (a contiguous range of images,
+    // schedule(static)), then the partial sums are added in thread order.
+    const int64_t per = g.crs() * g.howo(), wsize = g.k * g.crs();
+    T* cols = cs.get<T>(nt * per);
+    T* part = ms.get<T>(nt * wsize);
+    std::fill(part, part + nt * wsize, T(0));
+    for_each_image(nt, g.n, [&](int64_t n, int t) {
+      T* c = cols + t * per;
+      for (int64_t gi = 0; gi < g.g; ++gi) {
+        im2col(x.get() + (n * g.c + gi * g.cg) * g.hw(), g, 0, g.ho, c, g.howo());
+        gemm(false, true, g.kg, g.crs(), g.howo(), T(1), dy.get() + (n * g.k + gi * g.kg) * g.howo(), g.howo(), c,
+             g.howo(), T(1), part + t * wsize + gi * g.kg * g.crs(), g.crs());
+      }
+    });
+    T* out = dw.get();
+    std::copy(part, part + wsize, out);
+    for (int t = 1; t < nt; ++t)
+      for (int64_t i = 0; i < wsize; ++i) out[i] += part[t * wsize + i];
+    dw.finish();
+    return;
+  }
   for (int64_t n0 = 0; n0 < g.n; n0 += wk.nb) {
     const int64_t cnt = std::min(wk.nb, g.n - n0);
     for (int64_t gi = 0; gi < g.g; ++gi) {
