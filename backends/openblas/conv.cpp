@@ -195,13 +195,13 @@ Work<T> work(const ConvGeom& g, bool row_blocks, loops::Scratch& cols, loops::Sc
 // split, and OpenBLAS's threads spin against OpenMP's between the two. Per-image work
 // is what the one-thread path already does at 92-98%. Each image's output is computed
 // the same way whatever the thread count.
-int by_image_threads(const ConvGeom& g, bool one_image_per_gemm) {
+int by_image_threads(const ConvGeom& g) {
 #ifdef _OPENMP
   const int t = omp_get_max_threads();
-  if (t > 1 && one_image_per_gemm && g.n >= 2 && g.crs() * g.howo() >= kParallelCols)
+  if (t > 1 && images_per_gemm(g) == 1 && !g.direct_1x1() && g.n >= 2 && g.crs() * g.howo() >= kParallelCols)
     return static_cast<int>(std::min<int64_t>(t, g.n));
 #else
-  (void)g, (void)one_image_per_gemm;
+  (void)g;
 #endif
   return 1;
 }
@@ -218,17 +218,20 @@ class OneBlasThread {
   int saved_;
 };
 
-// f(image, thread) for every image, images split over nt OpenMP threads in contiguous
-// ranges (schedule(static)), OpenBLAS held at one thread meanwhile.
-template <class F>
-void for_each_image(int nt, int64_t n, F f) {
+// f(image, thread, columns) for every image, images split over nt OpenMP threads in
+// contiguous ranges (schedule(static)), each thread with its own one-image im2col
+// columns from cs, OpenBLAS held at one thread meanwhile.
+template <class T, class F>
+void for_each_image(const ConvGeom& g, int nt, loops::Scratch& cs, F f) {
+  const int64_t per = g.crs() * g.howo();
+  T* cols = cs.get<T>(nt * per);
   OneBlasThread one;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt)
-  for (int64_t i = 0; i < n; ++i) f(i, omp_get_thread_num());
+  for (int64_t i = 0; i < g.n; ++i) f(i, omp_get_thread_num(), cols + omp_get_thread_num() * per);
 #else
   (void)nt;
-  for (int64_t i = 0; i < n; ++i) f(i, 0);
+  for (int64_t i = 0; i < g.n; ++i) f(i, 0, cols);
 #endif
 }
 
@@ -265,12 +268,8 @@ void conv_fwd(const Conv2dFwdArgs& a, loops::Scratch& cs, loops::Scratch& ms) {
   const ConvGeom g = geometry(a.x, a.w, a.y, a.p);
   ContiguousIn<T> x(a.x), w(a.w);
   ContiguousOut<T> y(a.y);
-  const Work<T> wk = work<T>(g, /*row_blocks=*/false, cs, ms);
-  if (const int nt = by_image_threads(g, wk.nb == 1 && !wk.direct); nt > 1) {
-    const int64_t per = g.crs() * g.howo();
-    T* cols = cs.get<T>(nt * per);
-    for_each_image(nt, g.n, [&](int64_t n, int t) {
-      T* c = cols + t * per;
+  if (const int nt = by_image_threads(g); nt > 1) {
+    for_each_image<T>(g, nt, cs, [&](int64_t n, int, T* c) {
       for (int64_t gi = 0; gi < g.g; ++gi) {
         const T* xg = x.get() + (n * g.c + gi * g.cg) * g.hw();
         im2col(xg, g, 0, g.ho, c, g.howo());
@@ -279,7 +278,7 @@ void conv_fwd(const Conv2dFwdArgs& a, loops::Scratch& cs, loops::Scratch& ms) {
       }
     });
   } else {
-    conv_fwd_in_turn<T>(g, wk, x.get(), w.get(), y.get());
+    conv_fwd_in_turn<T>(g, work<T>(g, /*row_blocks=*/false, cs, ms), x.get(), w.get(), y.get());
   }
   if (a.b.defined) {
     const T* b = a.b.ptr<const T>();
@@ -298,12 +297,8 @@ void conv_bwd_data(const Conv2dBwdDataArgs& a, loops::Scratch& cs, loops::Scratc
   const ConvGeom g = geometry(a.dx, a.w, a.dy, a.p);
   ContiguousIn<T> dy(a.dy), w(a.w);
   ContiguousOut<T> dx(a.dx);
-  const Work<T> wk = work<T>(g, /*row_blocks=*/true, cs, ms);
-  if (const int nt = by_image_threads(g, wk.nb == 1 && !wk.direct); nt > 1) {
-    const int64_t per = g.crs() * g.howo();
-    T* cols = cs.get<T>(nt * per);
-    for_each_image(nt, g.n, [&](int64_t n, int t) {
-      T* c = cols + t * per;
+  if (const int nt = by_image_threads(g); nt > 1) {
+    for_each_image<T>(g, nt, cs, [&](int64_t n, int, T* c) {
       for (int64_t gi = 0; gi < g.g; ++gi) {
         T* dxg = dx.get() + (n * g.c + gi * g.cg) * g.hw();
         std::fill(dxg, dxg + g.cg * g.hw(), T(0));
@@ -315,6 +310,7 @@ void conv_bwd_data(const Conv2dBwdDataArgs& a, loops::Scratch& cs, loops::Scratc
     dx.finish();
     return;
   }
+  const Work<T> wk = work<T>(g, /*row_blocks=*/true, cs, ms);
   for (int64_t n0 = 0; n0 < g.n; n0 += wk.nb) {
     const int64_t cnt = std::min(wk.nb, g.n - n0);
     for (int64_t gi = 0; gi < g.g; ++gi) {
@@ -348,17 +344,14 @@ void conv_bwd_weight(const Conv2dBwdWeightArgs& a, loops::Scratch& cs, loops::Sc
   const ConvGeom g = geometry(a.x, a.dw, a.dy, a.p);
   ContiguousIn<T> x(a.x), dy(a.dy);
   ContiguousOut<T> dw(a.dw);
-  const Work<T> wk = work<T>(g, /*row_blocks=*/false, cs, ms);
   if (g.n == 0) std::fill(dw.get(), dw.get() + a.dw.numel(), T(0));
-  if (const int nt = by_image_threads(g, wk.nb == 1 && !wk.direct); nt > 1) {
+  if (const int nt = by_image_threads(g); nt > 1) {
     // Each thread sums its images' weight gradients (a contiguous range of images,
     // schedule(static)), then the partial sums are added in thread order.
-    const int64_t per = g.crs() * g.howo(), wsize = g.k * g.crs();
-    T* cols = cs.get<T>(nt * per);
+    const int64_t wsize = g.k * g.crs();
     T* part = ms.get<T>(nt * wsize);
     std::fill(part, part + nt * wsize, T(0));
-    for_each_image(nt, g.n, [&](int64_t n, int t) {
-      T* c = cols + t * per;
+    for_each_image<T>(g, nt, cs, [&](int64_t n, int t, T* c) {
       for (int64_t gi = 0; gi < g.g; ++gi) {
         im2col(x.get() + (n * g.c + gi * g.cg) * g.hw(), g, 0, g.ho, c, g.howo());
         gemm(false, true, g.kg, g.crs(), g.howo(), T(1), dy.get() + (n * g.k + gi * g.kg) * g.howo(), g.howo(), c,
@@ -372,6 +365,7 @@ void conv_bwd_weight(const Conv2dBwdWeightArgs& a, loops::Scratch& cs, loops::Sc
     dw.finish();
     return;
   }
+  const Work<T> wk = work<T>(g, /*row_blocks=*/false, cs, ms);
   for (int64_t n0 = 0; n0 < g.n; n0 += wk.nb) {
     const int64_t cnt = std::min(wk.nb, g.n - n0);
     for (int64_t gi = 0; gi < g.g; ++gi) {

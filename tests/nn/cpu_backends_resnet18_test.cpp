@@ -5,7 +5,6 @@
 // error. Per-op tests cannot catch what only a whole network exercises (a stride or
 // layout mix-up between ops, a cached plan reused for the wrong shape). Within one
 // backend the three modes must agree bitwise.
-#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -14,23 +13,6 @@
 
 namespace strata::testing {
 namespace {
-
-std::vector<double> as_f64(const Tensor& t) {
-  Tensor c = Tensor::empty(t.sizes(), DType::f64, Device::cpu());
-  copy_into(t, c);
-  return c.to_vector<double>();
-}
-
-// ||a - b|| / ||b|| in f64.
-double relative_l2(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = as_f64(a), y = as_f64(b);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
-}
 
 nn::ResNetConfig resnet18() {
   nn::ResNetConfig c;
@@ -68,7 +50,7 @@ TEST_P(CpuBackendResNet18Step, MatchesTheReferenceAndIsBitwiseEqualAcrossModes) 
   const StepOutputs& got = outs[1];
   const double lr = ref.loss.item(), lg = got.loss.item();
   EXPECT_NEAR(lg, lr, 1e-5 * std::abs(lr)) << "loss";
-  EXPECT_LT(relative_l2(got.logits, ref.logits), 1e-5) << "logits";
+  EXPECT_LT(relative_error(got.logits, ref.logits), 1e-5) << "logits";
   ASSERT_EQ(got.grads.size(), ref.grads.size());
   // f32 against the reference's f64 accumulation: measured worst case 3.5e-6 on both
   // backends (layer4's BN weight: batch statistics over 16 values amplify reordered
@@ -79,14 +61,14 @@ TEST_P(CpuBackendResNet18Step, MatchesTheReferenceAndIsBitwiseEqualAcrossModes) 
     SCOPED_TRACE(ref.grads[i].first);
     ASSERT_EQ(got.grads[i].first, ref.grads[i].first);
     ASSERT_TRUE(got.grads[i].second.defined() && ref.grads[i].second.defined());
-    const double e = relative_l2(got.grads[i].second, ref.grads[i].second);
+    const double e = relative_error(got.grads[i].second, ref.grads[i].second);
     EXPECT_LT(e, 1e-4) << "gradient of " << ref.grads[i].first;
     if (e > worst) worst = e, worst_name = ref.grads[i].first;
   }
   // Buffers after the step: BN running statistics updated from the batch.
   ASSERT_EQ(got.state.size(), ref.state.size());
   for (size_t i = 0; i < ref.state.size(); ++i)
-    EXPECT_LT(relative_l2(got.state[i].second, ref.state[i].second), 1e-5) << ref.state[i].first;
+    EXPECT_LT(relative_error(got.state[i].second, ref.state[i].second), 1e-5) << ref.state[i].first;
   std::printf("[ %s ] loss %.8f (reference %.8f), worst gradient relative L2 error %.2e (%s) over %zu tensors\n",
               backend.c_str(), lg, lr, worst, worst_name.c_str(), ref.grads.size());
 }
