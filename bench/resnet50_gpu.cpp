@@ -117,6 +117,7 @@ struct Options {
   uint64_t seed = 1;
   double lr = 0.01;
   bool trace = false;  // one extra traced step in the tape modes
+  bool trace_sync = false;  // and one with every op waited for (per-op device time)
 };
 
 constexpr int kMinIters = 20;
@@ -161,6 +162,7 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     }
     be.synchronize();
     const size_t fallbacks_before = cuda ? backends::cuda::layout_fallbacks() : 0;
+    const size_t staging_before = cuda ? backends::cuda::staging_copies() : 0;
     const auto conv_api_before = cuda ? backends::cuda::conv_api_counts() : backends::cuda::ConvApiCounts{};
     r["setup_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
 
@@ -198,6 +200,10 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       r["layout_fallbacks_per_step"] =
           static_cast<double>(backends::cuda::layout_fallbacks() - fallbacks_before) /
           static_cast<double>(o.warmup + static_cast<int>(dev.size()));
+    if (cuda)  // arguments copied to a temporary in another layout/dtype before a call
+      r["staging_copies_per_step"] =
+          static_cast<double>(backends::cuda::staging_copies() - staging_before) /
+          static_cast<double>(o.warmup + static_cast<int>(dev.size()));
     if (cuda) {  // which cuDNN convolution API ran (graph plans, or the legacy calls)
       const auto now = backends::cuda::conv_api_counts();
       const double steps = static_cast<double>(o.warmup + static_cast<int>(dev.size()));
@@ -215,6 +221,17 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       be.synchronize();
       r["trace"] = bench::summarize_trace(ops::take_trace());
       r["trace"]["step_enqueue_us"] = enqueue_us;
+    }
+    if (o.trace_sync && mode != ops::DispatchMode::direct) {
+      // Each op waited for: its own device time (plus host time), serialised.
+      be.synchronize();
+      ops::take_trace();
+      ops::set_trace_sync(true);
+      ops::set_trace_enabled(true);
+      step(false);
+      ops::set_trace_enabled(false);
+      ops::set_trace_sync(false);
+      r["trace_sync"] = bench::summarize_trace(ops::take_trace());
     }
     r["status"] = "ok";
     r["iters"] = dev.size();
@@ -250,6 +267,7 @@ int main(int argc, char** argv) {
   std::string mode_opt = "all", json_path;
   std::vector<std::string> config_names{"all"};
   bool tf32 = false, find_algos = false, nondeterministic = false, list = false, legacy_conv = false;
+  bool strata_bn = false, cudnn_bn = false;
   app.add_option("--mode", mode_opt, "virtual | static | direct | all")
       ->check(CLI::IsMember({"virtual", "static", "direct", "all"}));
   app.add_option("--config", config_names, "configurations (or 'all'): <infer|train>_b<N>_<res>[_nhwc][_bf16]")
@@ -262,9 +280,13 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the random inputs and labels");
   app.add_flag("--tf32", tf32, "allow TF32 for f32 conv/linear (strata's default: off)");
   app.add_flag("--cudnn-find", find_algos, "choose cuDNN engines by timing them once per shape (default: heuristics)");
+  app.add_flag("--strata-batch-norm", strata_bn, "every batch norm on strata's kernels (default: cuDNN for f32 NCHW)");
+  app.add_flag("--cudnn-batch-norm", cudnn_bn, "f32 channels-last batch norm on cuDNN (default: strata's kernels)");
   app.add_flag("--nondeterministic", nondeterministic, "allow non-deterministic cuDNN algorithms (default: not)");
   app.add_flag("--cudnn-legacy", legacy_conv,
                "convolutions through the legacy cudnnConvolution* calls (default: cached graph-API plans)");
+  app.add_flag("--trace-sync", o.trace_sync,
+               "after timing, one step of the tape modes with every op waited for (device time per op)");
   app.add_flag("--trace", o.trace, "after timing, trace one step of the tape modes (host time per backend op)");
   std::string variant = "default";
   app.add_option("--variant", variant, "a label for this run's settings, written to the JSON");
@@ -298,7 +320,12 @@ int main(int argc, char** argv) {
       cb.set_benchmark(find_algos);
       cb.set_deterministic(!nondeterministic);
       cb.set_cudnn_graph(!legacy_conv);
+      cb.set_own_nchw_batch_norm(strata_bn);
+      cb.set_cudnn_nhwc_batch_norm(cudnn_bn);
       const auto& s = cb.settings();
+      settings["batch_norm"] = strata_bn  ? "strata's kernels everywhere"
+                               : cudnn_bn ? "cuDNN for f32 (NCHW and NHWC), strata's for f16/bf16"
+                                          : "cuDNN for f32 NCHW, strata's kernels otherwise";
       settings["allow_tf32"] = s.allow_tf32;
       settings["deterministic"] = s.deterministic;
       settings["cudnn_find"] = s.benchmark;
@@ -356,6 +383,20 @@ int main(int argc, char** argv) {
           }
           std::printf("\n");
         }
+        if (ok && r.contains("trace_sync")) {
+          const json& t = r["trace_sync"];
+          std::printf("    per-op device+host time, serialised: %.0f us in %zu ops; top:", t["backend_host_us"].get<double>(),
+                      t["ops"].get<size_t>());
+          for (size_t i = 0; i < std::min<size_t>(10, t["by_op"].size()); ++i) {
+            const json& e = t["by_op"][i];
+            std::printf(" %s %lldx%.1fus", e["op"].get<std::string>().c_str(),
+                        static_cast<long long>(e["count"].get<int64_t>()), e["mean_us"].get<double>());
+          }
+          std::printf("\n");
+        }
+        if (ok && r.value("staging_copies_per_step", 0.0) > 0)
+          std::printf("    staging copies (arguments copied to another layout/dtype) per step: %.1f\n",
+                      r["staging_copies_per_step"].get<double>());
         if (ok && r.value("layout_fallbacks_per_step", 0.0) > 0)
           std::printf("    layout fallbacks (NHWC -> NCHW copies) per step: %.1f\n",
                       r["layout_fallbacks_per_step"].get<double>());

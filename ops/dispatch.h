@@ -31,7 +31,9 @@ struct VirtualDispatch {
 #define STRATA_OP(op, Args)                                                    \
   void op(const Args& a) const {                                               \
     if (trace_enabled()) [[unlikely]]                                          \
-      traced_call(OpId::op, backend->name(), [&] { backend->op(a); });         \
+      traced_call(                                                             \
+          OpId::op, backend->name(), [&] { backend->op(a); },                 \
+          [&] { backend->synchronize(); });                                    \
     else                                                                       \
       backend->op(a);                                                          \
   }
@@ -54,7 +56,9 @@ struct StaticDispatch {
 #define STRATA_OP(op, Args)                                                    \
   void op(const Args& a) const {                                               \
     if (trace_enabled()) [[unlikely]]                                          \
-      traced_call(OpId::op, Impl::kName, [&] { impl->op(a); });                \
+      traced_call(                                                             \
+          OpId::op, Impl::kName, [&] { impl->op(a); },                        \
+          [&] { impl->synchronize(); });                                       \
     else                                                                       \
       impl->op(a);                                                             \
   }

@@ -18,8 +18,9 @@ BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const 
   for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"input", &x}, {"weight", &gamma},
                                 {"bias", &beta}, {"running_mean", &running_mean}, {"running_var", &running_var}})
     check_input(d, OpId::batch_norm_fwd, name, *t);
-  BatchNormOut out{empty_like_format(x, x.sizes()), Tensor::empty(Shape{c}, x.dtype(), x.device()),
-                   Tensor::empty(Shape{c}, x.dtype(), x.device())};
+  const DType st = batch_norm_param_dtype(x);
+  BatchNormOut out{empty_like_format(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
+                   Tensor::empty(Shape{c}, st, x.device())};
   BatchNormFwdArgs a{x, gamma, beta, running_mean, running_var, out.y, out.save_mean, out.save_invstd};
   a.eps = eps;
   a.momentum = momentum;
@@ -37,14 +38,15 @@ BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, con
   check_same_shape("batch_norm_bwd", "input", x, "grad_output", dy);
   check_same_dtype("batch_norm_bwd", "grad_output", dy, "input", x);
   const int64_t c = x.size(1);
-  check_vector("batch_norm_bwd", "weight", gamma, c, x);
-  check_vector("batch_norm_bwd", "save_mean", save_mean, c, x);
-  check_vector("batch_norm_bwd", "save_invstd", save_invstd, c, x);
+  check_batch_norm_param("batch_norm_bwd", "weight", gamma, x);
+  check_batch_norm_param("batch_norm_bwd", "save_mean", save_mean, x);
+  check_batch_norm_param("batch_norm_bwd", "save_invstd", save_invstd, x);
   for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"input", &x}, {"grad_output", &dy},
                                 {"weight", &gamma}, {"save_mean", &save_mean}, {"save_invstd", &save_invstd}})
     check_input(d, OpId::batch_norm_bwd, name, *t);
-  BatchNormGrads g{empty_like_format(x, x.sizes()), Tensor::empty(Shape{c}, x.dtype(), x.device()),
-                   Tensor::empty(Shape{c}, x.dtype(), x.device())};
+  const DType st = batch_norm_param_dtype(x);
+  BatchNormGrads g{empty_like_format(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
+                   Tensor::empty(Shape{c}, st, x.device())};
   BatchNormBwdArgs a{x, dy, gamma, save_mean, save_invstd, g.dx, g.dgamma, g.dbeta};
   a.training = training;
   d.batch_norm_bwd(a);

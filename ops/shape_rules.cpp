@@ -54,16 +54,31 @@ Shape conv2d_out_shape(const Tensor& x, const Tensor& w, const Tensor& b, const 
   return out;
 }
 
+DType batch_norm_param_dtype(const Tensor& x) {
+  return x.dtype() == DType::f16 || x.dtype() == DType::bf16 ? DType::f32 : x.dtype();
+}
+
+void check_batch_norm_param(std::string_view op, std::string_view arg, const Tensor& t, const Tensor& x) {
+  check_defined(op, arg, t);
+  const int64_t c = x.size(1);
+  STRATA_CHECK(t.dim() == 1 && t.size(0) == c, op, ": ", arg, " must be [", c, "] to match ", x.str(), ", got ",
+               t.str());
+  const DType want = batch_norm_param_dtype(x);
+  STRATA_CHECK(t.dtype() == want, op, ": ", arg, " must have dtype ", dtype_name(want), " for input ", x.str(),
+               want != x.dtype() ? " (statistics and parameters stay f32 under mixed precision)" : "", ", got ",
+               t.str());
+}
+
 int64_t batch_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                             const Tensor& running_var) {
   constexpr std::string_view op = "batch_norm";
   check_float(op, "input", x);
   STRATA_CHECK(x.dim() == 2 || x.dim() == 4, "batch_norm: input must be [N,C] or [N,C,H,W], got ", x.str());
+  check_batch_norm_param(op, "weight", gamma, x);
+  check_batch_norm_param(op, "bias", beta, x);
+  check_batch_norm_param(op, "running_mean", running_mean, x);
+  check_batch_norm_param(op, "running_var", running_var, x);
   const int64_t c = x.size(1);
-  check_vector(op, "weight", gamma, c, x);
-  check_vector(op, "bias", beta, c, x);
-  check_vector(op, "running_mean", running_mean, c, x);
-  check_vector(op, "running_var", running_var, c, x);
   STRATA_CHECK(x.numel() > 0, "batch_norm: empty input ", x.str());
   return c;
 }

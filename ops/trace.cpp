@@ -18,7 +18,10 @@ std::vector<TraceEvent> g_events;
 
 bool g_trace_enabled = env_trace();
 
+bool g_trace_sync = false;
+
 void set_trace_enabled(bool on) { g_trace_enabled = on; }
+void set_trace_sync(bool on) { g_trace_sync = on; }
 
 void record_trace(OpId op, std::string_view backend, double host_us) {
   std::lock_guard<std::mutex> lock(g_mu);

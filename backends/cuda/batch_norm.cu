@@ -1,10 +1,12 @@
-// Batch norm on cuDNN: training forward (batch statistics; running statistics updated
+// Batch norm: f32 NCHW (and channels-last when Settings::cudnn_nhwc_batch_norm) on
+// cuDNN; the rest on strata's own kernels (batch_norm_kernels.cu). On cuDNN: training forward (batch statistics; running statistics updated
 // in place with the unbiased variance, as PyTorch), eval forward, and training
 // backward from the saved mean and inverse standard deviation. Channels-last training
 // uses CUDNN_BATCHNORM_SPATIAL_PERSISTENT when Settings::persistent_batch_norm is on
 // (PyTorch's choice too; the plain spatial mode is many times slower on NHWC), else
 // CUDNN_BATCHNORM_SPATIAL. Eval-mode backward (statistics were constants) and the
 // eval-mode save_mean/save_invstd are strata's own kernels. f32.
+#include "backends/cuda/batch_norm_kernels.h"
 #include "backends/cuda/channel_reduce.cuh"
 #include "backends/cuda/cudnn_util.h"
 
@@ -198,17 +200,19 @@ bool bn_bwd_train_in(Context& ctx, const BatchNormBwdArgs& a, Layout l, cudnnBat
 }  // namespace
 
 void CudaBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
-  dispatch_f32(a.x.dtype, "batch_norm_fwd", [](auto) {});
   if (a.x.numel() == 0) return;
+  if (own_batch_norm(a.x, settings_)) return batch_norm_fwd_own(*ctx_, a);
+  dispatch_f32(a.x.dtype, "batch_norm_fwd", [](auto) {});
   with_bn_fallback(*ctx_, layout_of(a.x), a.training && settings_.persistent_batch_norm,
                    [&](Layout l, cudnnBatchNormMode_t mode) { return bn_fwd_in(*ctx_, a, l, mode); });
 }
 
 void CudaBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
+  if (a.x.numel() == 0) return;
+  if (own_batch_norm(a.x, settings_)) return batch_norm_bwd_own(*ctx_, a);
   dispatch_f32(a.x.dtype, "batch_norm_bwd", [](auto) {});
   Context& ctx = *ctx_;
   const int64_t c = a.x.sizes[1];
-  if (a.x.numel() == 0) return;
   if (a.training) {
     with_bn_fallback(ctx, layout_of(a.x), settings_.persistent_batch_norm,
                      [&](Layout l, cudnnBatchNormMode_t mode) { return bn_bwd_train_in(ctx, a, l, mode); });
@@ -231,7 +235,7 @@ void CudaBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
   if (a.dx.defined) {
     const TensorView gb = a.gamma.defined ? broadcast_along(a.gamma, a.x.sizes, 1) : broadcast_along(is, a.x.sizes, 1);
     const TensorView ib = broadcast_along(is, a.x.sizes, 1);
-    launch_elementwise(ctx, strided_of(a.x.sizes, a.dy, gb, ib, a.dx),
+    launch_elementwise(ctx, strided_by_output(a.x.sizes, a.dy, gb, ib, a.dx),
                        BnEvalDx{a.dy.ptr<float>(), a.gamma.defined ? a.gamma.ptr<float>() : nullptr, ib.ptr<float>(),
                                 a.dx.ptr<float>()});
   }

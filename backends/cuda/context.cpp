@@ -33,6 +33,12 @@ void* Context::workspace(size_t bytes) {
   return ws_;
 }
 
+void Context::release_workspace() {
+  if (ws_) allocator->deallocate(ws_, ws_bytes_);
+  ws_ = nullptr;
+  ws_bytes_ = 0;
+}
+
 namespace {
 
 void device_copy_hook(const Tensor& src, const Tensor& dst) {
@@ -135,6 +141,7 @@ Staged stage_in(Context& ctx, const TensorView& v, Layout l) {
   }
   s.view = make_temp(ctx, s.buf, v.sizes, v.dtype, l);
   s.temp = true;
+  ++ctx.staging_copies;
   copy_views(ctx, v, s.view);
   return s;
 }
@@ -152,7 +159,9 @@ Staged stage_out(Context& ctx, const TensorView& v, Layout l) {
 }
 
 void Staged::finish(Context& ctx) {
-  if (temp) copy_views(ctx, view, *orig);
+  if (!temp) return;
+  ++ctx.staging_copies;
+  copy_views(ctx, view, *orig);
 }
 
 }  // namespace strata::backends::cuda

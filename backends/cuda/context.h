@@ -64,11 +64,15 @@ struct Context {
   CachingAllocator* allocator = nullptr;
   PinnedAllocator* pinned = nullptr;
   size_t layout_fallbacks = 0;  // see cuda_backend.h
+  size_t staging_copies = 0;    // see cuda_backend.h
   size_t graph_convs = 0;       // convolutions run from cached graph-API plans
   size_t legacy_convs = 0;      // convolutions run through cudnnConvolution* (v7 API)
 
   // The cuDNN workspace arena: one buffer, grown on demand, shared by every call.
   void* workspace(size_t bytes);
+  // Gives the arena back to the caching allocator (empty_cache(), after the stream's
+  // work that used it: the allocator reuses blocks in stream order).
+  void release_workspace();
   size_t workspace_bytes() const { return ws_bytes_; }
 
   // Plans by key; `make` builds one on a miss. Plans live as long as the context.

@@ -20,7 +20,7 @@ struct ConvertFn {
 
 // Device-to-device (both pointers on the device), any dtypes and strides.
 void convert_on_device(Context& ctx, const TensorView& src, const TensorView& dst) {
-  const auto s = strided_of(src.sizes, src, dst);
+  const auto s = strided_by_output(src.sizes, src, dst);
   dispatch_all(src.dtype, [&](auto sv) {
     using S = decltype(sv);
     dispatch_all(dst.dtype, [&](auto dv) {

@@ -33,7 +33,8 @@ std::string unavailable_reason();
 // The caching allocator's counters and controls (device 0). Throw strata::Error when
 // there is no GPU.
 AllocatorStats allocator_stats();
-// Returns every cached, unused block to the driver (cudaFree). Blocks in use stay.
+// Returns every cached, unused block to the driver (cudaFree), the cuDNN workspace
+// arena included (it regrows on the next call that needs one). Blocks in use stay.
 void empty_cache();
 // Bytes a request is rounded up to by the allocator's bins.
 size_t allocation_bin(size_t bytes);
@@ -42,6 +43,9 @@ AllocatorStats pinned_stats();
 // How many conv/batch-norm calls cuDNN refused in NHWC and ran through NCHW copies
 // instead (a performance diagnostic: 0 means channels-last ran natively).
 size_t layout_fallbacks();
+// How many arguments were copied into a temporary because a library call or kernel
+// needed them dense in another layout or dtype (a performance diagnostic).
+size_t staging_copies();
 // How many convolutions ran from cached cuDNN graph-API execution plans, and how many
 // through the legacy cudnnConvolution* calls (grouped, cudnnFind mode, or no engine).
 struct ConvApiCounts {
@@ -58,6 +62,11 @@ struct Settings {
   // Channels-last batch-norm training in cuDNN's SPATIAL_PERSISTENT mode (as PyTorch);
   // off: plain SPATIAL mode, many times slower on NHWC.
   bool persistent_batch_norm = true;
+  // Channels-last f32 batch norm through cuDNN (off: strata's own kernels, which are
+  // what f16/bf16 batch norm always runs; cuDNN's NHWC f32 path is ~8x its NCHW time).
+  bool cudnn_nhwc_batch_norm = false;
+  // f32 NCHW batch norm on strata's own kernels instead of cuDNN's (for A/B timing).
+  bool own_nchw_batch_norm = false;
   size_t max_workspace_bytes = size_t{1} << 30;  // cuDNN workspace cap per call
   // Convolutions from cached cuDNN graph-API execution plans (off: the legacy
   // cudnnConvolution* calls, ~85 µs of host time each under cuDNN 9).
@@ -89,6 +98,8 @@ class CudaBackend {
   void set_deterministic(bool on) { settings_.deterministic = on; }
   void set_benchmark(bool on) { settings_.benchmark = on; }
   void set_persistent_batch_norm(bool on) { settings_.persistent_batch_norm = on; }
+  void set_cudnn_nhwc_batch_norm(bool on) { settings_.cudnn_nhwc_batch_norm = on; }
+  void set_own_nchw_batch_norm(bool on) { settings_.own_nchw_batch_norm = on; }
   void set_cudnn_graph(bool on) { settings_.cudnn_graph = on; }
 
   // Raw handles for direct-mode plans (cudaStream_t, cudnnHandle_t, cublasHandle_t).

@@ -80,6 +80,66 @@ struct DropoutBwdFn {
   }
 };
 
+// ---- dense fast path ---------------------------------------------------------------
+// When every operand is dense in one memory order (the coalesced indexing is a single
+// dimension of stride 1) and 16-byte aligned, the hot element-wise ops (add, relu and
+// its backward) read and write 16-byte vectors: scalar 2-byte accesses left bf16
+// residual adds and relus at ~1.2 TB/s on an H100. Same values as the strided path.
+template <class T>
+struct AddOp {
+  __device__ T operator()(T a, T b) const { return store<T>(load(a) + load(b)); }
+};
+template <class T>
+struct ReluOp {  // b unused: relu reads one operand
+  __device__ T operator()(T x, T) const { return load(x) > 0 ? x : store<T>(0.f); }
+};
+template <class T>
+struct ReluBwdOp {  // (y, dy)
+  __device__ T operator()(T y, T dy) const { return load(y) > 0 ? dy : store<T>(0.f); }
+};
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) VecOf {
+  T v[V];
+};
+
+template <class T, int V, class Op>
+__global__ void __launch_bounds__(kThreads) dense_binary_kernel(const T* a, const T* b, T* y, int64_t n, Op op) {
+  const int64_t nvec = n / V;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = first; i < nvec; i += step) {
+    const VecOf<T, V> av = reinterpret_cast<const VecOf<T, V>*>(a)[i];
+    const VecOf<T, V> bv = reinterpret_cast<const VecOf<T, V>*>(b)[i];
+    VecOf<T, V> yv;
+#pragma unroll
+    for (int j = 0; j < V; ++j) yv.v[j] = op(av.v[j], bv.v[j]);
+    reinterpret_cast<VecOf<T, V>*>(y)[i] = yv;
+  }
+  const int64_t tail = nvec * V + first;
+  if (tail < n) y[tail] = op(a[tail], b[tail]);
+}
+
+template <int N>
+bool flat_dense(const Strided<N>& s) {
+  if (s.nd != 1) return false;
+  for (int i = 0; i < N; ++i)
+    if (s.strides[i][0] != 1) return false;
+  return true;
+}
+
+// y = op(a, b) element-wise through the dense path when it applies; false otherwise.
+template <class T, class Op>
+bool try_dense_binary(Context& ctx, const Strided<3>& s, const T* a, const T* b, T* y, Op op) {
+  constexpr int V = 16 / sizeof(T);
+  if (!flat_dense(s) || s.n < V) return false;
+  for (const void* p : {static_cast<const void*>(a), static_cast<const void*>(b), static_cast<const void*>(y)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  dense_binary_kernel<T, V, Op><<<grid_for(ctx, s.n / V), kThreads, 0, ctx.stream>>>(a, b, y, s.n, op);
+  STRATA_CUDA_CHECK_LAUNCH("dense_binary_kernel");
+  return true;
+}
+
 bool use_cudnn_relu(const TensorView& a, const TensorView& b) {
   return a.dim() == 4 && (a.dtype == DType::f32 || a.dtype == DType::f16) && b.dtype == a.dtype;
 }
@@ -107,7 +167,7 @@ void add_along(Context& ctx, const TensorView& y, const TensorView& b, int dim) 
   const TensorView bb = broadcast_along(b, y.sizes, dim);
   dispatch_float(y.dtype, "bias add", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(ctx, strided_of(y.sizes, y, bb, y), AddFn<T>{y.ptr<T>(), bb.ptr<T>(), y.ptr<T>()});
+    launch_elementwise(ctx, strided_by_output(y.sizes, y, bb, y), AddFn<T>{y.ptr<T>(), bb.ptr<T>(), y.ptr<T>()});
   });
 }
 
@@ -127,21 +187,25 @@ void fill_view(Context& ctx, const TensorView& y, double value) {
     } else {
       v = static_cast<T>(value);
     }
-    launch_elementwise(ctx, strided_of(y.sizes, y), FillFn<T>{y.ptr<T>(), v});
+    launch_elementwise(ctx, strided_by_output(y.sizes, y), FillFn<T>{y.ptr<T>(), v});
   });
 }
 
 void relu_fwd_kernel(Context& ctx, const TensorView& x, const TensorView& y) {
   dispatch_float(x.dtype, "relu_fwd", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(ctx, strided_of(x.sizes, x, y), ReluFn<T>{x.ptr<T>(), y.ptr<T>()});
+    if (try_dense_binary(ctx, strided_by_output(x.sizes, x, x, y), x.ptr<T>(), x.ptr<T>(), y.ptr<T>(), ReluOp<T>{}))
+      return;
+    launch_elementwise(ctx, strided_by_output(x.sizes, x, y), ReluFn<T>{x.ptr<T>(), y.ptr<T>()});
   });
 }
 
 void relu_bwd_kernel(Context& ctx, const TensorView& y, const TensorView& dy, const TensorView& dx) {
   dispatch_float(dy.dtype, "relu_bwd", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(ctx, strided_of(y.sizes, y, dy, dx), ReluBwdFn<T>{y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>()});
+    const auto s = strided_by_output(y.sizes, y, dy, dx);
+    if (try_dense_binary(ctx, s, y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), ReluBwdOp<T>{})) return;
+    launch_elementwise(ctx, s, ReluBwdFn<T>{y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>()});
   });
 }
 
@@ -152,14 +216,16 @@ using namespace cuda;
 void CudaBackend::add(const AddArgs& a) {
   dispatch_float(a.a.dtype, "add", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(*ctx_, strided_of(a.y.sizes, a.a, a.b, a.y), AddFn<T>{a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>()});
+    const auto s = strided_by_output(a.y.sizes, a.a, a.b, a.y);
+    if (try_dense_binary(*ctx_, s, a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>(), AddOp<T>{})) return;
+    launch_elementwise(*ctx_, s, AddFn<T>{a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>()});
   });
 }
 
 void CudaBackend::scale(const ScaleArgs& a) {
   dispatch_float(a.x.dtype, "scale", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(*ctx_, strided_of(a.y.sizes, a.x, a.y),
+    launch_elementwise(*ctx_, strided_by_output(a.y.sizes, a.x, a.y),
                        ScaleFn<T>{a.x.ptr<T>(), a.y.ptr<T>(), static_cast<acc_t<T>>(a.alpha)});
   });
 }
@@ -167,7 +233,7 @@ void CudaBackend::scale(const ScaleArgs& a) {
 void CudaBackend::axpy(const AxpyArgs& a) {
   dispatch_float(a.x.dtype, "axpy", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(*ctx_, strided_of(a.y.sizes, a.x, a.y),
+    launch_elementwise(*ctx_, strided_by_output(a.y.sizes, a.x, a.y),
                        AxpyFn<T>{a.x.ptr<T>(), a.y.ptr<T>(), static_cast<acc_t<T>>(a.alpha)});
   });
 }
@@ -207,7 +273,7 @@ void CudaBackend::dropout_bwd(const DropoutBwdArgs& a) {
   const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
   dispatch_float(a.dy.dtype, "dropout_bwd", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(*ctx_, strided_of(a.dy.sizes, a.dy, a.mask, a.dx),
+    launch_elementwise(*ctx_, strided_by_output(a.dy.sizes, a.dy, a.mask, a.dx),
                        DropoutBwdFn<T>{a.dy.ptr<T>(), a.mask.ptr<uint8_t>(), a.dx.ptr<T>(), inv_keep});
   });
 }

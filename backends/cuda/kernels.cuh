@@ -126,6 +126,14 @@ Strided<sizeof...(V)> strided_of(const Shape& shape, const V&... views) {
   return make_strided<sizeof...(V)>(shape, {views.strides...});
 }
 
+// The same in the last view's memory order (strided.h): for element-wise kernels that
+// ignore the element index k, so channels-last operands are read and written
+// contiguously instead of one channel stride apart per thread.
+template <class... V>
+Strided<sizeof...(V)> strided_by_output(const Shape& shape, const V&... views) {
+  return make_strided_in_memory_order<sizeof...(V)>(shape, {views.strides...}, sizeof...(V) - 1);
+}
+
 // A view of `v` broadcast to `shape` along dimension `dim` (v is 1-D of size
 // shape[dim]); strides are 0 elsewhere.
 inline TensorView broadcast_along(const TensorView& v, const Shape& shape, int dim) {

@@ -64,7 +64,7 @@ void CudaBackend::sgd_step(const SgdStepArgs& a) {
     const bool mom = a.momentum != 0.0;
     STRATA_CHECK(!mom || a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum buffer");
     const TensorView& buf = mom ? a.momentum_buf : a.param;  // unused without momentum
-    launch_elementwise(*ctx_, strided_of(a.param.sizes, a.param, a.grad, buf),
+    launch_elementwise(*ctx_, make_strided_in_memory_order<3>(a.param.sizes, {a.param.strides, a.grad.strides, buf.strides}, 0),
                        SgdFn{a.param.ptr<float>(), a.grad.ptr<float>(), mom ? buf.ptr<float>() : nullptr, a.lr,
                              a.momentum, a.weight_decay, a.nesterov});
   });
@@ -75,7 +75,9 @@ void CudaBackend::adam_step(const AdamStepArgs& a) {
     STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based, got ", a.step);
     const double bc1 = 1.0 - std::pow(a.beta1, static_cast<double>(a.step));
     const double bc2 = 1.0 - std::pow(a.beta2, static_cast<double>(a.step));
-    launch_elementwise(*ctx_, strided_of(a.param.sizes, a.param, a.grad, a.exp_avg, a.exp_avg_sq),
+    launch_elementwise(*ctx_,
+                       make_strided_in_memory_order<4>(
+                           a.param.sizes, {a.param.strides, a.grad.strides, a.exp_avg.strides, a.exp_avg_sq.strides}, 0),
                        AdamFn{a.param.ptr<float>(), a.grad.ptr<float>(), a.exp_avg.ptr<float>(),
                               a.exp_avg_sq.ptr<float>(), a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.lr / bc1,
                               std::sqrt(bc2), a.decoupled_weight_decay});

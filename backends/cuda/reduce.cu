@@ -182,7 +182,7 @@ void CudaBackend::global_avg_pool_bwd(const GlobalAvgPoolBwdArgs& a) {
   const float inv = 1.f / static_cast<float>(a.dx.sizes[2] * a.dx.sizes[3]);
   dispatch_float(a.dx.dtype, "global_avg_pool_bwd", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(*ctx_, strided_of(a.dx.sizes, dyb, a.dx), GapBwdFn<T>{dyb.ptr<T>(), a.dx.ptr<T>(), inv});
+    launch_elementwise(*ctx_, strided_by_output(a.dx.sizes, dyb, a.dx), GapBwdFn<T>{dyb.ptr<T>(), a.dx.ptr<T>(), inv});
   });
 }
 

@@ -20,10 +20,14 @@ std::string unavailable_reason() {
 }
 
 AllocatorStats allocator_stats() { return context().allocator->stats(); }
-void empty_cache() { context().allocator->empty_cache(); }
+void empty_cache() {
+  context().release_workspace();
+  context().allocator->empty_cache();
+}
 size_t allocation_bin(size_t bytes) { return bin_size(bytes); }
 AllocatorStats pinned_stats() { return context().pinned->stats(); }
 size_t layout_fallbacks() { return context().layout_fallbacks; }
+size_t staging_copies() { return context().staging_copies; }
 ConvApiCounts conv_api_counts() { return {context().graph_convs, context().legacy_convs}; }
 
 }  // namespace cuda
@@ -58,13 +62,15 @@ bool CudaBackend::supports(OpId op, DType dt) const {
     case OpId::dropout_fwd:
     case OpId::dropout_bwd:
       return f32 || half || dt == DType::f64;
+    case OpId::batch_norm_fwd:  // f16/bf16 activations with f32 parameters and statistics
+    case OpId::batch_norm_bwd:
     case OpId::max_pool2d_fwd:
     case OpId::max_pool2d_bwd:
     case OpId::avg_pool2d_fwd:
     case OpId::avg_pool2d_bwd:
       return f32 || half;
     default:
-      // batch norm, losses, optimizer steps
+      // losses, optimizer steps
       return f32;
   }
 }

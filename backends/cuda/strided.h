@@ -6,6 +6,7 @@
 // no division at all. Element k is the k-th in row-major order of the logical shape:
 // dropout relies on that to draw the same mask as the CPU.
 #include <array>
+#include <utility>
 #include <cstdint>
 
 #include "core/shape.h"
@@ -69,6 +70,27 @@ Strided<N> make_strided(const Shape& sizes, const std::array<Shape, N>& strides)
     for (int i = 0; i < N; ++i) s.strides[i][j] = rst[i][m - 1 - j];
   }
   return s;
+}
+
+// As make_strided, but element k walks the operands in the memory order of operand
+// `by` (dimensions sorted by its strides, largest first; ties keep the logical order),
+// so a channels-last output is written contiguously and coalesces to one flat
+// dimension when every operand shares its layout. k is then not the logical
+// row-major index: only for kernels whose result does not depend on k.
+template <int N>
+Strided<N> make_strided_in_memory_order(const Shape& sizes, const std::array<Shape, N>& strides, int by) {
+  const int nd = sizes.size();
+  int perm[kMaxDims];
+  for (int d = 0; d < nd; ++d) perm[d] = d;
+  for (int i = 1; i < nd; ++i)  // stable insertion sort by descending stride
+    for (int j = i; j > 0 && strides[by][perm[j]] > strides[by][perm[j - 1]]; --j) std::swap(perm[j], perm[j - 1]);
+  Shape ps;
+  std::array<Shape, N> pst;
+  for (int d = 0; d < nd; ++d) {
+    ps.push_back(sizes[perm[d]]);
+    for (int i = 0; i < N; ++i) pst[i].push_back(strides[i][perm[d]]);
+  }
+  return make_strided<N>(ps, pst);
 }
 
 }  // namespace strata::backends::cuda

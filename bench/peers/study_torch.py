@@ -94,7 +94,9 @@ class Runner:
         self.args = args
         self.device = torch.device(args.device)
         self.cuda = self.device.type == "cuda"
-        apply_mode("eager")  # strata's policy: TF32 off, heuristics, deterministic cuDNN
+        # "eager": strata's policy (TF32 off, heuristics, deterministic cuDNN);
+        # "eager_default": PyTorch's own defaults (TF32 convolutions, any algorithm).
+        apply_mode(args.policy)
         self.precision = precision_report()
         self.compiled = {}  # kind -> compiled model, reused across points
         if hasattr(torch, "_dynamo"):
@@ -468,6 +470,8 @@ def main():
         p.add_argument("--warmup", type=int, default=3, help="untimed steps (the first is first_step_s)")
         p.add_argument("--h2d-repeats", type=int, default=5)
         p.add_argument("--lr", type=float, default=0.01)
+        p.add_argument("--policy", default="eager", choices=["eager", "eager_default"],
+                       help="cuDNN numerics: strata's (eager) or PyTorch's defaults (TF32 conv)")
         p.add_argument("--batch", type=int, default=64, help="parity batch size")
         p.add_argument("--epochs", type=int, default=2, help="parity passes over the training images")
         p.add_argument("--parity-lr", type=float, default=0.005)

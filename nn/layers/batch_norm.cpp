@@ -1,6 +1,7 @@
 #include "nn/layers/batch_norm.h"
 
 #include "autograd/functions.h"
+#include "ops/shape_rules.h"
 
 namespace strata::nn {
 
@@ -38,12 +39,17 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
     e.plan.forward();
     return e.plan.y;
   } else {
-    if (x.dtype() != weight_.dtype()) {
-      // Mixed precision: statistics, affine parameters and the normalisation in the
-      // parameters' dtype (f32), the output back in the input's dtype and layout. Not
-      // fused yet: two extra passes over the activation per batch norm; the f32 copy is
-      // NCHW because cuDNN's f32 batch norm is ~8x slower on NHWC (H100, measured in
-      // tools/gpu/check.sh's timings: 0.43 vs 0.05 ms fwd for [32,64,56,56]).
+    // f16/bf16 input with f32 parameters runs as it is where the backend has such a
+    // batch norm (the cuda backend); any other dtype mix goes through casts.
+    const bool native = ops::batch_norm_param_dtype(x) == weight_.dtype() &&
+                        p_.supports(ops::OpId::batch_norm_fwd, x.dtype()) &&
+                        p_.supports(ops::OpId::batch_norm_bwd, x.dtype());
+    if (x.dtype() != weight_.dtype() && !native) {
+      // Mixed precision on a backend without f16/bf16 batch norm (the CPU ones; the
+      // cuda backend takes f16/bf16 input with f32 statistics directly): statistics,
+      // affine parameters and the normalisation in the parameters' dtype (f32), the
+      // output back in the input's dtype and layout, at two extra passes over the
+      // activation.
       const Tensor y = autograd::batch_norm(p_, autograd::cast(p_, x, weight_.dtype(), MemoryFormat::contiguous),
                                             weight_, bias_, running_mean_, running_var_, training, o_.momentum,
                                             o_.eps);

@@ -80,8 +80,8 @@ class BatchNormPlan {
     detail::check_supported(impl, OpId::batch_norm_fwd, x);
     const int64_t c = batch_norm_channels(x, gamma, beta, running_mean, running_var);
     y = detail::like(x, x.sizes());
-    save_mean = Tensor::empty(Shape{c}, x.dtype(), x.device());
-    save_invstd = Tensor::empty(Shape{c}, x.dtype(), x.device());
+    save_mean = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
+    save_invstd = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
     fwd_ = {x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd};
     fwd_.training = training;
     fwd_.momentum = momentum;

@@ -30,10 +30,11 @@ class CudaNormPoolLinear : public CudaTest {};
 // ---- batch norm -------------------------------------------------------------------
 
 void check_bn(CudaBackend& be, ReferenceBackend& ref, const Shape& xs, MemoryFormat fmt, bool training,
-              uint64_t seed) {
-  SCOPED_TRACE(std::string(training ? "train " : "eval ") + xs.str() + (fmt == kNHWC ? " nhwc" : " nchw"));
+              uint64_t seed, double lo = -2.0, double hi = 3.0) {
+  SCOPED_TRACE(std::string(training ? "train " : "eval ") + xs.str() + (fmt == kNHWC ? " nhwc" : " nchw") +
+               " in [" + std::to_string(lo) + "," + std::to_string(hi) + ")");
   const int64_t c = xs[1];
-  const Pair x = rand_pair(xs, seed, fmt, -2.0, 3.0);
+  const Pair x = rand_pair(xs, seed, fmt, lo, hi);
   const Pair gamma = rand_pair({c}, seed + 1, kNCHW, 0.5, 1.5), beta = rand_pair({c}, seed + 2);
   Pair rm = rand_pair({c}, seed + 3, kNCHW, -0.5, 0.5), rv = rand_pair({c}, seed + 4, kNCHW, 0.5, 2.0);
   const Pair y = nan_pair(xs, fmt), sm = nan_pair({c}), si = nan_pair({c});
@@ -71,10 +72,36 @@ TEST_F(CudaNormPoolLinear, BatchNorm) {
   }
 }
 
-// Channels-last training in both cuDNN modes: SPATIAL_PERSISTENT (the default) and
-// plain SPATIAL.
+// Channels-last f32 on strata's own kernels (the default): channel counts that take
+// 16-byte vectors and ones that do not, batch 1, planes of 1x1, many rows per split.
+TEST_F(CudaNormPoolLinear, BatchNormChannelsLastOwnKernels) {
+  uint64_t seed = 1030;
+  for (bool training : {true, false}) {
+    check_bn(be(), ref_, {1, 64, 7, 7}, kNHWC, training, seed += 10);
+    check_bn(be(), ref_, {3, 13, 5, 3}, kNHWC, training, seed += 10);
+    check_bn(be(), ref_, {2, 6, 9, 1}, kNHWC, training, seed += 10);
+    check_bn(be(), ref_, {16, 96, 1, 1}, kNHWC, training, seed += 10);
+    check_bn(be(), ref_, {64, 256, 16, 16}, kNHWC, training, seed += 10);
+    // A mean 1000x the standard deviation: the variance must not cancel away.
+    check_bn(be(), ref_, {8, 32, 9, 9}, kNHWC, training, seed += 10, 999.0, 1001.0);
+  }
+  // The same kernels on NCHW f32 (Settings::own_nchw_batch_norm, for A/B timing), and
+  // [N,C] input.
+  be().set_own_nchw_batch_norm(true);
+  for (bool training : {true, false}) {
+    check_bn(be(), ref_, {2, 3, 5, 7}, kNCHW, training, seed += 10);
+    check_bn(be(), ref_, {1, 8, 4, 4}, kNCHW, training, seed += 10);
+    check_bn(be(), ref_, {8, 64, 14, 14}, kNCHW, training, seed += 10);
+    check_bn(be(), ref_, {16, 10}, kNCHW, training, seed += 10);
+    check_bn(be(), ref_, {8, 32, 9, 9}, kNCHW, training, seed += 10, 999.0, 1001.0);
+  }
+}
+
+// Channels-last training through cuDNN (Settings::cudnn_nhwc_batch_norm) in both
+// modes: SPATIAL_PERSISTENT and plain SPATIAL.
 TEST_F(CudaNormPoolLinear, BatchNormChannelsLastModes) {
   uint64_t seed = 1050;
+  be().set_cudnn_nhwc_batch_norm(true);
   for (bool persistent : {true, false}) {
     SCOPED_TRACE(persistent ? "persistent" : "spatial");
     be().set_persistent_batch_norm(persistent);
@@ -82,6 +109,76 @@ TEST_F(CudaNormPoolLinear, BatchNormChannelsLastModes) {
     check_bn(be(), ref_, {32, 64, 28, 28}, kNHWC, true, seed += 10);
     check_bn(be(), ref_, {2, 3, 5, 7}, kNHWC, true, seed += 10);
   }
+}
+
+// f16/bf16 activations with f32 parameters and statistics (mixed precision), on
+// strata's kernels in every layout, against the reference on the same (rounded) input
+// values in f32: statistics, running statistics and parameter gradients to f32
+// accuracy, y and dx to the half type's rounding. A channel slice makes the input a
+// strided view. Two runs give the same bits.
+void check_half_bn(CudaBackend& be, ReferenceBackend& ref, DType dt, const Shape& xs, MemoryFormat fmt,
+                   bool training, bool slice, uint64_t seed) {
+  SCOPED_TRACE(std::string(dtype_name(dt)) + (training ? " train " : " eval ") + xs.str() +
+               (fmt == kNHWC ? " nhwc" : " nchw") + (slice ? " slice" : ""));
+  const int64_t c = xs[1];
+  const double tol = dt == DType::bf16 ? kTolBf16 : kTolF16;
+  auto f32_of = [](const Tensor& t) {
+    Tensor o = Tensor::empty(t.sizes(), DType::f32, Device::cpu(), format_of(t));
+    copy_into(t, o);
+    return o;
+  };
+  Shape big = xs;
+  if (slice) big[1] += 3;
+  Tensor xh = random_tensor(big, dt, seed, -2.0, 3.0, fmt), dyh = random_tensor(big, dt, seed + 5, -1.0, 1.0, fmt);
+  if (slice) xh = xh.narrow(1, 1, c), dyh = dyh.narrow(1, 1, c);
+  const Tensor x = f32_of(xh), dy = f32_of(dyh);
+  const Pair gamma = rand_pair({c}, seed + 1, kNCHW, 0.5, 1.5), beta = rand_pair({c}, seed + 2);
+  Pair rm = rand_pair({c}, seed + 3, kNCHW, -0.5, 0.5), rv = rand_pair({c}, seed + 4, kNCHW, 0.5, 2.0);
+  const Tensor rm0 = to_gpu(rm.cpu), rv0 = to_gpu(rv.cpu);
+  const Tensor y_ref = cpu_nan(xs, fmt), sm_ref = cpu_nan({c}), si_ref = cpu_nan({c});
+  ref.batch_norm_fwd({x, gamma.cpu, beta.cpu, rm.cpu, rv.cpu, y_ref, sm_ref, si_ref, 1e-5, 0.1, training});
+  const Tensor xg = to_gpu(xh), dyg = to_gpu(dyh);
+  Tensor first;
+  for (int run = 0; run < 2; ++run) {
+    const Tensor y = gpu_nan(xs, fmt, dt), sm = gpu_nan({c}), si = gpu_nan({c});
+    copy_into(rm0, rm.gpu);
+    copy_into(rv0, rv.gpu);
+    be.batch_norm_fwd({xg, gamma.gpu, beta.gpu, rm.gpu, rv.gpu, y, sm, si, 1e-5, 0.1, training});
+    STRATA_EXPECT_CLOSE(y, y_ref, tol, "batch_norm_fwd y");
+    STRATA_EXPECT_CLOSE(sm, sm_ref, kTolReduction, "save_mean");
+    STRATA_EXPECT_CLOSE(si, si_ref, kTolReduction, "save_invstd");
+    STRATA_EXPECT_CLOSE(rm.gpu, rm.cpu, kTolReduction, "running_mean");
+    STRATA_EXPECT_CLOSE(rv.gpu, rv.cpu, kTolReduction, "running_var");
+    if (run == 0)
+      first = to_cpu(y);
+    else
+      EXPECT_TRUE(bitwise_equal(to_cpu(y), first)) << "batch_norm_fwd is not deterministic";
+  }
+  const Tensor dx = gpu_nan(xs, fmt, dt), dg = gpu_nan({c}), db = gpu_nan({c});
+  const Tensor dx_ref = cpu_nan(xs, fmt), dg_ref = cpu_nan({c}), db_ref = cpu_nan({c});
+  be.batch_norm_bwd({xg, dyg, gamma.gpu, to_gpu(sm_ref), to_gpu(si_ref), dx, dg, db, training});
+  ref.batch_norm_bwd({x, dy, gamma.cpu, sm_ref, si_ref, dx_ref, dg_ref, db_ref, training});
+  STRATA_EXPECT_CLOSE(dx, dx_ref, tol, "batch_norm_bwd dx");
+  STRATA_EXPECT_CLOSE(dg, dg_ref, kTolReduction, "batch_norm_bwd dgamma");
+  STRATA_EXPECT_CLOSE(db, db_ref, kTolReduction, "batch_norm_bwd dbeta");
+}
+
+TEST_F(CudaNormPoolLinear, BatchNormHalf) {
+  uint64_t seed = 1070;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    ASSERT_TRUE(be().supports(ops::OpId::batch_norm_fwd, dt));
+    ASSERT_TRUE(be().supports(ops::OpId::batch_norm_bwd, dt));
+    for (bool training : {true, false}) {
+      check_half_bn(be(), ref_, dt, {4, 64, 7, 5}, kNHWC, training, false, seed += 10);
+      check_half_bn(be(), ref_, dt, {1, 24, 6, 6}, kNHWC, training, false, seed += 10);
+      check_half_bn(be(), ref_, dt, {3, 5, 7, 3}, kNHWC, training, false, seed += 10);
+      check_half_bn(be(), ref_, dt, {2, 16, 5, 5}, kNHWC, training, true, seed += 10);
+      check_half_bn(be(), ref_, dt, {2, 8, 6, 6}, kNCHW, training, false, seed += 10);
+      check_half_bn(be(), ref_, dt, {3, 6, 5, 7}, kNCHW, training, true, seed += 10);
+      check_half_bn(be(), ref_, dt, {16, 40}, kNCHW, training, false, seed += 10);
+    }
+  }
+  check_half_bn(be(), ref_, DType::bf16, {32, 128, 28, 28}, kNHWC, true, false, seed += 10);
 }
 
 // Without affine parameters and without running statistics (track_running_stats=False).

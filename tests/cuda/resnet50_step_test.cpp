@@ -84,8 +84,12 @@ void run_step(ops::DispatchMode mode, MemoryFormat fmt, double tol_loss, double 
 // to 4e-3 relative, so 1e-2 there (a wrong formula is off by O(1)).
 TEST_F(CudaResNet50Step, MatchesReferenceStatic) { run_step(ops::DispatchMode::static_call, kNCHW, 1e-4, 1e-2); }
 TEST_F(CudaResNet50Step, MatchesReferenceDirect) { run_step(ops::DispatchMode::direct, kNCHW, 1e-4, 1e-2); }
+// Channels-last runs strata's own batch norm kernels (cuDNN's NCHW ones above), whose
+// sums round differently: the same amplification put the global gradient norm 1.35e-4
+// apart with per-element double sums and 3.7e-4 with float runs of 16 rows (H100; each
+// op alone matches the reference to 1e-5, norm_pool_linear_test), so 5e-4 here.
 TEST_F(CudaResNet50Step, MatchesReferenceChannelsLast) {
-  run_step(ops::DispatchMode::virtual_call, kNHWC, 1e-4, 1e-2);
+  run_step(ops::DispatchMode::virtual_call, kNHWC, 5e-4, 1e-2);
 }
 // bf16 mixed precision against the f32 reference. A freshly initialised ResNet-50
 // amplifies small input differences ~1000x (the f32 comparison above shows it: 1e-7

@@ -298,15 +298,44 @@ TEST_F(CudaRuntime, ResNet50ConvTimings) {
   be().fill({rm, 0.0});
   be().fill({rv, 1.0});
   std::printf("%-24s %10s %10s\n", "batch_norm [32,64,56,56]", "fwd ms", "bwd ms");
-  for (auto [fmt, persistent, name] : std::vector<std::tuple<MemoryFormat, bool, const char*>>{
-           {kNCHW, true, "f32 nchw"}, {kNHWC, true, "f32 nhwc persistent"}, {kNHWC, false, "f32 nhwc spatial"}}) {
-    be().set_persistent_batch_norm(persistent);
-    const Tensor xb = to_gpu(random_tensor({32, 64, 56, 56}, DType::f32, 3, -1, 1, fmt));
-    const Tensor yb = Tensor::empty({32, 64, 56, 56}, DType::f32, Device::cuda(), fmt);
-    const Tensor dxb = Tensor::empty({32, 64, 56, 56}, DType::f32, Device::cuda(), fmt);
+  struct BnCase {
+    DType dt;
+    MemoryFormat fmt;
+    bool cudnn, persistent;
+    const char* name;
+  };
+  for (const BnCase& k : std::vector<BnCase>{{DType::f32, kNCHW, true, true, "f32 nchw cudnn"},
+                                             {DType::f32, kNCHW, false, true, "f32 nchw strata"},
+                                             {DType::f32, kNHWC, false, true, "f32 nhwc strata"},
+                                             {DType::f32, kNHWC, true, true, "f32 nhwc cudnn persistent"},
+                                             {DType::f32, kNHWC, true, false, "f32 nhwc cudnn spatial"},
+                                             {DType::bf16, kNHWC, false, true, "bf16 nhwc strata"},
+                                             {DType::bf16, kNCHW, false, true, "bf16 nchw strata"}}) {
+    be().set_persistent_batch_norm(k.persistent);
+    be().set_cudnn_nhwc_batch_norm(k.cudnn);
+    be().set_own_nchw_batch_norm(!k.cudnn);
+    const Tensor xb = to_gpu(random_tensor({32, 64, 56, 56}, k.dt, 3, -1, 1, k.fmt));
+    const Tensor yb = Tensor::empty({32, 64, 56, 56}, k.dt, Device::cuda(), k.fmt);
+    const Tensor dxb = Tensor::empty({32, 64, 56, 56}, k.dt, Device::cuda(), k.fmt);
     const double f = time_ms(be(), 20, [&] { be().batch_norm_fwd({xb, c1, c1, rm, rv, yb, sm, si, 1e-5, 0.1, true}); });
     const double b = time_ms(be(), 20, [&] { be().batch_norm_bwd({xb, yb, c1, sm, si, dxb, dg, db, true}); });
-    std::printf("%-24s %10.3f %10.3f\n", name, f, b);
+    std::printf("%-26s %8.3f %10.3f\n", k.name, f, b);
+  }
+  be().set_cudnn_nhwc_batch_norm(false);
+  be().set_own_nchw_batch_norm(false);
+  // The stem's batch norm of a bf16 ResNet-50 step at batch 256.
+  {
+    const Shape big{256, 64, 112, 112};
+    const Tensor xb = to_gpu(random_tensor(big, DType::bf16, 5, -1, 1, kNHWC));
+    const Tensor yb = Tensor::empty(big, DType::bf16, Device::cuda(), kNHWC);
+    const Tensor dxb = Tensor::empty(big, DType::bf16, Device::cuda(), kNHWC);
+    const double f = time_ms(be(), 10, [&] { be().batch_norm_fwd({xb, c1, c1, rm, rv, yb, sm, si, 1e-5, 0.1, true}); });
+    const double b = time_ms(be(), 10, [&] { be().batch_norm_bwd({xb, yb, c1, sm, si, dxb, dg, db, true}); });
+    const double a = time_ms(be(), 10, [&] { be().add({xb, yb, dxb}); });
+    const double r = time_ms(be(), 10, [&] { be().relu_bwd({xb, yb, dxb}); });
+    const double gb = static_cast<double>(big.numel()) * 2 / 1e6;  // MB per tensor
+    std::printf("bf16 nhwc %-16s %8.3f %10.3f   (add %.3f ms = %.0f GB/s, relu_bwd %.3f ms)\n", big.str().c_str(), f, b,
+                a, 3 * gb / a, r);
   }
   be().set_persistent_batch_norm(true);
   const size_t fb = backends::cuda::layout_fallbacks() - fallbacks0;

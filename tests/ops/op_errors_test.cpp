@@ -53,6 +53,13 @@ TEST(OpErrors, BatchNorm) {
                       "more than one value");
   EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, rnd({2, 3, 4, 5}), c3, c3, c3, true), "batch_norm_bwd", "shape");
   EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, rnd({2, 3, 4, 4}), c4, c3, c3, true), "batch_norm_bwd", "weight");
+  // bf16 input: parameters and statistics stay f32 (mixed precision), and the
+  // reference backend has no bf16 batch norm at all.
+  const Tensor xb = rnd({2, 3, 4, 4}, DType::bf16), b3 = rnd({3}, DType::bf16);
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, xb, b3, c3, c3, c3, true, 0.1, 1e-5), "batch_norm", "weight", "dtype f32");
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, xb, c3, c3, c3, c3, true, 0.1, 1e-5), "batch_norm", "reference",
+                      "does not support bf16");
+  EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, xb, xb, c3, b3, c3, true), "batch_norm_bwd", "save_mean", "dtype f32");
 }
 
 STRATA_COVERS(relu_fwd, "errors");

@@ -1,0 +1,452 @@
+// strata's own batch norm kernels: every channels-last batch norm, and every f16/bf16
+// one (activations in f16/bf16, statistics and affine parameters in f32, as mixed
+// precision wants them). cuDNN keeps f32 NCHW, where it is fast; its f32 NHWC kernels
+// take ~8x their NCHW time on an H100 ([32,64,56,56]: 0.48/0.75 vs 0.06/0.16 ms
+// fwd/bwd), which made channels-last training 3.3x slower than NCHW.
+//
+// Three passes, each one read of the activation: per-channel sums (fixed-order
+// partials in double, then a per-channel finish: deterministic, independent of
+// timing), and an element-wise apply. Channel-innermost data (NHWC, [N,C], NCHW with
+// 1x1 planes) is read as rows of C with 16-byte vectors across channels; NCHW planes
+// are read plane by plane.
+#include "backends/cuda/batch_norm_kernels.h"
+#include "backends/cuda/kernels.cuh"
+
+namespace strata::backends::cuda {
+namespace {
+
+constexpr int kBnThreads = 256;
+// Rows a thread sums in float before adding to its double sums. The backward's
+// double arithmetic per element held it to ~60 % of bandwidth; the forward measured
+// faster with double sums per element (H100: 0.50 vs 1.09 ms for the stem's
+// [256,64,112,112] bf16), so it keeps them (a run of one row).
+constexpr int kRunFwd = 1, kRunBwd = 16;
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// The geometry of one batch norm: M values per channel, in `rows` rows of C
+// (inner) or N planes of S per channel (outer).
+struct BnShape {
+  int64_t c = 0, m = 0;  // channels, values per channel
+  int64_t n = 0, s = 0;  // outer: images, plane size
+  bool inner = false;
+};
+
+// Per-channel sums over one split of the rows: Bwd=false: x-k and (x-k)^2 with k the
+// channel's first value; Bwd=true: dy and dy*(x - mean[c]). partial[(split*2 + j)*C + c].
+template <class T, int V, bool Bwd>
+__global__ void __launch_bounds__(kBnThreads, 2)  // at most 128 registers: two blocks per SM at least
+    bn_sums_inner_kernel(const T* x, const T* dy, const float* mean, int64_t ms, BnShape g, int lanes, int64_t chunk,
+                         double* partial) {
+  __shared__ double sh[2][kBnThreads * V];
+  const int lane = threadIdx.x % lanes, r = threadIdx.x / lanes, rows_per_step = blockDim.x / lanes;
+  const int tile = lanes * V;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * tile + lane * V;
+  const int64_t begin = blockIdx.y * chunk, end = min(begin + chunk, g.m);
+  double s0[V], s1[V];
+  float mu[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) s0[j] = s1[j] = 0.0, mu[j] = 0.f;
+  if (c0 < g.c) {
+    // Backward: centred on the batch mean. Forward: shifted by the channel's first
+    // value, so E[(x-k)^2] - E[x-k]^2 does not cancel when |mean| >> std.
+#pragma unroll
+    for (int j = 0; j < V; ++j) mu[j] = Bwd ? mean[(c0 + j) * ms] : load(x[c0 + j]);
+    // Runs of kRun rows summed in float, then added to the double totals.
+    constexpr int kRun = Bwd ? kRunBwd : kRunFwd;
+    for (int64_t run = begin + r; run < end; run += int64_t{rows_per_step} * kRun) {
+      const int64_t stop = min(end, run + int64_t{rows_per_step} * kRun);
+      float f0[V], f1[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) f0[j] = f1[j] = 0.f;
+      for (int64_t row = run; row < stop; row += rows_per_step) {
+        const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + row * g.c + c0);
+        if constexpr (Bwd) {
+          const Vec<T, V> gv = *reinterpret_cast<const Vec<T, V>*>(dy + row * g.c + c0);
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const float d = load(gv.v[j]);
+            f0[j] += d;
+            f1[j] = fmaf(d, load(xv.v[j]) - mu[j], f1[j]);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const float v = load(xv.v[j]) - mu[j];
+            f0[j] += v;
+            f1[j] = fmaf(v, v, f1[j]);
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) s0[j] += f0[j], s1[j] += f1[j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    sh[0][r * tile + lane * V + j] = s0[j];
+    sh[1][r * tile + lane * V + j] = s1[j];
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < tile; t += blockDim.x) {
+    const int64_t c = static_cast<int64_t>(blockIdx.x) * tile + t;
+    if (c >= g.c) continue;
+    double a = 0.0, b = 0.0;
+    for (int k = 0; k < rows_per_step; ++k) a += sh[0][k * tile + t], b += sh[1][k * tile + t];
+    partial[(blockIdx.y * 2 + 0) * g.c + c] = a;
+    partial[(blockIdx.y * 2 + 1) * g.c + c] = b;
+  }
+}
+
+// NCHW: block (c, split) walks its share of the N*S values of channel c.
+template <class T, bool Bwd>
+__global__ void __launch_bounds__(kBnThreads)
+    bn_sums_outer_kernel(const T* x, const T* dy, const float* mean, int64_t ms, BnShape g, int64_t chunk,
+                         double* partial) {
+  const int64_t c = blockIdx.x;
+  const int64_t begin = blockIdx.y * chunk, end = min(begin + chunk, g.m);
+  const float mu = Bwd ? mean[c * ms] : load(x[c * g.s]);  // as the inner kernel: centre or shift
+  double a = 0.0, b = 0.0;
+  constexpr int kRun = Bwd ? kRunBwd : kRunFwd;
+  for (int64_t run = begin + threadIdx.x; run < end; run += int64_t{blockDim.x} * kRun) {
+    const int64_t stop = min(end, run + int64_t{blockDim.x} * kRun);
+    float fa = 0.f, fb = 0.f;
+    for (int64_t e = run; e < stop; e += blockDim.x) {
+      const int64_t img = e / g.s, off = (img * g.c + c) * g.s + (e - img * g.s);
+      const float v = load(x[off]);
+      if constexpr (Bwd) {
+        const float d = load(dy[off]);
+        fa += d;
+        fb = fmaf(d, v - mu, fb);
+      } else {
+        fa += v - mu;
+        fb = fmaf(v - mu, v - mu, fb);
+      }
+    }
+    a += fa;
+    b += fb;
+  }
+  a = block_sum(a);
+  b = block_sum(b);
+  if (threadIdx.x == 0) {
+    partial[(blockIdx.y * 2 + 0) * g.c + c] = a;
+    partial[(blockIdx.y * 2 + 1) * g.c + c] = b;
+  }
+}
+
+struct FloatVec {  // an optional strided f32 vector
+  float* p = nullptr;
+  int64_t s = 0;
+  __device__ float get(int64_t i, float absent) const { return p ? p[i * s] : absent; }
+  __device__ void set(int64_t i, float v) const {
+    if (p) p[i * s] = v;
+  }
+};
+FloatVec fvec(const TensorView& v) { return v.defined ? FloatVec{static_cast<float*>(v.data), v.strides[0]} : FloatVec{}; }
+
+// The forward's per-channel coefficients: y = ((x - k) - d) * scale + beta with mean =
+// k + d (k the shift of the sums, so x - k is exact in float near the mean),
+// coef[4c..4c+3] = k, d, scale, beta. Training: statistics from the sums, running statistics updated
+// with the unbiased variance. Eval: from the running statistics.
+template <class T>
+__global__ void bn_fwd_finish_kernel(const T* x, const double* partial, int splits, BnShape g, bool training, double eps,
+                                     double momentum, FloatVec gamma, FloatVec beta, FloatVec rm, FloatVec rv,
+                                     FloatVec save_mean, FloatVec save_invstd, float* coef) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= g.c) return;
+  double mean, invstd, shift = 0.0;
+  if (training) {
+    double s = 0.0, q = 0.0;
+    for (int k = 0; k < splits; ++k) s += partial[(k * 2 + 0) * g.c + c], q += partial[(k * 2 + 1) * g.c + c];
+    const double m = static_cast<double>(g.m);
+    shift = load(x[g.inner ? c : c * g.s]);
+    const double d = s / m;
+    mean = shift + d;
+    const double var = fmax(q / m - d * d, 0.0);
+    invstd = 1.0 / sqrt(var + eps);
+    if (rm.p) rm.set(c, static_cast<float>((1.0 - momentum) * rm.get(c, 0.f) + momentum * mean));
+    if (rv.p) rv.set(c, static_cast<float>((1.0 - momentum) * rv.get(c, 0.f) + momentum * var * m / (m - 1.0)));
+  } else {
+    mean = shift = rm.get(c, 0.f);
+    invstd = 1.0 / sqrt(static_cast<double>(rv.get(c, 1.f)) + eps);
+  }
+  save_mean.set(c, static_cast<float>(mean));
+  save_invstd.set(c, static_cast<float>(invstd));
+  coef[4 * c + 0] = static_cast<float>(shift);
+  coef[4 * c + 1] = static_cast<float>(mean - shift);
+  coef[4 * c + 2] = static_cast<float>(gamma.get(c, 1.f) * invstd);
+  coef[4 * c + 3] = beta.get(c, 0.f);
+}
+
+// The backward's: dx = a * dy - e + b * (x - mean), coef[4c..4c+3] = mean, a, b, e;
+// dgamma = sum(dy * (x - mean)) * invstd, dbeta = sum(dy). Eval mode (constant
+// statistics): b = e = 0.
+__global__ void bn_bwd_finish_kernel(const double* partial, int splits, BnShape g, bool training, FloatVec gamma,
+                                     FloatVec mean_v, FloatVec invstd_v, FloatVec dgamma, FloatVec dbeta,
+                                     float* coef) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= g.c) return;
+  double s = 0.0, q = 0.0;
+  for (int k = 0; k < splits; ++k) s += partial[(k * 2 + 0) * g.c + c], q += partial[(k * 2 + 1) * g.c + c];
+  const double invstd = invstd_v.get(c, 1.f), m = static_cast<double>(g.m);
+  const double a = gamma.get(c, 1.f) * invstd;
+  dbeta.set(c, static_cast<float>(s));
+  dgamma.set(c, static_cast<float>(q * invstd));
+  coef[4 * c + 0] = mean_v.get(c, 0.f);
+  coef[4 * c + 1] = static_cast<float>(a);
+  coef[4 * c + 2] = training ? static_cast<float>(-a * invstd * invstd * q / m) : 0.f;
+  coef[4 * c + 3] = training ? static_cast<float>(a * s / m) : 0.f;
+}
+
+// The channel of element e: innermost (e % C) or of an NCHW plane.
+template <bool Inner>
+__device__ __forceinline__ int64_t channel_of(int64_t e, const BnShape& g) {
+  return Inner ? e % g.c : (e / g.s) % g.c;
+}
+
+// NCHW apply: a V-wide vector lies in one channel's plane (S % V == 0, or V == 1).
+template <class T, int V, bool Inner>
+__global__ void __launch_bounds__(kBnThreads)
+    bn_fwd_apply_kernel(const T* x, T* y, const float* coef, BnShape g, int64_t nvec) {
+  static_assert(!Inner, "channel-innermost data goes through bn_apply_inner_kernel");
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += step) {
+    const float4 k = reinterpret_cast<const float4*>(coef)[channel_of<Inner>(i * V, g)];
+    const Vec<T, V> xv = reinterpret_cast<const Vec<T, V>*>(x)[i];
+    Vec<T, V> yv;
+#pragma unroll
+    for (int j = 0; j < V; ++j) yv.v[j] = store<T>(((load(xv.v[j]) - k.x) - k.y) * k.z + k.w);
+    reinterpret_cast<Vec<T, V>*>(y)[i] = yv;
+  }
+}
+
+template <class T, int V, bool Inner>
+__global__ void __launch_bounds__(kBnThreads)
+    bn_bwd_apply_kernel(const T* x, const T* dy, T* dx, const float* coef, BnShape g, int64_t nvec) {
+  static_assert(!Inner, "channel-innermost data goes through bn_apply_inner_kernel");
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += step) {
+    const float4 k = reinterpret_cast<const float4*>(coef)[channel_of<Inner>(i * V, g)];
+    const Vec<T, V> xv = reinterpret_cast<const Vec<T, V>*>(x)[i];
+    const Vec<T, V> gv = reinterpret_cast<const Vec<T, V>*>(dy)[i];
+    Vec<T, V> dv;
+#pragma unroll
+    for (int j = 0; j < V; ++j) dv.v[j] = store<T>(k.y * load(gv.v[j]) - k.w + k.z * (load(xv.v[j]) - k.x));
+    reinterpret_cast<Vec<T, V>*>(dx)[i] = dv;
+  }
+}
+
+// Channel-innermost apply: each thread owns V channels for a run of rows, so their
+// coefficients are loaded once (per element, 16 bytes of coefficients per value kept
+// the forward at half of the bandwidth). Bwd=false: out = y from x; true: out = dx.
+template <class T, int V, bool Bwd>
+__global__ void __launch_bounds__(kBnThreads)
+    bn_apply_inner_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int lanes, int64_t chunk) {
+  const int lane = threadIdx.x % lanes, r = threadIdx.x / lanes, rows_per_step = blockDim.x / lanes;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * (lanes * V) + lane * V;
+  if (c0 >= g.c) return;
+  float4 k[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) k[j] = reinterpret_cast<const float4*>(coef)[c0 + j];
+  const int64_t begin = blockIdx.y * chunk, end = min(begin + chunk, g.m);
+  for (int64_t row = begin + r; row < end; row += rows_per_step) {
+    const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + row * g.c + c0);
+    Vec<T, V> ov;
+    if constexpr (Bwd) {
+      const Vec<T, V> gv = *reinterpret_cast<const Vec<T, V>*>(dy + row * g.c + c0);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        ov.v[j] = store<T>(k[j].y * load(gv.v[j]) - k[j].w + k[j].z * (load(xv.v[j]) - k[j].x));
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) ov.v[j] = store<T>(((load(xv.v[j]) - k[j].x) - k[j].y) * k[j].z + k[j].w);
+    }
+    *reinterpret_cast<Vec<T, V>*>(out + row * g.c + c0) = ov;
+  }
+}
+
+// ---- host side ---------------------------------------------------------------------
+
+BnShape shape_of(const TensorView& x, Layout l) {
+  BnShape g;
+  g.c = x.sizes[1];
+  g.n = x.sizes[0];
+  g.s = x.dim() == 4 ? x.sizes[2] * x.sizes[3] : 1;
+  g.m = g.n * g.s;
+  g.inner = l == Layout::nhwc || g.s == 1;
+  return g;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// The vector width for these pointers: 16 bytes when the channel tiling allows it.
+template <class T>
+int vec_width(const BnShape& g, std::initializer_list<const void*> ptrs) {
+  constexpr int v = 16 / sizeof(T);
+  if ((g.inner ? g.c : g.s) % v != 0) return 1;
+  for (const void* p : ptrs)
+    if (!aligned16(p)) return 1;
+  return v;
+}
+
+// A grid of (channel tiles) x (splits of the M values): `blocks_per_sm` blocks per SM
+// at most, every thread at least `min_steps` rows (or values) of its split.
+struct BnGrid {
+  int lanes = 1;  // threads across a tile's channels (inner); 1 for NCHW
+  int64_t tiles = 0, splits = 1, chunk = 0;
+  dim3 dims() const { return dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)); }
+};
+BnGrid bn_grid(const Context& ctx, const BnShape& g, int v, int blocks_per_sm, int min_steps) {
+  BnGrid b;
+  if (g.inner) {
+    while (b.lanes < 32 && b.lanes * v < g.c) b.lanes *= 2;
+    b.tiles = (g.c + b.lanes * v - 1) / (b.lanes * v);
+  } else {
+    b.tiles = g.c;  // a block per channel
+  }
+  const int64_t steps_per_split = int64_t{kBnThreads / (g.inner ? b.lanes : 1)} * min_steps;
+  b.splits = std::max<int64_t>(1, int64_t{ctx.sm_count} * blocks_per_sm / b.tiles);
+  b.splits = std::min<int64_t>({b.splits, std::max<int64_t>(1, g.m / steps_per_split), 65535});
+  b.chunk = (g.m + b.splits - 1) / b.splits;
+  STRATA_CHECK(b.tiles <= 0x7fffffff, "batch_norm: too many channels (", g.c, ")");
+  return b;
+}
+
+struct Sums {
+  DeviceBuffer partial;
+  int splits = 1;
+};
+
+// Four blocks per SM, each thread at least 8 rows: enough to fill the GPU, few partials.
+template <class T, bool Bwd>
+Sums run_sums(Context& ctx, const T* x, const T* dy, const TensorView& mean, const BnShape& g, int v) {
+  const BnGrid b = bn_grid(ctx, g, v, 4, 8);
+  Sums s;
+  s.splits = static_cast<int>(b.splits);
+  s.partial = DeviceBuffer(ctx, sizeof(double) * 2 * g.c * b.splits);
+  const float* mp = Bwd ? mean.ptr<float>() : nullptr;
+  const int64_t ms = Bwd ? mean.strides[0] : 0;
+  constexpr int kV = 16 / sizeof(T);
+  if (!g.inner)
+    bn_sums_outer_kernel<T, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, mp, ms, g, b.chunk, s.partial.as<double>());
+  else if (v == kV)
+    bn_sums_inner_kernel<T, kV, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, mp, ms, g, b.lanes, b.chunk,
+                                                                              s.partial.as<double>());
+  else
+    bn_sums_inner_kernel<T, 1, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, mp, ms, g, b.lanes, b.chunk,
+                                                                             s.partial.as<double>());
+  STRATA_CUDA_CHECK_LAUNCH("batch norm sums kernel");
+  return s;
+}
+
+// Eight blocks per SM, each thread at least 4 rows.
+template <class T, int V, bool Bwd>
+void run_apply_inner(Context& ctx, const T* x, const T* dy, T* out, const float* coef, const BnShape& g) {
+  const BnGrid b = bn_grid(ctx, g, V, 8, 4);
+  bn_apply_inner_kernel<T, V, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, out, coef, g, b.lanes, b.chunk);
+  STRATA_CUDA_CHECK_LAUNCH("bn_apply_inner_kernel");
+}
+
+template <class T, int V>
+void run_fwd_apply(Context& ctx, const T* x, T* y, const float* coef, const BnShape& g) {
+  if (g.inner) return run_apply_inner<T, V, false>(ctx, x, nullptr, y, coef, g);
+  const int64_t nvec = g.m * g.c / V;
+  bn_fwd_apply_kernel<T, V, false><<<grid_for(ctx, nvec, kBnThreads), kBnThreads, 0, ctx.stream>>>(x, y, coef, g, nvec);
+  STRATA_CUDA_CHECK_LAUNCH("bn_fwd_apply_kernel");
+}
+
+template <class T, int V>
+void run_bwd_apply(Context& ctx, const T* x, const T* dy, T* dx, const float* coef, const BnShape& g) {
+  if (g.inner) return run_apply_inner<T, V, true>(ctx, x, dy, dx, coef, g);
+  const int64_t nvec = g.m * g.c / V;
+  bn_bwd_apply_kernel<T, V, false><<<grid_for(ctx, nvec, kBnThreads), kBnThreads, 0, ctx.stream>>>(x, dy, dx, coef, g,
+                                                                                                   nvec);
+  STRATA_CUDA_CHECK_LAUNCH("bn_bwd_apply_kernel");
+}
+
+unsigned channel_blocks(int64_t c) { return static_cast<unsigned>((c + 255) / 256); }
+
+void check_params(const char* op, std::initializer_list<const TensorView*> params) {
+  for (const TensorView* p : params)
+    STRATA_CHECK(!p->defined || p->dtype == DType::f32, op, ": the cuda backend keeps batch norm parameters and "
+                 "statistics in f32, got ", dtype_name(p->dtype));
+}
+
+}  // namespace
+
+bool own_batch_norm(const TensorView& x, const Settings& s) {
+  if (x.dtype != DType::f32) return true;
+  return layout_of(x) == Layout::nhwc ? !s.cudnn_nhwc_batch_norm : s.own_nchw_batch_norm;
+}
+
+void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
+  check_params("batch_norm_fwd", {&a.gamma, &a.beta, &a.running_mean, &a.running_var, &a.save_mean, &a.save_invstd});
+  STRATA_CHECK(a.training || (a.running_mean.defined && a.running_var.defined),
+               "batch_norm_fwd: eval mode needs running_mean and running_var");
+  const Layout l = layout_of(a.x);
+  Staged x = stage_in(ctx, a.x, l);
+  Staged y = stage_out(ctx, a.y, l);
+  const BnShape g = shape_of(x.view, l);
+  DeviceBuffer coef(ctx, sizeof(float) * 4 * g.c);
+  dispatch_float(a.x.dtype, "batch_norm_fwd", [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
+    } else {
+      const T* xp = x.view.ptr<T>();
+      T* yp = y.view.ptr<T>();
+      const int v = vec_width<T>(g, {xp, yp});
+      Sums s;
+      if (a.training) s = run_sums<T, false>(ctx, xp, nullptr, TensorView{}, g, v);
+      bn_fwd_finish_kernel<T><<<channel_blocks(g.c), 256, 0, ctx.stream>>>(
+          xp, a.training ? s.partial.as<double>() : nullptr, s.splits, g, a.training, a.eps, a.momentum, fvec(a.gamma),
+          fvec(a.beta), fvec(a.running_mean), fvec(a.running_var), fvec(a.save_mean), fvec(a.save_invstd),
+          coef.as<float>());
+      STRATA_CUDA_CHECK_LAUNCH("bn_fwd_finish_kernel");
+      if (v == 1)
+        run_fwd_apply<T, 1>(ctx, xp, yp, coef.as<float>(), g);
+      else
+        run_fwd_apply<T, 16 / sizeof(T)>(ctx, xp, yp, coef.as<float>(), g);
+    }
+  });
+  y.finish(ctx);
+}
+
+void batch_norm_bwd_own(Context& ctx, const BatchNormBwdArgs& a) {
+  check_params("batch_norm_bwd", {&a.gamma, &a.save_mean, &a.save_invstd, &a.dgamma, &a.dbeta});
+  STRATA_CHECK(a.save_mean.defined && a.save_invstd.defined, "batch_norm_bwd: needs save_mean and save_invstd");
+  const Layout l = layout_of(a.x);
+  Staged x = stage_in(ctx, a.x, l);
+  Staged dy = stage_in(ctx, a.dy, l);
+  Staged dx;
+  if (a.dx.defined) dx = stage_out(ctx, a.dx, l);
+  const BnShape g = shape_of(x.view, l);
+  DeviceBuffer coef(ctx, sizeof(float) * 4 * g.c);
+  dispatch_float(a.x.dtype, "batch_norm_bwd", [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      STRATA_FAIL("batch_norm_bwd: the cuda backend has no f64 batch norm");
+    } else {
+      const T* xp = x.view.ptr<T>();
+      const T* dyp = dy.view.ptr<T>();
+      T* dxp = a.dx.defined ? dx.view.ptr<T>() : nullptr;
+      const int v = vec_width<T>(g, {xp, dyp, a.dx.defined ? static_cast<const void*>(dxp) : xp});
+      Sums s = run_sums<T, true>(ctx, xp, dyp, a.save_mean, g, v);
+      bn_bwd_finish_kernel<<<channel_blocks(g.c), 256, 0, ctx.stream>>>(
+          s.partial.as<double>(), s.splits, g, a.training, fvec(a.gamma), fvec(a.save_mean), fvec(a.save_invstd),
+          fvec(a.dgamma), fvec(a.dbeta), coef.as<float>());
+      STRATA_CUDA_CHECK_LAUNCH("bn_bwd_finish_kernel");
+      if (!a.dx.defined) return;
+      if (v == 1)
+        run_bwd_apply<T, 1>(ctx, xp, dyp, dxp, coef.as<float>(), g);
+      else
+        run_bwd_apply<T, 16 / sizeof(T)>(ctx, xp, dyp, dxp, coef.as<float>(), g);
+    }
+  });
+  if (a.dx.defined) dx.finish(ctx);
+}
+
+}  // namespace strata::backends::cuda
