@@ -56,7 +56,9 @@ void check_linear(Backend& be, ReferenceBackend& ref, const LinearCase& c, uint6
   be.linear_bwd_weight({x, dy, dw, db});
   ref.linear_bwd_weight({x, dy, dw_r, db_r});
   STRATA_EXPECT_CLOSE(dw, dw_r, kTolGemm, "linear_bwd_weight dw");
-  if (c.bias) STRATA_EXPECT_CLOSE(db, db_r, kTolReduction, "linear_bwd_weight db");
+  if (c.bias) {
+    STRATA_EXPECT_CLOSE(db, db_r, kTolReduction, "linear_bwd_weight db");
+  }
 }
 
 TEST_P(LinearElementwiseTest, Linear) {

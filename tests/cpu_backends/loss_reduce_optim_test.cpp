@@ -176,7 +176,9 @@ TEST_P(LossReduceOptimTest, SgdStep) {
       ref_.sgd_step(a);
     }
     STRATA_EXPECT_CLOSE(p, p_r, kTolReduction, "sgd_step param");
-    if (c.momentum != 0) STRATA_EXPECT_CLOSE(buf, buf_r, kTolReduction, "sgd_step momentum_buf");
+    if (c.momentum != 0) {
+      STRATA_EXPECT_CLOSE(buf, buf_r, kTolReduction, "sgd_step momentum_buf");
+    }
   }
 }
 
