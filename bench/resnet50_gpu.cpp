@@ -11,7 +11,7 @@
 //   train_b128_224_nhwc                  training step, f32 channels-last
 //   train_b256_224_nhwc_bf16             bf16 mixed precision, channels-last (PyTorch's
 //                                        autocast; strata: nn::ModelOptions::compute_dtype,
-//                                        tape modes only: direct is "not_supported").
+//                                        in every dispatch mode).
 // A training step is zero_grad + forward + cross-entropy + backward + SGD (momentum
 // 0.9, lr 0.01) on random inputs and random labels (never zeros).
 //
@@ -130,11 +130,6 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
             {"resolution", c.resolution},
             {"dtype", c.bf16 ? "bf16-mixed" : "f32"},
             {"layout", c.nhwc ? "NHWC" : "NCHW"}};
-  if (c.bf16 && mode == ops::DispatchMode::direct) {
-    r["status"] = "not_supported";
-    r["note"] = "mixed precision runs in the tape modes (virtual, static) only; direct mode: not yet";
-    return r;
-  }
   backends::Backend& be = backends::registry().get(o.backend);
   const bool cuda = be.device_type() == DeviceType::cuda;
   try {

@@ -28,15 +28,13 @@ class ModelImpl final : public Model {
             const std::string& init)
       : p_(p), net_(std::move(net)), loss_(p, o.loss), dtype_(dt), compute_(o.compute_dtype.value_or(dt)),
         fmt_(o.memory_format) {
-    if constexpr (is_direct_v<P>)
-      STRATA_CHECK(compute_ == dtype_, "Model: mixed precision (compute in ", dtype_name(compute_), ", parameters in ",
-                   dtype_name(dtype_), ") is not supported in direct mode yet; use the virtual or static mode");
     STRATA_CHECK(is_floating(compute_), "Model: compute dtype must be floating, got ", dtype_name(compute_));
     scale_ = o.initial_loss_scale.value_or(compute_ == DType::f16 ? 65536.0 : 0.0);
     STRATA_CHECK(scale_ >= 0 && std::isfinite(scale_), "Model: initial_loss_scale must be finite and >= 0, got ",
                  scale_);
     if constexpr (is_direct_v<P>)
-      STRATA_CHECK(scale_ == 0, "Model: loss scaling is not supported in direct mode yet");
+      STRATA_CHECK(scale_ == 0, "Model: loss scaling (on by default for f16 compute) is not supported in direct mode "
+                                "yet; use the virtual or static mode, or bf16");
     describe_ = what + " | " + group_thousands(net_->num_parameters()) + " parameters | init " + init +
                 " | dispatch " + std::string(P::kMode) + " on " + std::string(p_.backend_name()) + " | " +
                 std::string(dtype_name(dt)) +
@@ -57,10 +55,7 @@ class ModelImpl final : public Model {
   Tensor forward(const Tensor& x) override { return net_->forward(to_input(x)); }
 
   StepResult forward_loss(const Tensor& x, const Tensor& targets) override {
-    logits_ = forward(x);
-    if constexpr (!is_direct_v<P>) {
-      if (logits_.dtype() != dtype_) logits_ = autograd::cast(p_, logits_, dtype_);  // the loss in full precision
-    }
+    logits_ = to_params_dtype(forward(x), logits_full_);  // the loss in full precision
     loss_value_ = loss_.forward(logits_, to_targets(targets));
     return {loss_value_, logits_};
   }
@@ -68,7 +63,9 @@ class ModelImpl final : public Model {
   void backward() override {
     STRATA_CHECK(loss_value_.defined(), "Model::backward: call forward_loss first");
     if constexpr (is_direct_v<P>) {
-      net_->backward(loss_.backward());
+      // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
+      const Tensor dlogits = loss_.backward();
+      net_->backward(dlogits.dtype() == compute_ ? dlogits : stage(dlogits, compute_, fmt_, dlogits_));
     } else {
       autograd::backward(loss_value_);
     }
@@ -101,17 +98,13 @@ class ModelImpl final : public Model {
 
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
-    Tensor y = forward(x);
-    if constexpr (!is_direct_v<P>) {
-      if (y.dtype() != dtype_) y = autograd::cast(p_, y, dtype_);
-    }
-    return y;
+    return to_params_dtype(forward(x), predicted_);
   }
 
   Tensor input_buffer(const Shape& sizes) override {
     if constexpr (is_direct_v<P>) {
       if (!input_.defined() || !(input_.sizes() == sizes))
-        input_ = Tensor::empty(sizes, dtype_, p_.device(), sizes.size() == 4 ? fmt_ : MemoryFormat::contiguous);
+        input_ = Tensor::empty(sizes, compute_, p_.device(), sizes.size() == 4 ? fmt_ : MemoryFormat::contiguous);
       return input_;
     } else {
       return Tensor::empty(sizes, dtype_, p_.device(), sizes.size() == 4 ? fmt_ : MemoryFormat::contiguous);
@@ -156,6 +149,16 @@ class ModelImpl final : public Model {
     return !total.defined() || std::isfinite(total.item());
   }
 
+  // Mixed precision: the network's output (compute dtype) in the parameters' dtype;
+  // direct mode converts into the planned `buf`.
+  Tensor to_params_dtype(const Tensor& y, Tensor& buf) {
+    if (y.dtype() == dtype_) return y;
+    if constexpr (is_direct_v<P>)
+      return stage(y, dtype_, fmt_, buf);
+    else
+      return autograd::cast(p_, y, dtype_);
+  }
+
   Tensor to_input(const Tensor& x) {
     STRATA_CHECK(x.defined(), "Model: input is undefined");
     return stage(x, compute_, fmt_, input_);
@@ -175,6 +178,7 @@ class ModelImpl final : public Model {
   int64_t good_steps_ = 0, skipped_ = 0;
   MemoryFormat fmt_;
   Tensor input_, targets_, logits_, loss_value_;
+  Tensor logits_full_, dlogits_, predicted_;  // direct mode, mixed precision: planned conversions
 };
 
 }  // namespace

@@ -32,14 +32,16 @@ struct ModelOptions {
   MemoryFormat memory_format = MemoryFormat::contiguous;
   // Mixed precision: activations, convolutions and matmuls in this dtype (bf16/f16),
   // parameters (master weights), optimizer state, batch-norm statistics and the loss
-  // in the parameters' dtype; nullopt computes in the parameters' dtype. Tape modes
-  // only for now (direct mode refuses it with an error).
+  // in the parameters' dtype; nullopt computes in the parameters' dtype. Any compute
+  // dtype narrower than the parameters works (f32 compute with f64 masters on the CPU
+  // reference); direct mode plans the conversions (weights, batch norm, logits) once.
   std::optional<DType> compute_dtype;
   // Dynamic loss scaling in train_step (PyTorch GradScaler's rule: the loss times S
   // before backward, gradients times 1/S after; a step with a non-finite gradient is
   // skipped and halves S; 2000 finite steps in a row double it). nullopt: on, from
   // 65536, when computing in f16 (whose small range loses gradients), off otherwise;
-  // a value: on from that scale for any dtype; 0: off.
+  // a value: on from that scale for any dtype; 0: off. Tape modes only: direct mode
+  // refuses it (and so f16 compute unless this is 0).
   std::optional<double> initial_loss_scale;
 };
 
@@ -81,8 +83,8 @@ class Model {
   virtual int64_t skipped_steps() const = 0;
   // Logits without recording a tape.
   virtual Tensor predict(const Tensor& x) = 0;
-  // Direct mode: the planned input buffer for inputs of `sizes` (write a batch here to
-  // avoid a copy). Tape modes: a fresh tensor on the device.
+  // Direct mode: the planned input buffer for inputs of `sizes`, in the compute dtype
+  // (write a batch here to avoid a copy). Tape modes: a fresh tensor on the device.
   virtual Tensor input_buffer(const Shape& sizes) = 0;
 
   void train(bool on = true) { module().train(on); }

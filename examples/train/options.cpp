@@ -105,8 +105,10 @@ void check_precision(const std::string& precision, const std::string& backend, c
   if (b.supports(ops::OpId::conv2d_fwd, DType::f16)) supported += ", fp16";
   STRATA_CHECK(b.supports(ops::OpId::conv2d_fwd, dt), "precision '", precision, "' is not supported on backend '",
                backend, "' (no ", dtype_name(dt), " convolution); supported: ", supported);
-  STRATA_CHECK(dispatch != "direct", "precision '", precision,
-               "' runs in the virtual and static dispatch modes only (direct mode: not yet)");
+  // fp16 needs dynamic loss scaling, which direct mode does not have yet.
+  STRATA_CHECK(dt != DType::f16 || dispatch != "direct",
+               "precision 'fp16' runs in the virtual and static dispatch modes only (direct mode has no loss "
+               "scaling yet; bf16 runs in every mode)");
 }
 
 RunConfig resolve(const TrainOptions& in) {

@@ -33,11 +33,25 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   const bool training = is_training();
   if (training) ++*num_batches_tracked_.data<int64_t>();
   if constexpr (is_direct_v<P>) {
+    auto& impl = *p_.impl;
     auto& e = direct_.cache.get(x, training ? 1 : 0, [&](auto& entry, const Tensor& in) {
-      entry.plan.plan(*p_.impl, in, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
+      // The same rule as the tape branch below: a dtype mix the batch norm does not take
+      // as it is runs in the parameters' dtype, NCHW, between two casts.
+      const bool native = ops::batch_norm_param_dtype(in) == weight_.dtype() &&
+                          impl.supports(ops::OpId::batch_norm_fwd, in.dtype()) &&
+                          impl.supports(ops::OpId::batch_norm_bwd, in.dtype());
+      Tensor bn_in = in;
+      if (in.dtype() != weight_.dtype() && !native) {
+        entry.x_in.plan(impl, in, weight_.dtype(), MemoryFormat::contiguous);
+        bn_in = entry.x_in.y;
+      }
+      entry.plan.plan(impl, bn_in, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
+      if (entry.x_in.planned()) entry.y_out.plan(impl, entry.plan.y, in.dtype(), detail::format_of(in));
     });
+    e.x_in.run();
     e.plan.forward();
-    return e.plan.y;
+    e.y_out.run();
+    return e.y_out.planned() ? e.y_out.y : e.plan.y;
   } else {
     // f16/bf16 input with f32 parameters runs as it is where the backend has such a
     // batch norm (the cuda backend); any other dtype mix goes through casts.
@@ -65,17 +79,25 @@ template <class P>
 Tensor BatchNorm2d<P>::backward(const Tensor& dy) {
   if constexpr (is_direct_v<P>) {
     auto& e = detail::latest_entry(direct_.cache, "BatchNorm2d");
+    auto& impl = *p_.impl;
     if (needs_rebind(e.dy, dy)) {
-      e.plan.plan_backward(dy);
+      if (e.x_in.planned()) {
+        e.dy_in.plan(impl, dy, weight_.dtype(), MemoryFormat::contiguous);
+        e.plan.plan_backward(e.dy_in.y);
+        e.dx_out.plan(impl, e.plan.dx, e.y_out.y.dtype(), detail::format_of(e.y_out.y));
+      } else {
+        e.plan.plan_backward(dy);
+      }
       e.dy = dy;
     }
-    auto& impl = *p_.impl;
     detail::release_grad_buffer(impl, weight_, e.plan.dgamma);
     detail::release_grad_buffer(impl, bias_, e.plan.dbeta);
+    e.dy_in.run();
     e.plan.backward();
+    e.dx_out.run();
     detail::accumulate_grad(impl, weight_, e.plan.dgamma);
     detail::accumulate_grad(impl, bias_, e.plan.dbeta);
-    return e.plan.dx;
+    return e.dx_out.planned() ? e.dx_out.y : e.plan.dx;
   } else {
     return Module::backward(dy);
   }

@@ -24,6 +24,9 @@ struct BatchNormDirect<Direct<Impl>> {
   struct Entry {
     ops::direct::BatchNormPlan<Impl> plan;
     Tensor dy;
+    // Mixed precision without a native batch norm for the pair: x and dy into the
+    // parameters' dtype, y and dx back (as the tape modes' casts do).
+    CastPlan<Impl> x_in, y_out, dy_in, dx_out;
   };
   PlanCache<Entry> cache;
 };

@@ -35,9 +35,14 @@ std::string Conv2d<P>::extra_repr() const {
 template <class P>
 Tensor Conv2d<P>::forward(const Tensor& x) {
   if constexpr (is_direct_v<P>) {
+    // Mixed precision: the plan computes in its input's dtype with planned copies of
+    // the master weights (refreshed per forward); gradients return to the masters' dtype.
+    auto& impl = *p_.impl;
     auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
-      entry.plan.plan(*p_.impl, in, weight_, bias_, cp_);
+      entry.plan.plan(impl, in, entry.w.plan(impl, weight_, in), entry.b.plan(impl, bias_, in), cp_);
     });
+    e.w.refresh();
+    e.b.refresh();
     e.plan.forward();
     return e.plan.y;
   } else {
@@ -54,15 +59,17 @@ Tensor Conv2d<P>::backward(const Tensor& dy) {
     if (needs_rebind(e.dy, dy) || e.need_dx != input_grad_) {
       e.plan.dx = Tensor();  // plan_backward leaves an old dx defined when need_dx turns off
       e.plan.plan_backward(dy, input_grad_);
+      e.w.plan_grad(*p_.impl, e.plan.dw);
+      e.b.plan_grad(*p_.impl, e.plan.db);
       e.dy = dy;
       e.need_dx = input_grad_;
     }
     auto& impl = *p_.impl;
-    detail::release_grad_buffer(impl, weight_, e.plan.dw);
-    if (bias_.defined()) detail::release_grad_buffer(impl, bias_, e.plan.db);
+    detail::release_grad_buffer(impl, weight_, e.w.grad(e.plan.dw));
+    if (bias_.defined()) detail::release_grad_buffer(impl, bias_, e.b.grad(e.plan.db));
     e.plan.backward();
-    detail::accumulate_grad(impl, weight_, e.plan.dw);
-    if (bias_.defined()) detail::accumulate_grad(impl, bias_, e.plan.db);
+    detail::accumulate_grad(impl, weight_, e.w.convert_grad(e.plan.dw));
+    if (bias_.defined()) detail::accumulate_grad(impl, bias_, e.b.convert_grad(e.plan.db));
     return input_grad_ ? e.plan.dx : Tensor();
   } else {
     return Module::backward(dy);

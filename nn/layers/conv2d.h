@@ -21,6 +21,7 @@ struct Conv2dDirect<Direct<Impl>> {
     ops::direct::Conv2dPlan<Impl> plan;
     Tensor dy;
     bool need_dx = true;
+    ParamCast<Impl> w, b;  // mixed precision: master weight and bias
   };
   PlanCache<Entry> cache;
 };

@@ -23,9 +23,13 @@ std::string Linear<P>::extra_repr() const {
 template <class P>
 Tensor Linear<P>::forward(const Tensor& x) {
   if constexpr (is_direct_v<P>) {
+    // Mixed precision as in Conv2d: planned compute-dtype copies of the masters.
+    auto& impl = *p_.impl;
     auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
-      entry.plan.plan(*p_.impl, in, weight_, bias_);
+      entry.plan.plan(impl, in, entry.w.plan(impl, weight_, in), entry.b.plan(impl, bias_, in));
     });
+    e.w.refresh();
+    e.b.refresh();
     e.plan.forward();
     return e.plan.y;
   } else {
@@ -40,15 +44,17 @@ Tensor Linear<P>::backward(const Tensor& dy) {
     if (needs_rebind(e.dy, dy) || e.need_dx != input_grad_) {
       e.plan.dx = Tensor();
       e.plan.plan_backward(dy, input_grad_);
+      e.w.plan_grad(*p_.impl, e.plan.dw);
+      e.b.plan_grad(*p_.impl, e.plan.db);
       e.dy = dy;
       e.need_dx = input_grad_;
     }
     auto& impl = *p_.impl;
-    detail::release_grad_buffer(impl, weight_, e.plan.dw);
-    if (bias_.defined()) detail::release_grad_buffer(impl, bias_, e.plan.db);
+    detail::release_grad_buffer(impl, weight_, e.w.grad(e.plan.dw));
+    if (bias_.defined()) detail::release_grad_buffer(impl, bias_, e.b.grad(e.plan.db));
     e.plan.backward();
-    detail::accumulate_grad(impl, weight_, e.plan.dw);
-    if (bias_.defined()) detail::accumulate_grad(impl, bias_, e.plan.db);
+    detail::accumulate_grad(impl, weight_, e.w.convert_grad(e.plan.dw));
+    if (bias_.defined()) detail::accumulate_grad(impl, bias_, e.b.convert_grad(e.plan.db));
     return input_grad_ ? e.plan.dx : Tensor();
   } else {
     return Module::backward(dy);

@@ -19,6 +19,7 @@ struct LinearDirect<Direct<Impl>> {
     ops::direct::LinearPlan<Impl> plan;
     Tensor dy;
     bool need_dx = true;
+    ParamCast<Impl> w, b;  // mixed precision: master weight and bias
   };
   PlanCache<Entry> cache;
 };

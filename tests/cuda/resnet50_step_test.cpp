@@ -101,6 +101,11 @@ TEST_F(CudaResNet50Step, MatchesReferenceChannelsLast) {
 TEST_F(CudaResNet50Step, Bf16MixedPrecisionTracksTheF32Reference) {
   run_step(ops::DispatchMode::static_call, kNHWC, 5e-2, 0.0, DType::bf16, true);
 }
+// Direct mode's planned casts (master weights to bf16, gradients back) and native bf16
+// batch norm, the same comparison.
+TEST_F(CudaResNet50Step, Bf16MixedPrecisionDirectTracksTheF32Reference) {
+  run_step(ops::DispatchMode::direct, kNHWC, 5e-2, 0.0, DType::bf16, true);
+}
 
 }  // namespace
 }  // namespace strata::testing

@@ -3,12 +3,18 @@
 // backend's bf16 training uses (f32 masters, bf16 compute), where the reference
 // backend can run it and the answer is known. The mixed model must agree with an f32
 // model holding the same (rounded) weights, keep its parameters, gradients and BN
-// statistics in f64, and train.
+// statistics in f64, and train. Direct mode plans the same conversions and must give
+// bitwise the tape modes' results.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <optional>
 
+#include "backends/reference/reference_backend.h"
+#include "core/allocator.h"
+#include "nn/layers/batch_norm.h"
+#include "nn/layers/conv2d.h"
+#include "nn/layers/linear.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {
@@ -94,11 +100,16 @@ TEST_P(NnMixedPrecision, TrainsAndPredictsInTheMastersDtype) {
   EXPECT_EQ(p.dtype(), DType::f64);
 }
 
+INSTANTIATE_TEST_SUITE_P(AllModes, NnMixedPrecision, ::testing::ValuesIn(kAllModes),
+                         [](const auto& info) { return std::string(ops::dispatch_mode_name(info.param)); });
+
 // Loss scaling by a power of two is exact while nothing overflows: the trained
 // parameters must be bitwise those of the unscaled run. A scale that overflows the f32
 // compute (gradients become inf) must skip the step, leave the parameters alone and
-// halve the scale, and training then continues.
-TEST_P(NnMixedPrecision, DynamicLossScalingIsExactAndSkipsOverflowingSteps) {
+// halve the scale, and training then continues. Tape modes only (direct refuses it).
+class NnMixedPrecisionLossScaling : public ::testing::TestWithParam<ops::DispatchMode> {};
+
+TEST_P(NnMixedPrecisionLossScaling, IsExactAndSkipsOverflowingSteps) {
   const Tensor x = random_tensor({4, 3, 12, 12}, DType::f32, 51);
   const Tensor y = random_labels(4, 10, 52);
   nn::OptimizerConfig oc;
@@ -138,15 +149,117 @@ TEST_P(NnMixedPrecision, DynamicLossScalingIsExactAndSkipsOverflowingSteps) {
   EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), GetParam(), "reference", bad), "initial_loss_scale", "-1");
 }
 
-INSTANTIATE_TEST_SUITE_P(TapeModes, NnMixedPrecision,
+INSTANTIATE_TEST_SUITE_P(TapeModes, NnMixedPrecisionLossScaling,
                          ::testing::Values(ops::DispatchMode::virtual_call, ops::DispatchMode::static_call),
                          [](const auto& info) { return std::string(ops::dispatch_mode_name(info.param)); });
 
-TEST(NnMixedPrecisionErrors, DirectModeAndNonFloatComputeAreClearErrors) {
+// Direct mode: the same steps as the tape modes, bitwise (same kernels, same casts
+// through the copy op, same order of gradient accumulation), over a few SGD steps
+// with momentum, through Conv2d, BatchNorm2d (in f64 between casts), Linear, dropout,
+// residual branches and channels-last activations.
+template <class Make>
+void expect_direct_matches_tape(Make make, const Tensor& x, const Tensor& y, int steps = 3) {
+  std::vector<StepOutputs> outs;
+  for (auto mode : kAllModes) {
+    std::unique_ptr<nn::Model> m = make(mode);
+    nn::OptimizerConfig oc;
+    oc.lr = 0.05;
+    oc.momentum = 0.9;
+    auto opt = m->make_optimizer(oc);
+    nn::StepResult r;
+    for (int s = 0; s < steps; ++s) r = m->train_step(x, y, *opt);
+    // And once more without zeroing: the new gradients accumulate onto the old ones.
+    r = m->forward_loss(x, y);
+    m->backward();
+    outs.push_back(snapshot(*m, r));
+  }
+  EXPECT_EQ(outs[2].loss.dtype(), DType::f64);
+  EXPECT_EQ(outs[2].grads[0].second.dtype(), DType::f64);
+  expect_bitwise(outs[0], outs[1], "virtual vs static");
+  expect_bitwise(outs[0], outs[2], "virtual vs direct");
+}
+
+nn::ModelOptions f32_compute(MemoryFormat fmt = MemoryFormat::contiguous) {
   nn::ModelOptions o;
   o.compute_dtype = DType::f32;
-  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), ops::DispatchMode::direct, "reference", o),
-                      "mixed precision", "not supported in direct mode");
+  o.memory_format = fmt;
+  return o;
+}
+
+TEST(NnMixedPrecisionDirect, ResNet18StepsBitwiseEqualToTapeModes) {
+  const Tensor x = random_tensor({4, 3, 8, 8}, DType::f32, 61);
+  const Tensor y = random_labels(4, 10, 62);
+  for (auto fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
+    SCOPED_TRACE(fmt == MemoryFormat::channels_last ? "channels_last" : "contiguous");
+    expect_direct_matches_tape(
+        [&](auto mode) { return nn::make_resnet(tiny(DType::f64), mode, "reference", f32_compute(fmt)); }, x, y);
+  }
+}
+
+TEST(NnMixedPrecisionDirect, LeNetStepsBitwiseEqualToTapeModes) {
+  nn::LeNetConfig c;
+  c.variant = nn::LeNetVariant::keras;  // with dropout
+  c.init.seed = 7;
+  c.dropout_seed = 99;
+  c.dtype = DType::f64;
+  const Tensor x = random_tensor({3, 1, 28, 28}, DType::f32, 71);
+  const Tensor y = random_labels(3, 10, 72);
+  expect_direct_matches_tape([&](auto mode) { return nn::make_lenet(c, mode, "reference", f32_compute()); }, x, y);
+  c.variant = nn::LeNetVariant::tensorflow;
+  c.input_size = 12;
+  nn::ModelOptions bce = f32_compute();
+  bce.loss = nn::LossKind::bce_logits;
+  const Tensor t = random_tensor({3, 10}, DType::f32, 73, 0.0, 1.0);
+  expect_direct_matches_tape([&](auto mode) { return nn::make_lenet(c, mode, "reference", bce); },
+                             random_tensor({3, 1, 12, 12}, DType::f32, 74), t);
+}
+
+// Direct mode plans the conversions with everything else at the first step: later
+// steps make no plan and allocate nothing (the optimizer's state included).
+TEST(NnMixedPrecisionDirect, PlansAndAllocatesNothingAfterTheFirstStep) {
+  using P = nn::Direct<backends::ReferenceBackend>;
+  auto m = nn::make_resnet(tiny(DType::f64), ops::DispatchMode::direct, "reference", f32_compute());
+  auto plans = [&] {
+    int64_t n = 0;
+    for (auto& [name, mod] : m->module().named_modules()) {
+      if (auto* c = dynamic_cast<nn::Conv2d<P>*>(mod)) n += c->plans_made();
+      if (auto* b = dynamic_cast<nn::BatchNorm2d<P>*>(mod)) n += b->plans_made();
+      if (auto* l = dynamic_cast<nn::Linear<P>*>(mod)) n += l->plans_made();
+    }
+    return n;
+  };
+  nn::OptimizerConfig oc;
+  oc.lr = 0.05;
+  oc.momentum = 0.9;
+  auto opt = m->make_optimizer(oc);
+  const Tensor x = random_tensor({4, 3, 12, 12}, DType::f32, 81);
+  const Tensor y = random_labels(4, 10, 82);
+  m->train_step(x, y, *opt);
+  const int64_t planned = plans();
+  EXPECT_GT(planned, 0);
+  const size_t allocations = cpu_allocator().stats().allocations;
+  for (int s = 0; s < 3; ++s) m->train_step(x, y, *opt);
+  EXPECT_EQ(plans(), planned);
+  EXPECT_EQ(cpu_allocator().stats().allocations, allocations) << "direct mode allocated after planning";
+  // Writing into the planned input buffer (compute dtype) reuses the plans too.
+  Tensor buf = m->input_buffer(Shape{4, 3, 12, 12});
+  EXPECT_EQ(buf.dtype(), DType::f32);
+  copy_into(x, buf);
+  m->train_step(buf, y, *opt);
+  EXPECT_EQ(plans(), planned);
+  EXPECT_EQ(m->predict(x).dtype(), DType::f64);
+}
+
+TEST(NnMixedPrecisionErrors, DirectLossScalingAndNonFloatComputeAreClearErrors) {
+  nn::ModelOptions o;
+  o.compute_dtype = DType::f16;  // loss scaling on by default
+  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f32), ops::DispatchMode::direct, "reference", o), "loss scaling",
+                      "not supported in direct mode");
+  o.compute_dtype = DType::f32;
+  o.initial_loss_scale = 1024.0;
+  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), ops::DispatchMode::direct, "reference", o), "loss scaling",
+                      "not supported in direct mode");
+  o.initial_loss_scale.reset();
   o.compute_dtype = DType::i32;
   EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), ops::DispatchMode::static_call, "reference", o),
                       "compute dtype must be floating", "i32");
