@@ -1,8 +1,11 @@
 // safetensors files and checkpoints: the byte format, round trips (bitwise, with
 // optimizer state and resume), corrupt and truncated files, and atomic writes.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -236,6 +239,31 @@ TEST(NnCheckpoint, FailedWritesLeaveThePreviousFileIntact) {
   EXPECT_STRATA_ERROR(nn::save_checkpoint(dir.file("no/such/dir/x.safetensors"), a->module(), nullptr, 2),
                       "cannot create");
   EXPECT_EQ(fs::file_size(path), before);
+}
+
+// A killed save's temporary is removed by the next successful save of the same path
+// once its writer is gone and the file is a minute old; a live writer's is kept, and
+// so is a fresh one (its writer may live in another PID namespace).
+TEST(NnCheckpoint, NextSaveRemovesStaleTemporaries) {
+  TempDir dir;
+  const std::string path = dir.file("model.safetensors");
+  pid_t dead = 4194000;  // a pid no process has: search down from near the default pid_max
+  while (dead > 1 && (::kill(dead, 0) == 0 || errno != ESRCH)) --dead;
+  ASSERT_GT(dead, 1);
+  const std::string stale = path + ".tmp." + std::to_string(dead);
+  const std::string fresh = path + ".tmp." + std::to_string(dead - 1);
+  const std::string live = path + ".tmp." + std::to_string(::getppid());
+  const std::string other = dir.file("other.safetensors.tmp." + std::to_string(dead));
+  for (const std::string& f : {stale, fresh, live, other}) std::ofstream(f, std::ios::binary) << "partial";
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const std::string& f : {stale, live, other}) fs::last_write_time(f, old);
+  auto a = nn::make_resnet(tiny(), DispatchMode::virtual_call, "null");
+  nn::save_checkpoint(path, a->module(), nullptr, 1);
+  EXPECT_FALSE(fs::exists(stale)) << "a dead writer's old temporary stays";
+  EXPECT_TRUE(fs::exists(fresh)) << "a recent temporary was removed";
+  EXPECT_TRUE(fs::exists(live)) << "a live process's temporary was removed";
+  EXPECT_TRUE(fs::exists(other)) << "another checkpoint's temporary was removed";
+  EXPECT_EQ(nn::load_checkpoint(path, a->module()).step, 1);
 }
 
 }  // namespace
