@@ -15,8 +15,7 @@ class Conv2dNode final : public NodeT<D> {
   std::string_view name() const override { return "conv2d"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
     const auto& e = this->next;
-    const MemoryFormat fmt = x_.is_channels_last() && !x_.is_contiguous() ? MemoryFormat::channels_last
-                                                                          : MemoryFormat::contiguous;
+    const MemoryFormat fmt = x_.suggested_format();
     Tensor dx = e[0].valid() ? ops::conv2d_bwd_data(this->d_, dy, w_, x_.sizes(), p_, fmt) : Tensor();
     Tensor dw = e[1].valid() ? ops::conv2d_bwd_weight(this->d_, x_, dy, w_.sizes(), p_) : Tensor();
     Tensor db = has_bias_ && e[2].valid() ? ops::conv2d_bwd_bias(this->d_, dy) : Tensor();

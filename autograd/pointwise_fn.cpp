@@ -118,22 +118,18 @@ class CastNode final : public NodeT<D> {
   MemoryFormat fmt_;
 };
 
-MemoryFormat format_of(const Tensor& x) {
-  return x.is_channels_last() && !x.is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
-}
-
 }  // namespace
 
 template <class D>
 Tensor cast(const D& d, const Tensor& x, DType dt) {
-  return cast(d, x, dt, format_of(x));
+  return cast(d, x, dt, x.suggested_format());
 }
 
 template <class D>
 Tensor cast(const D& d, const Tensor& x, DType dt, MemoryFormat fmt) {
-  if (x.dtype() == dt && fmt == format_of(x)) return x;
+  if (x.dtype() == dt && fmt == x.suggested_format()) return x;
   Tensor y = ops::to(d, x, dt, x.device(), x.dim() == 4 ? fmt : MemoryFormat::contiguous);
-  record<CastNode<D>>(d, {&x}, y, x.dtype(), format_of(x));
+  record<CastNode<D>>(d, {&x}, y, x.dtype(), x.suggested_format());
   return y;
 }
 

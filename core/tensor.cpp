@@ -118,6 +118,16 @@ bool Tensor::is_channels_last() const { return is_channels_last_layout(sizes(), 
 
 bool Tensor::is_non_overlapping_dense() const { return is_contiguous() || is_channels_last(); }
 
+Tensor Tensor::empty_like(const Tensor& x, const Shape& sizes, DType dt) {
+  const bool four = x.dim() == 4 && sizes.size() == 4;
+  return empty(sizes, dt, x.device(), four ? x.suggested_format() : MemoryFormat::contiguous);
+}
+Tensor Tensor::empty_like(const Tensor& x, const Shape& sizes) { return empty_like(x, sizes, x.dtype()); }
+
+MemoryFormat Tensor::suggested_format() const {
+  return is_channels_last() && !is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+}
+
 Tensor Tensor::view(const Shape& new_sizes) const {
   STRATA_CHECK(is_contiguous(), "Tensor::view: needs a contiguous tensor, got ", str(),
                " with strides ", strides().str(), " (call contiguous() first)");

@@ -46,6 +46,10 @@ class Tensor {
   // Uninitialised memory from the device's allocator.
   static Tensor empty(const Shape& sizes, DType dt = DType::f32, Device d = Device::cpu(),
                       MemoryFormat fmt = MemoryFormat::contiguous);
+  // An output "like x": x's device, the format x suggests (rank 4 to rank 4 only),
+  // the given sizes and dtype (x's by default).
+  static Tensor empty_like(const Tensor& x, const Shape& sizes, DType dt);
+  static Tensor empty_like(const Tensor& x, const Shape& sizes);
   // A view over memory the caller owns and keeps alive.
   static Tensor borrow(void* data, const Shape& sizes, DType dt, Device d = Device::cpu());
   // A CPU tensor holding a copy of `values` (count must equal sizes.numel()).
@@ -75,6 +79,10 @@ class Tensor {
   bool is_contiguous() const;
   bool is_channels_last() const;  // rank 4, strides of channels_last_strides(sizes)
   bool is_non_overlapping_dense() const;
+  // The format an output computed from this tensor takes: channels_last when this is
+  // channels-last and not also contiguous (C == 1 or H == W == 1 are both), else
+  // contiguous. Every op and layer that allocates "like x" goes through it.
+  MemoryFormat suggested_format() const;
 
   // Views (share storage).
   Tensor view(const Shape& sizes) const;  // needs a contiguous tensor; one -1 allowed

@@ -3,7 +3,6 @@
 
 namespace strata::ops {
 using detail::check_input;
-using detail::empty_like_format;
 
 template <class D>
 Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
@@ -11,7 +10,7 @@ Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, con
   check_input(d, OpId::conv2d_fwd, "input", x);
   check_input(d, OpId::conv2d_fwd, "weight", w);
   if (b.defined()) check_input(d, OpId::conv2d_fwd, "bias", b);
-  Tensor y = empty_like_format(x, out);
+  Tensor y = Tensor::empty_like(x, out);
   d.conv2d_fwd(Conv2dFwdArgs{x, w, b, y, p});
   return y;
 }

@@ -16,12 +16,6 @@ void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t) {
                dtype_name(t.dtype()), " (", arg, " ", t.str(), ")");
 }
 
-// An output like `x` (device, dtype, memory format) with the given sizes.
-inline Tensor empty_like_format(const Tensor& x, const Shape& sizes, DType dt) {
-  const bool cl = x.dim() == 4 && sizes.size() == 4 && x.is_channels_last() && !x.is_contiguous();
-  return Tensor::empty(sizes, dt, x.device(), cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
-}
-inline Tensor empty_like_format(const Tensor& x, const Shape& sizes) { return empty_like_format(x, sizes, x.dtype()); }
 
 }  // namespace strata::ops::detail
 

@@ -3,7 +3,6 @@
 
 namespace strata::ops {
 using detail::check_input;
-using detail::empty_like_format;
 
 template <class D>
 BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -19,7 +18,7 @@ BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const 
                                 {"bias", &beta}, {"running_mean", &running_mean}, {"running_var", &running_var}})
     check_input(d, OpId::batch_norm_fwd, name, *t);
   const DType st = batch_norm_param_dtype(x);
-  BatchNormOut out{empty_like_format(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
+  BatchNormOut out{Tensor::empty_like(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
                    Tensor::empty(Shape{c}, st, x.device())};
   BatchNormFwdArgs a{x, gamma, beta, running_mean, running_var, out.y, out.save_mean, out.save_invstd};
   a.eps = eps;
@@ -45,7 +44,7 @@ BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, con
                                 {"weight", &gamma}, {"save_mean", &save_mean}, {"save_invstd", &save_invstd}})
     check_input(d, OpId::batch_norm_bwd, name, *t);
   const DType st = batch_norm_param_dtype(x);
-  BatchNormGrads g{empty_like_format(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
+  BatchNormGrads g{Tensor::empty_like(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
                    Tensor::empty(Shape{c}, st, x.device())};
   BatchNormBwdArgs a{x, dy, gamma, save_mean, save_invstd, g.dx, g.dgamma, g.dbeta};
   a.training = training;
@@ -57,7 +56,7 @@ template <class D>
 Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
   const Shape out = pool2d_out_shape("max_pool2d", x, p);
   check_input(d, OpId::max_pool2d_fwd, "input", x);
-  Tensor y = empty_like_format(x, out);
+  Tensor y = Tensor::empty_like(x, out);
   d.max_pool2d_fwd(MaxPool2dFwdArgs{x, y, p});
   return y;
 }
@@ -74,7 +73,7 @@ Tensor max_pool2d_bwd(const D& d, const Tensor& x, const Tensor& y, const Tensor
   check_input(d, OpId::max_pool2d_bwd, "input", x);
   check_input(d, OpId::max_pool2d_bwd, "output", y);
   check_input(d, OpId::max_pool2d_bwd, "grad_output", dy);
-  Tensor dx = empty_like_format(x, x.sizes());
+  Tensor dx = Tensor::empty_like(x, x.sizes());
   d.max_pool2d_bwd(MaxPool2dBwdArgs{x, y, dy, dx, p});
   return dx;
 }
@@ -83,7 +82,7 @@ template <class D>
 Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
   const Shape out = pool2d_out_shape("avg_pool2d", x, p);
   check_input(d, OpId::avg_pool2d_fwd, "input", x);
-  Tensor y = empty_like_format(x, out);
+  Tensor y = Tensor::empty_like(x, out);
   d.avg_pool2d_fwd(AvgPool2dFwdArgs{x, y, p});
   return y;
 }
@@ -97,7 +96,7 @@ Tensor avg_pool2d_bwd(const D& d, const Tensor& dy, const Tensor& x_like, const 
   check_input(d, OpId::avg_pool2d_bwd, "grad_output", dy);
   // Only x_like's sizes are read, but the gradient is allocated on its device.
   check_device("avg_pool2d_bwd", "input", x_like, d.device(), d.backend_name());
-  Tensor dx = empty_like_format(x_like, x_like.sizes(), dy.dtype());
+  Tensor dx = Tensor::empty_like(x_like, x_like.sizes(), dy.dtype());
   d.avg_pool2d_bwd(AvgPool2dBwdArgs{dy, dx, p});
   return dx;
 }
@@ -119,7 +118,7 @@ Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
                " for input ", x_like.str());
   check_input(d, OpId::global_avg_pool_bwd, "grad_output", dy);
   check_device("global_avg_pool_bwd", "input", x_like, d.device(), d.backend_name());
-  Tensor dx = empty_like_format(x_like, x_like.sizes(), dy.dtype());
+  Tensor dx = Tensor::empty_like(x_like, x_like.sizes(), dy.dtype());
   d.global_avg_pool_bwd(GlobalAvgPoolBwdArgs{dy, dx});
   return dx;
 }

@@ -2,13 +2,12 @@
 
 namespace strata::ops {
 using detail::check_input;
-using detail::empty_like_format;
 
 template <class D>
 Tensor relu(const D& d, const Tensor& x) {
   check_input(d, OpId::relu_fwd, "input", x);
   check_float("relu", "input", x);
-  Tensor y = empty_like_format(x, x.sizes());
+  Tensor y = Tensor::empty_like(x, x.sizes());
   d.relu_fwd(ReluFwdArgs{x, y});
   return y;
 }
@@ -21,7 +20,7 @@ Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
   check_same_dtype("relu_bwd", "output", y, "grad_output", dy);
   check_input(d, OpId::relu_bwd, "output", y);
   check_input(d, OpId::relu_bwd, "grad_output", dy);
-  Tensor dx = empty_like_format(y, y.sizes());
+  Tensor dx = Tensor::empty_like(y, y.sizes());
   d.relu_bwd(ReluBwdArgs{y, dy, dx});
   return dx;
 }
@@ -34,7 +33,7 @@ Tensor add(const D& d, const Tensor& a, const Tensor& b) {
   check_same_dtype("add", "a", a, "b", b);
   check_input(d, OpId::add, "a", a);
   check_input(d, OpId::add, "b", b);
-  Tensor y = empty_like_format(a, a.sizes());
+  Tensor y = Tensor::empty_like(a, a.sizes());
   d.add(AddArgs{a, b, y});
   return y;
 }
@@ -42,7 +41,7 @@ Tensor add(const D& d, const Tensor& a, const Tensor& b) {
 template <class D>
 Tensor scale(const D& d, const Tensor& x, double alpha) {
   check_input(d, OpId::scale, "input", x);
-  Tensor y = empty_like_format(x, x.sizes());
+  Tensor y = Tensor::empty_like(x, x.sizes());
   d.scale(ScaleArgs{x, y, alpha});
   return y;
 }
@@ -62,7 +61,7 @@ template <class D>
 DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset) {
   STRATA_CHECK(p >= 0.0 && p < 1.0, "dropout: p must be in [0, 1), got ", p);
   check_input(d, OpId::dropout_fwd, "input", x);
-  DropoutOut out{empty_like_format(x, x.sizes()), empty_like_format(x, x.sizes(), DType::u8)};
+  DropoutOut out{Tensor::empty_like(x, x.sizes()), Tensor::empty_like(x, x.sizes(), DType::u8)};
   DropoutFwdArgs a{x, out.y, out.mask};
   a.p = p;
   a.seed = seed;
@@ -78,7 +77,7 @@ Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p) {
   check_same_shape("dropout_bwd", "grad_output", dy, "mask", mask);
   check_input(d, OpId::dropout_bwd, "grad_output", dy);
   check_device("dropout_bwd", "mask", mask, d.device(), d.backend_name());
-  Tensor dx = empty_like_format(dy, dy.sizes());
+  Tensor dx = Tensor::empty_like(dy, dy.sizes());
   DropoutBwdArgs a{dy, mask, dx};
   a.p = p;
   d.dropout_bwd(a);

@@ -50,10 +50,8 @@ Tensor Dropout<P>::forward(const Tensor& x) {
     auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
       STRATA_CHECK(p_.impl->supports(ops::OpId::dropout_fwd, in.dtype()), "dropout: backend '", P::Backend::kName,
                    "' does not support ", in.str());
-      const bool cl = in.dim() == 4 && in.is_channels_last() && !in.is_contiguous();
-      const MemoryFormat fmt = cl ? MemoryFormat::channels_last : MemoryFormat::contiguous;
-      entry.y = Tensor::empty(in.sizes(), in.dtype(), in.device(), fmt);
-      entry.mask = Tensor::empty(in.sizes(), DType::u8, in.device(), fmt);
+      entry.y = Tensor::empty_like(in, in.sizes());
+      entry.mask = Tensor::empty_like(in, in.sizes(), DType::u8);
       entry.fwd = ops::DropoutFwdArgs{in, entry.y, entry.mask};
       entry.fwd.p = prob_;
     });
@@ -73,9 +71,7 @@ Tensor Dropout<P>::backward(const Tensor& dy) {
     auto& e = detail::latest_entry(direct_.cache, "Dropout");
     if (needs_rebind(e.dy, dy)) {
       ops::check_same_shape("dropout plan", "output", e.y, "grad_output", dy);
-      const bool cl = dy.dim() == 4 && dy.is_channels_last() && !dy.is_contiguous();
-      e.dx = Tensor::empty(dy.sizes(), dy.dtype(), dy.device(),
-                           cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+      e.dx = Tensor::empty_like(dy, dy.sizes());
       e.bwd = ops::DropoutBwdArgs{dy, e.mask, e.dx};
       e.bwd.p = prob_;
       e.dy = dy;

@@ -46,7 +46,7 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
         bn_in = entry.x_in.y;
       }
       entry.plan.plan(impl, bn_in, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
-      if (entry.x_in.planned()) entry.y_out.plan(impl, entry.plan.y, in.dtype(), detail::format_of(in));
+      if (entry.x_in.planned()) entry.y_out.plan(impl, entry.plan.y, in.dtype(), in.suggested_format());
     });
     e.x_in.run();
     e.plan.forward();
@@ -67,9 +67,7 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
       const Tensor y = autograd::batch_norm(p_, autograd::cast(p_, x, weight_.dtype(), MemoryFormat::contiguous),
                                             weight_, bias_, running_mean_, running_var_, training, o_.momentum,
                                             o_.eps);
-      const MemoryFormat fmt =
-          x.is_channels_last() && !x.is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
-      return autograd::cast(p_, y, x.dtype(), fmt);
+      return autograd::cast(p_, y, x.dtype(), x.suggested_format());
     }
     return autograd::batch_norm(p_, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
   }
@@ -84,7 +82,7 @@ Tensor BatchNorm2d<P>::backward(const Tensor& dy) {
       if (e.x_in.planned()) {
         e.dy_in.plan(impl, dy, weight_.dtype(), MemoryFormat::contiguous);
         e.plan.plan_backward(e.dy_in.y);
-        e.dx_out.plan(impl, e.plan.dx, e.y_out.y.dtype(), detail::format_of(e.y_out.y));
+        e.dx_out.plan(impl, e.plan.dx, e.y_out.y.dtype(), e.y_out.y.suggested_format());
       } else {
         e.plan.plan_backward(dy);
       }

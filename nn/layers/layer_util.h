@@ -58,11 +58,6 @@ Tensor compute_cast(const P& p, const Tensor& t, const Tensor& x) {
   return autograd::cast(p, t, x.dtype());
 }
 
-// The memory format a tensor is in (channels_last only when it is not also contiguous).
-inline MemoryFormat format_of(const Tensor& t) {
-  return t.is_channels_last() && !t.is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
-}
-
 // Direct mode, mixed precision: a dtype (and layout) conversion planned once. plan()
 // allocates the output y; run() is one call of the backend's copy op, which converts
 // dtypes, and does nothing when nothing was planned.

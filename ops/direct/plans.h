@@ -22,11 +22,6 @@ void check_supported(Impl& impl, OpId op, const Tensor& t) {
                dtype_name(t.dtype()), " (", t.str(), ")");
   check_device(op_name(op), "input", t, Device{Impl::kDevice, 0}, Impl::kName);
 }
-inline Tensor like(const Tensor& x, const Shape& sizes, DType dt) {
-  const bool cl = x.dim() == 4 && sizes.size() == 4 && x.is_channels_last() && !x.is_contiguous();
-  return Tensor::empty(sizes, dt, x.device(), cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
-}
-inline Tensor like(const Tensor& x, const Shape& sizes) { return like(x, sizes, x.dtype()); }
 }  // namespace detail
 
 template <BackendImpl Impl>
@@ -36,7 +31,7 @@ class Conv2dPlan {
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
     impl_ = &impl;
     detail::check_supported(impl, OpId::conv2d_fwd, x);
-    y = detail::like(x, conv2d_out_shape(x, w, b, p));
+    y = Tensor::empty_like(x, conv2d_out_shape(x, w, b, p));
     fwd_ = {x, w, b, y, p};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
@@ -79,7 +74,7 @@ class BatchNormPlan {
     impl_ = &impl;
     detail::check_supported(impl, OpId::batch_norm_fwd, x);
     const int64_t c = batch_norm_channels(x, gamma, beta, running_mean, running_var);
-    y = detail::like(x, x.sizes());
+    y = Tensor::empty_like(x, x.sizes());
     save_mean = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
     save_invstd = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
     fwd_ = {x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd};
@@ -89,7 +84,7 @@ class BatchNormPlan {
   }
   void plan_backward(const Tensor& dy) {
     STRATA_CHECK(dy.sizes() == y.sizes(), "batch_norm plan: grad_output ", dy.str(), " does not match ", y.str());
-    dx = detail::like(y, y.sizes());
+    dx = Tensor::empty_like(y, y.sizes());
     dgamma = Tensor::empty(save_mean.sizes(), save_mean.dtype(), save_mean.device());
     dbeta = Tensor::empty(save_mean.sizes(), save_mean.dtype(), save_mean.device());
     bwd_ = {fwd_.x, dy, fwd_.gamma, save_mean, save_invstd, dx, dgamma, dbeta};
@@ -112,12 +107,12 @@ class ReluPlan {
     impl_ = &impl;
     detail::check_supported(impl, OpId::relu_fwd, x);
     check_float("relu", "input", x);
-    y = detail::like(x, x.sizes());
+    y = Tensor::empty_like(x, x.sizes());
     fwd_ = {x, y};
   }
   void plan_backward(const Tensor& dy) {
     check_same_shape("relu plan", "output", y, "grad_output", dy);
-    dx = detail::like(y, y.sizes());
+    dx = Tensor::empty_like(y, y.sizes());
     bwd_ = {y, dy, dx};
   }
   void forward() { impl_->relu_fwd(fwd_); }
@@ -136,12 +131,12 @@ class MaxPool2dPlan {
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
     detail::check_supported(impl, OpId::max_pool2d_fwd, x);
-    y = detail::like(x, pool2d_out_shape("max_pool2d", x, p));
+    y = Tensor::empty_like(x, pool2d_out_shape("max_pool2d", x, p));
     fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
     check_same_shape("max_pool2d plan", "output", y, "grad_output", dy);
-    dx = detail::like(y, fwd_.x.sizes);
+    dx = Tensor::empty_like(y, fwd_.x.sizes);
     bwd_ = {fwd_.x, y, dy, dx, fwd_.p};
   }
   void forward() { impl_->max_pool2d_fwd(fwd_); }
@@ -160,12 +155,12 @@ class AvgPool2dPlan {
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
     detail::check_supported(impl, OpId::avg_pool2d_fwd, x);
-    y = detail::like(x, pool2d_out_shape("avg_pool2d", x, p));
+    y = Tensor::empty_like(x, pool2d_out_shape("avg_pool2d", x, p));
     fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
     check_same_shape("avg_pool2d plan", "output", y, "grad_output", dy);
-    dx = detail::like(y, fwd_.x.sizes);
+    dx = Tensor::empty_like(y, fwd_.x.sizes);
     bwd_ = {dy, dx, fwd_.p};
   }
   void forward() { impl_->avg_pool2d_fwd(fwd_); }
@@ -246,7 +241,7 @@ class AddPlan {
     impl_ = &impl;
     detail::check_supported(impl, OpId::add, a);
     check_same_shape("add plan", "a", a, "b", b);
-    y = detail::like(a, a.sizes());
+    y = Tensor::empty_like(a, a.sizes());
     fwd_ = {a, b, y};
   }
   void forward() { impl_->add(fwd_); }

@@ -28,6 +28,22 @@ TEST(Tensor, ChannelsLastIsAStrideOrder) {
   EXPECT_EQ(back.to_vector<float>(), src.to_vector<float>());
 }
 
+// Outputs "like x" keep channels-last only where it is not also contiguous (C == 1 or
+// H == W == 1 are both) and only from rank 4 to rank 4.
+TEST(Tensor, SuggestedFormatAndEmptyLike) {
+  const auto cl = MemoryFormat::channels_last, nchw = MemoryFormat::contiguous;
+  const Tensor a = Tensor::empty({2, 3, 4, 5}, DType::f32, Device::cpu(), cl);
+  EXPECT_EQ(a.suggested_format(), cl);
+  EXPECT_EQ(Tensor::empty({2, 3, 4, 5}).suggested_format(), nchw);
+  EXPECT_EQ(Tensor::empty({2, 1, 4, 5}, DType::f32, Device::cpu(), cl).suggested_format(), nchw);
+  EXPECT_EQ(Tensor::empty({2, 3, 1, 1}, DType::f32, Device::cpu(), cl).suggested_format(), nchw);
+  const Tensor y = Tensor::empty_like(a, {2, 7, 2, 2}, DType::bf16);
+  EXPECT_EQ(y.dtype(), DType::bf16);
+  EXPECT_TRUE(y.is_channels_last() && !y.is_contiguous());
+  EXPECT_TRUE(Tensor::empty_like(a, {2, 3}).is_contiguous());
+  EXPECT_EQ(Tensor::empty_like(a, {2, 3}).dtype(), DType::f32);
+}
+
 TEST(Tensor, ViewsShareStorage) {
   Tensor t = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor v = t.view({3, 2});
