@@ -205,29 +205,25 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       r["graph_convs_per_step"] = static_cast<double>(now.graph - conv_api_before.graph) / steps;
       r["legacy_convs_per_step"] = static_cast<double>(now.legacy - conv_api_before.legacy) / steps;
     }
-    if (o.trace && mode != ops::DispatchMode::direct) {
+    // One extra step under the op trace; with `sync` every op is waited for (its own
+    // device time plus host time, serialised). Returns the summary and the enqueue time.
+    auto traced_step = [&](bool sync) {
       be.synchronize();
       ops::take_trace();
+      ops::set_trace_sync(sync);
       ops::set_trace_enabled(true);
       const auto t0 = std::chrono::steady_clock::now();
       step(false);
       const double enqueue_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       ops::set_trace_enabled(false);
-      be.synchronize();
-      r["trace"] = bench::summarize_trace(ops::take_trace());
-      r["trace"]["step_enqueue_us"] = enqueue_us;
-    }
-    if (o.trace_sync && mode != ops::DispatchMode::direct) {
-      // Each op waited for: its own device time (plus host time), serialised.
-      be.synchronize();
-      ops::take_trace();
-      ops::set_trace_sync(true);
-      ops::set_trace_enabled(true);
-      step(false);
-      ops::set_trace_enabled(false);
       ops::set_trace_sync(false);
-      r["trace_sync"] = bench::summarize_trace(ops::take_trace());
-    }
+      be.synchronize();
+      json t = bench::summarize_trace(ops::take_trace());
+      t["step_enqueue_us"] = enqueue_us;
+      return t;
+    };
+    if (o.trace && mode != ops::DispatchMode::direct) r["trace"] = traced_step(false);
+    if (o.trace_sync && mode != ops::DispatchMode::direct) r["trace_sync"] = traced_step(true);
     r["status"] = "ok";
     r["iters"] = dev.size();
     r["warmup"] = o.warmup;
@@ -367,27 +363,25 @@ int main(int argc, char** argv) {
                     ok ? fmt_ms(r["wall_ms"]).c_str() : "-", ok ? r["img_per_s"].get<double>() : 0.0,
                     ok ? static_cast<double>(r["peak_bytes"].get<size_t>()) / (1 << 20) : 0.0,
                     ok ? r["check"].get<double>() : NAN, ok ? "" : "  ", ok ? "" : r.value("note", "").c_str());
-        if (ok && r.contains("trace")) {
-          const json& t = r["trace"];
-          std::printf("    trace: %zu backend calls, %.0f us inside the backend of %.0f us enqueue; top:",
-                      t["ops"].get<size_t>(), t["backend_host_us"].get<double>(), t["step_enqueue_us"].get<double>());
-          for (size_t i = 0; i < std::min<size_t>(4, t["by_op"].size()); ++i) {
+        auto print_top = [](const json& t, size_t n) {  // the trace's n costliest ops
+          for (size_t i = 0; i < std::min(n, t["by_op"].size()); ++i) {
             const json& e = t["by_op"][i];
             std::printf(" %s %lldx%.1fus", e["op"].get<std::string>().c_str(),
                         static_cast<long long>(e["count"].get<int64_t>()), e["mean_us"].get<double>());
           }
           std::printf("\n");
+        };
+        if (ok && r.contains("trace")) {
+          const json& t = r["trace"];
+          std::printf("    trace: %zu backend calls, %.0f us inside the backend of %.0f us enqueue; top:",
+                      t["ops"].get<size_t>(), t["backend_host_us"].get<double>(), t["step_enqueue_us"].get<double>());
+          print_top(t, 4);
         }
         if (ok && r.contains("trace_sync")) {
           const json& t = r["trace_sync"];
           std::printf("    per-op device+host time, serialised: %.0f us in %zu ops; top:", t["backend_host_us"].get<double>(),
                       t["ops"].get<size_t>());
-          for (size_t i = 0; i < std::min<size_t>(10, t["by_op"].size()); ++i) {
-            const json& e = t["by_op"][i];
-            std::printf(" %s %lldx%.1fus", e["op"].get<std::string>().c_str(),
-                        static_cast<long long>(e["count"].get<int64_t>()), e["mean_us"].get<double>());
-          }
-          std::printf("\n");
+          print_top(t, 10);
         }
         if (ok && r.value("staging_copies_per_step", 0.0) > 0)
           std::printf("    staging copies (arguments copied to another layout/dtype) per step: %.1f\n",

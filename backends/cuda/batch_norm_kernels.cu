@@ -201,47 +201,34 @@ __global__ void bn_bwd_finish_kernel(const double* partial, int splits, BnShape 
   coef[4 * c + 3] = training ? static_cast<float>(a * s / m) : 0.f;
 }
 
-// The channel of element e: innermost (e % C) or of an NCHW plane.
-template <bool Inner>
-__device__ __forceinline__ int64_t channel_of(int64_t e, const BnShape& g) {
-  return Inner ? e % g.c : (e / g.s) % g.c;
+// One value through the per-channel coefficients k (the finish kernels' coef[4c..]):
+// forward y = ((x - k.x) - k.y) * k.z + k.w; backward dx = k.y * dy - k.w + k.z * (x - k.x).
+template <bool Bwd>
+__device__ __forceinline__ float bn_apply_one(const float4& k, float x, float dy) {
+  return Bwd ? k.y * dy - k.w + k.z * (x - k.x) : ((x - k.x) - k.y) * k.z + k.w;
 }
 
-// NCHW apply: a V-wide vector lies in one channel's plane (S % V == 0, or V == 1).
-template <class T, int V, bool Inner>
+// NCHW apply over V-wide vectors, each in one channel's plane (S % V == 0, or V == 1).
+// Bwd=false: out = y from x; true: out = dx from x and dy.
+template <class T, int V, bool Bwd>
 __global__ void __launch_bounds__(kBnThreads)
-    bn_fwd_apply_kernel(const T* x, T* y, const float* coef, BnShape g, int64_t nvec) {
-  static_assert(!Inner, "channel-innermost data goes through bn_apply_inner_kernel");
+    bn_apply_outer_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int64_t nvec) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += step) {
-    const float4 k = reinterpret_cast<const float4*>(coef)[channel_of<Inner>(i * V, g)];
+    const float4 k = reinterpret_cast<const float4*>(coef)[(i * V / g.s) % g.c];
     const Vec<T, V> xv = reinterpret_cast<const Vec<T, V>*>(x)[i];
-    Vec<T, V> yv;
+    Vec<T, V> gv{};
+    if constexpr (Bwd) gv = reinterpret_cast<const Vec<T, V>*>(dy)[i];
+    Vec<T, V> ov;
 #pragma unroll
-    for (int j = 0; j < V; ++j) yv.v[j] = store<T>(((load(xv.v[j]) - k.x) - k.y) * k.z + k.w);
-    reinterpret_cast<Vec<T, V>*>(y)[i] = yv;
-  }
-}
-
-template <class T, int V, bool Inner>
-__global__ void __launch_bounds__(kBnThreads)
-    bn_bwd_apply_kernel(const T* x, const T* dy, T* dx, const float* coef, BnShape g, int64_t nvec) {
-  static_assert(!Inner, "channel-innermost data goes through bn_apply_inner_kernel");
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += step) {
-    const float4 k = reinterpret_cast<const float4*>(coef)[channel_of<Inner>(i * V, g)];
-    const Vec<T, V> xv = reinterpret_cast<const Vec<T, V>*>(x)[i];
-    const Vec<T, V> gv = reinterpret_cast<const Vec<T, V>*>(dy)[i];
-    Vec<T, V> dv;
-#pragma unroll
-    for (int j = 0; j < V; ++j) dv.v[j] = store<T>(k.y * load(gv.v[j]) - k.w + k.z * (load(xv.v[j]) - k.x));
-    reinterpret_cast<Vec<T, V>*>(dx)[i] = dv;
+    for (int j = 0; j < V; ++j) ov.v[j] = store<T>(bn_apply_one<Bwd>(k, load(xv.v[j]), Bwd ? load(gv.v[j]) : 0.f));
+    reinterpret_cast<Vec<T, V>*>(out)[i] = ov;
   }
 }
 
 // Channel-innermost apply: each thread owns V channels for a run of rows, so their
 // coefficients are loaded once (per element, 16 bytes of coefficients per value kept
-// the forward at half of the bandwidth). Bwd=false: out = y from x; true: out = dx.
+// the forward at half of the bandwidth).
 template <class T, int V, bool Bwd>
 __global__ void __launch_bounds__(kBnThreads)
     bn_apply_inner_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int lanes, int64_t chunk) {
@@ -254,16 +241,11 @@ __global__ void __launch_bounds__(kBnThreads)
   const int64_t begin = blockIdx.y * chunk, end = min(begin + chunk, g.m);
   for (int64_t row = begin + r; row < end; row += rows_per_step) {
     const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + row * g.c + c0);
+    Vec<T, V> gv{};
+    if constexpr (Bwd) gv = *reinterpret_cast<const Vec<T, V>*>(dy + row * g.c + c0);
     Vec<T, V> ov;
-    if constexpr (Bwd) {
-      const Vec<T, V> gv = *reinterpret_cast<const Vec<T, V>*>(dy + row * g.c + c0);
 #pragma unroll
-      for (int j = 0; j < V; ++j)
-        ov.v[j] = store<T>(k[j].y * load(gv.v[j]) - k[j].w + k[j].z * (load(xv.v[j]) - k[j].x));
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) ov.v[j] = store<T>(((load(xv.v[j]) - k[j].x) - k[j].y) * k[j].z + k[j].w);
-    }
+    for (int j = 0; j < V; ++j) ov.v[j] = store<T>(bn_apply_one<Bwd>(k[j], load(xv.v[j]), Bwd ? load(gv.v[j]) : 0.f));
     *reinterpret_cast<Vec<T, V>*>(out + row * g.c + c0) = ov;
   }
 }
@@ -342,29 +324,19 @@ Sums run_sums(Context& ctx, const T* x, const T* dy, const TensorView& mean, con
   return s;
 }
 
-// Eight blocks per SM, each thread at least 4 rows.
+// out = the forward's y (Bwd=false, dy unused) or the backward's dx. Inner: eight
+// blocks per SM, each thread at least 4 rows; NCHW: a grid-stride loop over vectors.
 template <class T, int V, bool Bwd>
-void run_apply_inner(Context& ctx, const T* x, const T* dy, T* out, const float* coef, const BnShape& g) {
-  const BnGrid b = bn_grid(ctx, g, V, 8, 4);
-  bn_apply_inner_kernel<T, V, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, out, coef, g, b.lanes, b.chunk);
-  STRATA_CUDA_CHECK_LAUNCH("bn_apply_inner_kernel");
-}
-
-template <class T, int V>
-void run_fwd_apply(Context& ctx, const T* x, T* y, const float* coef, const BnShape& g) {
-  if (g.inner) return run_apply_inner<T, V, false>(ctx, x, nullptr, y, coef, g);
-  const int64_t nvec = g.m * g.c / V;
-  bn_fwd_apply_kernel<T, V, false><<<grid_for(ctx, nvec, kBnThreads), kBnThreads, 0, ctx.stream>>>(x, y, coef, g, nvec);
-  STRATA_CUDA_CHECK_LAUNCH("bn_fwd_apply_kernel");
-}
-
-template <class T, int V>
-void run_bwd_apply(Context& ctx, const T* x, const T* dy, T* dx, const float* coef, const BnShape& g) {
-  if (g.inner) return run_apply_inner<T, V, true>(ctx, x, dy, dx, coef, g);
-  const int64_t nvec = g.m * g.c / V;
-  bn_bwd_apply_kernel<T, V, false><<<grid_for(ctx, nvec, kBnThreads), kBnThreads, 0, ctx.stream>>>(x, dy, dx, coef, g,
-                                                                                                   nvec);
-  STRATA_CUDA_CHECK_LAUNCH("bn_bwd_apply_kernel");
+void run_apply(Context& ctx, const T* x, const T* dy, T* out, const float* coef, const BnShape& g) {
+  if (g.inner) {
+    const BnGrid b = bn_grid(ctx, g, V, 8, 4);
+    bn_apply_inner_kernel<T, V, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, out, coef, g, b.lanes, b.chunk);
+  } else {
+    const int64_t nvec = g.m * g.c / V;
+    bn_apply_outer_kernel<T, V, Bwd><<<grid_for(ctx, nvec, kBnThreads), kBnThreads, 0, ctx.stream>>>(x, dy, out, coef,
+                                                                                                     g, nvec);
+  }
+  STRATA_CUDA_CHECK_LAUNCH("batch norm apply kernel");
 }
 
 unsigned channel_blocks(int64_t c) { return static_cast<unsigned>((c + 255) / 256); }
@@ -407,9 +379,9 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
           coef.as<float>());
       STRATA_CUDA_CHECK_LAUNCH("bn_fwd_finish_kernel");
       if (v == 1)
-        run_fwd_apply<T, 1>(ctx, xp, yp, coef.as<float>(), g);
+        run_apply<T, 1, false>(ctx, xp, nullptr, yp, coef.as<float>(), g);
       else
-        run_fwd_apply<T, 16 / sizeof(T)>(ctx, xp, yp, coef.as<float>(), g);
+        run_apply<T, 16 / sizeof(T), false>(ctx, xp, nullptr, yp, coef.as<float>(), g);
     }
   });
   y.finish(ctx);
@@ -441,9 +413,9 @@ void batch_norm_bwd_own(Context& ctx, const BatchNormBwdArgs& a) {
       STRATA_CUDA_CHECK_LAUNCH("bn_bwd_finish_kernel");
       if (!a.dx.defined) return;
       if (v == 1)
-        run_bwd_apply<T, 1>(ctx, xp, dyp, dxp, coef.as<float>(), g);
+        run_apply<T, 1, true>(ctx, xp, dyp, dxp, coef.as<float>(), g);
       else
-        run_bwd_apply<T, 16 / sizeof(T)>(ctx, xp, dyp, dxp, coef.as<float>(), g);
+        run_apply<T, 16 / sizeof(T), true>(ctx, xp, dyp, dxp, coef.as<float>(), g);
     }
   });
   if (a.dx.defined) dx.finish(ctx);

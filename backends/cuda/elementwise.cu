@@ -9,13 +9,6 @@ namespace cuda {
 namespace {
 
 template <class T>
-struct AddFn {
-  const T* a;
-  const T* b;
-  T* y;
-  __device__ void operator()(int64_t, const int64_t* o) const { y[o[2]] = store<T>(load(a[o[0]]) + load(b[o[1]])); }
-};
-template <class T>
 struct ScaleFn {
   const T* x;
   T* y;
@@ -36,24 +29,6 @@ struct FillFn {
   T* y;
   T v;
   __device__ void operator()(int64_t, const int64_t* o) const { y[o[0]] = v; }
-};
-template <class T>
-struct ReluFn {
-  const T* x;
-  T* y;
-  __device__ void operator()(int64_t, const int64_t* o) const {
-    const auto v = load(x[o[0]]);
-    y[o[1]] = v > 0 ? x[o[0]] : store<T>(0.f);
-  }
-};
-template <class T>
-struct ReluBwdFn {
-  const T* y;
-  const T* dy;
-  T* dx;
-  __device__ void operator()(int64_t, const int64_t* o) const {
-    dx[o[2]] = load(y[o[0]]) > 0 ? dy[o[1]] : store<T>(0.f);
-  }
 };
 // Element k keeps or drops by the same counter-based hash as every other backend.
 template <class T>
@@ -80,11 +55,11 @@ struct DropoutBwdFn {
   }
 };
 
-// ---- dense fast path ---------------------------------------------------------------
-// When every operand is dense in one memory order (the coalesced indexing is a single
-// dimension of stride 1) and 16-byte aligned, the hot element-wise ops (add, relu and
-// its backward) read and write 16-byte vectors: scalar 2-byte accesses left bf16
-// residual adds and relus at ~1.2 TB/s on an H100. Same values as the strided path.
+// ---- binary ops: y = op(a, b) ------------------------------------------------------
+// add, relu (b unused) and relu's backward, each defined once for both paths: when
+// every operand is dense in one memory order (the coalesced indexing is a single
+// dimension of stride 1) and 16-byte aligned, 16-byte vectors (scalar 2-byte accesses
+// left bf16 residual adds and relus at ~1.2 TB/s on an H100); otherwise any strides.
 template <class T>
 struct AddOp {
   __device__ T operator()(T a, T b) const { return store<T>(load(a) + load(b)); }
@@ -128,16 +103,25 @@ bool flat_dense(const Strided<N>& s) {
   return true;
 }
 
-// y = op(a, b) element-wise through the dense path when it applies; false otherwise.
 template <class T, class Op>
-bool try_dense_binary(Context& ctx, const Strided<3>& s, const T* a, const T* b, T* y, Op op) {
+struct BinaryFn {
+  const T* a;
+  const T* b;
+  T* y;
+  Op op;
+  __device__ void operator()(int64_t, const int64_t* o) const { y[o[2]] = op(a[o[0]], b[o[1]]); }
+};
+
+// y = op(a, b) over `s` (indexing of a, b, y), vectorised where the operands allow.
+template <class T, class Op>
+void launch_binary(Context& ctx, const Strided<3>& s, const T* a, const T* b, T* y, Op op) {
   constexpr int V = 16 / sizeof(T);
-  if (!flat_dense(s) || s.n < V) return false;
+  bool dense = flat_dense(s) && s.n >= V;
   for (const void* p : {static_cast<const void*>(a), static_cast<const void*>(b), static_cast<const void*>(y)})
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+    dense = dense && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  if (!dense) return launch_elementwise(ctx, s, BinaryFn<T, Op>{a, b, y, op});
   dense_binary_kernel<T, V, Op><<<grid_for(ctx, s.n / V), kThreads, 0, ctx.stream>>>(a, b, y, s.n, op);
   STRATA_CUDA_CHECK_LAUNCH("dense_binary_kernel");
-  return true;
 }
 
 bool use_cudnn_relu(const TensorView& a, const TensorView& b) {
@@ -167,7 +151,7 @@ void add_along(Context& ctx, const TensorView& y, const TensorView& b, int dim) 
   const TensorView bb = broadcast_along(b, y.sizes, dim);
   dispatch_float(y.dtype, "bias add", [&](auto t) {
     using T = decltype(t);
-    launch_elementwise(ctx, strided_by_output(y.sizes, y, bb, y), AddFn<T>{y.ptr<T>(), bb.ptr<T>(), y.ptr<T>()});
+    launch_binary(ctx, strided_by_output(y.sizes, y, bb, y), y.ptr<T>(), bb.ptr<T>(), y.ptr<T>(), AddOp<T>{});
   });
 }
 
@@ -194,18 +178,14 @@ void fill_view(Context& ctx, const TensorView& y, double value) {
 void relu_fwd_kernel(Context& ctx, const TensorView& x, const TensorView& y) {
   dispatch_float(x.dtype, "relu_fwd", [&](auto t) {
     using T = decltype(t);
-    if (try_dense_binary(ctx, strided_by_output(x.sizes, x, x, y), x.ptr<T>(), x.ptr<T>(), y.ptr<T>(), ReluOp<T>{}))
-      return;
-    launch_elementwise(ctx, strided_by_output(x.sizes, x, y), ReluFn<T>{x.ptr<T>(), y.ptr<T>()});
+    launch_binary(ctx, strided_by_output(x.sizes, x, x, y), x.ptr<T>(), x.ptr<T>(), y.ptr<T>(), ReluOp<T>{});
   });
 }
 
 void relu_bwd_kernel(Context& ctx, const TensorView& y, const TensorView& dy, const TensorView& dx) {
   dispatch_float(dy.dtype, "relu_bwd", [&](auto t) {
     using T = decltype(t);
-    const auto s = strided_by_output(y.sizes, y, dy, dx);
-    if (try_dense_binary(ctx, s, y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), ReluBwdOp<T>{})) return;
-    launch_elementwise(ctx, s, ReluBwdFn<T>{y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>()});
+    launch_binary(ctx, strided_by_output(y.sizes, y, dy, dx), y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), ReluBwdOp<T>{});
   });
 }
 
@@ -216,9 +196,8 @@ using namespace cuda;
 void CudaBackend::add(const AddArgs& a) {
   dispatch_float(a.a.dtype, "add", [&](auto t) {
     using T = decltype(t);
-    const auto s = strided_by_output(a.y.sizes, a.a, a.b, a.y);
-    if (try_dense_binary(*ctx_, s, a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>(), AddOp<T>{})) return;
-    launch_elementwise(*ctx_, s, AddFn<T>{a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>()});
+    launch_binary(*ctx_, strided_by_output(a.y.sizes, a.a, a.b, a.y), a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>(),
+                  AddOp<T>{});
   });
 }
 

@@ -5,6 +5,18 @@
 
 namespace strata::nn {
 
+namespace {
+// Whether x's batch norm must run in the parameters' dtype between two casts: x has
+// another dtype and the backend `b` has no batch norm for x with these parameters as
+// they are (the cuda backend takes f16/bf16 x with f32 parameters; the CPU ones do not).
+template <class B>
+bool needs_casts(const B& b, const Tensor& x, DType params) {
+  if (x.dtype() == params) return false;
+  return !(ops::batch_norm_param_dtype(x) == params && b.supports(ops::OpId::batch_norm_fwd, x.dtype()) &&
+           b.supports(ops::OpId::batch_norm_bwd, x.dtype()));
+}
+}  // namespace
+
 template <class P>
 BatchNorm2d<P>::BatchNorm2d(const P& p, int64_t channels, const BatchNormOptions& o)
     : p_(p), channels_(channels), o_(o) {
@@ -35,13 +47,9 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   if constexpr (is_direct_v<P>) {
     auto& impl = *p_.impl;
     auto& e = direct_.cache.get(x, training ? 1 : 0, [&](auto& entry, const Tensor& in) {
-      // The same rule as the tape branch below: a dtype mix the batch norm does not take
-      // as it is runs in the parameters' dtype, NCHW, between two casts.
-      const bool native = ops::batch_norm_param_dtype(in) == weight_.dtype() &&
-                          impl.supports(ops::OpId::batch_norm_fwd, in.dtype()) &&
-                          impl.supports(ops::OpId::batch_norm_bwd, in.dtype());
+      // As the tape branch below: in the parameters' dtype, NCHW, between two casts.
       Tensor bn_in = in;
-      if (in.dtype() != weight_.dtype() && !native) {
+      if (needs_casts(impl, in, weight_.dtype())) {
         entry.x_in.plan(impl, in, weight_.dtype(), MemoryFormat::contiguous);
         bn_in = entry.x_in.y;
       }
@@ -53,17 +61,10 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
     e.y_out.run();
     return e.y_out.planned() ? e.y_out.y : e.plan.y;
   } else {
-    // f16/bf16 input with f32 parameters runs as it is where the backend has such a
-    // batch norm (the cuda backend); any other dtype mix goes through casts.
-    const bool native = ops::batch_norm_param_dtype(x) == weight_.dtype() &&
-                        p_.supports(ops::OpId::batch_norm_fwd, x.dtype()) &&
-                        p_.supports(ops::OpId::batch_norm_bwd, x.dtype());
-    if (x.dtype() != weight_.dtype() && !native) {
-      // Mixed precision on a backend without f16/bf16 batch norm (the CPU ones; the
-      // cuda backend takes f16/bf16 input with f32 statistics directly): statistics,
-      // affine parameters and the normalisation in the parameters' dtype (f32), the
-      // output back in the input's dtype and layout, at two extra passes over the
-      // activation.
+    if (needs_casts(p_, x, weight_.dtype())) {
+      // Statistics, affine parameters and the normalisation in the parameters' dtype
+      // (f32), the output back in the input's dtype and layout, at two extra passes
+      // over the activation.
       const Tensor y = autograd::batch_norm(p_, autograd::cast(p_, x, weight_.dtype(), MemoryFormat::contiguous),
                                             weight_, bias_, running_mean_, running_var_, training, o_.momentum,
                                             o_.eps);
