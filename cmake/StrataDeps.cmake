@@ -1,41 +1,84 @@
 # Finds the optional backend dependencies and resolves STRATA_WITH_* (AUTO/ON/OFF).
+# Each probe sets a "found" flag and, when something is missing, what is missing and which Debian
+# packages provide it; strata_backend_option turns that into a skip (AUTO) or an error (ON).
+# A dependency's own CMake package is only loaded once what it requires is known to be there, so a
+# missing optional dependency never becomes a configure error under AUTO.
 
-# OpenBLAS (Debian libopenblas-dev) + Eigen (libeigen3-dev)
-find_package(BLAS QUIET)
-find_path(OPENBLAS_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas openblas-pthread openblas-openmp)
-find_package(Eigen3 3.3 QUIET NO_MODULE)
+# OpenBLAS (Debian libopenblas-dev)
 set(_openblas_found FALSE)
-if(BLAS_FOUND AND OPENBLAS_CBLAS_INCLUDE AND Eigen3_FOUND)
-  set(_openblas_found TRUE)
+if(NOT STRATA_WITH_OPENBLAS STREQUAL "OFF")
+  find_package(BLAS QUIET)
+  find_path(OPENBLAS_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas openblas-pthread openblas-openmp)
+  if(BLAS_FOUND AND OPENBLAS_CBLAS_INCLUDE)
+    set(_openblas_found TRUE)
+  endif()
 endif()
-strata_backend_option(STRATA_WITH_OPENBLAS ${_openblas_found} "openblas (OpenBLAS + Eigen)")
+strata_backend_option(STRATA_WITH_OPENBLAS ${_openblas_found} openblas
+  MISSING "OpenBLAS (a BLAS library and cblas.h)" INSTALL "libopenblas-dev")
 
-# oneDNN (Debian libdnnl-dev)
-find_package(dnnl QUIET CONFIG)
-if(NOT dnnl_FOUND)
-  find_package(DNNL QUIET CONFIG)
-endif()
+# oneDNN (Debian libdnnl-dev). Debian's dnnl-config.cmake is built with the OpenCL GPU runtime and
+# calls find_package(OpenCL REQUIRED), which fails the whole configure when OpenCL is absent; read
+# which runtimes the package was built with and look for them first.
 set(_onednn_found FALSE)
-if(TARGET DNNL::dnnl)
-  set(_onednn_found TRUE)
+set(_onednn_missing "oneDNN's CMake package (dnnl-config.cmake)")
+set(_onednn_install "libdnnl-dev")
+if(NOT STRATA_WITH_ONEDNN STREQUAL "OFF" AND NOT CMAKE_DISABLE_FIND_PACKAGE_dnnl)
+  find_file(STRATA_DNNL_CONFIG NAMES dnnl-config.cmake dnnlConfig.cmake
+            HINTS ${dnnl_DIR} ENV dnnl_DIR
+            PATHS ${CMAKE_PREFIX_PATH} ${CMAKE_SYSTEM_PREFIX_PATH}
+            PATH_SUFFIXES lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/dnnl lib/cmake/dnnl lib64/cmake/dnnl
+            NO_CACHE)
+  if(STRATA_DNNL_CONFIG)
+    file(STRINGS "${STRATA_DNNL_CONFIG}" _dnnl_runtimes REGEX "set\\(DNNL_(GPU|CPU_THREADING)_RUNTIME")
+    set(_dnnl_prereqs_found TRUE)
+    if(_dnnl_runtimes MATCHES "DNNL_GPU_RUNTIME \"OCL\"")
+      find_package(OpenCL QUIET)
+      if(NOT OpenCL_FOUND)
+        set(_dnnl_prereqs_found FALSE)
+        set(_onednn_missing "OpenCL headers and ICD loader (this oneDNN package was built with the OpenCL GPU runtime and its CMake package requires them)")
+        set(_onednn_install "ocl-icd-opencl-dev opencl-headers")
+      endif()
+    endif()
+    if(_dnnl_runtimes MATCHES "DNNL_CPU_THREADING_RUNTIME \"TBB\"")
+      find_package(TBB QUIET)
+      if(NOT TBB_FOUND)
+        set(_dnnl_prereqs_found FALSE)
+        set(_onednn_missing "oneTBB (this oneDNN package was built with the TBB threading runtime)")
+        set(_onednn_install "libtbb-dev")
+      endif()
+    endif()
+    if(_dnnl_prereqs_found)
+      find_package(dnnl QUIET CONFIG)
+      if(TARGET DNNL::dnnl)
+        set(_onednn_found TRUE)
+      endif()
+    endif()
+  endif()
 endif()
-strata_backend_option(STRATA_WITH_ONEDNN ${_onednn_found} "onednn (oneDNN)")
+strata_backend_option(STRATA_WITH_ONEDNN ${_onednn_found} onednn
+  MISSING "${_onednn_missing}" INSTALL "${_onednn_install}")
 
-# CUDA toolkit + cuDNN
+# CUDA toolkit + cuDNN + cuBLAS
 set(_cuda_found FALSE)
+set(_cuda_missing "a CUDA compiler (nvcc)")
 if(NOT STRATA_WITH_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    set(_cuda_missing "the CUDA toolkit's CMake package (CUDAToolkit)")
     find_package(CUDAToolkit QUIET)
-    find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
-    find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
-    if(CUDAToolkit_FOUND AND CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
-      set(_cuda_found TRUE)
+    if(CUDAToolkit_FOUND)
+      set(_cuda_missing "cuDNN (cudnn.h and libcudnn)")
+      find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+      find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
+      if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+        set(_cuda_found TRUE)
+      endif()
     endif()
   endif()
 endif()
-strata_backend_option(STRATA_WITH_CUDA ${_cuda_found} "cuda (CUDA + cuDNN + cuBLAS)")
+strata_backend_option(STRATA_WITH_CUDA ${_cuda_found} cuda
+  MISSING "${_cuda_missing}" INSTALL "the CUDA toolkit and cuDNN from NVIDIA (/usr/local/cuda; not Debian packages)")
 if(STRATA_WITH_CUDA_ENABLED)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 90)

@@ -5,10 +5,11 @@ set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(build-essential cmake ninja-build pkg-config
+pkgs=(build-essential cmake ninja-build pkg-config ccache
       libgtest-dev libgmock-dev libbenchmark-dev
-      libopenblas-dev libeigen3-dev libdnnl-dev
-      libcli11-dev nlohmann-json3-dev libfmt-dev
+      libopenblas-dev
+      libdnnl-dev ocl-icd-opencl-dev opencl-headers  # Debian's oneDNN CMake package requires OpenCL
+      libcli11-dev nlohmann-json3-dev
       zlib1g-dev libturbojpeg0-dev libpugixml-dev
       dataset-fashion-mnist
       gnuplot-nox)  # tools/study/make_page.py's plots
