@@ -6,7 +6,7 @@
 //    the ceiling an im2col convolution can reach with that library;
 //  - ReLU on 64 floats through each backend object (static call, arguments built
 //    once) and as a raw loop: the fixed cost of an op call.
-// Compare numbers within one run only (see DESIGN.md on drift), with repetitions:
+// Compare numbers within one run only (timings drift up to 2x between runs on a 2-core machine), with repetitions:
 //   cpu_backends_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // The context lines name OpenBLAS's kernel (core) and the thread counts.
 #include <benchmark/benchmark.h>

@@ -1,5 +1,5 @@
 // strata_infer: classify one image with a checkpoint written by strata_train, and
-// time the inference (seed 003 compares frameworks by exactly this number).
+// time the inference (Gu, Gozum & Lam compare frameworks by exactly this number).
 //
 //   ./build/bin/strata_infer --checkpoint runs/lenet.safetensors --idx /usr/share/datasets/fashion-mnist --index 0
 //   ./build/bin/strata_infer --checkpoint runs/lenet.safetensors --image shoe.jpg --invert

@@ -1,6 +1,6 @@
 #pragma once
 // Named, explicit initialisation policies. Every run prints the one it used
-// (describe()): hidden init changes results (seed 001 found PyTorch's Kaiming
+// (describe()): hidden init changes results (Levental & Orlova 2020 found PyTorch's Kaiming
 // default doing exactly that).
 //
 //  pytorch_default        PyTorch's reset_parameters, reproduced exactly:

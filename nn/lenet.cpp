@@ -9,7 +9,7 @@ LeNetVariant parse_lenet_variant(std::string_view s) {
 }
 
 std::string describe(const LeNetConfig& c) {
-  return std::string("LeNet-5 (seed 003, ") + (c.variant == LeNetVariant::keras ? "Keras" : "TensorFlow") +
+  return std::string("LeNet-5 (Gu, Gozum & Lam, ") + (c.variant == LeNetVariant::keras ? "Keras" : "TensorFlow") +
          " variant, " + std::to_string(c.num_classes) + " classes, " + std::to_string(c.in_channels) + "x" +
          std::to_string(c.input_size) + "x" + std::to_string(c.input_size) + " input)";
 }

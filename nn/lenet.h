@@ -1,5 +1,5 @@
 #pragma once
-// LeNet-5 as in seed 003 (Gu, Gozum & Lam, "Performance comparisons of various
+// LeNet-5 as in Gu, Gozum & Lam, "Performance and User-friendliness of low-level and higher-level deep neural network frameworks" (Gu, Gozum & Lam, "Performance comparisons of various
 // neural network frameworks"): conv 5x5 -> pool -> conv 5x5 -> pool -> dense -> dense.
 //  tensorflow (default), the seed's TensorFlow model:
 //    conv1 5x5x32 'same' + ReLU, max-pool 2, conv2 5x5x64 'same' + ReLU, max-pool 2,

@@ -1,6 +1,6 @@
 // libtorch_cpu_bench: strata's CPU backends side by side with LibTorch (Debian's
 // libtorch-dev 1.13, CPU) and with the raw libraries, in one process, so that every
-// ratio compares numbers taken under the same load (issue #4):
+// ratio compares numbers taken under the same load:
 //   resnet50_infer_b1_224   ResNet-50 inference (eval, no grad), batch 1 at 224x224
 //   resnet50_infer_b8_32    the same, batch 8 at 32x32
 //   resnet50_train_b8_32    a training step (zero_grad, forward, cross-entropy,

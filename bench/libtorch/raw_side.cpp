@@ -1,5 +1,5 @@
 // The libraries on their own, in the same process as both frameworks: what strata's
-// backends are measured against (issue #4's targets).
+// backends are measured against.
 //   relu     oneDNN's eltwise_forward primitive, created once, argument map built
 //            once: execute + wait only (the floor of a oneDNN op call)
 //   conv3x3  OpenBLAS's cblas_sgemm of the convolution's GEMM ([64, 576] x

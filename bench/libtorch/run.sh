@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# strata vs LibTorch on the CPU (issue #4): libtorch_cpu_bench at 1 and 2 threads,
+# strata vs LibTorch on the CPU: libtorch_cpu_bench at 1 and 2 threads,
 # each with glibc's default malloc and with malloc told to keep freed memory.
 #
 #   bench/libtorch/run.sh [build-dir] [out-dir] [libtorch_cpu_bench options...]
@@ -14,7 +14,7 @@
 # Why two allocator settings: LibTorch's eager ops and strata's virtual and static
 # modes allocate every output anew through glibc's malloc, which returns large freed
 # blocks to the kernel until its dynamic thresholds have grown, so an op page-faults
-# its output in again (LibTorch's 3x3 conv of issue #4 took 46-127 ms instead of
+# its output in again (LibTorch's 3x3 conv took 46-127 ms instead of
 # 11-17 ms in a fresh process on the 2-core VM). The GLIBC_TUNABLES below keep freed
 # memory from the start (as jemalloc or tcmalloc would). strata's direct mode plans its
 # buffers once and is not affected.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch peers of the abstraction-cost study (issue #7, docs/study.md): ResNet-50
+"""The PyTorch peers of the abstraction-cost study (docs/study.md): ResNet-50
 (torchvision, f32) at each (batch, resolution) point, for evaluation and training, as
   eager        plain PyTorch
   cudagraph    the whole step captured once with torch.cuda.graph, then replayed

@@ -1,4 +1,4 @@
-// study_resnet50: strata's side of the abstraction-cost study (issue #7; docs/study.md).
+// study_resnet50: strata's side of the abstraction-cost study (docs/study.md).
 // ResNet-50 exactly as torchvision, f32, strata's default cuDNN policy (TF32 off,
 // deterministic algorithms, heuristics), on the cuda backend unless --backend says
 // otherwise (reference or null run everything on the CPU for smoke tests).

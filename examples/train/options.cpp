@@ -36,7 +36,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--dispatch", o.dispatch, "virtual | static | direct")
       ->check(CLI::IsMember({"virtual", "static", "direct"}));
   app->add_option("--precision", o.precision,
-                  "fp32 | bf16 | fp16 (mixed precision, cuda, virtual/static dispatch; fp16 with dynamic loss scaling)");
+                  "fp32 | bf16 | fp16 (mixed precision: half activations, f32 master weights; bf16 in every dispatch mode, "
+                  "fp16 with dynamic loss scaling in virtual/static; the backend must support the dtype)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
   app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
       ->check(CLI::Range(0, 100000));

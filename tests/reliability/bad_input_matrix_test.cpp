@@ -1,4 +1,4 @@
-// The bad-input matrix (issue #8): every function of the op front end, on every CPU
+// The bad-input matrix: every function of the op front end, on every CPU
 // backend of the build, against every defect a user's tensor can have — wrong rank,
 // sizes that do not fit the other arguments, a wrong dtype, another device, an
 // undefined tensor — one argument at a time. Each defect must be a strata::Error

@@ -1,4 +1,4 @@
-// Nothing a user saved may be lost (issue #8). A writer process saving checkpoints
+// Nothing a user saved may be lost. A writer process saving checkpoints
 // through nn::save_checkpoint (temporary file, fsync, rename, directory fsync) is
 // killed with SIGKILL at random points, many times; after each kill the checkpoint
 // path must load and hold either the last save the writer reported complete or the

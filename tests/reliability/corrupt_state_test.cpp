@@ -1,5 +1,5 @@
 // Old or corrupt checkpoints whose file format is valid but whose values are not
-// (issue #8: "old checkpoints ... may not silently give wrong answers"). Found while
+// ("old checkpoints ... may not silently give wrong answers"). Found while
 // building the safetensors fuzz target; its corpus keeps the inputs
 // (fuzz/corpus/safetensors/regression_*), these tests keep the contracts.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Sizes at both ends (issue #8): shapes whose element or byte count overflows int64,
+// Sizes at both ends: shapes whose element or byte count overflows int64,
 // padding near INT_MAX, allocations no machine can satisfy, and zero-size dimensions.
 // Overflow must be an error naming the sizes, never a wrapped-around small
 // allocation; an impossible allocation must be a strata::Error naming the bytes, not

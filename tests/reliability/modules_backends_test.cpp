@@ -1,4 +1,4 @@
-// Bad input one level up from the ops (issue #8): modules and models fed inputs with
+// Bad input one level up from the ops: modules and models fed inputs with
 // the wrong number of channels or features, in every dispatch mode (direct mode
 // checks at plan time, not per call, so it is the one most likely to miss a change
 // of shape), and backends, devices and modes this build does not have.

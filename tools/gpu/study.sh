@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The abstraction-cost study (issue #7, docs/study.md), one named part per device call,
+# The abstraction-cost study (docs/study.md), one named part per device call,
 # each finishing within PART_BUDGET seconds (default 450; every driver stops starting
 # new measurements at its deadline and keeps what it measured). From the repo root:
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #5's four targets, measured side by side in one device call (repository root
+# The four targets, measured side by side in one device call (repository root
 # on the GPU machine, resnet50_gpu packed into .gpu/ by tools/gpu/pack.sh):
 #   infer_b1_224              strata's best non-graph mode vs PyTorch eager and TorchScript
 #   train_b128_32             img/s vs PyTorch eager

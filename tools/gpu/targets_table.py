@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of issue #5's targets from one tools/gpu/targets.sh run.
+"""The table of the targets from one tools/gpu/targets.sh run.
 
     python3 tools/gpu/targets_table.py OUT_DIR [--markdown FILE]
 

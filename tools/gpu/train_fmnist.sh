@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fashion-MNIST training runs on the GPU machine (issue #6's GPU target), from the
+# Fashion-MNIST training runs on the GPU machine (the GPU target), from the
 # repository root, with strata_train packed into .gpu/ by tools/gpu/pack.sh plus the
 # IDX files in .gpu/fmnist/ and libturbojpeg/libpugixml/libz in .gpu/lib/:
 #   TARGETS=strata_train tools/gpu/pack.sh && mkdir -p .gpu/fmnist &&
