@@ -79,6 +79,12 @@ if(NOT STRATA_WITH_CUDA STREQUAL "OFF")
 endif()
 strata_backend_option(STRATA_WITH_CUDA ${_cuda_found} cuda
   MISSING "${_cuda_missing}" INSTALL "the CUDA toolkit and cuDNN from NVIDIA (/usr/local/cuda; not Debian packages)")
+# OpenMP threads the CPU backends' own loops; found here, at the top, so that its imported target is
+# visible to every directory and to the package config.
+if(STRATA_WITH_OPENBLAS_ENABLED OR STRATA_WITH_ONEDNN_ENABLED)
+  find_package(OpenMP COMPONENTS CXX)
+endif()
+
 if(STRATA_WITH_CUDA_ENABLED)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 90)

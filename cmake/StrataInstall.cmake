@@ -63,5 +63,7 @@ if(STRATA_PACKAGE_STATIC)
   endif()
   string(APPEND STRATA_PC_LIBS_PRIVATE " -lpugixml -lz")
 endif()
+# Relocatable: the prefix is found from the .pc file's own folder, so `cmake --install --prefix` anywhere works.
+file(RELATIVE_PATH STRATA_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/strata.pc.in ${PROJECT_BINARY_DIR}/strata.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/strata.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
