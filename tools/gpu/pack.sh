@@ -13,8 +13,16 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
 ninja -C "$build" $targets
 rm -rf .gpu
 mkdir -p .gpu
-cp -a "$build/bin" "$build/lib" .gpu/
-find .gpu -name '*.a' -delete
+cp -a "$build/bin" .gpu/
+# Libraries under their SONAME only (libstrata_core.so.0.1), as real files: a carried tree may drop links.
+mkdir -p .gpu/lib
+for f in "$build"/lib/*.so*; do
+  case "$f" in
+    *.so.[0-9]*.[0-9]*.[0-9]*) continue ;;
+    *.so) [ -L "$f" ] && continue ;;
+  esac
+  cp -L "$f" .gpu/lib/
+done
 bytes=$(du -sb .gpu | cut -f1)
 limit=$((64 * 1024 * 1024))
 echo "pack: .gpu holds $((bytes / 1024)) KiB (limit $((limit / 1024)) KiB for the whole carried tree)"
