@@ -12,7 +12,7 @@ pkgs=(build-essential cmake ninja-build pkg-config ccache
       libcli11-dev nlohmann-json3-dev
       zlib1g-dev libturbojpeg0-dev libpugixml-dev
       dataset-fashion-mnist
-      gnuplot-nox)  # tools/study/make_page.py's plots
+      python3 gnuplot-nox)  # the study's page generator and its plots, the tests that run them
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
