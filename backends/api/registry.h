@@ -1,8 +1,9 @@
 #pragma once
-// Backends register themselves by name at start-up. The registry answers "which
-// backends exist (for this device)" and "give me backend X"; asking for one that was
-// not built, or that was built but cannot run here (no GPU), is a clear error.
+// Backends register themselves by name at start-up and are created when first asked for. The registry
+// answers "which backends exist (for this device)" and "give me backend X"; asking for one that was not
+// built, or that was built but cannot run here (no GPU), is a clear error.
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,15 +15,23 @@ namespace strata::backends {
 
 class Registry {
  public:
+  using Factory = BackendFactoryResult (*)();
+
+  // A backend created on first use: a program that never asks for it (or for "all of them") never
+  // initialises its device or loads its libraries.
+  void add_factory(std::string name, DeviceType device, Factory make);
   void add(std::unique_ptr<Backend> b);
   // A backend that was compiled in but cannot run on this machine, and why.
   void add_unavailable(std::string name, std::string reason);
 
+  // These create the backend if needed (initialising its device on first use).
   Backend& get(std::string_view name) const;
   Backend* find(std::string_view name) const;
-  std::vector<std::string> names() const;  // available ones, in registration order
-  std::vector<Backend*> for_device(DeviceType t) const;
-  std::string describe() const;  // "reference, null, onednn; unavailable: cuda (no GPU)"
+  std::vector<std::string> names() const;  // available ones, in registration order; creates every backend
+  std::vector<Backend*> for_device(DeviceType t) const;  // creates the backends of that device type
+  // Creates nothing: "reference, null, onednn; unavailable: cuda (no GPU)", with backends not used yet
+  // listed as "not initialised".
+  std::string describe() const;
 
   // The concrete backend object behind `name`, for static and direct dispatch.
   template <BackendImpl Impl>
@@ -33,8 +42,18 @@ class Registry {
   }
 
  private:
-  std::vector<std::unique_ptr<Backend>> backends_;
-  std::vector<std::pair<std::string, std::string>> unavailable_;
+  struct Entry {
+    std::string name;
+    DeviceType device;
+    Factory make = nullptr;            // null once tried
+    std::unique_ptr<Backend> backend;  // set when available
+    std::string why;                   // set when unavailable
+  };
+  Entry* entry(std::string_view name) const;
+  Backend* open(Entry& e) const;
+
+  mutable std::recursive_mutex mutex_;  // a factory may ask the registry for another backend
+  std::vector<std::unique_ptr<Entry>> entries_;
 };
 
 // The process-wide registry, holding every backend this build has compiled in.

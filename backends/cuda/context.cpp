@@ -1,4 +1,5 @@
 #include "backends/cuda/context.h"
+#include "backends/cuda/lazy_libraries.h"
 
 #include <mutex>
 
@@ -70,6 +71,7 @@ Init initialise() {
     STRATA_CUDA_CHECK(cudaSetDevice(0));
     STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, 0));
     STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    load_libraries();
     STRATA_CUDNN_CHECK(cudnnCreate(&c->cudnn));
     STRATA_CUDNN_CHECK(cudnnSetStream(c->cudnn, c->stream));
     STRATA_CUBLAS_CHECK(cublasCreate(&c->cublas));
