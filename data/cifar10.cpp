@@ -13,7 +13,7 @@ InMemoryDataset read_cifar10_batches(const std::vector<fs::path>& files, std::st
   std::vector<std::vector<uint8_t>> contents;
   int64_t total = 0;
   for (const auto& path : files) {
-    std::vector<uint8_t> bytes = read_file(path);
+    std::vector<uint8_t> bytes = read_regular_file(path);
     const int64_t n = static_cast<int64_t>(bytes.size());
     STRATA_CHECK(n > 0, "CIFAR-10 batch '", path.string(), "': file is empty");
     STRATA_CHECK(n % kCifar10RecordBytes == 0, "CIFAR-10 batch '", path.string(), "': size ", n,

@@ -23,7 +23,7 @@ std::string_view trim(std::string_view s) {
 }
 
 std::vector<std::string> read_image_set(const fs::path& file) {
-  const std::vector<uint8_t> bytes = read_file(file);
+  const std::vector<uint8_t> bytes = read_regular_file(file);
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::vector<std::string> ids;
   std::string line;
@@ -51,7 +51,7 @@ int voc_class_index(std::string_view name) {
 
 std::array<float, kVocNumClasses> parse_voc_annotation(const fs::path& xml_file, bool include_difficult) {
   const std::string file = quoted(xml_file);
-  const std::vector<uint8_t> bytes = read_file(xml_file);
+  const std::vector<uint8_t> bytes = read_regular_file(xml_file);
   pugi::xml_document doc;
   const pugi::xml_parse_result r = doc.load_buffer(bytes.data(), bytes.size());
   STRATA_CHECK(r, "malformed XML in VOC annotation ", file, ": ", r.description(), " at byte ", r.offset);
@@ -105,7 +105,7 @@ fs::path VocDataset::image_path(int64_t i) const {
 void VocDataset::read(int64_t i, uint8_t* image, void* target) const {
   check_index(i);
   const fs::path path = image_path(i);
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = read_regular_file(path);
   const DecodedImage img = decode_jpeg(bytes.data(), bytes.size(), quoted(path));
   resize_bilinear(img.pixels.data(), 3, img.height, img.width, PixelLayout::hwc, image, opts_.resolution,
                   opts_.resolution);

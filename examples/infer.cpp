@@ -17,11 +17,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 
 #include "data/idx.h"
-#include "data/jpeg.h"
+#include "data/image.h"
 #include "data/resize.h"
 #include "examples/train/options.h"
 #include "examples/train/presets.h"
@@ -38,55 +37,10 @@ struct Input {
   int64_t label = -1;
 };
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  STRATA_CHECK(f.good(), "cannot open '", path, "'");
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-// Binary PGM (P5) or PPM (P6), maxval <= 255.
-Tensor decode_pnm(const std::vector<uint8_t>& b, const std::string& path) {
-  size_t pos = 2;
-  auto next_int = [&]() -> int64_t {
-    while (pos < b.size()) {
-      if (b[pos] == '#') {
-        while (pos < b.size() && b[pos] != '\n') ++pos;
-      } else if (std::isspace(b[pos])) {
-        ++pos;
-      } else {
-        break;
-      }
-    }
-    int64_t v = 0;
-    bool any = false;
-    while (pos < b.size() && std::isdigit(b[pos])) v = v * 10 + (b[pos++] - '0'), any = true;
-    STRATA_CHECK(any, path, ": malformed PGM/PPM header");
-    return v;
-  };
-  const int64_t c = b[1] == '5' ? 1 : 3;
-  const int64_t w = next_int(), h = next_int(), maxval = next_int();
-  STRATA_CHECK(maxval > 0 && maxval <= 255 && w > 0 && h > 0, path, ": only 8-bit PGM/PPM is supported (", w, "x", h,
-               ", maxval ", maxval, ")");
-  ++pos;  // the single whitespace after maxval
-  STRATA_CHECK(b.size() >= pos + static_cast<size_t>(w * h * c), path, ": truncated PGM/PPM (", w, "x", h, "x", c, ")");
-  Tensor t = Tensor::empty(Shape{c, h, w}, DType::u8);
-  uint8_t* d = t.data<uint8_t>();
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t x = 0; x < w; ++x)
-      for (int64_t k = 0; k < c; ++k) d[(k * h + y) * w + x] = b[pos + static_cast<size_t>((y * w + x) * c + k)];
-  return t;
-}
-
 Input load_image_file(const std::string& path) {
-  const std::vector<uint8_t> b = read_bytes(path);
   Input in;
+  in.chw = data::read_image_file(path);
   in.what = path;
-  if (b.size() >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6'))
-    in.chw = decode_pnm(b, path);
-  else if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8)
-    in.chw = data::decode_jpeg_chw(b.data(), b.size(), path);
-  else
-    STRATA_FAIL(path, ": not a JPEG or binary PGM/PPM image");
   return in;
 }
 

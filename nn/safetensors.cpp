@@ -10,10 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
+
+#include "core/file.h"
 
 namespace strata::nn::safetensors {
 
@@ -272,11 +273,8 @@ void save(const std::string& path, const StateDict& tensors, const Metadata& met
 }
 
 Contents load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  STRATA_CHECK(in.good(), "safetensors: cannot open '", path, "': ", errno_text());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  STRATA_CHECK(!in.bad(), "safetensors: reading '", path, "' failed: ", errno_text());
-  return parse(bytes, path);
+  const std::vector<uint8_t> bytes = read_regular_file(path);
+  return parse(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
 }
 
 }  // namespace strata::nn::safetensors

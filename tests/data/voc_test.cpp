@@ -196,7 +196,7 @@ TEST(Voc, CorruptJpegsAreErrorsAtRead) {
   TempDir dir;
   make_voc(dir.path());
   const fs::path a = dir / "JPEGImages/000001.jpg", b = dir / "JPEGImages/000002.jpg";
-  const std::vector<uint8_t> good = read_file(b);
+  const std::vector<uint8_t> good = read_regular_file(b);
   write_text(a, "this is not a jpeg at all");
   write_file(b, std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2));  // truncated
   const VocDataset ds(dir.path(), "train", {.resolution = 8});
@@ -213,7 +213,7 @@ TEST(Voc, CorruptJpegInAWorkerReachesTheConsumer) {
   TempDir dir;
   make_voc(dir.path());
   const fs::path b = dir / "JPEGImages/000002.jpg";
-  const std::vector<uint8_t> good = read_file(b);
+  const std::vector<uint8_t> good = read_regular_file(b);
   write_file(b, std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2));
   auto ds = std::make_shared<VocDataset>(dir.path(), "train", VocOptions{.resolution = 8});
   Loader loader(ds, {.batch_size = 1, .shuffle = false, .num_workers = 3});
