@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   std::string checkpoint, image, idx, backend, dispatch = "direct";
   int64_t index = 0;
   int repeat = 100, warmup = 5, top = 3, threads = 0;
-  bool invert = false;
+  bool invert = false, allow_non_finite = false;
   app.option_defaults()->always_capture_default();
   app.add_option("--checkpoint", checkpoint, "checkpoint written by strata_train")->required();
   auto* img_opt = app.add_option("--image", image, "a JPEG or binary PGM/PPM file");
@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "timed inferences")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "untimed inferences first")->check(CLI::Range(0, 1000000));
   app.add_option("--top", top, "classes to print")->check(CLI::Range(1, 1000));
+  app.add_flag("--allow-non-finite", allow_non_finite,
+               "load a checkpoint whose tensors hold NaN or infinity (refused otherwise; its outputs still are)");
   app.add_flag("--invert", invert, "invert the image (dark objects on white -> Fashion-MNIST's light on black)");
   app.add_option("--threads", threads, "threads of the backend libraries (0: environment)")->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
@@ -141,10 +143,11 @@ int main(int argc, char** argv) {
     const train::DatasetPreset& preset = train::dataset_preset(dataset);
     if (backend.empty()) backend = train::best_cpu_backend();
     auto model = train::build_model(spec, ops::parse_dispatch_mode(dispatch), backend);
-    nn::StateDict weights;
-    for (const auto& [n, t] : ck.tensors)
-      if (n.rfind(nn::kOptimizerPrefix, 0) != 0) weights.emplace_back(n, t);
-    model->load_state_dict(weights, true);
+    // The model's tensors only (an optimizer's state in the file is left alone).
+    const nn::CheckpointInfo loaded =
+        nn::load_checkpoint(ck, checkpoint, model->module(), nullptr, {allow_non_finite});
+    for (const std::string& w : loaded.warnings)
+      std::fprintf(stderr, "strata_infer: warning: %s (loaded: --allow-non-finite)\n", w.c_str());
     model->eval();
     auto step = ck.metadata.find("strata.step");
     std::printf("strata_infer: %s%s for %s from %s (step %s) | backend %s | dispatch %s | %s parameters\n",
@@ -176,6 +179,12 @@ int main(int argc, char** argv) {
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     const int64_t k = static_cast<int64_t>(logits.size());
+    // A NaN would sort anywhere and print as a probability: no class can be named.
+    if (backend != "null")
+      for (int64_t i = 0; i < k; ++i)
+        STRATA_CHECK(std::isfinite(logits[static_cast<size_t>(i)]), "the model's output for ", in.what,
+                     " is not finite (logit ", i, " of ", k, " is ", logits[static_cast<size_t>(i)],
+                     "): the weights of ", checkpoint, " or the input overflow; no class can be named");
     std::vector<double> prob(logits.size());
     if (spec.task == train::Task::multilabel) {
       for (size_t i = 0; i < logits.size(); ++i) prob[i] = 1.0 / (1.0 + std::exp(-static_cast<double>(logits[i])));

@@ -62,6 +62,13 @@ DType parse_dtype_code(std::string_view code, std::string_view where) {
               "\" (strata reads F32, F64, F16, BF16, I64, I32, U8)");
 }
 
+StateDict to_host(const StateDict& tensors) {
+  StateDict out;
+  out.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) out.emplace_back(name, t.defined() ? host_dense(t) : t);
+  return out;
+}
+
 std::string serialize(const StateDict& tensors, const Metadata& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;

@@ -74,6 +74,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--checkpoint-every", o.checkpoint_every, "also write it every N optimizer steps (0: off)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--resume", o.resume, "continue exactly from this checkpoint (same options otherwise)");
+  app->add_flag("--allow-non-finite", o.allow_non_finite,
+                "load a --resume checkpoint whose tensors hold NaN or infinity (refused otherwise)");
   app->add_option("--metrics", o.metrics, "append one JSON line per epoch to this file");
   app->add_option("--stop-after-steps", o.stop_after_steps,
                   "stop after N optimizer steps, as if interrupted (for resume tests; 0: off)")

@@ -46,6 +46,7 @@ struct TrainOptions {
   std::string checkpoint;        // written after every epoch
   int64_t checkpoint_every = 0;  // and every N steps
   std::string resume;
+  bool allow_non_finite = false;  // load a --resume checkpoint holding NaN/Inf (refused otherwise)
   std::string metrics;  // JSON lines, appended
   int64_t stop_after_steps = 0;
   int threads = 0;

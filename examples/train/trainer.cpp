@@ -210,18 +210,22 @@ void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const 
 
 void Trainer::restore(const std::string& path) {
   std::string dataset;
-  nn::CheckpointInfo info;
+  const nn::safetensors::Contents contents = nn::safetensors::load(path);
   {
     // Validate the architecture before loading so a mismatch names the options.
-    const nn::safetensors::Metadata m = nn::safetensors::load(path).metadata;
-    const ModelSpec s = read_spec(m, path, &dataset);
+    const ModelSpec s = read_spec(contents.metadata, path, &dataset);
     STRATA_CHECK(dataset == preset_.name && s.model == spec_.model && s.lenet_variant == spec_.lenet_variant &&
                      s.base_channels == spec_.base_channels && s.image_size == spec_.image_size,
                  "resume: ", path, " holds ", s.model, " for ", dataset, " (", s.image_size, " px, width ",
                  s.base_channels, "), but this run builds ", spec_.model, " for ", preset_.name, " (",
                  spec_.image_size, " px, width ", spec_.base_channels, "): pass the options of the original run");
   }
-  info = nn::load_checkpoint(path, model_->module(), opt_.get());
+  const nn::CheckpointInfo info =
+      nn::load_checkpoint(contents, path, model_->module(), opt_.get(), {cfg_.o.allow_non_finite});
+  for (const std::string& w : info.warnings) {
+    say("warning: %s (loaded: --allow-non-finite)\n", w.c_str());
+    resumed_non_finite_ += (resumed_non_finite_.empty() ? "" : "; ") + w;
+  }
   const auto& m = info.metadata;
   step_ = info.step;
   epoch_ = meta_int(m, "strata.train.epoch", path);
@@ -280,6 +284,13 @@ EvalResult Trainer::evaluate() {
   model_->train();
   STRATA_CHECK(r.images > 0, "evaluate: the test set is empty");
   r.loss = loss_sum / static_cast<double>(r.images);
+  // A finite training loss does not prove finite weights: the last step's update can
+  // overflow them. Nothing is written from such a model (no metrics line, no checkpoint).
+  STRATA_CHECK(std::isfinite(r.loss) || cfg_.o.backend == "null", "training diverged: the evaluation at epoch ",
+               epoch_ + 1, ", step ", step_, " gave test loss ", r.loss,
+               ": the model's parameters or outputs are no longer finite",
+               cfg_.o.checkpoint.empty() ? std::string() : "; '" + cfg_.o.checkpoint + "' keeps its last save",
+               "; try a smaller --lr");
   r.accuracy = static_cast<double>(correct) / static_cast<double>(r.images);
   if (preset_.task == Task::multilabel) r.map = mean_average_precision(scores, targets, r.images, preset_.num_classes);
   return r;
@@ -319,8 +330,11 @@ RunResult Trainer::run() {
       const int64_t n = b->images.size(0);
       const double loss = r.loss.item();
       // (The null backend computes nothing: its "losses" are whatever memory held.)
-      STRATA_CHECK(std::isfinite(loss) || o.backend == "null", "training diverged: loss is ", loss, " at step ", step_ + 1, " (epoch ",
-                   epoch_ + 1, ", lr ", lr, "); try a smaller --lr");
+      STRATA_CHECK(std::isfinite(loss) || o.backend == "null", "training diverged: loss is ", loss, " at step ",
+                   step_ + 1, " (epoch ", epoch_ + 1, ", lr ", lr, "); ",
+                   resumed_non_finite_.empty() ? "try a smaller --lr"
+                                               : "the run resumed from a checkpoint holding non-finite values (" +
+                                                     resumed_non_finite_ + ")");
       loss_sum_ += loss * static_cast<double>(n);
       seen_ += n;
       if (!multilabel) {

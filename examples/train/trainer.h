@@ -83,6 +83,9 @@ class Trainer {
   double loss_sum_ = 0;
   int64_t correct_ = 0, seen_ = 0;
   bool resumed_mid_epoch_ = false;
+  // What --allow-non-finite let through from the resumed checkpoint, for the message
+  // when the first steps then diverge.
+  std::string resumed_non_finite_;
 };
 
 }  // namespace strata::train

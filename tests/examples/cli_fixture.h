@@ -14,6 +14,13 @@
 namespace strata::testing {
 
 class HostileCli : public ::testing::Test {
+ public:
+  // The synthetic dataset (train 64, test 32 images) and a checkpoint trained on it,
+  // made once per process.
+  static const std::filesystem::path& data_dir();
+  static const std::filesystem::path& checkpoint();
+  static int cases();  // hostile runs so far in this process
+
  protected:
   using Args = std::vector<std::string>;
 
@@ -27,16 +34,10 @@ class HostileCli : public ::testing::Test {
   // strata_infer with `args` (and --repeat 1 --warmup 0 unless given).
   ProgramResult infer(const Args& args, ChildOptions options = {});
 
-  // The synthetic dataset (train 64, test 32 images) and a checkpoint trained on it,
-  // made once per process.
-  static const std::filesystem::path& data_dir();
-  static const std::filesystem::path& checkpoint();
   // This test's scratch folder (removed after the test).
   const std::filesystem::path& dir() const { return dir_; }
   // A copy of the synthetic dataset this test may damage.
   std::filesystem::path copy_of_data(const std::string& name) const;
-
-  static int cases();  // hostile runs so far in this process
 
  private:
   std::filesystem::path dir_;
