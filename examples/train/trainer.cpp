@@ -19,6 +19,9 @@ namespace strata::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The blow-up rule's factor (orders of magnitude a step's loss may grow over the first).
+constexpr double kLossBlowUp = 1e4;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Dropout keeps its mask position (seed, offset) outside the state dict
@@ -335,6 +338,15 @@ RunResult Trainer::run() {
                    resumed_non_finite_.empty() ? "try a smaller --lr"
                                                : "the run resumed from a checkpoint holding non-finite values (" +
                                                      resumed_non_finite_ + ")");
+      // A finite blow-up ends the run too: once one step's loss exceeds 10^4 times the
+      // first loss of this run (and 10^4), the weights have run away; no run recovers
+      // from that, and waiting for a NaN wastes the rest of the epoch.
+      if (o.backend != "null") {
+        if (first_loss_ < 0) first_loss_ = loss;
+        STRATA_CHECK(loss <= kLossBlowUp * std::max(first_loss_, 1.0), "training diverged: loss ", loss, " at step ",
+                     step_ + 1, " (epoch ", epoch_ + 1, ", lr ", lr, ") is more than ", kLossBlowUp,
+                     " times the first step's loss ", first_loss_, "; try a smaller --lr");
+      }
       loss_sum_ += loss * static_cast<double>(n);
       seen_ += n;
       if (!multilabel) {

@@ -86,6 +86,9 @@ class Trainer {
   // What --allow-non-finite let through from the resumed checkpoint, for the message
   // when the first steps then diverge.
   std::string resumed_non_finite_;
+  // The first training loss of this run (of this process, after a resume): the
+  // reference of the blow-up rule (see run()).
+  double first_loss_ = -1;
 };
 
 }  // namespace strata::train

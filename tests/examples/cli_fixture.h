@@ -21,11 +21,7 @@ class HostileCli : public ::testing::Test {
   static const std::filesystem::path& checkpoint();
   static int cases();  // hostile runs so far in this process
 
- protected:
   using Args = std::vector<std::string>;
-
-  void SetUp() override;
-  void TearDown() override;
 
   // strata_train with `args`, plus the options of a tiny run (synthetic
   // Fashion-MNIST-like IDX data, keras LeNet, reference backend, 1 epoch of 2 steps,
@@ -33,6 +29,10 @@ class HostileCli : public ::testing::Test {
   ProgramResult train(const Args& args, ChildOptions options = {});
   // strata_infer with `args` (and --repeat 1 --warmup 0 unless given).
   ProgramResult infer(const Args& args, ChildOptions options = {});
+
+ protected:
+  void SetUp() override;
+  void TearDown() override;
 
   // This test's scratch folder (removed after the test).
   const std::filesystem::path& dir() const { return dir_; }
