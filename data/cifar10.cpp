@@ -38,7 +38,7 @@ InMemoryDataset read_cifar10_batches(const std::vector<fs::path>& files, std::st
       std::memcpy(img + item * (kCifar10RecordBytes - 1), rec + 1, kCifar10RecordBytes - 1);
     }
   }
-  return InMemoryDataset(std::move(name), images, labels, 10);
+  return InMemoryDataset(std::move(name), images, labels, 10, files);
 }
 
 InMemoryDataset load_cifar10(const fs::path& dir, Split split) {

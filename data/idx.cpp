@@ -109,7 +109,7 @@ InMemoryDataset read_idx_dataset(const fs::path& images, const fs::path& labels,
   Tensor y = read_idx_labels(labels, num_classes);
   STRATA_CHECK(x.size(0) == y.size(0), name, ": image file '", images.string(), "' has ", x.size(0),
                " images but label file '", labels.string(), "' has ", y.size(0), " labels");
-  return InMemoryDataset(std::move(name), x, y, num_classes);
+  return InMemoryDataset(std::move(name), x, y, num_classes, {images, labels});
 }
 
 InMemoryDataset load_mnist_dir(const fs::path& dir, Split split, const std::string& name) {

@@ -46,7 +46,7 @@ InMemoryDataset read_stl10(const fs::path& images, const fs::path& labels, std::
   Tensor y = read_stl10_labels(labels);
   STRATA_CHECK(x.size(0) == y.size(0), name, ": image file '", images.string(), "' has ", x.size(0),
                " images but label file '", labels.string(), "' has ", y.size(0), " labels");
-  return InMemoryDataset(std::move(name), x, y, 10);
+  return InMemoryDataset(std::move(name), x, y, 10, {images, labels});
 }
 
 InMemoryDataset load_stl10(const fs::path& dir, Split split) {

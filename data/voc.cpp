@@ -84,17 +84,32 @@ VocDataset::VocDataset(const fs::path& root, const std::string& image_set, VocOp
                opts_.resolution);
   std::error_code ec;
   STRATA_CHECK(fs::is_directory(root_, ec), "VocDataset: root '", root_.string(), "' is not a directory");
-  ids_ = read_image_set(root_ / "ImageSets" / "Main" / (image_set + ".txt"));
+  image_set_file_ = root_ / "ImageSets" / "Main" / (image_set + ".txt");
+  ids_ = read_image_set(image_set_file_);
   const int64_t n = static_cast<int64_t>(ids_.size());
   targets_ = Tensor::empty(Shape{n, kVocNumClasses}, DType::f32);
   float* t = targets_.data<float>();
   for (int64_t i = 0; i < n; ++i) {
-    const auto target = parse_voc_annotation(root_ / "Annotations" / (ids_[i] + ".xml"), opts_.include_difficult);
+    const auto target = parse_voc_annotation(annotation_path(i), opts_.include_difficult);
     std::memcpy(t + i * kVocNumClasses, target.data(), sizeof(float) * kVocNumClasses);
     const fs::path img = image_path(i);
     STRATA_CHECK(fs::is_regular_file(img, ec), "VOC image '", img.string(), "' (id '", ids_[i], "' of ",
                  image_set, ".txt): no such file");
   }
+}
+
+fs::path VocDataset::annotation_path(int64_t i) const {
+  check_index(i);
+  return root_ / "Annotations" / (ids_[i] + ".xml");
+}
+
+std::vector<fs::path> VocDataset::source_files() const {
+  std::vector<fs::path> v = {image_set_file_};
+  for (int64_t i = 0; i < size(); ++i) {
+    v.push_back(annotation_path(i));
+    v.push_back(image_path(i));
+  }
+  return v;
 }
 
 fs::path VocDataset::image_path(int64_t i) const {

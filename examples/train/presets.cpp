@@ -76,6 +76,7 @@ class LimitedDataset final : public data::Dataset {
     check_index(i);
     base_->read(i, image, target);
   }
+  std::vector<std::filesystem::path> source_files() const override { return base_->source_files(); }
 
  private:
   std::shared_ptr<const data::Dataset> base_;

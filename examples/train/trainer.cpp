@@ -147,6 +147,16 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   oc.no_decay_bn_bias = o.model != "lenet";
   opt_ = model_->make_optimizer(oc);
 
+  // Outputs are checked once the checkpoint's size is known: the parameters and
+  // buffers, and the optimizer's slots per parameter (none exist before its first step).
+  uint64_t state_bytes = 0, param_bytes = 0;
+  for (const auto& [n, t] : model_->state_dict()) state_bytes += t.nbytes();
+  for (const auto& [n, t] : model_->module().named_parameters()) param_bytes += t.nbytes();
+  const uint64_t slots = oc.kind == nn::OptimizerKind::sgd ? (oc.momentum > 0 ? 1 : 0) : 2;
+  std::vector<std::filesystem::path> inputs = train_set_->source_files();
+  for (auto& f : test_set_->source_files()) inputs.push_back(std::move(f));
+  outputs_ = std::make_unique<GuardedOutputs>(o, inputs, state_bytes + slots * param_bytes + (1u << 16));
+
   const int64_t bpe = train_loader_->batches_per_epoch();
   schedule_.kind = nn::parse_schedule_kind(o.schedule);
   schedule_.base_lr = cfg_.lr;
@@ -184,7 +194,6 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
       env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());
   say("%s", header_.c_str());
 
-  if (!o.metrics.empty()) check_appendable(o.metrics);
   if (!o.resume.empty()) restore(o.resume);
 }
 

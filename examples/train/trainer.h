@@ -20,6 +20,7 @@
 #include "data/loader.h"
 #include "examples/train/metrics.h"
 #include "examples/train/options.h"
+#include "examples/train/outputs.h"
 #include "examples/train/presets.h"
 #include "nn/model.h"
 #include "nn/optim.h"
@@ -74,6 +75,7 @@ class Trainer {
   std::unique_ptr<data::Loader> train_loader_, test_loader_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<nn::Optimizer> opt_;
+  std::unique_ptr<GuardedOutputs> outputs_;  // checked, and the checkpoint locked, for the run's lifetime
   nn::ScheduleConfig schedule_;
   std::string header_;
 

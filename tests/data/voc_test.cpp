@@ -93,6 +93,11 @@ TEST(Voc, ReadsTreeTargetsAndResizedImages) {
   EXPECT_EQ(ds.ids(), (std::vector<std::string>{"000001", "000002", "000003"}));
   EXPECT_EQ(ds.image_shape(), (Shape{3, 8, 8}));
   EXPECT_EQ(ds.target_shape(), (Shape{20}));
+  const std::vector<std::filesystem::path> files = ds.source_files();
+  ASSERT_EQ(files.size(), 7u);  // the image set, then each annotation and JPEG
+  EXPECT_EQ(files[0], dir.path() / "ImageSets" / "Main" / "train.txt");
+  EXPECT_EQ(files[5], dir.path() / "Annotations" / "000003.xml");
+  EXPECT_EQ(files[6], dir.path() / "JPEGImages" / "000003.jpg");
 
   const Example a = ds.get(0);
   EXPECT_EQ(a.target.to_vector<float>(), one_hot({"dog", "person"}));
