@@ -5,10 +5,12 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "data/random.h"
+#include "examples/train/checkpoint_meta.h"
 #include "examples/train/progress.h"
 #include "nn/checkpoint.h"
 #include "nn/layers/activation.h"
@@ -44,22 +46,6 @@ std::string hex_double(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%a", v);
   return buf;
-}
-
-const std::string& meta_at(const nn::safetensors::Metadata& m, const std::string& key, const std::string& path) {
-  auto it = m.find(key);
-  STRATA_CHECK(it != m.end(), "resume: checkpoint ", path, " lacks metadata '", key,
-               "' (not written by strata_train, or by an older version)");
-  return it->second;
-}
-
-int64_t meta_int(const nn::safetensors::Metadata& m, const std::string& key, const std::string& path) {
-  const std::string& s = meta_at(m, key, path);
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  STRATA_CHECK(end && *end == '\0' && !s.empty(), "resume: ", path, ": metadata '", key, "' = '", s,
-               "' is not an integer");
-  return v;
 }
 
 std::string mib(int64_t bytes) {
@@ -232,40 +218,66 @@ void Trainer::restore(const std::string& path) {
                  s.base_channels, "), but this run builds ", spec_.model, " for ", preset_.name, " (",
                  spec_.image_size, " px, width ", spec_.base_channels, "): pass the options of the original run");
   }
+  // Every position field is checked, in its range and against the others, before any
+  // tensor is loaded: a corrupt epoch or step must not start a run "at epoch 2^63".
+  const CheckpointMeta m(contents.metadata, path);
+  const std::string k = "strata.train.";
+  const int64_t saved_epochs = m.integer(k + "epochs", 1, 100000);
+  const int64_t saved_batch = m.integer(k + "batch_size", 1, int64_t{1} << 20);
+  const int64_t saved_images = m.integer(k + "train_images", 1, int64_t{1} << 40);
+  const int64_t saved_bpe = (saved_images + saved_batch - 1) / saved_batch;
+  const int64_t epoch = m.integer(k + "epoch", 0, saved_epochs);
+  // A checkpoint inside an epoch is written only before its last batch.
+  const int64_t batch = m.integer(k + "batch", 0, epoch == saved_epochs ? 0 : saved_bpe - 1);
+  // (Not bounded by batch x batch size: a run resumed with another batch size counts
+  // the images of both.)
+  const int64_t seen = m.integer(k + "seen", batch, batch == 0 ? 0 : int64_t{1} << 40);
+  const int64_t correct = m.integer(k + "correct", 0, seen);
+  const double loss_sum = m.real(k + "loss_sum", 0, std::numeric_limits<double>::max());
+  if (seen == 0 && loss_sum != 0) m.fail(k + "loss_sum", "is not 0 although no image of the epoch was seen");
+  // At least one step per finished epoch and per batch of this one.
+  const int64_t step = m.integer("strata.step", epoch + batch, int64_t{1} << 53);
+  if (m.has("strata.optimizer_steps")) m.integer("strata.optimizer_steps", 0, step);
+  const uint64_t saved_seed = m.unsigned_integer(k + "seed");
+  const std::string& saved_backend = m.text(k + "backend");
+  std::vector<uint64_t> dropout_offsets;
+  for_each_dropout(*model_, [&](const std::string& name, auto&) {
+    dropout_offsets.push_back(m.unsigned_integer(k + "dropout." + name));
+  });
+  const int64_t bpe = train_loader_->batches_per_epoch();
+  STRATA_CHECK(batch < bpe || batch == 0, "resume: checkpoint '", path, "' stopped after batch ", batch,
+               " of its epoch ", epoch + 1, ", but this run's epochs have ", bpe, " batches (batch size ",
+               cfg_.o.batch_size, ", ", train_set_->size(), " images): resume with the original --batch-size (",
+               saved_batch, ")");
+
   const nn::CheckpointInfo info =
       nn::load_checkpoint(contents, path, model_->module(), opt_.get(), {cfg_.o.allow_non_finite});
   for (const std::string& w : info.warnings) {
     say("warning: %s (loaded: --allow-non-finite)\n", w.c_str());
     resumed_non_finite_ += (resumed_non_finite_.empty() ? "" : "; ") + w;
   }
-  const auto& m = info.metadata;
-  step_ = info.step;
-  epoch_ = meta_int(m, "strata.train.epoch", path);
-  batch_ = meta_int(m, "strata.train.batch", path);
-  loss_sum_ = std::strtod(meta_at(m, "strata.train.loss_sum", path).c_str(), nullptr);
-  correct_ = meta_int(m, "strata.train.correct", path);
-  seen_ = meta_int(m, "strata.train.seen", path);
+  step_ = step;
+  epoch_ = epoch;
+  batch_ = batch;
+  loss_sum_ = loss_sum;
+  correct_ = correct;
+  seen_ = seen;
   int64_t index = 0;
-  for_each_dropout(*model_, [&](const std::string& name, auto& d) {
-    const int64_t off = meta_int(m, "strata.train.dropout." + name, path);
-    d.set_seed(dropout_seed(cfg_.o.seed, index++), static_cast<uint64_t>(off));
+  for_each_dropout(*model_, [&](const std::string&, auto& d) {
+    d.set_seed(dropout_seed(cfg_.o.seed, index), dropout_offsets[static_cast<size_t>(index)]);
+    ++index;
   });
-  const int64_t saved_batch = meta_int(m, "strata.train.batch_size", path);
-  const int64_t saved_images = meta_int(m, "strata.train.train_images", path);
-  const int64_t saved_epochs = meta_int(m, "strata.train.epochs", path);
-  const std::string saved_seed = meta_at(m, "strata.train.seed", path);
-  const std::string saved_backend = meta_at(m, "strata.train.backend", path);
   if (saved_backend != cfg_.o.backend)
     say("note: resume: the checkpoint was written on backend %s, this run uses %s: backends round differently, so "
         "the continuation is not bitwise that of the original run\n",
         saved_backend.c_str(), cfg_.o.backend.c_str());
   if (saved_batch != cfg_.o.batch_size || saved_images != train_set_->size() || saved_epochs != cfg_.o.epochs ||
-      saved_seed != std::to_string(cfg_.o.seed))
+      saved_seed != cfg_.o.seed)
     say("warning: resume: the checkpoint was written with batch size %lld, %lld training images, %lld epochs, "
-        "seed %s; this run uses %lld, %lld, %d, %llu: training continues, but not as the original run would have\n",
+        "seed %llu; this run uses %lld, %lld, %d, %llu: training continues, but not as the original run would have\n",
         static_cast<long long>(saved_batch), static_cast<long long>(saved_images), static_cast<long long>(saved_epochs),
-        saved_seed.c_str(), static_cast<long long>(cfg_.o.batch_size), static_cast<long long>(train_set_->size()),
-        cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
+        static_cast<unsigned long long>(saved_seed), static_cast<long long>(cfg_.o.batch_size),
+        static_cast<long long>(train_set_->size()), cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
   resumed_mid_epoch_ = batch_ > 0;
   say("resumed from %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(epoch_ + 1),
       static_cast<long long>(batch_), static_cast<long long>(step_));

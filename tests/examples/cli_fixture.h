@@ -29,15 +29,14 @@ class HostileCli : public ::testing::Test {
   ProgramResult train(const Args& args, ChildOptions options = {});
   // strata_infer with `args` (and --repeat 1 --warmup 0 unless given).
   ProgramResult infer(const Args& args, ChildOptions options = {});
-
- protected:
-  void SetUp() override;
-  void TearDown() override;
-
   // This test's scratch folder (removed after the test).
   const std::filesystem::path& dir() const { return dir_; }
   // A copy of the synthetic dataset this test may damage.
   std::filesystem::path copy_of_data(const std::string& name) const;
+
+ protected:
+  void SetUp() override;
+  void TearDown() override;
 
  private:
   std::filesystem::path dir_;
