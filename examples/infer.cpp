@@ -155,7 +155,20 @@ int main(int argc, char** argv) {
                 dataset.c_str(), checkpoint.c_str(), step == ck.metadata.end() ? "?" : step->second.c_str(),
                 backend.c_str(), dispatch.c_str(), with_commas(model->num_parameters()).c_str());
 
-    const Input in = image.empty() ? load_idx_item(idx, index, dataset) : load_image_file(image);
+    const Input in = image.empty() ? load_idx_item(idx, index, preset.idx ? dataset : "idx") : load_image_file(image);
+    // IDX items come from an IDX dataset: a checkpoint of another one would answer in
+    // its own classes, and the item's label means something else.
+    const bool foreign = image.empty() && !preset.idx;
+    if (foreign)
+      std::fprintf(stderr,
+                   "strata_infer: warning: %s was trained on %s (%lldx%lldx%lld images) but --idx gives an IDX item "
+                   "[%lld,%lld,%lld] (the format of fashion-mnist and mnist): the answer is one of %s's classes, "
+                   "and the item's label is not compared with it\n",
+                   checkpoint.c_str(), dataset.c_str(), static_cast<long long>(spec.in_channels),
+                   static_cast<long long>(spec.image_size), static_cast<long long>(spec.image_size),
+                   static_cast<long long>(in.chw.size(0)), static_cast<long long>(in.chw.size(1)),
+                   static_cast<long long>(in.chw.size(2)), dataset.c_str());
+    const int64_t label = foreign ? -1 : in.label;
     const Tensor x = preprocess(in.chw, spec.in_channels, spec.image_size, invert, preset.normalize);
     auto name_of = [&](int64_t c) {
       return c >= 0 && c < static_cast<int64_t>(preset.class_names.size()) ? preset.class_names[static_cast<size_t>(c)]
@@ -166,7 +179,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(in.chw.size(2)), static_cast<long long>(spec.in_channels),
                 static_cast<long long>(spec.image_size), static_cast<long long>(spec.image_size),
                 invert ? ", inverted" : "");
-    if (in.label >= 0) std::printf(", label %lld '%s'", static_cast<long long>(in.label), name_of(in.label).c_str());
+    if (label >= 0) std::printf(", label %lld '%s'", static_cast<long long>(label), name_of(label).c_str());
     std::printf("\n");
 
     using Clock = std::chrono::steady_clock;
@@ -203,7 +216,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i < std::min<int64_t>(top, k); ++i)
       std::printf("%s %lld '%s' %.3f", i == 1 ? " | next:" : ",", static_cast<long long>(order[i]),
                   name_of(order[i]).c_str(), prob[static_cast<size_t>(order[i])]);
-    if (in.label >= 0) std::printf(" | %s", in.label == best ? "correct" : "wrong");
+    if (label >= 0) std::printf(" | %s", label == best ? "correct" : "wrong");
     std::printf("\n");
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());

@@ -20,6 +20,7 @@ std::vector<DatasetPreset> make_presets() {
   fm.name = "fashion-mnist";
   fm.default_dir = data::kDebianFashionMnistDir;
   fm.format = "IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]";
+  fm.idx = true;
   fm.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   fm.normalize = data::norm::fashion_mnist();
@@ -116,7 +117,7 @@ std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const Da
   STRATA_CHECK(std::filesystem::is_directory(r.dir), p.name, ": data directory '", r.dir, "' does not exist",
                p.name == "fashion-mnist" ? " (install Debian's dataset-fashion-mnist: tools/setup-deps.sh)" : "",
                "; expected ", p.format);
-  if (p.name == "fashion-mnist" || p.name == "mnist")
+  if (p.idx)
     return std::make_shared<data::InMemoryDataset>(data::load_mnist_dir(r.dir, split, p.name));
   if (p.name == "cifar10") return std::make_shared<data::InMemoryDataset>(data::load_cifar10(r.dir, split));
   if (p.name == "stl10") return std::make_shared<data::InMemoryDataset>(data::load_stl10(r.dir, split));

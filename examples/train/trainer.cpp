@@ -9,6 +9,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
+#include "core/file.h"
 #include "data/random.h"
 #include "examples/train/checkpoint_meta.h"
 #include "examples/train/progress.h"
@@ -90,6 +91,14 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set};
   train_set_ = limit_dataset(load_split(preset_, req, data::Split::train), o.train_limit);
   test_set_ = limit_dataset(load_split(preset_, req, data::Split::test), o.test_limit);
+  // A valid file may hold no images; training would run zero steps and fail later
+  // without naming it.
+  for (const auto* set : {&train_set_, &test_set_}) {
+    std::string files;
+    for (const auto& f : (*set)->source_files()) files += (files.empty() ? "" : ", ") + quoted(f);
+    STRATA_CHECK((*set)->size() > 0, (*set)->name(), ": no images", files.empty() ? "" : " in ", files,
+                 set == &train_set_ ? ": nothing to train on" : ": nothing to evaluate on");
+  }
 
   data::LoaderOptions tl;
   tl.batch_size = o.batch_size;
