@@ -155,6 +155,9 @@ int main(int argc, char** argv) {
                 dataset.c_str(), checkpoint.c_str(), step == ck.metadata.end() ? "?" : step->second.c_str(),
                 backend.c_str(), dispatch.c_str(), with_commas(model->num_parameters()).c_str());
 
+    if (backend == "null")
+      std::printf("note: backend null computes nothing: the class, probabilities and correctness below are whatever "
+                  "memory held, not results; the time is strata's own overhead\n");
     const Input in = image.empty() ? load_idx_item(idx, index, preset.idx ? dataset : "idx") : load_image_file(image);
     // IDX items come from an IDX dataset: a checkpoint of another one would answer in
     // its own classes, and the item's label means something else.

@@ -1,5 +1,6 @@
 #include "examples/train/options.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "backends/api/registry.h"
 #include "examples/train/presets.h"
@@ -185,13 +187,30 @@ RunConfig resolve(const TrainOptions& in) {
   STRATA_CHECK(o.schedule == "constant" || o.schedule == "cosine" || o.schedule == "step", "unknown schedule '",
                o.schedule, "' (known: constant, cosine, step)");
   if (o.augment < 0) o.augment = p.augment_by_default ? 1 : 0;
+  // Its "weights" are whatever memory held (NaN among them): nothing worth saving.
+  STRATA_CHECK(o.checkpoint.empty() || o.backend != "null", "--checkpoint: backend 'null' computes nothing, so its "
+               "weights are not results and are not saved; drop --checkpoint, or choose a backend that computes");
   STRATA_CHECK(o.warmup_epochs == 0 || o.warmup_epochs < o.epochs, "--warmup-epochs ", o.warmup_epochs,
                " is not shorter than the run (--epochs ", o.epochs, ")");
   return r;
 }
 
+int available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void apply_thread_count(int threads, char** argv) {
   if (threads <= 0) return;
+  // Warned, not capped: the count is the user's (an oversubscription can be what is
+  // measured). Once: a re-executed process has already said it.
+  if (const int cpus = available_cpus(); threads > cpus && std::getenv("STRATA_TRAIN_REEXECUTED") == nullptr)
+    std::fprintf(stderr,
+                 "warning: --threads %d is more than the %d CPUs this process may run on: the threads will take "
+                 "turns on them and every parallel op waits for the last (docs/threads.md); kept as asked\n",
+                 threads, cpus);
   const std::string n = std::to_string(threads);
   auto equals = [&](const char* var) {
     const char* v = std::getenv(var);

@@ -85,6 +85,10 @@ void check_precision(const std::string& precision, const std::string& backend, c
 // OMP_WAIT_POLICY=passive unless it is set) and re-executes the program (once) so the
 // libraries see them. Returns only when nothing needs to
 // change (or the re-exec failed, with a warning on stderr).
+// Warns on stderr when `threads` exceeds available_cpus().
 void apply_thread_count(int threads, char** argv);
+
+// The CPUs this process may run on (its affinity mask).
+int available_cpus();
 
 }  // namespace strata::train

@@ -187,6 +187,9 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   add("threads: OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s%s%s\n",
       env_or("OMP_NUM_THREADS", "(unset)").c_str(), env_or("OPENBLAS_NUM_THREADS", "(unset)").c_str(),
       env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());
+  if (o.backend == "null")
+    add("note: backend null computes nothing: the losses and accuracies of this run are whatever "
+        "memory held, not results; it measures strata's own overhead\n");
   say("%s", header_.c_str());
 
   if (!o.resume.empty()) restore(o.resume);
