@@ -13,7 +13,7 @@ InMemoryDataset read_cifar10_batches(const std::vector<fs::path>& files, std::st
   std::vector<std::vector<uint8_t>> contents;
   int64_t total = 0;
   for (const auto& path : files) {
-    std::vector<uint8_t> bytes = read_file(path);
+    std::vector<uint8_t> bytes = read_regular_file(path);
     const int64_t n = static_cast<int64_t>(bytes.size());
     STRATA_CHECK(n > 0, "CIFAR-10 batch '", path.string(), "': file is empty");
     STRATA_CHECK(n % kCifar10RecordBytes == 0, "CIFAR-10 batch '", path.string(), "': size ", n,
@@ -38,7 +38,7 @@ InMemoryDataset read_cifar10_batches(const std::vector<fs::path>& files, std::st
       std::memcpy(img + item * (kCifar10RecordBytes - 1), rec + 1, kCifar10RecordBytes - 1);
     }
   }
-  return InMemoryDataset(std::move(name), images, labels, 10);
+  return InMemoryDataset(std::move(name), images, labels, 10, files);
 }
 
 InMemoryDataset load_cifar10(const fs::path& dir, Split split) {

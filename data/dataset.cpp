@@ -19,8 +19,9 @@ Example Dataset::get(int64_t i) const {
   return ex;
 }
 
-InMemoryDataset::InMemoryDataset(std::string name, Tensor images, Tensor labels, int64_t num_classes)
-    : name_(std::move(name)), num_classes_(num_classes) {
+InMemoryDataset::InMemoryDataset(std::string name, Tensor images, Tensor labels, int64_t num_classes,
+                                 std::vector<std::filesystem::path> files)
+    : name_(std::move(name)), num_classes_(num_classes), files_(std::move(files)) {
   STRATA_CHECK(images.defined() && labels.defined(), name_, ": images and labels must be defined");
   STRATA_CHECK(images.dtype() == DType::u8 && images.dim() == 4 && images.device().is_cpu(), name_,
                ": images must be a cpu u8 [N,C,H,W] tensor, got ", images.str());

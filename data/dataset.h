@@ -7,7 +7,9 @@
 // straight into caller-owned buffers and must be safe to call from several threads
 // at once (the loader's workers). get() is a convenience that allocates tensors.
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -37,6 +39,10 @@ class Dataset {
   // Throws strata::Error for i out of range or unreadable data (naming the file).
   virtual void read(int64_t i, uint8_t* image, void* target) const = 0;
 
+  // The files the dataset reads (or has read), so a program can refuse to write over
+  // its own inputs. Empty for data that comes from no file.
+  virtual std::vector<std::filesystem::path> source_files() const { return {}; }
+
   // Item i as freshly allocated tensors.
   Example get(int64_t i) const;
 
@@ -49,7 +55,9 @@ class Dataset {
 class InMemoryDataset final : public Dataset {
  public:
   // Validates shapes, dtypes and the label range; throws strata::Error otherwise.
-  InMemoryDataset(std::string name, Tensor images, Tensor labels, int64_t num_classes);
+  // `files`: those the tensors were read from (source_files()).
+  InMemoryDataset(std::string name, Tensor images, Tensor labels, int64_t num_classes,
+                  std::vector<std::filesystem::path> files = {});
 
   std::string name() const override { return name_; }
   int64_t size() const override { return images_.size(0); }
@@ -58,6 +66,7 @@ class InMemoryDataset final : public Dataset {
   DType target_dtype() const override { return DType::i64; }
   int64_t num_classes() const override { return num_classes_; }
   void read(int64_t i, uint8_t* image, void* target) const override;
+  std::vector<std::filesystem::path> source_files() const override { return files_; }
 
   const Tensor& images() const { return images_; }  // u8 [N,C,H,W], contiguous
   const Tensor& labels() const { return labels_; }  // i64 [N], contiguous
@@ -66,6 +75,7 @@ class InMemoryDataset final : public Dataset {
   std::string name_;
   Tensor images_, labels_;
   int64_t num_classes_;
+  std::vector<std::filesystem::path> files_;
 };
 
 }  // namespace strata::data

@@ -2,9 +2,7 @@
 
 #include <zlib.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <algorithm>
 #include <limits>
 #include <memory>
 
@@ -14,37 +12,12 @@ namespace strata::data {
 
 namespace fs = std::filesystem;
 
-std::string quoted(const fs::path& path) {
-  std::string s;
-  s.reserve(path.native().size() + 2);
-  s += '\'';
-  s += path.native();
-  s += '\'';
-  return s;
-}
-
-std::vector<uint8_t> read_file(const fs::path& path) {
-  std::error_code ec;
-  const auto st = fs::status(path, ec);
-  STRATA_CHECK(fs::exists(st), "cannot open '", path.string(), "': no such file");
-  STRATA_CHECK(fs::is_regular_file(st), "cannot read '", path.string(), "': not a regular file");
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  STRATA_CHECK(f != nullptr, "cannot open '", path.string(), "': ", std::strerror(errno));
-  std::vector<uint8_t> out;
-  const auto size = fs::file_size(path, ec);
-  if (!ec) out.reserve(static_cast<size_t>(size));
-  uint8_t buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) out.insert(out.end(), buf, buf + n);
-  STRATA_CHECK(!std::ferror(f.get()), "error reading '", path.string(), "': ", std::strerror(errno));
-  return out;
-}
-
 bool is_gzip(const std::vector<uint8_t>& bytes) {
   return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
 }
 
-std::vector<uint8_t> gunzip(const std::vector<uint8_t>& bytes, const std::string& what) {
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& bytes, const std::string& what, uint64_t limit) {
+  const uint64_t cap = limit == kNoSizeLimit ? limit : limit + 1;
   STRATA_CHECK(is_gzip(bytes), what, ": not a gzip stream (bad magic)");
   z_stream zs{};
   // 16 + MAX_WBITS: expect a gzip header and trailer (CRC and length are checked).
@@ -58,7 +31,8 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& bytes, const std::string
   if (bytes.size() >= 18) {
     const uint8_t* t = bytes.data() + bytes.size() - 4;
     const uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (uint64_t(t[3]) << 24);
-    if (isize <= 1032 * static_cast<uint64_t>(bytes.size())) out.reserve(std::min<uint64_t>(isize, 1u << 28));
+    if (isize <= 1032 * static_cast<uint64_t>(bytes.size()))
+      out.reserve(std::min<uint64_t>(std::min<uint64_t>(isize, cap), 1u << 28));
   }
   std::vector<uint8_t> chunk(1 << 18);
   size_t in_pos = 0;
@@ -67,11 +41,13 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& bytes, const std::string
     const size_t chunk_in = std::min<size_t>(bytes.size() - in_pos, std::numeric_limits<uInt>::max());
     zs.next_in = const_cast<Bytef*>(bytes.data() + in_pos);
     zs.avail_in = static_cast<uInt>(chunk_in);
+    const size_t room = std::min<uint64_t>(chunk.size(), cap - out.size());
     zs.next_out = chunk.data();
-    zs.avail_out = static_cast<uInt>(chunk.size());
+    zs.avail_out = static_cast<uInt>(room);
     const int rc = inflate(&zs, Z_NO_FLUSH);
-    out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - zs.avail_out));
+    out.insert(out.end(), chunk.data(), chunk.data() + (room - zs.avail_out));
     in_pos += chunk_in - zs.avail_in;
+    if (out.size() == cap) return out;  // more than the caller can use: it reports the excess
     if (rc == Z_STREAM_END) {
       member_done = true;
       if (in_pos == bytes.size()) break;
@@ -88,12 +64,6 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& bytes, const std::string
   STRATA_CHECK(member_done, what, ": truncated gzip stream (ended after ", bytes.size(), " compressed bytes, ",
                out.size(), " bytes inflated)");
   return out;
-}
-
-std::vector<uint8_t> read_file_maybe_gzip(const fs::path& path) {
-  std::vector<uint8_t> bytes = read_file(path);
-  if (!is_gzip(bytes)) return bytes;
-  return gunzip(bytes, quoted(path));
 }
 
 fs::path first_existing(const std::vector<fs::path>& candidates, const std::string& what) {

@@ -7,7 +7,7 @@ namespace strata::data {
 namespace fs = std::filesystem;
 
 Tensor read_stl10_images(const fs::path& path) {
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = read_regular_file(path);
   const int64_t n = static_cast<int64_t>(bytes.size());
   STRATA_CHECK(n > 0, "STL-10 images '", path.string(), "': file is empty");
   STRATA_CHECK(n % kStl10ImageBytes == 0, "STL-10 images '", path.string(), "': size ", n,
@@ -28,7 +28,7 @@ Tensor read_stl10_images(const fs::path& path) {
 }
 
 Tensor read_stl10_labels(const fs::path& path) {
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = read_regular_file(path);
   STRATA_CHECK(!bytes.empty(), "STL-10 labels '", path.string(), "': file is empty");
   const int64_t n = static_cast<int64_t>(bytes.size());
   Tensor t = Tensor::empty(Shape{n}, DType::i64);
@@ -46,7 +46,7 @@ InMemoryDataset read_stl10(const fs::path& images, const fs::path& labels, std::
   Tensor y = read_stl10_labels(labels);
   STRATA_CHECK(x.size(0) == y.size(0), name, ": image file '", images.string(), "' has ", x.size(0),
                " images but label file '", labels.string(), "' has ", y.size(0), " labels");
-  return InMemoryDataset(std::move(name), x, y, 10);
+  return InMemoryDataset(std::move(name), x, y, 10, {images, labels});
 }
 
 InMemoryDataset load_stl10(const fs::path& dir, Split split) {

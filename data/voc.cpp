@@ -23,7 +23,7 @@ std::string_view trim(std::string_view s) {
 }
 
 std::vector<std::string> read_image_set(const fs::path& file) {
-  const std::vector<uint8_t> bytes = read_file(file);
+  const std::vector<uint8_t> bytes = read_regular_file(file);
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::vector<std::string> ids;
   std::string line;
@@ -51,7 +51,7 @@ int voc_class_index(std::string_view name) {
 
 std::array<float, kVocNumClasses> parse_voc_annotation(const fs::path& xml_file, bool include_difficult) {
   const std::string file = quoted(xml_file);
-  const std::vector<uint8_t> bytes = read_file(xml_file);
+  const std::vector<uint8_t> bytes = read_regular_file(xml_file);
   pugi::xml_document doc;
   const pugi::xml_parse_result r = doc.load_buffer(bytes.data(), bytes.size());
   STRATA_CHECK(r, "malformed XML in VOC annotation ", file, ": ", r.description(), " at byte ", r.offset);
@@ -84,17 +84,32 @@ VocDataset::VocDataset(const fs::path& root, const std::string& image_set, VocOp
                opts_.resolution);
   std::error_code ec;
   STRATA_CHECK(fs::is_directory(root_, ec), "VocDataset: root '", root_.string(), "' is not a directory");
-  ids_ = read_image_set(root_ / "ImageSets" / "Main" / (image_set + ".txt"));
+  image_set_file_ = root_ / "ImageSets" / "Main" / (image_set + ".txt");
+  ids_ = read_image_set(image_set_file_);
   const int64_t n = static_cast<int64_t>(ids_.size());
   targets_ = Tensor::empty(Shape{n, kVocNumClasses}, DType::f32);
   float* t = targets_.data<float>();
   for (int64_t i = 0; i < n; ++i) {
-    const auto target = parse_voc_annotation(root_ / "Annotations" / (ids_[i] + ".xml"), opts_.include_difficult);
+    const auto target = parse_voc_annotation(annotation_path(i), opts_.include_difficult);
     std::memcpy(t + i * kVocNumClasses, target.data(), sizeof(float) * kVocNumClasses);
     const fs::path img = image_path(i);
     STRATA_CHECK(fs::is_regular_file(img, ec), "VOC image '", img.string(), "' (id '", ids_[i], "' of ",
                  image_set, ".txt): no such file");
   }
+}
+
+fs::path VocDataset::annotation_path(int64_t i) const {
+  check_index(i);
+  return root_ / "Annotations" / (ids_[i] + ".xml");
+}
+
+std::vector<fs::path> VocDataset::source_files() const {
+  std::vector<fs::path> v = {image_set_file_};
+  for (int64_t i = 0; i < size(); ++i) {
+    v.push_back(annotation_path(i));
+    v.push_back(image_path(i));
+  }
+  return v;
 }
 
 fs::path VocDataset::image_path(int64_t i) const {
@@ -105,7 +120,7 @@ fs::path VocDataset::image_path(int64_t i) const {
 void VocDataset::read(int64_t i, uint8_t* image, void* target) const {
   check_index(i);
   const fs::path path = image_path(i);
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = read_regular_file(path);
   const DecodedImage img = decode_jpeg(bytes.data(), bytes.size(), quoted(path));
   resize_bilinear(img.pixels.data(), 3, img.height, img.width, PixelLayout::hwc, image, opts_.resolution,
                   opts_.resolution);

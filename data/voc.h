@@ -56,13 +56,17 @@ class VocDataset final : public Dataset {
   int64_t num_classes() const override { return kVocNumClasses; }
   // Reads, decodes and resizes the JPEG of item i (thread-safe); target = the f32[20].
   void read(int64_t i, uint8_t* image, void* target) const override;
+  // The image set, and every annotation and JPEG it names.
+  std::vector<std::filesystem::path> source_files() const override;
 
   const std::vector<std::string>& ids() const { return ids_; }
   std::filesystem::path image_path(int64_t i) const;
+  std::filesystem::path annotation_path(int64_t i) const;
   const Tensor& targets() const { return targets_; }  // f32 [N,20]
 
  private:
   std::filesystem::path root_;
+  std::filesystem::path image_set_file_;
   std::string name_;
   VocOptions opts_;
   std::vector<std::string> ids_;

@@ -17,11 +17,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 
 #include "data/idx.h"
-#include "data/jpeg.h"
+#include "data/image.h"
 #include "data/resize.h"
 #include "examples/train/options.h"
 #include "examples/train/presets.h"
@@ -38,55 +37,10 @@ struct Input {
   int64_t label = -1;
 };
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  STRATA_CHECK(f.good(), "cannot open '", path, "'");
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-// Binary PGM (P5) or PPM (P6), maxval <= 255.
-Tensor decode_pnm(const std::vector<uint8_t>& b, const std::string& path) {
-  size_t pos = 2;
-  auto next_int = [&]() -> int64_t {
-    while (pos < b.size()) {
-      if (b[pos] == '#') {
-        while (pos < b.size() && b[pos] != '\n') ++pos;
-      } else if (std::isspace(b[pos])) {
-        ++pos;
-      } else {
-        break;
-      }
-    }
-    int64_t v = 0;
-    bool any = false;
-    while (pos < b.size() && std::isdigit(b[pos])) v = v * 10 + (b[pos++] - '0'), any = true;
-    STRATA_CHECK(any, path, ": malformed PGM/PPM header");
-    return v;
-  };
-  const int64_t c = b[1] == '5' ? 1 : 3;
-  const int64_t w = next_int(), h = next_int(), maxval = next_int();
-  STRATA_CHECK(maxval > 0 && maxval <= 255 && w > 0 && h > 0, path, ": only 8-bit PGM/PPM is supported (", w, "x", h,
-               ", maxval ", maxval, ")");
-  ++pos;  // the single whitespace after maxval
-  STRATA_CHECK(b.size() >= pos + static_cast<size_t>(w * h * c), path, ": truncated PGM/PPM (", w, "x", h, "x", c, ")");
-  Tensor t = Tensor::empty(Shape{c, h, w}, DType::u8);
-  uint8_t* d = t.data<uint8_t>();
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t x = 0; x < w; ++x)
-      for (int64_t k = 0; k < c; ++k) d[(k * h + y) * w + x] = b[pos + static_cast<size_t>((y * w + x) * c + k)];
-  return t;
-}
-
 Input load_image_file(const std::string& path) {
-  const std::vector<uint8_t> b = read_bytes(path);
   Input in;
+  in.chw = data::read_image_file(path);
   in.what = path;
-  if (b.size() >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6'))
-    in.chw = decode_pnm(b, path);
-  else if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8)
-    in.chw = data::decode_jpeg_chw(b.data(), b.size(), path);
-  else
-    STRATA_FAIL(path, ": not a JPEG or binary PGM/PPM image");
   return in;
 }
 
@@ -162,7 +116,7 @@ int main(int argc, char** argv) {
   std::string checkpoint, image, idx, backend, dispatch = "direct";
   int64_t index = 0;
   int repeat = 100, warmup = 5, top = 3, threads = 0;
-  bool invert = false;
+  bool invert = false, allow_non_finite = false;
   app.option_defaults()->always_capture_default();
   app.add_option("--checkpoint", checkpoint, "checkpoint written by strata_train")->required();
   auto* img_opt = app.add_option("--image", image, "a JPEG or binary PGM/PPM file");
@@ -175,6 +129,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "timed inferences")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "untimed inferences first")->check(CLI::Range(0, 1000000));
   app.add_option("--top", top, "classes to print")->check(CLI::Range(1, 1000));
+  app.add_flag("--allow-non-finite", allow_non_finite,
+               "load a checkpoint whose tensors hold NaN or infinity (refused otherwise; its outputs still are)");
   app.add_flag("--invert", invert, "invert the image (dark objects on white -> Fashion-MNIST's light on black)");
   app.add_option("--threads", threads, "threads of the backend libraries (0: environment)")->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
@@ -187,10 +143,11 @@ int main(int argc, char** argv) {
     const train::DatasetPreset& preset = train::dataset_preset(dataset);
     if (backend.empty()) backend = train::best_cpu_backend();
     auto model = train::build_model(spec, ops::parse_dispatch_mode(dispatch), backend);
-    nn::StateDict weights;
-    for (const auto& [n, t] : ck.tensors)
-      if (n.rfind(nn::kOptimizerPrefix, 0) != 0) weights.emplace_back(n, t);
-    model->load_state_dict(weights, true);
+    // The model's tensors only (an optimizer's state in the file is left alone).
+    const nn::CheckpointInfo loaded =
+        nn::load_checkpoint(ck, checkpoint, model->module(), nullptr, {allow_non_finite});
+    for (const std::string& w : loaded.warnings)
+      std::fprintf(stderr, "strata_infer: warning: %s (loaded: --allow-non-finite)\n", w.c_str());
     model->eval();
     auto step = ck.metadata.find("strata.step");
     std::printf("strata_infer: %s%s for %s from %s (step %s) | backend %s | dispatch %s | %s parameters\n",
@@ -198,7 +155,23 @@ int main(int argc, char** argv) {
                 dataset.c_str(), checkpoint.c_str(), step == ck.metadata.end() ? "?" : step->second.c_str(),
                 backend.c_str(), dispatch.c_str(), with_commas(model->num_parameters()).c_str());
 
-    const Input in = image.empty() ? load_idx_item(idx, index, dataset) : load_image_file(image);
+    if (backend == "null")
+      std::printf("note: backend null computes nothing: the class, probabilities and correctness below are whatever "
+                  "memory held, not results; the time is strata's own overhead\n");
+    const Input in = image.empty() ? load_idx_item(idx, index, preset.idx ? dataset : "idx") : load_image_file(image);
+    // IDX items come from an IDX dataset: a checkpoint of another one would answer in
+    // its own classes, and the item's label means something else.
+    const bool foreign = image.empty() && !preset.idx;
+    if (foreign)
+      std::fprintf(stderr,
+                   "strata_infer: warning: %s was trained on %s (%lldx%lldx%lld images) but --idx gives an IDX item "
+                   "[%lld,%lld,%lld] (the format of fashion-mnist and mnist): the answer is one of %s's classes, "
+                   "and the item's label is not compared with it\n",
+                   checkpoint.c_str(), dataset.c_str(), static_cast<long long>(spec.in_channels),
+                   static_cast<long long>(spec.image_size), static_cast<long long>(spec.image_size),
+                   static_cast<long long>(in.chw.size(0)), static_cast<long long>(in.chw.size(1)),
+                   static_cast<long long>(in.chw.size(2)), dataset.c_str());
+    const int64_t label = foreign ? -1 : in.label;
     const Tensor x = preprocess(in.chw, spec.in_channels, spec.image_size, invert, preset.normalize);
     auto name_of = [&](int64_t c) {
       return c >= 0 && c < static_cast<int64_t>(preset.class_names.size()) ? preset.class_names[static_cast<size_t>(c)]
@@ -209,7 +182,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(in.chw.size(2)), static_cast<long long>(spec.in_channels),
                 static_cast<long long>(spec.image_size), static_cast<long long>(spec.image_size),
                 invert ? ", inverted" : "");
-    if (in.label >= 0) std::printf(", label %lld '%s'", static_cast<long long>(in.label), name_of(in.label).c_str());
+    if (label >= 0) std::printf(", label %lld '%s'", static_cast<long long>(label), name_of(label).c_str());
     std::printf("\n");
 
     using Clock = std::chrono::steady_clock;
@@ -222,6 +195,12 @@ int main(int argc, char** argv) {
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     const int64_t k = static_cast<int64_t>(logits.size());
+    // A NaN would sort anywhere and print as a probability: no class can be named.
+    if (backend != "null")
+      for (int64_t i = 0; i < k; ++i)
+        STRATA_CHECK(std::isfinite(logits[static_cast<size_t>(i)]), "the model's output for ", in.what,
+                     " is not finite (logit ", i, " of ", k, " is ", logits[static_cast<size_t>(i)],
+                     "): the weights of ", checkpoint, " or the input overflow; no class can be named");
     std::vector<double> prob(logits.size());
     if (spec.task == train::Task::multilabel) {
       for (size_t i = 0; i < logits.size(); ++i) prob[i] = 1.0 / (1.0 + std::exp(-static_cast<double>(logits[i])));
@@ -240,7 +219,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i < std::min<int64_t>(top, k); ++i)
       std::printf("%s %lld '%s' %.3f", i == 1 ? " | next:" : ",", static_cast<long long>(order[i]),
                   name_of(order[i]).c_str(), prob[static_cast<size_t>(order[i])]);
-    if (in.label >= 0) std::printf(" | %s", in.label == best ? "correct" : "wrong");
+    if (label >= 0) std::printf(" | %s", label == best ? "correct" : "wrong");
     std::printf("\n");
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());

@@ -65,6 +65,9 @@ def make_idx():
     put("idx", "bad_type_float", idx([2], b"\x00" * 8, type_byte=0x0D))
     put("idx", "huge_dims", idx([0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF], b""))
     put("idx", "gz_truncated", gz(images)[:-6])
+    # A 1 KB file that inflates to 1 MB past what its dims need: the reader inflates
+    # only what the header allows, plus one byte.
+    put("idx", "gz_bomb", gz(idx([1, 4, 4], pattern(16)) + bytes(1 << 20)))
 
 
 # --- CIFAR-10: records of 1 label byte + 3072 pixel bytes ----------------------------
@@ -118,6 +121,48 @@ def make_voc():
     put("voc", "entities_cdata.xml",
         "<!DOCTYPE a [<!ENTITY e \"cat\">]><annotation><object><name><![CDATA[cat]]></name></object>"
         "<object><name>&e;</name></object></annotation>")
+
+
+# --- images of strata_infer --image: binary PGM/PPM and JPEG -------------------------
+# Two small JPEGs written by libjpeg-turbo through strata's data::encode_jpeg (quality
+# 50, 4:4:4): an 8x8 RGB and a 4x4 greyscale image.
+JPEG_RGB_8X8 = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a181616183123"
+    "251d283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c656763ffdb0043011112"
+    "121815182f1a1a2f63423842636363636363636363636363636363636363636363636363636363636363636363636363"
+    "6363636363636363636363636363ffc00011080008000803011100021101031101ffc4001f0000010501010101010100"
+    "000000000000000102030405060708090a0bffc400b5100002010303020403050504040000017d010203000411051221"
+    "31410613516107227114328191a1082342b1c11552d1f02433627282090a161718191a25262728292a3435363738393a"
+    "434445464748494a535455565758595a636465666768696a737475767778797a838485868788898a9293949596979899"
+    "9aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1"
+    "f2f3f4f5f6f7f8f9faffc4001f0100030101010101010101010000000000000102030405060708090a0bffc400b51100"
+    "020102040403040705040400010277000102031104052131061241510761711322328108144291a1b1c109233352f015"
+    "6272d10a162434e125f11718191a262728292a35363738393a434445464748494a535455565758595a63646566676869"
+    "6a737475767778797a82838485868788898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4"
+    "c5c6c7c8c9cad2d3d4d5d6d7d8d9dae2e3e4e5e6e7e8e9eaf2f3f4f5f6f7f8f9faffda000c03010002110311003f0042"
+    "892c61a4fdd59c670abfdf3fe27fcf1924729c1a72f7aa3d9744bfcbf17f93492bd1a2ff00c52e9e97edf9fe7fffd9")
+JPEG_GREY_4X4 = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a181616183123"
+    "251d283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c656763ffc0000b080004"
+    "000401011100ffc4001f0000010501010101010100000000000000000102030405060708090a0bffc400b51000020103"
+    "03020403050504040000017d01020300041105122131410613516107227114328191a1082342b1c11552d1f024336272"
+    "82090a161718191a25262728292a3435363738393a434445464748494a535455565758595a636465666768696a737475"
+    "767778797a838485868788898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9"
+    "cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1f2f3f4f5f6f7f8f9faffda0008010100003f00dab4f0c697e42fee"
+    "2bffd9")
+
+
+def make_image():
+    put("image", "pgm_4x3", b"P5\n# a comment\n4 3\n255\n" + pattern(12))
+    put("image", "ppm_2x2", b"P6 2 2 255\n" + pattern(12, 13, 5))
+    put("image", "pgm_maxval_15", b"P5 3 1 15\n" + bytes([0, 7, 15]))
+    put("image", "jpeg_rgb", JPEG_RGB_8X8)
+    put("image", "jpeg_grey", JPEG_GREY_4X4)
+    put("image", "pgm_0x0", b"P5 0 0 255\n")
+    put("image", "pgm_16bit", b"P5 1 1 65535\n\x01\x02")
+    put("image", "ppm_truncated", b"P6 4 4 255\n" + pattern(20))
+    put("image", "jpeg_truncated", JPEG_RGB_8X8[: len(JPEG_RGB_8X8) // 2])
+    put("image", "not_an_image", b"GIF89a")
 
 
 # --- safetensors checkpoints of fuzz/safetensors_fuzz.cpp's model --------------------
@@ -218,6 +263,7 @@ def main():
     make_cifar10()
     make_stl10()
     make_voc()
+    make_image()
     make_safetensors()
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(ROOT) for f in fs)
     count = sum(len(fs) for _, _, fs in os.walk(ROOT))

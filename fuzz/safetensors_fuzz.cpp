@@ -1,11 +1,11 @@
-// The checkpoint loader: safetensors::parse (nn/safetensors.h) on the bytes, then what
+// The checkpoint loader: safetensors::load (nn/safetensors.h) on a file holding the
+// bytes — the shared regular-file reader of core/file.h, then the parser — and what
 // nn::load_checkpoint does with a parsed file — the model's load_state_dict and the
 // optimizer's — into a small fixed model whose state has every kind of entry strata
 // writes (f32 parameters and buffers, BatchNorm's i64 num_batches_tracked, Adam's
 // per-parameter i64 step). fuzz/make_corpus.py writes valid checkpoints of this very
 // model, so mutations start from files that load.
 #include <memory>
-#include <string_view>
 
 #include "fuzz/fuzz_util.h"
 #include "nn/checkpoint.h"
@@ -38,9 +38,10 @@ struct Target {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Target t;
-  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  static fuzz::ScratchFile scratch("safetensors");
+  const auto& path = scratch.write(data, size);
   fuzz::expect_ok_or_error([&] {
-    nn::safetensors::Contents c = nn::safetensors::parse(bytes, "fuzz");
+    nn::safetensors::Contents c = nn::safetensors::load(path.string());
     uint64_t total = 0;
     for (const auto& [name, tensor] : c.tensors) {
       STRATA_FUZZ_ASSERT(tensor.device().is_cpu() && tensor.is_contiguous());

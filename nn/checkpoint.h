@@ -8,8 +8,15 @@
 //    "strata.optimizer_steps", "strata.optimizer_lr", plus any caller entries.
 // Loading validates the file (safetensors::parse), then the names and shapes against
 // the model (and optimizer) before writing any tensor; errors name the file.
+//
+// Non-finite values: a NaN or an infinity in a parameter, buffer or optimizer slot
+// means a diverged run. Saving one is refused (the previous checkpoint at the path
+// stays as it was); loading one is refused naming the file and the tensors, unless
+// LoadOptions::allow_non_finite, which loads it and returns the same words as
+// warnings.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -22,12 +29,27 @@ inline constexpr std::string_view kOptimizerPrefix = "optimizer.";
 struct CheckpointInfo {
   int64_t step = 0;  // the trainer's step counter at save time
   safetensors::Metadata metadata;
+  std::vector<std::string> warnings;  // non-finite tensors loaded with allow_non_finite
+};
+
+struct LoadOptions {
+  bool allow_non_finite = false;
 };
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, int64_t step,
                      const safetensors::Metadata& extra = {});
 // Loads into `model` (strict) and, when given, `optimizer` (its state must be in the
 // file). Returns the step and metadata.
-CheckpointInfo load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer = nullptr);
+CheckpointInfo load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer = nullptr,
+                               const LoadOptions& options = {});
+// The same from a file already read (safetensors::load(path)), for callers that look
+// at its metadata first.
+CheckpointInfo load_checkpoint(const safetensors::Contents& contents, const std::string& path, Module& model,
+                               Optimizer* optimizer = nullptr, const LoadOptions& options = {});
+
+// One line per floating tensor of `tensors` that holds NaN or infinite values:
+// "'conv1.weight' holds 3 NaN and 1 infinite of its 800 values". Empty when all are
+// finite. Any device and dtype (checked on the exponent bits, no conversion).
+std::vector<std::string> non_finite_tensors(const StateDict& tensors);
 
 }  // namespace strata::nn

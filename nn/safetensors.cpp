@@ -10,10 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
+
+#include "core/file.h"
 
 namespace strata::nn::safetensors {
 
@@ -59,6 +60,13 @@ DType parse_dtype_code(std::string_view code, std::string_view where) {
   if (code == "U8") return DType::u8;
   STRATA_FAIL("safetensors: ", where, ": unknown or unsupported dtype \"", code,
               "\" (strata reads F32, F64, F16, BF16, I64, I32, U8)");
+}
+
+StateDict to_host(const StateDict& tensors) {
+  StateDict out;
+  out.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) out.emplace_back(name, t.defined() ? host_dense(t) : t);
+  return out;
 }
 
 std::string serialize(const StateDict& tensors, const Metadata& metadata) {
@@ -272,11 +280,8 @@ void save(const std::string& path, const StateDict& tensors, const Metadata& met
 }
 
 Contents load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  STRATA_CHECK(in.good(), "safetensors: cannot open '", path, "': ", errno_text());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  STRATA_CHECK(!in.bad(), "safetensors: reading '", path, "' failed: ", errno_text());
-  return parse(bytes, path);
+  const std::vector<uint8_t> bytes = read_regular_file(path);
+  return parse(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
 }
 
 }  // namespace strata::nn::safetensors

@@ -30,6 +30,9 @@ struct Contents {
   Metadata metadata;
 };
 
+// `tensors` as dense host tensors (those already dense on the host are not copied).
+StateDict to_host(const StateDict& tensors);
+
 // The bytes of a file holding `tensors` (any device, dtype of the list above, any
 // strides: copied to dense host order).
 std::string serialize(const StateDict& tensors, const Metadata& metadata = {});

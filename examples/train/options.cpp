@@ -1,10 +1,14 @@
 #include "examples/train/options.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "backends/api/registry.h"
 #include "examples/train/presets.h"
@@ -14,6 +18,41 @@
 #include "nn/schedule.h"
 
 namespace strata::train {
+
+namespace {
+
+// CLI::Range lets NaN through (every comparison with it is false) and CLI11 reads
+// "-1" into an unsigned option as 2^64-1: numbers are checked here, as text, before
+// CLI11 converts them. CLI11 prefixes the message with the option's name.
+CLI::Validator finite_in(double lo, double hi, bool lo_open = false) {
+  char range[96];
+  std::snprintf(range, sizeof range, "%c%g, %g]", lo_open ? '(' : '[', lo, hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
+        if (!std::isfinite(v)) return "'" + text + "' is not a finite number (expected one in " + range + ")";
+        if (v < lo || v > hi || (lo_open && v == lo)) return "'" + text + "' is outside " + range;
+        return {};
+      },
+      std::string("NUMBER in ") + range);
+}
+
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        if (digits) std::strtoull(text.c_str(), nullptr, 10);
+        if (!digits || errno == ERANGE) return "'" + text + "' is not an integer in [0, 18446744073709551615]";
+        return {};
+      },
+      "UINT64");
+}
+
+}  // namespace
 
 std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   auto app = std::make_unique<CLI::App>(
@@ -40,26 +79,28 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                   "fp16 with dynamic loss scaling in virtual/static; the backend must support the dtype)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
   app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
-      ->check(CLI::Range(0, 100000));
+      ->check(CLI::Range(1, 100000));
   app->add_option("--batch-size", o.batch_size, "training batch size (default: lenet 64, resnet 128)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--eval-batch-size", o.eval_batch_size, "evaluation batch size")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--lr", o.lr, "peak learning rate (default: lenet sgd 0.05, resnet sgd 0.1)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(finite_in(0.0, 1e6, true));
   app->add_option("--optimizer", o.optimizer, "sgd | adam | adamw (default: sgd)");
-  app->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  app->add_option("--momentum", o.momentum, "SGD momentum")->check(finite_in(0.0, 1.0));
   app->add_flag("--nesterov", o.nesterov, "Nesterov momentum");
   app->add_option("--weight-decay", o.weight_decay,
-                  "weight decay (default: lenet 0, resnet 5e-4 without decay on BN and biases)");
+                  "weight decay (default: lenet 0, resnet 5e-4 without decay on BN and biases)")
+      ->check(finite_in(0.0, 1.0));
   app->add_option("--schedule", o.schedule, "learning-rate schedule over the whole run: constant | cosine | step");
   app->add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(finite_in(0.0, 1000.0));
   app->add_option("--init", o.init,
                   "pytorch_default | kaiming_normal_fan_out | xavier_uniform | fixup (default: lenet pytorch_default, "
                   "resnet kaiming_normal_fan_out)");
   app->add_flag("--zero-last-bn-gamma", o.zero_last_bn_gamma, "zero gamma of the last BN of each residual block");
-  app->add_option("--seed", o.seed, "seed of the init, the data order, augmentation and dropout");
+  app->add_option("--seed", o.seed, "seed of the init, the data order, augmentation and dropout")
+      ->check(unsigned_integer());
   app->add_option("--resolution", o.resolution, "resize images to this side (VOC default 224; 0: native)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   app->add_option("--voc-train-set", o.voc_train_set, "VOC image set to train on");
@@ -74,6 +115,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--checkpoint-every", o.checkpoint_every, "also write it every N optimizer steps (0: off)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--resume", o.resume, "continue exactly from this checkpoint (same options otherwise)");
+  app->add_flag("--allow-non-finite", o.allow_non_finite,
+                "load a --resume checkpoint whose tensors hold NaN or infinity (refused otherwise)");
   app->add_option("--metrics", o.metrics, "append one JSON line per epoch to this file");
   app->add_option("--stop-after-steps", o.stop_after_steps,
                   "stop after N optimizer steps, as if interrupted (for resume tests; 0: off)")
@@ -144,11 +187,30 @@ RunConfig resolve(const TrainOptions& in) {
   STRATA_CHECK(o.schedule == "constant" || o.schedule == "cosine" || o.schedule == "step", "unknown schedule '",
                o.schedule, "' (known: constant, cosine, step)");
   if (o.augment < 0) o.augment = p.augment_by_default ? 1 : 0;
+  // Its "weights" are whatever memory held (NaN among them): nothing worth saving.
+  STRATA_CHECK(o.checkpoint.empty() || o.backend != "null", "--checkpoint: backend 'null' computes nothing, so its "
+               "weights are not results and are not saved; drop --checkpoint, or choose a backend that computes");
+  STRATA_CHECK(o.warmup_epochs == 0 || o.warmup_epochs < o.epochs, "--warmup-epochs ", o.warmup_epochs,
+               " is not shorter than the run (--epochs ", o.epochs, ")");
   return r;
+}
+
+int available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 void apply_thread_count(int threads, char** argv) {
   if (threads <= 0) return;
+  // Warned, not capped: the count is the user's (an oversubscription can be what is
+  // measured). Once: a re-executed process has already said it.
+  if (const int cpus = available_cpus(); threads > cpus && std::getenv("STRATA_TRAIN_REEXECUTED") == nullptr)
+    std::fprintf(stderr,
+                 "warning: --threads %d is more than the %d CPUs this process may run on: the threads will take "
+                 "turns on them and every parallel op waits for the last (docs/threads.md); kept as asked\n",
+                 threads, cpus);
   const std::string n = std::to_string(threads);
   auto equals = [&](const char* var) {
     const char* v = std::getenv(var);

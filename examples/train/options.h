@@ -46,6 +46,7 @@ struct TrainOptions {
   std::string checkpoint;        // written after every epoch
   int64_t checkpoint_every = 0;  // and every N steps
   std::string resume;
+  bool allow_non_finite = false;  // load a --resume checkpoint holding NaN/Inf (refused otherwise)
   std::string metrics;  // JSON lines, appended
   int64_t stop_after_steps = 0;
   int threads = 0;
@@ -84,6 +85,10 @@ void check_precision(const std::string& precision, const std::string& backend, c
 // OMP_WAIT_POLICY=passive unless it is set) and re-executes the program (once) so the
 // libraries see them. Returns only when nothing needs to
 // change (or the re-exec failed, with a warning on stderr).
+// Warns on stderr when `threads` exceeds available_cpus().
 void apply_thread_count(int threads, char** argv);
+
+// The CPUs this process may run on (its affinity mask).
+int available_cpus();
 
 }  // namespace strata::train

@@ -6,6 +6,7 @@
 #include "data/idx.h"
 #include "data/stl10.h"
 #include "data/voc.h"
+#include "examples/train/checkpoint_meta.h"
 
 namespace strata::train {
 
@@ -19,6 +20,7 @@ std::vector<DatasetPreset> make_presets() {
   fm.name = "fashion-mnist";
   fm.default_dir = data::kDebianFashionMnistDir;
   fm.format = "IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]";
+  fm.idx = true;
   fm.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   fm.normalize = data::norm::fashion_mnist();
@@ -76,28 +78,12 @@ class LimitedDataset final : public data::Dataset {
     check_index(i);
     base_->read(i, image, target);
   }
+  std::vector<std::filesystem::path> source_files() const override { return base_->source_files(); }
 
  private:
   std::shared_ptr<const data::Dataset> base_;
   int64_t n_;
 };
-
-std::string meta_get(const std::map<std::string, std::string>& m, const std::string& key, const std::string& path) {
-  auto it = m.find("strata.train." + key);
-  STRATA_CHECK(it != m.end(), "checkpoint ", path, " lacks metadata 'strata.train.", key,
-               "' (was it written by strata_train?)");
-  return it->second;
-}
-
-int64_t to_int(const std::string& s, const std::string& what) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used == s.size()) return v;
-  } catch (...) {
-  }
-  STRATA_FAIL(what, ": '", s, "' is not an integer");
-}
 
 }  // namespace
 
@@ -131,7 +117,7 @@ std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const Da
   STRATA_CHECK(std::filesystem::is_directory(r.dir), p.name, ": data directory '", r.dir, "' does not exist",
                p.name == "fashion-mnist" ? " (install Debian's dataset-fashion-mnist: tools/setup-deps.sh)" : "",
                "; expected ", p.format);
-  if (p.name == "fashion-mnist" || p.name == "mnist")
+  if (p.idx)
     return std::make_shared<data::InMemoryDataset>(data::load_mnist_dir(r.dir, split, p.name));
   if (p.name == "cifar10") return std::make_shared<data::InMemoryDataset>(data::load_cifar10(r.dir, split));
   if (p.name == "stl10") return std::make_shared<data::InMemoryDataset>(data::load_stl10(r.dir, split));
@@ -210,19 +196,39 @@ void write_spec(const ModelSpec& s, const std::string& dataset, std::map<std::st
   m["strata.train.task"] = s.task == Task::multilabel ? "multilabel" : "classification";
 }
 
-ModelSpec read_spec(const std::map<std::string, std::string>& m, const std::string& path, std::string* dataset) {
+ModelSpec read_spec(const std::map<std::string, std::string>& meta, const std::string& path, std::string* dataset) {
+  const CheckpointMeta m(meta, path);
+  const std::string k = "strata.train.";
+  // Names strata knows, with the list of them from where they are defined.
+  auto known = [&](const std::string& key, auto&& parse) {
+    try {
+      parse(m.text(key));
+    } catch (const Error& e) {
+      m.fail(key, std::string("is not valid: ") + e.what());
+    }
+    return m.text(key);
+  };
+  const std::string ds = known(k + "dataset", [](const std::string& v) { dataset_preset(v); });
+  const DatasetPreset& p = dataset_preset(ds);
+  if (dataset) *dataset = ds;
   ModelSpec s;
-  if (dataset) *dataset = meta_get(m, "dataset", path);
-  s.model = meta_get(m, "model", path);
-  s.lenet_variant = meta_get(m, "lenet_variant", path);
-  s.base_channels = to_int(meta_get(m, "base_channels", path), path + ": base_channels");
-  s.in_channels = to_int(meta_get(m, "in_channels", path), path + ": in_channels");
-  s.image_size = to_int(meta_get(m, "image_size", path), path + ": image_size");
-  s.num_classes = to_int(meta_get(m, "num_classes", path), path + ": num_classes");
-  s.init = meta_get(m, "init", path);
-  s.zero_last_bn_gamma = meta_get(m, "zero_last_bn_gamma", path) == "1";
-  s.seed = static_cast<uint64_t>(to_int(meta_get(m, "seed", path), path + ": seed"));
-  s.task = meta_get(m, "task", path) == "multilabel" ? Task::multilabel : Task::classification;
+  s.model = m.one_of(k + "model", {"lenet", "resnet18", "resnet50"});
+  s.lenet_variant = known(k + "lenet_variant", [](const std::string& v) { nn::parse_lenet_variant(v); });
+  s.base_channels = m.integer(k + "base_channels", 1, 4096);
+  s.in_channels = m.integer(k + "in_channels", 1, 4);
+  s.image_size = m.integer(k + "image_size", 1, 4096);
+  s.num_classes = m.integer(k + "num_classes", 1, 100000);
+  s.init = known(k + "init", [](const std::string& v) { nn::parse_init_policy(v); });
+  s.zero_last_bn_gamma = m.one_of(k + "zero_last_bn_gamma", {"0", "1"}) == "1";
+  s.seed = m.unsigned_integer(k + "seed");
+  s.task = m.one_of(k + "task", {"classification", "multilabel"}) == "multilabel" ? Task::multilabel
+                                                                                   : Task::classification;
+  // The spec must be one its dataset could have produced.
+  if (s.in_channels != p.channels) m.fail(k + "in_channels", "disagrees with dataset '" + ds + "' (" +
+                                                                  std::to_string(p.channels) + " channels)");
+  if (s.num_classes != p.num_classes)
+    m.fail(k + "num_classes", "disagrees with dataset '" + ds + "' (" + std::to_string(p.num_classes) + " classes)");
+  if (s.task != p.task) m.fail(k + "task", "disagrees with dataset '" + ds + "'");
   return s;
 }
 

@@ -30,6 +30,7 @@ struct DatasetPreset {
   std::string name;
   std::string default_dir;  // "" when there is no conventional location
   std::string format;       // for --help and error messages
+  bool idx = false;         // stored as IDX files (what strata_infer --idx reads)
   Task task = Task::classification;
   int64_t channels = 1;
   int64_t num_classes = 10;

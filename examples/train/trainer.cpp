@@ -5,10 +5,13 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
+#include "core/file.h"
 #include "data/random.h"
+#include "examples/train/checkpoint_meta.h"
 #include "examples/train/progress.h"
 #include "nn/checkpoint.h"
 #include "nn/layers/activation.h"
@@ -19,6 +22,9 @@ namespace strata::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The blow-up rule's factor (orders of magnitude a step's loss may grow over the first).
+constexpr double kLossBlowUp = 1e4;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Dropout keeps its mask position (seed, offset) outside the state dict
@@ -41,22 +47,6 @@ std::string hex_double(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%a", v);
   return buf;
-}
-
-const std::string& meta_at(const nn::safetensors::Metadata& m, const std::string& key, const std::string& path) {
-  auto it = m.find(key);
-  STRATA_CHECK(it != m.end(), "resume: checkpoint ", path, " lacks metadata '", key,
-               "' (not written by strata_train, or by an older version)");
-  return it->second;
-}
-
-int64_t meta_int(const nn::safetensors::Metadata& m, const std::string& key, const std::string& path) {
-  const std::string& s = meta_at(m, key, path);
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  STRATA_CHECK(end && *end == '\0' && !s.empty(), "resume: ", path, ": metadata '", key, "' = '", s,
-               "' is not an integer");
-  return v;
 }
 
 std::string mib(int64_t bytes) {
@@ -101,6 +91,14 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set};
   train_set_ = limit_dataset(load_split(preset_, req, data::Split::train), o.train_limit);
   test_set_ = limit_dataset(load_split(preset_, req, data::Split::test), o.test_limit);
+  // A valid file may hold no images; training would run zero steps and fail later
+  // without naming it.
+  for (const auto* set : {&train_set_, &test_set_}) {
+    std::string files;
+    for (const auto& f : (*set)->source_files()) files += (files.empty() ? "" : ", ") + quoted(f);
+    STRATA_CHECK((*set)->size() > 0, (*set)->name(), ": no images", files.empty() ? "" : " in ", files,
+                 set == &train_set_ ? ": nothing to train on" : ": nothing to evaluate on");
+  }
 
   data::LoaderOptions tl;
   tl.batch_size = o.batch_size;
@@ -144,6 +142,16 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   oc.no_decay_bn_bias = o.model != "lenet";
   opt_ = model_->make_optimizer(oc);
 
+  // Outputs are checked once the checkpoint's size is known: the parameters and
+  // buffers, and the optimizer's slots per parameter (none exist before its first step).
+  uint64_t state_bytes = 0, param_bytes = 0;
+  for (const auto& [n, t] : model_->state_dict()) state_bytes += t.nbytes();
+  for (const auto& [n, t] : model_->module().named_parameters()) param_bytes += t.nbytes();
+  const uint64_t slots = oc.kind == nn::OptimizerKind::sgd ? (oc.momentum > 0 ? 1 : 0) : 2;
+  std::vector<std::filesystem::path> inputs = train_set_->source_files();
+  for (auto& f : test_set_->source_files()) inputs.push_back(std::move(f));
+  outputs_ = std::make_unique<GuardedOutputs>(o, inputs, state_bytes + slots * param_bytes + (1u << 16));
+
   const int64_t bpe = train_loader_->batches_per_epoch();
   schedule_.kind = nn::parse_schedule_kind(o.schedule);
   schedule_.base_lr = cfg_.lr;
@@ -179,9 +187,11 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   add("threads: OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s%s%s\n",
       env_or("OMP_NUM_THREADS", "(unset)").c_str(), env_or("OPENBLAS_NUM_THREADS", "(unset)").c_str(),
       env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());
+  if (o.backend == "null")
+    add("note: backend null computes nothing: the losses and accuracies of this run are whatever "
+        "memory held, not results; it measures strata's own overhead\n");
   say("%s", header_.c_str());
 
-  if (!o.metrics.empty()) check_appendable(o.metrics);
   if (!o.resume.empty()) restore(o.resume);
 }
 
@@ -210,46 +220,76 @@ void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const 
 
 void Trainer::restore(const std::string& path) {
   std::string dataset;
-  nn::CheckpointInfo info;
+  const nn::safetensors::Contents contents = nn::safetensors::load(path);
   {
     // Validate the architecture before loading so a mismatch names the options.
-    const nn::safetensors::Metadata m = nn::safetensors::load(path).metadata;
-    const ModelSpec s = read_spec(m, path, &dataset);
+    const ModelSpec s = read_spec(contents.metadata, path, &dataset);
     STRATA_CHECK(dataset == preset_.name && s.model == spec_.model && s.lenet_variant == spec_.lenet_variant &&
                      s.base_channels == spec_.base_channels && s.image_size == spec_.image_size,
                  "resume: ", path, " holds ", s.model, " for ", dataset, " (", s.image_size, " px, width ",
                  s.base_channels, "), but this run builds ", spec_.model, " for ", preset_.name, " (",
                  spec_.image_size, " px, width ", spec_.base_channels, "): pass the options of the original run");
   }
-  info = nn::load_checkpoint(path, model_->module(), opt_.get());
-  const auto& m = info.metadata;
-  step_ = info.step;
-  epoch_ = meta_int(m, "strata.train.epoch", path);
-  batch_ = meta_int(m, "strata.train.batch", path);
-  loss_sum_ = std::strtod(meta_at(m, "strata.train.loss_sum", path).c_str(), nullptr);
-  correct_ = meta_int(m, "strata.train.correct", path);
-  seen_ = meta_int(m, "strata.train.seen", path);
-  int64_t index = 0;
-  for_each_dropout(*model_, [&](const std::string& name, auto& d) {
-    const int64_t off = meta_int(m, "strata.train.dropout." + name, path);
-    d.set_seed(dropout_seed(cfg_.o.seed, index++), static_cast<uint64_t>(off));
+  // Every position field is checked, in its range and against the others, before any
+  // tensor is loaded: a corrupt epoch or step must not start a run "at epoch 2^63".
+  const CheckpointMeta m(contents.metadata, path);
+  const std::string k = "strata.train.";
+  const int64_t saved_epochs = m.integer(k + "epochs", 1, 100000);
+  const int64_t saved_batch = m.integer(k + "batch_size", 1, int64_t{1} << 20);
+  const int64_t saved_images = m.integer(k + "train_images", 1, int64_t{1} << 40);
+  const int64_t saved_bpe = (saved_images + saved_batch - 1) / saved_batch;
+  const int64_t epoch = m.integer(k + "epoch", 0, saved_epochs);
+  // A checkpoint inside an epoch is written only before its last batch.
+  const int64_t batch = m.integer(k + "batch", 0, epoch == saved_epochs ? 0 : saved_bpe - 1);
+  // (Not bounded by batch x batch size: a run resumed with another batch size counts
+  // the images of both.)
+  const int64_t seen = m.integer(k + "seen", batch, batch == 0 ? 0 : int64_t{1} << 40);
+  const int64_t correct = m.integer(k + "correct", 0, seen);
+  const double loss_sum = m.real(k + "loss_sum", 0, std::numeric_limits<double>::max());
+  if (seen == 0 && loss_sum != 0) m.fail(k + "loss_sum", "is not 0 although no image of the epoch was seen");
+  // At least one step per finished epoch and per batch of this one.
+  const int64_t step = m.integer("strata.step", epoch + batch, int64_t{1} << 53);
+  if (m.has("strata.optimizer_steps")) m.integer("strata.optimizer_steps", 0, step);
+  const uint64_t saved_seed = m.unsigned_integer(k + "seed");
+  const std::string& saved_backend = m.text(k + "backend");
+  std::vector<uint64_t> dropout_offsets;
+  for_each_dropout(*model_, [&](const std::string& name, auto&) {
+    dropout_offsets.push_back(m.unsigned_integer(k + "dropout." + name));
   });
-  const int64_t saved_batch = meta_int(m, "strata.train.batch_size", path);
-  const int64_t saved_images = meta_int(m, "strata.train.train_images", path);
-  const int64_t saved_epochs = meta_int(m, "strata.train.epochs", path);
-  const std::string saved_seed = meta_at(m, "strata.train.seed", path);
-  const std::string saved_backend = meta_at(m, "strata.train.backend", path);
+  const int64_t bpe = train_loader_->batches_per_epoch();
+  STRATA_CHECK(batch < bpe || batch == 0, "resume: checkpoint '", path, "' stopped after batch ", batch,
+               " of its epoch ", epoch + 1, ", but this run's epochs have ", bpe, " batches (batch size ",
+               cfg_.o.batch_size, ", ", train_set_->size(), " images): resume with the original --batch-size (",
+               saved_batch, ")");
+
+  const nn::CheckpointInfo info =
+      nn::load_checkpoint(contents, path, model_->module(), opt_.get(), {cfg_.o.allow_non_finite});
+  for (const std::string& w : info.warnings) {
+    say("warning: %s (loaded: --allow-non-finite)\n", w.c_str());
+    resumed_non_finite_ += (resumed_non_finite_.empty() ? "" : "; ") + w;
+  }
+  step_ = step;
+  epoch_ = epoch;
+  batch_ = batch;
+  loss_sum_ = loss_sum;
+  correct_ = correct;
+  seen_ = seen;
+  int64_t index = 0;
+  for_each_dropout(*model_, [&](const std::string&, auto& d) {
+    d.set_seed(dropout_seed(cfg_.o.seed, index), dropout_offsets[static_cast<size_t>(index)]);
+    ++index;
+  });
   if (saved_backend != cfg_.o.backend)
     say("note: resume: the checkpoint was written on backend %s, this run uses %s: backends round differently, so "
         "the continuation is not bitwise that of the original run\n",
         saved_backend.c_str(), cfg_.o.backend.c_str());
   if (saved_batch != cfg_.o.batch_size || saved_images != train_set_->size() || saved_epochs != cfg_.o.epochs ||
-      saved_seed != std::to_string(cfg_.o.seed))
+      saved_seed != cfg_.o.seed)
     say("warning: resume: the checkpoint was written with batch size %lld, %lld training images, %lld epochs, "
-        "seed %s; this run uses %lld, %lld, %d, %llu: training continues, but not as the original run would have\n",
+        "seed %llu; this run uses %lld, %lld, %d, %llu: training continues, but not as the original run would have\n",
         static_cast<long long>(saved_batch), static_cast<long long>(saved_images), static_cast<long long>(saved_epochs),
-        saved_seed.c_str(), static_cast<long long>(cfg_.o.batch_size), static_cast<long long>(train_set_->size()),
-        cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
+        static_cast<unsigned long long>(saved_seed), static_cast<long long>(cfg_.o.batch_size),
+        static_cast<long long>(train_set_->size()), cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
   resumed_mid_epoch_ = batch_ > 0;
   say("resumed from %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(epoch_ + 1),
       static_cast<long long>(batch_), static_cast<long long>(step_));
@@ -280,6 +320,13 @@ EvalResult Trainer::evaluate() {
   model_->train();
   STRATA_CHECK(r.images > 0, "evaluate: the test set is empty");
   r.loss = loss_sum / static_cast<double>(r.images);
+  // A finite training loss does not prove finite weights: the last step's update can
+  // overflow them. Nothing is written from such a model (no metrics line, no checkpoint).
+  STRATA_CHECK(std::isfinite(r.loss) || cfg_.o.backend == "null", "training diverged: the evaluation at epoch ",
+               epoch_ + 1, ", step ", step_, " gave test loss ", r.loss,
+               ": the model's parameters or outputs are no longer finite",
+               cfg_.o.checkpoint.empty() ? std::string() : "; '" + cfg_.o.checkpoint + "' keeps its last save",
+               "; try a smaller --lr");
   r.accuracy = static_cast<double>(correct) / static_cast<double>(r.images);
   if (preset_.task == Task::multilabel) r.map = mean_average_precision(scores, targets, r.images, preset_.num_classes);
   return r;
@@ -319,8 +366,20 @@ RunResult Trainer::run() {
       const int64_t n = b->images.size(0);
       const double loss = r.loss.item();
       // (The null backend computes nothing: its "losses" are whatever memory held.)
-      STRATA_CHECK(std::isfinite(loss) || o.backend == "null", "training diverged: loss is ", loss, " at step ", step_ + 1, " (epoch ",
-                   epoch_ + 1, ", lr ", lr, "); try a smaller --lr");
+      STRATA_CHECK(std::isfinite(loss) || o.backend == "null", "training diverged: loss is ", loss, " at step ",
+                   step_ + 1, " (epoch ", epoch_ + 1, ", lr ", lr, "); ",
+                   resumed_non_finite_.empty() ? "try a smaller --lr"
+                                               : "the run resumed from a checkpoint holding non-finite values (" +
+                                                     resumed_non_finite_ + ")");
+      // A finite blow-up ends the run too: once one step's loss exceeds 10^4 times the
+      // first loss of this run (and 10^4), the weights have run away; no run recovers
+      // from that, and waiting for a NaN wastes the rest of the epoch.
+      if (o.backend != "null") {
+        if (first_loss_ < 0) first_loss_ = loss;
+        STRATA_CHECK(loss <= kLossBlowUp * std::max(first_loss_, 1.0), "training diverged: loss ", loss, " at step ",
+                     step_ + 1, " (epoch ", epoch_ + 1, ", lr ", lr, ") is more than ", kLossBlowUp,
+                     " times the first step's loss ", first_loss_, "; try a smaller --lr");
+      }
       loss_sum_ += loss * static_cast<double>(n);
       seen_ += n;
       if (!multilabel) {

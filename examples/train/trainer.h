@@ -20,6 +20,7 @@
 #include "data/loader.h"
 #include "examples/train/metrics.h"
 #include "examples/train/options.h"
+#include "examples/train/outputs.h"
 #include "examples/train/presets.h"
 #include "nn/model.h"
 #include "nn/optim.h"
@@ -74,6 +75,7 @@ class Trainer {
   std::unique_ptr<data::Loader> train_loader_, test_loader_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<nn::Optimizer> opt_;
+  std::unique_ptr<GuardedOutputs> outputs_;  // checked, and the checkpoint locked, for the run's lifetime
   nn::ScheduleConfig schedule_;
   std::string header_;
 
@@ -83,6 +85,12 @@ class Trainer {
   double loss_sum_ = 0;
   int64_t correct_ = 0, seen_ = 0;
   bool resumed_mid_epoch_ = false;
+  // What --allow-non-finite let through from the resumed checkpoint, for the message
+  // when the first steps then diverge.
+  std::string resumed_non_finite_;
+  // The first training loss of this run (of this process, after a resume): the
+  // reference of the blow-up rule (see run()).
+  double first_loss_ = -1;
 };
 
 }  // namespace strata::train

@@ -28,6 +28,8 @@ TEST(Cifar10, ReadsAndConcatenatesBatches) {
   const InMemoryDataset ds = read_cifar10_batches({dir / "a.bin", dir / "b.bin"}, "cifar");
   ASSERT_EQ(ds.images().sizes(), (Shape{5, 3, 32, 32}));
   EXPECT_EQ(ds.labels().to_vector<int64_t>(), (std::vector<int64_t>{3, 9, 0, 5, 7}));
+  // What a trainer must not write over.
+  EXPECT_EQ(ds.source_files(), (std::vector<std::filesystem::path>{dir / "a.bin", dir / "b.bin"}));
   const std::vector<uint8_t> px = ds.images().to_vector<uint8_t>();
   for (int64_t item = 0; item < 5; ++item)
     for (int64_t i = 0; i < 3072; i += 97) ASSERT_EQ(px[item * 3072 + i], cifar_pixel(item, i)) << item << " " << i;

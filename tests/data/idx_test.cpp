@@ -158,5 +158,21 @@ TEST(Idx, CorruptGzipIsAnError) {
   EXPECT_ERROR_MENTIONS(read_idx_images(dir / "trailing.gz"), "trailing.gz");
 }
 
+TEST(Idx, AGzipFileInflatesOnlyAsFarAsItsHeaderAllows) {
+  // 1x4x4 images followed by 16 MB of zeros: about 16 KB compressed. The reader stops
+  // one byte past what the dims need (the message says "at least"), instead of
+  // inflating everything and then finding the file too long.
+  TempDir dir;
+  std::vector<uint8_t> raw = idx_bytes({1, 4, 4}, pixels(16));
+  raw.resize(raw.size() + (size_t{16} << 20), 0);
+  const std::vector<uint8_t> gz = testing::gzip_bytes(raw);
+  write_file(dir / "bomb.gz", gz);
+  EXPECT_ERROR_MENTIONS(read_idx_images(dir / "bomb.gz"), "longer than its dims say");
+  EXPECT_ERROR_MENTIONS(read_idx_images(dir / "bomb.gz"), "need 16 data bytes but the file has at least 17");
+  // The same bound inside gunzip itself.
+  EXPECT_EQ(gunzip(gz, "bomb", 100).size(), 101u);
+  EXPECT_EQ(gunzip(testing::gzip_bytes(pixels(50)), "small", 100), pixels(50));
+}
+
 }  // namespace
 }  // namespace strata::data

@@ -93,6 +93,11 @@ TEST(Voc, ReadsTreeTargetsAndResizedImages) {
   EXPECT_EQ(ds.ids(), (std::vector<std::string>{"000001", "000002", "000003"}));
   EXPECT_EQ(ds.image_shape(), (Shape{3, 8, 8}));
   EXPECT_EQ(ds.target_shape(), (Shape{20}));
+  const std::vector<std::filesystem::path> files = ds.source_files();
+  ASSERT_EQ(files.size(), 7u);  // the image set, then each annotation and JPEG
+  EXPECT_EQ(files[0], dir.path() / "ImageSets" / "Main" / "train.txt");
+  EXPECT_EQ(files[5], dir.path() / "Annotations" / "000003.xml");
+  EXPECT_EQ(files[6], dir.path() / "JPEGImages" / "000003.jpg");
 
   const Example a = ds.get(0);
   EXPECT_EQ(a.target.to_vector<float>(), one_hot({"dog", "person"}));
@@ -196,7 +201,7 @@ TEST(Voc, CorruptJpegsAreErrorsAtRead) {
   TempDir dir;
   make_voc(dir.path());
   const fs::path a = dir / "JPEGImages/000001.jpg", b = dir / "JPEGImages/000002.jpg";
-  const std::vector<uint8_t> good = read_file(b);
+  const std::vector<uint8_t> good = read_regular_file(b);
   write_text(a, "this is not a jpeg at all");
   write_file(b, std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2));  // truncated
   const VocDataset ds(dir.path(), "train", {.resolution = 8});
@@ -213,7 +218,7 @@ TEST(Voc, CorruptJpegInAWorkerReachesTheConsumer) {
   TempDir dir;
   make_voc(dir.path());
   const fs::path b = dir / "JPEGImages/000002.jpg";
-  const std::vector<uint8_t> good = read_file(b);
+  const std::vector<uint8_t> good = read_regular_file(b);
   write_file(b, std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2));
   auto ds = std::make_shared<VocDataset>(dir.path(), "train", VocOptions{.resolution = 8});
   Loader loader(ds, {.batch_size = 1, .shuffle = false, .num_workers = 3});

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "data/jpeg.h"
 #include "data/voc.h"
@@ -18,34 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_bytes(const fs::path& p, const void* data, size_t n) {
-  fs::create_directories(p.parent_path());
-  std::ofstream f(p, std::ios::binary);
-  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-  ASSERT_TRUE(f.good()) << p;
-}
-
 void write_text(const fs::path& p, const std::string& s) { write_bytes(p, s.data(), s.size()); }
-
-// CIFAR-10 binary records: label byte + 3x32x32 pixels; colour encodes the class.
-void write_cifar(const fs::path& dir, int64_t per_file, int64_t test, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto records = [&](int64_t n) {
-    std::vector<uint8_t> v;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint8_t c = static_cast<uint8_t>(rng() % 10);
-      v.push_back(c);
-      for (int k = 0; k < 3 * 32 * 32; ++k) v.push_back(static_cast<uint8_t>(c * 25 + rng() % 16));
-    }
-    return v;
-  };
-  for (int b = 1; b <= 5; ++b) {
-    const auto v = records(per_file);
-    write_bytes(dir / ("data_batch_" + std::to_string(b) + ".bin"), v.data(), v.size());
-  }
-  const auto v = records(test);
-  write_bytes(dir / "test_batch.bin", v.data(), v.size());
-}
 
 TEST(TrainPresets, Cifar10WithANarrowResNet18AndAugmentation) {
   const auto dir = temp_dir("cifar");

@@ -62,6 +62,32 @@ std::filesystem::path write_synthetic_idx(const std::filesystem::path& dir, int6
   return dir;
 }
 
+void write_bytes(const std::filesystem::path& p, const void* data, size_t n) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream f(p, std::ios::binary);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+  ASSERT_TRUE(f.good()) << p;
+}
+
+void write_cifar(const std::filesystem::path& dir, int64_t per_file, int64_t test, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto records = [&](int64_t n) {
+    std::vector<uint8_t> v;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t c = static_cast<uint8_t>(rng() % 10);
+      v.push_back(c);
+      for (int k = 0; k < 3 * 32 * 32; ++k) v.push_back(static_cast<uint8_t>(c * 25 + rng() % 16));
+    }
+    return v;
+  };
+  for (int b = 1; b <= 5; ++b) {
+    const auto v = records(per_file);
+    write_bytes(dir / ("data_batch_" + std::to_string(b) + ".bin"), v.data(), v.size());
+  }
+  const auto v = records(test);
+  write_bytes(dir / "test_batch.bin", v.data(), v.size());
+}
+
 train::TrainOptions tiny_options(const std::string& data_dir, const std::string& backend, const std::string& dispatch) {
   train::TrainOptions o;
   o.dataset = "fashion-mnist";

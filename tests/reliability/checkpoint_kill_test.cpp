@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "checkpoint_kill_model.h"
-#include "child_process.h"
+#include "support/child_process.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "support/compare.h"

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/file.h"
 #include "nn/checkpoint.h"
 #include "nn/layers/container.h"
 #include "nn/layers/linear.h"
@@ -103,6 +104,70 @@ TEST(CorruptCheckpoint, BadMetadataIsRefusedBeforeAnyTensorIsWritten) {
     EXPECT_TRUE(bitwise_equal(g.model.named_parameters().front().second, w_before)) << "weights were written";
     EXPECT_EQ(g.adam->lr(), 0.01);
   }
+  std::filesystem::remove(path);
+}
+
+TEST(NonFinite, CountsNanAndInfinityInEveryFloatDtypeByTheirBits) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> values = {1.0, nan, -inf, inf, 0.0, -nan, 65504.0, -2.5};
+  for (const DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor t = Tensor::empty({8}, dt);
+    copy_into(Tensor::from_vector(values, Shape{8}), t);
+    EXPECT_EQ(nn::non_finite_tensors({{"w", t}}), std::vector<std::string>{"'w' holds 2 NaN and 2 infinite of its 8 values"});
+    copy_into(Tensor::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}, Shape{8}), t);
+    EXPECT_TRUE(nn::non_finite_tensors({{"w", t}}).empty());
+  }
+  // Integer tensors (a step count, BatchNorm's num_batches_tracked) cannot hold either.
+  EXPECT_TRUE(nn::non_finite_tensors({{"n", Tensor::from_vector(std::vector<int64_t>{-1, 7}, Shape{2})}}).empty());
+}
+
+void poison(nn::Module& m, const std::string& name, double value) {
+  for (auto& [n, t] : m.named_parameters())
+    if (n == name) {
+      std::vector<float> v = t.to_vector<float>();
+      v[1] = static_cast<float>(value);
+      copy_into(Tensor::from_vector(v, t.sizes()), t);
+    }
+}
+
+TEST(NonFinite, SavingNonFiniteParametersIsRefusedAndThePreviousCheckpointKept) {
+  Fixture f;
+  const auto path = temp_file("nonfinite_save.safetensors");
+  nn::save_checkpoint(path.string(), f.model, f.adam.get(), 7);
+  const std::vector<uint8_t> before = read_regular_file(path);
+  poison(f.model, "0.weight", std::nan(""));
+  EXPECT_STRATA_ERROR(nn::save_checkpoint(path.string(), f.model, f.adam.get(), 8), "refusing to save",
+                      path.c_str(), "at step 8", "'0.weight' holds 1 NaN and 0 infinite of its 6 values",
+                      "previous file", "is kept");
+  EXPECT_EQ(read_regular_file(path), before);
+  poison(f.model, "0.weight", 1.0);
+  // Optimizer state too: a non-finite moment poisons the next step.
+  for (auto& [n, t] : f.adam->state_dict())
+    if (n == "0.bias.exp_avg") copy_into(Tensor::from_vector(std::vector<float>{1.0f, INFINITY}, t.sizes()), t);
+  EXPECT_STRATA_ERROR(nn::save_checkpoint(path.string(), f.model, f.adam.get(), 9),
+                      "'optimizer.0.bias.exp_avg' holds 0 NaN and 1 infinite");
+  EXPECT_EQ(read_regular_file(path), before);
+  std::filesystem::remove(path);
+}
+
+TEST(NonFinite, LoadingNonFiniteTensorsIsRefusedNamingThemUnlessAllowed) {
+  Fixture f;
+  const auto path = temp_file("nonfinite_load.safetensors");
+  nn::save_checkpoint(path.string(), f.model, f.adam.get(), 7);
+  auto c = nn::safetensors::load(path.string());
+  for (auto& [n, t] : c.tensors)
+    if (n == "0.bias") t = Tensor::from_vector(std::vector<float>{std::nanf(""), -INFINITY}, Shape{2});
+  nn::safetensors::save(path.string(), c.tensors, c.metadata);  // as a diverged run of old wrote it
+  Fixture g;
+  const Tensor w_before = g.model.named_parameters().back().second.clone();
+  EXPECT_STRATA_ERROR(nn::load_checkpoint(path.string(), g.model, g.adam.get()), path.c_str(),
+                      "'0.bias' holds 1 NaN and 1 infinite of its 2 values", "diverged run", "refused");
+  EXPECT_TRUE(bitwise_equal(g.model.named_parameters().back().second, w_before)) << "weights were written";
+  const nn::CheckpointInfo info = nn::load_checkpoint(path.string(), g.model, g.adam.get(), {.allow_non_finite = true});
+  ASSERT_EQ(info.warnings.size(), 1u);
+  EXPECT_TRUE(message_contains(info.warnings[0], {path.c_str(), "'0.bias' holds 1 NaN"}));
+  EXPECT_TRUE(std::isnan(g.model.named_parameters().back().second.to_vector<float>()[0]));
   std::filesystem::remove(path);
 }
 

@@ -1,0 +1,82 @@
+#pragma once
+// Files as strata reads and writes them: one place for what a path may be.
+//
+// Reading: every reader of the project (dataset files, images, checkpoints) goes
+// through read_regular_file. It refuses what is not a regular file — a directory, a
+// FIFO, a device node such as /dev/zero or /dev/urandom, a socket — before reading a
+// byte (a FIFO is opened non-blocking, so a missing writer cannot hang it), and it
+// never reads more than the size the open descriptor reports: a file that grows,
+// shrinks or claims no size (procfs) is an error, not an unbounded read.
+//
+// Writing: outputs are checked before a run starts (check_output_file), and a
+// file that only one process may write is held with a FileLock.
+//
+// Every failure is a strata::Error naming the file and the reason.
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata {
+
+// 'path', quoted for error messages.
+std::string quoted(const std::filesystem::path& path);
+
+// What an existing path is, for messages: "a regular file", "a directory", "a FIFO
+// (named pipe)", "a character device", "a block device", "a socket", "a symbolic
+// link"; nullopt when nothing exists there. Symbolic links are followed.
+std::optional<std::string> file_kind(const std::filesystem::path& path);
+
+inline constexpr uint64_t kNoSizeLimit = std::numeric_limits<uint64_t>::max();
+
+// The bytes of the regular file `path` (symbolic links followed). Refuses a missing
+// file ("no such file"), anything that is not a regular file (naming what it is) and
+// files above `max_bytes` (naming both sizes), and reads exactly the size fstat
+// reports.
+std::vector<uint8_t> read_regular_file(const std::filesystem::path& path, uint64_t max_bytes = kNoSizeLimit);
+
+// The identity (device, inode) of an existing file, so "is this the same file" holds
+// through symbolic links, hard links and other spellings of a path.
+struct FileId {
+  uint64_t device = 0, inode = 0;
+  bool operator==(const FileId&) const = default;
+};
+std::optional<FileId> file_id(const std::filesystem::path& path);
+
+// Whether `a` and `b` name the same file: the same inode when both exist, else the
+// same absolute, normalised path (two outputs not created yet).
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
+// Checks, before any work, that `path` can be written as the output `what` (an
+// option name, "--checkpoint"): it is absent or an existing regular file, its folder
+// exists or can be created (it is created), and a trial file there
+// ("<path>.tmp.<pid>") can be given `bytes` bytes (posix_fallocate), written and
+// synced. The trial file is removed. A read-only folder, a full disk or a file-size
+// limit therefore fails here, naming the path and the reason, instead of after the
+// first epoch.
+void check_output_file(const std::filesystem::path& path, uint64_t bytes, std::string_view what);
+
+// An advisory lock (flock, exclusive) on "<path>.lock" for the lifetime of the
+// object, so two processes never write `path` at once. The lock file holds the
+// holder's pid and is removed when the lock is released (a process killed while
+// holding it leaves the file, whose lock the kernel has already released: the next
+// holder takes it). A second holder gets a strata::Error naming `what`, the path and
+// the pid of the first.
+class FileLock {
+ public:
+  FileLock(const std::filesystem::path& path, std::string_view what);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  const std::filesystem::path& lock_path() const { return lock_path_; }
+
+ private:
+  std::filesystem::path lock_path_;
+  int fd_ = -1;
+};
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+// Quiet surprises, said out loud: more threads than CPUs, and a backend that computes
+// nothing.
+#include <filesystem>
+
+#include "cli_fixture.h"
+#include "examples/train/options.h"
+
+namespace strata::testing {
+namespace {
+
+TEST_F(HostileCli, MoreThreadsThanCpusAreWarnedOnceAndKept) {
+  const int cpus = train::available_cpus();
+  const std::string many = std::to_string(cpus + 1);
+  ProgramResult r = train({"--threads", many});
+  EXPECT_TRUE(succeeded(r));
+  const std::string warning = "--threads " + many + " is more than the " + std::to_string(cpus) + " CPUs";
+  EXPECT_TRUE(mentions(r.err, {"warning", warning.c_str(), "kept as asked"})) << r.err;
+  EXPECT_EQ(r.err.find("warning"), r.err.rfind("warning")) << "warned more than once: " << r.err;
+  EXPECT_TRUE(mentions(r.out, {("OMP_NUM_THREADS=" + many).c_str()})) << r.out;
+  r = infer({"--checkpoint", checkpoint().string(), "--idx", data_dir().string(), "--threads", many});
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.err, {warning.c_str()})) << r.err;
+  r = train({"--threads", std::to_string(cpus)});
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_FALSE(mentions(r.err, {"warning"})) << r.err;
+}
+
+TEST_F(HostileCli, TheNullBackendSaysAtOnceThatItComputesNothing) {
+  ProgramResult r = train({"--backend", "null"});
+  EXPECT_TRUE(succeeded(r));
+  const size_t note = r.out.find("note: backend null computes nothing");
+  EXPECT_NE(note, std::string::npos) << r.out;
+  EXPECT_LT(note, r.out.find("epoch 1/1")) << "said after the results: " << r.out;
+  r = infer({"--checkpoint", checkpoint().string(), "--idx", data_dir().string(), "--backend", "null"});
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_LT(r.out.find("note: backend null computes nothing"), r.out.find("class:")) << r.out;
+  // Its weights are whatever memory held: not saved as if they were results.
+  r = train({"--backend", "null", "--checkpoint", (dir() / "null.safetensors").string()});
+  EXPECT_TRUE(runtime_error(r, {"--checkpoint", "backend 'null' computes nothing"}));
+  EXPECT_FALSE(std::filesystem::exists(dir() / "null.safetensors"));
+}
+
+}  // namespace
+}  // namespace strata::testing
