@@ -6,27 +6,33 @@
 //
 // The checkpoint's metadata names the dataset and architecture, so the network is
 // rebuilt without further options. Inputs: an item of an IDX image file (or of the
-// test split of an MNIST-layout directory, with its label), a JPEG, or a binary
-// PGM/PPM. Images are converted to the model's channels (luma or replication),
+// test split of an MNIST-layout directory, with its label), a JPEG, a PNG, or a
+// binary PGM/PPM (data/image_file.h). Images are converted to the model's channels (luma or replication),
 // resized bilinearly to its input size, scaled to [0,1] and normalised with the
 // dataset's statistics. Fashion-MNIST items are light garments on black: photos of
 // dark objects on white need --invert.
+// Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
+// STRATA_TRACE=1 writes the op trace when it ends (examples/train/trace_file.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 
+#include "backends/api/registry.h"
+#include "core/exit_status.h"
+#include "core/version.h"
 #include "data/idx.h"
-#include "data/jpeg.h"
+#include "data/image_file.h"
 #include "data/resize.h"
 #include "examples/train/options.h"
 #include "examples/train/presets.h"
+#include "examples/train/trace_file.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
+#include "ops/trace.h"
 
 using namespace strata;
 
@@ -38,55 +44,10 @@ struct Input {
   int64_t label = -1;
 };
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  STRATA_CHECK(f.good(), "cannot open '", path, "'");
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-// Binary PGM (P5) or PPM (P6), maxval <= 255.
-Tensor decode_pnm(const std::vector<uint8_t>& b, const std::string& path) {
-  size_t pos = 2;
-  auto next_int = [&]() -> int64_t {
-    while (pos < b.size()) {
-      if (b[pos] == '#') {
-        while (pos < b.size() && b[pos] != '\n') ++pos;
-      } else if (std::isspace(b[pos])) {
-        ++pos;
-      } else {
-        break;
-      }
-    }
-    int64_t v = 0;
-    bool any = false;
-    while (pos < b.size() && std::isdigit(b[pos])) v = v * 10 + (b[pos++] - '0'), any = true;
-    STRATA_CHECK(any, path, ": malformed PGM/PPM header");
-    return v;
-  };
-  const int64_t c = b[1] == '5' ? 1 : 3;
-  const int64_t w = next_int(), h = next_int(), maxval = next_int();
-  STRATA_CHECK(maxval > 0 && maxval <= 255 && w > 0 && h > 0, path, ": only 8-bit PGM/PPM is supported (", w, "x", h,
-               ", maxval ", maxval, ")");
-  ++pos;  // the single whitespace after maxval
-  STRATA_CHECK(b.size() >= pos + static_cast<size_t>(w * h * c), path, ": truncated PGM/PPM (", w, "x", h, "x", c, ")");
-  Tensor t = Tensor::empty(Shape{c, h, w}, DType::u8);
-  uint8_t* d = t.data<uint8_t>();
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t x = 0; x < w; ++x)
-      for (int64_t k = 0; k < c; ++k) d[(k * h + y) * w + x] = b[pos + static_cast<size_t>((y * w + x) * c + k)];
-  return t;
-}
-
 Input load_image_file(const std::string& path) {
-  const std::vector<uint8_t> b = read_bytes(path);
   Input in;
   in.what = path;
-  if (b.size() >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6'))
-    in.chw = decode_pnm(b, path);
-  else if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8)
-    in.chw = data::decode_jpeg_chw(b.data(), b.size(), path);
-  else
-    STRATA_FAIL(path, ": not a JPEG or binary PGM/PPM image");
+  in.chw = data::read_image_file(path);
   return in;
 }
 
@@ -164,8 +125,9 @@ int main(int argc, char** argv) {
   int repeat = 100, warmup = 5, top = 3, threads = 0;
   bool invert = false;
   app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", version_line("strata_infer"));
   app.add_option("--checkpoint", checkpoint, "checkpoint written by strata_train")->required();
-  auto* img_opt = app.add_option("--image", image, "a JPEG or binary PGM/PPM file");
+  auto* img_opt = app.add_option("--image", image, "a JPEG, PNG or binary PGM/PPM file");
   auto* idx_opt = app.add_option("--idx", idx, "an IDX image file, or an MNIST-layout directory (its test split)");
   img_opt->excludes(idx_opt);
   app.add_option("--index", index, "item of the IDX file")->check(CLI::NonNegativeNumber);
@@ -177,15 +139,26 @@ int main(int argc, char** argv) {
   app.add_option("--top", top, "classes to print")->check(CLI::Range(1, 1000));
   app.add_flag("--invert", invert, "invert the image (dark objects on white -> Fashion-MNIST's light on black)");
   app.add_option("--threads", threads, "threads of the backend libraries (0: environment)")->check(CLI::Range(0, 1024));
-  CLI11_PARSE(app, argc, argv);
+  STRATA_CLI11_PARSE(app, argc, argv);
+  if (image.empty() && idx.empty()) {
+    std::fprintf(stderr, "strata_infer: error: give an input: --image FILE or --idx PATH [--index N]\n");
+    return kExitUsage;
+  }
   train::apply_thread_count(threads, argv);
   try {
-    STRATA_CHECK(!image.empty() || !idx.empty(), "give an input: --image FILE or --idx PATH [--index N]");
+    if (backend.empty())
+      backend = train::best_cpu_backend();
+    else
+      backends::registry().get(backend);  // the registry's error lists the built backends
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_infer: error: %s\n", e.what());
+    return kExitUsage;
+  }
+  try {
     const nn::safetensors::Contents ck = nn::safetensors::load(checkpoint);
     std::string dataset;
     const train::ModelSpec spec = train::read_spec(ck.metadata, checkpoint, &dataset);
     const train::DatasetPreset& preset = train::dataset_preset(dataset);
-    if (backend.empty()) backend = train::best_cpu_backend();
     auto model = train::build_model(spec, ops::parse_dispatch_mode(dispatch), backend);
     nn::StateDict weights;
     for (const auto& [n, t] : ck.tensors)
@@ -217,6 +190,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < warmup; ++i) logits = model->predict(x).to_vector<float>();
     std::vector<double> ms;
     for (int i = 0; i < repeat; ++i) {
+      ops::TraceSpan span("predict");
       const auto t0 = Clock::now();
       logits = model->predict(x).to_vector<float>();  // includes the device-to-host copy of the logits
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -249,9 +223,11 @@ int main(int argc, char** argv) {
     std::printf("time per inference: %.3f ms median (mean %.3f, min %.3f, max %.3f) over %d runs after %d warm-up, "
                 "batch 1\n",
                 median, mean, sorted.front(), sorted.back(), repeat, warmup);
-    return 0;
+    train::write_trace_file("strata_infer", stderr);
+    return kExitSuccess;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_infer: error: %s\n", e.what());
-    return 1;
+    train::write_trace_file("strata_infer", stderr);
+    return kExitFailure;
   }
 }
