@@ -7,9 +7,9 @@
 // The checkpoint's metadata names the dataset and architecture, so the network is
 // rebuilt without further options. Inputs: an item of an IDX image file (or of the
 // test split of an MNIST-layout directory, with its label), a JPEG, a PNG, or a
-// binary PGM/PPM (data/image_file.h). Images are converted to the model's channels (luma or replication),
-// resized bilinearly to its input size, scaled to [0,1] and normalised with the
-// dataset's statistics. Fashion-MNIST items are light garments on black: photos of
+// binary PGM/PPM (data/image_file.h). Images are converted to the model's channels
+// (luma or replication), resized bilinearly to its input size, scaled to [0,1] and
+// normalised with the dataset's statistics. Fashion-MNIST items are light garments on black: photos of
 // dark objects on white need --invert.
 // Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
 // STRATA_TRACE=1 writes the op trace when it ends (examples/train/trace_file.h).

@@ -5,8 +5,8 @@
 // epoch, so a run that is resumed keeps adding to the same file. Keys of a line:
 //   run_id (the same on every line of one run, resumed or not: its start time and a
 //   random suffix, "20261127T140305Z-3f9a2c"), time (when the line was written, ISO
-//   8601 in UTC, "2026-11-27T14:05:41Z"), epoch (1-based), epochs, step (optimizer steps so far), dataset, model, backend,
-//   dispatch, precision, seed, lr (the rate of the epoch's last step),
+//   8601 in UTC, "2026-11-27T14:05:41Z"), epoch (1-based), epochs, step (optimizer
+//   steps so far), dataset, model, backend, dispatch, precision, seed, lr (the rate of the epoch's last step),
 //   train_loss, train_accuracy (null for multi-label), test_loss,
 //   test_accuracy (classification) or test_map (multi-label), train_images,
 //   test_images, epoch_seconds, train_seconds, eval_seconds, images_per_second

@@ -1,5 +1,6 @@
 #include "examples/train/presets.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "data/cifar10.h"
@@ -137,9 +138,11 @@ void require_data_dir(const DatasetPreset& p, const std::string& dir) {
 std::string describe_presets() {
   std::string s = "Dataset presets (--dataset) and the files --data-dir must hold:\n";
   for (const auto& p : dataset_presets()) {
-    s += "  " + p.name + ": " + p.format + "\n";
-    s += std::string(p.name.size() + 4, ' ') + (p.default_dir.empty() ? "" : "default DIR " + p.default_dir + "; ") +
-         "get it with " + p.get_data + "\n";
+    const std::string indent(17, ' ');
+    s += "  " + p.name + std::string(indent.size() - 2 - std::min(p.name.size(), indent.size() - 3), ' ') +
+         p.format + "\n";
+    if (!p.default_dir.empty()) s += indent + "default DIR: " + p.default_dir + "\n";
+    s += indent + "get it with " + p.get_data + "\n";
   }
   return s;
 }

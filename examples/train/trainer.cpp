@@ -322,7 +322,7 @@ RunResult Trainer::run() {
     while (auto b = train_loader_->next()) {
       lr = nn::lr_at(schedule_, step_);
       opt_->set_lr(lr);
-      ops::TraceSpan span("step");  // the step and its bookkeeping; the gaps between spans are data loading
+      ops::TraceSpan span("step");  // the step and its bookkeeping; gaps between steps: data loading
       const nn::StepResult r = model_->train_step(b->images, b->targets, *opt_);
       const int64_t n = b->images.size(0);
       const double loss = r.loss.item();

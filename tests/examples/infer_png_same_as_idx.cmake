@@ -11,7 +11,8 @@ execute_process(COMMAND ${INFER} --checkpoint ${CHECKPOINT} --idx ${IDX_DIR} --i
 execute_process(COMMAND ${INFER} --checkpoint ${CHECKPOINT} --image ${PNG} --repeat 1 --warmup 0
                 RESULT_VARIABLE rc_png OUTPUT_VARIABLE out_png ERROR_VARIABLE err_png)
 if(NOT rc_idx EQUAL 0 OR NOT rc_png EQUAL 0)
-  message(FATAL_ERROR "strata_infer failed: --idx rc ${rc_idx}: ${out_idx}${err_idx}\n--image rc ${rc_png}: ${out_png}${err_png}")
+  message(FATAL_ERROR "strata_infer failed: --idx rc ${rc_idx}: ${out_idx}${err_idx}\n"
+                      "--image rc ${rc_png}: ${out_png}${err_png}")
 endif()
 string(REGEX MATCH "input: [^\n]*" in_png "${out_png}")
 if(NOT in_png MATCHES "\\[1,28,28\\] -> \\[1,28,28\\]")
