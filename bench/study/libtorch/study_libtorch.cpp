@@ -25,6 +25,10 @@
 #include <string>
 #include <vector>
 
+#ifndef STRATA_VERSION  // strata's project() version, for --version
+#error "STRATA_VERSION is not defined: build with bench/study/libtorch/CMakeLists.txt or tools/study/build_libtorch_gxx.sh"
+#endif
+
 #include "../nvml.h"
 #include "../stats.h"
 #include "resnet50.h"
@@ -123,7 +127,6 @@ struct Options {
 Options parse(int argc, char** argv) {
   Options o;
   if (argc == 2 && std::string(argv[1]) == "--version") {
-    // STRATA_VERSION: strata's project() version, passed by CMakeLists.txt and build_libtorch_gxx.sh.
     std::printf("study_libtorch (strata) %s\n", STRATA_VERSION);
     std::exit(0);
   }
