@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_status.h"
 #include "core/tensor.h"
+#include "core/version.h"
 #include "strata_generated/static_backends.h"
 
 #ifdef STRATA_BENCH_CBLAS
@@ -220,8 +222,9 @@ int main(int argc, char** argv) {
   // cost milliseconds. Measure with OMP_WAIT_POLICY=passive there.
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   benchmark::AddCustomContext("OMP_WAIT_POLICY", wait ? wait : "(unset: active)");
+  if (print_version_if_asked(argc, argv, "cpu_backends_bench")) return kExitSuccess;
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return kExitUsage;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -17,6 +17,8 @@
 
 #include "autograd/functions.h"
 #include "backends/api/registry.h"
+#include "core/exit_status.h"
+#include "core/version.h"
 #include "ops/direct/plans.h"
 #include "ops/dispatch.h"
 #include "ops/functional.h"
@@ -257,8 +259,9 @@ int main(int argc, char** argv) {
 #define STRATA_REGISTER(Impl) register_backend_benchmarks<Impl>();
   STRATA_FOR_EACH_BACKEND(STRATA_REGISTER)
 #undef STRATA_REGISTER
+  if (print_version_if_asked(argc, argv, "dispatch_overhead")) return kExitSuccess;
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return kExitUsage;
   benchmark::AddCustomContext("backends", backends::registry().describe());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

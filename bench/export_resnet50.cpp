@@ -20,6 +20,8 @@
 #include <random>
 
 #include "backends/api/registry.h"
+#include "core/exit_status.h"
+#include "core/version.h"
 #include "nn/nn.h"
 
 using namespace strata;
@@ -127,7 +129,8 @@ int main(int argc, char** argv) {
   ck->add_option("--mode", mode_opt, "virtual | static | direct | all")
       ->check(CLI::IsMember({"virtual", "static", "direct", "all"}));
   ck->add_option("--tolerance", tolerance, "largest relative L2 error of the logits that passes");
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", version_line("export_resnet50"));
+  STRATA_CLI11_PARSE(app, argc, argv);
 
   try {
     if (ex->parsed()) {
@@ -187,7 +190,7 @@ int main(int argc, char** argv) {
     }
     out["status"] = all_ok ? "pass" : "FAIL";
     write_json(json_path, out);
-    return all_ok ? 0 : 2;
+    return all_ok ? kExitSuccess : kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "export_resnet50: %s\n", e.what());
     return 1;

@@ -55,6 +55,8 @@
 #include "backends/api/registry.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/allocator.h"
+#include "core/exit_status.h"
+#include "core/version.h"
 #include "nn/nn.h"
 #include "ops/trace.h"
 #include "resnet50_support.h"
@@ -282,7 +284,8 @@ int main(int argc, char** argv) {
   std::string variant = "default";
   app.add_option("--variant", variant, "a label for this run's settings, written to the JSON");
   app.add_flag("--list", list, "print the default configurations and exit");
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", version_line("resnet50_gpu"));
+  STRATA_CLI11_PARSE(app, argc, argv);
 
   if (list) {
     for (const auto& n : kDefaultConfigs) std::cout << n << "\n";

@@ -1,6 +1,10 @@
 #include "data/image.h"
 
+#include <stb_image.h>
+
 #include <algorithm>
+#include <climits>
+#include <memory>
 
 #include "core/file.h"
 #include "data/jpeg.h"
@@ -10,6 +14,32 @@ namespace strata::data {
 namespace {
 
 bool is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_jpeg(const uint8_t* d, size_t n) { return n >= 3 && d[0] == 0xFF && d[1] == 0xD8; }
+bool is_png(const uint8_t* d, size_t n) {
+  static constexpr uint8_t kMagic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return n >= 8 && std::equal(kMagic, kMagic + 8, d);
+}
+bool is_binary_pnm(const uint8_t* d, size_t n) { return n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6'); }
+
+// stb_image: 1 or 2 channels (grey, grey+alpha) -> grey, 3 or 4 -> RGB.
+Tensor decode_png(const uint8_t* data, size_t size, const std::string& what) {
+  STRATA_CHECK(size <= static_cast<size_t>(INT_MAX), what, ": PNG file of ", size,
+               " bytes is larger than stb_image reads (2 GiB)");
+  const int len = static_cast<int>(size);
+  int w = 0, h = 0, comp = 0;
+  STRATA_CHECK(stbi_info_from_memory(data, len, &w, &h, &comp), what, ": not a readable PNG (",
+               stbi_failure_reason(), ")");
+  const int channels = comp <= 2 ? 1 : 3;
+  std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(data, len, &w, &h, &comp, channels),
+                                               stbi_image_free);
+  STRATA_CHECK(px != nullptr, what, ": corrupt or truncated PNG (stb_image: ", stbi_failure_reason(), ")");
+  Tensor t = Tensor::empty(Shape{channels, h, w}, DType::u8);
+  uint8_t* out = t.data<uint8_t>();
+  const int64_t plane = static_cast<int64_t>(h) * w;
+  for (int64_t i = 0; i < plane; ++i)
+    for (int c = 0; c < channels; ++c) out[c * plane + i] = px.get()[i * channels + c];
+  return t;
+}
 
 }  // namespace
 
@@ -62,12 +92,17 @@ Tensor decode_pnm(const uint8_t* b, size_t size, const std::string& what) {
   return t;
 }
 
+Tensor decode_image(const uint8_t* b, size_t size, const std::string& what) {
+  if (is_binary_pnm(b, size)) return decode_pnm(b, size, what);
+  if (is_jpeg(b, size)) return decode_jpeg_chw(b, size, what);
+  if (is_png(b, size)) return decode_png(b, size, what);
+  STRATA_FAIL(what, ": ", size == 0 ? "the file is empty, " : "",
+              "not a JPEG, PNG or binary PGM/PPM image (the format is read from the content, not the file name)");
+}
+
 Tensor read_image_file(const std::filesystem::path& path) {
   const std::vector<uint8_t> b = read_regular_file(path);
-  const std::string what = quoted(path);
-  if (b.size() >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6')) return decode_pnm(b.data(), b.size(), what);
-  if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8) return decode_jpeg_chw(b.data(), b.size(), what);
-  STRATA_FAIL(what, ": ", b.empty() ? "the file is empty, " : "", "not a JPEG or binary PGM/PPM image");
+  return decode_image(b.data(), b.size(), quoted(path));
 }
 
 }  // namespace strata::data

@@ -1,6 +1,10 @@
 #pragma once
-// Image files for inference on single pictures: JPEG (data/jpeg.h) and binary
-// PGM/PPM (netpbm P5/P6), told apart by their first bytes, not the file name.
+// Image files for inference on single pictures, told apart by their first bytes, not the file name:
+// JPEG through libjpeg-turbo (data/jpeg.h, as the VOC reader's images, so a JPEG decodes to the same
+// pixels here as in training), PNG through stb_image (Debian's libstb; any bit depth and colour type:
+// 16-bit samples scaled to 8 bits, palettes expanded, an alpha channel dropped, not composited), and
+// binary PGM/PPM (netpbm P5/P6) here: Debian 12's stb_image reads a truncated PGM/PPM without an error
+// and does not rescale a maxval below 255.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -16,9 +20,11 @@ namespace strata::data {
 // (maxval above 255), sides above 2^24 and truncated pixel data.
 Tensor decode_pnm(const uint8_t* data, size_t size, const std::string& what);
 
-// The image in the regular file `path` (core/file.h) as u8 [C,H,W]: C = 1 for PGM,
-// 3 for JPEG (greyscale JPEGs are expanded) and PPM. Anything else is refused naming
-// the file and the formats read.
+// Decodes `size` bytes of a JPEG, PNG or binary PGM/PPM into u8 [C,H,W] (C = 1 for greyscale, 3 for
+// colour); `what` names the source in errors. Anything else is refused naming the formats read.
+Tensor decode_image(const uint8_t* data, size_t size, const std::string& what);
+
+// The image in the regular file `path` (core/file.h), decode_image()d.
 Tensor read_image_file(const std::filesystem::path& path);
 
 }  // namespace strata::data

@@ -11,6 +11,8 @@
 #include "autograd/functions.h"
 #include "autograd/node.h"
 #include "backends/api/registry.h"
+#include "core/exit_status.h"
+#include "core/version.h"
 #include "ops/direct/plans.h"
 #include "ops/dispatch.h"
 #include "strata_generated/static_backends.h"
@@ -116,7 +118,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "SGD steps")->capture_default_str()->check(CLI::Range(10, 1000000));
   app.add_option("--lr", lr, "learning rate")->capture_default_str();
   app.add_option("--seed", seed, "data and init seed")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", version_line("strata_demo"));
+  STRATA_CLI11_PARSE(app, argc, argv);
   try {
     const ops::DispatchMode mode = ops::parse_dispatch_mode(dispatch);
     backends::Backend& b = backends::registry().get(backend);

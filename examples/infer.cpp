@@ -6,11 +6,13 @@
 //
 // The checkpoint's metadata names the dataset and architecture, so the network is
 // rebuilt without further options. Inputs: an item of an IDX image file (or of the
-// test split of an MNIST-layout directory, with its label), a JPEG, or a binary
-// PGM/PPM. Images are converted to the model's channels (luma or replication),
-// resized bilinearly to its input size, scaled to [0,1] and normalised with the
-// dataset's statistics. Fashion-MNIST items are light garments on black: photos of
+// test split of an MNIST-layout directory, with its label), a JPEG, a PNG, or a
+// binary PGM/PPM (data/image.h). Images are converted to the model's channels
+// (luma or replication), resized bilinearly to its input size, scaled to [0,1] and
+// normalised with the dataset's statistics. Fashion-MNIST items are light garments on black: photos of
 // dark objects on white need --invert.
+// Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
+// STRATA_TRACE=1 writes the op trace when it ends (examples/train/trace_file.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -19,13 +21,18 @@
 #include <filesystem>
 #include <numeric>
 
+#include "backends/api/registry.h"
+#include "core/exit_status.h"
+#include "core/version.h"
 #include "data/idx.h"
 #include "data/image.h"
 #include "data/resize.h"
 #include "examples/train/options.h"
 #include "examples/train/presets.h"
+#include "examples/train/trace_file.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
+#include "ops/trace.h"
 
 using namespace strata;
 
@@ -118,8 +125,9 @@ int main(int argc, char** argv) {
   int repeat = 100, warmup = 5, top = 3, threads = 0;
   bool invert = false, allow_non_finite = false;
   app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", version_line("strata_infer"));
   app.add_option("--checkpoint", checkpoint, "checkpoint written by strata_train")->required();
-  auto* img_opt = app.add_option("--image", image, "a JPEG or binary PGM/PPM file");
+  auto* img_opt = app.add_option("--image", image, "a JPEG, PNG or binary PGM/PPM file");
   auto* idx_opt = app.add_option("--idx", idx, "an IDX image file, or an MNIST-layout directory (its test split)");
   img_opt->excludes(idx_opt);
   app.add_option("--index", index, "item of the IDX file")->check(CLI::NonNegativeNumber);
@@ -133,15 +141,26 @@ int main(int argc, char** argv) {
                "load a checkpoint whose tensors hold NaN or infinity (refused otherwise; its outputs still are)");
   app.add_flag("--invert", invert, "invert the image (dark objects on white -> Fashion-MNIST's light on black)");
   app.add_option("--threads", threads, "threads of the backend libraries (0: environment)")->check(CLI::Range(0, 1024));
-  CLI11_PARSE(app, argc, argv);
+  STRATA_CLI11_PARSE(app, argc, argv);
+  if (image.empty() && idx.empty()) {
+    std::fprintf(stderr, "strata_infer: error: give an input: --image FILE or --idx PATH [--index N]\n");
+    return kExitUsage;
+  }
   train::apply_thread_count(threads, argv);
   try {
-    STRATA_CHECK(!image.empty() || !idx.empty(), "give an input: --image FILE or --idx PATH [--index N]");
+    if (backend.empty())
+      backend = train::best_cpu_backend();
+    else
+      backends::registry().get(backend);  // the registry's error lists the built backends
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_infer: error: %s\n", e.what());
+    return kExitUsage;
+  }
+  try {
     const nn::safetensors::Contents ck = nn::safetensors::load(checkpoint);
     std::string dataset;
     const train::ModelSpec spec = train::read_spec(ck.metadata, checkpoint, &dataset);
     const train::DatasetPreset& preset = train::dataset_preset(dataset);
-    if (backend.empty()) backend = train::best_cpu_backend();
     auto model = train::build_model(spec, ops::parse_dispatch_mode(dispatch), backend);
     // The model's tensors only (an optimizer's state in the file is left alone).
     const nn::CheckpointInfo loaded =
@@ -190,6 +209,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < warmup; ++i) logits = model->predict(x).to_vector<float>();
     std::vector<double> ms;
     for (int i = 0; i < repeat; ++i) {
+      ops::TraceSpan span("predict");
       const auto t0 = Clock::now();
       logits = model->predict(x).to_vector<float>();  // includes the device-to-host copy of the logits
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -228,9 +248,11 @@ int main(int argc, char** argv) {
     std::printf("time per inference: %.3f ms median (mean %.3f, min %.3f, max %.3f) over %d runs after %d warm-up, "
                 "batch 1\n",
                 median, mean, sorted.front(), sorted.back(), repeat, warmup);
-    return 0;
+    train::write_trace_file("strata_infer", stderr);
+    return kExitSuccess;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_infer: error: %s\n", e.what());
-    return 1;
+    train::write_trace_file("strata_infer", stderr);
+    return kExitFailure;
   }
 }

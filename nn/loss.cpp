@@ -38,13 +38,14 @@ Tensor Loss<P>::forward(const Tensor& logits, const Tensor& targets) {
           entry.dlogits = Tensor::empty(in.sizes(), in.dtype(), in.device());
           entry.bce_fwd = ops::BceLogitsFwdArgs{in, targets, entry.loss};
           entry.bce_bwd = ops::BceLogitsBwdArgs{in, targets, entry.dloss, entry.dlogits};
-          impl.fill(ops::FillArgs{entry.dloss, 1.0});
+          const ops::FillArgs one{entry.dloss, 1.0};
+          ops::direct::run_kernel(impl, ops::OpId::fill, [&] { impl.fill(one); });
         });
     if (xent) {
       e.xent.forward();
       return e.xent.loss;
     }
-    p_.impl->bce_logits_fwd(e.bce_fwd);
+    ops::direct::run_kernel(*p_.impl, ops::OpId::bce_logits_fwd, [&] { p_.impl->bce_logits_fwd(e.bce_fwd); });
     return e.loss;
   } else {
     return kind_ == LossKind::cross_entropy ? autograd::softmax_xent(p_, logits, targets)
@@ -60,7 +61,7 @@ Tensor Loss<P>::backward() {
       e.xent.backward();
       return e.xent.dlogits;
     }
-    p_.impl->bce_logits_bwd(e.bce_bwd);
+    ops::direct::run_kernel(*p_.impl, ops::OpId::bce_logits_bwd, [&] { p_.impl->bce_logits_bwd(e.bce_bwd); });
     return e.dlogits;
   } else {
     STRATA_FAIL("Loss::backward runs in direct mode only; in the tape modes call autograd::backward(loss)");

@@ -6,6 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "nn/policy.h"
+#include "ops/direct/kernel_call.h"
 
 namespace strata::nn {
 
@@ -125,7 +126,8 @@ class ModelImpl final : public Model {
         return buf;
       if (!buf.defined() || !(buf.sizes() == x.sizes()) || buf.dtype() != dt)
         buf = Tensor::empty(x.sizes(), dt, p_.device(), fmt);
-      p_.impl->copy(ops::CopyArgs{x, buf});
+      const ops::CopyArgs a{x, buf};
+      ops::direct::run_kernel(*p_.impl, ops::OpId::copy, [&] { p_.impl->copy(a); });
       return buf;
     } else {
       if (matches(x, dt, fmt)) return x;

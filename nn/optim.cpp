@@ -4,6 +4,7 @@
 #include <map>
 
 #include "nn/policy.h"
+#include "ops/direct/kernel_call.h"
 
 namespace strata::nn {
 
@@ -79,7 +80,7 @@ class DirectKernels final : public StepKernels {
     a.momentum = o.momentum;
     a.weight_decay = o.weight_decay;
     a.nesterov = o.nesterov;
-    impl_->sgd_step(a);
+    ops::direct::run_kernel(*impl_, ops::OpId::sgd_step, [&] { impl_->sgd_step(a); });
   }
   void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
             int64_t step) override {
@@ -91,9 +92,12 @@ class DirectKernels final : public StepKernels {
     a.weight_decay = o.weight_decay;
     a.decoupled_weight_decay = o.decoupled_weight_decay;
     a.step = step;
-    impl_->adam_step(a);
+    ops::direct::run_kernel(*impl_, ops::OpId::adam_step, [&] { impl_->adam_step(a); });
   }
-  void fill(const Tensor& t, double value) override { impl_->fill(ops::FillArgs{t, value}); }
+  void fill(const Tensor& t, double value) override {
+    const ops::FillArgs a{t, value};
+    ops::direct::run_kernel(*impl_, ops::OpId::fill, [&] { impl_->fill(a); });
+  }
   std::string_view backend_name() const override { return Impl::kName; }
 
  private:

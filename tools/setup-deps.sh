@@ -11,7 +11,9 @@ pkgs=(build-essential cmake ninja-build pkg-config ccache
       libdnnl-dev ocl-icd-opencl-dev opencl-headers  # Debian's oneDNN CMake package requires OpenCL
       libcli11-dev nlohmann-json3-dev
       zlib1g-dev libturbojpeg0-dev libpugixml-dev
+      libstb-dev  # stb_image: PNG and PGM/PPM input of strata_infer (data/image_file.cpp)
       dataset-fashion-mnist
+      curl  # tools/get-data.sh downloads the other presets' datasets
       python3 gnuplot-nox)  # the study's page generator and its plots, the tests that run them
 missing=()
 for p in "${pkgs[@]}"; do

@@ -45,6 +45,8 @@
 #include <vector>
 
 #include "bench/libtorch/cases.h"
+#include "core/exit_status.h"
+#include "core/version.h"
 
 using json = nlohmann::json;
 using namespace strata_bench;  // NOLINT: bench-local
@@ -209,7 +211,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-libtorch", no_torch, "skip LibTorch (strata and the raw libraries only)");
   app.add_flag("--list", list, "print the workloads and exit");
   app.add_flag("--trace", trace, "after timing, one step of strata's tape modes under the op trace");
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", strata::version_line("libtorch_cpu_bench"));
+  STRATA_CLI11_PARSE(app, argc, argv);
 
   std::vector<Workload> chosen;
   for (const auto& w : all_workloads()) {
@@ -219,7 +222,7 @@ int main(int argc, char** argv) {
   if (list) return 0;
   if (chosen.size() != (names.empty() ? all_workloads().size() : names.size())) {
     std::fprintf(stderr, "libtorch_cpu_bench: unknown workload in --workloads (see --list)\n");
-    return 2;
+    return strata::kExitUsage;
   }
 
   // One thread count for all three: OMP_NUM_THREADS as oneDNN sees it.

@@ -23,6 +23,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/exit_status.h"
+#include "core/version.h"
 #include "driver.h"
 
 using namespace strata;
@@ -98,7 +100,8 @@ int main(int argc, char** argv) {
   costs->add_option("--point", point, "<batch>x<resolution>");
   costs->add_option("--kinds", kinds, "eval,train");
 
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", strata::version_line("study_resnet50"));
+  STRATA_CLI11_PARSE(app, argc, argv);
   try {
     if (sweep->parsed()) {
       const auto iv = split(impls), kv = split(kinds);

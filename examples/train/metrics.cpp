@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <random>
 
 #include "core/error.h"
 
@@ -68,6 +71,8 @@ int64_t count_correct(const float* logits, const int64_t* labels, int64_t n, int
 std::string to_json_line(const EpochMetrics& m) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::ordered_json j;
+  j["run_id"] = m.run_id;
+  j["time"] = m.time;
   j["epoch"] = m.epoch;
   j["epochs"] = m.epochs;
   j["step"] = m.step;
@@ -96,6 +101,26 @@ std::string to_json_line(const EpochMetrics& m) {
   j["max_rss_bytes"] = m.max_rss_bytes;
   j["resumed"] = m.resumed;
   return j.dump();
+}
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  const std::time_t s = std::chrono::system_clock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&s, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+std::string new_run_id() {
+  const std::time_t s = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&s, &utc);
+  char buf[48];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &utc);
+  std::random_device rd;
+  std::snprintf(buf + n, sizeof buf - n, "-%06x", static_cast<unsigned>(rd() & 0xFFFFFFu));
+  return buf;
 }
 
 namespace {

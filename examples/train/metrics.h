@@ -3,8 +3,10 @@
 //
 // The metrics file holds one JSON object per line (JSON lines), appended after every
 // epoch, so a run that is resumed keeps adding to the same file. Keys of a line:
-//   epoch (1-based), epochs, step (optimizer steps so far), dataset, model, backend,
-//   dispatch, precision, seed, lr (the rate of the epoch's last step),
+//   run_id (the same on every line of one run, resumed or not: its start time and a
+//   random suffix, "20261127T140305Z-3f9a2c"), time (when the line was written, ISO
+//   8601 in UTC, "2026-11-27T14:05:41Z"), epoch (1-based), epochs, step (optimizer
+//   steps so far), dataset, model, backend, dispatch, precision, seed, lr (the rate of the epoch's last step),
 //   train_loss, train_accuracy (null for multi-label), test_loss,
 //   test_accuracy (classification) or test_map (multi-label), train_images,
 //   test_images, epoch_seconds, train_seconds, eval_seconds, images_per_second
@@ -13,6 +15,7 @@
 //   max_rss_bytes (the process's peak resident set), resumed (whether the epoch was
 //   continued from a mid-epoch checkpoint).
 // Losses and accuracies are fractions (accuracy 0.9 = 90 %); NaN is written as null.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +39,7 @@ double mean_average_precision(const std::vector<float>& scores, const std::vecto
 int64_t count_correct(const float* logits, const int64_t* labels, int64_t n, int64_t classes);
 
 struct EpochMetrics {
+  std::string run_id, time;
   int64_t epoch = 0;  // 1-based
   int64_t epochs = 0;
   int64_t step = 0;
@@ -52,6 +56,11 @@ struct EpochMetrics {
   int64_t peak_memory_bytes = 0, max_rss_bytes = 0;
   bool resumed = false;
 };
+
+// "2026-11-27T14:05:41Z": `t` in ISO 8601, UTC, to the second.
+std::string iso8601_utc(std::chrono::system_clock::time_point t);
+// A new run id: the current time (UTC, ISO 8601's basic format) and 24 random bits.
+std::string new_run_id();
 
 // One JSON object, without a trailing newline.
 std::string to_json_line(const EpochMetrics& m);

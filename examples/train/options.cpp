@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backends/api/registry.h"
+#include "core/version.h"
 #include "examples/train/presets.h"
 #include "nn/init.h"
 #include "nn/lenet.h"
@@ -60,6 +61,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
       "on any backend, in any dispatch mode.");
   app->option_defaults()->always_capture_default();
   app->get_formatter()->column_width(34);
+  app->set_version_flag("--version", strata::version_line("strata_train"));
+  app->footer(describe_presets());
 
   app->add_option("--dataset", o.dataset, "dataset preset")->check(CLI::IsMember(dataset_names()));
   app->add_option("--data-dir", o.data_dir,
@@ -176,6 +179,7 @@ RunConfig resolve(const TrainOptions& in) {
                "--tf32 applies to the cuda backend only, not to '", o.backend, "'");
   if (!o.init.empty()) nn::parse_init_policy(o.init);
   if (o.data_dir.empty()) o.data_dir = p.default_dir;
+  require_data_dir(p, o.data_dir);
   if (o.epochs == 0) o.epochs = p.default_epochs;
   const bool lenet = o.model == "lenet";
   if (o.batch_size == 0) o.batch_size = lenet ? 64 : 128;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "ops/dispatch.h"
 
 namespace CLI {
@@ -15,6 +16,13 @@ class App;
 }
 
 namespace strata::train {
+
+// An error in what the command line asks for (strata_train exits 2, core/exit_status.h),
+// found after parsing: a backend that is not built, a precision it cannot run...
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct TrainOptions {
   std::string dataset = "fashion-mnist";

@@ -1,5 +1,6 @@
 #include "examples/train/presets.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "data/cifar10.h"
@@ -19,7 +20,8 @@ std::vector<DatasetPreset> make_presets() {
   DatasetPreset fm;
   fm.name = "fashion-mnist";
   fm.default_dir = data::kDebianFashionMnistDir;
-  fm.format = "IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]";
+  fm.format = "DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (IDX)";
+  fm.get_data = "Debian's dataset-fashion-mnist (tools/setup-deps.sh installs it)";
   fm.idx = true;
   fm.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
@@ -29,13 +31,16 @@ std::vector<DatasetPreset> make_presets() {
   DatasetPreset mn = fm;
   mn.name = "mnist";
   mn.default_dir = "";
+  mn.get_data = "tools/get-data.sh mnist DIR";
   mn.class_names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
   mn.normalize = data::norm::mnist();
   v.push_back(mn);
 
   DatasetPreset c10;
   c10.name = "cifar10";
-  c10.format = "CIFAR-10 binary batches (data_batch_{1..5}.bin, test_batch.bin)";
+  c10.format = "DIR/data_batch_{1..5}.bin and DIR/test_batch.bin, or the same in DIR/cifar-10-batches-bin/ "
+               "(CIFAR-10 binary version)";
+  c10.get_data = "tools/get-data.sh cifar10 DIR";
   c10.channels = 3;
   c10.class_names = names_of(data::kCifar10Classes, 10);
   c10.normalize = data::norm::cifar10();
@@ -45,14 +50,17 @@ std::vector<DatasetPreset> make_presets() {
 
   DatasetPreset stl = c10;
   stl.name = "stl10";
-  stl.format = "STL-10 binary ({train,test}_{X,y}.bin)";
+  stl.format = "DIR/{train,test}_{X,y}.bin, or the same in DIR/stl10_binary/ (STL-10 binary version)";
+  stl.get_data = "tools/get-data.sh stl10 DIR";
   stl.class_names = names_of(data::kStl10Classes, 10);
   stl.normalize = data::norm::stl10();
   v.push_back(stl);
 
   DatasetPreset voc;
   voc.name = "voc";
-  voc.format = "PASCAL VOC tree (ImageSets/Main, Annotations, JPEGImages), e.g. VOCdevkit/VOC2007";
+  voc.format = "DIR/ImageSets/Main/<set>.txt, DIR/Annotations/<id>.xml, DIR/JPEGImages/<id>.jpg: DIR is a "
+               "PASCAL VOC year, e.g. VOCdevkit/VOC2007 (sets: --voc-train-set, --voc-test-set)";
+  voc.get_data = "tools/get-data.sh voc2007 D, then --data-dir D/VOCdevkit/VOC2007";
   voc.task = Task::multilabel;
   voc.channels = 3;
   voc.num_classes = data::kVocNumClasses;
@@ -106,17 +114,34 @@ std::vector<std::string> dataset_names() {
   return v;
 }
 
+std::string data_hint(const DatasetPreset& p) { return "expected " + p.format + "; get it with " + p.get_data; }
+
+void require_data_dir(const DatasetPreset& p, const std::string& dir) {
+  STRATA_CHECK(!dir.empty(), p.name, ": no data directory given and the dataset has no default one; pass --data-dir (",
+               data_hint(p), ")");
+}
+
+std::string describe_presets() {
+  std::string s = "Dataset presets (--dataset) and the files --data-dir must hold:\n";
+  for (const auto& p : dataset_presets()) {
+    const std::string indent(17, ' ');
+    s += "  " + p.name + std::string(indent.size() - 2 - std::min(p.name.size(), indent.size() - 3), ' ') +
+         p.format + "\n";
+    if (!p.default_dir.empty()) s += indent + "default DIR: " + p.default_dir + "\n";
+    s += indent + "get it with " + p.get_data + "\n";
+  }
+  return s;
+}
+
 std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> base, int64_t limit) {
   if (limit <= 0 || limit >= base->size()) return base;
   return std::make_shared<LimitedDataset>(std::move(base), limit);
 }
 
 std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const DataRequest& r, data::Split split) {
-  STRATA_CHECK(!r.dir.empty(), p.name, ": no data directory given and the dataset has no default one; pass --data-dir (",
-               p.format, ")");
-  STRATA_CHECK(std::filesystem::is_directory(r.dir), p.name, ": data directory '", r.dir, "' does not exist",
-               p.name == "fashion-mnist" ? " (install Debian's dataset-fashion-mnist: tools/setup-deps.sh)" : "",
-               "; expected ", p.format);
+  require_data_dir(p, r.dir);
+  STRATA_CHECK(std::filesystem::is_directory(r.dir), p.name, ": data directory '", r.dir, "' does not exist; ",
+               data_hint(p));
   if (p.idx)
     return std::make_shared<data::InMemoryDataset>(data::load_mnist_dir(r.dir, split, p.name));
   if (p.name == "cifar10") return std::make_shared<data::InMemoryDataset>(data::load_cifar10(r.dir, split));

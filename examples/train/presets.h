@@ -29,7 +29,8 @@ enum class Task { classification, multilabel };
 struct DatasetPreset {
   std::string name;
   std::string default_dir;  // "" when there is no conventional location
-  std::string format;       // for --help and error messages
+  std::string format;       // the files --data-dir must hold (--help, examples/README.md, errors)
+  std::string get_data;     // how to get them
   bool idx = false;         // stored as IDX files (what strata_infer --idx reads)
   Task task = Task::classification;
   int64_t channels = 1;
@@ -44,6 +45,12 @@ struct DatasetPreset {
 const std::vector<DatasetPreset>& dataset_presets();
 const DatasetPreset& dataset_preset(std::string_view name);
 std::vector<std::string> dataset_names();
+// "<format>; get it with <get_data>", for the errors about a missing directory.
+std::string data_hint(const DatasetPreset& p);
+// Throws strata::Error, with the hint, when `dir` is empty.
+void require_data_dir(const DatasetPreset& p, const std::string& dir);
+// Every preset with its files and how to get them, for strata_train --help.
+std::string describe_presets();
 
 // `base` restricted to its first `limit` items (limit <= 0 or >= size: base itself).
 std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> base, int64_t limit);

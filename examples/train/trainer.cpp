@@ -12,10 +12,12 @@
 #include "core/file.h"
 #include "data/random.h"
 #include "examples/train/checkpoint_meta.h"
+#include "examples/train/precision_check.h"
 #include "examples/train/progress.h"
 #include "nn/checkpoint.h"
 #include "nn/layers/activation.h"
 #include "nn/policy.h"
+#include "ops/trace.h"
 
 namespace strata::train {
 
@@ -83,7 +85,7 @@ void Trainer::say(const char* fmt, ...) const {
 }
 
 Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
-    : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(log), progress_(progress) {
+    : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(log), progress_(progress), run_id_(new_run_id()) {
   const TrainOptions& o = cfg_.o;
 #ifdef STRATA_HAVE_BACKEND_CUDA
   if (o.tf32) backends::registry().impl<backends::CudaBackend>().set_allow_tf32(true);
@@ -129,6 +131,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   spec_.seed = o.seed;
   spec_.task = preset_.task;
   spec_.precision = o.precision;
+  check_precision_trains(spec_, cfg_.mode, o.backend, chw, train_set_->target_shape(), train_set_->target_dtype());
   model_ = build_model(spec_, cfg_.mode, o.backend);
   int64_t index = 0;
   for_each_dropout(*model_, [&](const std::string&, auto& d) { d.set_seed(dropout_seed(o.seed, index++), 0); });
@@ -198,6 +201,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
 Trainer::~Trainer() = default;
 
 void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const {
+  ops::TraceSpan span("checkpoint");
   nn::safetensors::Metadata meta;
   write_spec(spec_, preset_.name, meta);
   meta["strata.train.epoch"] = std::to_string(epoch);
@@ -210,6 +214,7 @@ void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const 
   meta["strata.train.epochs"] = std::to_string(cfg_.o.epochs);
   meta["strata.train.backend"] = cfg_.o.backend;
   meta["strata.train.dispatch"] = cfg_.o.dispatch;
+  meta["strata.train.run_id"] = run_id_;
   for_each_dropout(*model_, [&](const std::string& name, auto& d) {
     meta["strata.train.dropout." + name] = std::to_string(d.offset());
   });
@@ -290,12 +295,14 @@ void Trainer::restore(const std::string& path) {
         static_cast<long long>(saved_batch), static_cast<long long>(saved_images), static_cast<long long>(saved_epochs),
         static_cast<unsigned long long>(saved_seed), static_cast<long long>(cfg_.o.batch_size),
         static_cast<long long>(train_set_->size()), cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
+  if (auto it = m.find("strata.train.run_id"); it != m.end()) run_id_ = it->second;  // absent in older checkpoints
   resumed_mid_epoch_ = batch_ > 0;
   say("resumed from %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(epoch_ + 1),
       static_cast<long long>(batch_), static_cast<long long>(step_));
 }
 
 EvalResult Trainer::evaluate() {
+  ops::TraceSpan span("evaluate");
   model_->eval();
   autograd::NoGradGuard no_grad;
   EvalResult r;
@@ -362,6 +369,7 @@ RunResult Trainer::run() {
     while (auto b = train_loader_->next()) {
       lr = nn::lr_at(schedule_, step_);
       opt_->set_lr(lr);
+      ops::TraceSpan span("step");  // the step and its bookkeeping; gaps between steps: data loading
       const nn::StepResult r = model_->train_step(b->images, b->targets, *opt_);
       const int64_t n = b->images.size(0);
       const double loss = r.loss.item();
@@ -409,6 +417,8 @@ RunResult Trainer::run() {
     const double eval_seconds = seconds_since(eval_start);
 
     EpochMetrics m;
+    m.run_id = run_id_;
+    m.time = iso8601_utc(std::chrono::system_clock::now());
     m.epoch = epoch_ + 1;
     m.epochs = o.epochs;
     m.step = step_;

@@ -60,6 +60,7 @@ class Trainer {
   int64_t steps_per_epoch() const { return train_loader_->batches_per_epoch(); }
   // The log's header lines (also printed by the constructor).
   const std::string& header() const { return header_; }
+  const std::string& run_id() const { return run_id_; }
 
  private:
   void save(const std::string& path, int64_t epoch, int64_t batch) const;
@@ -78,6 +79,7 @@ class Trainer {
   std::unique_ptr<GuardedOutputs> outputs_;  // checked, and the checkpoint locked, for the run's lifetime
   nn::ScheduleConfig schedule_;
   std::string header_;
+  std::string run_id_;  // every metrics line of the run; kept across a resume (checkpoint metadata)
 
   // Position: the next batch is batch `batch_` of epoch `epoch_`; step_ optimizer steps done.
   int64_t epoch_ = 0, batch_ = 0, step_ = 0;

@@ -57,7 +57,7 @@ Tensor Dropout<P>::forward(const Tensor& x) {
     });
     e.fwd.seed = seed_;
     e.fwd.offset = offset;
-    p_.impl->dropout_fwd(e.fwd);
+    ops::direct::run_kernel(*p_.impl, ops::OpId::dropout_fwd, [&] { p_.impl->dropout_fwd(e.fwd); });
     return e.y;
   } else {
     return autograd::dropout(p_, x, prob_, seed_, offset);
@@ -76,7 +76,7 @@ Tensor Dropout<P>::backward(const Tensor& dy) {
       e.bwd.p = prob_;
       e.dy = dy;
     }
-    p_.impl->dropout_bwd(e.bwd);
+    ops::direct::run_kernel(*p_.impl, ops::OpId::dropout_bwd, [&] { p_.impl->dropout_bwd(e.bwd); });
     return e.dx;
   } else {
     return Module::backward(dy);

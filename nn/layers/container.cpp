@@ -20,7 +20,7 @@ Tensor Flatten<P>::forward(const Tensor& x) {
       entry.copy = ops::CopyArgs{in, c};
       entry.y = c.view(out);
     });
-    if (e.copies) p_.impl->copy(e.copy);
+    if (e.copies) ops::direct::run_kernel(*p_.impl, ops::OpId::copy, [&] { p_.impl->copy(e.copy); });
     return e.y;
   } else {
     return autograd::reshape(p_, x, out);

@@ -7,6 +7,7 @@
 #include "nn/module.h"
 #include "nn/plan_cache.h"
 #include "nn/policy.h"
+#include "ops/direct/kernel_call.h"
 
 namespace strata::nn::detail {
 
@@ -32,7 +33,8 @@ void release_grad_buffer(Impl& impl, Tensor param, const Tensor& buf) {
   const Tensor g = param.grad();
   if (!g.defined() || !buf.defined() || g.data_ptr() != buf.data_ptr()) return;
   Tensor copy = Tensor::empty(g.sizes(), g.dtype(), g.device());
-  impl.copy(ops::CopyArgs{g, copy});
+  const ops::CopyArgs a{g, copy};
+  ops::direct::run_kernel(impl, ops::OpId::copy, [&] { impl.copy(a); });
   param.set_grad(copy);
 }
 
@@ -46,7 +48,8 @@ void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
     return;
   }
   Tensor sum = Tensor::empty(existing.sizes(), existing.dtype(), existing.device());
-  impl.add(ops::AddArgs{existing, g, sum});
+  const ops::AddArgs a{existing, g, sum};
+  ops::direct::run_kernel(impl, ops::OpId::add, [&] { impl.add(a); });
   param.set_grad(sum);
 }
 
@@ -72,7 +75,7 @@ class CastPlan {
   }
   bool planned() const { return impl_ != nullptr; }
   void run() {
-    if (impl_) impl_->copy(args_);
+    if (impl_) ops::direct::run_kernel(*impl_, ops::OpId::copy, [&] { impl_->copy(args_); });
   }
 
  private:

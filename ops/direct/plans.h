@@ -3,12 +3,14 @@
 // shapes (the same shape rules as the front end), allocates outputs and gradient
 // buffers, and fills the backend's argument structs with raw pointers. Running a
 // plan is then one non-virtual call into the backend class: no checks, no
-// allocation, no tape, no trace. Backward is run explicitly, in reverse order, by
-// whoever owns the plans (a model, or a hand-written network like llm.c's).
+// allocation, no tape (only the op trace's branch, as in every mode: kernel_call.h).
+// Backward is run explicitly, in reverse order, by whoever owns the plans (a model,
+// or a hand-written network like llm.c's).
 // Inputs are bound by pointer at plan time: to run on new data, write it into the
 // planned input tensors (as a hand-written cuDNN network does).
 #include "backends/api/backend.h"
 #include "ops/checks.h"
+#include "ops/direct/kernel_call.h"
 #include "ops/shape_rules.h"
 
 namespace strata::ops::direct {
@@ -50,11 +52,11 @@ class Conv2dPlan {
       bd_ = {dy, fwd_.w, dx, fwd_.p};
     }
   }
-  void forward() { impl_->conv2d_fwd(fwd_); }
+  void forward() { run_kernel(*impl_, OpId::conv2d_fwd, [&] { impl_->conv2d_fwd(fwd_); }); }
   void backward() {
-    if (dx.defined()) impl_->conv2d_bwd_data(bd_);
-    impl_->conv2d_bwd_weight(bw_);
-    if (db.defined()) impl_->conv2d_bwd_bias(bb_);
+    if (dx.defined()) run_kernel(*impl_, OpId::conv2d_bwd_data, [&] { impl_->conv2d_bwd_data(bd_); });
+    run_kernel(*impl_, OpId::conv2d_bwd_weight, [&] { impl_->conv2d_bwd_weight(bw_); });
+    if (db.defined()) run_kernel(*impl_, OpId::conv2d_bwd_bias, [&] { impl_->conv2d_bwd_bias(bb_); });
   }
 
  private:
@@ -90,8 +92,8 @@ class BatchNormPlan {
     bwd_ = {fwd_.x, dy, fwd_.gamma, save_mean, save_invstd, dx, dgamma, dbeta};
     bwd_.training = fwd_.training;
   }
-  void forward() { impl_->batch_norm_fwd(fwd_); }
-  void backward() { impl_->batch_norm_bwd(bwd_); }
+  void forward() { run_kernel(*impl_, OpId::batch_norm_fwd, [&] { impl_->batch_norm_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::batch_norm_bwd, [&] { impl_->batch_norm_bwd(bwd_); }); }
 
  private:
   Impl* impl_ = nullptr;
@@ -115,8 +117,8 @@ class ReluPlan {
     dx = Tensor::empty_like(y, y.sizes());
     bwd_ = {y, dy, dx};
   }
-  void forward() { impl_->relu_fwd(fwd_); }
-  void backward() { impl_->relu_bwd(bwd_); }
+  void forward() { run_kernel(*impl_, OpId::relu_fwd, [&] { impl_->relu_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::relu_bwd, [&] { impl_->relu_bwd(bwd_); }); }
 
  private:
   Impl* impl_ = nullptr;
@@ -139,8 +141,8 @@ class MaxPool2dPlan {
     dx = Tensor::empty_like(y, fwd_.x.sizes);
     bwd_ = {fwd_.x, y, dy, dx, fwd_.p};
   }
-  void forward() { impl_->max_pool2d_fwd(fwd_); }
-  void backward() { impl_->max_pool2d_bwd(bwd_); }
+  void forward() { run_kernel(*impl_, OpId::max_pool2d_fwd, [&] { impl_->max_pool2d_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::max_pool2d_bwd, [&] { impl_->max_pool2d_bwd(bwd_); }); }
 
  private:
   Impl* impl_ = nullptr;
@@ -163,8 +165,8 @@ class AvgPool2dPlan {
     dx = Tensor::empty_like(y, fwd_.x.sizes);
     bwd_ = {dy, dx, fwd_.p};
   }
-  void forward() { impl_->avg_pool2d_fwd(fwd_); }
-  void backward() { impl_->avg_pool2d_bwd(bwd_); }
+  void forward() { run_kernel(*impl_, OpId::avg_pool2d_fwd, [&] { impl_->avg_pool2d_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::avg_pool2d_bwd, [&] { impl_->avg_pool2d_bwd(bwd_); }); }
 
  private:
   Impl* impl_ = nullptr;
@@ -189,8 +191,8 @@ class GlobalAvgPoolPlan {
                                                                              : MemoryFormat::contiguous);
     bwd_ = {dy, dx};
   }
-  void forward() { impl_->global_avg_pool_fwd(fwd_); }
-  void backward() { impl_->global_avg_pool_bwd(bwd_); }
+  void forward() { run_kernel(*impl_, OpId::global_avg_pool_fwd, [&] { impl_->global_avg_pool_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::global_avg_pool_bwd, [&] { impl_->global_avg_pool_bwd(bwd_); }); }
 
  private:
   Impl* impl_ = nullptr;
@@ -219,10 +221,10 @@ class LinearPlan {
       bd_ = {dy, fwd_.w, dx};
     }
   }
-  void forward() { impl_->linear_fwd(fwd_); }
+  void forward() { run_kernel(*impl_, OpId::linear_fwd, [&] { impl_->linear_fwd(fwd_); }); }
   void backward() {
-    if (dx.defined()) impl_->linear_bwd_data(bd_);
-    impl_->linear_bwd_weight(bw_);
+    if (dx.defined()) run_kernel(*impl_, OpId::linear_bwd_data, [&] { impl_->linear_bwd_data(bd_); });
+    run_kernel(*impl_, OpId::linear_bwd_weight, [&] { impl_->linear_bwd_weight(bw_); });
   }
 
  private:
@@ -244,7 +246,7 @@ class AddPlan {
     y = Tensor::empty_like(a, a.sizes());
     fwd_ = {a, b, y};
   }
-  void forward() { impl_->add(fwd_); }
+  void forward() { run_kernel(*impl_, OpId::add, [&] { impl_->add(fwd_); }); }
 
  private:
   Impl* impl_ = nullptr;
@@ -268,8 +270,8 @@ class SoftmaxXentPlan {
     bwd_ = {probs, labels, dloss, dlogits};
     impl.fill(FillArgs{dloss, 1.0});
   }
-  void forward() { impl_->softmax_xent_fwd(fwd_); }
-  void backward() { impl_->softmax_xent_bwd(bwd_); }
+  void forward() { run_kernel(*impl_, OpId::softmax_xent_fwd, [&] { impl_->softmax_xent_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::softmax_xent_bwd, [&] { impl_->softmax_xent_bwd(bwd_); }); }
 
  private:
   Impl* impl_ = nullptr;

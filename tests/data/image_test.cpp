@@ -58,7 +58,7 @@ TEST(Image, FilesAreToldApartByContentAndNamedInErrors) {
   write_file(dir / "grey.jpg", bytes("P5 2 2 255\n", {0, 1, 2, 3}));
   EXPECT_EQ(read_image_file(dir / "grey.jpg").sizes(), (Shape{1, 2, 2}));
   write_file(dir / "anim.gif", bytes("GIF89a"));
-  EXPECT_ERROR_MENTIONS(read_image_file(dir / "anim.gif"), "anim.gif': not a JPEG or binary PGM/PPM image");
+  EXPECT_ERROR_MENTIONS(read_image_file(dir / "anim.gif"), "anim.gif': not a JPEG, PNG or binary PGM/PPM image");
   write_file(dir / "empty.jpg", {});
   EXPECT_ERROR_MENTIONS(read_image_file(dir / "empty.jpg"), "the file is empty");
   EXPECT_ERROR_MENTIONS(read_image_file(dir.path()), "is a directory, not a regular file");

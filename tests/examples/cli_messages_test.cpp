@@ -39,7 +39,7 @@ TEST_F(HostileCli, BrokenImagesSayWhatIsWrongWithThem) {
       {"empty.pgm", "P5 0 0 255\n", "the image has no pixels (0x0)"},
       {"deep.pgm", std::string("P5 1 1 65535\n\x01\x02", 14), "only 8-bit PGM/PPM is supported (maxval 65535"},
       {"cut.ppm", "P6 4 4 255\nabc", "truncated PGM/PPM: 4x4x3 needs 48 bytes of pixels, the file has 3"},
-      {"anim.gif", "GIF89a....", "not a JPEG or binary PGM/PPM image"},
+      {"anim.gif", "GIF89a....", "not a JPEG, PNG or binary PGM/PPM image"},
       {"nothing.jpg", "", "the file is empty"},
       {"cut.jpg", "\xff\xd8\xff\xe0", "corrupt JPEG"},
   };

@@ -6,6 +6,7 @@
 
 #include "backends/api/registry.h"
 #include "examples/train/options.h"
+#include "examples/train/presets.h"
 #include "support/expect_error.h"
 
 namespace strata::testing {
@@ -121,6 +122,25 @@ TEST(TrainCli, OtherBadValuesNameWhatIsKnown) {
   o.schedule = "cosine";
   o.dispatch = "jit";  // set directly, bypassing the parser's check
   EXPECT_STRATA_ERROR(train::resolve(o), "dispatch mode 'jit' is unknown");
+}
+
+TEST(TrainCli, HelpListsEveryPresetsFilesAndHowToGetThem) {
+  train::TrainOptions o;
+  const std::string help = train::make_cli(o)->help();
+  for (const auto& p : train::dataset_presets()) {
+    EXPECT_NE(help.find("  " + p.name + " "), std::string::npos) << p.name;
+    EXPECT_NE(help.find(p.format), std::string::npos) << p.format;
+    EXPECT_NE(help.find("get it with " + p.get_data), std::string::npos) << p.get_data;
+  }
+  EXPECT_NE(help.find("tools/get-data.sh cifar10 DIR"), std::string::npos) << help;
+}
+
+TEST(TrainCli, APresetWithoutADefaultDirectoryNeedsDataDir) {
+  train::TrainOptions o;
+  o.backend = "reference";
+  o.dataset = "stl10";
+  EXPECT_STRATA_ERROR(train::resolve(o), "stl10: no data directory given", "pass --data-dir",
+                      "{train,test}_{X,y}.bin", "tools/get-data.sh stl10 DIR");
 }
 
 }  // namespace

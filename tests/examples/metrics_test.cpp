@@ -3,9 +3,11 @@
 // contents of a metrics JSON line.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "examples/train/metrics.h"
 #include "train_test_util.h"
@@ -59,6 +61,8 @@ TEST(TrainMetrics, CountCorrectUsesTheFirstMaximum) {
 
 train::EpochMetrics sample_metrics() {
   train::EpochMetrics m;
+  m.run_id = "20261127T140305Z-3f9a2c";
+  m.time = "2026-11-27T14:05:41Z";
   m.epoch = 2;
   m.epochs = 3;
   m.step = 1876;
@@ -89,6 +93,8 @@ TEST(TrainMetrics, JsonLineHoldsEveryField) {
   const std::string line = train::to_json_line(sample_metrics());
   EXPECT_EQ(line.find('\n'), std::string::npos);
   const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j.at("run_id"), "20261127T140305Z-3f9a2c");
+  EXPECT_EQ(j.at("time"), "2026-11-27T14:05:41Z");
   EXPECT_EQ(j.at("epoch"), 2);
   EXPECT_EQ(j.at("epochs"), 3);
   EXPECT_EQ(j.at("step"), 1876);
@@ -114,7 +120,18 @@ TEST(TrainMetrics, JsonLineHoldsEveryField) {
   EXPECT_EQ(j.at("peak_memory_bytes"), 123456789);
   EXPECT_EQ(j.at("max_rss_bytes"), 987654321);
   EXPECT_EQ(j.at("resumed"), false);
-  EXPECT_EQ(j.size(), 24u);
+  EXPECT_EQ(j.size(), 26u);
+}
+
+TEST(TrainMetrics, TimesAreIso8601InUtcAndRunIdsAreTimeAndRandomSuffix) {
+  using std::chrono::system_clock;
+  EXPECT_EQ(train::iso8601_utc(system_clock::from_time_t(0)), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(train::iso8601_utc(system_clock::from_time_t(1700000000)), "2023-11-14T22:13:20Z");
+  const std::string a = train::new_run_id(), b = train::new_run_id();
+  const std::regex form("[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}");
+  EXPECT_TRUE(std::regex_match(a, form)) << a;
+  EXPECT_TRUE(std::regex_match(b, form)) << b;
+  EXPECT_NE(a, b);  // 24 random bits: a collision here has odds of 1 in 16.7 million
 }
 
 TEST(TrainMetrics, MultiLabelLinesCarryMapAndNullsForUndefinedValues) {

@@ -98,6 +98,10 @@ TEST_P(TrainResume, ContinuesExactlyAsAnUninterruptedRun) {
   // Every epoch the resumed run finished has the uninterrupted run's metrics.
   ASSERT_GE(resumed.result.epochs.size(), 1u);
   for (const auto& m : resumed.result.epochs) expect_same_metrics(full.result.epochs[static_cast<size_t>(m.epoch - 1)], m);
+  // The metrics lines of the resumed run carry the interrupted run's id; another run has its own.
+  const std::string run_id = nn::safetensors::load(first.checkpoint).metadata.at("strata.train.run_id");
+  for (const auto& m : resumed.result.epochs) EXPECT_EQ(m.run_id, run_id);
+  EXPECT_NE(full.result.epochs.front().run_id, run_id);
   // A different stop point proves the comparison is not vacuous: the interrupted run
   // itself did not reach the final weights.
   EXPECT_FALSE(bitwise_equal(full.model.front().second, stopped.model.front().second));

@@ -23,7 +23,8 @@ print(f"cuda={int(cuda)}")
 PY
 )"
 libs=(-lc10 -ltorch -ltorch_cpu)
-defs=(-D_GLIBCXX_USE_CXX11_ABI="$abi")
+version=$(sed -n 's/^project(strata VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)  # for --version
+defs=(-D_GLIBCXX_USE_CXX11_ABI="$abi" -DSTRATA_VERSION="\"$version\"")
 if [ "$cuda" = 1 ]; then
   libs+=(-ltorch_cuda -lc10_cuda -lcudart)
   defs+=(-DSTUDY_WITH_CUDA)

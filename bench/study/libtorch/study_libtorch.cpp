@@ -17,12 +17,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#ifndef STRATA_VERSION  // strata's project() version, for --version
+#error "STRATA_VERSION is not defined: build with bench/study/libtorch/CMakeLists.txt or tools/study/build_libtorch_gxx.sh"
+#endif
 
 #include "../nvml.h"
 #include "../stats.h"
@@ -121,6 +126,10 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::printf("study_libtorch (strata) %s\n", STRATA_VERSION);
+    std::exit(0);
+  }
   if (argc < 2 || (std::string(argv[1]) != "sweep" && std::string(argv[1]) != "parity"))
     throw std::runtime_error("usage: study_libtorch sweep|parity [--points ..] [--kinds eval,train] [--json F] "
                              "[--device cuda|cpu] [--min-repeats N] [--max-repeats N] [--min-seconds S] "
@@ -505,8 +514,17 @@ int run_parity(const Options& o, const Device& d) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Options parsed;
   try {
-    const Options o = parse(argc, argv);
+    parsed = parse(argc, argv);
+  } catch (const std::exception& e) {
+    // A bad command line (or a number std::stoi cannot read): status 2, as every strata
+    // program (core/exit_status.h, which this program, built apart from strata, does not include).
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  try {
+    const Options& o = parsed;
     Device d;
     d.cuda = o.device == "cuda";
 #ifndef STUDY_WITH_CUDA
