@@ -19,8 +19,9 @@
 //    ("<conv>.weight", "<conv>.bias") and drops the batch norm's entries. Values are f32.
 //
 // Import builds an nn::Graph (nn/layers/graph.h) of strata layers that runs in every
-// dispatch mode on any backend, from a graph of the ops above (opsets 11 to 22; also
-// Identity, Dropout at inference, Reshape to [N, features], ReduceMean over H and W).
+// dispatch mode on any backend, from a graph of the ops above (opsets 11 to 23; also
+// Identity, Dropout at inference, Reshape to [N, features], ReduceMean over H and W,
+// MatMul by a constant and an Add of a constant as its bias).
 // Every op, attribute or tensor it cannot express is named in one strata::Error, none
 // left out; a malformed file is an error too, never a crash. The module's parameters are
 // named after the initializers when they share a "<prefix>.<role>" pattern (so an

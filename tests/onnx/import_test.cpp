@@ -103,6 +103,40 @@ TEST(OnnxImport, EquivalentFormsGiveTheSameOutputs) {
   EXPECT_TRUE(bitwise_equal(run(import(b), x), want));
 }
 
+// Gemm(transB) as MatMul by the transposed constant followed by Add of the bias (as some
+// exporters write a linear layer); an Add of a constant anywhere else is refused.
+TEST(OnnxImport, MatMulAndBiasAddAreALinearLayer) {
+  const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 3);
+  const OnnxBuilder base = tiny_model();
+  const Tensor want = run(import(base), x);
+  OnnxBuilder b = tiny_model();
+  auto& g = b.graph();
+  g.mutable_node(5)->set_op_type("MatMul");
+  g.mutable_node(5)->clear_attribute();
+  g.mutable_node(5)->mutable_input()->RemoveLast();
+  g.mutable_node(5)->set_output(0, "mm");
+  g.mutable_node(5)->set_input(1, "fc.weight_t");
+  for (auto& t : *g.mutable_initializer())
+    if (t.name() == "fc.weight") {
+      const float* w = reinterpret_cast<const float*>(t.raw_data().data());
+      const Tensor wt = Tensor::from_vector(std::vector<float>(w, w + 8), {2, 4}).permute({1, 0}).contiguous();
+      auto& u = *g.add_initializer();
+      u.set_name("fc.weight_t");
+      u.set_data_type(::onnx::TensorProto::FLOAT);
+      u.add_dims(4);
+      u.add_dims(2);
+      u.set_raw_data(wt.data_ptr(), wt.nbytes());
+      break;
+    }
+  b.node("Add", {"fc.bias", "mm"}, {"y"}, "/fc/Add");
+  EXPECT_TRUE(bitwise_equal(run(import(b), x), want));
+
+  OnnxBuilder elsewhere = tiny_model();
+  elsewhere.graph().mutable_node(2)->set_op_type("Add");  // Relu -> Add(n, conv.bias)
+  elsewhere.graph().mutable_node(2)->add_input("conv.bias");
+  EXPECT_STRATA_ERROR(import(elsewhere), "node '/relu/Relu' (Add): adds the constant 'conv.bias'");
+}
+
 TEST(OnnxImport, EveryUnsupportedOpAndAttributeIsNamed) {
   OnnxBuilder b = tiny_model();
   auto& g = b.graph();
@@ -205,9 +239,10 @@ TEST(OnnxImport, GraphsStrataDoesNotTake) {
   ints.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
   EXPECT_STRATA_ERROR(import(ints), "input 'x' has elements of type INT64");
 
-  EXPECT_STRATA_ERROR(import(tiny_model(9)), "opset 9; strata reads opsets 11 to 22");
+  EXPECT_STRATA_ERROR(import(tiny_model(9)), "opset 9; strata reads opsets 11 to 23");
+  EXPECT_STRATA_ERROR(import(tiny_model(24)), "opset 24");
   EXPECT_NO_THROW(import(tiny_model(11)));
-  EXPECT_NO_THROW(import(tiny_model(22)));
+  EXPECT_NO_THROW(import(tiny_model(23)));
 
   OnnxBuilder unknown_output = tiny_model();
   unknown_output.graph().mutable_output(0)->set_name("zzz");
