@@ -58,6 +58,26 @@ endif()
 strata_backend_option(STRATA_WITH_ONEDNN ${_onednn_found} onednn
   MISSING "${_onednn_missing}" INSTALL "${_onednn_install}")
 
+# ONNX export/import (Debian libonnx-dev, libprotobuf-dev): ONNX's CMake package names protobuf's
+# target without finding protobuf itself, so protobuf comes first.
+set(_onnx_found FALSE)
+set(_onnx_missing "protobuf (libprotobuf and its headers)")
+if(NOT STRATA_WITH_ONNX STREQUAL "OFF")
+  find_package(Protobuf QUIET)
+  if(TARGET protobuf::libprotobuf)
+    set(_onnx_missing "ONNX's CMake package (ONNXConfig.cmake)")
+    find_package(ONNX QUIET CONFIG)
+    if(TARGET onnx_proto AND TARGET onnx)
+      set(_onnx_found TRUE)
+    endif()
+  endif()
+endif()
+strata_backend_option(STRATA_WITH_ONNX ${_onnx_found} onnx KIND feature
+  MISSING "${_onnx_missing}" INSTALL "libonnx-dev libprotobuf-dev")
+if(STRATA_WITH_ONNX_ENABLED)
+  message(STATUS "strata: feature 'onnx' will be built (ONNX ${ONNX_VERSION}, protobuf ${Protobuf_VERSION})")
+endif()
+
 # CUDA toolkit + cuDNN + cuBLAS
 set(_cuda_found FALSE)
 set(_cuda_missing "a CUDA compiler (nvcc)")

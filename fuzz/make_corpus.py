@@ -258,6 +258,128 @@ def make_safetensors():
         + b"\x00" * 12)
 
 
+# --- ONNX models: protobuf written by hand (field numbers of onnx.proto) --------------
+def varint(n):
+    n &= (1 << 64) - 1
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb_int(field, v):
+    return varint(field << 3) + varint(v)
+
+
+def pb_bytes(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def pb_float(field, v):
+    return varint(field << 3 | 5) + struct.pack("<f", v)
+
+
+FLOAT, INT64 = 1, 7
+A_FLOAT, A_INT, A_STRING, A_INTS = 1, 2, 3, 7
+
+
+def attr(name, value):
+    """AttributeProto: name 1, f 2, i 3, s 4, ints 8, type 20."""
+    a = pb_bytes(1, name)
+    if isinstance(value, float):
+        return a + pb_float(2, value) + pb_int(20, A_FLOAT)
+    if isinstance(value, int):
+        return a + pb_int(3, value) + pb_int(20, A_INT)
+    if isinstance(value, str):
+        return a + pb_bytes(4, value) + pb_int(20, A_STRING)
+    return a + b"".join(pb_int(8, v) for v in value) + pb_int(20, A_INTS)
+
+
+def node(op, inputs, outputs, name, attrs=(), domain=None):
+    """NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, domain 7."""
+    n = b"".join(pb_bytes(1, i) for i in inputs) + b"".join(pb_bytes(2, o) for o in outputs)
+    n += pb_bytes(3, name) + pb_bytes(4, op) + b"".join(pb_bytes(5, attr(k, v)) for k, v in attrs)
+    return n + (pb_bytes(7, domain) if domain else b"")
+
+
+def tensor(name, dims, values, dtype=FLOAT):
+    """TensorProto: dims 1, data_type 2, name 8, raw_data 9."""
+    raw = struct.pack(f"<{len(values)}{'f' if dtype == FLOAT else 'q'}", *values)
+    return b"".join(pb_int(1, d) for d in dims) + pb_int(2, dtype) + pb_bytes(8, name) + pb_bytes(9, raw)
+
+
+def value_info(name, dims, elem=FLOAT):
+    """ValueInfoProto name 1, type 2 -> TypeProto tensor_type 1 -> elem_type 1, shape 2 -> dim 1."""
+    shape = b"".join(pb_bytes(1, pb_bytes(2, d) if isinstance(d, str) else pb_int(1, d)) for d in dims)
+    return pb_bytes(1, name) + pb_bytes(2, pb_bytes(1, pb_int(1, elem) + pb_bytes(2, shape)))
+
+
+def model(nodes, inits, inputs, outputs, opset=17):
+    """ModelProto: ir_version 1, producer_name 2, graph 7, opset_import 8 (domain 1, version 2).
+    GraphProto: node 1, name 2, initializer 5, input 11, output 12."""
+    g = b"".join(pb_bytes(1, n) for n in nodes) + pb_bytes(2, "g") + b"".join(pb_bytes(5, t) for t in inits)
+    g += b"".join(pb_bytes(11, v) for v in inputs) + b"".join(pb_bytes(12, v) for v in outputs)
+    return pb_int(1, 8) + pb_bytes(2, "make_corpus") + pb_bytes(7, g) + pb_bytes(8, pb_bytes(1, "") + pb_int(2, opset))
+
+
+def ramp(n, scale=0.1):
+    return [((i * 7 + 3) % 11 - 5) * scale for i in range(n)]
+
+
+def onnx_convnet(opset=17):
+    """x [N,2,6,6] -> Conv 3x3 pad 1 (+bias) -> BatchNormalization -> Relu -> GlobalAveragePool -> Flatten -> Gemm."""
+    inits = [tensor("conv.weight", [3, 2, 3, 3], ramp(54)), tensor("conv.bias", [3], ramp(3)),
+             tensor("bn.weight", [3], [1.0, 0.5, 1.5]), tensor("bn.bias", [3], ramp(3)),
+             tensor("bn.running_mean", [3], ramp(3, 0.01)), tensor("bn.running_var", [3], [1.0, 2.0, 0.5]),
+             tensor("fc.weight", [2, 3], ramp(6)), tensor("fc.bias", [2], [0.1, -0.1])]
+    nodes = [node("Conv", ["x", "conv.weight", "conv.bias"], ["c"], "conv",
+                  [("kernel_shape", [3, 3]), ("pads", [1, 1, 1, 1]), ("strides", [1, 1])]),
+             node("BatchNormalization", ["c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"], ["n"],
+                  "bn", [("epsilon", 1e-5)]),
+             node("Relu", ["n"], ["r"], "relu"),
+             node("GlobalAveragePool", ["r"], ["g"], "pool"),
+             node("Flatten", ["g"], ["f"], "flatten", [("axis", 1)]),
+             node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], "fc", [("transB", 1)])]
+    return model(nodes, inits, [value_info("x", ["N", 2, 6, 6])], [value_info("y", ["N", 2])], opset)
+
+
+def onnx_residual():
+    """Max and average pooling, a residual Add, Identity, Dropout, ReduceMean and a Reshape by a constant."""
+    inits = [tensor("a.weight", [2, 2, 1, 1], [1.0, 0.5, -0.5, 1.0]), tensor("shape", [2], [0, -1], INT64),
+             tensor("fc.weight", [3, 2], ramp(6))]
+    nodes = [node("MaxPool", ["x"], ["m"], "maxpool", [("kernel_shape", [2, 2]), ("strides", [2, 2])]),
+             node("Conv", ["m", "a.weight"], ["c"], "a", [("group", 1)]),
+             node("Add", ["c", "m"], ["s"], "add"),
+             node("Identity", ["s"], ["i"], "identity"),
+             node("Dropout", ["i"], ["d"], "dropout"),
+             node("AveragePool", ["d"], ["p"], "avgpool",
+                  [("kernel_shape", [3, 3]), ("pads", [1, 1, 1, 1]), ("count_include_pad", 1)]),
+             node("ReduceMean", ["p"], ["r"], "mean", [("axes", [2, 3]), ("keepdims", 1)]),
+             node("Reshape", ["r", "shape"], ["f"], "reshape"),
+             node("Gemm", ["f", "fc.weight"], ["y"], "fc", [("transB", 1)])]
+    return model(nodes, inits, [value_info("x", ["N", 2, 8, 8])], [value_info("y", ["N", 3])], 13)
+
+
+def make_onnx():
+    put("onnx", "convnet", onnx_convnet())
+    put("onnx", "convnet_opset11", onnx_convnet(11))
+    put("onnx", "residual", onnx_residual())
+    unsupported = [node("Sigmoid", ["x"], ["s"], "sigmoid"),
+                   node("Conv", ["s", "w"], ["c"], "conv", [("auto_pad", "SAME_UPPER"), ("pads", [1, 0, 1, 0])]),
+                   node("Fused", ["c"], ["y"], "custom", domain="com.example")]
+    put("onnx", "unsupported", model(unsupported, [tensor("w", [1, 1, 3, 3], ramp(9))],
+                                     [value_info("x", ["N", 1, 4, 4])], [value_info("y", ["N", 1, 4, 4])]))
+    put("onnx", "truncated", onnx_convnet()[:-20])
+    put("onnx", "int_input", model([node("Relu", ["x"], ["y"], "relu")], [], [value_info("x", [1, 4], INT64)],
+                                   [value_info("y", [1, 4])]))
+
+
 def main():
     make_idx()
     make_cifar10()
@@ -265,6 +387,7 @@ def main():
     make_voc()
     make_image()
     make_safetensors()
+    make_onnx()
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(ROOT) for f in fs)
     count = sum(len(fs) for _, _, fs in os.walk(ROOT))
     print(f"{count} files, {total} bytes under {ROOT}")

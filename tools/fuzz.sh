@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (fuzz/, clang, -fsanitize=fuzzer,address,undefined) in
 # build-fuzz/ and runs each for a given time, one after the other, one process each.
 #
-#   tools/fuzz.sh SECONDS [--merge] [TARGET...]     targets: idx cifar10 stl10 voc image safetensors
+#   tools/fuzz.sh SECONDS [--merge] [TARGET...]     targets: idx cifar10 stl10 voc image safetensors onnx
 #   tools/fuzz.sh 0 [TARGET...]                      build only
 #
 # Each target starts from fuzz/corpus/<target>/ (read only) and keeps what it finds in
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(idx cifar10 stl10 voc image safetensors)
+all_targets=(idx cifar10 stl10 voc image safetensors onnx)  # onnx: built with libonnx-dev
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
 seconds=$1

@@ -103,10 +103,11 @@ def check_strata(args, device):
     return r
 
 
-def export(args, device):
-    torch.manual_seed(args.seed)
+def random_resnet50(seed):
+    """torchvision's ResNet-50 (seeded init) with random BatchNorm affine parameters and
+    running statistics, so eval mode is no identity; and a seeded input source."""
+    torch.manual_seed(seed)
     model = torchvision.models.resnet50(weights=None)
-    # Random BatchNorm affine parameters and running statistics, so eval is no identity.
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
@@ -115,6 +116,11 @@ def export(args, device):
                 m.running_mean.uniform_(-0.2, 0.2)
                 m.running_var.uniform_(0.5, 1.5)
                 m.num_batches_tracked.fill_(7)
+    return model
+
+
+def export(args, device):
+    model = random_resnet50(args.seed)
     save_file(model.state_dict(), args.weights, metadata={"format": "pt"})
     x = torch.empty(args.batch, 3, 224, 224).uniform_(-2.0, 2.0)
     model = model.to(device).eval()

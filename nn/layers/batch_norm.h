@@ -45,6 +45,7 @@ class BatchNorm2d final : public Module {
   const Tensor& bias() const { return bias_; }
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }
+  const BatchNormOptions& options() const { return o_; }
   int64_t num_batches_tracked() const;
   int64_t plans_made() const;
 

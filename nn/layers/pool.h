@@ -29,6 +29,7 @@ class MaxPool2d final : public Module {
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
+  const ops::Pool2dParams& window() const { return pp_; }  // kernel, stride, padding
 
  private:
   P p_;
@@ -44,6 +45,7 @@ class AvgPool2d final : public Module {
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
+  const ops::Pool2dParams& window() const { return pp_; }  // kernel, stride, padding
 
  private:
   P p_;

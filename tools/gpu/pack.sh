@@ -3,6 +3,9 @@
 # bin/ and lib/ into .gpu/ (git-ignored) for a device run's `carry`. Run from anywhere.
 #   BUILD_DIR  build folder (default build-gpu)
 #   TARGETS    ninja targets (default: the cuda backend's tests)
+#   CARRY_LIBS libraries of this machine that the packed programs load and the GPU machine
+#              lacks, by name without lib/.so (e.g. "onnx_proto protobuf" for strata::onnx's
+#              programs): copied into .gpu/lib from where the packed programs resolve them
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
@@ -22,6 +25,11 @@ for f in "$build"/lib/*.so*; do
     *.so) [ -L "$f" ] && continue ;;
   esac
   cp -L "$f" .gpu/lib/
+done
+for lib in ${CARRY_LIBS:-}; do
+  path=$(for b in .gpu/bin/*; do ldd "$b" 2>/dev/null; done | awk -v l="lib$lib.so" 'index($1, l) == 1 && $3 ~ /^\// {print $3; exit}')
+  [ -n "$path" ] || { echo "pack: no packed program loads lib$lib.so" >&2; exit 1; }
+  cp -L "$path" .gpu/lib/
 done
 bytes=$(du -sb .gpu | cut -f1)
 limit=$((64 * 1024 * 1024))

@@ -1,0 +1,64 @@
+#include "onnx/onnx.h"
+
+#include <filesystem>
+
+#include "data/file_io.h"
+#include "nn/safetensors.h"
+#include "onnx/convert.h"
+
+namespace strata::onnx {
+
+namespace {
+// Protobuf parses messages of at most 2 GiB.
+constexpr uintmax_t kMaxFileBytes = (uintmax_t{1} << 31) - 1;
+}  // namespace
+
+std::string export_model(const nn::Module& m, const ExportOptions& o) {
+  STRATA_CHECK(o.input_sizes.size() >= 1, "onnx export: input_sizes must give one item's sizes ([C,H,W] or "
+                                          "[features]), got ", o.input_sizes.str());
+  Shape in{-1};
+  for (int64_t d : o.input_sizes) {
+    STRATA_CHECK(d > 0, "onnx export: input_sizes ", o.input_sizes.str(), " must be positive");
+    in.push_back(d);
+  }
+  STRATA_CHECK(!o.input_name.empty() && !o.output_name.empty() && o.input_name != o.output_name,
+               "onnx export: input and output names must be different and not empty ('", o.input_name, "', '",
+               o.output_name, "')");
+  ir::Graph g = detail::graph_of_module(m, in, o.input_name, o.output_name);
+  if (o.fold_batch_norm) ir::fold_batch_norm(g);
+  detail::WriteInfo info;
+  info.doc = o.doc;
+  info.metadata = {{"strata.batch_norm", o.fold_batch_norm ? "folded" : "kept"}};
+  return detail::write_model(g, info);
+}
+
+void save_model(const nn::Module& m, const std::string& path, const ExportOptions& o) {
+  nn::safetensors::write_file_atomic(path, export_model(m, o));
+}
+
+Imported import_model(std::string_view bytes, ops::DispatchMode mode, std::string_view backend,
+                      std::string_view source) {
+  detail::ReadResult r = detail::read_model(bytes, source);
+  Imported out;
+  out.module = detail::module_of_graph(r.graph, mode, backend);
+  out.input_sizes = r.graph.input_sizes;
+  out.input_name = r.graph.input;
+  out.output_name = r.graph.output;
+  out.opset = r.opset;
+  out.producer = r.producer;
+  return out;
+}
+
+// Bounded by the size first; data::read_file then refuses what is not a regular file.
+Imported load_model(const std::string& path, ops::DispatchMode mode, std::string_view backend) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);  // on error, read_file says why
+  STRATA_CHECK(ec || size <= kMaxFileBytes, "onnx import ", data::quoted(path), ": ", size,
+               " bytes is past protobuf's 2 GiB limit");
+  const std::vector<uint8_t> bytes = data::read_file(path);
+  STRATA_CHECK(bytes.size() <= kMaxFileBytes, "onnx import ", data::quoted(path), ": grew past 2 GiB while read");
+  return import_model(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), mode, backend,
+                      data::quoted(path));
+}
+
+}  // namespace strata::onnx

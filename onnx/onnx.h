@@ -1,0 +1,68 @@
+#pragma once
+// ONNX export and import of strata's nn models (opset 17; the protobuf classes of
+// Debian's libonnx-dev). Built when CMake finds ONNX and protobuf (STRATA_WITH_ONNX).
+//
+// Export writes the inference graph of a module tree: ResNet, LeNet, Sequential and
+// Graph modules made of strata's layers, in any dispatch mode, on any device:
+//
+//   onnx::ExportOptions o;
+//   o.input_sizes = Shape{3, 224, 224};   // one item; the batch dimension stays open
+//   onnx::save_model(model->module(), "resnet50.onnx", o);
+//
+//  - Ops: Conv, BatchNormalization (or folded into the conv before it, o.fold_batch_norm),
+//    Relu, MaxPool, AveragePool, GlobalAveragePool + Flatten, Flatten, Gemm, Add.
+//    Dropout is the identity at inference and is left out; batch norm uses its running
+//    statistics whatever the module's train/eval state.
+//  - Input "input" [batch, ...input_sizes], output "output": f32, dimension 0 named "batch".
+//  - Initializer names are the state dict's ("layer1.0.conv1.weight", "bn1.running_mean");
+//    num_batches_tracked is not exported. Folding keeps the conv's names
+//    ("<conv>.weight", "<conv>.bias") and drops the batch norm's entries. Values are f32.
+//
+// Import builds an nn::Graph (nn/layers/graph.h) of strata layers that runs in every
+// dispatch mode on any backend, from a graph of the ops above (opsets 11 to 23; also
+// Identity, Dropout at inference, Reshape to [N, features], ReduceMean over H and W,
+// MatMul by a constant and an Add of a constant as its bias).
+// Every op, attribute or tensor it cannot express is named in one strata::Error, none
+// left out; a malformed file is an error too, never a crash. The module's parameters are
+// named after the initializers when they share a "<prefix>.<role>" pattern (so an
+// exported strata model comes back with its own state dict names), else after the node.
+// A model exported by strata and imported again computes bitwise the same outputs.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "nn/module.h"
+#include "ops/dispatch.h"
+
+namespace strata::onnx {
+
+inline constexpr int64_t kOpset = 17;
+
+struct ExportOptions {
+  Shape input_sizes;  // one input item, without the batch: [C, H, W] (or [features])
+  bool fold_batch_norm = false;
+  std::string input_name = "input", output_name = "output";
+  std::string doc;  // the model's doc_string
+};
+
+// The ONNX model's bytes.
+std::string export_model(const nn::Module& m, const ExportOptions& o);
+// Written atomically (as checkpoints are: a temporary in the same folder, then renamed).
+void save_model(const nn::Module& m, const std::string& path, const ExportOptions& o);
+
+struct Imported {
+  std::unique_ptr<nn::Module> module;  // an nn::Graph
+  Shape input_sizes;                   // with the batch first; -1 where the file leaves it open
+  std::string input_name, output_name;
+  int64_t opset = 0;
+  std::string producer;  // "name version" of the program that wrote the file
+};
+
+// `source` names the bytes in error messages.
+Imported import_model(std::string_view bytes, ops::DispatchMode mode, std::string_view backend,
+                      std::string_view source = "<memory>");
+// Reads a regular file of at most 2 GiB (protobuf's limit), then import_model.
+Imported load_model(const std::string& path, ops::DispatchMode mode, std::string_view backend);
+
+}  // namespace strata::onnx

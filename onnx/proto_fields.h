@@ -1,0 +1,50 @@
+#pragma once
+// Internal to onnx/ (the only header that includes ONNX's protobuf classes): tensor data
+// and node attributes of an ONNX file, read defensively. Nothing here trusts the file:
+// sizes are checked against the bytes actually present before anything is allocated.
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace strata::onnx::detail {
+
+namespace pb = ::onnx;
+
+// The contents of a TensorProto: f32 data (FLOAT) or i64 values (INT64, BOOL as 0/1), or
+// why neither.
+struct TensorData {
+  Tensor f32;                 // FLOAT: CPU, contiguous
+  std::vector<int64_t> i64;   // INT64
+  bool is_i64 = false;
+  std::string problem;        // non-empty: the tensor cannot be used
+};
+TensorData read_tensor(const pb::TensorProto& t);
+// "FLOAT", "INT64", ... for messages.
+std::string data_type_name(int32_t data_type);
+
+// A node's attributes, each read at most once with its default; finish() reports every
+// attribute no reader asked for. A wrongly typed attribute is reported and its default used.
+class Attrs {
+ public:
+  using Report = std::function<void(const std::string&)>;
+  Attrs(const pb::NodeProto& n, Report report);
+  bool has(const std::string& name) const { return by_name_.count(name) > 0; }
+  int64_t i(const std::string& name, int64_t def);
+  double f(const std::string& name, double def);
+  std::string s(const std::string& name, const std::string& def);
+  std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> def);
+  const pb::TensorProto* tensor(const std::string& name);
+  void finish();
+
+ private:
+  const pb::AttributeProto* take(const std::string& name, pb::AttributeProto::AttributeType type);
+  std::map<std::string, const pb::AttributeProto*> by_name_;
+  Report report_;
+};
+
+}  // namespace strata::onnx::detail

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# ResNet-50 through ONNX on the GPU machine, from the repository root, with the programs
+# packed into .gpu/ by tools/gpu/pack.sh together with Debian's ONNX and protobuf libraries
+# (the GPU machine has neither):
+#   TARGETS="export_resnet50 strata_export strata_onnx_run" \
+#     CARRY_LIBS="onnx_proto protobuf turbojpeg pugixml" tools/gpu/pack.sh        # here
+#   tools/gpu/onnx.sh                                                              # there (carry .gpu)
+# (a) strata -> onnxruntime: strata's ResNet-50 (random batch-norm statistics) and its f32
+#     logits on the GPU (export_resnet50 export), exported by strata_export with batch norm
+#     kept and folded; onnxruntime (CPU provider, and CUDA with TF32 off when installed) runs
+#     both files on the same input; also strata_onnx_run imports strata's own file on the GPU
+#     in every dispatch mode (expected bitwise equal to the native model).
+# (b) PyTorch -> strata: torchvision's ResNet-50 through torch.onnx.export and PyTorch's
+#     logits on the GPU; strata_onnx_run imports the file and runs it on the GPU in every
+#     dispatch mode.
+# Every comparison passes at a relative L2 error <= 1e-4 with all argmax equal
+# (bench/peers/onnx_resnet50.py). Writes onnx.json (every comparison) and onnx.log to $OUT
+# (or /tmp/strata-gpu); exit status 0 when all pass.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+pkg=${PKG:-.gpu}
+out=${OUT:-/tmp/strata-gpu}
+tmp=$(mktemp -d)
+mkdir -p "$out"
+log="$out/onnx.log"
+: >"$log"
+export PYTHONUNBUFFERED=1
+
+# shellcheck source=tools/gpu/env.sh
+source tools/gpu/env.sh
+{
+  echo "== device ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -4
+  python3 -c "import torch, torchvision, onnx, onnxruntime as o; print('torch', torch.__version__, '| torchvision', \
+torchvision.__version__, '| onnx', onnx.__version__, '| onnxruntime', o.__version__, o.get_available_providers())" 2>&1
+  for b in export_resnet50 strata_export strata_onnx_run; do
+    missing=$(ldd "$pkg/bin/$b" 2>&1 | grep "not found")
+    [ -z "$missing" ] || echo "$b: libraries not found (pack them with CARRY_LIBS): $missing"
+  done
+} 2>&1 | tee -a "$log"
+
+step() {  # name, then the command; its output goes to the log
+  local name=$1
+  shift
+  echo "== $name" | tee -a "$log"
+  timeout "${STEP_TIMEOUT:-300}" "$@" 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  echo "$name: rc=$rc" | tee -a "$log"
+  return "$rc"
+}
+peer=bench/peers/onnx_resnet50.py
+status=0
+
+# (a) strata -> ONNX -> onnxruntime
+step "strata ResNet-50 and its logits on the GPU" \
+  "$pkg/bin/export_resnet50" export --weights "$tmp/r50.safetensors" --io "$tmp/r50_io.safetensors" || status=1
+for fold in kept folded; do
+  flag=()
+  [ "$fold" = folded ] && flag=(--fold-bn)
+  step "strata_export ($fold batch norm)" "$pkg/bin/strata_export" --model resnet50 --checkpoint "$tmp/r50.safetensors" \
+    --out "$tmp/strata_r50_$fold.onnx" "${flag[@]}" || status=1
+  step "onnxruntime on strata's export ($fold)" python3 "$peer" ort --onnx "$tmp/strata_r50_$fold.onnx" \
+    --io "$tmp/r50_io.safetensors" --json "$tmp/a_ort_$fold.json" || status=1
+done
+step "strata_onnx_run on strata's export (cuda, every mode)" "$pkg/bin/strata_onnx_run" --onnx "$tmp/strata_r50_kept.onnx" \
+  --input "$tmp/r50_io.safetensors" --output "$tmp/strata_r50_out.safetensors" --backend cuda --dispatch all || status=1
+step "strata import of strata's export vs strata's model" python3 "$peer" compare --io "$tmp/r50_io.safetensors" \
+  --got "$tmp/strata_r50_out.safetensors" --what "strata export -> strata import (cuda)" \
+  --json "$tmp/a_strata_import.json" || status=1
+
+# (b) torchvision -> torch.onnx.export -> strata
+step "torch.onnx.export of torchvision's ResNet-50, PyTorch's logits" python3 "$peer" torch-export \
+  --onnx "$tmp/tv_r50.onnx" --io "$tmp/tv_io.safetensors" --json "$tmp/b_torch_export.json" || status=1
+step "strata_onnx_run on PyTorch's export (cuda, every mode)" "$pkg/bin/strata_onnx_run" --onnx "$tmp/tv_r50.onnx" \
+  --input "$tmp/tv_io.safetensors" --output "$tmp/tv_strata_out.safetensors" --backend cuda --dispatch all || status=1
+step "strata vs PyTorch" python3 "$peer" compare --io "$tmp/tv_io.safetensors" --got "$tmp/tv_strata_out.safetensors" \
+  --what "torch.onnx.export -> strata (cuda)" --json "$tmp/b_strata_vs_torch.json" || status=1
+
+python3 - "$out/onnx.json" "$tmp"/[ab]_*.json <<'PY' | tee -a "$log"
+import json, sys
+rows = []
+for p in sys.argv[2:]:
+    try:
+        rows += json.load(open(p))
+    except Exception as e:
+        rows.append({"step": p, "status": "unreadable", "note": str(e)})
+json.dump(rows, open(sys.argv[1], "w"), indent=1)
+print("== summary")
+print(f"{'comparison':<72}{'rel L2':>10}{'max abs':>10}{'argmax':>8}  status")
+for r in rows:
+    if "rel_l2" in r:
+        print(f"{r['step'][:71]:<72}{r['rel_l2']:>10.2e}{r['max_abs']:>10.2e}{r['argmax_agree']:>5}/{r['rows']:<2}  "
+              f"{r['status']}{' (bitwise)' if r.get('bitwise') else ''}")
+    else:
+        print(f"{r['step'][:71]:<72}{'':>30}  {r['status']} {r.get('exporter', '')} {r.get('ops', '')} {r.get('note', '')}")
+PY
+echo "onnx: status $status" | tee -a "$log"
+rm -rf "$tmp"
+exit $status
