@@ -44,18 +44,20 @@ void EigenBackend::adam_step(const AdamStepArgs& a) {
   visit_float("adam_step", a.param.dtype, [&](auto t) {
     using T = decltype(t);
     const double steps = static_cast<double>(a.step);
+    // 1 - beta formed in double: 1 - 0.999f is 1.3e-5 off 0.001 in f32.
     const T b1 = static_cast<T>(a.beta1), b2 = static_cast<T>(a.beta2), eps = static_cast<T>(a.eps);
+    const T c1 = static_cast<T>(1.0 - a.beta1), c2 = static_cast<T>(1.0 - a.beta2);
     const T step_size = static_cast<T>(a.lr / (1.0 - std::pow(a.beta1, steps)));
     const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(a.beta2, steps)));
     const T wd = a.decoupled_weight_decay ? T(0) : static_cast<T>(a.weight_decay);
     const T decay = a.decoupled_weight_decay ? static_cast<T>(1.0 - a.lr * a.weight_decay) : T(1);
-    elementwise(*ctx_, "adam_step", false, [=](auto m, auto p, auto g) { return m * b1 + (g + p * wd) * (T(1) - b1); },
+    elementwise(*ctx_, "adam_step", false, [=](auto m, auto p, auto g) { return m * b1 + (g + p * wd) * c1; },
                 Out<T>{a.exp_avg}, In<T>{a.exp_avg}, In<T>{a.param}, In<T>{a.grad});
     elementwise(
         *ctx_, "adam_step", false,
         [=](auto v, auto p, auto g) {
           const auto gg = g + p * wd;
-          return v * b2 + gg * gg * (T(1) - b2);
+          return v * b2 + gg * gg * c2;
         },
         Out<T>{a.exp_avg_sq}, In<T>{a.exp_avg_sq}, In<T>{a.param}, In<T>{a.grad});
     elementwise(

@@ -46,6 +46,17 @@ auto patches(const X& x, const PoolGeom& g, typename X::Scalar v) {
       .reshape(Dims<4>{g.b, g.ho * g.wo, Index(p.kernel_h) * p.kernel_w, g.d});
 }
 
+// max over a window that keeps the first maximum in window order (row-major): its
+// value's bits (-0 before +0) as the reference has them; a NaN is the maximum.
+template <class T>
+struct FirstMaxReducer {
+  void reduce(const T t, T* accum) const {
+    if (t > *accum || (t != t && *accum == *accum)) *accum = t;
+  }
+  T initialize() const { return -std::numeric_limits<T>::infinity(); }
+  T finalize(const T accum) const { return accum; }
+};
+
 // The window of output p = oh * Wo + ow clipped to the input, as the reference forms
 // it: its divisor (padded or valid area) and the offset of its first valid element.
 struct Window {
@@ -105,10 +116,10 @@ void EigenBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
     if (a.y.numel() == 0) return;
     const Packed4<T> x(*ctx_, a.x, g.l, "max_pool2d_fwd", "x");
     Output4<T> y(a.y, g.l, "max_pool2d_fwd", "y");
-    // Padding is -inf: it never wins; a NaN does (PropagateNaN), as in PyTorch.
+    // Padding is -inf: it never wins; a NaN does, as in PyTorch.
     y.map().reshape(g.out3()).device(ctx_->device) =
         patches(x.map().reshape(g.in()), g, -std::numeric_limits<T>::infinity())
-            .template maximum<Eigen::array<Index, 1>, Eigen::PropagateNaN>(Eigen::array<Index, 1>{2});
+            .reduce(Eigen::array<Index, 1>{2}, FirstMaxReducer<T>{});
     y.finish(*ctx_);
   });
 }

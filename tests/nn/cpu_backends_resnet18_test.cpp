@@ -73,7 +73,7 @@ TEST_P(CpuBackendResNet18Step, MatchesTheReferenceAndIsBitwiseEqualAcrossModes) 
               backend.c_str(), lg, lr, worst, worst_name.c_str(), ref.grads.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CpuBackendResNet18Step, ::testing::Values("onednn", "openblas"),
+INSTANTIATE_TEST_SUITE_P(Backends, CpuBackendResNet18Step, ::testing::Values("onednn", "openblas", "eigen"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
