@@ -16,6 +16,17 @@ endif()
 strata_backend_option(STRATA_WITH_OPENBLAS ${_openblas_found} openblas
   MISSING "OpenBLAS (a BLAS library and cblas.h)" INSTALL "libopenblas-dev")
 
+# Eigen 3.4 (Debian libeigen3-dev): header-only; its Tensor module (unsupported/) comes with it.
+set(_eigen_found FALSE)
+if(NOT STRATA_WITH_EIGEN STREQUAL "OFF")
+  find_package(Eigen3 3.4 QUIET NO_MODULE)
+  if(TARGET Eigen3::Eigen)
+    set(_eigen_found TRUE)
+  endif()
+endif()
+strata_backend_option(STRATA_WITH_EIGEN ${_eigen_found} eigen
+  MISSING "Eigen 3.4 (Eigen3Config.cmake)" INSTALL "libeigen3-dev")
+
 # oneDNN (Debian libdnnl-dev). Debian's dnnl-config.cmake is built with the OpenCL GPU runtime and
 # calls find_package(OpenCL REQUIRED), which fails the whole configure when OpenCL is absent; read
 # which runtimes the package was built with and look for them first.

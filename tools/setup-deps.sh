@@ -8,6 +8,7 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs=(build-essential cmake ninja-build pkg-config ccache
       libgtest-dev libgmock-dev libbenchmark-dev
       libopenblas-dev
+      libeigen3-dev  # the eigen backend
       libdnnl-dev ocl-icd-opencl-dev opencl-headers  # Debian's oneDNN CMake package requires OpenCL
       libcli11-dev nlohmann-json3-dev
       libonnx-dev libprotobuf-dev python3-onnx  # ONNX export/import (onnx/), onnx.checker in ctest

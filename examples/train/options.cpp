@@ -74,7 +74,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
       ->check(CLI::IsMember({"tensorflow", "keras"}));
   app->add_option("--width", o.base_channels, "ResNet stem/layer1 channels (64 = torchvision)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  app->add_option("--backend", o.backend, "backend name (default: best CPU backend built: onednn, openblas, reference)");
+  app->add_option("--backend", o.backend, "backend name (default: best CPU backend built: onednn, openblas, eigen, reference)");
   app->add_option("--dispatch", o.dispatch, "virtual | static | direct")
       ->check(CLI::IsMember({"virtual", "static", "direct"}));
   app->add_option("--precision", o.precision,
@@ -136,7 +136,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
 
 std::string best_cpu_backend() {
   const auto& r = backends::registry();
-  for (const char* name : {"onednn", "openblas", "reference"})
+  for (const char* name : {"onednn", "openblas", "eigen", "reference"})
     if (const backends::Backend* b = r.find(name); b && b->device_type() == DeviceType::cpu) return name;
   STRATA_FAIL("no CPU backend is built (", r.describe(), ")");
 }

@@ -64,6 +64,9 @@ std::string backend_details(const std::string& name) {
 #if STRATA_HAVE_BACKEND_OPENBLAS
   if (name == "openblas") return backends::OpenBlasBackend::describe();
 #endif
+#if STRATA_HAVE_BACKEND_EIGEN
+  if (name == "eigen") return backends::registry().impl<backends::EigenBackend>().describe();
+#endif
   (void)name;
   return {};
 }

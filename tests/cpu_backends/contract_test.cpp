@@ -16,6 +16,9 @@ static_assert(backends::BackendImpl<backends::OneDnnBackend>);
 #ifdef STRATA_HAVE_BACKEND_OPENBLAS
 static_assert(backends::BackendImpl<backends::OpenBlasBackend>);
 #endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+static_assert(backends::BackendImpl<backends::EigenBackend>);
+#endif
 
 class ContractTest : public CpuBackendTest {};
 
@@ -32,7 +35,7 @@ TEST_P(ContractTest, SupportsF32EverywhereAndNoIntegerMath) {
 
 TEST_P(ContractTest, SupportsF64WhereImplemented) {
   using ops::OpId;
-  if (GetParam() == "openblas") {  // dgemm and templated loops: every op
+  if (GetParam() == "openblas" || GetParam() == "eigen") {  // dgemm / Eigen templates: every op
     for (int i = 0; i < ops::kNumOps; ++i) EXPECT_TRUE(be().supports(static_cast<OpId>(i), DType::f64));
     return;
   }
@@ -45,8 +48,8 @@ TEST_P(ContractTest, SupportsF64WhereImplemented) {
     EXPECT_TRUE(be().supports(op, DType::f64)) << ops::op_name(op);
 }
 
-// f64 where supports() says so, against the reference at f64 precision. openblas
-// runs every op in f64 (dgemm); onednn only its loop-based ops.
+// f64 where supports() says so, against the reference at f64 precision. openblas and
+// eigen run every op in f64 (dgemm, Eigen's templates); onednn only its loop-based ops.
 TEST_P(ContractTest, F64MatchesReferenceWhereSupported) {
   constexpr double kTolF64 = 1e-12;
   const auto r64 = [](const Shape& s, uint64_t seed) { return random_tensor(s, DType::f64, seed); };
@@ -158,6 +161,15 @@ TEST_P(ContractTest, Describe) {
     EXPECT_NE(d.find("core="), std::string::npos) << d;
     RecordProperty("openblas", d);
     std::cout << "[ openblas ] " << d << "\n";
+  }
+#endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+  if (GetParam() == "eigen") {
+    const std::string d = backends::EigenBackend{}.describe();
+    EXPECT_NE(d.find("Eigen 3."), std::string::npos) << d;
+    EXPECT_NE(d.find("threads="), std::string::npos) << d;
+    RecordProperty("eigen", d);
+    std::cout << "[ eigen ] " << d << "\n";
   }
 #endif
 #ifdef STRATA_HAVE_BACKEND_ONEDNN

@@ -91,6 +91,9 @@ TEST_P(ConvTest, SmallShapes) {
       {"pointwise_1x1_groups2_batch1", {1, 8, 5, 6}, 6, 1, 1, P(1, 1, 0, 0, 1, 1, 2)},
       {"pointwise_1x1_stride2_odd", {2, 8, 7, 5}, 5, 1, 1, P(2, 2, 0, 0)},
       {"rect_3x1_stride2x1", {2, 3, 8, 5}, 4, 3, 1, P(2, 1, 1, 0)},
+      // Padding wider than the kernel's reach: output rows made of padding only.
+      {"pointwise_1x1_pad2_stride2", {2, 4, 5, 6}, 3, 1, 1, P(2, 2, 2, 2)},
+      {"nhwc_3x3_pad3_dilation2_stride3", {1, 8, 9, 7}, 4, 3, 3, P(3, 3, 3, 3, 2, 2), kNHWC},
       {"no_bias_5x5_pad2", {1, 2, 8, 8}, 3, 5, 5, P(1, 1, 2, 2), kNCHW, false},
       {"nhwc_3x3_pad1", {2, 8, 6, 5}, 8, 3, 3, P(1, 1, 1, 1), kNHWC},
       {"nhwc_stride2_groups2", {1, 8, 7, 7}, 8, 3, 3, P(2, 2, 1, 1, 1, 1, 2), kNHWC},

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers for the production CPU backends' tests (onednn, openblas): each backend
+// Helpers for the production CPU backends' tests (onednn, openblas, eigen): each backend
 // object is called directly with views of strata::Tensors and its outputs are
 // compared with the ReferenceBackend's on the same random f32 inputs.
 //
@@ -48,6 +48,9 @@ inline std::unique_ptr<Backend> make_cpu_backend(const std::string& name) {
 #ifdef STRATA_HAVE_BACKEND_OPENBLAS
   if (name == "openblas") return std::make_unique<backends::BackendAdapter<backends::OpenBlasBackend>>();
 #endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+  if (name == "eigen") return std::make_unique<backends::BackendAdapter<backends::EigenBackend>>();
+#endif
   return nullptr;
 }
 
@@ -90,8 +93,13 @@ class CpuBackendTest : public ::testing::TestWithParam<std::string> {
 
 inline std::string backend_param_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
 
-#define STRATA_CPU_BACKEND_SUITE(Fixture)                                                        \
-  INSTANTIATE_TEST_SUITE_P(Cpu, Fixture, ::testing::Values(std::string("onednn"), std::string("openblas")), \
+// Every production CPU backend; a test of one this build lacks is skipped.
+inline const std::vector<std::string>& cpu_backend_names() {
+  static const std::vector<std::string> names = {"onednn", "openblas", "eigen"};
+  return names;
+}
+#define STRATA_CPU_BACKEND_SUITE(Fixture)                                                   \
+  INSTANTIATE_TEST_SUITE_P(Cpu, Fixture, ::testing::ValuesIn(::strata::testing::cpu_backend_names()), \
                            ::strata::testing::backend_param_name)
 
 }  // namespace strata::testing

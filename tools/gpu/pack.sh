@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 targets=${TARGETS:-test_cuda_backend}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DSTRATA_WITH_CUDA=ON -DSTRATA_WITH_ONEDNN=OFF -DSTRATA_WITH_OPENBLAS=OFF >/dev/null
+  -DSTRATA_WITH_CUDA=ON -DSTRATA_WITH_ONEDNN=OFF -DSTRATA_WITH_OPENBLAS=OFF -DSTRATA_WITH_EIGEN=OFF >/dev/null
 # shellcheck disable=SC2086
 ninja -C "$build" $targets
 rm -rf .gpu

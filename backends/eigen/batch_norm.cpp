@@ -1,0 +1,168 @@
+// batch_norm as per-channel reductions and broadcasts over x viewed as [A, C, B]:
+// [N, C, H*W] for NCHW, [N*H*W, C, 1] for channels-last, [N, C, 1] for rank 2, and
+// the logical [N, C, H*W] of any other strides. Statistics in two passes (mean, then
+// squared deviations), in the input's dtype.
+#include <cmath>
+#include <optional>
+
+#include "backends/eigen/context.h"
+
+namespace strata::backends {
+
+using eigen::Dims;
+using eigen::Index;
+using eigen::Map;
+using eigen::PackedIn;
+using eigen::PackedOut;
+using eigen::Strided;
+using eigen::visit_float;
+using Vec = Eigen::array<Index, 2>;
+
+namespace {
+
+template <class T>
+using Vector = Eigen::Tensor<T, 1, Eigen::RowMajor, Index>;
+
+// A [C] parameter's values, or `fallback` everywhere when it is absent.
+template <class T>
+Vector<T> param(eigen::Context& ctx, const TensorView& v, Index c, double fallback, const char* op, const char* arg) {
+  Vector<T> out(c);
+  if (!v.defined) {
+    out.setConstant(static_cast<T>(fallback));
+  } else {
+    out = PackedIn<T, 1>(ctx, v, op, arg).map();
+  }
+  return out;
+}
+template <class T>
+void set_param(eigen::Context& ctx, const TensorView& v, const Vector<T>& value, const char* op, const char* arg) {
+  if (!v.defined) return;
+  PackedOut<T, 1> out(v, op, arg);
+  out.map() = value;
+  out.finish(ctx);
+}
+
+// The [A, C, B] shape of x and whether the views share a dense layout that has it.
+struct Form {
+  Index a, c, b, m;  // m = values per channel = a * b
+  bool dense;
+};
+Form form(const TensorView& x, std::initializer_list<const TensorView*> others) {
+  const Index n = x.sizes[0], c = x.sizes[1], hw = x.dim() == 4 ? x.sizes[2] * x.sizes[3] : 1;
+  bool same = true;
+  for (const TensorView* o : others) same = same && eigen::same_layout(x, *o);
+  if (same && x.is_contiguous()) return {n, c, hw, n * hw, true};
+  if (same && x.dim() == 4 && x.is_channels_last()) return {n * hw, c, 1, n * hw, true};
+  return {n, c, hw, n * hw, false};
+}
+
+// Calls f(expr...) with each view as an [A, C, B] expression of the form.
+template <class F, class... S>
+void with_form(const Form& fm, const char* op, F&& f, std::pair<S*, const TensorView*>... v) {
+  const Dims<3> d{fm.a, fm.c, fm.b};
+  if (fm.dense) {
+    f(Map<S, 3>(v.first, d)...);
+    return;
+  }
+  auto strided = [&](auto* p, const TensorView* view) {
+    using E = std::remove_pointer_t<decltype(p)>;
+    return Strided<E>(*view, op, "tensor");
+  };
+  auto s = std::make_tuple(strided(v.first, v.second)...);
+  std::apply([&](auto&... e) { f(e.expr().reshape(d)...); }, s);
+}
+
+const Eigen::array<Index, 2> kOverChannel{0, 2};
+
+}  // namespace
+
+void EigenBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  visit_float("batch_norm_fwd", a.x.dtype, [&](auto t) {
+    using T = decltype(t);
+    const Form fm = form(a.x, {&a.y});
+    if (a.training)
+      STRATA_CHECK(fm.m > 1, "batch_norm_fwd: training needs more than one value per channel, got x ", a.x.sizes.str());
+    else
+      STRATA_CHECK(a.running_mean.defined && a.running_var.defined,
+                   "batch_norm_fwd: eval mode needs running_mean and running_var");
+    const char* op = "batch_norm_fwd";
+    const Index c = fm.c;
+    const Dims<3> bc{1, c, 1}, rep{fm.a, 1, fm.b};
+    Vector<T> mean(c), var(c);
+    Vector<T> rm = param<T>(*ctx_, a.running_mean, c, 0.0, op, "running_mean");
+    Vector<T> rv = param<T>(*ctx_, a.running_var, c, 1.0, op, "running_var");
+    const Vector<T> gamma = param<T>(*ctx_, a.gamma, c, 1.0, op, "gamma");
+    const Vector<T> beta = param<T>(*ctx_, a.beta, c, 0.0, op, "beta");
+    auto& dev = ctx_->device;
+    with_form(fm, op, [&](auto x, auto y) {
+      if (a.training) {
+        mean.device(dev) = x.mean(kOverChannel);
+        var.device(dev) = (x - mean.reshape(bc).broadcast(rep)).square().mean(kOverChannel);
+      } else {
+        mean = rm;
+        var = rv;
+      }
+      const Vector<T> invstd = (var + static_cast<T>(a.eps)).sqrt().inverse();
+      const Vector<T> scale = gamma * invstd;
+      y.device(dev) = (x - mean.reshape(bc).broadcast(rep)) * scale.reshape(bc).broadcast(rep) +
+                      beta.reshape(bc).broadcast(rep);
+      set_param<T>(*ctx_, a.save_mean, mean, op, "save_mean");
+      set_param<T>(*ctx_, a.save_invstd, invstd, op, "save_invstd");
+    }, std::pair<const T*, const TensorView*>{a.x.ptr<const T>(), &a.x}, std::pair<T*, const TensorView*>{a.y.ptr<T>(), &a.y});
+    if (a.training) {
+      const T m = static_cast<T>(a.momentum);
+      const T unbias = static_cast<T>(static_cast<double>(fm.m) / static_cast<double>(fm.m - 1));
+      rm = rm * (T(1) - m) + mean * m;
+      rv = rv * (T(1) - m) + var * unbias * m;
+      set_param<T>(*ctx_, a.running_mean, rm, op, "running_mean");
+      set_param<T>(*ctx_, a.running_var, rv, op, "running_var");
+    }
+  });
+}
+
+// With xhat = (x - mean) * invstd and M values per channel:
+//   dbeta = sum dy, dgamma = sum dy * xhat,
+//   training: dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma)
+//   eval:     dx = gamma * invstd * dy (the statistics are constants).
+void EigenBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
+  visit_float("batch_norm_bwd", a.x.dtype, [&](auto t) {
+    using T = decltype(t);
+    const char* op = "batch_norm_bwd";
+    const Form fm = a.dx.defined ? form(a.x, {&a.dy, &a.dx}) : form(a.x, {&a.dy});
+    const Index c = fm.c;
+    const Dims<3> bc{1, c, 1}, rep{fm.a, 1, fm.b};
+    const Vector<T> mean = param<T>(*ctx_, a.save_mean, c, 0.0, op, "save_mean");
+    const Vector<T> invstd = param<T>(*ctx_, a.save_invstd, c, 1.0, op, "save_invstd");
+    const Vector<T> gamma = param<T>(*ctx_, a.gamma, c, 1.0, op, "gamma");
+    Vector<T> sum_dy(c), sum_dy_xhat(c);
+    auto& dev = ctx_->device;
+    auto sums = [&](auto x, auto dy) {
+      sum_dy.device(dev) = dy.sum(kOverChannel);
+      sum_dy_xhat.device(dev) = (dy * (x - mean.reshape(bc).broadcast(rep))).sum(kOverChannel) * invstd;
+    };
+    auto grad = [&](auto x, auto dy, auto dx) {
+      const T big_m = static_cast<T>(fm.m);
+      if (a.training) {
+        const Vector<T> k = gamma * invstd / big_m;
+        dx.device(dev) = k.reshape(bc).broadcast(rep) *
+                         (dy * big_m - sum_dy.reshape(bc).broadcast(rep) -
+                          (x - mean.reshape(bc).broadcast(rep)) * (invstd * sum_dy_xhat).reshape(bc).broadcast(rep));
+      } else {
+        dx.device(dev) = (gamma * invstd).reshape(bc).broadcast(rep) * dy;
+      }
+    };
+    using P = std::pair<const T*, const TensorView*>;
+    if (a.dx.defined) {
+      with_form(fm, op, [&](auto x, auto dy, auto dx) {
+        sums(x, dy);
+        grad(x, dy, dx);
+      }, P{a.x.ptr<const T>(), &a.x}, P{a.dy.ptr<const T>(), &a.dy}, std::pair<T*, const TensorView*>{a.dx.ptr<T>(), &a.dx});
+    } else {
+      with_form(fm, op, sums, P{a.x.ptr<const T>(), &a.x}, P{a.dy.ptr<const T>(), &a.dy});
+    }
+    set_param<T>(*ctx_, a.dgamma, sum_dy_xhat, op, "dgamma");
+    set_param<T>(*ctx_, a.dbeta, sum_dy, op, "dbeta");
+  });
+}
+
+}  // namespace strata::backends

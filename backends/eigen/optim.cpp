@@ -1,0 +1,70 @@
+// Fused optimizer steps as Eigen expressions, one pass per tensor they write
+// (context.h's elementwise()), in the parameter's dtype. The formulas are those of
+// torch.optim.SGD (dampening 0) and torch.optim.Adam / AdamW, as in the reference.
+#include <cmath>
+
+#include "backends/eigen/context.h"
+
+namespace strata::backends {
+
+using eigen::elementwise;
+using eigen::In;
+using eigen::Out;
+using eigen::visit_float;
+
+// g = grad + wd * param; buf = momentum * buf + g; param -= lr * (nesterov ? g + momentum * buf : buf).
+void EigenBackend::sgd_step(const SgdStepArgs& a) {
+  visit_float("sgd_step", a.param.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T lr = static_cast<T>(a.lr), mom = static_cast<T>(a.momentum), wd = static_cast<T>(a.weight_decay);
+    if (a.momentum == 0.0) {
+      elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g) { return p - (g + p * wd) * lr; }, Out<T>{a.param},
+                  In<T>{a.param}, In<T>{a.grad});
+      return;
+    }
+    STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum_buf for param ",
+                 a.param.sizes.str());
+    elementwise(*ctx_, "sgd_step", false, [=](auto b, auto p, auto g) { return b * mom + (g + p * wd); },
+                Out<T>{a.momentum_buf}, In<T>{a.momentum_buf}, In<T>{a.param}, In<T>{a.grad});
+    if (a.nesterov) {
+      elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g, auto b) { return p - ((g + p * wd) + b * mom) * lr; },
+                  Out<T>{a.param}, In<T>{a.param}, In<T>{a.grad}, In<T>{a.momentum_buf});
+    } else {
+      elementwise(*ctx_, "sgd_step", false, [=](auto p, auto b) { return p - b * lr; }, Out<T>{a.param},
+                  In<T>{a.param}, In<T>{a.momentum_buf});
+    }
+  });
+}
+
+// Adam: g = grad + wd * param.  AdamW: param *= 1 - lr * wd.  Then
+// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+void EigenBackend::adam_step(const AdamStepArgs& a) {
+  STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based (bias correction divides by 1 - beta^step), got ", a.step);
+  visit_float("adam_step", a.param.dtype, [&](auto t) {
+    using T = decltype(t);
+    const double steps = static_cast<double>(a.step);
+    // 1 - beta formed in double: 1 - 0.999f is 1.3e-5 off 0.001 in f32.
+    const T b1 = static_cast<T>(a.beta1), b2 = static_cast<T>(a.beta2), eps = static_cast<T>(a.eps);
+    const T c1 = static_cast<T>(1.0 - a.beta1), c2 = static_cast<T>(1.0 - a.beta2);
+    const T step_size = static_cast<T>(a.lr / (1.0 - std::pow(a.beta1, steps)));
+    const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(a.beta2, steps)));
+    const T wd = a.decoupled_weight_decay ? T(0) : static_cast<T>(a.weight_decay);
+    const T decay = a.decoupled_weight_decay ? static_cast<T>(1.0 - a.lr * a.weight_decay) : T(1);
+    elementwise(*ctx_, "adam_step", false, [=](auto m, auto p, auto g) { return m * b1 + (g + p * wd) * c1; },
+                Out<T>{a.exp_avg}, In<T>{a.exp_avg}, In<T>{a.param}, In<T>{a.grad});
+    elementwise(
+        *ctx_, "adam_step", false,
+        [=](auto v, auto p, auto g) {
+          const auto gg = g + p * wd;
+          return v * b2 + gg * gg * c2;
+        },
+        Out<T>{a.exp_avg_sq}, In<T>{a.exp_avg_sq}, In<T>{a.param}, In<T>{a.grad});
+    elementwise(
+        *ctx_, "adam_step", false,
+        [=](auto p, auto m, auto v) { return p * decay - m * step_size / (v.sqrt() / bc2_sqrt + eps); },
+        Out<T>{a.param}, In<T>{a.param}, In<T>{a.exp_avg}, In<T>{a.exp_avg_sq});
+  });
+}
+
+}  // namespace strata::backends
