@@ -49,6 +49,15 @@ std::string Registry::describe() const {
   return s;
 }
 
+std::string_view Registry::best(std::optional<DeviceType> device) const {
+  // Fastest first; the reference backend, built always, is the fallback.
+  static constexpr std::string_view kPreference[] = {"cuda", "onednn", "openblas", "reference"};
+  for (std::string_view name : kPreference)
+    if (const Backend* b = find(name); b && (!device || b->device_type() == *device)) return name;
+  STRATA_FAIL("registry: no backend", device ? (*device == DeviceType::cuda ? " for cuda" : " for cpu") : "",
+              " among cuda, onednn, openblas, reference is available (", describe(), ")");
+}
+
 Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: backends may be used from static destructors

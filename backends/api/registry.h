@@ -3,6 +3,7 @@
 // backends exist (for this device)" and "give me backend X"; asking for one that was
 // not built, or that was built but cannot run here (no GPU), is a clear error.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,10 @@ class Registry {
   std::vector<std::string> names() const;  // available ones, in registration order
   std::vector<Backend*> for_device(DeviceType t) const;
   std::string describe() const;  // "reference, null, onednn; unavailable: cuda (no GPU)"
+  // The backend to use when the user names none: the first of cuda, onednn,
+  // openblas, reference that is built and can run here (of `device`'s type when
+  // given). The null backend, which computes nothing, is never chosen.
+  std::string_view best(std::optional<DeviceType> device = std::nullopt) const;
 
   // The concrete backend object behind `name`, for static and direct dispatch.
   template <BackendImpl Impl>
