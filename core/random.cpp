@@ -35,12 +35,7 @@ double Generator::normal() {
 int64_t Generator::integer(int64_t lo, int64_t hi) {
   STRATA_CHECK(lo < hi, "Generator::integer: needs low < high, got [", lo, ", ", hi, ")");
   const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-  // Largest multiple of range that fits: draws at or above it would bias the low values.
-  const uint64_t limit = range * (UINT64_MAX / range);
-  uint64_t v;
-  do v = gen_();
-  while (v >= limit);
-  return static_cast<int64_t>(static_cast<uint64_t>(lo) + v % range);
+  return static_cast<int64_t>(static_cast<uint64_t>(lo) + uniform_below(gen_, range));
 }
 
 Generator& default_generator() {

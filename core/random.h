@@ -21,6 +21,18 @@
 
 namespace strata {
 
+// The transforms on a raw engine (the data loader keeps engines of its own).
+// Uniform double in [0, 1) with 53 random bits.
+inline double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+// Uniform integer in [0, n), n > 0, by rejection (no modulo bias).
+inline uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // values >= limit would bias
+  uint64_t x;
+  do x = rng();
+  while (x >= limit);
+  return x % n;
+}
+
 class Generator {
  public:
   // The default generator's seed at start-up, as torch's default CPU generator starts
@@ -33,7 +45,7 @@ class Generator {
   uint64_t initial_seed() const { return seed_; }
 
   uint64_t next_u64() { return gen_(); }
-  double uniform() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }
+  double uniform() { return uniform01(gen_); }
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   double uniform_bits(int bits);  // 1 <= bits <= 53
   double normal();
