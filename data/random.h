@@ -6,6 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "core/random.h"  // uniform01, uniform_below
+
 namespace strata::data {
 
 // SplitMix64 finaliser: a bijective 64-bit mix (Steele, Lea, Flood 2014).
@@ -20,18 +22,6 @@ constexpr uint64_t splitmix64(uint64_t x) {
 constexpr uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0) {
   return splitmix64(splitmix64(splitmix64(a) ^ b) ^ c);
 }
-
-// Uniform integer in [0, n), n > 0, by rejection (no modulo bias).
-inline uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // values >= limit would bias
-  uint64_t x;
-  do x = rng();
-  while (x >= limit);
-  return x % n;
-}
-
-// Uniform double in [0, 1) with 53 random bits.
-inline double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 // A random permutation of 0..n-1 (Fisher-Yates).
 inline std::vector<int64_t> random_permutation(int64_t n, std::mt19937_64& rng) {

@@ -1,7 +1,6 @@
 #include "nn/init.h"
 
 #include <cmath>
-#include <numbers>
 #include <vector>
 
 #include "nn/layers/blocks.h"
@@ -35,19 +34,6 @@ std::string describe(const InitConfig& c) {
 
 namespace init {
 
-double HostRng::normal() {
-  if (has_spare_) {
-    has_spare_ = false;
-    return spare_;
-  }
-  // Box-Muller; 1 - u keeps the logarithm finite.
-  const double u1 = 1.0 - uniform(), u2 = uniform();
-  const double r = std::sqrt(-2.0 * std::log(u1)), a = 2.0 * std::numbers::pi * u2;
-  spare_ = r * std::sin(a);
-  has_spare_ = true;
-  return r * std::cos(a);
-}
-
 int64_t fan_in(const Tensor& w) {
   STRATA_CHECK(w.dim() >= 2, "init: fan_in needs a weight of rank >= 2, got ", w.str());
   int64_t receptive = 1;
@@ -66,15 +52,13 @@ int64_t fan_out(const Tensor& w) {
 
 namespace {
 
-using init::HostRng;
-
-void fill_uniform(HostRng& rng, const Tensor& t, double bound) {
+void fill_uniform(Generator& rng, const Tensor& t, double bound) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (double& x : v) x = rng.uniform(-bound, bound);
   detail::assign_host(t, v);
 }
 
-void fill_normal(HostRng& rng, const Tensor& t, double std) {
+void fill_normal(Generator& rng, const Tensor& t, double std) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (double& x : v) x = std * rng.normal();
   detail::assign_host(t, v);
@@ -91,7 +75,7 @@ const Tensor* own(const Module& m, std::string_view name) {
 }
 
 // nn.Conv2d / nn.Linear reset_parameters.
-void pytorch_default_weight_bias(HostRng& rng, const Module& m) {
+void pytorch_default_weight_bias(Generator& rng, const Module& m) {
   const Tensor& w = *own(m, "weight");
   const double bound = 1.0 / std::sqrt(static_cast<double>(init::fan_in(w)));
   // kaiming_uniform_(a=sqrt(5)): gain = sqrt(2 / (1 + 5)), bound = gain * sqrt(3 / fan_in).
@@ -99,6 +83,14 @@ void pytorch_default_weight_bias(HostRng& rng, const Module& m) {
   fill_uniform(rng, w, wbound);
   if (const Tensor* b = own(m, "bias")) fill_uniform(rng, *b, bound);
 }
+
+}  // namespace
+
+void init::reset_parameters(const Module& layer, Generator* gen) {
+  with_generator(gen, [&](Generator& g) { pytorch_default_weight_bias(g, layer); });
+}
+
+namespace {
 
 void init_bn(const Module& m, double gamma) {
   fill_const(m.param("weight"), gamma);
@@ -113,7 +105,7 @@ double he_fan_out_std(const Tensor& w) { return std::sqrt(2.0 / static_cast<doub
 }  // namespace
 
 void initialize(Module& root, const InitConfig& c) {
-  HostRng rng(c.seed);
+  Generator rng(c.seed);
   auto modules = root.named_modules();
 
   // Fixup's per-block scaling: which convs belong to which block, and L.

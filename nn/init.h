@@ -23,16 +23,21 @@
 // Option zero_last_bn_gamma (Goyal et al., "Accurate, Large Minibatch SGD", 2017;
 // torchvision's zero_init_residual): gamma of the last BN of every residual block = 0.
 //
-// Values are drawn on the host from one std::mt19937_64 seeded with `seed`, in f64,
-// parameter by parameter in state-dict order, with strata's own uniform and normal
-// transforms (not <random>'s distributions, whose algorithms differ between standard
-// libraries), then converted and copied to the device. Same seed, same weights, on
-// every backend and in every dispatch mode.
+// Values are drawn on the host from a Generator (core/random.h) seeded with `seed`,
+// in f64, parameter by parameter in state-dict order, then converted and copied to
+// the device. Same seed, same weights, on every backend and in every dispatch mode.
+//
+// Layers need no policy to be usable: Conv2d and Linear are constructed with
+// pytorch_default's values (init::reset_parameters, drawn from the default
+// generator, as torch's layers draw from torch's), BatchNorm2d with 1 / 0. A named
+// policy applied by initialize() re-draws every layer of a model from its own seed,
+// so a model's weights then depend on the policy and seed only, not on what was
+// constructed before it.
 #include <cstdint>
-#include <random>
 #include <string>
 #include <string_view>
 
+#include "core/random.h"
 #include "nn/module.h"
 
 namespace strata::nn {
@@ -56,20 +61,9 @@ std::string describe(const InitConfig& c);
 void initialize(Module& root, const InitConfig& c);
 
 namespace init {
-// The host random source, exposed for tests: uniform in [0, 1) from the top 53 bits;
-// standard normals by Box-Muller, in pairs (the cosine value, then the sine value).
-class HostRng {
- public:
-  explicit HostRng(uint64_t seed) : gen_(seed) {}
-  double uniform() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  double normal();
-
- private:
-  std::mt19937_64 gen_;
-  double spare_ = 0.0;
-  bool has_spare_ = false;
-};
+// PyTorch's reset_parameters for one Conv2d or Linear (its own "weight" and optional
+// "bias"), drawn from `gen`, or from the default generator under its mutex.
+void reset_parameters(const Module& layer, Generator* gen = nullptr);
 // fan_in and fan_out of a conv ([K, C/g, R, S]) or linear ([out, in]) weight, as
 // torch.nn.init._calculate_fan_in_and_fan_out.
 int64_t fan_in(const Tensor& w);

@@ -194,6 +194,7 @@ std::optional<DType> parse_precision(std::string_view name) {
 
 std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode, std::string_view backend,
                                    const ModelOptions& o) {
+  STRATA_CHECK(!o.init, "make_resnet: the init policy comes from ResNetConfig::init, not ModelOptions::init");
   return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
     using P = std::decay_t<decltype(p)>;
     return std::make_unique<ModelImpl<P>>(p, make_resnet_module(p, c), c.dtype, o, describe(c), describe(c.init));
@@ -202,11 +203,23 @@ std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode
 
 std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode, std::string_view backend,
                                   const ModelOptions& o) {
+  STRATA_CHECK(!o.init, "make_lenet: the init policy comes from LeNetConfig::init, not ModelOptions::init");
   return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
     using P = std::decay_t<decltype(p)>;
     return std::make_unique<ModelImpl<P>>(p, std::make_unique<LeNet<P>>(p, c), c.dtype, o, describe(c),
                                           describe(c.init));
   });
 }
+
+template <class P>
+std::unique_ptr<Model> detail::wrap_module(const P& p, std::unique_ptr<Module> net, DType dtype, const ModelOptions& o,
+                                           const std::string& what, const std::string& init) {
+  return std::make_unique<ModelImpl<P>>(p, std::move(net), dtype, o, what, init);
+}
+
+#define STRATA_NN_INSTANTIATE(P)                                                                                    \
+  template std::unique_ptr<Model> detail::wrap_module<P>(const P&, std::unique_ptr<Module>, DType, const ModelOptions&, \
+                                                         const std::string&, const std::string&);
+STRATA_NN_INSTANTIATE_ALL()
 
 }  // namespace strata::nn

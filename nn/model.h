@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "nn/init.h"
 #include "nn/lenet.h"
 #include "nn/loss.h"
 #include "nn/module.h"
@@ -43,6 +44,10 @@ struct ModelOptions {
   // a value: on from that scale for any dtype; 0: off. Tape modes only: direct mode
   // refuses it (and so f16 compute unless this is 0).
   std::optional<double> initial_loss_scale;
+  // make_model only (nn/custom_model.h): re-initialise the network with this named
+  // policy before training, printed by describe(); nullopt keeps the layers'
+  // construction-time values. make_resnet/make_lenet take it from their config.
+  std::optional<InitConfig> init;
 };
 
 // "fp32" -> nullopt (the parameters' dtype), "bf16" -> bf16, "fp16" -> f16, else a
@@ -102,9 +107,18 @@ class Model {
   std::string describe_;
 };
 
-std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode, std::string_view backend,
-                                   const ModelOptions& o = {});
-std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode, std::string_view backend,
-                                  const ModelOptions& o = {});
+// `backend` empty: the best available (backends::Registry::best).
+std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode = ops::DispatchMode::virtual_call,
+                                   std::string_view backend = {}, const ModelOptions& o = {});
+std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode = ops::DispatchMode::virtual_call,
+                                  std::string_view backend = {}, const ModelOptions& o = {});
+
+namespace detail {
+// The Model over `net` for policy P (explicitly instantiated for every policy of the
+// build); `what` and `init` go into describe().
+template <class P>
+std::unique_ptr<Model> wrap_module(const P& p, std::unique_ptr<Module> net, DType dtype, const ModelOptions& o,
+                                   const std::string& what, const std::string& init);
+}  // namespace detail
 
 }  // namespace strata::nn

@@ -34,10 +34,13 @@ enum class OptimizerKind { sgd, adam, adamw };
 OptimizerKind parse_optimizer_kind(std::string_view s);  // "sgd" | "adam" | "adamw"
 std::string_view optimizer_kind_name(OptimizerKind k);
 
+// Defaults are torch.optim's (SGD momentum 0, dampening 0, no Nesterov; Adam betas
+// 0.9/0.999, eps 1e-8; weight decay 0) except lr, which torch.optim.SGD requires and
+// Adam defaults to 1e-3: set it. describe() prints every value used.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::sgd;
   double lr = 0.1;
-  double momentum = 0.9;  // sgd
+  double momentum = 0.0;  // sgd
   bool nesterov = false;  // sgd
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
   double weight_decay = 0.0;

@@ -39,11 +39,13 @@ inline constexpr bool is_direct_v = false;
 template <class Impl>
 inline constexpr bool is_direct_v<Direct<Impl>> = true;
 
-// The policy value for `mode` on the backend named `backend`, passed to fn (a generic
-// lambda, instantiated once per policy of the build). An unknown backend name or one
-// that is compiled in but cannot run here is a strata::Error listing the built ones.
+// The policy value for `mode` on the backend named `backend` (empty: the best
+// available, backends::Registry::best), passed to fn (a generic lambda, instantiated
+// once per policy of the build). An unknown backend name or one that is compiled in
+// but cannot run here is a strata::Error listing the built ones.
 template <class Fn>
 decltype(auto) with_policy(ops::DispatchMode mode, std::string_view backend, Fn&& fn) {
+  if (backend.empty()) backend = backends::registry().best();
   if (mode == ops::DispatchMode::virtual_call) return fn(ops::VirtualDispatch(backends::registry().get(backend)));
   backends::registry().get(backend);  // throws the registry's error for unknown/unavailable names
 #define STRATA_NN_WITH_POLICY_CASE(Impl)                                                   \

@@ -88,6 +88,19 @@ std::string Registry::describe() const {
   return s;
 }
 
+std::string_view Registry::best(std::optional<DeviceType> device) const {
+  // Fastest first; the reference backend, built always, is the fallback. Only backends of the asked
+  // device type are created: asking for the best CPU backend never initialises a GPU.
+  static constexpr std::string_view kPreference[] = {"cuda", "onednn", "openblas", "eigen", "reference"};
+  {
+    std::lock_guard lock(mutex_);
+    for (std::string_view name : kPreference)
+      if (Entry* e = entry(name); e && (!device || e->device == *device) && open(*e)) return e->name;
+  }
+  STRATA_FAIL("registry: no backend", device ? (*device == DeviceType::cuda ? " for cuda" : " for cpu") : "",
+              " among cuda, onednn, openblas, eigen, reference is available (", describe(), ")");
+}
+
 Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: backends may be used from static destructors

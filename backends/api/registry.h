@@ -4,6 +4,7 @@
 // built, or that was built but cannot run here (no GPU), is a clear error.
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,10 @@ class Registry {
   // Creates nothing: "reference, null, onednn; unavailable: cuda (no GPU)", with backends not used yet
   // listed as "not initialised".
   std::string describe() const;
+  // The backend to use when the user names none: the first of cuda, onednn, openblas, eigen, reference
+  // that is built and can run here (of `device`'s type when given; creates those it tries). The null
+  // backend, which computes nothing, is never chosen.
+  std::string_view best(std::optional<DeviceType> device = std::nullopt) const;
 
   // The concrete backend object behind `name`, for static and direct dispatch.
   template <BackendImpl Impl>

@@ -134,12 +134,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   return app;
 }
 
-std::string best_cpu_backend() {
-  const auto& r = backends::registry();
-  for (const char* name : {"onednn", "openblas", "eigen", "reference"})
-    if (const backends::Backend* b = r.find(name); b && b->device_type() == DeviceType::cpu) return name;
-  STRATA_FAIL("no CPU backend is built (", r.describe(), ")");
-}
+std::string best_cpu_backend() { return std::string(backends::registry().best(DeviceType::cpu)); }
 
 void check_precision(const std::string& precision, const std::string& backend, const std::string& dispatch) {
   if (precision == "fp32") return;

@@ -79,7 +79,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o);
 // message naming what is supported.
 RunConfig resolve(const TrainOptions& o);
 
-// The best CPU backend of this build: onednn, else openblas, else eigen, else reference.
+// The best CPU backend of this build (the library's order: onednn, else openblas, else eigen, else reference).
 std::string best_cpu_backend();
 
 // --precision: "fp32" everywhere; "bf16"/"fp16" (mixed precision: half activations

@@ -1,6 +1,7 @@
 #include "nn/layers/conv2d.h"
 
 #include "autograd/functions.h"
+#include "nn/init.h"
 
 namespace strata::nn {
 
@@ -19,6 +20,7 @@ Conv2d<P>::Conv2d(const P& p, int64_t in_channels, int64_t out_channels, int ker
   weight_ = register_parameter(
       "weight", detail::make_filled(dev, Shape{out_channels, in_channels / o.groups, kernel_size, kernel_size}, o.dtype, 0.0));
   if (o.bias) bias_ = register_parameter("bias", detail::make_filled(dev, Shape{out_channels}, o.dtype, 0.0));
+  init::reset_parameters(*this);  // torch's default, so a layer is usable without a policy
 }
 
 template <class P>

@@ -30,7 +30,7 @@ struct Conv2dDirect<Direct<Impl>> {
 template <class P>
 class Conv2d final : public Module {
  public:
-  // Parameters start at zero (bias too); an init policy (nn/init.h) sets them.
+  // Parameters start as torch.nn.Conv2d's (nn/init.h, init::reset_parameters).
   Conv2d(const P& p, int64_t in_channels, int64_t out_channels, int kernel_size, const Conv2dOptions& o = {});
   std::string_view type_name() const override { return "Conv2d"; }
   std::string extra_repr() const override;

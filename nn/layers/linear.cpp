@@ -1,6 +1,7 @@
 #include "nn/layers/linear.h"
 
 #include "autograd/functions.h"
+#include "nn/init.h"
 
 namespace strata::nn {
 
@@ -12,6 +13,7 @@ Linear<P>::Linear(const P& p, int64_t in_features, int64_t out_features, const L
   const Device dev = p_.device();
   weight_ = register_parameter("weight", detail::make_filled(dev, Shape{out_features, in_features}, o.dtype, 0.0));
   if (o.bias) bias_ = register_parameter("bias", detail::make_filled(dev, Shape{out_features}, o.dtype, 0.0));
+  init::reset_parameters(*this);  // torch's default, so a layer is usable without a policy
 }
 
 template <class P>

@@ -1,5 +1,6 @@
-# cmake -DSTEP=install|find_package|components|pkg_config|static -DSTRATA_BUILD_DIR= -DSOURCE_DIR= -DWORK_DIR=
-#       -DPROJECT_DIR= -DGENERATOR= -DCXX= -P run_consumer.cmake
+# cmake -DSTEP=install|find_package|components|pkg_config|static|library_build|library_run -DSTRATA_BUILD_DIR=
+#       -DSOURCE_DIR= -DWORK_DIR= -DPROJECT_DIR= -DGENERATOR= -DCXX= [-DLIBRARY_DIR= | -DPROGRAM= -DMODE= -DDATA_DIR=]
+#       -P run_consumer.cmake
 set(prefix ${WORK_DIR}/prefix)
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -68,6 +69,21 @@ elseif(STEP STREQUAL "static")
   endif()
   build_consumer(${work}/prefix ${work}/build "")
   file(REMOVE_RECURSE ${work})
+elseif(STEP STREQUAL "library_build")
+  file(REMOVE_RECURSE ${WORK_DIR}/library)
+  run(${CMAKE_COMMAND} -S ${LIBRARY_DIR} -B ${WORK_DIR}/library -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/library)
+elseif(STEP STREQUAL "library_run")
+  if(PROGRAM STREQUAL "cnn" AND NOT EXISTS ${DATA_DIR}/train-images-idx3-ubyte.gz)
+    message(STATUS "strata-skip: ${DATA_DIR} is absent (install dataset-fashion-mnist)")
+    return()
+  endif()
+  # The program exits 1 unless its loss fell; describe() must name the mode it was asked for.
+  run(${WORK_DIR}/library/${PROGRAM} ${MODE})
+  if(NOT LAST_OUT MATCHES "dispatch ${MODE} on ")
+    message(FATAL_ERROR "${PROGRAM} ${MODE} did not run in ${MODE} dispatch:\n${LAST_OUT}")
+  endif()
+  message(STATUS "${LAST_OUT}")
 else()
   message(FATAL_ERROR "run_consumer.cmake: unknown STEP '${STEP}'")
 endif()

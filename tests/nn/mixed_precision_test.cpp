@@ -114,6 +114,7 @@ TEST_P(NnMixedPrecisionLossScaling, IsExactAndSkipsOverflowingSteps) {
   const Tensor y = random_labels(4, 10, 52);
   nn::OptimizerConfig oc;
   oc.lr = 0.05;
+  oc.momentum = 0.9;
   auto run = [&](std::optional<double> scale, int steps) {
     nn::ModelOptions o;
     o.compute_dtype = DType::f32;

@@ -2,6 +2,9 @@
 // Shared helpers of the nn tests.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include "nn/model.h"
@@ -10,6 +13,26 @@
 #include "support/random.h"
 
 namespace strata::testing {
+
+// A fresh directory named after the running test, removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("strata_nn_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 inline const ops::DispatchMode kAllModes[] = {ops::DispatchMode::virtual_call, ops::DispatchMode::static_call,
                                               ops::DispatchMode::direct};

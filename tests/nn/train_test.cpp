@@ -25,6 +25,28 @@ class OneParam final : public nn::Module {
 
 void set_grad(Tensor p, std::vector<double> g) { p.set_grad(Tensor::from_vector(g, p.sizes())); }
 
+// torch.optim's defaults: plain SGD (no momentum buffer, no decay) unless asked.
+TEST(NnOptim, DefaultsArePyTorchs) {
+  const nn::OptimizerConfig c;
+  EXPECT_EQ(c.kind, nn::OptimizerKind::sgd);
+  EXPECT_EQ(c.momentum, 0.0);
+  EXPECT_FALSE(c.nesterov);
+  EXPECT_EQ(c.weight_decay, 0.0);
+  EXPECT_EQ(c.beta1, 0.9);
+  EXPECT_EQ(c.beta2, 0.999);
+  EXPECT_EQ(c.eps, 1e-8);
+  EXPECT_EQ(nn::describe(c), "sgd (lr 0.1, momentum 0, weight_decay 0)");
+  OneParam m({1.0});
+  nn::Optimizer opt(c, nn::param_groups(m, c.weight_decay, false),
+                    nn::make_step_kernels(DispatchMode::virtual_call, "reference"));
+  set_grad(m.w_, {0.5});
+  opt.step();
+  set_grad(m.w_, {0.5});
+  opt.step();
+  EXPECT_EQ(m.w_.to_vector<double>()[0], 1.0 - 0.1 * 0.5 - 0.1 * 0.5);
+  EXPECT_TRUE(opt.state_dict().empty());  // no momentum buffer
+}
+
 TEST(NnOptim, SgdMomentumNesterovWeightDecayFormulas) {
   for (bool nesterov : {false, true}) {
     OneParam m({1.0, -2.0});
@@ -199,6 +221,7 @@ TEST(NnTraining, TrainStepsBitwiseEqualAcrossModes) {
       nn::OptimizerConfig oc;
       oc.kind = kind;
       oc.lr = kind == nn::OptimizerKind::sgd ? 0.1 : 1e-3;
+      oc.momentum = 0.9;
       oc.nesterov = true;
       oc.weight_decay = 1e-4;
       oc.no_decay_bn_bias = true;

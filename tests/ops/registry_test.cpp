@@ -5,6 +5,10 @@
 #include "support/expect_error.h"
 
 namespace strata {
+namespace backends {
+BackendFactoryResult make_backend_reference();
+BackendFactoryResult make_backend_null();
+}  // namespace backends
 namespace {
 
 TEST(Registry, ReferenceAndNullAlwaysBuilt) {
@@ -17,6 +21,23 @@ TEST(Registry, ReferenceAndNullAlwaysBuilt) {
 
 TEST(Registry, UnknownBackendListsTheBuiltOnes) {
   EXPECT_STRATA_ERROR(backends::registry().get("tpu"), "'tpu'", "not built", "reference", "null");
+}
+
+TEST(Registry, BestIsTheFastestAvailableAndNeverNull) {
+  backends::Registry r;
+  EXPECT_STRATA_ERROR(r.best(), "no backend", "cuda, onednn, openblas, reference");
+  r.add(backends::make_backend_null().backend);
+  EXPECT_STRATA_ERROR(r.best(), "no backend", "null");
+  r.add(backends::make_backend_reference().backend);
+  EXPECT_EQ(r.best(), "reference");
+  EXPECT_EQ(r.best(DeviceType::cpu), "reference");
+  EXPECT_STRATA_ERROR(r.best(DeviceType::cuda), "no backend for cuda");
+  // This build: cuda when a GPU is there, else onednn, else openblas.
+  const auto& g = backends::registry();
+  const std::string_view expect =
+      g.find("cuda") ? "cuda" : (g.find("onednn") ? "onednn" : (g.find("openblas") ? "openblas" : "reference"));
+  EXPECT_EQ(g.best(), expect);
+  EXPECT_EQ(g.get(g.best(DeviceType::cpu)).device_type(), DeviceType::cpu);
 }
 
 TEST(Dispatch, ParseMode) {

@@ -23,7 +23,7 @@ const ops::DispatchMode kModes[] = {ops::DispatchMode::virtual_call, ops::Dispat
 
 std::string mode_name(ops::DispatchMode m) { return std::string(ops::dispatch_mode_name(m)); }
 
-// Random parameters (modules start from zeros until an init policy runs), so that
+// Parameters from a fixed seed, whatever was constructed before, so that
 // comparing outputs means something.
 void fill_parameters(nn::Module& m, uint64_t seed = 21) {
   for (auto& [name, t] : m.named_parameters()) copy_into(random_tensor(t.sizes(), t.dtype(), seed++), t);
