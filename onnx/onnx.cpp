@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "data/file_io.h"
+#include "core/file.h"
 #include "nn/safetensors.h"
 #include "onnx/convert.h"
 
@@ -49,16 +49,11 @@ Imported import_model(std::string_view bytes, ops::DispatchMode mode, std::strin
   return out;
 }
 
-// Bounded by the size first; data::read_file then refuses what is not a regular file.
+// Through core's bounded reader (regular files only, never past protobuf's 2 GiB limit).
 Imported load_model(const std::string& path, ops::DispatchMode mode, std::string_view backend) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);  // on error, read_file says why
-  STRATA_CHECK(ec || size <= kMaxFileBytes, "onnx import ", data::quoted(path), ": ", size,
-               " bytes is past protobuf's 2 GiB limit");
-  const std::vector<uint8_t> bytes = data::read_file(path);
-  STRATA_CHECK(bytes.size() <= kMaxFileBytes, "onnx import ", data::quoted(path), ": grew past 2 GiB while read");
+  const std::vector<uint8_t> bytes = read_regular_file(path, kMaxFileBytes);
   return import_model(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), mode, backend,
-                      data::quoted(path));
+                      ::strata::quoted(path));
 }
 
 }  // namespace strata::onnx

@@ -298,7 +298,7 @@ void Trainer::restore(const std::string& path) {
         static_cast<long long>(saved_batch), static_cast<long long>(saved_images), static_cast<long long>(saved_epochs),
         static_cast<unsigned long long>(saved_seed), static_cast<long long>(cfg_.o.batch_size),
         static_cast<long long>(train_set_->size()), cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
-  if (auto it = m.find("strata.train.run_id"); it != m.end()) run_id_ = it->second;  // absent in older checkpoints
+  if (m.has("strata.train.run_id")) run_id_ = m.text("strata.train.run_id");  // absent in older checkpoints
   resumed_mid_epoch_ = batch_ > 0;
   say("resumed from %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(epoch_ + 1),
       static_cast<long long>(batch_), static_cast<long long>(step_));

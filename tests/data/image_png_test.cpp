@@ -97,7 +97,7 @@ TEST(ImageFile, BadFilesNameTheFileAndTheProblem) {
   write_file(dir / "notes.txt", {'h', 'e', 'l', 'l', 'o'});
   EXPECT_ERROR_MENTIONS(read_image_file(dir / "notes.txt"), "not a JPEG, PNG or binary PGM/PPM image");
   const auto png = write_png(dir, "whole.png", 16, 16, 3);
-  std::vector<uint8_t> bytes = read_file(png);
+  std::vector<uint8_t> bytes = read_regular_file(png);
   bytes.resize(bytes.size() / 2);
   write_file(dir / "cut.png", bytes);
   EXPECT_ERROR_MENTIONS(read_image_file(dir / "cut.png"), "cut.png");
