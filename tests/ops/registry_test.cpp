@@ -25,17 +25,19 @@ TEST(Registry, UnknownBackendListsTheBuiltOnes) {
 
 TEST(Registry, BestIsTheFastestAvailableAndNeverNull) {
   backends::Registry r;
-  EXPECT_STRATA_ERROR(r.best(), "no backend", "cuda, onednn, openblas, reference");
+  EXPECT_STRATA_ERROR(r.best(), "no backend", "cuda, onednn, openblas, eigen, reference");
   r.add(backends::make_backend_null().backend);
   EXPECT_STRATA_ERROR(r.best(), "no backend", "null");
   r.add(backends::make_backend_reference().backend);
   EXPECT_EQ(r.best(), "reference");
   EXPECT_EQ(r.best(DeviceType::cpu), "reference");
   EXPECT_STRATA_ERROR(r.best(DeviceType::cuda), "no backend for cuda");
-  // This build: cuda when a GPU is there, else onednn, else openblas.
+  // This build: cuda when a GPU is there, else onednn, else openblas, else eigen.
   const auto& g = backends::registry();
   const std::string_view expect =
-      g.find("cuda") ? "cuda" : (g.find("onednn") ? "onednn" : (g.find("openblas") ? "openblas" : "reference"));
+      g.find("cuda") ? "cuda"
+                     : (g.find("onednn") ? "onednn"
+                                         : (g.find("openblas") ? "openblas" : (g.find("eigen") ? "eigen" : "reference")));
   EXPECT_EQ(g.best(), expect);
   EXPECT_EQ(g.get(g.best(DeviceType::cpu)).device_type(), DeviceType::cpu);
 }
