@@ -36,7 +36,7 @@ TEST_F(HostileCli, TheNullBackendSaysAtOnceThatItComputesNothing) {
   EXPECT_LT(r.out.find("note: backend null computes nothing"), r.out.find("class:")) << r.out;
   // Its weights are whatever memory held: not saved as if they were results.
   r = train({"--backend", "null", "--checkpoint", (dir() / "null.safetensors").string()});
-  EXPECT_TRUE(runtime_error(r, {"--checkpoint", "backend 'null' computes nothing"}));
+  EXPECT_TRUE(usage_error(r, {"--checkpoint", "backend 'null' computes nothing"}));
   EXPECT_FALSE(std::filesystem::exists(dir() / "null.safetensors"));
 }
 
