@@ -1,5 +1,5 @@
 // Backward formulas of conv2d, batch_norm and linear.
-#include "autograd/node_base.h"
+#include "strata/autograd/node_base.h"
 
 namespace strata::autograd {
 using detail::NodeT;

@@ -1,7 +1,7 @@
 #include <atomic>
 #include <queue>
 
-#include "autograd/node.h"
+#include "strata/autograd/node.h"
 
 namespace strata::autograd {
 

@@ -3,8 +3,8 @@
 // mode is on and an input requires grad. The backward formulas live next to their
 // nodes in autograd/*_fn.cpp, one place per op. D is the dispatch policy
 // (ops::VirtualDispatch or ops::StaticDispatch<Impl>).
-#include "core/tensor.h"
-#include "ops/functional.h"
+#include "strata/core/tensor.h"
+#include "strata/ops/functional.h"
 
 namespace strata::autograd {
 

@@ -1,4 +1,4 @@
-#include "autograd/grad_mode.h"
+#include "strata/autograd/grad_mode.h"
 
 namespace strata::autograd {
 namespace {

@@ -1,9 +1,9 @@
-#include "autograd/gradcheck.h"
+#include "strata/autograd/gradcheck.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "autograd/node.h"
+#include "strata/autograd/node.h"
 
 namespace strata::autograd {
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/grad_mode.h"
-#include "core/tensor.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/tensor.h"
 
 namespace strata::autograd {
 

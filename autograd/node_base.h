@@ -1,10 +1,10 @@
 #pragma once
 // Internal to autograd/*_fn.cpp: the node base that knows its dispatcher, and the
 // instantiation list.
-#include "autograd/functions.h"
-#include "autograd/node.h"
-#include "ops/dispatch.h"
-#include "strata_generated/static_backends.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/node.h"
+#include "strata/ops/dispatch.h"
+#include "strata/strata_generated/static_backends.h"
 
 namespace strata::autograd::detail {
 

@@ -1,5 +1,5 @@
 // Backward formulas of relu, pooling, add, scale, dropout, reshape.
-#include "autograd/node_base.h"
+#include "strata/autograd/node_base.h"
 
 namespace strata::autograd {
 using detail::NodeT;

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "core/exit_status.h"
-#include "core/tensor.h"
-#include "core/version.h"
-#include "strata_generated/static_backends.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/tensor.h"
+#include "strata/core/version.h"
+#include "strata/strata_generated/static_backends.h"
 
 #ifdef STRATA_BENCH_CBLAS
 #include <cblas.h>

@@ -15,14 +15,14 @@
 // benchmark::DoNotOptimize, so the compiler cannot devirtualise the call.
 #include <benchmark/benchmark.h>
 
-#include "autograd/functions.h"
-#include "backends/api/registry.h"
-#include "core/exit_status.h"
-#include "core/version.h"
-#include "ops/direct/plans.h"
-#include "ops/dispatch.h"
-#include "ops/functional.h"
-#include "strata_generated/static_backends.h"
+#include "strata/autograd/functions.h"
+#include "strata/backends/api/registry.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
+#include "strata/ops/direct/plans.h"
+#include "strata/ops/dispatch.h"
+#include "strata/ops/functional.h"
+#include "strata/strata_generated/static_backends.h"
 
 using namespace strata;
 

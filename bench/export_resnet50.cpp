@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backends/api/registry.h"
-#include "core/exit_status.h"
-#include "core/version.h"
-#include "nn/nn.h"
+#include "strata/backends/api/registry.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
+#include "strata/nn/nn.h"
 
 using namespace strata;
 using json = nlohmann::json;

@@ -52,13 +52,13 @@
 #include <string>
 #include <vector>
 
-#include "backends/api/registry.h"
-#include "backends/cuda/cuda_backend.h"
-#include "core/allocator.h"
-#include "core/exit_status.h"
-#include "core/version.h"
-#include "nn/nn.h"
-#include "ops/trace.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/cuda/cuda_backend.h"
+#include "strata/core/allocator.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
+#include "strata/nn/nn.h"
+#include "strata/ops/trace.h"
 #include "resnet50_support.h"
 #include "study/stats.h"
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/api/backend.h"
-#include "core/tensor.h"
-#include "nn/model.h"
-#include "ops/trace.h"
+#include "strata/backends/api/backend.h"
+#include "strata/core/tensor.h"
+#include "strata/nn/model.h"
+#include "strata/ops/trace.h"
 
 namespace strata::bench {
 

@@ -25,9 +25,9 @@ foreach(dir core ops backends autograd nn data)
           FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*.cuh" EXCLUDE)
 endforeach()
 install(DIRECTORY ${STRATA_GENERATED_DIR}/strata_generated DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata)
-# The umbrella header: a consumer writes #include <strata/strata.h> (the include dir itself is on its path).
+# The umbrella header: a consumer writes #include <strata/strata.h>; only the include dir itself is
+# on its path, never include/strata, whose folder names are generic.
 install(FILES ${PROJECT_SOURCE_DIR}/strata/strata.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata)
-target_include_directories(strata INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 
 # What the package config must find again for a consumer: with static libraries every private
 # dependency of every layer is linked by the consumer.

@@ -1,9 +1,9 @@
-#include "core/allocator.h"
+#include "strata/core/allocator.h"
 
 #include <cstdlib>
 #include <new>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata {
 

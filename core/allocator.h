@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "core/device.h"
+#include "strata/core/device.h"
 
 namespace strata {
 

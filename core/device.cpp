@@ -1,6 +1,6 @@
-#include "core/device.h"
+#include "strata/core/device.h"
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata {
 

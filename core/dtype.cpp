@@ -1,4 +1,4 @@
-#include "core/dtype.h"
+#include "strata/core/dtype.h"
 
 namespace strata {
 

@@ -4,8 +4,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "strata/core/dtype.h"
+#include "strata/core/error.h"
 
 namespace strata {
 

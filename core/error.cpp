@@ -1,4 +1,4 @@
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::detail {
 // Out of line so the throw path stays out of every caller's hot code.

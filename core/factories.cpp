@@ -1,9 +1,9 @@
-#include "core/factories.h"
+#include "strata/core/factories.h"
 
 #include <cmath>
 #include <limits>
 
-#include "core/dtype_dispatch.h"
+#include "strata/core/dtype_dispatch.h"
 
 namespace strata {
 

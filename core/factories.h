@@ -26,8 +26,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/random.h"
-#include "core/tensor.h"
+#include "strata/core/random.h"
+#include "strata/core/tensor.h"
 
 namespace strata {
 

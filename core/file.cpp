@@ -1,4 +1,4 @@
-#include "core/file.h"
+#include "strata/core/file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata {
 

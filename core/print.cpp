@@ -1,4 +1,4 @@
-#include "core/print.h"
+#include "strata/core/print.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <ostream>
 #include <vector>
 
-#include "core/dtype_dispatch.h"
+#include "strata/core/dtype_dispatch.h"
 
 namespace strata {
 

@@ -1,9 +1,9 @@
-#include "core/random.h"
+#include "strata/core/random.h"
 
 #include <cmath>
 #include <numbers>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata {
 

@@ -1,6 +1,6 @@
-#include "core/shape.h"
+#include "strata/core/shape.h"
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata {
 

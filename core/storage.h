@@ -2,8 +2,8 @@
 #include <cstddef>
 #include <memory>
 
-#include "core/allocator.h"
-#include "core/device.h"
+#include "strata/core/allocator.h"
+#include "strata/core/device.h"
 
 namespace strata {
 

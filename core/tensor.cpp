@@ -1,9 +1,9 @@
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "core/dtype_dispatch.h"
+#include "strata/core/dtype_dispatch.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-#include "core/version.h"
+#include "strata/core/version.h"
 
 #include <cstdio>
 

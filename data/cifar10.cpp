@@ -1,8 +1,8 @@
-#include "data/cifar10.h"
+#include "strata/data/cifar10.h"
 
 #include <cstring>
 
-#include "data/file_io.h"
+#include "strata/data/file_io.h"
 
 namespace strata::data {
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/tensor.h"
-#include "data/dataset.h"
+#include "strata/core/tensor.h"
+#include "strata/data/dataset.h"
 
 namespace strata::data {
 

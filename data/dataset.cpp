@@ -1,4 +1,4 @@
-#include "data/dataset.h"
+#include "strata/data/dataset.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "data/file_io.h"
+#include "strata/data/file_io.h"
 
 #include <zlib.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 #include <memory>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::data {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/file.h"
+#include "strata/core/file.h"
 
 namespace strata::data {
 

@@ -1,8 +1,8 @@
-#include "data/idx.h"
+#include "strata/data/idx.h"
 
 #include <cstring>
 
-#include "data/file_io.h"
+#include "strata/data/file_io.h"
 
 namespace strata::data {
 

@@ -9,8 +9,8 @@
 // strata::Error naming the file.
 #include <filesystem>
 
-#include "core/tensor.h"
-#include "data/dataset.h"
+#include "strata/core/tensor.h"
+#include "strata/data/dataset.h"
 
 namespace strata::data {
 

@@ -1,4 +1,4 @@
-#include "data/image.h"
+#include "strata/data/image.h"
 
 #include <stb_image.h>
 
@@ -6,8 +6,8 @@
 #include <climits>
 #include <memory>
 
-#include "core/file.h"
-#include "data/jpeg.h"
+#include "strata/core/file.h"
+#include "strata/data/jpeg.h"
 
 namespace strata::data {
 

@@ -1,4 +1,4 @@
-#include "data/jpeg.h"
+#include "strata/data/jpeg.h"
 
 #include <turbojpeg.h>
 

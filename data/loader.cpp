@@ -1,10 +1,10 @@
-#include "data/loader.h"
+#include "strata/data/loader.h"
 
 #include <chrono>
 #include <cstring>
 
-#include "core/allocator.h"
-#include "data/random.h"
+#include "strata/core/allocator.h"
+#include "strata/data/random.h"
 
 namespace strata::data {
 

@@ -34,9 +34,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/tensor.h"
-#include "data/dataset.h"
-#include "data/transforms.h"
+#include "strata/core/tensor.h"
+#include "strata/data/dataset.h"
+#include "strata/data/transforms.h"
 
 namespace strata::data {
 

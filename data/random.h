@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "core/random.h"  // uniform01, uniform_below
+#include "strata/core/random.h"  // uniform01, uniform_below
 
 namespace strata::data {
 

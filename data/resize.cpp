@@ -1,10 +1,10 @@
-#include "data/resize.h"
+#include "strata/data/resize.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::data {
 

@@ -1,6 +1,6 @@
-#include "data/stl10.h"
+#include "strata/data/stl10.h"
 
-#include "data/file_io.h"
+#include "strata/data/file_io.h"
 
 namespace strata::data {
 

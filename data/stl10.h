@@ -6,8 +6,8 @@
 // (unlabeled.bin can be read with read_stl10_images.)
 #include <filesystem>
 
-#include "core/tensor.h"
-#include "data/dataset.h"
+#include "strata/core/tensor.h"
+#include "strata/data/dataset.h"
 
 namespace strata::data {
 

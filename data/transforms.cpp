@@ -1,10 +1,10 @@
-#include "data/transforms.h"
+#include "strata/data/transforms.h"
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "data/random.h"
-#include "data/resize.h"
+#include "strata/core/error.h"
+#include "strata/data/random.h"
+#include "strata/data/resize.h"
 
 namespace strata::data {
 

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/shape.h"
+#include "strata/core/shape.h"
 
 namespace strata::data {
 

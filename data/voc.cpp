@@ -1,13 +1,13 @@
-#include "data/voc.h"
+#include "strata/data/voc.h"
 
 #include <pugixml.hpp>
 
 #include <cstring>
 #include <sstream>
 
-#include "data/file_io.h"
-#include "data/jpeg.h"
-#include "data/resize.h"
+#include "strata/data/file_io.h"
+#include "strata/data/jpeg.h"
+#include "strata/data/resize.h"
 
 namespace strata::data {
 

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "data/dataset.h"
+#include "strata/data/dataset.h"
 
 namespace strata::data {
 

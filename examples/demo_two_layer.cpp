@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "core/exit_status.h"
-#include "core/version.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
 
 using namespace strata;
 

@@ -21,18 +21,18 @@
 #include <filesystem>
 #include <numeric>
 
-#include "backends/api/registry.h"
-#include "core/exit_status.h"
-#include "core/version.h"
-#include "data/idx.h"
-#include "data/image.h"
-#include "data/resize.h"
+#include "strata/backends/api/registry.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
+#include "strata/data/idx.h"
+#include "strata/data/image.h"
+#include "strata/data/resize.h"
 #include "examples/train/options.h"
 #include "examples/train/presets.h"
 #include "examples/train/trace_file.h"
-#include "nn/checkpoint.h"
-#include "nn/safetensors.h"
-#include "ops/trace.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/safetensors.h"
+#include "strata/ops/trace.h"
 
 using namespace strata;
 

@@ -1,5 +1,5 @@
 // CIFAR-10 binary batch reader (data/cifar10.h).
-#include "data/cifar10.h"
+#include "strata/data/cifar10.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::fuzz {
 

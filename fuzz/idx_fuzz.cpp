@@ -1,6 +1,6 @@
 // IDX reader (data/idx.h): image and label files, plain or gzip (the reader decides by
 // the magic bytes, so gzip inputs reach data/file_io.cpp's inflate loop too).
-#include "data/idx.h"
+#include "strata/data/idx.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // Image files of strata_infer --image (data/image.h): the shared regular-file reader
 // (core/file.h), the PGM/PPM decoder and the JPEG decoder, chosen by the first bytes.
-#include "data/image.h"
+#include "strata/data/image.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

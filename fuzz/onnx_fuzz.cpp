@@ -6,9 +6,9 @@
 // op and attribute names.
 #include <string_view>
 
-#include "autograd/grad_mode.h"
+#include "strata/autograd/grad_mode.h"
 #include "fuzz/fuzz_util.h"
-#include "onnx/onnx.h"
+#include "strata/onnx/onnx.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata;

@@ -8,12 +8,12 @@
 #include <memory>
 
 #include "fuzz/fuzz_util.h"
-#include "nn/checkpoint.h"
-#include "nn/layers/batch_norm.h"
-#include "nn/layers/container.h"
-#include "nn/layers/linear.h"
-#include "nn/optim.h"
-#include "nn/safetensors.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/layers/batch_norm.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/optim.h"
+#include "strata/nn/safetensors.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // STL-10 binary readers (data/stl10.h): the same bytes as an image file and as a
 // label file.
-#include "data/stl10.h"
+#include "strata/data/stl10.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

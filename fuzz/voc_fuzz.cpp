@@ -1,5 +1,5 @@
 // PASCAL VOC annotation reader (data/voc.h, pugixml underneath).
-#include "data/voc.h"
+#include "strata/data/voc.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-#include "nn/checkpoint.h"
+#include "strata/nn/checkpoint.h"
 
 #include <cmath>
 #include <cstdio>

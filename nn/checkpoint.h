@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
-#include "nn/optim.h"
-#include "nn/safetensors.h"
+#include "strata/nn/module.h"
+#include "strata/nn/optim.h"
+#include "strata/nn/safetensors.h"
 
 namespace strata::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/custom_model.h"
+#include "strata/nn/custom_model.h"
 
 namespace strata::nn {
 

@@ -29,8 +29,8 @@
 #include <tuple>
 #include <type_traits>
 
-#include "nn/model.h"
-#include "nn/policy.h"
+#include "strata/nn/model.h"
+#include "strata/nn/policy.h"
 
 namespace strata::nn {
 

@@ -1,10 +1,10 @@
-#include "nn/init.h"
+#include "strata/nn/init.h"
 
 #include <cmath>
 #include <vector>
 
-#include "nn/layers/blocks.h"
-#include "nn/layers/layer_util.h"
+#include "strata/nn/layers/blocks.h"
+#include "strata/nn/layers/layer_util.h"
 
 namespace strata::nn {
 

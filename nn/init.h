@@ -37,8 +37,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/random.h"
-#include "nn/module.h"
+#include "strata/core/random.h"
+#include "strata/nn/module.h"
 
 namespace strata::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/lenet.h"
+#include "strata/nn/lenet.h"
 
 namespace strata::nn {
 

@@ -13,12 +13,12 @@
 #include <string>
 #include <string_view>
 
-#include "nn/init.h"
-#include "nn/layers/activation.h"
-#include "nn/layers/container.h"
-#include "nn/layers/conv2d.h"
-#include "nn/layers/linear.h"
-#include "nn/layers/pool.h"
+#include "strata/nn/init.h"
+#include "strata/nn/layers/activation.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/layers/conv2d.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/layers/pool.h"
 
 namespace strata::nn {
 

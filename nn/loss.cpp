@@ -1,9 +1,9 @@
-#include "nn/loss.h"
+#include "strata/nn/loss.h"
 
 #include <cstdint>
 
-#include "autograd/functions.h"
-#include "ops/shape_rules.h"
+#include "strata/autograd/functions.h"
+#include "strata/ops/shape_rules.h"
 
 namespace strata::nn {
 

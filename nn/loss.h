@@ -8,8 +8,8 @@
 // with a planned 1, as autograd::backward seeds the root).
 #include <string_view>
 
-#include "nn/layers/layer_util.h"
-#include "ops/direct/plans.h"
+#include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
 

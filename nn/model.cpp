@@ -1,12 +1,12 @@
-#include "nn/model.h"
+#include "strata/nn/model.h"
 
 #include <cmath>
 
-#include "autograd/functions.h"
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "nn/policy.h"
-#include "ops/direct/kernel_call.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/autograd/node.h"
+#include "strata/nn/policy.h"
+#include "strata/ops/direct/kernel_call.h"
 
 namespace strata::nn {
 

@@ -18,13 +18,13 @@
 #include <string>
 #include <string_view>
 
-#include "nn/init.h"
-#include "nn/lenet.h"
-#include "nn/loss.h"
-#include "nn/module.h"
-#include "nn/optim.h"
-#include "nn/resnet.h"
-#include "ops/dispatch.h"
+#include "strata/nn/init.h"
+#include "strata/nn/lenet.h"
+#include "strata/nn/loss.h"
+#include "strata/nn/module.h"
+#include "strata/nn/optim.h"
+#include "strata/nn/resnet.h"
+#include "strata/ops/dispatch.h"
 
 namespace strata::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/module.h"
+#include "strata/nn/module.h"
 
 #include <map>
 

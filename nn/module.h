@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::nn {
 

@@ -1,10 +1,10 @@
-#include "nn/optim.h"
+#include "strata/nn/optim.h"
 
 #include <cstdio>
 #include <map>
 
-#include "nn/policy.h"
-#include "ops/direct/kernel_call.h"
+#include "strata/nn/policy.h"
+#include "strata/ops/direct/kernel_call.h"
 
 namespace strata::nn {
 

@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "nn/module.h"
-#include "ops/dispatch.h"
-#include "ops/functional.h"
+#include "strata/nn/module.h"
+#include "strata/ops/dispatch.h"
+#include "strata/ops/functional.h"
 
 namespace strata::nn {
 

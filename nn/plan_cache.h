@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::nn {
 

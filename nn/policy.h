@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "backends/api/registry.h"
-#include "ops/dispatch.h"
-#include "strata_generated/static_backends.h"
+#include "strata/backends/api/registry.h"
+#include "strata/ops/dispatch.h"
+#include "strata/strata_generated/static_backends.h"
 
 namespace strata::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/resnet.h"
+#include "strata/nn/resnet.h"
 
 namespace strata::nn {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "nn/init.h"
-#include "nn/layers/blocks.h"
-#include "nn/layers/pool.h"
-#include "nn/layers/linear.h"
+#include "strata/nn/init.h"
+#include "strata/nn/layers/blocks.h"
+#include "strata/nn/layers/pool.h"
+#include "strata/nn/layers/linear.h"
 
 namespace strata::nn {
 

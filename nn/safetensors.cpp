@@ -1,4 +1,4 @@
-#include "nn/safetensors.h"
+#include "strata/nn/safetensors.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "core/file.h"
+#include "strata/core/file.h"
 
 namespace strata::nn::safetensors {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "nn/module.h"
+#include "strata/nn/module.h"
 
 namespace strata::nn::safetensors {
 

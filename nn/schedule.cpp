@@ -1,11 +1,11 @@
-#include "nn/schedule.h"
+#include "strata/nn/schedule.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numbers>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::nn {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "onnx/ir.h"
-#include "ops/dispatch.h"
+#include "strata/onnx/ir.h"
+#include "strata/ops/dispatch.h"
 
 namespace strata::onnx::detail {
 

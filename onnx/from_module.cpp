@@ -11,11 +11,11 @@
 #include <optional>
 #include <set>
 
-#include "nn/layers/graph.h"
-#include "nn/lenet.h"
-#include "nn/resnet.h"
-#include "onnx/convert.h"
-#include "onnx/layer_access.h"
+#include "strata/nn/layers/graph.h"
+#include "strata/nn/lenet.h"
+#include "strata/nn/resnet.h"
+#include "strata/onnx/convert.h"
+#include "strata/onnx/layer_access.h"
 
 namespace strata::onnx::detail {
 

@@ -1,11 +1,11 @@
-#include "onnx/ir.h"
+#include "strata/onnx/ir.h"
 
 #include <array>
 #include <cmath>
 #include <set>
 
-#include "ops/checks.h"
-#include "ops/shape_rules.h"
+#include "strata/ops/checks.h"
+#include "strata/ops/shape_rules.h"
 
 namespace strata::onnx::ir {
 

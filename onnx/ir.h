@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "nn/module.h"
-#include "ops/table/op_args.h"
+#include "strata/nn/module.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::onnx::ir {
 

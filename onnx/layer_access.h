@@ -5,7 +5,7 @@
 // no Conv2d. The policies are those of the build (nn/policy.h).
 #include <type_traits>
 
-#include "nn/policy.h"
+#include "strata/nn/policy.h"
 
 namespace strata::onnx::detail {
 

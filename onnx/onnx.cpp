@@ -1,10 +1,10 @@
-#include "onnx/onnx.h"
+#include "strata/onnx/onnx.h"
 
 #include <filesystem>
 
-#include "core/file.h"
-#include "nn/safetensors.h"
-#include "onnx/convert.h"
+#include "strata/core/file.h"
+#include "strata/nn/safetensors.h"
+#include "strata/onnx/convert.h"
 
 namespace strata::onnx {
 

@@ -32,8 +32,8 @@
 #include <string>
 #include <string_view>
 
-#include "nn/module.h"
-#include "ops/dispatch.h"
+#include "strata/nn/module.h"
+#include "strata/ops/dispatch.h"
 
 namespace strata::onnx {
 

@@ -1,4 +1,4 @@
-#include "onnx/proto_fields.h"
+#include "strata/onnx/proto_fields.h"
 
 #include <bit>
 #include <cstring>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::onnx::detail {
 

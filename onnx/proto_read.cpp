@@ -6,7 +6,7 @@
 // so one bad node is reported once, not again by each node after it.
 #include <climits>
 
-#include "onnx/proto_reader.h"
+#include "strata/onnx/proto_reader.h"
 
 namespace strata::onnx::detail {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "onnx/convert.h"
-#include "onnx/proto_fields.h"
+#include "strata/onnx/convert.h"
+#include "strata/onnx/proto_fields.h"
 
 namespace strata::onnx::detail {
 

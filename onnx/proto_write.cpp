@@ -4,8 +4,8 @@
 #include <bit>
 #include <set>
 
-#include "onnx/convert.h"
-#include "onnx/onnx.h"
+#include "strata/onnx/convert.h"
+#include "strata/onnx/onnx.h"
 
 namespace pb = ::onnx;
 

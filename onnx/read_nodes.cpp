@@ -5,7 +5,7 @@
 #include <charconv>
 #include <climits>
 
-#include "onnx/proto_reader.h"
+#include "strata/onnx/proto_reader.h"
 
 namespace strata::onnx::detail {
 

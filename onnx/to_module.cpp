@@ -1,11 +1,11 @@
 // ir::Graph -> an nn::Graph of strata layers, for any dispatch mode and backend.
 #include <map>
 
-#include "nn/layers/container.h"
-#include "nn/layers/graph.h"
-#include "nn/layers/linear.h"
-#include "nn/layers/pool.h"
-#include "onnx/convert.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/layers/pool.h"
+#include "strata/onnx/convert.h"
 
 namespace strata::onnx::detail {
 

@@ -1,4 +1,4 @@
-#include "ops/checks.h"
+#include "strata/ops/checks.h"
 
 namespace strata::ops {
 

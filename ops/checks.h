@@ -3,7 +3,7 @@
 // and the argument and prints the offending shapes/dtypes/devices.
 #include <string_view>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::ops {
 

@@ -1,4 +1,4 @@
-#include "ops/dispatch.h"
+#include "strata/ops/dispatch.h"
 
 namespace strata::ops {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "backends/api/registry.h"
-#include "ops/trace.h"
+#include "strata/backends/api/registry.h"
+#include "strata/ops/trace.h"
 
 namespace strata::ops {
 
@@ -37,7 +37,7 @@ struct VirtualDispatch {
     else                                                                       \
       backend->op(a);                                                          \
   }
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 
@@ -62,7 +62,7 @@ struct StaticDispatch {
     else                                                                       \
       impl->op(a);                                                             \
   }
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 

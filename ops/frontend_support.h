@@ -1,10 +1,10 @@
 #pragma once
 // Internal to ops/*_ops.cpp: the per-call checks every front-end function makes,
 // and the explicit instantiation over the dispatchers of this build.
-#include "ops/checks.h"
-#include "ops/dispatch.h"
-#include "ops/functional.h"
-#include "strata_generated/static_backends.h"
+#include "strata/ops/checks.h"
+#include "strata/ops/dispatch.h"
+#include "strata/ops/functional.h"
+#include "strata/strata_generated/static_backends.h"
 
 namespace strata::ops::detail {
 

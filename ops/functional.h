@@ -8,8 +8,8 @@
 // Instantiated for every dispatcher of the build in ops/*_ops.cpp.
 #include <cstdint>
 
-#include "core/tensor.h"
-#include "ops/table/op_args.h"
+#include "strata/core/tensor.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::ops {
 

@@ -1,5 +1,5 @@
-#include "ops/frontend_support.h"
-#include "ops/shape_rules.h"
+#include "strata/ops/frontend_support.h"
+#include "strata/ops/shape_rules.h"
 
 namespace strata::ops {
 using detail::check_input;

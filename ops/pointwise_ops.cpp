@@ -1,4 +1,4 @@
-#include "ops/frontend_support.h"
+#include "strata/ops/frontend_support.h"
 
 namespace strata::ops {
 using detail::check_input;

@@ -1,8 +1,8 @@
-#include "ops/shape_rules.h"
+#include "strata/ops/shape_rules.h"
 
 #include <limits>
 
-#include "ops/checks.h"
+#include "strata/ops/checks.h"
 
 namespace strata::ops {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Shape rules: validate an op's arguments and compute its output sizes. Used by the
 // front end before every call and by direct-mode plans once, at plan time.
-#include "core/tensor.h"
-#include "ops/table/op_args.h"
+#include "strata/core/tensor.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::ops {
 

@@ -1,4 +1,4 @@
-#include "ops/trace.h"
+#include "strata/ops/trace.h"
 
 #include <atomic>
 #include <cstdlib>

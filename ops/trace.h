@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/table/op_id.h"
+#include "strata/ops/table/op_id.h"
 
 namespace strata::ops {
 

@@ -6,10 +6,10 @@
 #include <string_view>
 #include <utility>
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "ops/table/op_args.h"
-#include "ops/table/op_id.h"
+#include "strata/core/device.h"
+#include "strata/core/dtype.h"
+#include "strata/ops/table/op_args.h"
+#include "strata/ops/table/op_id.h"
 
 namespace strata::backends {
 
@@ -25,7 +25,7 @@ class Backend {
   // Waits for queued work (a no-op on synchronous CPU backends).
   virtual void synchronize() = 0;
 #define STRATA_OP(name, Args) virtual void name(const Args& args) = 0;
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 
@@ -38,7 +38,7 @@ concept BackendImpl = requires(B& b, const B& cb, OpId op, DType dt) {
   { cb.supports(op, dt) } -> std::convertible_to<bool>;
   b.synchronize();
 #define STRATA_OP(name, Args) b.name(std::declval<const Args&>());
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 
@@ -55,7 +55,7 @@ class BackendAdapter final : public Backend {
   void synchronize() override { impl_.synchronize(); }
 #define STRATA_OP(name, Args) \
   void name(const Args& args) override { impl_.name(args); }
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
   Impl& impl() { return impl_; }
 

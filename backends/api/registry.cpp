@@ -1,4 +1,4 @@
-#include "backends/api/registry.h"
+#include "strata/backends/api/registry.h"
 
 namespace strata::backends {
 

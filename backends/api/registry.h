@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/api/backend.h"
-#include "core/error.h"
+#include "strata/backends/api/backend.h"
+#include "strata/core/error.h"
 
 namespace strata::backends {
 

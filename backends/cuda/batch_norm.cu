@@ -6,9 +6,9 @@
 // (PyTorch's choice too; the plain spatial mode is many times slower on NHWC), else
 // CUDNN_BATCHNORM_SPATIAL. Eval-mode backward (statistics were constants) and the
 // eval-mode save_mean/save_invstd are strata's own kernels. f32.
-#include "backends/cuda/batch_norm_kernels.h"
-#include "backends/cuda/channel_reduce.cuh"
-#include "backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/batch_norm_kernels.h"
+#include "strata/backends/cuda/channel_reduce.cuh"
+#include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends {
 

@@ -9,8 +9,8 @@
 // timing), and an element-wise apply. Channel-innermost data (NHWC, [N,C], NCHW with
 // 1x1 planes) is read as rows of C with 16-byte vectors across channels; NCHW planes
 // are read plane by plane.
-#include "backends/cuda/batch_norm_kernels.h"
-#include "backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/batch_norm_kernels.h"
+#include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends::cuda {
 namespace {

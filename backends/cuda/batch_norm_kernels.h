@@ -1,8 +1,8 @@
 #pragma once
 // strata's own batch norm kernels (batch_norm_kernels.cu), beside cuDNN's in
 // batch_norm.cu. Internal to backends/cuda.
-#include "backends/cuda/context.h"
-#include "ops/table/op_args.h"
+#include "strata/backends/cuda/context.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::backends::cuda {
 

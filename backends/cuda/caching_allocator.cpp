@@ -1,11 +1,11 @@
-#include "backends/cuda/caching_allocator.h"
+#include "strata/backends/cuda/caching_allocator.h"
 
 #include <bit>
 #include <cstdio>
 #include <limits>
 #include <string>
 
-#include "backends/cuda/cuda_check.h"
+#include "strata/backends/cuda/cuda_check.h"
 
 namespace strata::backends::cuda {
 

@@ -18,7 +18,7 @@
 
 #include <cuda_runtime.h>
 
-#include "core/allocator.h"
+#include "strata/core/allocator.h"
 
 namespace strata::backends::cuda {
 

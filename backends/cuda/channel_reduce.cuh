@@ -5,7 +5,7 @@
 // eval-mode backward. Two kernels: one for channels that are innermost in memory
 // (NHWC, [N,C] matrices: a warp reads 32 neighbouring channels), one for the rest
 // (NCHW: a block walks one channel's contiguous planes). Internal to backends/cuda.
-#include "backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends::cuda {
 

@@ -1,9 +1,9 @@
-#include "backends/cuda/context.h"
-#include "backends/cuda/lazy_libraries.h"
+#include "strata/backends/cuda/context.h"
+#include "strata/backends/cuda/lazy_libraries.h"
 
 #include <mutex>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::backends::cuda {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "backends/cuda/caching_allocator.h"
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/cuda_check.h"
-#include "ops/table/tensor_view.h"
+#include "strata/backends/cuda/caching_allocator.h"
+#include "strata/backends/cuda/cuda_backend.h"
+#include "strata/backends/cuda/cuda_check.h"
+#include "strata/ops/table/tensor_view.h"
 
 namespace strata::backends::cuda {
 

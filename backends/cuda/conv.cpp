@@ -6,8 +6,8 @@
 // (a weight in the other layout, a strided view) is staged through a temporary.
 #include <string>
 
-#include "backends/cuda/conv_graph.h"
-#include "backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/conv_graph.h"
+#include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends {
 

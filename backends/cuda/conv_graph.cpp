@@ -1,11 +1,11 @@
-#include "backends/cuda/conv_graph.h"
+#include "strata/backends/cuda/conv_graph.h"
 
 #include <algorithm>
 #include <array>
 #include <limits>
 #include <vector>
 
-#include "backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends::cuda {
 

@@ -7,8 +7,8 @@
 // Internal to backends/cuda.
 #include <string>
 
-#include "backends/cuda/context.h"
-#include "ops/table/op_args.h"
+#include "strata/backends/cuda/context.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::backends::cuda {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends::cuda {
 

@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <string>
 
-#include "backends/api/backend.h"
-#include "core/allocator.h"
+#include "strata/backends/api/backend.h"
+#include "strata/core/allocator.h"
 
 namespace strata::backends {
 
@@ -90,7 +90,7 @@ class CudaBackend {
   void synchronize();
 
 #define STRATA_OP(name, Args) void name(const Args& args);
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 
   const cuda::Settings& settings() const { return settings_; }

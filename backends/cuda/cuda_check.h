@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::backends::cuda {
 

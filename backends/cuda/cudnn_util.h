@@ -4,7 +4,7 @@
 // Internal to backends/cuda.
 #include <limits>
 
-#include "backends/cuda/context.h"
+#include "strata/backends/cuda/context.h"
 
 namespace strata::backends::cuda {
 

@@ -1,7 +1,7 @@
 // Element-wise ops: add, scale, axpy, fill, relu, dropout; broadcast bias add.
 // Any strides; f32, f64, f16, bf16 (arithmetic in float, f64 in double).
-#include "backends/cuda/cudnn_util.h"
-#include "backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends {
 

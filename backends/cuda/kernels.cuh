@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "backends/cuda/context.h"
-#include "backends/cuda/strided.h"
+#include "strata/backends/cuda/context.h"
+#include "strata/backends/cuda/strided.h"
 
 namespace strata::backends::cuda {
 

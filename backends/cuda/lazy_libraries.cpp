@@ -14,8 +14,8 @@
 #include <mutex>
 #include <string>
 
-#include "backends/cuda/lazy_libraries.h"
-#include "core/error.h"
+#include "strata/backends/cuda/lazy_libraries.h"
+#include "strata/core/error.h"
 
 #define STRATA_STR2(x) #x
 #define STRATA_STR(x) STRATA_STR2(x)
@@ -70,6 +70,6 @@ void load_libraries() {
         ::strata::backends::cuda::symbol(::strata::backends::cuda::lib##_lib, #name));                  \
     return fn args;                                                                                     \
   }
-#include "backends/cuda/lazy_libraries.def"
+#include "strata/backends/cuda/lazy_libraries.def"
 #undef STRATA_LAZY_FN
 #pragma GCC visibility pop

@@ -2,8 +2,8 @@
 // Matrices may be row-major or column-major views (a transpose is a flag, not a
 // copy); other strides are staged. f32 computes in f32 (TF32 only when allowed);
 // f16/bf16 multiply on the tensor cores and accumulate in f32.
-#include "backends/cuda/cudnn_util.h"
-#include "backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends {
 

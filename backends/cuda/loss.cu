@@ -2,7 +2,7 @@
 // logits (mean over all elements). The upstream gradient dloss is read on the device:
 // no host synchronisation. A label outside [0, C) makes its row's loss NaN (the
 // device cannot throw); the front end checks labels where it can.
-#include "backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends {
 

@@ -2,7 +2,7 @@
 // (torch.optim.SGD and Adam/AdamW, single-tensor path), arithmetic in double.
 #include <cmath>
 
-#include "backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends {
 

@@ -5,7 +5,7 @@
 // (which random data does not produce) may resolve differently from the reference's
 // "first maximum". Average pooling's backward needs no x or y: cuDNN is handed
 // dy/dx in their place, as it reads neither for averaging.
-#include "backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends {
 

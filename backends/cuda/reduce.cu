@@ -1,7 +1,7 @@
 // Reductions: sum, mean, argmax, global average pooling, per-channel sums (conv bias
 // backward). All in a fixed order, accumulating in double: deterministic.
-#include "backends/cuda/channel_reduce.cuh"
-#include "backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/channel_reduce.cuh"
+#include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends {
 

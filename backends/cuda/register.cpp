@@ -1,5 +1,5 @@
 // The backend object, its dtype support table, and the factory the registry calls.
-#include "backends/cuda/context.h"
+#include "strata/backends/cuda/context.h"
 
 namespace strata::backends {
 

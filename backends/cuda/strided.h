@@ -9,8 +9,8 @@
 #include <utility>
 #include <cstdint>
 
-#include "core/shape.h"
-#include "ops/table/op_args.h"  // STRATA_HOST_DEVICE
+#include "strata/core/shape.h"
+#include "strata/ops/table/op_args.h"  // STRATA_HOST_DEVICE
 
 namespace strata::backends::cuda {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <optional>
 
-#include "backends/eigen/context.h"
+#include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
 

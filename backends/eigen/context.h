@@ -14,8 +14,8 @@
 #include <tuple>
 #include <vector>
 
-#include "backends/eigen/eigen_backend.h"
-#include "core/error.h"
+#include "strata/backends/eigen/eigen_backend.h"
+#include "strata/core/error.h"
 
 namespace strata::backends::eigen {
 

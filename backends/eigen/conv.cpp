@@ -19,7 +19,7 @@
 // thread count only.
 #include <algorithm>
 
-#include "backends/eigen/context.h"
+#include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
 

@@ -21,7 +21,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/api/backend.h"
+#include "strata/backends/api/backend.h"
 
 namespace strata::backends {
 
@@ -45,7 +45,7 @@ class EigenBackend {
   int threads() const;
 
 #define STRATA_OP(name, Args) void name(const Args& args);
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 
  private:

@@ -2,8 +2,8 @@
 // scale, axpy, dropout, and fill and copy for every dtype.
 #include <type_traits>
 
-#include "backends/eigen/context.h"
-#include "core/dtype_dispatch.h"
+#include "strata/backends/eigen/context.h"
+#include "strata/core/dtype_dispatch.h"
 
 namespace strata::backends {
 

@@ -3,7 +3,7 @@
 // contracted over its other dimension instead of being copied.
 #include <optional>
 
-#include "backends/eigen/context.h"
+#include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
 

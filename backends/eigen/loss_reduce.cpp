@@ -3,7 +3,7 @@
 // full sums accumulate in double; the per-row softmax in the input's dtype.
 #include <cmath>
 
-#include "backends/eigen/context.h"
+#include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
 

@@ -3,7 +3,7 @@
 // torch.optim.SGD (dampening 0) and torch.optim.Adam / AdamW, as in the reference.
 #include <cmath>
 
-#include "backends/eigen/context.h"
+#include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backends/eigen/context.h"
+#include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "backends/eigen/context.h"
+#include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
 

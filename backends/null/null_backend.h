@@ -4,7 +4,7 @@
 // per-call cost (checks, allocation, tape, dispatch) apart from any library's,
 // as tinygrad's null device does. The bodies are inline so static dispatch can
 // compile them away entirely.
-#include "backends/api/backend.h"
+#include "strata/backends/api/backend.h"
 
 namespace strata::backends {
 
@@ -16,7 +16,7 @@ class NullBackend {
   void synchronize() {}
 #define STRATA_OP(name, Args) \
   void name(const Args&) {}
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 

@@ -1,4 +1,4 @@
-#include "backends/null/null_backend.h"
+#include "strata/backends/null/null_backend.h"
 
 namespace strata::backends {
 BackendFactoryResult make_backend_null() { return {std::make_unique<BackendAdapter<NullBackend>>(), {}}; }

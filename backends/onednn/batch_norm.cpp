@@ -8,8 +8,8 @@
 #include <cmath>
 #include <vector>
 
-#include "backends/onednn/context.h"
-#include "backends/openblas/loops/strided.h"
+#include "strata/backends/onednn/context.h"
+#include "strata/backends/openblas/loops/strided.h"
 
 namespace strata::backends {
 

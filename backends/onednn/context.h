@@ -14,9 +14,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "backends/api/backend.h"
-#include "backends/onednn/onednn_backend.h"
-#include "core/error.h"
+#include "strata/backends/api/backend.h"
+#include "strata/backends/onednn/onednn_backend.h"
+#include "strata/core/error.h"
 
 namespace strata::backends::onednn {
 

@@ -2,8 +2,8 @@
 // planned with format_tag::any so oneDNN picks its fastest (usually blocked)
 // layouts; the plan caches the reorders between strata's strides and those.
 // f32, and bf16 where the CPU has it (f32 accumulation inside oneDNN).
-#include "backends/onednn/context.h"
-#include "backends/openblas/loops/reduce.h"
+#include "strata/backends/onednn/context.h"
+#include "strata/backends/openblas/loops/reduce.h"
 
 namespace strata::backends {
 

@@ -4,9 +4,9 @@
 // layout for input and output: an output of another layout goes through the plan's
 // staging reorder. Tensors below kLoopBelow elements run on the shared plain loops
 // (see context.h); bf16 (relu, add) always runs on the primitives.
-#include "backends/onednn/context.h"
-#include "backends/openblas/loops/elementwise.h"
-#include "backends/openblas/loops/loss.h"
+#include "strata/backends/onednn/context.h"
+#include "strata/backends/openblas/loops/elementwise.h"
+#include "strata/backends/openblas/loops/loss.h"
 
 namespace strata::backends {
 

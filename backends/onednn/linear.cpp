@@ -2,8 +2,8 @@
 // described with swapped strides, dy^T likewise. f32, and bf16 where the CPU has it.
 #include <vector>
 
-#include "backends/onednn/context.h"
-#include "backends/openblas/loops/reduce.h"
+#include "strata/backends/onednn/context.h"
+#include "strata/backends/openblas/loops/reduce.h"
 
 namespace strata::backends {
 

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/api/backend.h"
+#include "strata/backends/api/backend.h"
 
 namespace strata::backends {
 
@@ -44,7 +44,7 @@ class OneDnnBackend {
   size_t cached_plans() const;
 
 #define STRATA_OP(name, Args) void name(const Args& args);
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 
  private:

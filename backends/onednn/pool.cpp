@@ -5,7 +5,7 @@
 // into its own buffers. oneDNN keeps the first maximum of a window (it replaces on
 // strictly greater, scanning rows then columns), which is op_args.h's rule.
 // f32, and bf16 where the CPU has it.
-#include "backends/onednn/context.h"
+#include "strata/backends/onednn/context.h"
 
 namespace strata::backends {
 

@@ -1,7 +1,7 @@
 // Reductions on oneDNN's reduction primitive: sum and mean over all elements to a
 // rank-0 tensor.
-#include "backends/onednn/context.h"
-#include "backends/openblas/loops/reduce.h"
+#include "strata/backends/onednn/context.h"
+#include "strata/backends/openblas/loops/reduce.h"
 
 namespace strata::backends {
 

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "backends/onednn/context.h"
+#include "strata/backends/onednn/context.h"
 
 namespace strata::backends {
 

@@ -5,12 +5,12 @@
 #include <cstddef>
 #include <tuple>
 
-#include "backends/onednn/context.h"
-#include "backends/openblas/loops/copy.h"
-#include "backends/openblas/loops/elementwise.h"
-#include "backends/openblas/loops/loss.h"
-#include "backends/openblas/loops/optim.h"
-#include "backends/openblas/loops/reduce.h"
+#include "strata/backends/onednn/context.h"
+#include "strata/backends/openblas/loops/copy.h"
+#include "strata/backends/openblas/loops/elementwise.h"
+#include "strata/backends/openblas/loops/loss.h"
+#include "strata/backends/openblas/loops/optim.h"
+#include "strata/backends/openblas/loops/reduce.h"
 
 namespace strata::backends {
 

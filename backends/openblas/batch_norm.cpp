@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "backends/openblas/loops/reduce.h"
-#include "backends/openblas/openblas_backend.h"
+#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
 

@@ -15,9 +15,9 @@
 #include <omp.h>
 #endif
 
-#include "backends/openblas/gemm.h"
-#include "backends/openblas/loops/reduce.h"
-#include "backends/openblas/openblas_backend.h"
+#include "strata/backends/openblas/gemm.h"
+#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
 

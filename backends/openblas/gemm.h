@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::backends::openblas {
 

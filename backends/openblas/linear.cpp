@@ -3,9 +3,9 @@
 // the transpose flag); others are packed first.
 #include <algorithm>
 
-#include "backends/openblas/gemm.h"
-#include "backends/openblas/loops/reduce.h"
-#include "backends/openblas/openblas_backend.h"
+#include "strata/backends/openblas/gemm.h"
+#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
 

@@ -11,8 +11,8 @@
 // run on the calling thread (docs/threads.md).
 #include <string>
 
-#include "backends/api/backend.h"
-#include "backends/openblas/loops/strided.h"
+#include "strata/backends/api/backend.h"
+#include "strata/backends/openblas/loops/strided.h"
 
 namespace strata::backends {
 
@@ -29,7 +29,7 @@ class OpenBlasBackend {
   static std::string describe();
 
 #define STRATA_OP(name, Args) void name(const Args& args);
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 
  private:

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "backends/openblas/openblas_backend.h"
+#include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
 

@@ -1,11 +1,11 @@
 // The openblas backend's element-wise ops, losses, reductions, copy and optimizer
 // steps: the shared plain loops of backends/openblas/loops, for f32 and f64.
-#include "backends/openblas/loops/copy.h"
-#include "backends/openblas/loops/elementwise.h"
-#include "backends/openblas/loops/loss.h"
-#include "backends/openblas/loops/optim.h"
-#include "backends/openblas/loops/reduce.h"
-#include "backends/openblas/openblas_backend.h"
+#include "strata/backends/openblas/loops/copy.h"
+#include "strata/backends/openblas/loops/elementwise.h"
+#include "strata/backends/openblas/loops/loss.h"
+#include "strata/backends/openblas/loops/optim.h"
+#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
 

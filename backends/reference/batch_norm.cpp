@@ -2,8 +2,8 @@
 // are computed in double with two passes (mean, then squared deviations).
 #include <cmath>
 
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
 
 namespace strata::backends {
 

@@ -1,8 +1,8 @@
 // conv2d as direct loops. Every access goes through the views' strides, so NCHW,
 // NHWC and arbitrary views all work. Both backward passes are written as gathers
 // (each output element sums its own contributions) so they accumulate in double.
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
 
 namespace strata::backends {
 

@@ -1,8 +1,8 @@
 // copy: any dtype to any dtype, any strides to any strides, between CPU tensors.
 // Cross-device copies belong to the backend of the non-CPU device.
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
-#include "core/dtype_dispatch.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
+#include "strata/core/dtype_dispatch.h"
 
 namespace strata::backends {
 

@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
 
 namespace strata::backends {
 

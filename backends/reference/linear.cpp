@@ -1,6 +1,6 @@
 // linear: y[N,out] = x[N,in] * w[out,in]^T + b[out], any strides, sums in double.
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
 
 namespace strata::backends {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
 
 namespace strata::backends {
 

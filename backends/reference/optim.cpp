@@ -3,8 +3,8 @@
 // torch.optim.Adam / AdamW.
 #include <cmath>
 
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
 
 namespace strata::backends {
 

@@ -2,8 +2,8 @@
 // dim of x [N,C] (the first maximum wins).
 #include <cmath>
 
-#include "backends/reference/reference_backend.h"
-#include "backends/reference/strided.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/backends/reference/strided.h"
 
 namespace strata::backends {
 

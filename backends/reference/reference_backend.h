@@ -2,7 +2,7 @@
 // The reference backend: plain loops, written for clarity, accumulating in double.
 // It is the oracle every other backend is tested against. Floating ops run in f32
 // and f64; every input may have any strides (NCHW, NHWC, views).
-#include "backends/api/backend.h"
+#include "strata/backends/api/backend.h"
 
 namespace strata::backends {
 
@@ -13,7 +13,7 @@ class ReferenceBackend {
   bool supports(OpId op, DType dt) const;
   void synchronize() {}
 #define STRATA_OP(name, Args) void name(const Args& args);
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 

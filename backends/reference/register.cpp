@@ -1,4 +1,4 @@
-#include "backends/reference/reference_backend.h"
+#include "strata/backends/reference/reference_backend.h"
 
 namespace strata::backends {
 

@@ -4,8 +4,8 @@
 #include <array>
 #include <cstdint>
 
-#include "core/error.h"
-#include "ops/table/tensor_view.h"
+#include "strata/core/error.h"
+#include "strata/ops/table/tensor_view.h"
 
 namespace strata::backends::ref {
 

@@ -45,8 +45,8 @@
 #include <vector>
 
 #include "bench/libtorch/cases.h"
-#include "core/exit_status.h"
-#include "core/version.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
 
 using json = nlohmann::json;
 using namespace strata_bench;  // NOLINT: bench-local

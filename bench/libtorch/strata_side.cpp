@@ -7,16 +7,16 @@
 #include <memory>
 #include <random>
 
-#include "autograd/functions.h"
-#include "nn/nn.h"
-#include "ops/direct/plans.h"
-#include "ops/trace.h"
-#include "strata_generated/static_backends.h"
+#include "strata/autograd/functions.h"
+#include "strata/nn/nn.h"
+#include "strata/ops/direct/plans.h"
+#include "strata/ops/trace.h"
+#include "strata/strata_generated/static_backends.h"
 #ifdef STRATA_HAVE_BACKEND_ONEDNN
-#include "backends/onednn/onednn_backend.h"
+#include "strata/backends/onednn/onednn_backend.h"
 #endif
 #ifdef STRATA_HAVE_BACKEND_OPENBLAS
-#include "backends/openblas/openblas_backend.h"
+#include "strata/backends/openblas/openblas_backend.h"
 #endif
 
 #include "bench/libtorch/cases.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/api/backend.h"
-#include "core/tensor.h"
-#include "ops/dispatch.h"
+#include "strata/backends/api/backend.h"
+#include "strata/core/tensor.h"
+#include "strata/ops/dispatch.h"
 #include "stats.h"
 
 namespace strata::study {

@@ -6,10 +6,10 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "backends/api/registry.h"
-#include "backends/cuda/cuda_backend.h"
-#include "core/allocator.h"
-#include "core/storage.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/cuda/cuda_backend.h"
+#include "strata/core/allocator.h"
+#include "strata/core/storage.h"
 #include "driver.h"
 #include "nvml.h"
 #include "resnet50_support.h"

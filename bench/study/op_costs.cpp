@@ -16,10 +16,10 @@
 #include <map>
 #include <thread>
 
-#include "backends/api/registry.h"
-#include "backends/cuda/cuda_backend.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/cuda/cuda_backend.h"
 #include "driver.h"
-#include "nn/nn.h"
+#include "strata/nn/nn.h"
 #include "resnet50_support.h"
 
 namespace strata::study {
@@ -68,7 +68,7 @@ class OpCostBackend final : public backends::Backend {
   void synchronize() override { inner_.synchronize(); }
 #define STRATA_OP(op_name_, Args) \
   void op_name_(const Args& a) override { call(OpId::op_name_, [&] { inner_.op_name_(a); }); }
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 
   bool enabled = false;

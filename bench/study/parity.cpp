@@ -17,10 +17,10 @@
 #include <filesystem>
 #include <random>
 
-#include "backends/api/registry.h"
-#include "backends/cuda/cuda_backend.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/cuda/cuda_backend.h"
 #include "driver.h"
-#include "nn/nn.h"
+#include "strata/nn/nn.h"
 #include "resnet50_support.h"
 
 namespace strata::study {

@@ -23,8 +23,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "core/exit_status.h"
-#include "core/version.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
 #include "driver.h"
 
 using namespace strata;

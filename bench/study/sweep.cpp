@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <map>
 
-#include "backends/api/registry.h"
-#include "backends/cuda/cuda_backend.h"
-#include "core/allocator.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/cuda/cuda_backend.h"
+#include "strata/core/allocator.h"
 #include "driver.h"
-#include "nn/nn.h"
+#include "strata/nn/nn.h"
 #include "resnet50_support.h"
 
 namespace strata::study {

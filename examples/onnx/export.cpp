@@ -14,9 +14,9 @@
 #include <filesystem>
 
 #include "examples/train/presets.h"
-#include "nn/checkpoint.h"
-#include "nn/lenet.h"
-#include "onnx/onnx.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/lenet.h"
+#include "strata/onnx/onnx.h"
 
 using namespace strata;
 

@@ -13,10 +13,10 @@
 #include <chrono>
 #include <cstdio>
 
-#include "autograd/grad_mode.h"
+#include "strata/autograd/grad_mode.h"
 #include "examples/train/options.h"
-#include "nn/safetensors.h"
-#include "onnx/onnx.h"
+#include "strata/nn/safetensors.h"
+#include "strata/onnx/onnx.h"
 
 using namespace strata;
 

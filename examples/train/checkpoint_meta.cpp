@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::train {
 

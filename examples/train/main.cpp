@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "core/exit_status.h"
+#include "strata/core/exit_status.h"
 #include "examples/train/options.h"
 #include "examples/train/trace_file.h"
 #include "examples/train/trainer.h"

@@ -12,7 +12,7 @@
 #include <numeric>
 #include <random>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::train {
 

@@ -10,13 +10,13 @@
 #include <cstdlib>
 #include <thread>
 
-#include "backends/api/registry.h"
-#include "core/version.h"
+#include "strata/backends/api/registry.h"
+#include "strata/core/version.h"
 #include "examples/train/presets.h"
-#include "nn/init.h"
-#include "nn/lenet.h"
-#include "nn/optim.h"
-#include "nn/schedule.h"
+#include "strata/nn/init.h"
+#include "strata/nn/lenet.h"
+#include "strata/nn/optim.h"
+#include "strata/nn/schedule.h"
 
 namespace strata::train {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "ops/dispatch.h"
+#include "strata/core/error.h"
+#include "strata/ops/dispatch.h"
 
 namespace CLI {
 class App;

@@ -1,6 +1,6 @@
 #include "examples/train/outputs.h"
 
-#include "core/error.h"
+#include "strata/core/error.h"
 #include "examples/train/metrics.h"
 
 namespace strata::train {

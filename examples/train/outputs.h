@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/file.h"
+#include "strata/core/file.h"
 #include "examples/train/options.h"
 
 namespace strata::train {

@@ -10,9 +10,9 @@
 // that also lists each model's ops could answer without the trial step, here.
 #include <string>
 
-#include "core/shape.h"
+#include "strata/core/shape.h"
 #include "examples/train/presets.h"
-#include "ops/dispatch.h"
+#include "strata/ops/dispatch.h"
 
 namespace strata::train {
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "data/cifar10.h"
-#include "data/idx.h"
-#include "data/stl10.h"
-#include "data/voc.h"
+#include "strata/data/cifar10.h"
+#include "strata/data/idx.h"
+#include "strata/data/stl10.h"
+#include "strata/data/voc.h"
 #include "examples/train/checkpoint_meta.h"
 
 namespace strata::train {

@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "data/dataset.h"
-#include "data/transforms.h"
-#include "nn/model.h"
+#include "strata/data/dataset.h"
+#include "strata/data/transforms.h"
+#include "strata/nn/model.h"
 
 namespace strata::train {
 

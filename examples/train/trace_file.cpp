@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "ops/trace.h"
+#include "strata/ops/trace.h"
 
 namespace strata::train {
 

@@ -7,17 +7,17 @@
 #include <filesystem>
 #include <limits>
 
-#include "autograd/grad_mode.h"
-#include "core/allocator.h"
-#include "core/file.h"
-#include "data/random.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/allocator.h"
+#include "strata/core/file.h"
+#include "strata/data/random.h"
 #include "examples/train/checkpoint_meta.h"
 #include "examples/train/precision_check.h"
 #include "examples/train/progress.h"
-#include "nn/checkpoint.h"
-#include "nn/layers/activation.h"
-#include "nn/policy.h"
-#include "ops/trace.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/layers/activation.h"
+#include "strata/nn/policy.h"
+#include "strata/ops/trace.h"
 
 namespace strata::train {
 

@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "data/loader.h"
+#include "strata/data/loader.h"
 #include "examples/train/metrics.h"
 #include "examples/train/options.h"
 #include "examples/train/outputs.h"
 #include "examples/train/presets.h"
-#include "nn/model.h"
-#include "nn/optim.h"
-#include "nn/schedule.h"
+#include "strata/nn/model.h"
+#include "strata/nn/optim.h"
+#include "strata/nn/schedule.h"
 
 namespace strata::train {
 

@@ -1,6 +1,6 @@
-#include "nn/layers/activation.h"
+#include "strata/nn/layers/activation.h"
 
-#include "autograd/functions.h"
+#include "strata/autograd/functions.h"
 
 namespace strata::nn {
 

@@ -5,8 +5,8 @@
 // a counter-based hash of (seed, offset + element index) (ops/table/op_args.h), so
 // every backend and every dispatch mode draws the same mask; each training forward
 // advances the offset by the number of elements.
-#include "nn/layers/layer_util.h"
-#include "ops/direct/plans.h"
+#include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
 

@@ -1,7 +1,7 @@
-#include "nn/layers/batch_norm.h"
+#include "strata/nn/layers/batch_norm.h"
 
-#include "autograd/functions.h"
-#include "ops/shape_rules.h"
+#include "strata/autograd/functions.h"
+#include "strata/ops/shape_rules.h"
 
 namespace strata::nn {
 

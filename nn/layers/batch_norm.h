@@ -6,8 +6,8 @@
 // eval uses the running statistics.
 // num_batches_tracked is an i64 scalar kept on the host whatever the device: no
 // kernel reads it (momentum is set), it exists so state dicts match PyTorch's.
-#include "nn/layers/layer_util.h"
-#include "ops/direct/plans.h"
+#include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
 

@@ -1,8 +1,8 @@
-#include "nn/layers/blocks.h"
+#include "strata/nn/layers/blocks.h"
 
 #include <cstdint>
 
-#include "autograd/functions.h"
+#include "strata/autograd/functions.h"
 
 namespace strata::nn {
 

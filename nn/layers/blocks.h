@@ -15,9 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "nn/layers/activation.h"
-#include "nn/layers/batch_norm.h"
-#include "nn/layers/conv2d.h"
+#include "strata/nn/layers/activation.h"
+#include "strata/nn/layers/batch_norm.h"
+#include "strata/nn/layers/conv2d.h"
 
 namespace strata::nn {
 

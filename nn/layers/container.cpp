@@ -1,6 +1,6 @@
-#include "nn/layers/container.h"
+#include "strata/nn/layers/container.h"
 
-#include "autograd/functions.h"
+#include "strata/autograd/functions.h"
 
 namespace strata::nn {
 

@@ -2,7 +2,7 @@
 // Flatten ([N, ...] -> [N, prod(...)], torch.nn.Flatten) and Sequential.
 #include <memory>
 
-#include "nn/layers/layer_util.h"
+#include "strata/nn/layers/layer_util.h"
 
 namespace strata::nn {
 

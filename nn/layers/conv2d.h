@@ -1,8 +1,8 @@
 #pragma once
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
-#include "nn/layers/layer_util.h"
-#include "ops/direct/plans.h"
+#include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
 

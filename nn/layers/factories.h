@@ -12,12 +12,12 @@
 #include <memory>
 #include <utility>
 
-#include "nn/layers/activation.h"
-#include "nn/layers/batch_norm.h"
-#include "nn/layers/container.h"
-#include "nn/layers/conv2d.h"
-#include "nn/layers/linear.h"
-#include "nn/layers/pool.h"
+#include "strata/nn/layers/activation.h"
+#include "strata/nn/layers/batch_norm.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/layers/conv2d.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/layers/pool.h"
 
 namespace strata::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/layers/graph.h"
+#include "strata/nn/layers/graph.h"
 
 namespace strata::nn {
 

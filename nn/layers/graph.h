@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/layers/blocks.h"
+#include "strata/nn/layers/blocks.h"
 
 namespace strata::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/layers/layer_util.h"
+#include "strata/nn/layers/layer_util.h"
 
 namespace strata::nn::detail {
 

@@ -3,11 +3,11 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/functions.h"
-#include "nn/module.h"
-#include "nn/plan_cache.h"
-#include "nn/policy.h"
-#include "ops/direct/kernel_call.h"
+#include "strata/autograd/functions.h"
+#include "strata/nn/module.h"
+#include "strata/nn/plan_cache.h"
+#include "strata/nn/policy.h"
+#include "strata/ops/direct/kernel_call.h"
 
 namespace strata::nn::detail {
 

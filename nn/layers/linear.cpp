@@ -1,7 +1,7 @@
-#include "nn/layers/linear.h"
+#include "strata/nn/layers/linear.h"
 
-#include "autograd/functions.h"
-#include "nn/init.h"
+#include "strata/autograd/functions.h"
+#include "strata/nn/init.h"
 
 namespace strata::nn {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Linear: y[N,out] = x[N,in] weight[out,in]^T + bias[out], as torch.nn.Linear;
 // parameters start as torch.nn.Linear's (nn/init.h, init::reset_parameters).
-#include "nn/layers/layer_util.h"
-#include "ops/direct/plans.h"
+#include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
 

@@ -1,6 +1,6 @@
-#include "nn/layers/pool.h"
+#include "strata/nn/layers/pool.h"
 
-#include "autograd/functions.h"
+#include "strata/autograd/functions.h"
 
 namespace strata::nn {
 

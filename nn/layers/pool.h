@@ -2,8 +2,8 @@
 // Pooling: MaxPool2d and AvgPool2d (square window, as torch.nn.MaxPool2d /
 // AvgPool2d with count_include_pad=True), and GlobalAvgPool ([N,C,H,W] -> [N,C],
 // i.e. torchvision's AdaptiveAvgPool2d(1) followed by flatten).
-#include "nn/layers/layer_util.h"
-#include "ops/direct/plans.h"
+#include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
 

@@ -4,8 +4,8 @@
 // each mode pays the same one predictable branch, so the differences between the modes
 // stay what DESIGN.md says they are.
 //   ops::direct::run_kernel(*impl_, OpId::conv2d_fwd, [&] { impl_->conv2d_fwd(fwd_); });
-#include "backends/api/backend.h"
-#include "ops/trace.h"
+#include "strata/backends/api/backend.h"
+#include "strata/ops/trace.h"
 
 namespace strata::ops::direct {
 

@@ -8,10 +8,10 @@
 // or a hand-written network like llm.c's).
 // Inputs are bound by pointer at plan time: to run on new data, write it into the
 // planned input tensors (as a hand-written cuDNN network does).
-#include "backends/api/backend.h"
-#include "ops/checks.h"
-#include "ops/direct/kernel_call.h"
-#include "ops/shape_rules.h"
+#include "strata/backends/api/backend.h"
+#include "strata/ops/checks.h"
+#include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/shape_rules.h"
 
 namespace strata::ops::direct {
 

@@ -5,7 +5,7 @@
 // runs; backends may assume the shape rules hold.
 #include <cstdint>
 
-#include "ops/table/tensor_view.h"
+#include "strata/ops/table/tensor_view.h"
 
 #if defined(__CUDACC__)
 #define STRATA_HOST_DEVICE __host__ __device__

@@ -6,19 +6,19 @@ namespace strata::ops {
 
 enum class OpId : uint16_t {
 #define STRATA_OP(name, Args) name,
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 
 inline constexpr int kNumOps = 0
 #define STRATA_OP(name, Args) +1
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
     ;
 
 inline constexpr std::string_view kOpNames[] = {
 #define STRATA_OP(name, Args) #name,
-#include "ops/table/op_table.def"
+#include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
 

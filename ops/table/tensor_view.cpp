@@ -1,6 +1,6 @@
-#include "ops/table/tensor_view.h"
+#include "strata/ops/table/tensor_view.h"
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::ops {
 

@@ -4,9 +4,9 @@
 // nothing of either.
 #include <cstdint>
 
-#include "core/dtype.h"
-#include "core/device.h"
-#include "core/shape.h"
+#include "strata/core/dtype.h"
+#include "strata/core/device.h"
+#include "strata/core/shape.h"
 
 namespace strata {
 class Tensor;

@@ -3,11 +3,11 @@
 // every gradient must be bitwise equal.
 #include <gtest/gtest.h>
 
-#include "autograd/functions.h"
-#include "autograd/node.h"
-#include "backends/null/null_backend.h"
-#include "backends/reference/reference_backend.h"
-#include "ops/direct/plans.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/node.h"
+#include "strata/backends/null/null_backend.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/ops/direct/plans.h"
 #include "support/compare.h"
 #include "support/op_fixtures.h"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "autograd/functions.h"
-#include "autograd/node.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/node.h"
 #include "support/compare.h"
 #include "support/op_fixtures.h"
 

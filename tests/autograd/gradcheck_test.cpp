@@ -4,8 +4,8 @@
 // the nodes: which gradient goes to which input, layouts, accumulation.
 #include <gtest/gtest.h>
 
-#include "autograd/functions.h"
-#include "autograd/gradcheck.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/gradcheck.h"
 #include "support/op_fixtures.h"
 
 namespace strata::testing {

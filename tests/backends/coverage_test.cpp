@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "backends/reference/reference_backend.h"
+#include "strata/backends/reference/reference_backend.h"
 
 namespace strata::testing {
 namespace {

@@ -3,7 +3,7 @@
 // PyTorch's documented formulas, and f32 against f64 for every forward op.
 #include <gtest/gtest.h>
 
-#include "core/dtype_dispatch.h"
+#include "strata/core/dtype_dispatch.h"
 #include "reference_test_util.h"
 #include "support/coverage.h"
 

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "backends/reference/reference_backend.h"
-#include "core/tensor.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/core/tensor.h"
 #include "support/compare.h"
 #include "support/random.h"
 

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "backends/api/registry.h"
-#include "backends/null/null_backend.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/null/null_backend.h"
 
 namespace strata::backends {
 namespace {

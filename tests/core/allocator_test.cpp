@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "core/allocator.h"
-#include "core/tensor.h"
+#include "strata/core/allocator.h"
+#include "strata/core/tensor.h"
 
 namespace strata {
 namespace {

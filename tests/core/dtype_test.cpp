@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/dtype.h"
+#include "strata/core/dtype.h"
 
 namespace strata {
 namespace {

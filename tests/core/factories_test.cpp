@@ -5,7 +5,7 @@
 #include <random>
 #include <set>
 
-#include "core/factories.h"
+#include "strata/core/factories.h"
 #include "support/expect_error.h"
 
 namespace strata {

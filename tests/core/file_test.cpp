@@ -1,6 +1,6 @@
 // core/file.h: the reader every reader of strata shares (regular files only, never
 // more than their size, never a hang), output checks, and the writer's lock.
-#include "core/file.h"
+#include "strata/core/file.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

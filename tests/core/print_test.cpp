@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "core/factories.h"
-#include "core/print.h"
+#include "strata/core/factories.h"
+#include "strata/core/print.h"
 #include "support/expect_error.h"
 
 namespace strata {

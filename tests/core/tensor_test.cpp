@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 #include "support/expect_error.h"
 #include "support/random.h"
 

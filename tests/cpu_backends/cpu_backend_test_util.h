@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/api/backend.h"
-#include "backends/reference/reference_backend.h"
-#include "core/tensor.h"
-#include "strata_generated/static_backends.h"
+#include "strata/backends/api/backend.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/core/tensor.h"
+#include "strata/strata_generated/static_backends.h"
 #include "support/compare.h"
 #include "support/coverage.h"
 #include "support/random.h"

@@ -14,9 +14,9 @@
 #include <string>
 #include <utility>
 
-#include "backends/cuda/cuda_backend.h"
-#include "backends/reference/reference_backend.h"
-#include "core/tensor.h"
+#include "strata/backends/cuda/cuda_backend.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/core/tensor.h"
 #include "support/compare.h"
 #include "support/coverage.h"
 #include "support/random.h"

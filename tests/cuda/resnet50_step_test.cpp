@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cuda_test_util.h"
-#include "nn/nn.h"
+#include "strata/nn/nn.h"
 
 namespace strata::testing {
 namespace {

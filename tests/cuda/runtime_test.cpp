@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backends/api/registry.h"
+#include "strata/backends/api/registry.h"
 #include "cuda_test_util.h"
 
 namespace strata::testing {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "data/cifar10.h"
-#include "data/stl10.h"
+#include "strata/data/cifar10.h"
+#include "strata/data/stl10.h"
 #include "data_test_util.h"
 
 namespace strata::data {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::data::testing {
 

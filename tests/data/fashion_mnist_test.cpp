@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "data/idx.h"
+#include "strata/data/idx.h"
 
 namespace strata::data {
 namespace {

@@ -1,8 +1,8 @@
-#include "data/idx.h"
+#include "strata/data/idx.h"
 
 #include <gtest/gtest.h>
 
-#include "data/file_io.h"
+#include "strata/data/file_io.h"
 #include "data_test_util.h"
 
 namespace strata::data {

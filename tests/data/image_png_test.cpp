@@ -3,9 +3,9 @@
 // strata::Errors naming the file.
 #include <stb_image_write.h>
 
-#include "data/file_io.h"
-#include "data/image.h"
-#include "data/jpeg.h"
+#include "strata/data/file_io.h"
+#include "strata/data/image.h"
+#include "strata/data/jpeg.h"
 #include "data_test_util.h"
 
 namespace strata::data::testing {

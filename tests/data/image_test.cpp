@@ -1,9 +1,9 @@
 // data/image.h: binary PGM/PPM decoding and image files told apart by content.
-#include "data/image.h"
+#include "strata/data/image.h"
 
 #include <gtest/gtest.h>
 
-#include "data/jpeg.h"
+#include "strata/data/jpeg.h"
 #include "data_test_util.h"
 
 namespace strata::data {

@@ -1,4 +1,4 @@
-#include "data/loader.h"
+#include "strata/data/loader.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "core/allocator.h"
+#include "strata/core/allocator.h"
 #include "data_test_util.h"
 
 namespace strata::data {

@@ -1,11 +1,11 @@
-#include "data/transforms.h"
+#include "strata/data/transforms.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "data/random.h"
-#include "data/resize.h"
+#include "strata/data/random.h"
+#include "strata/data/resize.h"
 #include "data_test_util.h"
 
 namespace strata::data {

@@ -1,14 +1,14 @@
-#include "data/voc.h"
+#include "strata/data/voc.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <functional>
 
-#include "data/file_io.h"
-#include "data/jpeg.h"
-#include "data/loader.h"
-#include "data/resize.h"
+#include "strata/data/file_io.h"
+#include "strata/data/jpeg.h"
+#include "strata/data/loader.h"
+#include "strata/data/resize.h"
 #include "data_test_util.h"
 
 namespace strata::data {

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "cli_fixture.h"
-#include "nn/safetensors.h"
+#include "strata/nn/safetensors.h"
 #include "train_test_util.h"
 
 namespace strata::testing {

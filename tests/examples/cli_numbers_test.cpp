@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "cli_fixture.h"
-#include "core/file.h"
-#include "nn/checkpoint.h"
-#include "nn/safetensors.h"
+#include "strata/core/file.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/safetensors.h"
 
 namespace strata::testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "cli_fixture.h"
-#include "core/file.h"
+#include "strata/core/file.h"
 #include "support/special_files.h"
 
 namespace strata::testing {

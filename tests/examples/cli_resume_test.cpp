@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "cli_fixture.h"
-#include "nn/safetensors.h"
+#include "strata/nn/safetensors.h"
 
 namespace strata::testing {
 namespace {

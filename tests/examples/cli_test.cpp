@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "backends/api/registry.h"
+#include "strata/backends/api/registry.h"
 #include "examples/train/options.h"
 #include "examples/train/presets.h"
 #include "support/expect_error.h"

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "data/idx.h"
+#include "strata/data/idx.h"
 #include "examples/train/trainer.h"
 #include "train_test_util.h"
 

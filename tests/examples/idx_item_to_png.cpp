@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "data/idx.h"
+#include "strata/data/idx.h"
 
 int main(int argc, char** argv) {
   if (argc != 4) {

@@ -3,7 +3,7 @@
 // the op, before the trainer takes a step; a model whose ops all run is accepted.
 #include <gtest/gtest.h>
 
-#include "backends/api/registry.h"
+#include "strata/backends/api/registry.h"
 #include "examples/train/precision_check.h"
 #include "examples/train/trainer.h"
 #include "support/expect_error.h"

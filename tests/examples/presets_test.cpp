@@ -7,8 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "data/jpeg.h"
-#include "data/voc.h"
+#include "strata/data/jpeg.h"
+#include "strata/data/voc.h"
 #include "examples/train/trainer.h"
 #include "train_test_util.h"
 

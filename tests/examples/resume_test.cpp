@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "examples/train/trainer.h"
-#include "nn/safetensors.h"
+#include "strata/nn/safetensors.h"
 #include "support/compare.h"
 #include "support/expect_error.h"
 #include "train_test_util.h"

@@ -10,7 +10,7 @@
 
 #include "examples/train/trace_file.h"
 #include "examples/train/trainer.h"
-#include "ops/trace.h"
+#include "strata/ops/trace.h"
 #include "train_test_util.h"
 
 namespace strata::testing {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "nn/checkpoint.h"
+#include "strata/nn/checkpoint.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "backends/api/registry.h"
+#include "strata/backends/api/registry.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -3,10 +3,10 @@
 // describe themselves, checkpoint and resume, and fail clearly where they cannot run.
 #include <gtest/gtest.h>
 
-#include "core/factories.h"
-#include "nn/checkpoint.h"
-#include "nn/custom_model.h"
-#include "nn/layers/factories.h"
+#include "strata/core/factories.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/custom_model.h"
+#include "strata/nn/layers/factories.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -4,8 +4,8 @@
 // (residual branches included), the tape modes autograd::backward.
 #include <gtest/gtest.h>
 
-#include "backends/reference/reference_backend.h"
-#include "nn/layers/conv2d.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/nn/layers/conv2d.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -1,11 +1,11 @@
 // nn::Graph: a DAG of modules. Forward equals the same layers called by hand; direct-mode
 // backward equals the tape bitwise, with a value read by several steps (fan-out), a sum of
 // a value with itself, a branch that does not reach the output, and the input's gradient.
-#include "autograd/functions.h"
-#include "autograd/node.h"
-#include "nn/layers/graph.h"
-#include "nn/layers/linear.h"
-#include "nn/loss.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/node.h"
+#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/loss.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
-#include "nn/init.h"
-#include "nn/layers/batch_norm.h"
-#include "nn/layers/conv2d.h"
-#include "nn/layers/linear.h"
+#include "strata/nn/init.h"
+#include "strata/nn/layers/batch_norm.h"
+#include "strata/nn/layers/conv2d.h"
+#include "strata/nn/layers/linear.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -10,11 +10,11 @@
 #include <cmath>
 #include <optional>
 
-#include "backends/reference/reference_backend.h"
-#include "core/allocator.h"
-#include "nn/layers/batch_norm.h"
-#include "nn/layers/conv2d.h"
-#include "nn/layers/linear.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/core/allocator.h"
+#include "strata/nn/layers/batch_norm.h"
+#include "strata/nn/layers/conv2d.h"
+#include "strata/nn/layers/linear.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -2,16 +2,16 @@
 // layers composed in a Sequential (tape vs direct, bitwise).
 #include <gtest/gtest.h>
 
-#include "backends/reference/reference_backend.h"
-#include "autograd/functions.h"
-#include "autograd/node.h"
-#include "nn/init.h"
-#include "nn/layers/activation.h"
-#include "nn/layers/batch_norm.h"
-#include "nn/layers/container.h"
-#include "nn/layers/conv2d.h"
-#include "nn/layers/linear.h"
-#include "nn/layers/pool.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/node.h"
+#include "strata/nn/init.h"
+#include "strata/nn/layers/activation.h"
+#include "strata/nn/layers/batch_norm.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/layers/conv2d.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/layers/pool.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

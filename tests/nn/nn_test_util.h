@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "nn/model.h"
+#include "strata/nn/model.h"
 #include "support/compare.h"
 #include "support/expect_error.h"
 #include "support/random.h"

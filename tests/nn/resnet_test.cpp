@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "nn/layers/blocks.h"
+#include "strata/nn/layers/blocks.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

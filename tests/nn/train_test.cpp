@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "nn/schedule.h"
+#include "strata/nn/schedule.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <map>
 
-#include "nn/lenet.h"
+#include "strata/nn/lenet.h"
 #include "onnx_test_util.h"
 
 namespace strata::testing {

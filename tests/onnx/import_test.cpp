@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "autograd/grad_mode.h"
-#include "nn/layers/batch_norm.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/nn/layers/batch_norm.h"
 #include "onnx_builder.h"
 #include "onnx_test_util.h"
 

@@ -2,11 +2,11 @@
 // bitwise the outputs of the model it was exported from, in every dispatch mode; its state
 // dict has the model's names and values; folded batch norm stays within rounding of the
 // kept one; the imported graph trains in direct mode as in the tape modes.
-#include "autograd/functions.h"
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "nn/layers/graph.h"
-#include "nn/loss.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/autograd/node.h"
+#include "strata/nn/layers/graph.h"
+#include "strata/nn/loss.h"
 #include "onnx_test_util.h"
 
 namespace strata::testing {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "backends/api/registry.h"
-#include "ops/dispatch.h"
+#include "strata/backends/api/registry.h"
+#include "strata/ops/dispatch.h"
 #include "support/expect_error.h"
 
 namespace strata {

@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "backends/api/registry.h"
-#include "nn/layers/container.h"
-#include "nn/layers/linear.h"
+#include "strata/backends/api/registry.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/layers/linear.h"
 
 namespace strata::testing {
 

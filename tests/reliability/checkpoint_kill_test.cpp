@@ -19,8 +19,8 @@
 
 #include "checkpoint_kill_model.h"
 #include "support/child_process.h"
-#include "nn/checkpoint.h"
-#include "nn/safetensors.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/safetensors.h"
 #include "support/compare.h"
 
 namespace strata::testing {

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "checkpoint_kill_model.h"
-#include "nn/checkpoint.h"
+#include "strata/nn/checkpoint.h"
 
 namespace {
 void say(const std::string& line) {

@@ -12,11 +12,11 @@
 #include <memory>
 #include <vector>
 
-#include "core/file.h"
-#include "nn/checkpoint.h"
-#include "nn/layers/container.h"
-#include "nn/layers/linear.h"
-#include "nn/optim.h"
+#include "strata/core/file.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/optim.h"
 #include "reliability_util.h"
 
 namespace strata::testing {

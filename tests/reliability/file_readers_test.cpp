@@ -12,14 +12,14 @@
 #include <functional>
 #include <future>
 
-#include "data/cifar10.h"
-#include "data/idx.h"
-#include "data/image.h"
-#include "data/stl10.h"
-#include "data/voc.h"
-#include "nn/checkpoint.h"
-#include "nn/layers/linear.h"
-#include "nn/safetensors.h"
+#include "strata/data/cifar10.h"
+#include "strata/data/idx.h"
+#include "strata/data/image.h"
+#include "strata/data/stl10.h"
+#include "strata/data/voc.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/safetensors.h"
 #include "support/expect_error.h"
 #include "support/special_files.h"
 

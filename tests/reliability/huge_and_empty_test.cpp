@@ -15,7 +15,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "core/allocator.h"
+#include "strata/core/allocator.h"
 #include "reliability_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)

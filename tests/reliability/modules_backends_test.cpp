@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "nn/layers/batch_norm.h"
-#include "nn/layers/conv2d.h"
-#include "nn/layers/linear.h"
-#include "nn/model.h"
+#include "strata/nn/layers/batch_norm.h"
+#include "strata/nn/layers/conv2d.h"
+#include "strata/nn/layers/linear.h"
+#include "strata/nn/model.h"
 #include "reliability_util.h"
 
 namespace strata::testing {

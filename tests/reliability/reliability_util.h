@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/api/registry.h"
+#include "strata/backends/api/registry.h"
 #include "support/compare.h"
 #include "support/op_fixtures.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::testing {
 

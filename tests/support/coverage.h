@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "ops/table/op_id.h"
+#include "strata/ops/table/op_id.h"
 
 namespace strata::testing {
 

@@ -6,7 +6,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "core/error.h"
+#include "strata/core/error.h"
 
 namespace strata::testing {
 inline ::testing::AssertionResult message_contains(const std::string& msg, std::initializer_list<const char*> parts) {

@@ -1,8 +1,8 @@
 #pragma once
-#include "backends/api/registry.h"
-#include "core/tensor.h"
-#include "ops/dispatch.h"
-#include "ops/functional.h"
+#include "strata/backends/api/registry.h"
+#include "strata/core/tensor.h"
+#include "strata/ops/dispatch.h"
+#include "strata/ops/functional.h"
 #include "support/coverage.h"
 #include "support/expect_error.h"
 #include "support/random.h"

@@ -2,7 +2,7 @@
 // Random test data: never zeros, always from a fixed seed so failures reproduce.
 #include <cstdint>
 
-#include "core/tensor.h"
+#include "strata/core/tensor.h"
 
 namespace strata::testing {
 

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <string_view>
 
-#include "backends/openblas/loops/strided.h"
-#include "core/dtype_dispatch.h"
-#include "ops/table/op_args.h"
+#include "strata/backends/openblas/loops/strided.h"
+#include "strata/core/dtype_dispatch.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {
 

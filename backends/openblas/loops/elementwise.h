@@ -1,9 +1,9 @@
 #pragma once
 // Element-wise ops as plain loops over any strides (see strided.h). Views sharing
 // one dense layout run as flat loops the compiler vectorises.
-#include "backends/openblas/loops/strided.h"
-#include "core/dtype_dispatch.h"
-#include "ops/table/op_args.h"
+#include "strata/backends/openblas/loops/strided.h"
+#include "strata/core/dtype_dispatch.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "backends/openblas/loops/strided.h"
-#include "ops/table/op_args.h"
+#include "strata/backends/openblas/loops/strided.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {
 

@@ -3,8 +3,8 @@
 // with dampening 0, torch.optim.Adam / AdamW). Parameters and state update in place.
 #include <cmath>
 
-#include "backends/openblas/loops/strided.h"
-#include "ops/table/op_args.h"
+#include "strata/backends/openblas/loops/strided.h"
+#include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {
 

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <utility>
 
-#include "core/error.h"
-#include "ops/table/tensor_view.h"
+#include "strata/core/error.h"
+#include "strata/ops/table/tensor_view.h"
 
 namespace strata::backends::loops {
 
