@@ -354,12 +354,14 @@ int main(int argc, char** argv) {
                 "host_ms", "wall_ms", "img/s", "peak_MiB", "check");
     // Configurations outside, modes inside: the modes of one configuration run back
     // to back, so drift between them stays small.
+    int failed = 0;
     for (const auto& c : configs) {
       for (auto m : modes) {
         json r = measure(o, c, m);
         out["results"].push_back(r);
         write();
         const bool ok = r["status"] == "ok";
+        if (!ok) ++failed;
         std::printf("%-26s %-8s %-9s %11s %11s %11s %10.1f %10.1f %.9g%s%s\n", c.name.c_str(),
                     r["mode"].get<std::string>().c_str(), r["status"].get<std::string>().c_str(),
                     ok ? fmt_ms(r["device_ms"]).c_str() : "-", ok ? fmt_ms(r["host_ms"]).c_str() : "-",
@@ -396,6 +398,13 @@ int main(int argc, char** argv) {
       }
     }
     write();
+    // A failed configuration is a failed run: scripts and CI see it in the exit status, not only
+    // in the table (the other configurations still ran and were written).
+    if (failed > 0) {
+      std::fprintf(stderr, "resnet50_gpu: %d of %zu measurements failed (status \"error\" above)\n", failed,
+                   configs.size() * modes.size());
+      return 1;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "resnet50_gpu: %s\n", e.what());
     return 1;

@@ -11,6 +11,7 @@
 // are read plane by plane.
 #include "strata/backends/cuda/batch_norm_kernels.h"
 #include "strata/backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends::cuda {
 namespace {
@@ -351,6 +352,9 @@ void check_params(const char* op, std::initializer_list<const TensorView*> param
 
 bool own_batch_norm(const TensorView& x, const Settings& s) {
   if (x.dtype != DType::f32) return true;
+  // Past cuDNN's 32-bit limits: its batch norm cannot be run in pieces along the batch, whose
+  // statistics it spans, and strata's kernels index in 64 bits.
+  if (!fits_cudnn(x)) return true;
   return layout_of(x) == Layout::nhwc ? !s.cudnn_nhwc_batch_norm : s.own_nchw_batch_norm;
 }
 

@@ -2,23 +2,36 @@
 #include "strata/backends/cuda/lazy_libraries.h"
 
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include "strata/core/tensor.h"
 
 namespace strata::backends::cuda {
 
+namespace {
+// What a user reads: the library function that failed and where in strata it was called, not the
+// macro's whole argument expression nor the build machine's path of the source file.
+std::string failed_call(const char* call, const char* file, int line) {
+  std::string_view c(call), f(file);
+  c = c.substr(0, c.find('('));
+  if (const size_t slash = f.rfind('/'); slash != std::string_view::npos) f.remove_prefix(slash + 1);
+  return detail::concat(c, " (strata ", f, ":", line, ")");
+}
+}  // namespace
+
 void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
-  STRATA_FAIL("cuda: ", call, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ") at ", file, ":",
-              line);
+  STRATA_FAIL("cuda: ", failed_call(call, file, line), " failed: ", cudaGetErrorName(e), " (",
+              cudaGetErrorString(e), ")");
 }
 void throw_cudnn(cudnnStatus_t s, const char* call, const char* file, int line) {
   char detail[256] = {0};
   cudnnGetLastErrorString(detail, sizeof detail);
-  STRATA_FAIL("cudnn: ", call, " failed: ", cudnnGetErrorString(s), detail[0] ? " (" : "", detail,
-              detail[0] ? ")" : "", " at ", file, ":", line);
+  STRATA_FAIL("cudnn: ", failed_call(call, file, line), " failed: ", cudnnGetErrorString(s),
+              detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
 }
 void throw_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
-  STRATA_FAIL("cublas: ", call, " failed: ", cublasGetStatusString(s), " at ", file, ":", line);
+  STRATA_FAIL("cublas: ", failed_call(call, file, line), " failed: ", cublasGetStatusString(s));
 }
 
 void* Context::workspace(size_t bytes) {

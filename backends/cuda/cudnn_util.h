@@ -2,6 +2,7 @@
 // RAII cuDNN descriptors built from TensorViews (sizes and the actual strides), and
 // the internal helpers that ops implemented in different files share.
 // Internal to backends/cuda.
+#include <initializer_list>
 #include <limits>
 
 #include "strata/backends/cuda/context.h"
@@ -121,6 +122,23 @@ struct Scalars {
   const void* one() const { return dbl ? static_cast<const void*>(&d1) : &f1; }
   const void* zero() const { return dbl ? static_cast<const void*>(&d0) : &f0; }
 };
+
+// cuDNN's legacy descriptors hold 32-bit sizes and strides, and cuDNN refuses a tensor whose
+// elements span 2^31 or more (CUDNN_STATUS_NOT_SUPPORTED from cudnnSetTensor4dDescriptorEx).
+// Convolution and pooling treat the samples of a batch independently, so a call on larger
+// activations runs as several calls along the batch, as PyTorch splits them for cuDNN.
+constexpr int64_t kCudnnMaxSpan = std::numeric_limits<int32_t>::max();
+// Elements from the view's first to its last, both included (0 for an empty view).
+int64_t span_of(const TensorView& v);
+inline bool fits_cudnn(const TensorView& v) { return span_of(v) <= kCudnnMaxSpan; }
+// The most samples (dimension 0) one cuDNN call may take so that each of `batched` fits; all of
+// them when they fit already. Throws naming the op, the tensor and the limit when even one sample
+// does not fit.
+int64_t samples_per_call(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> batched);
+// Samples [n0, n0 + n) of v.
+TensorView narrow_batch(const TensorView& v, int64_t n0, int64_t n);
+// y += x, same sizes (any strides): the pieces of a split backward-weight call are summed so.
+void add_into(Context& ctx, const TensorView& y, const TensorView& x);
 
 // Kernels of other files (element-wise and reduction .cu files).
 // y += b broadcast along dimension `dim` of y (b is 1-D of size y.sizes[dim]).

@@ -124,8 +124,10 @@ void launch_binary(Context& ctx, const Strided<3>& s, const T* a, const T* b, T*
   STRATA_CUDA_CHECK_LAUNCH("dense_binary_kernel");
 }
 
+// Past cuDNN's 32-bit limits strata's own kernel runs relu (it indexes in 64 bits).
 bool use_cudnn_relu(const TensorView& a, const TensorView& b) {
-  return a.dim() == 4 && (a.dtype == DType::f32 || a.dtype == DType::f16) && b.dtype == a.dtype;
+  return a.dim() == 4 && (a.dtype == DType::f32 || a.dtype == DType::f16) && b.dtype == a.dtype && fits_cudnn(a) &&
+         fits_cudnn(b);
 }
 
 struct ReluPlan : Plan {
@@ -152,6 +154,15 @@ void add_along(Context& ctx, const TensorView& y, const TensorView& b, int dim) 
   dispatch_float(y.dtype, "bias add", [&](auto t) {
     using T = decltype(t);
     launch_binary(ctx, strided_by_output(y.sizes, y, bb, y), y.ptr<T>(), bb.ptr<T>(), y.ptr<T>(), AddOp<T>{});
+  });
+}
+
+void add_into(Context& ctx, const TensorView& y, const TensorView& x) {
+  STRATA_CHECK(x.sizes == y.sizes && x.dtype == y.dtype, "add_into: ", x.sizes.str(), " ", dtype_name(x.dtype),
+               " into ", y.sizes.str(), " ", dtype_name(y.dtype));
+  dispatch_float(y.dtype, "add_into", [&](auto t) {
+    using T = decltype(t);
+    launch_binary(ctx, strided_by_output(y.sizes, y, x, y), y.ptr<T>(), x.ptr<T>(), y.ptr<T>(), AddOp<T>{});
   });
 }
 

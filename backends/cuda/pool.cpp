@@ -37,9 +37,8 @@ cudnnPoolingMode_t avg_mode(const Pool2dParams& p) {
   return p.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
 }
 
-void pool_fwd(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x_in, const TensorView& y_in,
-              const Pool2dParams& pp, const char* op) {
-  if (y_in.numel() == 0) return;
+void pool_fwd_in(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x_in, const TensorView& y_in,
+                 const Pool2dParams& pp, const char* op) {
   const Layout l = layout_of(x_in);
   Staged x = stage_in(ctx, x_in, l);
   Staged y = stage_out(ctx, y_in, l);
@@ -50,45 +49,70 @@ void pool_fwd(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x_in, con
   y.finish(ctx);
 }
 
+// Average pooling passes no x and y: cuDNN reads neither for it, so dx and dy stand in.
+void pool_bwd_in(Context& ctx, cudnnPoolingMode_t mode, const TensorView* x_in, const TensorView* y_in,
+                 const TensorView& dy_in, const TensorView& dx_in, const Pool2dParams& pp, const char* op) {
+  const Layout l = layout_of(dx_in);
+  Staged dy = stage_in(ctx, dy_in, l);
+  Staged dx = stage_out(ctx, dx_in, l);
+  Staged x, y;
+  if (x_in) x = stage_in(ctx, *x_in, l), y = stage_in(ctx, *y_in, l);
+  const TensorView& xv = x_in ? x.view : dx.view;
+  const TensorView& yv = y_in ? y.view : dy.view;
+  PoolPlan& p = pool_plan(ctx, mode, xv, yv, pp, op);
+  const Scalars s(dx_in.dtype);
+  STRATA_CUDNN_CHECK(cudnnPoolingBackward(ctx.cudnn, p.pool.get(), s.one(), p.y.get(), yv.data, p.y.get(),
+                                          dy.view.data, p.x.get(), xv.data, s.zero(), p.x.get(), dx.view.data));
+  dx.finish(ctx);
+}
+
+// Activations past cuDNN's 32-bit limits run as several calls along the batch (cudnn_util.h).
+void pool_fwd(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x, const TensorView& y,
+              const Pool2dParams& pp, const char* op) {
+  if (y.numel() == 0) return;
+  const int64_t n = x.sizes[0], per = samples_per_call(op, {{"x", &x}, {"y", &y}});
+  for (int64_t n0 = 0; n0 < n; n0 += per) {
+    const int64_t k = std::min(per, n - n0);
+    pool_fwd_in(ctx, mode, narrow_batch(x, n0, k), narrow_batch(y, n0, k), pp, op);
+  }
+}
+
+void pool_bwd(Context& ctx, cudnnPoolingMode_t mode, const TensorView* x, const TensorView* y, const TensorView& dy,
+              const TensorView& dx, const Pool2dParams& pp, const char* op) {
+  if (dx.numel() == 0) return;
+  const int64_t n = dx.sizes[0], per = samples_per_call(op, {{"dy", &dy}, {"dx", &dx}});
+  for (int64_t n0 = 0; n0 < n; n0 += per) {
+    const int64_t k = std::min(per, n - n0);
+    if (x) {
+      const TensorView xk = narrow_batch(*x, n0, k), yk = narrow_batch(*y, n0, k);
+      pool_bwd_in(ctx, mode, &xk, &yk, narrow_batch(dy, n0, k), narrow_batch(dx, n0, k), pp, op);
+    } else {
+      pool_bwd_in(ctx, mode, nullptr, nullptr, narrow_batch(dy, n0, k), narrow_batch(dx, n0, k), pp, op);
+    }
+  }
+}
+
+cudnnPoolingMode_t max_mode(const Settings& s) {
+  return s.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX;
+}
+
 }  // namespace
 }  // namespace cuda
 
 using namespace cuda;
 
 void CudaBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
-  pool_fwd(*ctx_, settings_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX, a.x, a.y, a.p,
-           "max_pool2d_fwd");
+  pool_fwd(*ctx_, max_mode(settings_), a.x, a.y, a.p, "max_pool2d_fwd");
 }
 
 void CudaBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
-  if (a.dx.numel() == 0) return;
-  Context& ctx = *ctx_;
-  const cudnnPoolingMode_t mode = settings_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX;
-  const Layout l = layout_of(a.x);
-  Staged x = stage_in(ctx, a.x, l);
-  Staged y = stage_in(ctx, a.y, l);
-  Staged dy = stage_in(ctx, a.dy, l);
-  Staged dx = stage_out(ctx, a.dx, l);
-  PoolPlan& p = pool_plan(ctx, mode, x.view, y.view, a.p, "max_pool2d_bwd");
-  const Scalars s(a.x.dtype);
-  STRATA_CUDNN_CHECK(cudnnPoolingBackward(ctx.cudnn, p.pool.get(), s.one(), p.y.get(), y.view.data, p.y.get(),
-                                          dy.view.data, p.x.get(), x.view.data, s.zero(), p.x.get(), dx.view.data));
-  dx.finish(ctx);
+  pool_bwd(*ctx_, max_mode(settings_), &a.x, &a.y, a.dy, a.dx, a.p, "max_pool2d_bwd");
 }
 
 void CudaBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) { pool_fwd(*ctx_, avg_mode(a.p), a.x, a.y, a.p, "avg_pool2d_fwd"); }
 
 void CudaBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
-  if (a.dx.numel() == 0) return;
-  Context& ctx = *ctx_;
-  const Layout l = layout_of(a.dx);
-  Staged dy = stage_in(ctx, a.dy, l);
-  Staged dx = stage_out(ctx, a.dx, l);
-  PoolPlan& p = pool_plan(ctx, avg_mode(a.p), dx.view, dy.view, a.p, "avg_pool2d_bwd");
-  const Scalars s(a.dx.dtype);
-  STRATA_CUDNN_CHECK(cudnnPoolingBackward(ctx.cudnn, p.pool.get(), s.one(), p.y.get(), dy.view.data, p.y.get(),
-                                          dy.view.data, p.x.get(), dx.view.data, s.zero(), p.x.get(), dx.view.data));
-  dx.finish(ctx);
+  pool_bwd(*ctx_, avg_mode(a.p), nullptr, nullptr, a.dy, a.dx, a.p, "avg_pool2d_bwd");
 }
 
 }  // namespace strata::backends

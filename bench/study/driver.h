@@ -45,6 +45,9 @@ struct Options {
 double since_start_s();
 
 bool is_oom(const std::string& what);
+// 1 when any record failed with an error (out of memory is a finding of the study, not a failure),
+// printing how many; else 0. What a driver's main returns.
+int exit_status(const json& records, const char* driver);
 
 // A CPU tensor of `sizes` in page-locked memory (the pinned host allocator the cuda
 // backend installs; plain memory on CPU-only runs). Keeps the block until destroyed.

@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -44,6 +45,15 @@ std::vector<Point> parse_points(const std::string& s) {
 
 bool is_oom(const std::string& what) {
   return what.find("out of memory") != std::string::npos || what.find("cudaErrorMemoryAllocation") != std::string::npos;
+}
+
+int exit_status(const json& records, const char* driver) {
+  const auto failed = std::count_if(records.begin(), records.end(),
+                                    [](const json& r) { return r.value("status", "") == "error"; });
+  if (failed == 0) return 0;
+  std::fprintf(stderr, "study_resnet50 %s: %lld of %zu records failed (status \"error\")\n", driver,
+               static_cast<long long>(failed), records.size());
+  return 1;
 }
 
 Tensor pinned_like(const Tensor& host) {

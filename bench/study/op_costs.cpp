@@ -226,7 +226,7 @@ int run_op_costs(const Options& o, Point p, const std::vector<std::string>& kind
     doc["records"].push_back(r);
     write_json(o.json_path, doc);
   }
-  return 0;
+  return exit_status(doc["records"], "op-costs");
 }
 
 }  // namespace strata::study

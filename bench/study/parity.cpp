@@ -169,7 +169,7 @@ int run_parity(const Options& o, const std::string& dir, const std::vector<std::
                   r["status"].get<std::string>().c_str(), r.value("note", "").c_str());
     std::fflush(stdout);
   }
-  return 0;
+  return exit_status(doc["records"], "parity");
 }
 
 }  // namespace strata::study

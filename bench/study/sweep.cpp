@@ -161,7 +161,7 @@ int run_sweep(const Options& o, const std::vector<Point>& points_in, const std::
   }
   doc["elapsed_s"] = since_start_s();
   write_json(o.json_path, doc);
-  return 0;
+  return exit_status(doc["records"], "sweep");
 }
 
 }  // namespace strata::study
