@@ -266,43 +266,35 @@ std::string bwd_weight_in(Context& ctx, const Conv2dBwdWeightArgs& a, Layout l, 
 // backward-weight sums the pieces' weight gradients.
 void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   if (a.y.numel() == 0) return;
-  const int64_t n = a.x.sizes[0], per = samples_per_call("conv2d_fwd", {{"x", &a.x}, {"y", &a.y}});
-  for (int64_t n0 = 0; n0 < n; n0 += per) {
-    Conv2dFwdArgs b = a;
-    b.x = narrow_batch(a.x, n0, std::min(per, n - n0));
-    b.y = narrow_batch(a.y, n0, std::min(per, n - n0));
+  along_batch("conv2d_fwd", a, &Conv2dFwdArgs::x, "x", &Conv2dFwdArgs::y, "y", [&](Conv2dFwdArgs& b, int64_t) {
     with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) { return fwd_in(*ctx_, b, l, settings_); });
-  }
+  });
 }
 
 void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   if (a.dx.numel() == 0) return;
-  const int64_t n = a.dy.sizes[0], per = samples_per_call("conv2d_bwd_data", {{"dy", &a.dy}, {"dx", &a.dx}});
-  for (int64_t n0 = 0; n0 < n; n0 += per) {
-    Conv2dBwdDataArgs b = a;
-    b.dy = narrow_batch(a.dy, n0, std::min(per, n - n0));
-    b.dx = narrow_batch(a.dx, n0, std::min(per, n - n0));
-    with_layout_fallback(*ctx_, layout_of(b.dy), [&](Layout l) { return bwd_data_in(*ctx_, b, l, settings_); });
-  }
+  along_batch("conv2d_bwd_data", a, &Conv2dBwdDataArgs::dy, "dy", &Conv2dBwdDataArgs::dx, "dx",
+              [&](Conv2dBwdDataArgs& b, int64_t) {
+                with_layout_fallback(*ctx_, layout_of(b.dy),
+                                     [&](Layout l) { return bwd_data_in(*ctx_, b, l, settings_); });
+              });
 }
 
 void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
   if (a.dw.numel() == 0) return;
   if (a.x.numel() == 0) return fill_view(*ctx_, a.dw, 0.0);
-  const int64_t n = a.x.sizes[0], per = samples_per_call("conv2d_bwd_weight", {{"x", &a.x}, {"dy", &a.dy}});
   DeviceBuffer piece_buf;
   TensorView piece;
-  for (int64_t n0 = 0; n0 < n; n0 += per) {
-    Conv2dBwdWeightArgs b = a;
-    b.x = narrow_batch(a.x, n0, std::min(per, n - n0));
-    b.dy = narrow_batch(a.dy, n0, std::min(per, n - n0));
-    if (n0 > 0) {
-      if (!piece.defined) piece = make_temp(*ctx_, piece_buf, a.dw.sizes, a.dw.dtype, layout_of(a.dw));
-      b.dw = piece;
-    }
-    with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) { return bwd_weight_in(*ctx_, b, l, settings_); });
-    if (n0 > 0) add_into(*ctx_, a.dw, piece);
-  }
+  along_batch("conv2d_bwd_weight", a, &Conv2dBwdWeightArgs::x, "x", &Conv2dBwdWeightArgs::dy, "dy",
+              [&](Conv2dBwdWeightArgs& b, int64_t n0) {
+                if (n0 > 0) {
+                  if (!piece.defined) piece = make_temp(*ctx_, piece_buf, a.dw.sizes, a.dw.dtype, layout_of(a.dw));
+                  b.dw = piece;
+                }
+                with_layout_fallback(*ctx_, layout_of(b.x),
+                                     [&](Layout l) { return bwd_weight_in(*ctx_, b, l, settings_); });
+                if (n0 > 0) add_into(*ctx_, a.dw, piece);
+              });
 }
 
 }  // namespace strata::backends

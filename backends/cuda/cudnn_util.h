@@ -2,6 +2,7 @@
 // RAII cuDNN descriptors built from TensorViews (sizes and the actual strides), and
 // the internal helpers that ops implemented in different files share.
 // Internal to backends/cuda.
+#include <algorithm>
 #include <initializer_list>
 #include <limits>
 
@@ -137,6 +138,19 @@ inline bool fits_cudnn(const TensorView& v) { return span_of(v) <= kCudnnMaxSpan
 int64_t samples_per_call(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> batched);
 // Samples [n0, n0 + n) of v.
 TensorView narrow_batch(const TensorView& v, int64_t n0, int64_t n);
+// f(b, n0) for each piece of a call: b is `a` with its two batched views (members u and v,
+// named un and vn in errors) narrowed to the piece's samples, which start at n0.
+template <class Args, class F>
+void along_batch(const char* op, const Args& a, TensorView Args::*u, const char* un, TensorView Args::*v,
+                 const char* vn, F&& f) {
+  const int64_t n = (a.*u).sizes[0], per = samples_per_call(op, {{un, &(a.*u)}, {vn, &(a.*v)}});
+  for (int64_t n0 = 0; n0 < n; n0 += per) {
+    Args b = a;
+    b.*u = narrow_batch(a.*u, n0, std::min(per, n - n0));
+    b.*v = narrow_batch(a.*v, n0, std::min(per, n - n0));
+    f(b, n0);
+  }
+}
 // y += x, same sizes (any strides): the pieces of a split backward-weight call are summed so.
 void add_into(Context& ctx, const TensorView& y, const TensorView& x);
 

@@ -27,7 +27,8 @@ for f in "$build"/lib/*.so*; do
   cp -L "$f" .gpu/lib/
 done
 for lib in ${CARRY_LIBS:-}; do
-  path=$(for b in .gpu/bin/*; do ldd "$b" 2>/dev/null; done | awk -v l="lib$lib.so" 'index($1, l) == 1 && $3 ~ /^\// {print $3; exit}')
+  # awk reads to the end: leaving early would kill the ldd loop with SIGPIPE, a failure under pipefail.
+  path=$(for b in .gpu/bin/*; do ldd "$b" 2>/dev/null; done | awk -v l="lib$lib.so" '!found && index($1, l) == 1 && $3 ~ /^\// {print $3; found = 1}')
   [ -n "$path" ] || { echo "pack: no packed program loads lib$lib.so" >&2; exit 1; }
   cp -L "$path" .gpu/lib/
 done
