@@ -1,0 +1,36 @@
+#pragma once
+// Offsets in one arena for buffers whose lifetimes are known in advance: the memory plan
+// of a whole step (forward, loss, backward, optimizer) in direct and graph mode. Buffers
+// live over an inclusive range of step positions; two buffers whose ranges overlap never
+// share bytes, and any others may.
+//
+// The assignment is greedy by size, the strategy TensorFlow Lite's planner uses (Pisarchyk
+// & Lee, "Efficient Memory Management for Deep Neural Net Inference", 2020): the largest
+// buffer is placed first, each at the lowest offset where it fits between the buffers
+// already placed that are alive at the same time (best fit among the gaps, else above
+// them). The result is at least the largest sum of sizes alive at one position (the
+// lower bound, also returned) and at most the sum of all sizes.
+//
+// Not yet used by the direct plans: they still allocate each output when planned.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace strata::ops::direct {
+
+struct BufferLifetime {
+  int64_t bytes = 0;
+  int64_t first = 0, last = 0;  // positions of the first and last use, inclusive
+};
+
+struct ArenaPlan {
+  std::vector<int64_t> offsets;  // one per buffer, in the order given, multiples of the alignment
+  int64_t arena_bytes = 0;       // the arena's size
+  int64_t lower_bound = 0;       // the most bytes alive at one position (each rounded up)
+};
+
+// Throws naming the buffer when a size is negative or a lifetime ends before it starts, and
+// when the alignment is not a positive power of two.
+ArenaPlan plan_arena(std::span<const BufferLifetime> buffers, int64_t alignment = 256);
+
+}  // namespace strata::ops::direct
