@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "resnet50_support.h"
 #include "strata/backends/cuda/cuda_backend.h"
@@ -50,6 +51,7 @@ struct Options {
   double timeout = 120;
   double bucket_mb = 25;
   bool deterministic = false;
+  int accumulate = 1;
 };
 
 // Rows [first, first+count) of a host batch (NCHW or NHWC: both keep an image's values together).
@@ -93,20 +95,51 @@ int run(const Options& o, const dist::RankInfo& info) {
   const Shape in_sizes{o.batch, 3, o.resolution, o.resolution};
   Tensor x = model->input_buffer(in_sizes);
   Tensor labels = Tensor::empty(Shape{o.batch}, DType::i64, model->device());
-  const int64_t global = o.batch * info.world, first = o.batch * info.rank;
+  // With --accumulate K this rank trains on K consecutive slices of the global batch.
+  const int64_t k = o.accumulate, global = o.batch * k * info.world, first = o.batch * k * info.rank;
+  std::vector<Tensor> xs, ys;
   auto load = [&](int step) {
     const uint64_t s = o.seed + 1000 * static_cast<uint64_t>(step);
-    copy_into(rows(bench::random_images(global, o.resolution, fmt, s), first, o.batch), x);
-    copy_into(rows(bench::random_labels(global, s + 1), first, o.batch), labels);
+    const Tensor images = bench::random_images(global, o.resolution, fmt, s);
+    const Tensor targets = bench::random_labels(global, s + 1);
+    xs.clear(), ys.clear();
+    for (int64_t j = 0; j < k; ++j) {
+      xs.push_back(rows(images, first + j * o.batch, o.batch));
+      ys.push_back(rows(targets, first + j * o.batch, o.batch));
+    }
+    copy_into(xs[0], x);
+    copy_into(ys[0], labels);
   };
   load(0);
+  std::fprintf(stderr, "dist_resnet: rank %d pid %d on GPU %s\n", info.rank, static_cast<int>(getpid()),
+               std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "0");
   if (pg.rank() == 0)
-    std::printf("dist_resnet: %s | %s | batch %lld per GPU\n", model->describe().c_str(), ddp.describe().c_str(),
-                static_cast<long long>(o.batch));
+    std::printf("dist_resnet: %s | %s | batch %lld per GPU%s\n", model->describe().c_str(), ddp.describe().c_str(),
+                static_cast<long long>(o.batch),
+                k > 1 ? (", gradients of " + std::to_string(k) + " batches summed per step").c_str() : "");
+  // Accumulating K batches sums K mean-gradients; SGD with momentum is linear in the
+  // gradient, so lr/K on the sum is the step on their mean.
+  if (k > 1) opt->set_lr(o.lr / static_cast<double>(k));
+  auto step = [&]() -> Tensor {
+    if (k == 1) return model->train_step(x, labels, *opt).loss;
+    opt->zero_grad();
+    double sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      copy_into(xs[j], x);
+      copy_into(ys[j], labels);
+      sum += model->forward_loss(x, labels).loss.item();
+      model->backward();
+    }
+    ddp.average_gradients();  // (what train_step's hook does)
+    opt->step();
+    return Tensor::from_vector(std::vector<double>{sum / static_cast<double>(k)}, Shape{});
+  };
 
   std::vector<double> losses;
   double seconds = 0;
   const int total = o.warmup + o.steps;
+  if (pg.rank() == 0) std::printf("dist_resnet: training %d steps\n", total);
+  std::fflush(stdout);
   Clock::time_point t0 = Clock::now();
   for (int s = 0; s < total; ++s) {
     if (s == o.warmup) {
@@ -115,8 +148,8 @@ int run(const Options& o, const dist::RankInfo& info) {
       t0 = Clock::now();
     }
     if (o.fresh_data && s > 0) load(s);
-    const nn::StepResult r = model->train_step(x, labels, *opt);
-    if (!o.record.empty()) losses.push_back(pg.all_reduce_sum({r.loss.item()})[0] / info.world);
+    const Tensor loss = step();
+    if (!o.record.empty()) losses.push_back(pg.all_reduce_sum({loss.item()})[0] / info.world);
   }
   cb.synchronize();
   seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -166,6 +199,9 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout, "seconds a rank waits for the others before failing")
       ->check(CLI::PositiveNumber);
   app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB")->check(CLI::NonNegativeNumber);
+  app.add_option("--accumulate", o.accumulate,
+                 "batches whose gradients each step sums (one GPU emulating several: the 2-GPU check)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--deterministic", o.deterministic, "deterministic cuDNN algorithms only");
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
