@@ -69,6 +69,7 @@ std::string device_for_rank(const RankInfo& r, const char* visible) {
       cur += *p;
     }
   }
+  if (ids.size() == 1) return ids.front();
   STRATA_CHECK(static_cast<size_t>(r.local_rank) < ids.size(), "environment: CUDA_VISIBLE_DEVICES is '", visible,
                "' (", ids.size(), " GPU(s)) but this process has local rank ", r.local_rank,
                ": one GPU per process is needed");

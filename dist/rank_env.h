@@ -29,7 +29,8 @@ std::optional<RankInfo> rank_from_env(const EnvLookup& env = {});
 
 // The CUDA_VISIBLE_DEVICES value that leaves this rank exactly one GPU: the
 // local_rank-th entry of `visible` (the current value; nullptr or empty: all GPUs,
-// numbered from 0). Throws naming both when the list has too few entries.
+// numbered from 0). A list of one entry is kept: the launcher already narrowed it.
+// Throws naming both when the list has too few entries.
 std::string device_for_rank(const RankInfo& r, const char* visible);
 
 }  // namespace strata::dist

@@ -31,6 +31,8 @@ def main():
     p.add_argument("--resolution", type=int, default=224)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--allreduce-gib", type=float, default=0,
+                   help="instead: time an all-reduce of this many GiB of f32 and print its bus bandwidth")
     a = p.parse_args()
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -40,6 +42,22 @@ def main():
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     torch.manual_seed(rank)
+    if a.allreduce_gib > 0:
+        buf = torch.ones(int(a.allreduce_gib * 2**30) // 4, device="cuda")
+        for _ in range(3):
+            dist.all_reduce(buf)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(10):
+            dist.all_reduce(buf)
+        torch.cuda.synchronize()
+        t = (time.perf_counter() - t0) / 10
+        if rank == 0:
+            # nccl-tests' bus bandwidth: what each GPU's links carry in a ring all-reduce.
+            print(json.dumps({"allreduce_bytes": buf.numel() * 4, "seconds": t, "world": world,
+                              "bus_gb_per_s": buf.numel() * 4 * 2 * (world - 1) / world / t / 1e9}), flush=True)
+        dist.destroy_process_group()
+        return
 
     model = torchvision.models.resnet50(weights=None).cuda().to(memory_format=torch.channels_last)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])

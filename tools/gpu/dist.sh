@@ -40,5 +40,7 @@ warmup=${WARMUP:-5}
     torchrun --standalone --nproc_per_node "$n" "$(pick bench/peers/pytorch_ddp_resnet50.py)" --batch 256 \
       --steps "$steps" --warmup "$warmup" 2>>"$out/torch.err" | grep '^{' >>"$out/dist.jsonl"
   done
+  torchrun --standalone --nproc_per_node 2 "$(pick bench/peers/pytorch_ddp_resnet50.py)" --allreduce-gib 1 \
+    2>>"$out/torch.err" | grep '^{' >>"$out/dist.jsonl"
   cat "$out/dist.jsonl"
 } 2>&1 | tee "$out/dist.log"
