@@ -154,17 +154,31 @@ void ProcessGroup::begin() {
   STRATA_DIST_CUDA(cudaStreamWaitEvent(impl_->stream, impl_->ready, 0));
 }
 
-namespace {
-// A collective call of a non-blocking communicator may answer ncclInProgress; the
-// outcome then comes through ncclCommGetAsyncError, checked in wait().
-bool enqueued(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
-}  // namespace
+void ProcessGroup::settle(int result, const char* call) {
+  // A call on a non-blocking communicator may answer ncclInProgress (connecting to the
+  // peers, at the first collectives); no other call may follow until its state settles.
+  auto r = static_cast<ncclResult_t>(result);
+  const auto t0 = Clock::now();
+  while (r == ncclInProgress) {
+    ncclCommGetAsyncError(impl_->comm, &r);
+    if (r == ncclInProgress && seconds_since(t0) > o_.timeout_seconds) {
+      abort();
+      STRATA_FAIL("dist: rank ", info_.rank, " of ", info_.world, ": ", call, " did not finish within ",
+                  o_.timeout_seconds, " s: another rank died or hangs; the NCCL communicator was aborted");
+    }
+    if (r == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  if (r != ncclSuccess) {
+    abort();
+    STRATA_FAIL("dist: rank ", info_.rank, " of ", info_.world, ": ", call, " failed: ", ncclGetErrorString(r),
+                "; the NCCL communicator was aborted");
+  }
+}
 
 void ProcessGroup::all_reduce_mean(void* data, size_t count, DType dt) {
   STRATA_CHECK(dt == DType::f32 || dt == DType::f64, "dist: gradients are averaged in f32 or f64, got ",
                dtype_name(dt));
-  const ncclResult_t r = ncclAllReduce(data, data, count, nccl_type(dt), ncclAvg, impl_->comm, impl_->stream);
-  STRATA_CHECK(enqueued(r), "dist: rank ", info_.rank, ": ncclAllReduce failed: ", ncclGetErrorString(r));
+  settle(ncclAllReduce(data, data, count, nccl_type(dt), ncclAvg, impl_->comm, impl_->stream), "ncclAllReduce");
 }
 
 void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
@@ -206,9 +220,8 @@ void ProcessGroup::broadcast(const std::vector<Tensor>& tensors, int root) {
                  t.device().str());
     STRATA_CHECK(t.is_contiguous() || t.is_channels_last(), "dist: broadcast needs dense tensors, got strides ",
                  t.strides().str());
-    const ncclResult_t r =
-        ncclBroadcast(t.data_ptr(), t.data_ptr(), t.nbytes(), ncclUint8, root, impl_->comm, impl_->stream);
-    STRATA_CHECK(enqueued(r), "dist: rank ", info_.rank, ": ncclBroadcast failed: ", ncclGetErrorString(r));
+    settle(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.nbytes(), ncclUint8, root, impl_->comm, impl_->stream),
+           "ncclBroadcast");
   }
   end("broadcast of the parameters and buffers from rank 0");
 }
@@ -227,9 +240,8 @@ std::vector<double> ProcessGroup::all_reduce_sum(const std::vector<double>& valu
   begin();
   STRATA_DIST_CUDA(cudaMemcpyAsync(impl_->scratch, impl_->host, values.size() * sizeof(double),
                                    cudaMemcpyHostToDevice, impl_->stream));
-  const ncclResult_t r =
-      ncclAllReduce(impl_->scratch, impl_->scratch, values.size(), ncclFloat64, ncclSum, impl_->comm, impl_->stream);
-  STRATA_CHECK(enqueued(r), "dist: rank ", info_.rank, ": ncclAllReduce failed: ", ncclGetErrorString(r));
+  settle(ncclAllReduce(impl_->scratch, impl_->scratch, values.size(), ncclFloat64, ncclSum, impl_->comm, impl_->stream),
+         "ncclAllReduce");
   STRATA_DIST_CUDA(cudaMemcpyAsync(impl_->host, impl_->scratch, values.size() * sizeof(double),
                                    cudaMemcpyDeviceToHost, impl_->stream));
   end("sum of the metrics over ranks");

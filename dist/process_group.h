@@ -67,6 +67,7 @@ class ProcessGroup {
  private:
   struct Impl;
   void wait(const char* what);
+  void settle(int nccl_result, const char* call);
   RankInfo info_;
   ProcessGroupOptions o_;
   std::unique_ptr<Impl> impl_;
