@@ -26,12 +26,19 @@ for how in KILL STOP; do
   sleep 5  # a few steps in
   t0=$(date +%s.%N)
   kill -"$how" "$victim"
+  limit=30
+  [ "$how" = STOP ] && limit=50
+  # Never hang here either: past the limit (and a margin) the job is a failure, killed.
+  for _ in $(seq 1 $(((limit + 30) * 10))); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$launcher" 2>/dev/null; then
+    echo "$how: FAIL: the job still runs $((limit + 30)) s after rank 1 was stopped; killing it"
+    for c in $(cat /proc/"$launcher"/task/*/children 2>/dev/null); do kill -9 "$c"; done
+    kill -9 "$launcher"
+  fi
   wait "$launcher"
   rc=$?
   t1=$(date +%s.%N)
   secs=$(python3 -c "print(round($t1 - $t0, 1))")
-  limit=30
-  [ "$how" = STOP ] && limit=50
   echo "$how rank 1: the job exited with status $rc after $secs s (limit $limit s)"
   grep -E 'error|launcher' "$log" | head -5
   in_time=$(python3 -c "print(1 if $secs <= $limit else 0)")
