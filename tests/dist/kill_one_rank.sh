@@ -12,6 +12,8 @@ gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -lt 2 ]; then echo "skipped: needs 2 GPUs, found ${gpus:-0}"; exit 77; fi
 dir=${DIST_CHECK_DIR:-$(mktemp -d)}
 fail=0
+# Running, and not a zombie waiting to be reaped (kill -0 succeeds on those).
+alive() { [ -r /proc/"$1"/stat ] && [ "$(cut -d' ' -f3 /proc/"$1"/stat)" != Z ]; }
 for how in KILL STOP; do
   log="$dir/kill_$how.log"
   "$prog" --model resnet18 --resolution 64 --batch 32 --steps 1000000 --warmup 0 --nproc 2 --timeout 20 >"$log" 2>&1 &
@@ -29,8 +31,8 @@ for how in KILL STOP; do
   limit=30
   [ "$how" = STOP ] && limit=50
   # Never hang here either: past the limit (and a margin) the job is a failure, killed.
-  for _ in $(seq 1 $(((limit + 30) * 10))); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$launcher" 2>/dev/null; then
+  for _ in $(seq 1 $(((limit + 30) * 10))); do alive "$launcher" || break; sleep 0.1; done
+  if alive "$launcher"; then
     echo "$how: FAIL: the job still runs $((limit + 30)) s after rank 1 was stopped; killing it"
     for c in $(cat /proc/"$launcher"/task/*/children 2>/dev/null); do kill -9 "$c"; done
     kill -9 "$launcher"
