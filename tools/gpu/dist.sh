@@ -8,7 +8,8 @@
 set -uo pipefail
 pkg=${PKG:-.gpu}
 out=${OUT:-/tmp/strata-dist}
-mkdir -p "$out"
+checks=/tmp/strata-dist-checks  # the checks' records, packed into $OUT/checks.tgz (few files come back)
+mkdir -p "$out" "$checks"
 # NVLink multicast stays off on the shared machines (their rules; KINDS.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # shellcheck source=tools/gpu/env.sh
@@ -26,9 +27,9 @@ warmup=${WARMUP:-5}
   echo "== CPU tests of dist/ on this machine"
   "$pkg/bin/test_dist" --gtest_brief=1 2>&1 | tail -3
   echo "== 2 GPUs vs 1 GPU (ResNet-18)"
-  DIST_CHECK_DIR=$out bash "$(pick tests/dist/two_gpus_match_one.sh)" "$prog" ${MODES:-direct virtual static}
+  DIST_CHECK_DIR=$checks bash "$(pick tests/dist/two_gpus_match_one.sh)" "$prog" ${MODES:-direct virtual static}
   echo "== a dead or frozen rank"
-  DIST_CHECK_DIR=$out bash "$(pick tests/dist/kill_one_rank.sh)" "$prog"
+  DIST_CHECK_DIR=$checks bash "$(pick tests/dist/kill_one_rank.sh)" "$prog"
   echo "== ResNet-50 bf16 channels-last, batch 256 per GPU"
   for mode in ${BENCH_MODES:-static direct}; do
     for n in 1 2; do
@@ -44,3 +45,4 @@ warmup=${WARMUP:-5}
     2>>"$out/torch.err" | grep '^{' >>"$out/dist.jsonl"
   cat "$out/dist.jsonl"
 } 2>&1 | tee "$out/dist.log"
+tar czf "$out/checks.tgz" -C "$(dirname "$checks")" "$(basename "$checks")"
