@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -77,6 +81,9 @@ ncclDataType_t nccl_type(DType dt) {
 }  // namespace
 
 struct ProcessGroup::Impl {
+  // Guards the communicator (NCCL calls of the main thread against the watchdog's abort)
+  // and the fields after it.
+  std::mutex mu;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;     // the collectives'
   cudaStream_t compute = nullptr;    // the cuda backend's
@@ -85,6 +92,21 @@ struct ProcessGroup::Impl {
   double* host = nullptr;            // and on the host, pinned: a copy from pageable memory would block unbounded
   size_t scratch_count = 0;
   bool aborted = false;
+
+  // Gradient all-reduces in flight: the backend's stream waits for each on the device
+  // (no host block); the watchdog thread bounds each one's time.
+  struct Pending {
+    cudaEvent_t done;
+    Clock::time_point deadline;
+    std::string what;
+  };
+  std::deque<Pending> pending;
+  std::vector<cudaEvent_t> spare;  // completed events, reused
+  std::string failure;             // the watchdog's verdict, thrown by the main thread
+  bool failure_seen = false;
+  bool stop = false;
+  std::condition_variable cv;
+  std::thread watchdog;
 };
 
 ProcessGroup::ProcessGroup(const RankInfo& info, const ProcessGroupOptions& o)
@@ -127,9 +149,73 @@ ProcessGroup::ProcessGroup(const RankInfo& info, const ProcessGroupOptions& o)
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  impl_->watchdog = std::thread([this] { watch(); });
+}
+
+void ProcessGroup::watch() {
+  Impl& m = *impl_;
+  std::unique_lock lk(m.mu);
+  while (!m.stop) {
+    if (m.pending.empty() || m.aborted) {
+      m.cv.wait_for(lk, std::chrono::milliseconds(50));
+      continue;
+    }
+    Impl::Pending& p = m.pending.front();
+    const cudaError_t q = cudaEventQuery(p.done);
+    if (q == cudaSuccess) {
+      m.spare.push_back(p.done);
+      m.pending.pop_front();
+      m.cv.notify_all();
+      continue;
+    }
+    ncclResult_t state = ncclSuccess;
+    ncclCommGetAsyncError(m.comm, &state);
+    const bool nccl_error = state != ncclSuccess && state != ncclInProgress;
+    if (q != cudaErrorNotReady || nccl_error || Clock::now() > p.deadline) {
+      m.failure = "dist: rank " + std::to_string(info_.rank) + " of " + std::to_string(info_.world) + ": " + p.what +
+                  (q != cudaErrorNotReady ? std::string(" failed in CUDA: ") + cudaGetErrorString(q)
+                   : nccl_error           ? std::string(" failed in NCCL: ") + ncclGetErrorString(state)
+                                          : " did not finish within " + std::to_string(o_.timeout_seconds) + " s") +
+                  ": another rank died or hangs; the NCCL communicator was aborted";
+      m.aborted = true;
+      ncclCommAbort(m.comm);  // ends this rank's pending NCCL kernels, so the main thread's waits return
+      m.pending.clear();
+      m.cv.notify_all();
+      // The main thread reports the failure at its next collective. Should it stay blocked
+      // anyway (a device wait that the abort did not release), the process must not hang.
+      const auto grace = Clock::now() + std::chrono::seconds(10);
+      while (!m.failure_seen && !m.stop && Clock::now() < grace) m.cv.wait_for(lk, std::chrono::milliseconds(100));
+      if (!m.failure_seen && !m.stop) {
+        std::fprintf(stderr, "%s; the process stops here (its main thread stayed blocked)\n", m.failure.c_str());
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+      continue;
+    }
+    lk.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    lk.lock();
+  }
+}
+
+void ProcessGroup::check_failure() {
+  std::lock_guard lk(impl_->mu);
+  if (impl_->failure.empty()) return;
+  impl_->failure_seen = true;
+  impl_->cv.notify_all();
+  STRATA_FAIL(impl_->failure);
 }
 
 ProcessGroup::~ProcessGroup() {
+  if (impl_->watchdog.joinable()) {
+    {
+      std::lock_guard lk(impl_->mu);
+      impl_->stop = true;
+    }
+    impl_->cv.notify_all();
+    impl_->watchdog.join();
+  }
+  for (cudaEvent_t e : impl_->spare) cudaEventDestroy(e);
   if (impl_->comm && !impl_->aborted) {
     // A communicator whose peers are gone cannot be finalised; abort is always safe.
     ncclCommAbort(impl_->comm);
@@ -142,6 +228,7 @@ ProcessGroup::~ProcessGroup() {
 }
 
 void ProcessGroup::abort() {
+  std::lock_guard lk(impl_->mu);
   if (impl_->comm && !impl_->aborted) {
     impl_->aborted = true;
     ncclCommAbort(impl_->comm);
@@ -149,6 +236,7 @@ void ProcessGroup::abort() {
 }
 
 void ProcessGroup::begin() {
+  check_failure();
   STRATA_CHECK(!impl_->aborted, "dist: rank ", info_.rank, ": the communicator was aborted after an earlier failure");
   STRATA_DIST_CUDA(cudaEventRecord(impl_->ready, impl_->compute));
   STRATA_DIST_CUDA(cudaStreamWaitEvent(impl_->stream, impl_->ready, 0));
@@ -160,7 +248,11 @@ void ProcessGroup::settle(int result, const char* call) {
   auto r = static_cast<ncclResult_t>(result);
   const auto t0 = Clock::now();
   while (r == ncclInProgress) {
-    ncclCommGetAsyncError(impl_->comm, &r);
+    {
+      std::lock_guard lk(impl_->mu);
+      if (impl_->aborted) break;
+      ncclCommGetAsyncError(impl_->comm, &r);
+    }
     if (r == ncclInProgress && seconds_since(t0) > o_.timeout_seconds) {
       abort();
       STRATA_FAIL("dist: rank ", info_.rank, " of ", info_.world, ": ", call, " did not finish within ",
@@ -168,6 +260,7 @@ void ProcessGroup::settle(int result, const char* call) {
     }
     if (r == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+  check_failure();
   if (r != ncclSuccess) {
     abort();
     STRATA_FAIL("dist: rank ", info_.rank, " of ", info_.world, ": ", call, " failed: ", ncclGetErrorString(r),
@@ -178,7 +271,13 @@ void ProcessGroup::settle(int result, const char* call) {
 void ProcessGroup::all_reduce_mean(void* data, size_t count, DType dt) {
   STRATA_CHECK(dt == DType::f32 || dt == DType::f64, "dist: gradients are averaged in f32 or f64, got ",
                dtype_name(dt));
-  settle(ncclAllReduce(data, data, count, nccl_type(dt), ncclAvg, impl_->comm, impl_->stream), "ncclAllReduce");
+  ncclResult_t r;
+  {
+    std::lock_guard lk(impl_->mu);
+    STRATA_CHECK(!impl_->aborted, "dist: rank ", info_.rank, ": the communicator was aborted after an earlier failure");
+    r = ncclAllReduce(data, data, count, nccl_type(dt), ncclAvg, impl_->comm, impl_->stream);
+  }
+  settle(r, "ncclAllReduce");
 }
 
 void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
@@ -186,6 +285,26 @@ void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
 }
 
 void ProcessGroup::end(const char* what) {
+  Impl& m = *impl_;
+  std::unique_lock lk(m.mu);
+  cudaEvent_t ev = nullptr;
+  if (!m.spare.empty()) {
+    ev = m.spare.back();
+    m.spare.pop_back();
+  } else {
+    STRATA_DIST_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  }
+  STRATA_DIST_CUDA(cudaEventRecord(ev, m.stream));
+  // The backend's next work (the optimizer) waits on the device; the host goes on, as
+  // PyTorch's DDP does, and the watchdog bounds the wait.
+  STRATA_DIST_CUDA(cudaStreamWaitEvent(m.compute, ev, 0));
+  m.pending.push_back({ev, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(o_.timeout_seconds)),
+                       what});
+  m.cv.notify_all();
+}
+
+void ProcessGroup::end_sync(const char* what) {
   wait(what);
   STRATA_DIST_CUDA(cudaStreamWaitEvent(impl_->compute, impl_->done, 0));
 }
@@ -197,8 +316,14 @@ void ProcessGroup::wait(const char* what) {
     const cudaError_t q = cudaEventQuery(impl_->done);
     if (q == cudaSuccess) return;
     STRATA_CHECK(q == cudaErrorNotReady, "dist: rank ", info_.rank, ": ", what, ": ", cudaGetErrorString(q));
+    check_failure();
     ncclResult_t state = ncclSuccess;
-    ncclCommGetAsyncError(impl_->comm, &state);
+    {
+      std::lock_guard lk(impl_->mu);
+      STRATA_CHECK(!impl_->aborted, "dist: rank ", info_.rank, ": ", what,
+                   ": the communicator was aborted after an earlier failure");
+      ncclCommGetAsyncError(impl_->comm, &state);
+    }
     const double t = seconds_since(t0);
     if ((state != ncclSuccess && state != ncclInProgress) || t > o_.timeout_seconds) {
       abort();
@@ -220,10 +345,14 @@ void ProcessGroup::broadcast(const std::vector<Tensor>& tensors, int root) {
                  t.device().str());
     STRATA_CHECK(t.is_contiguous() || t.is_channels_last(), "dist: broadcast needs dense tensors, got strides ",
                  t.strides().str());
-    settle(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.nbytes(), ncclUint8, root, impl_->comm, impl_->stream),
-           "ncclBroadcast");
+    ncclResult_t r;
+    {
+      std::lock_guard lk(impl_->mu);
+      r = ncclBroadcast(t.data_ptr(), t.data_ptr(), t.nbytes(), ncclUint8, root, impl_->comm, impl_->stream);
+    }
+    settle(r, "ncclBroadcast");
   }
-  end("broadcast of the parameters and buffers from rank 0");
+  end_sync("broadcast of the parameters and buffers from rank 0");
 }
 
 std::vector<double> ProcessGroup::all_reduce_sum(const std::vector<double>& values) {
@@ -240,11 +369,15 @@ std::vector<double> ProcessGroup::all_reduce_sum(const std::vector<double>& valu
   begin();
   STRATA_DIST_CUDA(cudaMemcpyAsync(impl_->scratch, impl_->host, values.size() * sizeof(double),
                                    cudaMemcpyHostToDevice, impl_->stream));
-  settle(ncclAllReduce(impl_->scratch, impl_->scratch, values.size(), ncclFloat64, ncclSum, impl_->comm, impl_->stream),
-         "ncclAllReduce");
+  ncclResult_t r;
+  {
+    std::lock_guard lk(impl_->mu);
+    r = ncclAllReduce(impl_->scratch, impl_->scratch, values.size(), ncclFloat64, ncclSum, impl_->comm, impl_->stream);
+  }
+  settle(r, "ncclAllReduce");
   STRATA_DIST_CUDA(cudaMemcpyAsync(impl_->host, impl_->scratch, values.size() * sizeof(double),
                                    cudaMemcpyDeviceToHost, impl_->stream));
-  end("sum of the metrics over ranks");
+  end_sync("sum of the metrics over ranks");
   return std::vector<double>(impl_->host, impl_->host + values.size());
 }
 

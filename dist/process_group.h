@@ -6,6 +6,13 @@
 // ends the wait, the communicator is aborted (ncclCommAbort) and a strata::Error says
 // which collective and why. So a rank never hangs on a dead peer.
 //
+// The gradient all-reduces (begin/end) do not block the host: the backend's stream
+// waits for them on the device, and a watchdog thread polls each one's completion and
+// NCCL's asynchronous error against the timeout (as PyTorch's ProcessGroupNCCL does).
+// On a failure it aborts the communicator, which ends this rank's pending NCCL kernels,
+// and the next collective call throws; if the main thread stays blocked 10 s after
+// that, the watchdog ends the process (exit status 1) with the message on stderr.
+//
 // Bootstrap: rank 0 creates NCCL's unique id and writes it to `id_file` (a temporary
 // name, then rename, so no rank reads half of it); the others wait for the file.
 // strata_train --nproc points every rank at a file in a private folder
@@ -50,10 +57,11 @@ class ProcessGroup {
   // Every rank reaches this point before any leaves it.
   void barrier();
 
-  // Gradient averaging (dist/data_parallel.h): `bytes` at `data` (device memory,
-  // f32 or f64 elements of `dt`) replaced by the mean over ranks. Enqueued on the
-  // collective stream; orders itself after the backend's work so far at begin() and
-  // the backend's later work after it at end(), which waits (bounded) for completion.
+  // Gradient averaging (dist/data_parallel.h): `count` elements at `data` (device
+  // memory, f32 or f64) replaced by the mean over ranks. Enqueued on the collective
+  // stream; orders itself after the backend's work so far at begin() and the
+  // backend's later work after it at end(), which returns at once (see above).
+  // begin() throws the watchdog's failure, if any.
   void begin();
   void all_reduce_mean(void* data, size_t count, DType dt);
   // Copies `bytes` between device buffers on the collective stream (bucket staging).
@@ -66,7 +74,10 @@ class ProcessGroup {
 
  private:
   struct Impl;
-  void wait(const char* what);
+  void wait(const char* what);      // host wait, bounded
+  void end_sync(const char* what);  // end() with a bounded host wait (broadcast, sums)
+  void watch();                     // the watchdog thread
+  void check_failure();             // throws the watchdog's failure
   void settle(int nccl_result, const char* call);
   RankInfo info_;
   ProcessGroupOptions o_;
