@@ -95,6 +95,8 @@ int run(const Options& o, const dist::RankInfo& info) {
   const Shape in_sizes{o.batch, 3, o.resolution, o.resolution};
   Tensor x = model->input_buffer(in_sizes);
   Tensor labels = Tensor::empty(Shape{o.batch}, DType::i64, model->device());
+  STRATA_CHECK(o.accumulate == 1 || info.world == 1, "--accumulate ", o.accumulate,
+               " emulates several GPUs on one; run it without --nproc (world size is ", info.world, ")");
   // With --accumulate K this rank trains on K consecutive slices of the global batch.
   const int64_t k = o.accumulate, global = o.batch * k * info.world, first = o.batch * k * info.rank;
   std::vector<Tensor> xs, ys;
