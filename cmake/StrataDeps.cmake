@@ -110,6 +110,24 @@ if(NOT STRATA_WITH_CUDA STREQUAL "OFF")
 endif()
 strata_backend_option(STRATA_WITH_CUDA ${_cuda_found} cuda
   MISSING "${_cuda_missing}" INSTALL "the CUDA toolkit and cuDNN from NVIDIA (/usr/local/cuda; not Debian packages)")
+# NCCL (data-parallel training, dist/): needs the cuda backend. NVIDIA ships it with the CUDA
+# toolkit or as a package (libnccl-dev); PyTorch's wheels carry a copy too.
+set(_nccl_found FALSE)
+set(_nccl_missing "the cuda backend (STRATA_WITH_CUDA)")
+if(NOT STRATA_WITH_NCCL STREQUAL "OFF" AND STRATA_WITH_CUDA_ENABLED)
+  set(_nccl_missing "NCCL (nccl.h and libnccl)")
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(_nccl_found TRUE)
+  endif()
+endif()
+strata_backend_option(STRATA_WITH_NCCL ${_nccl_found} dist KIND feature
+  MISSING "${_nccl_missing}" INSTALL "NCCL from NVIDIA (libnccl-dev, or the CUDA toolkit's) and the cuda backend")
+if(STRATA_WITH_NCCL_ENABLED)
+  message(STATUS "strata: feature 'dist' will be built (NCCL: ${NCCL_LIBRARY})")
+endif()
+
 # OpenMP threads the CPU backends' own loops; found here, at the top, so that its imported target is
 # visible to every directory and to the package config.
 if(STRATA_WITH_OPENBLAS_ENABLED OR STRATA_WITH_ONEDNN_ENABLED)

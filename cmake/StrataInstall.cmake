@@ -17,10 +17,17 @@ foreach(b IN LISTS STRATA_BUILT_BACKENDS)
   list(APPEND _strata_libs strata_backend_${b})
 endforeach()
 list(APPEND _strata_libs strata_op_table strata_core)
+if(TARGET strata_dist)
+  list(PREPEND _strata_libs strata_dist)
+endif()
 set_target_properties(${_strata_libs} PROPERTIES VERSION ${PROJECT_VERSION}
                       SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 
-foreach(dir core ops backends autograd nn data)
+set(_strata_header_dirs core ops backends autograd nn data)
+if(TARGET strata_dist)
+  list(APPEND _strata_header_dirs dist)
+endif()
+foreach(dir IN LISTS _strata_header_dirs)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata/${dir}
           FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*.cuh" EXCLUDE)
 endforeach()

@@ -22,6 +22,37 @@ constexpr uint64_t kTransformStream = 0x7866726dull;    // "xfrm"
 
 }  // namespace
 
+int64_t sharded_batches(int64_t n, int64_t batch, int64_t world, bool drop_last) {
+  const int64_t global = batch * world;
+  const int64_t full = n / global, rest = n % global;
+  if (drop_last) return full;
+  return full + (rest >= world ? 1 : 0);
+}
+
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch, int64_t rank, int64_t world,
+                                 bool drop_last) {
+  STRATA_CHECK(world >= 1 && rank >= 0 && rank < world, "Loader: shard rank ", rank, " is outside 0..", world - 1,
+               " (shard_count ", world, ")");
+  STRATA_CHECK(batch > 0, "Loader: batch_size must be positive, got ", batch);
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t global = batch * world;
+  const int64_t full = n / global;
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(full * batch + batch));
+  for (int64_t g = 0; g < full; ++g) {
+    const auto first = order.begin() + g * global + rank * batch;
+    mine.insert(mine.end(), first, first + batch);
+  }
+  if (sharded_batches(n, batch, world, drop_last) > full) {
+    // The partial last global batch: the first rest % world ranks take one row more.
+    const int64_t rest = n - full * global, base = rest / world, extra = rest % world;
+    const int64_t begin = full * global + rank * base + std::min(rank, extra);
+    const int64_t count = base + (rank < extra ? 1 : 0);
+    mine.insert(mine.end(), order.begin() + begin, order.begin() + begin + count);
+  }
+  return mine;
+}
+
 Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions opts)
     : dataset_(std::move(dataset)), opts_(std::move(opts)) {
   STRATA_CHECK(dataset_ != nullptr, "Loader: dataset is null");
@@ -29,6 +60,8 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions opts)
   STRATA_CHECK(opts_.batch_size > 0, "Loader(", nm, "): batch_size must be positive, got ", opts_.batch_size);
   STRATA_CHECK(opts_.num_workers >= 0 && opts_.num_workers <= 256, "Loader(", nm,
                "): num_workers must be in 0..256, got ", opts_.num_workers);
+  STRATA_CHECK(opts_.shard_count >= 1 && opts_.shard_rank >= 0 && opts_.shard_rank < opts_.shard_count, "Loader(",
+               nm, "): shard_rank must be in 0..shard_count-1, got rank ", opts_.shard_rank, " of ", opts_.shard_count);
   STRATA_CHECK(opts_.prefetch >= 0, "Loader(", nm, "): prefetch must be >= 0, got ", opts_.prefetch);
   const DType tdt = dataset_->target_dtype();
   const Shape ts = dataset_->target_shape();
@@ -51,19 +84,21 @@ Loader::~Loader() {
 }
 
 int64_t Loader::batches_per_epoch() const {
-  const int64_t n = dataset_->size(), b = opts_.batch_size;
-  return opts_.drop_last ? n / b : (n + b - 1) / b;
+  return sharded_batches(dataset_->size(), opts_.batch_size, opts_.shard_count, opts_.drop_last);
 }
 
 std::vector<int64_t> Loader::epoch_order(int64_t epoch) const {
   const int64_t n = dataset_->size();
+  std::vector<int64_t> order;
   if (!opts_.shuffle) {
-    std::vector<int64_t> order(static_cast<size_t>(n));
+    order.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) order[i] = i;
-    return order;
+  } else {
+    std::mt19937_64 rng(mix_seed(opts_.seed, kOrderStream, static_cast<uint64_t>(epoch)));
+    order = random_permutation(n, rng);
   }
-  std::mt19937_64 rng(mix_seed(opts_.seed, kOrderStream, static_cast<uint64_t>(epoch)));
-  return random_permutation(n, rng);
+  if (opts_.shard_count == 1) return order;
+  return shard_order(order, opts_.batch_size, opts_.shard_rank, opts_.shard_count, opts_.drop_last);
 }
 
 void Loader::start_epoch(int64_t epoch) {

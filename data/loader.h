@@ -15,6 +15,15 @@
 // run and platform. Random transforms use a generator seeded from (seed, epoch,
 // dataset index), so batches are identical whatever num_workers is.
 //
+// Data parallel (shard_count > 1): every rank builds the same permutation of epoch e
+// and takes its slice of each global batch of shard_count x batch_size rows: rank r
+// gets rows [r*B, (r+1)*B) of each full global batch, and the last partial one is split
+// as evenly as possible (sizes differ by at most one). Each sample is visited once per
+// epoch across the ranks, and every rank runs the same number of batches (a collective
+// step needs all of them); the one exception: a final partial global batch with fewer
+// rows than ranks is dropped, since some rank would get an empty batch. With
+// shard_count 1 the order is exactly the one-process order.
+//
 // Prefetch: num_workers threads build whole batches ahead of the consumer, at most
 // `prefetch` batches beyond the one being consumed (claimed or ready), and next()
 // returns them in order. An exception thrown while building a batch (unreadable file,
@@ -48,6 +57,8 @@ struct LoaderOptions {
   int num_workers = 0;      // 0: batches are built inside next(), on the caller's thread
   int prefetch = 0;         // bound on batches in flight; 0: 2 * num_workers
   bool pin_memory = false;  // set when the model runs on a GPU
+  int64_t shard_rank = 0;   // data parallel: this process's rank in 0..shard_count-1
+  int64_t shard_count = 1;  // data parallel: the number of ranks (world size)
   std::vector<Transform> transforms = {};
 };
 
@@ -65,6 +76,13 @@ struct LoaderStats {
   int64_t batches = 0;      // batches returned since the last reset
 };
 
+// The rows of `order` (one epoch, every rank's) that rank `rank` of `world` visits, by
+// the rule above; `batch` is the per-rank batch size.
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch, int64_t rank, int64_t world,
+                                 bool drop_last);
+// The batches per epoch of every rank for `n` samples, by the same rule.
+int64_t sharded_batches(int64_t n, int64_t batch, int64_t world, bool drop_last);
+
 class Loader {
  public:
   Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions opts);
@@ -77,7 +95,7 @@ class Loader {
   int64_t batches_per_epoch() const;
   Shape image_shape() const { return image_shape_; }  // [C,H,W] of a batch row, after transforms
 
-  // The dataset indices epoch `epoch` visits, in order.
+  // The dataset indices epoch `epoch` visits on this rank, in order.
   std::vector<int64_t> epoch_order(int64_t epoch) const;
 
   // Starts (or restarts) an epoch; batches of a previous epoch still in flight are

@@ -78,6 +78,7 @@ class ModelImpl final : public Model {
     if constexpr (!is_direct_v<P>) {
       if (scale_ > 0) {
         autograd::backward(autograd::scale(p_, loss_value_, scale_));
+        run_gradient_hook();
         if (unscale_grads_all_finite()) {
           opt.step();
           if (++good_steps_ == kGrowthInterval) scale_ *= 2, good_steps_ = 0;
@@ -90,6 +91,7 @@ class ModelImpl final : public Model {
       }
     }
     backward();
+    run_gradient_hook();
     opt.step();
     return r;
   }

@@ -13,6 +13,7 @@
 // planned input buffers (what a hand-written cuDNN network does with cudaMemcpy);
 // write into input_buffer() to skip that copy. Tensors returned in direct mode are
 // planned buffers, overwritten by the next forward.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,9 +103,18 @@ class Model {
   // One line for every run's log: the model, its parameter count, the init policy,
   // the dispatch mode, the backend, the dtype and the loss.
   const std::string& describe() const { return describe_; }
+  // Called by train_step once the step's gradients are complete and before anything
+  // reads them (the optimizer, the loss scaler's finiteness check): data-parallel
+  // training averages them across processes here (dist/data_parallel.h), so every
+  // rank takes the same step and skips the same ones. Empty: nothing is called.
+  void set_gradient_hook(std::function<void()> fn) { gradient_hook_ = std::move(fn); }
 
  protected:
+  void run_gradient_hook() {
+    if (gradient_hook_) gradient_hook_();
+  }
   std::string describe_;
+  std::function<void()> gradient_hook_;
 };
 
 // `backend` empty: the best available (backends::Registry::best).

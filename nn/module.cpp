@@ -24,6 +24,12 @@ void Module::train(bool on) {
   for (auto& m : unlisted_) m->train(on);
 }
 
+void Module::set_grad_ready_hook(const std::function<void(const Module&)>& fn) {
+  grad_ready_ = fn;
+  for (auto& [name, child] : children_) child->set_grad_ready_hook(fn);
+  for (auto& m : unlisted_) m->set_grad_ready_hook(fn);
+}
+
 const Tensor& Module::param(std::string_view name) const {
   for (const auto& [n, t] : params_)
     if (n == name) return t;

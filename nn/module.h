@@ -15,6 +15,7 @@
 // as the tape does, when a gradient is already there) and returns dL/d(input)
 // (undefined when set_input_grad(false)).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -80,6 +81,14 @@ class Module {
   // Sets every parameter's .grad() to undefined (PyTorch's set_to_none).
   void zero_grad();
 
+  // Direct mode: `fn` is called (on this module and its descendants) with each module
+  // whose parameters' gradients backward has just completed, while the rest of
+  // backward is still to run: data-parallel training starts averaging them then
+  // (dist/data_parallel.h). Networks that report this: ResNet (per block, the stem and
+  // the classifier); others report nothing, and their gradients are averaged when
+  // backward ends. Empty: off.
+  void set_grad_ready_hook(const std::function<void(const Module&)>& fn);
+
   // A PyTorch-style printout of the tree.
   std::string repr() const;
 
@@ -103,6 +112,10 @@ class Module {
     return ref;
   }
   virtual void on_train(bool) {}
+  // Direct-mode backward: `m`'s parameter gradients are complete (see set_grad_ready_hook).
+  void grads_ready(const Module& m) const {
+    if (grad_ready_) grad_ready_(m);
+  }
 
   bool input_grad_ = true;
 
@@ -112,6 +125,7 @@ class Module {
   void repr_into(std::string& out, const std::string& name, int indent) const;
 
   bool training_ = true;
+  std::function<void(const Module&)> grad_ready_;
   std::vector<std::pair<std::string, Tensor>> params_, buffers_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::vector<std::unique_ptr<Module>> owned_;     // listed children

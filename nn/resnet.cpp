@@ -78,10 +78,16 @@ Tensor ResNetT<P, Block>::forward(const Tensor& x) {
 template <class P, class Block>
 Tensor ResNetT<P, Block>::backward(const Tensor& dlogits) {
   if constexpr (is_direct_v<P>) {
-    Tensor g = avgpool_->backward(fc_->backward(dlogits));
-    for (int s = 3; s >= 0; --s) g = layers_[s]->backward(g);
+    Tensor g = fc_->backward(dlogits);
+    grads_ready(*fc_);
+    g = avgpool_->backward(g);
+    for (int s = 3; s >= 0; --s) g = layers_[s]->backward(g);  // (each block reports itself)
     if (maxpool_) g = maxpool_->backward(g);
-    return conv1_->backward(bn1_->backward(relu_->backward(g)));
+    g = bn1_->backward(relu_->backward(g));
+    grads_ready(*bn1_);
+    g = conv1_->backward(g);
+    grads_ready(*conv1_);
+    return g;
   } else {
     return Module::backward(dlogits);
   }

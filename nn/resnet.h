@@ -52,7 +52,10 @@ class Stage final : public Module {
   }
   Tensor backward(const Tensor& dy) override {
     Tensor g = dy;
-    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) g = (*it)->backward(g);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+      g = (*it)->backward(g);
+      grads_ready(**it);
+    }
     return g;
   }
 

@@ -131,6 +131,14 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--workers", o.workers, "data loader threads (0: load on the training thread)")
       ->check(CLI::Range(0, 256));
   app->add_flag_callback("--no-progress", [&o] { o.progress = false; }, "no progress bar");
+  app->add_option("--nproc", o.nproc,
+                  "data-parallel training on N GPUs of this machine: starts one process per GPU (NCCL); "
+                  "--batch-size is per GPU. Under torchrun or mpirun leave it out: their RANK/WORLD_SIZE are read")
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--dist-timeout", o.dist_timeout,
+                  "data parallel: seconds a rank waits for the others (joining, each all-reduce) before it stops "
+                  "with an error")
+      ->check(CLI::PositiveNumber);
   return app;
 }
 
@@ -170,6 +178,9 @@ RunConfig resolve(const TrainOptions& in) {
     r.backend_note = "chosen with --backend";
   }
   check_precision(o.precision, o.backend, o.dispatch);
+  STRATA_CHECK(o.nproc == 1 || backends::registry().get(o.backend).device_type() == DeviceType::cuda, "--nproc ",
+               o.nproc, ": data-parallel training runs one process per GPU on the cuda backend, not on '", o.backend,
+               "' (add --backend cuda)");
   STRATA_CHECK(!o.tf32 || backends::registry().get(o.backend).device_type() == DeviceType::cuda,
                "--tf32 applies to the cuda backend only, not to '", o.backend, "'");
   if (!o.init.empty()) nn::parse_init_policy(o.init);

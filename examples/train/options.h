@@ -60,6 +60,8 @@ struct TrainOptions {
   int threads = 0;
   int workers = 0;
   bool progress = true;
+  int nproc = 1;              // data parallel: processes (GPUs) to start on this machine
+  double dist_timeout = 300;  // data parallel: seconds a rank waits for the others
 };
 
 // Everything the trainer needs, with every default resolved and checked.
@@ -69,6 +71,9 @@ struct RunConfig {
   std::string backend_note;  // why this backend ("best CPU backend built")
   std::string optimizer;
   double lr = 0, weight_decay = 0;
+  // Data parallel (examples/train/main.cpp reads the launcher's environment): this
+  // process's rank, the world size and its rank on this machine.
+  int rank = 0, world = 1, local_rank = 0, local_world = 1;
 };
 
 // The CLI11 definition of every option, writing into `o`.

@@ -18,6 +18,16 @@
 #include "strata/nn/layers/activation.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/trace.h"
+#if STRATA_HAVE_DIST
+#include "strata/dist/data_parallel.h"
+#include "strata/dist/launcher.h"
+#else
+// Without dist/ the trainer's data-parallel members stay null; they need complete types.
+namespace strata::dist {
+class ProcessGroup {};
+class DataParallel {};
+}  // namespace strata::dist
+#endif
 
 namespace strata::train {
 
@@ -87,9 +97,20 @@ void Trainer::say(const char* fmt, ...) const {
   std::fflush(log_);
 }
 
+std::vector<double> Trainer::sum_over_ranks(std::vector<double> v) const {
+#if STRATA_HAVE_DIST
+  if (pg_) return pg_->all_reduce_sum(v);
+#endif
+  return v;
+}
+
 Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
-    : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(log), progress_(progress), run_id_(new_run_id()) {
+    : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(cfg.rank == 0 ? log : nullptr),
+      progress_(cfg.rank == 0 ? progress : nullptr), run_id_(new_run_id()) {
   const TrainOptions& o = cfg_.o;
+#if !STRATA_HAVE_DIST
+  STRATA_CHECK(cfg_.world == 1, "Trainer: world size ", cfg_.world, " but this build has no data-parallel training");
+#endif
 #ifdef STRATA_HAVE_BACKEND_CUDA
   if (o.tf32) backends::registry().impl<backends::CudaBackend>().set_allow_tf32(true);
 #endif
@@ -110,6 +131,8 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   tl.shuffle = true;
   tl.seed = o.seed;
   tl.num_workers = o.workers;
+  tl.shard_rank = cfg_.rank;
+  tl.shard_count = cfg_.world;
   tl.transforms = make_transforms(preset_, true, o.augment == 1, train_set_->image_shape(), o.resolution);
   train_loader_ = std::make_unique<data::Loader>(train_set_, tl);
   data::LoaderOptions el;
@@ -117,6 +140,8 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   el.shuffle = false;
   el.seed = o.seed;
   el.num_workers = o.workers;
+  // mAP needs every score in one place: multi-label evaluation runs whole on every rank.
+  if (preset_.task == Task::classification) el.shard_rank = cfg_.rank, el.shard_count = cfg_.world;
   el.transforms = make_transforms(preset_, false, false, test_set_->image_shape(), o.resolution);
   test_loader_ = std::make_unique<data::Loader>(test_set_, el);
 
@@ -138,6 +163,16 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   model_ = build_model(spec_, cfg_.mode, o.backend);
   int64_t index = 0;
   for_each_dropout(*model_, [&](const std::string&, auto& d) { d.set_seed(dropout_seed(o.seed, index++), 0); });
+#if STRATA_HAVE_DIST
+  if (cfg_.world > 1) {
+    dist::RankInfo ri{cfg_.rank, cfg_.world, cfg_.local_rank, cfg_.local_world, ""};
+    dist::ProcessGroupOptions po;
+    if (const char* f = std::getenv(dist::kIdFileVar)) po.id_file = f;
+    po.timeout_seconds = o.dist_timeout;
+    pg_ = std::make_unique<dist::ProcessGroup>(ri, po);
+    ddp_ = std::make_unique<dist::DataParallel>(*model_, *pg_);
+  }
+#endif
 
   nn::OptimizerConfig oc;
   oc.kind = nn::parse_optimizer_kind(cfg_.optimizer);
@@ -156,7 +191,8 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   const uint64_t slots = oc.kind == nn::OptimizerKind::sgd ? (oc.momentum > 0 ? 1 : 0) : 2;
   std::vector<std::filesystem::path> inputs = train_set_->source_files();
   for (auto& f : test_set_->source_files()) inputs.push_back(std::move(f));
-  outputs_ = std::make_unique<GuardedOutputs>(o, inputs, state_bytes + slots * param_bytes + (1u << 16));
+  if (cfg_.rank == 0)  // the only rank that writes
+    outputs_ = std::make_unique<GuardedOutputs>(o, inputs, state_bytes + slots * param_bytes + (1u << 16));
 
   const int64_t bpe = train_loader_->batches_per_epoch();
   schedule_.kind = nn::parse_schedule_kind(o.schedule);
@@ -193,6 +229,12 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   add("threads: OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s%s%s\n",
       env_or("OMP_NUM_THREADS", "(unset)").c_str(), env_or("OPENBLAS_NUM_THREADS", "(unset)").c_str(),
       env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());
+#if STRATA_HAVE_DIST
+  if (ddp_)
+    add("data parallel: %s; batch %lld per GPU, %lld in all; batch norm statistics per GPU; timeout %g s\n",
+        ddp_->describe().c_str(), static_cast<long long>(o.batch_size),
+        static_cast<long long>(o.batch_size * cfg_.world), o.dist_timeout);
+#endif
   if (o.backend == "null")
     add("note: backend null computes nothing: the losses and accuracies of this run are whatever "
         "memory held, not results; it measures strata's own overhead\n");
@@ -205,19 +247,24 @@ Trainer::~Trainer() = default;
 
 void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const {
   ops::TraceSpan span("checkpoint");
+  // Collective: every rank contributes its running sums, rank 0 writes their total.
+  const std::vector<double> sums =
+      sum_over_ranks({loss_sum_, static_cast<double>(correct_), static_cast<double>(seen_)});
+  if (cfg_.rank != 0) return;
   nn::safetensors::Metadata meta;
   write_spec(spec_, preset_.name, meta);
   meta["strata.train.epoch"] = std::to_string(epoch);
   meta["strata.train.batch"] = std::to_string(batch);
-  meta["strata.train.loss_sum"] = hex_double(loss_sum_);
-  meta["strata.train.correct"] = std::to_string(correct_);
-  meta["strata.train.seen"] = std::to_string(seen_);
+  meta["strata.train.loss_sum"] = hex_double(sums[0]);
+  meta["strata.train.correct"] = std::to_string(static_cast<int64_t>(sums[1]));
+  meta["strata.train.seen"] = std::to_string(static_cast<int64_t>(sums[2]));
   meta["strata.train.batch_size"] = std::to_string(cfg_.o.batch_size);
   meta["strata.train.train_images"] = std::to_string(train_set_->size());
   meta["strata.train.epochs"] = std::to_string(cfg_.o.epochs);
   meta["strata.train.backend"] = cfg_.o.backend;
   meta["strata.train.dispatch"] = cfg_.o.dispatch;
   meta["strata.train.run_id"] = run_id_;
+  meta["strata.train.world_size"] = std::to_string(cfg_.world);
   for_each_dropout(*model_, [&](const std::string& name, auto& d) {
     meta["strata.train.dropout." + name] = std::to_string(d.offset());
   });
@@ -264,6 +311,12 @@ void Trainer::restore(const std::string& path) {
   for_each_dropout(*model_, [&](const std::string& name, auto&) {
     dropout_offsets.push_back(m.unsigned_integer(k + "dropout." + name));
   });
+  // Older checkpoints hold no world size: they were written by one process.
+  const int64_t saved_world = m.has(k + "world_size") ? m.integer(k + "world_size", 1, 1 << 20) : 1;
+  STRATA_CHECK(saved_world == cfg_.world || batch == 0, "resume: checkpoint '", path, "' stopped inside epoch ",
+               epoch + 1, " of a run on ", saved_world, " process(es); this run has ", cfg_.world,
+               ": resume inside an epoch at the same world size (--nproc ", saved_world,
+               "), or from a checkpoint written at an epoch's end");
   const int64_t bpe = train_loader_->batches_per_epoch();
   STRATA_CHECK(batch < bpe || batch == 0, "resume: checkpoint '", path, "' stopped after batch ", batch,
                " of its epoch ", epoch + 1, ", but this run's epochs have ", bpe, " batches (batch size ",
@@ -279,9 +332,10 @@ void Trainer::restore(const std::string& path) {
   step_ = step;
   epoch_ = epoch;
   batch_ = batch;
-  loss_sum_ = loss_sum;
-  correct_ = correct;
-  seen_ = seen;
+  // The saved sums are every rank's together: rank 0 carries them on, the others start from 0.
+  loss_sum_ = cfg_.rank == 0 ? loss_sum : 0;
+  correct_ = cfg_.rank == 0 ? correct : 0;
+  seen_ = cfg_.rank == 0 ? seen : 0;
   int64_t index = 0;
   for_each_dropout(*model_, [&](const std::string&, auto& d) {
     d.set_seed(dropout_seed(cfg_.o.seed, index), dropout_offsets[static_cast<size_t>(index)]);
@@ -328,6 +382,11 @@ EvalResult Trainer::evaluate() {
     r.images += n;
   }
   model_->train();
+  if (preset_.task == Task::classification) {  // sharded: the sums over the ranks
+    const std::vector<double> t =
+        sum_over_ranks({loss_sum, static_cast<double>(correct), static_cast<double>(r.images)});
+    loss_sum = t[0], correct = static_cast<int64_t>(t[1]), r.images = static_cast<int64_t>(t[2]);
+  }
   STRATA_CHECK(r.images > 0, "evaluate: the test set is empty");
   r.loss = loss_sum / static_cast<double>(r.images);
   // A finite training loss does not prove finite weights: the last step's update can
@@ -413,6 +472,11 @@ RunResult Trainer::run() {
       }
     }
     bar.finish();
+    // The epoch's training metrics over every rank (each saw its shard).
+    const std::vector<double> tot =
+        sum_over_ranks({loss_sum_, static_cast<double>(correct_), static_cast<double>(seen_), static_cast<double>(images)});
+    loss_sum_ = tot[0], correct_ = static_cast<int64_t>(tot[1]), seen_ = static_cast<int64_t>(tot[2]);
+    images = static_cast<int64_t>(tot[3]);
     const double train_seconds = seconds_since(epoch_start);
     const double wait = train_loader_->stats().wait_seconds;
     const auto eval_start = Clock::now();
@@ -449,7 +513,7 @@ RunResult Trainer::run() {
     m.max_rss_bytes = max_rss_bytes();
     m.resumed = resumed;
     result.epochs.push_back(m);
-    if (!o.metrics.empty()) append_json_line(o.metrics, to_json_line(m));
+    if (!o.metrics.empty() && cfg_.rank == 0) append_json_line(o.metrics, to_json_line(m));
 
     const double score = multilabel ? ev.map : ev.accuracy;
     best = std::max(best, score);

@@ -12,6 +12,13 @@
 // batches already done; the learning rate is a function of the step (nn/schedule.h).
 // A run resumed with the same options therefore produces bitwise the same weights
 // and metrics as an uninterrupted run (tested on the reference backend).
+//
+// Data parallel (cfg.world > 1, one process per GPU): each rank trains on its shard of
+// every epoch (data/loader.h) with --batch-size rows per step, gradients are averaged
+// over the ranks (dist/data_parallel.h), the epoch's train and test metrics are sums
+// over the ranks, and rank 0 alone logs, writes metrics and checkpoints (whose running
+// sums are the ranks' total); every rank loads the checkpoint to resume, at the same
+// world size.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,6 +32,11 @@
 #include "strata/nn/model.h"
 #include "strata/nn/optim.h"
 #include "strata/nn/schedule.h"
+
+namespace strata::dist {
+class ProcessGroup;
+class DataParallel;
+}  // namespace strata::dist
 
 namespace strata::train {
 
@@ -66,6 +78,8 @@ class Trainer {
   void save(const std::string& path, int64_t epoch, int64_t batch) const;
   void restore(const std::string& path);
   void say(const char* fmt, ...) const;
+  // The element-wise sum over the ranks (the values themselves in a one-process run).
+  std::vector<double> sum_over_ranks(std::vector<double> v) const;
 
   RunConfig cfg_;
   const DatasetPreset& preset_;
@@ -76,6 +90,8 @@ class Trainer {
   std::unique_ptr<data::Loader> train_loader_, test_loader_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<nn::Optimizer> opt_;
+  std::unique_ptr<dist::ProcessGroup> pg_;  // data parallel only
+  std::unique_ptr<dist::DataParallel> ddp_;
   std::unique_ptr<GuardedOutputs> outputs_;  // checked, and the checkpoint locked, for the run's lifetime
   nn::ScheduleConfig schedule_;
   std::string header_;

@@ -246,5 +246,102 @@ TEST(InMemoryDataset, ValidatesInputs) {
                         "u8 [N,C,H,W]");
 }
 
+// Data parallel: the ranks' batches, step by step, are the one-process global batch cut in rank slices.
+TEST(LoaderShard, RanksTogetherVisitEverySampleOnceAndInGlobalOrder) {
+  for (int64_t n : {1, 7, 24, 25, 29, 100}) {
+    for (int64_t world : {1, 2, 3, 4}) {
+      for (bool drop_last : {false, true}) {
+        const int64_t b = 4;
+        auto ds = synthetic(n);
+        LoaderOptions one;
+        one.batch_size = b * world;
+        one.seed = 11;
+        one.drop_last = drop_last;
+        const std::vector<int64_t> global = Loader(ds, one).epoch_order(3);
+        std::vector<std::vector<int64_t>> per_rank;
+        std::vector<int64_t> bpe;
+        for (int64_t r = 0; r < world; ++r) {
+          LoaderOptions o = one;
+          o.batch_size = b;
+          o.shard_rank = r;
+          o.shard_count = world;
+          Loader l(ds, o);
+          per_rank.push_back(l.epoch_order(3));
+          bpe.push_back(l.batches_per_epoch());
+        }
+        const std::string what = "n " + std::to_string(n) + " world " + std::to_string(world) +
+                                 (drop_last ? " drop_last" : "");
+        // Every rank runs the same number of batches, each non-empty.
+        for (int64_t r = 0; r < world; ++r) {
+          EXPECT_EQ(bpe[r], bpe[0]) << what;
+          EXPECT_GE(static_cast<int64_t>(per_rank[r].size()), bpe[r]) << what << " rank " << r;
+          // (One process keeps the whole order; drop_last then leaves its tail unvisited.)
+          if (world > 1) EXPECT_LE(static_cast<int64_t>(per_rank[r].size()), bpe[r] * b) << what << " rank " << r;
+        }
+        // Interleaving the ranks' batches gives the global order (what is visited, in order).
+        std::vector<int64_t> joined;
+        for (int64_t k = 0; k < bpe[0]; ++k)
+          for (int64_t r = 0; r < world; ++r) {
+            const auto& v = per_rank[r];
+            const int64_t lo = k * b, hi = std::min<int64_t>(lo + b, static_cast<int64_t>(v.size()));
+            joined.insert(joined.end(), v.begin() + lo, v.begin() + hi);
+          }
+        ASSERT_LE(joined.size(), global.size()) << what;
+        EXPECT_TRUE(std::equal(joined.begin(), joined.end(), global.begin())) << what;
+        std::set<int64_t> unique(joined.begin(), joined.end());
+        EXPECT_EQ(unique.size(), joined.size()) << what << ": a sample visited twice";
+        // Everything is visited, except a final global batch smaller than the world
+        // (and, with drop_last, any partial one).
+        const int64_t rest = n % (b * world);
+        const int64_t dropped = drop_last ? rest : (rest < world ? rest : 0);
+        EXPECT_EQ(static_cast<int64_t>(joined.size()), n - dropped) << what;
+      }
+    }
+  }
+}
+
+TEST(LoaderShard, WorldOneIsTheOneProcessLoader) {
+  auto ds = synthetic(37);
+  LoaderOptions a;
+  a.batch_size = 5;
+  a.seed = 4;
+  LoaderOptions b = a;
+  b.shard_rank = 0;
+  b.shard_count = 1;
+  Loader la(ds, a), lb(ds, b);
+  EXPECT_EQ(la.epoch_order(2), lb.epoch_order(2));
+  EXPECT_EQ(la.batches_per_epoch(), lb.batches_per_epoch());
+  EXPECT_EQ(la.batches_per_epoch(), 8);
+}
+
+TEST(LoaderShard, BatchesOfARankHoldItsSlice) {
+  auto ds = synthetic(10);
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.shuffle = false;
+  o.shard_rank = 1;
+  o.shard_count = 2;
+  Loader l(ds, o);
+  // Global batches of 4: [0..3], [4..7], then the rest 8, 9 split one each.
+  l.start_epoch(0);
+  std::vector<std::vector<int64_t>> got;
+  while (auto batch = l.next()) got.push_back(batch->indices);
+  EXPECT_EQ(got, (std::vector<std::vector<int64_t>>{{2, 3}, {6, 7}, {9}}));
+}
+
+TEST(LoaderShard, BadRankIsRefused) {
+  auto ds = synthetic(4);
+  LoaderOptions o;
+  o.shard_rank = 2;
+  o.shard_count = 2;
+  try {
+    Loader l(ds, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard_rank must be in 0..shard_count-1, got rank 2 of 2"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace strata::data

@@ -112,5 +112,25 @@ TEST_F(HostileCli, NonFiniteCheckpointsAreRefusedNamingTheFileAndTheTensor) {
                                 nan.c_str()}));
 }
 
+TEST_F(HostileCli, DataParallelOptionsAreCheckedBeforeAnythingStarts) {
+  // On a CPU backend: one process per GPU needs the cuda backend.
+  EXPECT_TRUE(usage_error(train({"--nproc", "2", "--backend", "reference"}),
+                          {"--nproc 2", "cuda backend", "not on 'reference'"}));
+  EXPECT_TRUE(usage_error(train({"--nproc", "0"}), {"--nproc"}));
+#if STRATA_HAVE_DIST
+  // A launcher's environment that makes no sense names the variable.
+  auto with_env = [](std::vector<std::pair<std::string, std::string>> env) {
+    ChildOptions o;
+    o.env = std::move(env);
+    return o;
+  };
+  EXPECT_TRUE(usage_error(train({"--epochs", "1"}, with_env({{"RANK", "2"}, {"WORLD_SIZE", "2"}})), {"RANK is 2", "0..1"}));
+  EXPECT_TRUE(usage_error(train({"--epochs", "1"}, with_env({{"RANK", "0"}, {"WORLD_SIZE", "two"}})),
+                          {"WORLD_SIZE is 'two', not an integer"}));
+  EXPECT_TRUE(usage_error(train({"--epochs", "1", "--backend", "reference"}, with_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}})),
+                          {"world size 2", "cuda backend", "not on 'reference'"}));
+#endif
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -1,0 +1,87 @@
+#pragma once
+// A group of processes, one per GPU, joined by an NCCL communicator (NCCL is the only
+// transport: strata speaks no protocol of its own). Collectives run on a stream of
+// their own, ordered after the cuda backend's stream by events; every wait for them
+// is bounded: when a peer dies or hangs, NCCL's asynchronous error or the timeout
+// ends the wait, the communicator is aborted (ncclCommAbort) and a strata::Error says
+// which collective and why. So a rank never hangs on a dead peer.
+//
+// The gradient all-reduces (begin/end) do not block the host: the backend's stream
+// waits for them on the device, and a watchdog thread polls each one's completion and
+// NCCL's asynchronous error against the timeout (as PyTorch's ProcessGroupNCCL does).
+// On a failure it aborts the communicator, which ends this rank's pending NCCL kernels,
+// and the next collective call throws; if the main thread stays blocked 10 s after
+// that, the watchdog ends the process (exit status 1) with the message on stderr.
+//
+// Bootstrap: rank 0 creates NCCL's unique id and writes it to `id_file` (a temporary
+// name, then rename, so no rank reads half of it); the others wait for the file.
+// strata_train --nproc points every rank at a file in a private folder
+// (dist/launcher.h); a job started by torchrun or mpirun across machines sets
+// STRATA_DIST_ID_FILE to a path on a filesystem all of them share.
+//
+// Public header: no CUDA or NCCL header is needed to use it.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/core/tensor.h"
+#include "strata/dist/rank_env.h"
+
+namespace strata::dist {
+
+struct ProcessGroupOptions {
+  std::string id_file;           // where rank 0 leaves the unique id (see above); required when world > 1
+  double timeout_seconds = 300;  // bound on joining and on every collective
+};
+
+class ProcessGroup {
+ public:
+  // Joins the group (collective: every rank must construct one). Needs the cuda
+  // backend's device (CUDA_VISIBLE_DEVICES already narrowed to this rank's GPU).
+  ProcessGroup(const RankInfo& info, const ProcessGroupOptions& o);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return info_.rank; }
+  int world() const { return info_.world; }
+  const RankInfo& info() const { return info_; }
+  double timeout_seconds() const { return o_.timeout_seconds; }
+
+  // Rank `root`'s values into every rank's tensors (CUDA tensors, dense), in place;
+  // returns once done.
+  void broadcast(const std::vector<Tensor>& tensors, int root = 0);
+  // The sum over ranks of each value (metrics: counts, loss sums), in f64.
+  std::vector<double> all_reduce_sum(const std::vector<double>& values);
+  // Every rank reaches this point before any leaves it.
+  void barrier();
+
+  // Gradient averaging (dist/data_parallel.h): `count` elements at `data` (device
+  // memory, f32 or f64) replaced by the mean over ranks. Enqueued on the collective
+  // stream; orders itself after the backend's work so far at begin() and the
+  // backend's later work after it at end(), which returns at once (see above).
+  // begin() throws the watchdog's failure, if any.
+  void begin();
+  void all_reduce_mean(void* data, size_t count, DType dt);
+  // Copies `bytes` between device buffers on the collective stream (bucket staging).
+  void copy(void* dst, const void* src, size_t bytes);
+  void end(const char* what);
+
+  // Aborts the communicator: pending and later collectives of this rank fail. Safe
+  // to call more than once.
+  void abort();
+
+ private:
+  struct Impl;
+  void wait(const char* what);      // host wait, bounded
+  void end_sync(const char* what);  // end() with a bounded host wait (broadcast, sums)
+  void watch();                     // the watchdog thread
+  void check_failure();             // throws the watchdog's failure
+  void settle(int nccl_result, const char* call);
+  RankInfo info_;
+  ProcessGroupOptions o_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::dist

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Two GPUs against one: ResNet-18 trained a few steps by 2 ranks of batch B must match
+#  (a) one GPU running the same two half batches per step and summing their gradients
+#      (--accumulate 2): the same arithmetic as per-GPU batch norm plus an average, so
+#      they agree to float rounding (relative 1e-3 on every step's loss and on every
+#      parameter's sum and L1 norm after the last step);
+#  (b) one GPU with the doubled batch 2B: batch norm then normalises over 2B rows, not B,
+#      so the runs differ by that (relative 5e-2 on the losses).
+# Usage: two_gpus_match_one.sh <dist_resnet> [dispatch...]   (exit 77: fewer than 2 GPUs)
+set -euo pipefail
+prog=$1
+shift
+modes=${*:-direct}
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -lt 2 ]; then echo "skipped: needs 2 GPUs, found ${gpus:-0}"; exit 77; fi
+out=${DIST_CHECK_DIR:-$(mktemp -d)}
+common="--model resnet18 --resolution 64 --steps 6 --warmup 0 --fresh-data --precision fp32 --lr 0.05 --deterministic"
+rc=0
+for mode in $modes; do
+  # shellcheck disable=SC2086
+  "$prog" $common --dispatch "$mode" --batch 32 --nproc 2 --record "$out/two_$mode.json"
+  # shellcheck disable=SC2086
+  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} "$prog" $common --dispatch "$mode" --batch 32 --accumulate 2 \
+    --record "$out/accumulate_$mode.json"
+  # shellcheck disable=SC2086
+  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} "$prog" $common --dispatch "$mode" --batch 64 \
+    --record "$out/doubled_$mode.json"
+  python3 - "$out" "$mode" <<'PY' || rc=1
+import json, sys
+out, mode = sys.argv[1], sys.argv[2]
+two, acc, dbl = (json.load(open(f"{out}/{n}_{mode}.json")) for n in ("two", "accumulate", "doubled"))
+def rel(a, b):
+    return abs(a - b) / max(abs(a), abs(b), 1e-12)
+ok = True
+def check(name, worst, tol):
+    global ok
+    verdict = "ok" if worst <= tol else "FAIL"
+    ok = ok and worst <= tol
+    print(f"{mode}: {name}: max relative difference {worst:.3e} (tolerance {tol:g}) {verdict}")
+check("2 GPUs vs 1 GPU accumulating 2 half batches, step losses",
+      max(rel(a, b) for a, b in zip(two["losses"], acc["losses"])), 1e-3)
+check("2 GPUs vs 1 GPU accumulating 2 half batches, parameter sums and L1 norms",
+      max(max(rel(a[0], b[0]) if abs(a[0]) > 1e-3 else 0.0, rel(a[1], b[1]))
+          for a, b in ((two["params"][k], acc["params"][k]) for k in two["params"])), 1e-3)
+check("2 GPUs (batch 32 each) vs 1 GPU (batch 64), step losses",
+      max(rel(a, b) for a, b in zip(two["losses"], dbl["losses"])), 5e-2)
+print(f"{mode}: losses 2 GPUs   ", " ".join(f"{x:.5f}" for x in two["losses"]))
+print(f"{mode}: losses accumulate", " ".join(f"{x:.5f}" for x in acc["losses"]))
+print(f"{mode}: losses doubled   ", " ".join(f"{x:.5f}" for x in dbl["losses"]))
+sys.exit(0 if ok else 1)
+PY
+done
+exit $rc

@@ -1,0 +1,83 @@
+// The grad-ready reports of direct-mode backward (nn::Module::set_grad_ready_hook), on
+// which data-parallel training starts its gradient buckets early: every parameter is
+// reported exactly once, after its gradient exists, and in reverse registration order
+// (the buckets' order), so every rank starts the same all-reduces in the same order.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "nn_test_util.h"
+#include "strata/nn/model.h"
+
+namespace strata::testing {
+namespace {
+
+using ops::DispatchMode;
+
+TEST(GradReady, DirectResNetReportsEveryParameterOnceInReverseOrder) {
+  nn::ResNetConfig c;
+  c.depth = 18;
+  c.num_classes = 10;
+  c.small_input = true;
+  c.base_channels = 4;
+  c.init.seed = 3;
+  auto m = nn::make_resnet(c, DispatchMode::direct, "reference");
+  const nn::StateDict params = m->module().named_parameters();
+  std::map<const void*, size_t> index;
+  for (size_t i = 0; i < params.size(); ++i) index[params[i].second.data_ptr()] = i;
+
+  std::vector<std::vector<size_t>> reports;
+  std::vector<bool> had_grad;
+  m->module().set_grad_ready_hook([&](const nn::Module& mod) {
+    std::vector<size_t> ids;
+    for (const Tensor& p : mod.parameters()) {
+      ids.push_back(index.at(p.data_ptr()));
+      had_grad.push_back(p.grad().defined());
+    }
+    reports.push_back(ids);
+  });
+  const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 5);
+  const Tensor y = Tensor::from_vector(std::vector<int64_t>{1, 7}, Shape{2});
+  m->forward_loss(x, y);
+  m->backward();
+
+  std::vector<int> seen(params.size(), 0);
+  size_t previous_min = params.size();
+  for (const auto& ids : reports) {
+    ASSERT_FALSE(ids.empty());
+    size_t lo = params.size(), hi = 0;
+    for (size_t i : ids) {
+      ++seen[i];
+      lo = std::min(lo, i);
+      hi = std::max(hi, i);
+    }
+    EXPECT_LT(hi, previous_min) << "a report came out of reverse registration order";
+    previous_min = lo;
+  }
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(seen[i], 1) << params[i].first;
+  for (bool g : had_grad) EXPECT_TRUE(g) << "a parameter was reported before its gradient existed";
+
+  // Off again: nothing more is reported.
+  m->module().set_grad_ready_hook({});
+  const size_t before = reports.size();
+  m->forward_loss(x, y);
+  m->backward();
+  EXPECT_EQ(reports.size(), before);
+}
+
+TEST(GradReady, TapeModesReportNothing) {
+  nn::ResNetConfig c;
+  c.depth = 18;
+  c.num_classes = 10;
+  c.small_input = true;
+  c.base_channels = 4;
+  auto m = nn::make_resnet(c, DispatchMode::virtual_call, "reference");
+  int reports = 0;
+  m->module().set_grad_ready_hook([&](const nn::Module&) { ++reports; });
+  m->forward_loss(random_tensor({2, 3, 8, 8}, DType::f32, 5), Tensor::from_vector(std::vector<int64_t>{1, 7}, Shape{2}));
+  m->backward();
+  EXPECT_EQ(reports, 0);
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Data-parallel runs on a machine with two GPUs, from the repository root, in one
+# device call: the 2-GPU checks (tests/dist/*.sh), then ResNet-50 bf16 channels-last
+# batch 256 per GPU through strata on 1 and 2 GPUs and PyTorch DDP (torchrun) on 1 and 2.
+# Pack first:  TARGETS="dist_resnet test_dist" tools/gpu/pack.sh
+# (the scripts this one runs are taken from $PKG when copied there, else from the tree).
+# Results: $OUT/dist.jsonl (one JSON line per throughput run) and $OUT/dist.log.
+set -uo pipefail
+pkg=${PKG:-.gpu}
+out=${OUT:-/tmp/strata-dist}
+checks=/tmp/strata-dist-checks  # the checks' records, packed into $OUT/checks.tgz (few files come back)
+mkdir -p "$out" "$checks"
+# NVLink multicast stays off on the shared machines (their rules; KINDS.md).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# shellcheck source=tools/gpu/env.sh
+. "$(dirname "$0")/env.sh" 2>/dev/null || . "$pkg/env.sh"
+nccl_lib=$(python3 -c "import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
+export LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH"
+pick() { if [ -f "$pkg/$(basename "$1")" ]; then echo "$pkg/$(basename "$1")"; else echo "$1"; fi; }
+prog=$pkg/bin/dist_resnet
+steps=${STEPS:-30}
+warmup=${WARMUP:-5}
+{
+  nvidia-smi -L
+  nvidia-smi topo -m 2>/dev/null | head -5
+  python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version())"
+  echo "== CPU tests of dist/ on this machine"
+  "$pkg/bin/test_dist" --gtest_brief=1 2>&1 | tail -3
+  echo "== 2 GPUs vs 1 GPU (ResNet-18)"
+  DIST_CHECK_DIR=$checks bash "$(pick tests/dist/two_gpus_match_one.sh)" "$prog" ${MODES:-direct virtual static}
+  echo "== a dead or frozen rank"
+  DIST_CHECK_DIR=$checks bash "$(pick tests/dist/kill_one_rank.sh)" "$prog"
+  echo "== ResNet-50 bf16 channels-last, batch 256 per GPU"
+  for mode in ${BENCH_MODES:-static direct}; do
+    for n in 1 2; do
+      "$prog" --model resnet50 --batch 256 --precision bf16 --channels-last --dispatch "$mode" --steps "$steps" \
+        --warmup "$warmup" --nproc "$n" | tee -a "$out/strata_bench.log" | grep '^{' >>"$out/dist.jsonl"
+    done
+  done
+  for n in 1 2; do
+    torchrun --standalone --nproc_per_node "$n" "$(pick bench/peers/pytorch_ddp_resnet50.py)" --batch 256 \
+      --steps "$steps" --warmup "$warmup" 2>>"$out/torch.err" | grep '^{' >>"$out/dist.jsonl"
+  done
+  torchrun --standalone --nproc_per_node 2 "$(pick bench/peers/pytorch_ddp_resnet50.py)" --allreduce-gib 1 \
+    2>>"$out/torch.err" | grep '^{' >>"$out/dist.jsonl"
+  cat "$out/dist.jsonl"
+} 2>&1 | tee "$out/dist.log"
+tar czf "$out/checks.tgz" -C "$(dirname "$checks")" "$(basename "$checks")"
