@@ -1,6 +1,8 @@
 # strata_add_backend(<name> CLASS <C++ class> HEADER <header> SOURCES ... [LIBS ...])
 # Adds the library strata_backend_<name>, records it for the generated registry and
 # static-dispatch list, and says so at configure time.
+# HEADER is the class header under the source tree (backends/<name>/...); the generated files include
+# it as "strata/<HEADER>", as every header is included.
 set_property(GLOBAL PROPERTY STRATA_BACKENDS "")
 
 function(strata_add_backend name)
@@ -55,7 +57,7 @@ function(strata_generate_backend_files out_dir)
     list(GET parts 2 header)
     string(APPEND decls "BackendFactoryResult make_backend_${name}();\n")
     string(APPEND calls "  r.add_factory(\"${name}\", ::strata::backends::${cls}::kDevice, &make_backend_${name});\n")
-    string(APPEND includes "#include \"${header}\"\n")
+    string(APPEND includes "#include \"strata/${header}\"\n")
     string(APPEND types "X(::strata::backends::${cls}) ")
     string(TOUPPER "${name}" upper)
     string(APPEND defines "#define STRATA_HAVE_BACKEND_${upper} 1\n")
