@@ -109,17 +109,7 @@ Tensor full(const D& d, const Shape& sizes, DType dt, double value) {
 
 template <class D>
 void copy_(const D& d, const Tensor& src, const Tensor& dst) {
-  check_defined("copy", "source", src);
-  check_defined("copy", "destination", dst);
-  check_same_shape("copy", "source", src, "destination", dst);
-  // A copy across devices runs on the backend of the non-CPU side: a CPU backend
-  // cannot read or write device memory.
-  const bool on_backend = d.device().is_cpu()
-                              ? src.device().is_cpu() && dst.device().is_cpu()
-                              : src.device().type == d.device().type || dst.device().type == d.device().type;
-  STRATA_CHECK(on_backend, "copy: source (", src.str(), ") and destination (", dst.str(),
-               ") cannot be copied by backend '", d.backend_name(), "', which runs on ", d.device().str(),
-               d.device().is_cpu() ? " (a copy to or from a GPU runs on its GPU backend)" : "");
+  validate_copy(d, src, dst);
   d.copy(CopyArgs{src, dst});
 }
 

@@ -228,6 +228,22 @@ Shape validate_linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy) 
   return Shape{dy.size(1), x.size(1)};
 }
 
+// ---- copy (and dtype/layout conversion): any dtypes, the same sizes.
+template <class D>
+void validate_copy(const D& d, const Tensor& src, const Tensor& dst) {
+  check_defined("copy", "source", src);
+  check_defined("copy", "destination", dst);
+  check_same_shape("copy", "source", src, "destination", dst);
+  // A copy across devices runs on the backend of the non-CPU side: a CPU backend
+  // cannot read or write device memory.
+  const bool on_backend = d.device().is_cpu()
+                              ? src.device().is_cpu() && dst.device().is_cpu()
+                              : src.device().type == d.device().type || dst.device().type == d.device().type;
+  STRATA_CHECK(on_backend, "copy: source (", src.str(), ") and destination (", dst.str(),
+               ") cannot be copied by backend '", d.backend_name(), "', which runs on ", d.device().str(),
+               d.device().is_cpu() ? " (a copy to or from a GPU runs on its GPU backend)" : "");
+}
+
 // ---- softmax cross-entropy: loss is a scalar, probs and dlogits have the logits' sizes.
 template <class D>
 void validate_softmax_xent(const D& d, const Tensor& logits, const Tensor& labels) {

@@ -2,6 +2,7 @@
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
 #include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/cast_plans.h"
 #include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
@@ -21,7 +22,7 @@ struct Conv2dDirect<Direct<Impl>> {
     ops::direct::Conv2dPlan<Impl> plan;
     Tensor dy;
     bool need_dx = true;
-    ParamCast<Impl> w, b;  // mixed precision: master weight and bias
+    ops::direct::ParamCast<Impl> w, b;  // mixed precision: master weight and bias
   };
   PlanCache<Entry> cache;
 };

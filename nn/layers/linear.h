@@ -2,6 +2,7 @@
 // Linear: y[N,out] = x[N,in] weight[out,in]^T + bias[out], as torch.nn.Linear;
 // parameters start as torch.nn.Linear's (nn/init.h, init::reset_parameters).
 #include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/cast_plans.h"
 #include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
@@ -20,7 +21,7 @@ struct LinearDirect<Direct<Impl>> {
     ops::direct::LinearPlan<Impl> plan;
     Tensor dy;
     bool need_dx = true;
-    ParamCast<Impl> w, b;  // mixed precision: master weight and bias
+    ops::direct::ParamCast<Impl> w, b;  // mixed precision: master weight and bias
   };
   PlanCache<Entry> cache;
 };
