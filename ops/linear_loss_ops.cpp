@@ -46,9 +46,7 @@ Tensor softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, c
 
 template <class D>
 Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
-  check_bce_logits(logits, targets);
-  check_input(d, OpId::bce_logits_fwd, "logits", logits);
-  check_input(d, OpId::bce_logits_fwd, "targets", targets);
+  validate_bce_logits(d, logits, targets);
   Tensor loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
   d.bce_logits_fwd(BceLogitsFwdArgs{logits, targets, loss});
   return loss;
@@ -56,13 +54,7 @@ Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
 
 template <class D>
 Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, const Tensor& dloss) {
-  check_bce_logits(logits, targets);
-  check_defined("bce_logits_bwd", "grad_output", dloss);
-  STRATA_CHECK(dloss.numel() == 1, "bce_logits_bwd: grad_output must have one element, got ", dloss.str());
-  check_same_dtype("bce_logits_bwd", "grad_output", dloss, "logits", logits);
-  check_input(d, OpId::bce_logits_bwd, "logits", logits);
-  check_input(d, OpId::bce_logits_bwd, "targets", targets);
-  check_input(d, OpId::bce_logits_bwd, "grad_output", dloss);
+  validate_bce_logits_bwd(d, logits, targets, dloss);
   Tensor dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
   d.bce_logits_bwd(BceLogitsBwdArgs{logits, targets, dloss, dlogits});
   return dlogits;

@@ -263,4 +263,23 @@ void validate_softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& la
   check_device("softmax_xent_bwd", "labels", labels, d.device(), d.backend_name());
 }
 
+// ---- binary cross-entropy with logits: loss is a scalar, dlogits has the logits' sizes.
+template <class D>
+void validate_bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
+  check_bce_logits(logits, targets);
+  check_input(d, OpId::bce_logits_fwd, "logits", logits);
+  check_input(d, OpId::bce_logits_fwd, "targets", targets);
+}
+
+template <class D>
+void validate_bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, const Tensor& dloss) {
+  check_bce_logits(logits, targets);
+  check_defined("bce_logits_bwd", "grad_output", dloss);
+  STRATA_CHECK(dloss.numel() == 1, "bce_logits_bwd: grad_output must have one element, got ", dloss.str());
+  check_same_dtype("bce_logits_bwd", "grad_output", dloss, "logits", logits);
+  check_input(d, OpId::bce_logits_bwd, "logits", logits);
+  check_input(d, OpId::bce_logits_bwd, "targets", targets);
+  check_input(d, OpId::bce_logits_bwd, "grad_output", dloss);
+}
+
 }  // namespace strata::ops

@@ -290,4 +290,29 @@ class SoftmaxXentPlan {
   SoftmaxXentBwdArgs bwd_;
 };
 
+// Binary cross-entropy with logits; backward starts from a planned gradient of one.
+template <BackendImpl Impl>
+class BceLogitsPlan {
+ public:
+  Tensor loss, dloss, dlogits;
+  void plan(Impl& impl, const Tensor& logits, const Tensor& targets) {
+    impl_ = &impl;
+    validate_bce_logits(StaticDispatch<Impl>(impl), logits, targets);
+    loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    dloss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
+    fwd_ = {logits, targets, loss};
+    bwd_ = {logits, targets, dloss, dlogits};
+    const FillArgs one{dloss, 1.0};
+    run_kernel(impl, OpId::fill, [&] { impl.fill(one); });
+  }
+  void forward() { run_kernel(*impl_, OpId::bce_logits_fwd, [&] { impl_->bce_logits_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::bce_logits_bwd, [&] { impl_->bce_logits_bwd(bwd_); }); }
+
+ private:
+  Impl* impl_ = nullptr;
+  BceLogitsFwdArgs fwd_;
+  BceLogitsBwdArgs bwd_;
+};
+
 }  // namespace strata::ops::direct

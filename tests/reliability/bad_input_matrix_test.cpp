@@ -487,7 +487,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, BadInputMatrix, ::testing::ValuesIn(kCaseIds),
 // The case's arguments its direct-mode plan takes as they are. A forward plan takes
 // all of them; a backward plan is planned after a valid forward and takes only
 // grad_output (its other inputs are the forward plan's own). Cases without a plan
-// (optimizer steps, losses other than softmax cross-entropy, conversions) and
+// (optimizer steps, element-wise ops other than relu and add, conversions) and
 // conv2d's bias gradient (validated after the weight gradient, as autograd does)
 // have none.
 std::vector<std::string> direct_args(const std::string& id) {
@@ -497,6 +497,7 @@ std::vector<std::string> direct_args(const std::string& id) {
   if (id == "linear") return {"input", "weight", "bias"};
   if (id == "add") return {"a", "b"};
   if (id == "softmax_xent") return {"logits", "labels"};
+  if (id == "bce_logits") return {"logits", "targets"};
   if (id == "conv2d_bwd_data" || id == "conv2d_bwd_weight" || id == "batch_norm_bwd" || id == "relu_bwd" ||
       id == "max_pool2d_bwd" || id == "avg_pool2d_bwd" || id == "global_avg_pool_bwd" || id == "linear_bwd_data" ||
       id == "linear_bwd_weight")
@@ -565,6 +566,8 @@ void plan_case(const std::string& id, Impl& impl, const std::vector<Tensor>& a) 
     dp::AddPlan<Impl>().plan(impl, a[0], a[1]);
   } else if (id == "softmax_xent") {
     dp::SoftmaxXentPlan<Impl>().plan(impl, a[0], a[1]);
+  } else if (id == "bce_logits") {
+    dp::BceLogitsPlan<Impl>().plan(impl, a[0], a[1]);
   } else {
     FAIL() << "no plan for case " << id;
   }
