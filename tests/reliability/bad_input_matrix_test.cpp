@@ -628,7 +628,6 @@ TEST_P(BadInputMatrixDirect, EveryDefectGetsTheFrontEndsMessage) {
     if (k.id == GetParam()) c = std::move(k);
   ASSERT_FALSE(c.id.empty()) << "no case " << GetParam();
   const std::vector<std::string> names = direct_args(c.id);
-  if (names.empty()) GTEST_SKIP() << c.id << " has no direct-mode plan";
   int checked = 0;
 #define STRATA_CHECK_DIRECT(Impl) checked += check_direct<Impl>(c, names);
   STRATA_FOR_EACH_BACKEND(STRATA_CHECK_DIRECT)
@@ -637,7 +636,15 @@ TEST_P(BadInputMatrixDirect, EveryDefectGetsTheFrontEndsMessage) {
   EXPECT_GT(checked, 0) << "no CPU backend or no defect of a plan's argument was checked";
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, BadInputMatrixDirect, ::testing::ValuesIn(kCaseIds),
+// The cases that have a direct-mode plan.
+std::vector<std::string> direct_case_ids() {
+  std::vector<std::string> ids;
+  for (const std::string& id : kCaseIds)
+    if (!direct_args(id).empty()) ids.push_back(id);
+  return ids;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BadInputMatrixDirect, ::testing::ValuesIn(direct_case_ids()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
