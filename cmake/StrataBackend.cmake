@@ -1,6 +1,8 @@
 # strata_add_backend(<name> CLASS <C++ class> HEADER <header> SOURCES ... [LIBS ...])
 # Adds the library strata_backend_<name>, records it for the generated registry and
 # static-dispatch list, and says so at configure time.
+# HEADER is the class header under the source tree (backends/<name>/...); the generated files include
+# it as "strata/<HEADER>", as every header is included.
 set_property(GLOBAL PROPERTY STRATA_BACKENDS "")
 
 function(strata_add_backend name)

@@ -26,27 +26,17 @@ Tensor Loss<P>::forward(const Tensor& logits, const Tensor& targets) {
         [&](auto& entry, const Tensor& in) {
           auto& impl = *p_.impl;
           entry.targets = targets;
-          if (xent) {
+          if (xent)
             entry.xent.plan(impl, in, targets);
-            return;
-          }
-          STRATA_CHECK(impl.supports(ops::OpId::bce_logits_fwd, in.dtype()), "bce_logits: backend '",
-                       P::Backend::kName, "' does not support ", in.str());
-          ops::check_bce_logits(in, targets);
-          entry.loss = Tensor::empty(Shape{}, in.dtype(), in.device());
-          entry.dloss = Tensor::empty(Shape{}, in.dtype(), in.device());
-          entry.dlogits = Tensor::empty(in.sizes(), in.dtype(), in.device());
-          entry.bce_fwd = ops::BceLogitsFwdArgs{in, targets, entry.loss};
-          entry.bce_bwd = ops::BceLogitsBwdArgs{in, targets, entry.dloss, entry.dlogits};
-          const ops::FillArgs one{entry.dloss, 1.0};
-          ops::direct::run_kernel(impl, ops::OpId::fill, [&] { impl.fill(one); });
+          else
+            entry.bce.plan(impl, in, targets);
         });
     if (xent) {
       e.xent.forward();
       return e.xent.loss;
     }
-    ops::direct::run_kernel(*p_.impl, ops::OpId::bce_logits_fwd, [&] { p_.impl->bce_logits_fwd(e.bce_fwd); });
-    return e.loss;
+    e.bce.forward();
+    return e.bce.loss;
   } else {
     return kind_ == LossKind::cross_entropy ? autograd::softmax_xent(p_, logits, targets)
                                             : autograd::bce_logits(p_, logits, targets);
@@ -61,8 +51,8 @@ Tensor Loss<P>::backward() {
       e.xent.backward();
       return e.xent.dlogits;
     }
-    ops::direct::run_kernel(*p_.impl, ops::OpId::bce_logits_bwd, [&] { p_.impl->bce_logits_bwd(e.bce_bwd); });
-    return e.dlogits;
+    e.bce.backward();
+    return e.bce.dlogits;
   } else {
     STRATA_FAIL("Loss::backward runs in direct mode only; in the tape modes call autograd::backward(loss)");
   }

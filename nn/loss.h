@@ -24,10 +24,7 @@ template <class Impl>
 struct LossDirect<Direct<Impl>> {
   struct Entry {
     ops::direct::SoftmaxXentPlan<Impl> xent;
-    // bce_logits
-    Tensor loss, dloss, dlogits;
-    ops::BceLogitsFwdArgs bce_fwd;
-    ops::BceLogitsBwdArgs bce_bwd;
+    ops::direct::BceLogitsPlan<Impl> bce;
     Tensor targets;  // keeps the targets alive (the key holds the logits)
   };
   PlanCache<Entry> cache;

@@ -1,15 +1,10 @@
 #include "strata/ops/frontend_support.h"
-#include "strata/ops/shape_rules.h"
 
 namespace strata::ops {
-using detail::check_input;
 
 template <class D>
 Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
-  const Shape out = linear_out_shape(x, w, b);
-  check_input(d, OpId::linear_fwd, "input", x);
-  check_input(d, OpId::linear_fwd, "weight", w);
-  if (b.defined()) check_input(d, OpId::linear_fwd, "bias", b);
+  const Shape out = validate_linear(d, x, w, b);
   Tensor y = Tensor::empty(out, x.dtype(), x.device());
   d.linear_fwd(LinearFwdArgs{x, w, b, y});
   return y;
@@ -17,32 +12,16 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
 
 template <class D>
 Tensor linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w) {
-  check_rank("linear_bwd_data", "grad_output", dy, 2);
-  check_rank("linear_bwd_data", "weight", w, 2);
-  STRATA_CHECK(dy.size(1) == w.size(0), "linear_bwd_data: grad_output ", dy.str(), " does not match weight ",
-               w.str());
-  check_same_dtype("linear_bwd_data", "grad_output", dy, "weight", w);
-  STRATA_CHECK(dy.numel() > 0 && w.numel() > 0, "linear_bwd_data: empty grad_output ", dy.str(), " or weight ",
-               w.str());
-  check_input(d, OpId::linear_bwd_data, "grad_output", dy);
-  check_input(d, OpId::linear_bwd_data, "weight", w);
-  Tensor dx = Tensor::empty(Shape{dy.size(0), w.size(1)}, dy.dtype(), dy.device());
+  const Shape out = validate_linear_bwd_data(d, dy, w);
+  Tensor dx = Tensor::empty(out, dy.dtype(), dy.device());
   d.linear_bwd_data(LinearBwdDataArgs{dy, w, dx});
   return dx;
 }
 
 template <class D>
 LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, bool with_bias) {
-  check_rank("linear_bwd_weight", "input", x, 2);
-  check_rank("linear_bwd_weight", "grad_output", dy, 2);
-  STRATA_CHECK(x.size(0) == dy.size(0), "linear_bwd_weight: input ", x.str(), " and grad_output ", dy.str(),
-               " differ in batch size");
-  check_same_dtype("linear_bwd_weight", "grad_output", dy, "input", x);
-  STRATA_CHECK(x.numel() > 0 && dy.numel() > 0, "linear_bwd_weight: empty input ", x.str(), " or grad_output ",
-               dy.str());
-  check_input(d, OpId::linear_bwd_weight, "input", x);
-  check_input(d, OpId::linear_bwd_weight, "grad_output", dy);
-  LinearWeightGrads g{Tensor::empty(Shape{dy.size(1), x.size(1)}, x.dtype(), x.device()),
+  const Shape dw = validate_linear_bwd_weight(d, x, dy);
+  LinearWeightGrads g{Tensor::empty(dw, x.dtype(), x.device()),
                       with_bias ? Tensor::empty(Shape{dy.size(1)}, x.dtype(), x.device()) : Tensor()};
   d.linear_bwd_weight(LinearBwdWeightArgs{x, dy, g.dw, g.db});
   return g;
@@ -50,9 +29,7 @@ LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& d
 
 template <class D>
 SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels) {
-  check_softmax_xent(logits, labels);
-  check_input(d, OpId::softmax_xent_fwd, "logits", logits);
-  check_device("softmax_xent", "labels", labels, d.device(), d.backend_name());
+  validate_softmax_xent(d, logits, labels);
   SoftmaxXentOut out{Tensor::empty(Shape{}, logits.dtype(), logits.device()),
                      Tensor::empty(logits.sizes(), logits.dtype(), logits.device())};
   d.softmax_xent_fwd(SoftmaxXentFwdArgs{logits, labels, out.loss, out.probs});
@@ -61,13 +38,7 @@ SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labe
 
 template <class D>
 Tensor softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, const Tensor& dloss) {
-  check_softmax_xent(probs, labels, "probs");
-  check_defined("softmax_xent_bwd", "grad_output", dloss);
-  STRATA_CHECK(dloss.numel() == 1, "softmax_xent_bwd: grad_output must have one element, got ", dloss.str());
-  check_same_dtype("softmax_xent_bwd", "grad_output", dloss, "probs", probs);
-  check_input(d, OpId::softmax_xent_bwd, "probs", probs);
-  check_input(d, OpId::softmax_xent_bwd, "grad_output", dloss);
-  check_device("softmax_xent_bwd", "labels", labels, d.device(), d.backend_name());
+  validate_softmax_xent_bwd(d, probs, labels, dloss);
   Tensor dlogits = Tensor::empty(probs.sizes(), probs.dtype(), probs.device());
   d.softmax_xent_bwd(SoftmaxXentBwdArgs{probs, labels, dloss, dlogits});
   return dlogits;
@@ -75,9 +46,7 @@ Tensor softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, c
 
 template <class D>
 Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
-  check_bce_logits(logits, targets);
-  check_input(d, OpId::bce_logits_fwd, "logits", logits);
-  check_input(d, OpId::bce_logits_fwd, "targets", targets);
+  validate_bce_logits(d, logits, targets);
   Tensor loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
   d.bce_logits_fwd(BceLogitsFwdArgs{logits, targets, loss});
   return loss;
@@ -85,13 +54,7 @@ Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
 
 template <class D>
 Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, const Tensor& dloss) {
-  check_bce_logits(logits, targets);
-  check_defined("bce_logits_bwd", "grad_output", dloss);
-  STRATA_CHECK(dloss.numel() == 1, "bce_logits_bwd: grad_output must have one element, got ", dloss.str());
-  check_same_dtype("bce_logits_bwd", "grad_output", dloss, "logits", logits);
-  check_input(d, OpId::bce_logits_bwd, "logits", logits);
-  check_input(d, OpId::bce_logits_bwd, "targets", targets);
-  check_input(d, OpId::bce_logits_bwd, "grad_output", dloss);
+  validate_bce_logits_bwd(d, logits, targets, dloss);
   Tensor dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
   d.bce_logits_bwd(BceLogitsBwdArgs{logits, targets, dloss, dlogits});
   return dlogits;

@@ -1,7 +1,6 @@
 #include "strata/ops/frontend_support.h"
 
 namespace strata::ops {
-using detail::check_input;
 
 namespace {
 void check_param_like(std::string_view op, std::string_view arg, const Tensor& param, const Tensor& t) {

@@ -1,12 +1,10 @@
 #include "strata/ops/frontend_support.h"
 
 namespace strata::ops {
-using detail::check_input;
 
 template <class D>
 Tensor relu(const D& d, const Tensor& x) {
-  check_input(d, OpId::relu_fwd, "input", x);
-  check_float("relu", "input", x);
+  validate_relu(d, x);
   Tensor y = Tensor::empty_like(x, x.sizes());
   d.relu_fwd(ReluFwdArgs{x, y});
   return y;
@@ -14,12 +12,7 @@ Tensor relu(const D& d, const Tensor& x) {
 
 template <class D>
 Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
-  check_defined("relu_bwd", "output", y);
-  check_defined("relu_bwd", "grad_output", dy);
-  check_same_shape("relu_bwd", "output", y, "grad_output", dy);
-  check_same_dtype("relu_bwd", "output", y, "grad_output", dy);
-  check_input(d, OpId::relu_bwd, "output", y);
-  check_input(d, OpId::relu_bwd, "grad_output", dy);
+  validate_relu_bwd(d, y, dy);
   Tensor dx = Tensor::empty_like(y, y.sizes());
   d.relu_bwd(ReluBwdArgs{y, dy, dx});
   return dx;
@@ -27,12 +20,7 @@ Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
 
 template <class D>
 Tensor add(const D& d, const Tensor& a, const Tensor& b) {
-  check_defined("add", "a", a);
-  check_defined("add", "b", b);
-  check_same_shape("add", "a", a, "b", b);
-  check_same_dtype("add", "a", a, "b", b);
-  check_input(d, OpId::add, "a", a);
-  check_input(d, OpId::add, "b", b);
+  validate_add(d, a, b);
   Tensor y = Tensor::empty_like(a, a.sizes());
   d.add(AddArgs{a, b, y});
   return y;
@@ -48,12 +36,7 @@ Tensor scale(const D& d, const Tensor& x, double alpha) {
 
 template <class D>
 void axpy_(const D& d, const Tensor& x, const Tensor& y, double alpha) {
-  check_defined("axpy", "x", x);
-  check_defined("axpy", "y", y);
-  check_same_shape("axpy", "x", x, "y", y);
-  check_same_dtype("axpy", "x", x, "y", y);
-  check_input(d, OpId::axpy, "x", x);
-  check_input(d, OpId::axpy, "y", y);
+  check_elementwise_pair(d, OpId::axpy, "x", x, "y", y);
   d.axpy(AxpyArgs{x, y, alpha});
 }
 
@@ -126,17 +109,7 @@ Tensor full(const D& d, const Shape& sizes, DType dt, double value) {
 
 template <class D>
 void copy_(const D& d, const Tensor& src, const Tensor& dst) {
-  check_defined("copy", "source", src);
-  check_defined("copy", "destination", dst);
-  check_same_shape("copy", "source", src, "destination", dst);
-  // A copy across devices runs on the backend of the non-CPU side: a CPU backend
-  // cannot read or write device memory.
-  const bool on_backend = d.device().is_cpu()
-                              ? src.device().is_cpu() && dst.device().is_cpu()
-                              : src.device().type == d.device().type || dst.device().type == d.device().type;
-  STRATA_CHECK(on_backend, "copy: source (", src.str(), ") and destination (", dst.str(),
-               ") cannot be copied by backend '", d.backend_name(), "', which runs on ", d.device().str(),
-               d.device().is_cpu() ? " (a copy to or from a GPU runs on its GPU backend)" : "");
+  validate_copy(d, src, dst);
   d.copy(CopyArgs{src, dst});
 }
 

@@ -12,8 +12,10 @@
 #include <memory>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "strata/backends/cpu/strided.h"
 #include "strata/backends/eigen/eigen_backend.h"
 #include "strata/core/error.h"
 
@@ -77,22 +79,16 @@ void for_slots(Context& ctx, int n, F&& f) {
   done.Wait();
 }
 
-[[noreturn]] void unsupported_dtype(std::string_view op, DType dt);
-
-// Calls f(T{}) with T = float or double for `dt`.
+// Calls f(T{}) with T = float or double for `dt`; other dtypes raise the eigen-named error.
 template <class F>
 decltype(auto) visit_float(std::string_view op, DType dt, F&& f) {
-  if (dt == DType::f32) return f(float{});
-  if (dt == DType::f64) return f(double{});
-  unsupported_dtype(op, dt);
+  return loops::visit_float(EigenBackend::kName, op, dt, std::forward<F>(f));
 }
 
 // ------------------------------------------------------------------ layouts
 
-// Dense over numel() elements in some dimension order (size-1 dims ignored).
-bool is_dense(const TensorView& v);
-// Same sizes, and the same strides on every dimension with more than one element.
-bool same_layout(const TensorView& a, const TensorView& b);
+using loops::is_dense;
+using loops::same_layout;
 
 template <class T>
 Map<T, 1> flat(const TensorView& v) {

@@ -41,32 +41,6 @@ Context::Context()
     : threads(thread_count()), spinning(eigen::spinning()), pool(threads, spinning), device(&pool, threads),
       slots(static_cast<size_t>(threads)) {}
 
-void unsupported_dtype(std::string_view op, DType dt) {
-  STRATA_FAIL("eigen: ", op, " does not support dtype ", dtype_name(dt), " (supported: f32, f64)");
-}
-
-bool is_dense(const TensorView& v) {
-  std::array<int, kMaxDims> order{};
-  const int nd = v.dim();
-  for (int i = 0; i < nd; ++i) order[i] = i;
-  std::sort(order.begin(), order.begin() + nd, [&](int a, int b) { return v.strides[a] < v.strides[b]; });
-  int64_t expect = 1;
-  for (int i = 0; i < nd; ++i) {
-    const int d = order[i];
-    if (v.sizes[d] == 1) continue;
-    if (v.strides[d] != expect) return false;
-    expect *= v.sizes[d];
-  }
-  return true;
-}
-
-bool same_layout(const TensorView& a, const TensorView& b) {
-  if (!(a.sizes == b.sizes)) return false;
-  for (int d = 0; d < a.dim(); ++d)
-    if (a.sizes[d] != 1 && a.strides[d] != b.strides[d]) return false;
-  return true;
-}
-
 StridedPlan strided_plan(const TensorView& v, std::string_view op, std::string_view arg) {
   StridedPlan p;
   const int nd = v.dim(), lead = kRank - nd;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "strata/backends/onednn/context.h"
-#include "strata/backends/openblas/loops/strided.h"
+#include "strata/backends/cpu/strided.h"
 
 namespace strata::backends {
 

@@ -3,7 +3,7 @@
 // layouts; the plan caches the reorders between strata's strides and those.
 // f32, and bf16 where the CPU has it (f32 accumulation inside oneDNN).
 #include "strata/backends/onednn/context.h"
-#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/cpu/reduce.h"
 
 namespace strata::backends {
 

@@ -5,8 +5,8 @@
 // staging reorder. Tensors below kLoopBelow elements run on the shared plain loops
 // (see context.h); bf16 (relu, add) always runs on the primitives.
 #include "strata/backends/onednn/context.h"
-#include "strata/backends/openblas/loops/elementwise.h"
-#include "strata/backends/openblas/loops/loss.h"
+#include "strata/backends/cpu/elementwise.h"
+#include "strata/backends/cpu/loss.h"
 
 namespace strata::backends {
 

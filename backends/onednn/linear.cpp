@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "strata/backends/onednn/context.h"
-#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/cpu/reduce.h"
 
 namespace strata::backends {
 

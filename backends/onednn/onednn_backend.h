@@ -1,7 +1,7 @@
 #pragma once
 // The onednn backend: oneDNN primitives for convolution, batch norm, ReLU, pooling,
 // matmul (linear), binary add, eltwise linear (scale), softmax and reductions; own
-// loops (backends/openblas/loops) for the ops oneDNN has no primitive for (losses
+// loops (backends/cpu) for the ops oneDNN has no primitive for (losses
 // past the softmax, dropout, axpy, argmax, fill, copy, optimizer steps).
 //
 // Each primitive is planned once per (op, dtype, sizes, strides, attributes) and

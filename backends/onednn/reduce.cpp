@@ -1,7 +1,7 @@
 // Reductions on oneDNN's reduction primitive: sum and mean over all elements to a
 // rank-0 tensor.
 #include "strata/backends/onednn/context.h"
-#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/cpu/reduce.h"
 
 namespace strata::backends {
 

@@ -1,35 +1,43 @@
 // The onednn backend's ops without a oneDNN primitive: the shared plain loops of
-// backends/openblas/loops (header-only, no BLAS), for f32 and f64; optimizer steps on
+// backends/cpu (header-only, no BLAS), for f32 and f64; optimizer steps on
 // large tensors run them in parts over the OpenMP threads. copy between two
 // f32 views of different layouts (NCHW <-> NHWC) is a cached reorder primitive.
 #include <cstddef>
 #include <tuple>
 
 #include "strata/backends/onednn/context.h"
-#include "strata/backends/openblas/loops/copy.h"
-#include "strata/backends/openblas/loops/elementwise.h"
-#include "strata/backends/openblas/loops/loss.h"
-#include "strata/backends/openblas/loops/optim.h"
-#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/cpu/copy.h"
+#include "strata/backends/cpu/elementwise.h"
+#include "strata/backends/cpu/loss.h"
+#include "strata/backends/cpu/optim.h"
+#include "strata/backends/cpu/reduce.h"
 
 namespace strata::backends {
 
 using namespace onednn;  // NOLINT: this backend's internal vocabulary
 using loops::visit_float;
 
-#define STRATA_ONEDNN_LOOP(op, Args, arg)                                              \
-  void OneDnnBackend::op(const Args& a) {                                               \
-    visit_float(kName, #op, a.arg.dtype, [&](auto t) { loops::op<decltype(t)>(a); }); \
-  }
-
-STRATA_ONEDNN_LOOP(axpy, AxpyArgs, x)
-STRATA_ONEDNN_LOOP(dropout_fwd, DropoutFwdArgs, x)
-STRATA_ONEDNN_LOOP(dropout_bwd, DropoutBwdArgs, dy)
-STRATA_ONEDNN_LOOP(softmax_xent_bwd, SoftmaxXentBwdArgs, probs)
-STRATA_ONEDNN_LOOP(bce_logits_fwd, BceLogitsFwdArgs, logits)
-STRATA_ONEDNN_LOOP(bce_logits_bwd, BceLogitsBwdArgs, logits)
-STRATA_ONEDNN_LOOP(argmax, ArgmaxArgs, x)
-#undef STRATA_ONEDNN_LOOP
+void OneDnnBackend::axpy(const AxpyArgs& a) {
+  visit_float(kName, "axpy", a.x.dtype, [&](auto t) { loops::axpy<decltype(t)>(a); });
+}
+void OneDnnBackend::dropout_fwd(const DropoutFwdArgs& a) {
+  visit_float(kName, "dropout_fwd", a.x.dtype, [&](auto t) { loops::dropout_fwd<decltype(t)>(a); });
+}
+void OneDnnBackend::dropout_bwd(const DropoutBwdArgs& a) {
+  visit_float(kName, "dropout_bwd", a.dy.dtype, [&](auto t) { loops::dropout_bwd<decltype(t)>(a); });
+}
+void OneDnnBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
+  visit_float(kName, "softmax_xent_bwd", a.probs.dtype, [&](auto t) { loops::softmax_xent_bwd<decltype(t)>(a); });
+}
+void OneDnnBackend::bce_logits_fwd(const BceLogitsFwdArgs& a) {
+  visit_float(kName, "bce_logits_fwd", a.logits.dtype, [&](auto t) { loops::bce_logits_fwd<decltype(t)>(a); });
+}
+void OneDnnBackend::bce_logits_bwd(const BceLogitsBwdArgs& a) {
+  visit_float(kName, "bce_logits_bwd", a.logits.dtype, [&](auto t) { loops::bce_logits_bwd<decltype(t)>(a); });
+}
+void OneDnnBackend::argmax(const ArgmaxArgs& a) {
+  visit_float(kName, "argmax", a.x.dtype, [&](auto t) { loops::argmax<decltype(t)>(a); });
+}
 
 namespace {
 // elements [begin, begin + n) of a contiguous view, as a 1-D view

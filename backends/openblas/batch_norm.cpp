@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/cpu/reduce.h"
 #include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {

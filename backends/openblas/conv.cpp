@@ -16,7 +16,7 @@
 #endif
 
 #include "strata/backends/openblas/gemm.h"
-#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/cpu/reduce.h"
 #include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {

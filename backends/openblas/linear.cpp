@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "strata/backends/openblas/gemm.h"
-#include "strata/backends/openblas/loops/reduce.h"
+#include "strata/backends/cpu/reduce.h"
 #include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {

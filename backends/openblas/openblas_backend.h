@@ -12,7 +12,7 @@
 #include <string>
 
 #include "strata/backends/api/backend.h"
-#include "strata/backends/openblas/loops/strided.h"
+#include "strata/backends/cpu/strided.h"
 
 namespace strata::backends {
 

@@ -1,38 +1,61 @@
 // The openblas backend's element-wise ops, losses, reductions, copy and optimizer
-// steps: the shared plain loops of backends/openblas/loops, for f32 and f64.
-#include "strata/backends/openblas/loops/copy.h"
-#include "strata/backends/openblas/loops/elementwise.h"
-#include "strata/backends/openblas/loops/loss.h"
-#include "strata/backends/openblas/loops/optim.h"
-#include "strata/backends/openblas/loops/reduce.h"
+// steps: the shared plain loops of backends/cpu, for f32 and f64.
+#include "strata/backends/cpu/copy.h"
+#include "strata/backends/cpu/elementwise.h"
+#include "strata/backends/cpu/loss.h"
+#include "strata/backends/cpu/optim.h"
+#include "strata/backends/cpu/reduce.h"
 #include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
 
 using loops::visit_float;
 
-// One forwarding body per op: dispatch on the dtype of `arg`, call loops::fn<T>.
-#define STRATA_OPENBLAS_LOOP(op, Args, arg, call)                                      \
-  void OpenBlasBackend::op(const Args& a) {                                             \
-    visit_float(kName, #op, a.arg.dtype, [&](auto t) { loops::call<decltype(t)>(a); }); \
-  }
-
-STRATA_OPENBLAS_LOOP(relu_fwd, ReluFwdArgs, x, relu_fwd)
-STRATA_OPENBLAS_LOOP(relu_bwd, ReluBwdArgs, dy, relu_bwd)
-STRATA_OPENBLAS_LOOP(add, AddArgs, a, add)
-STRATA_OPENBLAS_LOOP(scale, ScaleArgs, x, scale)
-STRATA_OPENBLAS_LOOP(axpy, AxpyArgs, x, axpy)
-STRATA_OPENBLAS_LOOP(dropout_fwd, DropoutFwdArgs, x, dropout_fwd)
-STRATA_OPENBLAS_LOOP(dropout_bwd, DropoutBwdArgs, dy, dropout_bwd)
-STRATA_OPENBLAS_LOOP(softmax_xent_bwd, SoftmaxXentBwdArgs, probs, softmax_xent_bwd)
-STRATA_OPENBLAS_LOOP(bce_logits_fwd, BceLogitsFwdArgs, logits, bce_logits_fwd)
-STRATA_OPENBLAS_LOOP(bce_logits_bwd, BceLogitsBwdArgs, logits, bce_logits_bwd)
-STRATA_OPENBLAS_LOOP(sum, ReduceArgs, x, sum)
-STRATA_OPENBLAS_LOOP(mean, ReduceArgs, x, mean)
-STRATA_OPENBLAS_LOOP(argmax, ArgmaxArgs, x, argmax)
-STRATA_OPENBLAS_LOOP(sgd_step, SgdStepArgs, param, sgd_step)
-STRATA_OPENBLAS_LOOP(adam_step, AdamStepArgs, param, adam_step)
-#undef STRATA_OPENBLAS_LOOP
+void OpenBlasBackend::relu_fwd(const ReluFwdArgs& a) {
+  visit_float(kName, "relu_fwd", a.x.dtype, [&](auto t) { loops::relu_fwd<decltype(t)>(a); });
+}
+void OpenBlasBackend::relu_bwd(const ReluBwdArgs& a) {
+  visit_float(kName, "relu_bwd", a.dy.dtype, [&](auto t) { loops::relu_bwd<decltype(t)>(a); });
+}
+void OpenBlasBackend::add(const AddArgs& a) {
+  visit_float(kName, "add", a.a.dtype, [&](auto t) { loops::add<decltype(t)>(a); });
+}
+void OpenBlasBackend::scale(const ScaleArgs& a) {
+  visit_float(kName, "scale", a.x.dtype, [&](auto t) { loops::scale<decltype(t)>(a); });
+}
+void OpenBlasBackend::axpy(const AxpyArgs& a) {
+  visit_float(kName, "axpy", a.x.dtype, [&](auto t) { loops::axpy<decltype(t)>(a); });
+}
+void OpenBlasBackend::dropout_fwd(const DropoutFwdArgs& a) {
+  visit_float(kName, "dropout_fwd", a.x.dtype, [&](auto t) { loops::dropout_fwd<decltype(t)>(a); });
+}
+void OpenBlasBackend::dropout_bwd(const DropoutBwdArgs& a) {
+  visit_float(kName, "dropout_bwd", a.dy.dtype, [&](auto t) { loops::dropout_bwd<decltype(t)>(a); });
+}
+void OpenBlasBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
+  visit_float(kName, "softmax_xent_bwd", a.probs.dtype, [&](auto t) { loops::softmax_xent_bwd<decltype(t)>(a); });
+}
+void OpenBlasBackend::bce_logits_fwd(const BceLogitsFwdArgs& a) {
+  visit_float(kName, "bce_logits_fwd", a.logits.dtype, [&](auto t) { loops::bce_logits_fwd<decltype(t)>(a); });
+}
+void OpenBlasBackend::bce_logits_bwd(const BceLogitsBwdArgs& a) {
+  visit_float(kName, "bce_logits_bwd", a.logits.dtype, [&](auto t) { loops::bce_logits_bwd<decltype(t)>(a); });
+}
+void OpenBlasBackend::sum(const ReduceArgs& a) {
+  visit_float(kName, "sum", a.x.dtype, [&](auto t) { loops::sum<decltype(t)>(a); });
+}
+void OpenBlasBackend::mean(const ReduceArgs& a) {
+  visit_float(kName, "mean", a.x.dtype, [&](auto t) { loops::mean<decltype(t)>(a); });
+}
+void OpenBlasBackend::argmax(const ArgmaxArgs& a) {
+  visit_float(kName, "argmax", a.x.dtype, [&](auto t) { loops::argmax<decltype(t)>(a); });
+}
+void OpenBlasBackend::sgd_step(const SgdStepArgs& a) {
+  visit_float(kName, "sgd_step", a.param.dtype, [&](auto t) { loops::sgd_step<decltype(t)>(a); });
+}
+void OpenBlasBackend::adam_step(const AdamStepArgs& a) {
+  visit_float(kName, "adam_step", a.param.dtype, [&](auto t) { loops::adam_step<decltype(t)>(a); });
+}
 
 void OpenBlasBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
   visit_float(kName, "softmax_xent_fwd", a.logits.dtype,

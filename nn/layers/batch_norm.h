@@ -7,6 +7,7 @@
 // num_batches_tracked is an i64 scalar kept on the host whatever the device: no
 // kernel reads it (momentum is set), it exists so state dicts match PyTorch's.
 #include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/cast_plans.h"
 #include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
@@ -26,7 +27,7 @@ struct BatchNormDirect<Direct<Impl>> {
     Tensor dy;
     // Mixed precision without a native batch norm for the pair: x and dy into the
     // parameters' dtype, y and dx back (as the tape modes' casts do).
-    CastPlan<Impl> x_in, y_out, dy_in, dx_out;
+    ops::direct::CastPlan<Impl> x_in, y_out, dy_in, dx_out;
   };
   PlanCache<Entry> cache;
 };

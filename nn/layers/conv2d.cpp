@@ -37,16 +37,7 @@ std::string Conv2d<P>::extra_repr() const {
 template <class P>
 Tensor Conv2d<P>::forward(const Tensor& x) {
   if constexpr (is_direct_v<P>) {
-    // Mixed precision: the plan computes in its input's dtype with planned copies of
-    // the master weights (refreshed per forward); gradients return to the masters' dtype.
-    auto& impl = *p_.impl;
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
-      entry.plan.plan(impl, in, entry.w.plan(impl, weight_, in), entry.b.plan(impl, bias_, in), cp_);
-    });
-    e.w.refresh();
-    e.b.refresh();
-    e.plan.forward();
-    return e.plan.y;
+    return direct_.forward(*p_.impl, x, weight_, bias_, cp_);
   } else {
     // Mixed precision: the layer computes in its input's dtype; f32 master weights are
     // cast per call (their gradients come back in f32 through the cast).
@@ -57,22 +48,7 @@ Tensor Conv2d<P>::forward(const Tensor& x) {
 template <class P>
 Tensor Conv2d<P>::backward(const Tensor& dy) {
   if constexpr (is_direct_v<P>) {
-    auto& e = detail::latest_entry(direct_.cache, "Conv2d");
-    if (needs_rebind(e.dy, dy) || e.need_dx != input_grad_) {
-      e.plan.dx = Tensor();  // plan_backward leaves an old dx defined when need_dx turns off
-      e.plan.plan_backward(dy, input_grad_);
-      e.w.plan_grad(*p_.impl, e.plan.dw);
-      e.b.plan_grad(*p_.impl, e.plan.db);
-      e.dy = dy;
-      e.need_dx = input_grad_;
-    }
-    auto& impl = *p_.impl;
-    detail::release_grad_buffer(impl, weight_, e.w.grad(e.plan.dw));
-    if (bias_.defined()) detail::release_grad_buffer(impl, bias_, e.b.grad(e.plan.db));
-    e.plan.backward();
-    detail::accumulate_grad(impl, weight_, e.w.convert_grad(e.plan.dw));
-    if (bias_.defined()) detail::accumulate_grad(impl, bias_, e.b.convert_grad(e.plan.db));
-    return input_grad_ ? e.plan.dx : Tensor();
+    return direct_.backward(*p_.impl, "Conv2d", dy, input_grad_, weight_, bias_);
   } else {
     return Module::backward(dy);
   }
@@ -80,10 +56,7 @@ Tensor Conv2d<P>::backward(const Tensor& dy) {
 
 template <class P>
 int64_t Conv2d<P>::plans_made() const {
-  if constexpr (is_direct_v<P>)
-    return direct_.cache.plans_made();
-  else
-    return 0;
+  return direct_.plans_made();
 }
 
 #define STRATA_NN_INSTANTIATE(P) template class Conv2d<P>;

@@ -1,7 +1,7 @@
 #pragma once
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
-#include "strata/nn/layers/layer_util.h"
+#include "strata/nn/layers/weighted_direct.h"
 #include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
@@ -11,21 +11,6 @@ struct Conv2dOptions {
   bool bias = true;
   DType dtype = DType::f32;
 };
-
-namespace detail {
-template <class P>
-struct Conv2dDirect : NoDirectState {};
-template <class Impl>
-struct Conv2dDirect<Direct<Impl>> {
-  struct Entry {
-    ops::direct::Conv2dPlan<Impl> plan;
-    Tensor dy;
-    bool need_dx = true;
-    ParamCast<Impl> w, b;  // mixed precision: master weight and bias
-  };
-  PlanCache<Entry> cache;
-};
-}  // namespace detail
 
 template <class P>
 class Conv2d final : public Module {
@@ -48,7 +33,7 @@ class Conv2d final : public Module {
   int kernel_;
   ops::Conv2dParams cp_;
   Tensor weight_, bias_;
-  [[no_unique_address]] detail::Conv2dDirect<P> direct_;
+  [[no_unique_address]] detail::WeightedDirect<P, detail::Conv2dPlanOf> direct_;
 };
 
 }  // namespace strata::nn

@@ -61,62 +61,6 @@ Tensor compute_cast(const P& p, const Tensor& t, const Tensor& x) {
   return autograd::cast(p, t, x.dtype());
 }
 
-// Direct mode, mixed precision: a dtype (and layout) conversion planned once. plan()
-// allocates the output y; run() is one call of the backend's copy op, which converts
-// dtypes, and does nothing when nothing was planned.
-template <class Impl>
-class CastPlan {
- public:
-  Tensor y;
-  void plan(Impl& impl, const Tensor& x, DType dt, MemoryFormat fmt = MemoryFormat::contiguous) {
-    impl_ = &impl;
-    y = Tensor::empty(x.sizes(), dt, x.device(), x.dim() == 4 ? fmt : MemoryFormat::contiguous);
-    args_ = {x, y};
-  }
-  bool planned() const { return impl_ != nullptr; }
-  void run() {
-    if (impl_) ops::direct::run_kernel(*impl_, ops::OpId::copy, [&] { impl_->copy(args_); });
-  }
-
- private:
-  Impl* impl_ = nullptr;
-  ops::CopyArgs args_;
-};
-
-// Direct mode, mixed precision: a parameter (master weight) used by a plan that
-// computes in a narrower dtype, as compute_cast does on the tape. The plan reads a
-// planned copy in the compute dtype, refreshed before each forward (the optimizer
-// changed the master); the plan's gradient, in the compute dtype, is converted into a
-// planned buffer of the parameter's dtype, which then goes to .grad() as usual. When
-// the dtypes agree nothing is planned and the parameter and gradient pass through.
-template <class Impl>
-class ParamCast {
- public:
-  // What the plan computes with for input x: param itself or its planned copy.
-  Tensor plan(Impl& impl, const Tensor& param, const Tensor& x) {
-    if (!param.defined() || param.dtype() == x.dtype() || !is_floating(x.dtype())) return param;
-    master_ = param.dtype();
-    to_compute_.plan(impl, param, x.dtype());
-    return to_compute_.y;
-  }
-  void refresh() { to_compute_.run(); }
-  // After the plan allocated its gradient g (plan_backward).
-  void plan_grad(Impl& impl, const Tensor& g) {
-    if (to_compute_.planned() && g.defined()) to_master_.plan(impl, g, master_);
-  }
-  // The buffer that holds the gradient in the parameter's dtype (for release_grad_buffer).
-  const Tensor& grad(const Tensor& g) const { return to_master_.planned() ? to_master_.y : g; }
-  // After the plan's backward wrote g: the gradient in the parameter's dtype.
-  const Tensor& convert_grad(const Tensor& g) {
-    to_master_.run();
-    return grad(g);
-  }
-
- private:
-  DType master_ = DType::f32;
-  CastPlan<Impl> to_compute_, to_master_;
-};
-
 // Empty per-mode state for the tape policies.
 struct NoDirectState {};
 

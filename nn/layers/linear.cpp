@@ -25,15 +25,7 @@ std::string Linear<P>::extra_repr() const {
 template <class P>
 Tensor Linear<P>::forward(const Tensor& x) {
   if constexpr (is_direct_v<P>) {
-    // Mixed precision as in Conv2d: planned compute-dtype copies of the masters.
-    auto& impl = *p_.impl;
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
-      entry.plan.plan(impl, in, entry.w.plan(impl, weight_, in), entry.b.plan(impl, bias_, in));
-    });
-    e.w.refresh();
-    e.b.refresh();
-    e.plan.forward();
-    return e.plan.y;
+    return direct_.forward(*p_.impl, x, weight_, bias_);
   } else {
     return autograd::linear(p_, x, detail::compute_cast(p_, weight_, x), detail::compute_cast(p_, bias_, x));
   }
@@ -42,22 +34,7 @@ Tensor Linear<P>::forward(const Tensor& x) {
 template <class P>
 Tensor Linear<P>::backward(const Tensor& dy) {
   if constexpr (is_direct_v<P>) {
-    auto& e = detail::latest_entry(direct_.cache, "Linear");
-    if (needs_rebind(e.dy, dy) || e.need_dx != input_grad_) {
-      e.plan.dx = Tensor();
-      e.plan.plan_backward(dy, input_grad_);
-      e.w.plan_grad(*p_.impl, e.plan.dw);
-      e.b.plan_grad(*p_.impl, e.plan.db);
-      e.dy = dy;
-      e.need_dx = input_grad_;
-    }
-    auto& impl = *p_.impl;
-    detail::release_grad_buffer(impl, weight_, e.w.grad(e.plan.dw));
-    if (bias_.defined()) detail::release_grad_buffer(impl, bias_, e.b.grad(e.plan.db));
-    e.plan.backward();
-    detail::accumulate_grad(impl, weight_, e.w.convert_grad(e.plan.dw));
-    if (bias_.defined()) detail::accumulate_grad(impl, bias_, e.b.convert_grad(e.plan.db));
-    return input_grad_ ? e.plan.dx : Tensor();
+    return direct_.backward(*p_.impl, "Linear", dy, input_grad_, weight_, bias_);
   } else {
     return Module::backward(dy);
   }
@@ -65,10 +42,7 @@ Tensor Linear<P>::backward(const Tensor& dy) {
 
 template <class P>
 int64_t Linear<P>::plans_made() const {
-  if constexpr (is_direct_v<P>)
-    return direct_.cache.plans_made();
-  else
-    return 0;
+  return direct_.plans_made();
 }
 
 #define STRATA_NN_INSTANTIATE(P) template class Linear<P>;

@@ -1,7 +1,7 @@
 #pragma once
 // Linear: y[N,out] = x[N,in] weight[out,in]^T + bias[out], as torch.nn.Linear;
 // parameters start as torch.nn.Linear's (nn/init.h, init::reset_parameters).
-#include "strata/nn/layers/layer_util.h"
+#include "strata/nn/layers/weighted_direct.h"
 #include "strata/ops/direct/plans.h"
 
 namespace strata::nn {
@@ -10,21 +10,6 @@ struct LinearOptions {
   bool bias = true;
   DType dtype = DType::f32;
 };
-
-namespace detail {
-template <class P>
-struct LinearDirect : NoDirectState {};
-template <class Impl>
-struct LinearDirect<Direct<Impl>> {
-  struct Entry {
-    ops::direct::LinearPlan<Impl> plan;
-    Tensor dy;
-    bool need_dx = true;
-    ParamCast<Impl> w, b;  // mixed precision: master weight and bias
-  };
-  PlanCache<Entry> cache;
-};
-}  // namespace detail
 
 template <class P>
 class Linear final : public Module {
@@ -43,7 +28,7 @@ class Linear final : public Module {
   P p_;
   int64_t in_, out_;
   Tensor weight_, bias_;
-  [[no_unique_address]] detail::LinearDirect<P> direct_;
+  [[no_unique_address]] detail::WeightedDirect<P, detail::LinearPlanOf> direct_;
 };
 
 }  // namespace strata::nn

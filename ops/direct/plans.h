@@ -1,7 +1,9 @@
 #pragma once
-// Direct mode: each call site is planned once per input shape. The plan checks
-// shapes (the same shape rules as the front end), allocates outputs and gradient
-// buffers, and fills the backend's argument structs with raw pointers. Running a
+// Direct mode: each call site is planned once per input shape. The plan validates
+// its arguments with the front end's own functions (ops/validate.h, through a
+// StaticDispatch over the plan's backend), so both reject the same calls with the
+// same messages; it allocates outputs and gradient buffers in the front end's
+// formats, and fills the backend's argument structs with raw pointers. Running a
 // plan is then one non-virtual call into the backend class: no checks, no
 // allocation, no tape (only the op trace's branch, as in every mode: kernel_call.h).
 // Backward is run explicitly, in reverse order, by whoever owns the plans (a model,
@@ -9,22 +11,13 @@
 // Inputs are bound by pointer at plan time: to run on new data, write it into the
 // planned input tensors (as a hand-written cuDNN network does).
 #include "strata/backends/api/backend.h"
-#include "strata/ops/checks.h"
 #include "strata/ops/direct/kernel_call.h"
-#include "strata/ops/shape_rules.h"
+#include "strata/ops/dispatch.h"
+#include "strata/ops/validate.h"
 
 namespace strata::ops::direct {
 
 using backends::BackendImpl;
-
-namespace detail {
-template <BackendImpl Impl>
-void check_supported(Impl& impl, OpId op, const Tensor& t) {
-  STRATA_CHECK(impl.supports(op, t.dtype()), op_name(op), ": backend '", Impl::kName, "' does not support ",
-               dtype_name(t.dtype()), " (", t.str(), ")");
-  check_device(op_name(op), "input", t, Device{Impl::kDevice, 0}, Impl::kName);
-}
-}  // namespace detail
 
 template <BackendImpl Impl>
 class Conv2dPlan {
@@ -32,24 +25,29 @@ class Conv2dPlan {
   Tensor y, dx, dw, db;
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::conv2d_fwd, x);
-    y = Tensor::empty_like(x, conv2d_out_shape(x, w, b, p));
+    y = Tensor::empty_like(x, validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p));
+    x_ = x;
+    w_ = w;
     fwd_ = {x, w, b, y, p};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
+    // Validated in the order the autograd node calls the ops, so a bad grad_output
+    // gets the message it gets in the other modes.
+    const StaticDispatch<Impl> d(*impl_);
     dx = Tensor();
-    STRATA_CHECK(dy.sizes() == y.sizes(), "conv2d plan: grad_output ", dy.str(), " does not match output ", y.str());
-    dw = Tensor::empty(fwd_.w.sizes, fwd_.w.dtype, fwd_.w.device);
-    bw_ = {fwd_.x, dy, dw, fwd_.p};
-    if (fwd_.b.defined) {
-      db = Tensor::empty(fwd_.b.sizes, fwd_.b.dtype, fwd_.b.device);
-      bb_ = {dy, db};
-    }
+    db = Tensor();
     if (need_dx) {
-      dx = Tensor::empty(fwd_.x.sizes, fwd_.x.dtype, fwd_.x.device,
-                         fwd_.x.is_channels_last() && !fwd_.x.is_contiguous() ? MemoryFormat::channels_last
-                                                                               : MemoryFormat::contiguous);
-      bd_ = {dy, fwd_.w, dx, fwd_.p};
+      dx = Tensor::empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
+      validate_conv2d_bwd_data(d, dy, w_, dx, fwd_.p);
+      bd_ = {dy, w_, dx, fwd_.p};
+    }
+    dw = Tensor::empty(w_.sizes(), w_.dtype(), w_.device());
+    validate_conv2d_bwd_weight(d, x_, dy, dw, fwd_.p);
+    bw_ = {x_, dy, dw, fwd_.p};
+    if (fwd_.b.defined) {
+      const Shape db_sizes = validate_conv2d_bwd_bias(d, dy);
+      db = Tensor::empty(db_sizes, fwd_.b.dtype, fwd_.b.device);
+      bb_ = {dy, db};
     }
   }
   void forward() { run_kernel(*impl_, OpId::conv2d_fwd, [&] { impl_->conv2d_fwd(fwd_); }); }
@@ -61,6 +59,7 @@ class Conv2dPlan {
 
  private:
   Impl* impl_ = nullptr;
+  Tensor x_, w_;
   Conv2dFwdArgs fwd_;
   Conv2dBwdDataArgs bd_;
   Conv2dBwdWeightArgs bw_;
@@ -74,8 +73,10 @@ class BatchNormPlan {
   void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
             const Tensor& running_var, bool training, double momentum, double eps) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::batch_norm_fwd, x);
-    const int64_t c = batch_norm_channels(x, gamma, beta, running_mean, running_var);
+    const int64_t c = validate_batch_norm(StaticDispatch<Impl>(impl), x, gamma, beta, running_mean, running_var,
+                                          training, momentum, eps);
+    x_ = x;
+    gamma_ = gamma;
     y = Tensor::empty_like(x, x.sizes());
     save_mean = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
     save_invstd = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
@@ -85,7 +86,7 @@ class BatchNormPlan {
     fwd_.eps = eps;
   }
   void plan_backward(const Tensor& dy) {
-    STRATA_CHECK(dy.sizes() == y.sizes(), "batch_norm plan: grad_output ", dy.str(), " does not match ", y.str());
+    validate_batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd);
     dx = Tensor::empty_like(y, y.sizes());
     dgamma = Tensor::empty(save_mean.sizes(), save_mean.dtype(), save_mean.device());
     dbeta = Tensor::empty(save_mean.sizes(), save_mean.dtype(), save_mean.device());
@@ -97,6 +98,7 @@ class BatchNormPlan {
 
  private:
   Impl* impl_ = nullptr;
+  Tensor x_, gamma_;
   BatchNormFwdArgs fwd_;
   BatchNormBwdArgs bwd_;
 };
@@ -107,13 +109,12 @@ class ReluPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::relu_fwd, x);
-    check_float("relu", "input", x);
+    validate_relu(StaticDispatch<Impl>(impl), x);
     y = Tensor::empty_like(x, x.sizes());
     fwd_ = {x, y};
   }
   void plan_backward(const Tensor& dy) {
-    check_same_shape("relu plan", "output", y, "grad_output", dy);
+    validate_relu_bwd(StaticDispatch<Impl>(*impl_), y, dy);
     dx = Tensor::empty_like(y, y.sizes());
     bwd_ = {y, dy, dx};
   }
@@ -132,12 +133,12 @@ class MaxPool2dPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::max_pool2d_fwd, x);
-    y = Tensor::empty_like(x, pool2d_out_shape("max_pool2d", x, p));
+    y = Tensor::empty_like(x, validate_max_pool2d(StaticDispatch<Impl>(impl), x, p));
+    x_ = x;
     fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
-    check_same_shape("max_pool2d plan", "output", y, "grad_output", dy);
+    validate_max_pool2d_bwd(StaticDispatch<Impl>(*impl_), x_, y, dy, fwd_.p);
     dx = Tensor::empty_like(y, fwd_.x.sizes);
     bwd_ = {fwd_.x, y, dy, dx, fwd_.p};
   }
@@ -146,6 +147,7 @@ class MaxPool2dPlan {
 
  private:
   Impl* impl_ = nullptr;
+  Tensor x_;
   MaxPool2dFwdArgs fwd_;
   MaxPool2dBwdArgs bwd_;
 };
@@ -156,12 +158,12 @@ class AvgPool2dPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::avg_pool2d_fwd, x);
-    y = Tensor::empty_like(x, pool2d_out_shape("avg_pool2d", x, p));
+    y = Tensor::empty_like(x, validate_avg_pool2d(StaticDispatch<Impl>(impl), x, p));
+    x_ = x;
     fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
-    check_same_shape("avg_pool2d plan", "output", y, "grad_output", dy);
+    validate_avg_pool2d_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p);
     dx = Tensor::empty_like(y, fwd_.x.sizes);
     bwd_ = {dy, dx, fwd_.p};
   }
@@ -170,6 +172,7 @@ class AvgPool2dPlan {
 
  private:
   Impl* impl_ = nullptr;
+  Tensor x_;
   AvgPool2dFwdArgs fwd_;
   AvgPool2dBwdArgs bwd_;
 };
@@ -180,15 +183,14 @@ class GlobalAvgPoolPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::global_avg_pool_fwd, x);
-    y = Tensor::empty(global_avg_pool_out_shape(x), x.dtype(), x.device());
+    const Shape out = validate_global_avg_pool(StaticDispatch<Impl>(impl), x);
+    y = Tensor::empty(out, x.dtype(), x.device());
+    x_ = x;
     fwd_ = {x, y};
   }
   void plan_backward(const Tensor& dy) {
-    check_same_shape("global_avg_pool plan", "output", y, "grad_output", dy);
-    dx = Tensor::empty(fwd_.x.sizes, fwd_.x.dtype, fwd_.x.device,
-                       fwd_.x.is_channels_last() && !fwd_.x.is_contiguous() ? MemoryFormat::channels_last
-                                                                             : MemoryFormat::contiguous);
+    validate_global_avg_pool_bwd(StaticDispatch<Impl>(*impl_), dy, x_);
+    dx = Tensor::empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
     bwd_ = {dy, dx};
   }
   void forward() { run_kernel(*impl_, OpId::global_avg_pool_fwd, [&] { impl_->global_avg_pool_fwd(fwd_); }); }
@@ -196,6 +198,7 @@ class GlobalAvgPoolPlan {
 
  private:
   Impl* impl_ = nullptr;
+  Tensor x_;
   GlobalAvgPoolFwdArgs fwd_;
   GlobalAvgPoolBwdArgs bwd_;
 };
@@ -206,20 +209,29 @@ class LinearPlan {
   Tensor y, dx, dw, db;
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::linear_fwd, x);
-    y = Tensor::empty(linear_out_shape(x, w, b), x.dtype(), x.device());
+    const Shape out = validate_linear(StaticDispatch<Impl>(impl), x, w, b);
+    y = Tensor::empty(out, x.dtype(), x.device());
+    x_ = x;
+    w_ = w;
     fwd_ = {x, w, b, y};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
+    // Validated in the order the autograd node calls the ops (see Conv2dPlan).
+    const StaticDispatch<Impl> d(*impl_);
     dx = Tensor();
-    check_same_shape("linear plan", "output", y, "grad_output", dy);
-    dw = Tensor::empty(fwd_.w.sizes, fwd_.w.dtype, fwd_.w.device);
-    if (fwd_.b.defined) db = Tensor::empty(fwd_.b.sizes, fwd_.b.dtype, fwd_.b.device);
-    bw_ = {fwd_.x, dy, dw, db};
+    db = Tensor();
     if (need_dx) {
-      dx = Tensor::empty(fwd_.x.sizes, fwd_.x.dtype, fwd_.x.device);
-      bd_ = {dy, fwd_.w, dx};
+      const Shape dx_sizes = validate_linear_bwd_data(d, dy, w_);
+      dx = Tensor::empty(dx_sizes, x_.dtype(), x_.device());
+      bd_ = {dy, w_, dx};
     }
+    const Shape dw_sizes = validate_linear_bwd_weight(d, x_, dy);
+    // bwd_weight alone does not see the weight: without bwd_data, a grad_output of
+    // another width would give a dw of another shape.
+    check_same_shape("linear_bwd_weight", "output", y, "grad_output", dy);
+    dw = Tensor::empty(dw_sizes, w_.dtype(), w_.device());
+    if (fwd_.b.defined) db = Tensor::empty(fwd_.b.sizes, fwd_.b.dtype, fwd_.b.device);
+    bw_ = {x_, dy, dw, db};
   }
   void forward() { run_kernel(*impl_, OpId::linear_fwd, [&] { impl_->linear_fwd(fwd_); }); }
   void backward() {
@@ -229,6 +241,7 @@ class LinearPlan {
 
  private:
   Impl* impl_ = nullptr;
+  Tensor x_, w_;
   LinearFwdArgs fwd_;
   LinearBwdDataArgs bd_;
   LinearBwdWeightArgs bw_;
@@ -241,8 +254,7 @@ class AddPlan {
   Tensor y;
   void plan(Impl& impl, const Tensor& a, const Tensor& b) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::add, a);
-    check_same_shape("add plan", "a", a, "b", b);
+    validate_add(StaticDispatch<Impl>(impl), a, b);
     y = Tensor::empty_like(a, a.sizes());
     fwd_ = {a, b, y};
   }
@@ -260,8 +272,7 @@ class SoftmaxXentPlan {
   Tensor loss, probs, dloss, dlogits;
   void plan(Impl& impl, const Tensor& logits, const Tensor& labels) {
     impl_ = &impl;
-    detail::check_supported(impl, OpId::softmax_xent_fwd, logits);
-    check_softmax_xent(logits, labels);
+    validate_softmax_xent(StaticDispatch<Impl>(impl), logits, labels);
     loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
     probs = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
     dloss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
@@ -277,6 +288,31 @@ class SoftmaxXentPlan {
   Impl* impl_ = nullptr;
   SoftmaxXentFwdArgs fwd_;
   SoftmaxXentBwdArgs bwd_;
+};
+
+// Binary cross-entropy with logits; backward starts from a planned gradient of one.
+template <BackendImpl Impl>
+class BceLogitsPlan {
+ public:
+  Tensor loss, dloss, dlogits;
+  void plan(Impl& impl, const Tensor& logits, const Tensor& targets) {
+    impl_ = &impl;
+    validate_bce_logits(StaticDispatch<Impl>(impl), logits, targets);
+    loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    dloss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
+    fwd_ = {logits, targets, loss};
+    bwd_ = {logits, targets, dloss, dlogits};
+    const FillArgs one{dloss, 1.0};
+    run_kernel(impl, OpId::fill, [&] { impl.fill(one); });
+  }
+  void forward() { run_kernel(*impl_, OpId::bce_logits_fwd, [&] { impl_->bce_logits_fwd(fwd_); }); }
+  void backward() { run_kernel(*impl_, OpId::bce_logits_bwd, [&] { impl_->bce_logits_bwd(bwd_); }); }
+
+ private:
+  Impl* impl_ = nullptr;
+  BceLogitsFwdArgs fwd_;
+  BceLogitsBwdArgs bwd_;
 };
 
 }  // namespace strata::ops::direct

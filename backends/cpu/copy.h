@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "strata/backends/openblas/loops/strided.h"
+#include "strata/backends/cpu/strided.h"
 #include "strata/core/dtype_dispatch.h"
 #include "strata/ops/table/op_args.h"
 

@@ -3,7 +3,7 @@
 // with dampening 0, torch.optim.Adam / AdamW). Parameters and state update in place.
 #include <cmath>
 
-#include "strata/backends/openblas/loops/strided.h"
+#include "strata/backends/cpu/strided.h"
 #include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {

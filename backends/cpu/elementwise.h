@@ -1,7 +1,7 @@
 #pragma once
 // Element-wise ops as plain loops over any strides (see strided.h). Views sharing
 // one dense layout run as flat loops the compiler vectorises.
-#include "strata/backends/openblas/loops/strided.h"
+#include "strata/backends/cpu/strided.h"
 #include "strata/core/dtype_dispatch.h"
 #include "strata/ops/table/op_args.h"
 

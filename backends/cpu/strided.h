@@ -1,9 +1,8 @@
 #pragma once
-// Library-free CPU loops shared by the openblas and onednn backends (header-only,
-// no BLAS or oneDNN header): strided iteration, layout tests, packing to and from
-// contiguous buffers, dtype dispatch with backend-named errors, scratch memory.
-// They live here because openblas is "BLAS + plain loops"; onednn uses them for
-// the ops oneDNN has no primitive for.
+// Library-free CPU loops shared by the CPU backends (header-only, no BLAS, oneDNN or
+// Eigen header): strided iteration, layout tests, packing to and from contiguous
+// buffers, dtype dispatch with backend-named errors, scratch memory. openblas runs
+// them for everything but GEMM; onednn for the ops oneDNN has no primitive for.
 #include <algorithm>
 #include <array>
 #include <cstdint>

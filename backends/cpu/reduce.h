@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "strata/backends/openblas/loops/strided.h"
+#include "strata/backends/cpu/strided.h"
 #include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {

@@ -1,0 +1,285 @@
+#pragma once
+// Validate-and-infer: one function per op that checks every argument (shape rule,
+// dtype, device, backend support) and returns what the output needs. The op front
+// end (ops/*_ops.cpp) calls it before every call; direct-mode plans
+// (ops/direct/plans.h) call it once, at plan time, through a StaticDispatch over
+// their backend. So every dispatch mode accepts the same calls and rejects a bad one
+// with the same message (cudnn-frontend's validate -> plan -> execute).
+//
+// D is a dispatcher (VirtualDispatch or StaticDispatch<Impl>): it names the backend,
+// its device and what it supports. Outputs are allocated by the caller in the
+// format Tensor::empty_like gives (the input's Tensor::suggested_format()), after
+// the validation returned: an argument list that also reads an input's dtype would
+// read it, undefined, before the check.
+#include <utility>
+
+#include "strata/ops/checks.h"
+#include "strata/ops/shape_rules.h"
+#include "strata/ops/table/op_args.h"
+#include "strata/ops/table/op_id.h"
+
+namespace strata::ops {
+
+// A tensor argument the backend reads: defined, on the backend's device, of a dtype
+// the backend implements for `op`.
+template <class D>
+void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t) {
+  check_defined(op_name(op), arg, t);
+  check_device(op_name(op), arg, t, d.device(), d.backend_name());
+  STRATA_CHECK(d.supports(op, t.dtype()), op_name(op), ": backend '", d.backend_name(), "' does not support ",
+               dtype_name(t.dtype()), " (", arg, " ", t.str(), ")");
+}
+
+// Two tensor arguments of an element-wise op: defined, of the same sizes and dtype,
+// each an input the backend takes (check_input).
+template <class D>
+void check_elementwise_pair(const D& d, OpId op, std::string_view a_name, const Tensor& a, std::string_view b_name,
+                            const Tensor& b) {
+  check_defined(op_name(op), a_name, a);
+  check_defined(op_name(op), b_name, b);
+  check_same_shape(op_name(op), a_name, a, b_name, b);
+  check_same_dtype(op_name(op), a_name, a, b_name, b);
+  check_input(d, op, a_name, a);
+  check_input(d, op, b_name, b);
+}
+
+// ---- conv2d: forward returns y's sizes; the backward ones check the output the
+// caller allocated (dx in the input's sizes, dw in the weight's).
+template <class D>
+Shape validate_conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+  const Shape out = conv2d_out_shape(x, w, b, p);
+  check_input(d, OpId::conv2d_fwd, "input", x);
+  check_input(d, OpId::conv2d_fwd, "weight", w);
+  if (b.defined()) check_input(d, OpId::conv2d_fwd, "bias", b);
+  return out;
+}
+
+template <class D>
+void validate_conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Tensor& dx,
+                              const Conv2dParams& p) {
+  check_input(d, OpId::conv2d_bwd_data, "grad_output", dy);
+  check_input(d, OpId::conv2d_bwd_data, "weight", w);
+  check_same_dtype("conv2d_bwd_data", "grad_output", dy, "weight", w);
+  STRATA_CHECK(conv2d_out_shape(dx, w, Tensor(), p) == dy.sizes(), "conv2d_bwd_data: grad_output ", dy.str(),
+               " does not match the forward output for input ", dx.sizes().str(), " and weight ", w.sizes().str());
+}
+
+template <class D>
+void validate_conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Tensor& dw,
+                                const Conv2dParams& p) {
+  check_input(d, OpId::conv2d_bwd_weight, "input", x);
+  check_input(d, OpId::conv2d_bwd_weight, "grad_output", dy);
+  check_same_dtype("conv2d_bwd_weight", "grad_output", dy, "input", x);
+  STRATA_CHECK(conv2d_out_shape(x, dw, Tensor(), p) == dy.sizes(), "conv2d_bwd_weight: grad_output ", dy.str(),
+               " does not match the forward output for input ", x.sizes().str(), " and weight ", dw.sizes().str());
+}
+
+// The bias gradient's sizes, [C] for grad_output [N,C,H,W].
+template <class D>
+Shape validate_conv2d_bwd_bias(const D& d, const Tensor& dy) {
+  check_rank("conv2d_bwd_bias", "grad_output", dy, 4);
+  check_input(d, OpId::conv2d_bwd_bias, "grad_output", dy);
+  return Shape{dy.size(1)};
+}
+
+// ---- batch norm: the channel count C (statistics are [C] of batch_norm_param_dtype).
+template <class D>
+int64_t validate_batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
+                            double eps) {
+  const int64_t c = batch_norm_channels(x, gamma, beta, running_mean, running_var);
+  STRATA_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
+               "batch_norm: eps must be > 0 and momentum in [0,1], got eps ", eps, " momentum ", momentum);
+  if (training)
+    STRATA_CHECK(x.numel() / c > 1, "batch_norm: training needs more than one value per channel, got input ",
+                 x.str());
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"input", &x}, {"weight", &gamma},
+                                {"bias", &beta}, {"running_mean", &running_mean}, {"running_var", &running_var}})
+    check_input(d, OpId::batch_norm_fwd, name, *t);
+  return c;
+}
+
+template <class D>
+int64_t validate_batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                const Tensor& save_mean, const Tensor& save_invstd) {
+  check_float("batch_norm_bwd", "input", x);
+  STRATA_CHECK(x.dim() == 2 || x.dim() == 4, "batch_norm_bwd: input must be [N,C] or [N,C,H,W], got ", x.str());
+  check_defined("batch_norm_bwd", "grad_output", dy);
+  check_same_shape("batch_norm_bwd", "input", x, "grad_output", dy);
+  check_same_dtype("batch_norm_bwd", "grad_output", dy, "input", x);
+  check_batch_norm_param("batch_norm_bwd", "weight", gamma, x);
+  check_batch_norm_param("batch_norm_bwd", "save_mean", save_mean, x);
+  check_batch_norm_param("batch_norm_bwd", "save_invstd", save_invstd, x);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"input", &x}, {"grad_output", &dy},
+                                {"weight", &gamma}, {"save_mean", &save_mean}, {"save_invstd", &save_invstd}})
+    check_input(d, OpId::batch_norm_bwd, name, *t);
+  return x.size(1);
+}
+
+// ---- element-wise: outputs have the input's sizes.
+template <class D>
+void validate_relu(const D& d, const Tensor& x) {
+  check_input(d, OpId::relu_fwd, "input", x);
+  check_float("relu", "input", x);
+}
+
+template <class D>
+void validate_relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
+  check_elementwise_pair(d, OpId::relu_bwd, "output", y, "grad_output", dy);
+}
+
+template <class D>
+void validate_add(const D& d, const Tensor& a, const Tensor& b) {
+  check_elementwise_pair(d, OpId::add, "a", a, "b", b);
+}
+
+// ---- pooling: forward returns y's sizes; backward outputs have the input's.
+template <class D>
+Shape validate_max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
+  const Shape out = pool2d_out_shape("max_pool2d", x, p);
+  check_input(d, OpId::max_pool2d_fwd, "input", x);
+  return out;
+}
+
+template <class D>
+void validate_max_pool2d_bwd(const D& d, const Tensor& x, const Tensor& y, const Tensor& dy, const Pool2dParams& p) {
+  const Shape out = pool2d_out_shape("max_pool2d_bwd", x, p);
+  check_defined("max_pool2d_bwd", "output", y);
+  check_defined("max_pool2d_bwd", "grad_output", dy);
+  STRATA_CHECK(out == dy.sizes() && out == y.sizes(), "max_pool2d_bwd: grad_output ", dy.str(), " and output ",
+               y.str(), " must be ", out.str(), " for input ", x.str());
+  check_same_dtype("max_pool2d_bwd", "output", y, "input", x);
+  check_same_dtype("max_pool2d_bwd", "grad_output", dy, "input", x);
+  check_input(d, OpId::max_pool2d_bwd, "input", x);
+  check_input(d, OpId::max_pool2d_bwd, "output", y);
+  check_input(d, OpId::max_pool2d_bwd, "grad_output", dy);
+}
+
+template <class D>
+Shape validate_avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p) {
+  const Shape out = pool2d_out_shape("avg_pool2d", x, p);
+  check_input(d, OpId::avg_pool2d_fwd, "input", x);
+  return out;
+}
+
+// x_like: only its sizes are read, but the gradient is allocated on its device.
+template <class D>
+void validate_avg_pool2d_bwd(const D& d, const Tensor& dy, const Tensor& x_like, const Pool2dParams& p) {
+  const Shape out = pool2d_out_shape("avg_pool2d_bwd", x_like, p);
+  check_defined("avg_pool2d_bwd", "grad_output", dy);
+  STRATA_CHECK(out == dy.sizes(), "avg_pool2d_bwd: grad_output ", dy.str(), " must be ", out.str(), " for input ",
+               x_like.str());
+  check_input(d, OpId::avg_pool2d_bwd, "grad_output", dy);
+  check_device("avg_pool2d_bwd", "input", x_like, d.device(), d.backend_name());
+}
+
+template <class D>
+Shape validate_global_avg_pool(const D& d, const Tensor& x) {
+  const Shape out = global_avg_pool_out_shape(x);
+  check_input(d, OpId::global_avg_pool_fwd, "input", x);
+  return out;
+}
+
+template <class D>
+void validate_global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
+  const Shape out = global_avg_pool_out_shape(x_like);
+  check_defined("global_avg_pool_bwd", "grad_output", dy);
+  STRATA_CHECK(out == dy.sizes(), "global_avg_pool_bwd: grad_output ", dy.str(), " must be ", out.str(),
+               " for input ", x_like.str());
+  check_input(d, OpId::global_avg_pool_bwd, "grad_output", dy);
+  check_device("global_avg_pool_bwd", "input", x_like, d.device(), d.backend_name());
+}
+
+// ---- linear: forward returns y's sizes, bwd_data dx's; bwd_weight's dw is [out, in].
+template <class D>
+Shape validate_linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
+  const Shape out = linear_out_shape(x, w, b);
+  check_input(d, OpId::linear_fwd, "input", x);
+  check_input(d, OpId::linear_fwd, "weight", w);
+  if (b.defined()) check_input(d, OpId::linear_fwd, "bias", b);
+  return out;
+}
+
+template <class D>
+Shape validate_linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w) {
+  check_rank("linear_bwd_data", "grad_output", dy, 2);
+  check_rank("linear_bwd_data", "weight", w, 2);
+  STRATA_CHECK(dy.size(1) == w.size(0), "linear_bwd_data: grad_output ", dy.str(), " does not match weight ",
+               w.str());
+  check_same_dtype("linear_bwd_data", "grad_output", dy, "weight", w);
+  STRATA_CHECK(dy.numel() > 0 && w.numel() > 0, "linear_bwd_data: empty grad_output ", dy.str(), " or weight ",
+               w.str());
+  check_input(d, OpId::linear_bwd_data, "grad_output", dy);
+  check_input(d, OpId::linear_bwd_data, "weight", w);
+  return Shape{dy.size(0), w.size(1)};
+}
+
+template <class D>
+Shape validate_linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy) {
+  check_rank("linear_bwd_weight", "input", x, 2);
+  check_rank("linear_bwd_weight", "grad_output", dy, 2);
+  STRATA_CHECK(x.size(0) == dy.size(0), "linear_bwd_weight: input ", x.str(), " and grad_output ", dy.str(),
+               " differ in batch size");
+  check_same_dtype("linear_bwd_weight", "grad_output", dy, "input", x);
+  STRATA_CHECK(x.numel() > 0 && dy.numel() > 0, "linear_bwd_weight: empty input ", x.str(), " or grad_output ",
+               dy.str());
+  check_input(d, OpId::linear_bwd_weight, "input", x);
+  check_input(d, OpId::linear_bwd_weight, "grad_output", dy);
+  return Shape{dy.size(1), x.size(1)};
+}
+
+// ---- copy (and dtype/layout conversion): any dtypes, the same sizes.
+template <class D>
+void validate_copy(const D& d, const Tensor& src, const Tensor& dst) {
+  check_defined("copy", "source", src);
+  check_defined("copy", "destination", dst);
+  check_same_shape("copy", "source", src, "destination", dst);
+  // A copy across devices runs on the backend of the non-CPU side: a CPU backend
+  // cannot read or write device memory.
+  const bool on_backend = d.device().is_cpu()
+                              ? src.device().is_cpu() && dst.device().is_cpu()
+                              : src.device().type == d.device().type || dst.device().type == d.device().type;
+  STRATA_CHECK(on_backend, "copy: source (", src.str(), ") and destination (", dst.str(),
+               ") cannot be copied by backend '", d.backend_name(), "', which runs on ", d.device().str(),
+               d.device().is_cpu() ? " (a copy to or from a GPU runs on its GPU backend)" : "");
+}
+
+// ---- softmax cross-entropy: loss is a scalar, probs and dlogits have the logits' sizes.
+template <class D>
+void validate_softmax_xent(const D& d, const Tensor& logits, const Tensor& labels) {
+  check_softmax_xent(logits, labels);
+  check_input(d, OpId::softmax_xent_fwd, "logits", logits);
+  check_device("softmax_xent", "labels", labels, d.device(), d.backend_name());
+}
+
+template <class D>
+void validate_softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, const Tensor& dloss) {
+  check_softmax_xent(probs, labels, "probs");
+  check_defined("softmax_xent_bwd", "grad_output", dloss);
+  STRATA_CHECK(dloss.numel() == 1, "softmax_xent_bwd: grad_output must have one element, got ", dloss.str());
+  check_same_dtype("softmax_xent_bwd", "grad_output", dloss, "probs", probs);
+  check_input(d, OpId::softmax_xent_bwd, "probs", probs);
+  check_input(d, OpId::softmax_xent_bwd, "grad_output", dloss);
+  check_device("softmax_xent_bwd", "labels", labels, d.device(), d.backend_name());
+}
+
+// ---- binary cross-entropy with logits: loss is a scalar, dlogits has the logits' sizes.
+template <class D>
+void validate_bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
+  check_bce_logits(logits, targets);
+  check_input(d, OpId::bce_logits_fwd, "logits", logits);
+  check_input(d, OpId::bce_logits_fwd, "targets", targets);
+}
+
+template <class D>
+void validate_bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, const Tensor& dloss) {
+  check_bce_logits(logits, targets);
+  check_defined("bce_logits_bwd", "grad_output", dloss);
+  STRATA_CHECK(dloss.numel() == 1, "bce_logits_bwd: grad_output must have one element, got ", dloss.str());
+  check_same_dtype("bce_logits_bwd", "grad_output", dloss, "logits", logits);
+  check_input(d, OpId::bce_logits_bwd, "logits", logits);
+  check_input(d, OpId::bce_logits_bwd, "targets", targets);
+  check_input(d, OpId::bce_logits_bwd, "grad_output", dloss);
+}
+
+}  // namespace strata::ops
