@@ -2,8 +2,9 @@
 //  - conv2d 3x3, pad 1, N=8, C=K=64, 56x56 (ResNet-50's conv2_x shape) forward,
 //    backward data and backward weight on each CPU backend, in GFLOP/s;
 //  - the raw GEMM of the same size (M=K=64, N=8*56*56, K=64*9) through OpenBLAS's
-//    cblas_sgemm and oneDNN's dnnl_sgemm, whole batch and per image, in GFLOP/s:
-//    the ceiling an im2col convolution can reach with that library;
+//    cblas_sgemm and oneDNN's dnnl_sgemm, whole batch and per image, and through Eigen's
+//    Tensor contraction on a ThreadPoolDevice of the eigen backend's thread count, in
+//    GFLOP/s: the ceiling an im2col (patch-matrix) convolution can reach with that library;
 //  - ReLU on 64 floats through each backend object (static call, arguments built
 //    once) and as a raw loop: the fixed cost of an op call.
 // Compare numbers within one run only (timings drift up to 2x between runs on a 2-core machine), with repetitions:
@@ -26,6 +27,10 @@
 #endif
 #ifdef STRATA_HAVE_BACKEND_ONEDNN
 #include <dnnl.hpp>
+#endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+#define EIGEN_USE_THREADS
+#include <unsupported/Eigen/CXX11/Tensor>
 #endif
 
 namespace {
@@ -141,6 +146,27 @@ void BM_OneDnnSgemm(benchmark::State& st) {
 BENCHMARK(BM_OneDnnSgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+// The same product as one Eigen Tensor contraction, on a pool as large as the eigen
+// backend's (OMP_NUM_THREADS): what its patch-matrix convolution is measured against.
+void BM_EigenContraction(benchmark::State& st) {
+  Gemm g;
+  const int threads = EigenBackend{}.threads();
+  Eigen::ThreadPool pool(threads);
+  const Eigen::ThreadPoolDevice dev(&pool, threads);
+  using In = Eigen::TensorMap<Eigen::Tensor<const float, 2, Eigen::RowMajor>>;
+  const In a(g.a.data(), g.m, g.k), b(g.b.data(), g.k, g.n_img * kN);
+  Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>> c(g.c.data(), g.m, g.n_img * kN);
+  const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
+  for (auto _ : st) {
+    c.device(dev) = a.contract(b, dims);
+    benchmark::ClobberMemory();
+  }
+  set_flops(st, kConvFlops);
+}
+BENCHMARK(BM_EigenContraction)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
 // ReLU on 64 floats: the per-call cost of each path.
 struct Small {
   Tensor x = filled({64}, 1.0f), y = Tensor::empty({64});
@@ -204,6 +230,9 @@ STRATA_BENCH_BACKEND(OpenBlasBackend)
 #ifdef STRATA_HAVE_BACKEND_ONEDNN
 STRATA_BENCH_BACKEND(OneDnnBackend)
 #endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+STRATA_BENCH_BACKEND(EigenBackend)
+#endif
 BENCHMARK_TEMPLATE(BM_Relu64, ReferenceBackend);  // its conv: seconds per call
 
 }  // namespace
@@ -214,6 +243,9 @@ int main(int argc, char** argv) {
 #endif
 #ifdef STRATA_HAVE_BACKEND_ONEDNN
   benchmark::AddCustomContext("onednn", OneDnnBackend{}.describe());
+#endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+  benchmark::AddCustomContext("eigen", EigenBackend{}.describe());
 #endif
   const char* omp = std::getenv("OMP_NUM_THREADS");
   benchmark::AddCustomContext("OMP_NUM_THREADS", omp ? omp : "(unset: one per core)");
