@@ -232,9 +232,8 @@ void build_patches(const D& dev, const Geom& g, const T* x, const Block& b, Inde
 
 // scatter_columns at stride 1, as copy_patches: whole runs added in place.
 template <class T>
-void add_columns(const Geom& g, const T* buf, const Block& b, Index gi, Index task_n0, Index task_images, T* acc) {
+void add_columns(const Geom& g, const T* buf, const Block& b, Index gi, Index task_n0, T* acc) {
   const Index hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, i0 = b.n0 - task_n0;
-  (void)task_images;
   for (Index r = 0; r < g.r; ++r)
     for (Index s = 0; s < g.s; ++s) {
       const Index rs = r * g.s + s, row0 = b.oh0 + r * g.dh, col0 = s * g.dw;
@@ -265,7 +264,7 @@ void add_columns(const Geom& g, const T* buf, const Block& b, Index gi, Index ta
 template <class T, class D>
 void scatter_columns(const D& dev, const Geom& g, const T* buf, const Block& b, Index gi, Index task_n0,
                      Index task_images, T* acc) {
-  if (g.sh == 1 && g.sw == 1) return add_columns(g, buf, b, gi, task_n0, task_images, acc);
+  if (g.sh == 1 && g.sw == 1) return add_columns(g, buf, b, gi, task_n0, acc);
   const Index hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, i0 = b.n0 - task_n0;
   const Index eh = (b.nr - 1) * g.sh + 1, ew = (g.wo - 1) * g.sw + 1;
   for (Index r = 0; r < g.r; ++r)
