@@ -10,23 +10,17 @@ int64_t span_of(const TensorView& v) {
   return last + 1;
 }
 
-int64_t samples_per_call(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> batched) {
-  int64_t n = -1, per = std::numeric_limits<int64_t>::max();
-  for (const auto& [name, v] : batched) {
-    if (n < 0) n = v->sizes[0];
-    if (fits_cudnn(*v)) continue;
-    const TensorView one = narrow_batch(*v, 0, 1);
-    const int64_t sample = span_of(one);
-    STRATA_CHECK(sample <= kCudnnMaxSpan, op, ": one sample of ", name, " ", v->sizes.str(), " spans ", sample,
-                 " elements, past cuDNN's limit of ", kCudnnMaxSpan,
-                 " per tensor; cuDNN cannot run it even one sample at a time (use smaller images or fewer channels)");
-    // A batch stride of at least one sample's span: samples do not overlap, so pieces stay independent.
-    STRATA_CHECK(v->strides[0] >= sample, op, ": ", name, " ", v->sizes.str(), " with strides ", v->strides.str(),
-                 " is past cuDNN's limit of ", kCudnnMaxSpan,
-                 " elements and its samples overlap in memory, so it cannot be split along the batch");
-    per = std::min(per, (kCudnnMaxSpan - sample) / v->strides[0] + 1);
-  }
-  return n < 0 ? 0 : std::min(n, per);
+int64_t samples_per_call(const char* op, const char* name, const TensorView& v) {
+  if (fits_cudnn(v)) return v.sizes[0];
+  const int64_t sample = span_of(narrow_batch(v, 0, 1));
+  STRATA_CHECK(sample <= kCudnnMaxSpan, op, ": one sample of ", name, " ", v.sizes.str(), " spans ", sample,
+               " elements, past cuDNN's limit of ", kCudnnMaxSpan,
+               " per tensor; cuDNN cannot run it even one sample at a time (use smaller images or fewer channels)");
+  // A batch stride of at least one sample's span: samples do not overlap, so pieces stay independent.
+  STRATA_CHECK(v.strides[0] >= sample, op, ": ", name, " ", v.sizes.str(), " with strides ", v.strides.str(),
+               " is past cuDNN's limit of ", kCudnnMaxSpan,
+               " elements and its samples overlap in memory, so it cannot be split along the batch");
+  return (kCudnnMaxSpan - sample) / v.strides[0] + 1;
 }
 
 TensorView narrow_batch(const TensorView& v, int64_t n0, int64_t n) {

@@ -266,14 +266,14 @@ std::string bwd_weight_in(Context& ctx, const Conv2dBwdWeightArgs& a, Layout l, 
 // backward-weight sums the pieces' weight gradients.
 void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   if (a.y.numel() == 0) return;
-  along_batch("conv2d_fwd", a, &Conv2dFwdArgs::x, "x", &Conv2dFwdArgs::y, "y", [&](Conv2dFwdArgs& b, int64_t) {
+  along_batch("conv2d_fwd", a, {{&Conv2dFwdArgs::x, "x"}, {&Conv2dFwdArgs::y, "y"}}, [&](Conv2dFwdArgs& b, int64_t) {
     with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) { return fwd_in(*ctx_, b, l, settings_); });
   });
 }
 
 void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   if (a.dx.numel() == 0) return;
-  along_batch("conv2d_bwd_data", a, &Conv2dBwdDataArgs::dy, "dy", &Conv2dBwdDataArgs::dx, "dx",
+  along_batch("conv2d_bwd_data", a, {{&Conv2dBwdDataArgs::dy, "dy"}, {&Conv2dBwdDataArgs::dx, "dx"}},
               [&](Conv2dBwdDataArgs& b, int64_t) {
                 with_layout_fallback(*ctx_, layout_of(b.dy),
                                      [&](Layout l) { return bwd_data_in(*ctx_, b, l, settings_); });
@@ -285,7 +285,7 @@ void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
   if (a.x.numel() == 0) return fill_view(*ctx_, a.dw, 0.0);
   DeviceBuffer piece_buf;
   TensorView piece;
-  along_batch("conv2d_bwd_weight", a, &Conv2dBwdWeightArgs::x, "x", &Conv2dBwdWeightArgs::dy, "dy",
+  along_batch("conv2d_bwd_weight", a, {{&Conv2dBwdWeightArgs::x, "x"}, {&Conv2dBwdWeightArgs::dy, "dy"}},
               [&](Conv2dBwdWeightArgs& b, int64_t n0) {
                 if (n0 > 0) {
                   if (!piece.defined) piece = make_temp(*ctx_, piece_buf, a.dw.sizes, a.dw.dtype, layout_of(a.dw));

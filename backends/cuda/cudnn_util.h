@@ -132,22 +132,23 @@ constexpr int64_t kCudnnMaxSpan = std::numeric_limits<int32_t>::max();
 // Elements from the view's first to its last, both included (0 for an empty view).
 int64_t span_of(const TensorView& v);
 inline bool fits_cudnn(const TensorView& v) { return span_of(v) <= kCudnnMaxSpan; }
-// The most samples (dimension 0) one cuDNN call may take so that each of `batched` fits; all of
-// them when they fit already. Throws naming the op, the tensor and the limit when even one sample
-// does not fit.
-int64_t samples_per_call(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> batched);
+// The most samples (dimension 0) of v, named `name` in errors, that one cuDNN call may take:
+// all of them when v fits already. Throws naming the op, the tensor and the limit when even
+// one sample does not fit.
+int64_t samples_per_call(const char* op, const char* name, const TensorView& v);
 // Samples [n0, n0 + n) of v.
 TensorView narrow_batch(const TensorView& v, int64_t n0, int64_t n);
-// f(b, n0) for each piece of a call: b is `a` with its two batched views (members u and v,
-// named un and vn in errors) narrowed to the piece's samples, which start at n0.
+// f(b, n0) for each piece of a call: b is `a` with its batched views (members of Args, each
+// with its name for errors) narrowed to the piece's samples, which start at n0.
 template <class Args, class F>
-void along_batch(const char* op, const Args& a, TensorView Args::*u, const char* un, TensorView Args::*v,
-                 const char* vn, F&& f) {
-  const int64_t n = (a.*u).sizes[0], per = samples_per_call(op, {{un, &(a.*u)}, {vn, &(a.*v)}});
+void along_batch(const char* op, const Args& a,
+                 std::initializer_list<std::pair<TensorView Args::*, const char*>> batched, F&& f) {
+  const int64_t n = (a.*(batched.begin()->first)).sizes[0];
+  int64_t per = n;
+  for (const auto& [m, name] : batched) per = std::min(per, samples_per_call(op, name, a.*m));
   for (int64_t n0 = 0; n0 < n; n0 += per) {
     Args b = a;
-    b.*u = narrow_batch(a.*u, n0, std::min(per, n - n0));
-    b.*v = narrow_batch(a.*v, n0, std::min(per, n - n0));
+    for (const auto& [m, name] : batched) b.*m = narrow_batch(a.*m, n0, std::min(per, n - n0));
     f(b, n0);
   }
 }

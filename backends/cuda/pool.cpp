@@ -66,32 +66,6 @@ void pool_bwd_in(Context& ctx, cudnnPoolingMode_t mode, const TensorView* x_in, 
   dx.finish(ctx);
 }
 
-// Activations past cuDNN's 32-bit limits run as several calls along the batch (cudnn_util.h).
-void pool_fwd(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x, const TensorView& y,
-              const Pool2dParams& pp, const char* op) {
-  if (y.numel() == 0) return;
-  const int64_t n = x.sizes[0], per = samples_per_call(op, {{"x", &x}, {"y", &y}});
-  for (int64_t n0 = 0; n0 < n; n0 += per) {
-    const int64_t k = std::min(per, n - n0);
-    pool_fwd_in(ctx, mode, narrow_batch(x, n0, k), narrow_batch(y, n0, k), pp, op);
-  }
-}
-
-void pool_bwd(Context& ctx, cudnnPoolingMode_t mode, const TensorView* x, const TensorView* y, const TensorView& dy,
-              const TensorView& dx, const Pool2dParams& pp, const char* op) {
-  if (dx.numel() == 0) return;
-  const int64_t n = dx.sizes[0], per = samples_per_call(op, {{"dy", &dy}, {"dx", &dx}});
-  for (int64_t n0 = 0; n0 < n; n0 += per) {
-    const int64_t k = std::min(per, n - n0);
-    if (x) {
-      const TensorView xk = narrow_batch(*x, n0, k), yk = narrow_batch(*y, n0, k);
-      pool_bwd_in(ctx, mode, &xk, &yk, narrow_batch(dy, n0, k), narrow_batch(dx, n0, k), pp, op);
-    } else {
-      pool_bwd_in(ctx, mode, nullptr, nullptr, narrow_batch(dy, n0, k), narrow_batch(dx, n0, k), pp, op);
-    }
-  }
-}
-
 cudnnPoolingMode_t max_mode(const Settings& s) {
   return s.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX;
 }
@@ -101,18 +75,37 @@ cudnnPoolingMode_t max_mode(const Settings& s) {
 
 using namespace cuda;
 
+// Activations past cuDNN's 32-bit limits run as several calls along the batch (cudnn_util.h).
 void CudaBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
-  pool_fwd(*ctx_, max_mode(settings_), a.x, a.y, a.p, "max_pool2d_fwd");
+  if (a.y.numel() == 0) return;
+  using A = MaxPool2dFwdArgs;
+  along_batch("max_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t) {
+    pool_fwd_in(*ctx_, max_mode(settings_), b.x, b.y, b.p, "max_pool2d_fwd");
+  });
 }
 
 void CudaBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
-  pool_bwd(*ctx_, max_mode(settings_), &a.x, &a.y, a.dy, a.dx, a.p, "max_pool2d_bwd");
+  if (a.dx.numel() == 0) return;
+  using A = MaxPool2dBwdArgs;
+  along_batch("max_pool2d_bwd", a, {{&A::x, "x"}, {&A::y, "y"}, {&A::dy, "dy"}, {&A::dx, "dx"}}, [&](A& b, int64_t) {
+    pool_bwd_in(*ctx_, max_mode(settings_), &b.x, &b.y, b.dy, b.dx, b.p, "max_pool2d_bwd");
+  });
 }
 
-void CudaBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) { pool_fwd(*ctx_, avg_mode(a.p), a.x, a.y, a.p, "avg_pool2d_fwd"); }
+void CudaBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
+  if (a.y.numel() == 0) return;
+  using A = AvgPool2dFwdArgs;
+  along_batch("avg_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t) {
+    pool_fwd_in(*ctx_, avg_mode(b.p), b.x, b.y, b.p, "avg_pool2d_fwd");
+  });
+}
 
 void CudaBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
-  pool_bwd(*ctx_, avg_mode(a.p), nullptr, nullptr, a.dy, a.dx, a.p, "avg_pool2d_bwd");
+  if (a.dx.numel() == 0) return;
+  using A = AvgPool2dBwdArgs;
+  along_batch("avg_pool2d_bwd", a, {{&A::dy, "dy"}, {&A::dx, "dx"}}, [&](A& b, int64_t) {
+    pool_bwd_in(*ctx_, avg_mode(b.p), nullptr, nullptr, b.dy, b.dx, b.p, "avg_pool2d_bwd");
+  });
 }
 
 }  // namespace strata::backends
