@@ -26,9 +26,10 @@ struct VirtualDispatch {
   explicit VirtualDispatch(backends::Backend& b) : backend(&b) {}
   std::string_view backend_name() const { return backend->name(); }
   Device device() const { return {backend->device_type(), 0}; }
+  const backends::Capabilities& capabilities() const { return backend->capabilities(); }
   bool supports(OpId op, DType dt) const { return backend->supports(op, dt); }
   void synchronize() const { backend->synchronize(); }
-#define STRATA_OP(op, Args)                                                    \
+#define STRATA_OP(op, Args, kind)                                                    \
   void op(const Args& a) const {                                               \
     if (trace_enabled()) [[unlikely]]                                          \
       traced_call(                                                             \
@@ -51,9 +52,10 @@ struct StaticDispatch {
   StaticDispatch() : impl(&backends::registry().impl<Impl>()) {}
   std::string_view backend_name() const { return Impl::kName; }
   Device device() const { return {Impl::kDevice, 0}; }
-  bool supports(OpId op, DType dt) const { return impl->supports(op, dt); }
+  const backends::Capabilities& capabilities() const { return impl->capabilities(); }
+  bool supports(OpId op, DType dt) const { return impl->capabilities().supports(op, dt); }
   void synchronize() const { impl->synchronize(); }
-#define STRATA_OP(op, Args)                                                    \
+#define STRATA_OP(op, Args, kind)                                                    \
   void op(const Args& a) const {                                               \
     if (trace_enabled()) [[unlikely]]                                          \
       traced_call(                                                             \

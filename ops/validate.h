@@ -13,6 +13,7 @@
 // read it, undefined, before the check.
 #include <utility>
 
+#include "strata/backends/api/capabilities.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/shape_rules.h"
 #include "strata/ops/table/op_args.h"
@@ -20,14 +21,24 @@
 
 namespace strata::ops {
 
+// The layout of a 4-D operand, as the backends' capability tables name them.
+inline backends::ViewLayout view_layout(const Tensor& t) {
+  if (t.is_contiguous()) return backends::ViewLayout::nchw;
+  return t.is_channels_last() ? backends::ViewLayout::nhwc : backends::ViewLayout::strided;
+}
+
 // A tensor argument the backend reads: defined, on the backend's device, of a dtype
-// the backend implements for `op`.
+// (and, for a spatial op's 4-D operands, a layout) the backend's table lists for `op`.
 template <class D>
 void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t) {
   check_defined(op_name(op), arg, t);
   check_device(op_name(op), arg, t, d.device(), d.backend_name());
-  STRATA_CHECK(d.supports(op, t.dtype()), op_name(op), ": backend '", d.backend_name(), "' does not support ",
+  const backends::Capabilities& caps = d.capabilities();
+  STRATA_CHECK(caps.supports(op, t.dtype()), op_name(op), ": backend '", d.backend_name(), "' does not support ",
                dtype_name(t.dtype()), " (", arg, " ", t.str(), ")");
+  if (t.dim() == 4 && is_spatial(op_kind(op)) && !caps.accepts_every_layout(op))
+    STRATA_CHECK(caps.accepts(op, view_layout(t)), op_name(op), ": backend '", d.backend_name(),
+                 "' does not take ", backends::layout_name(view_layout(t)), " operands (", arg, " ", t.str(), ")");
 }
 
 // Two tensor arguments of an element-wise op: defined, of the same sizes and dtype,

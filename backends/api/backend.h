@@ -6,8 +6,10 @@
 #include <string_view>
 #include <utility>
 
+#include "strata/backends/api/capabilities.h"
 #include "strata/core/device.h"
 #include "strata/core/dtype.h"
+#include "strata/core/error.h"
 #include "strata/ops/table/op_args.h"
 #include "strata/ops/table/op_id.h"
 
@@ -20,11 +22,17 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual DeviceType device_type() const = 0;
+  // What the backend runs (its table, written once in its register.cpp).
+  virtual const Capabilities& capabilities() const = 0;
   // Whether `op` runs for inputs of dtype `dt`; the front end asks before dispatch.
-  virtual bool supports(OpId op, DType dt) const = 0;
+  bool supports(OpId op, DType dt) const { return capabilities().supports(op, dt); }
+  // The library, its version and settings, for logs ("" when there is nothing to say).
+  virtual std::string describe() const = 0;
+  // TF32 for f32 convolutions and matrix products; an error on a backend without it.
+  virtual void set_allow_tf32(bool on) = 0;
   // Waits for queued work (a no-op on synchronous CPU backends).
   virtual void synchronize() = 0;
-#define STRATA_OP(name, Args) virtual void name(const Args& args) = 0;
+#define STRATA_OP(name, Args, kind) virtual void name(const Args& args) = 0;
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
@@ -32,12 +40,12 @@ class Backend {
 // What a backend class must provide to be used statically (template parameter)
 // and, through BackendAdapter, virtually: the very same member functions.
 template <class B>
-concept BackendImpl = requires(B& b, const B& cb, OpId op, DType dt) {
+concept BackendImpl = requires(B& b, const B& cb) {
   { B::kName } -> std::convertible_to<std::string_view>;
   { B::kDevice } -> std::convertible_to<DeviceType>;
-  { cb.supports(op, dt) } -> std::convertible_to<bool>;
+  { cb.capabilities() } -> std::convertible_to<const Capabilities&>;
   b.synchronize();
-#define STRATA_OP(name, Args) b.name(std::declval<const Args&>());
+#define STRATA_OP(name, Args, kind) b.name(std::declval<const Args&>());
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
@@ -51,9 +59,21 @@ class BackendAdapter final : public Backend {
   explicit BackendAdapter(A&&... a) : impl_(std::forward<A>(a)...) {}
   std::string_view name() const override { return Impl::kName; }
   DeviceType device_type() const override { return Impl::kDevice; }
-  bool supports(OpId op, DType dt) const override { return impl_.supports(op, dt); }
+  const Capabilities& capabilities() const override { return impl_.capabilities(); }
+  std::string describe() const override {
+    if constexpr (requires { impl_.describe(); })
+      return impl_.describe();
+    else
+      return {};
+  }
+  void set_allow_tf32(bool on) override {
+    if constexpr (requires { impl_.set_allow_tf32(on); })
+      impl_.set_allow_tf32(on);
+    else
+      STRATA_CHECK(!on, "backend '", Impl::kName, "' has no TF32 mode (TF32 is a cuda backend setting)");
+  }
   void synchronize() override { impl_.synchronize(); }
-#define STRATA_OP(name, Args) \
+#define STRATA_OP(name, Args, kind) \
   void name(const Args& args) override { impl_.name(args); }
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP

@@ -17,10 +17,9 @@ namespace strata::backends::cuda {
 namespace {
 
 constexpr int kBnThreads = 256;
-// Rows a thread sums in float before adding to its double sums. The backward's
-// double arithmetic per element held it to ~60 % of bandwidth; the forward measured
-// faster with double sums per element (H100: 0.50 vs 1.09 ms for the stem's
-// [256,64,112,112] bf16), so it keeps them (a run of one row).
+// Rows a thread sums in float before adding to its double sums: double arithmetic per
+// element limits the backward's bandwidth, while the forward measured faster with it
+// (docs/tuning.md).
 constexpr int kRunFwd = 1, kRunBwd = 16;
 
 template <class T, int V>

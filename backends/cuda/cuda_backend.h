@@ -86,10 +86,10 @@ class CudaBackend {
   // on first use. Throws strata::Error when no GPU is usable.
   explicit CudaBackend(cuda::Settings settings = {});
 
-  bool supports(OpId op, DType dt) const;
+  const Capabilities& capabilities() const;  // the table in register.cpp
   void synchronize();
 
-#define STRATA_OP(name, Args) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 

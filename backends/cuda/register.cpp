@@ -34,45 +34,24 @@ ConvApiCounts conv_api_counts() { return {context().graph_convs, context().legac
 
 CudaBackend::CudaBackend(cuda::Settings settings) : settings_(settings), ctx_(&cuda::context()) {}
 
-bool CudaBackend::supports(OpId op, DType dt) const {
-  const bool f32 = dt == DType::f32;
-  const bool half = dt == DType::f16 || dt == DType::bf16;
-  switch (op) {
-    case OpId::copy:
-    case OpId::fill:
-      return true;
-    case OpId::conv2d_fwd:
-    case OpId::conv2d_bwd_data:
-    case OpId::conv2d_bwd_weight:
-    case OpId::conv2d_bwd_bias:
-    case OpId::linear_fwd:
-    case OpId::linear_bwd_data:
-    case OpId::linear_bwd_weight:
-    case OpId::global_avg_pool_fwd:
-    case OpId::global_avg_pool_bwd:
-    case OpId::sum:
-    case OpId::mean:
-    case OpId::argmax:
-      return f32 || half;
-    case OpId::relu_fwd:
-    case OpId::relu_bwd:
-    case OpId::add:
-    case OpId::scale:
-    case OpId::axpy:
-    case OpId::dropout_fwd:
-    case OpId::dropout_bwd:
-      return f32 || half || dt == DType::f64;
-    case OpId::batch_norm_fwd:  // f16/bf16 activations with f32 parameters and statistics
-    case OpId::batch_norm_bwd:
-    case OpId::max_pool2d_fwd:
-    case OpId::max_pool2d_bwd:
-    case OpId::avg_pool2d_fwd:
-    case OpId::avg_pool2d_bwd:
-      return f32 || half;
-    default:
-      // losses, optimizer steps
-      return f32;
-  }
+// Batch norm takes f16/bf16 activations with f32 parameters and statistics; losses and
+// optimizer steps are f32 (mixed-precision training keeps both in f32).
+const Capabilities& CudaBackend::capabilities() const {
+  static constexpr Capabilities kTable = [] {
+    const DTypeSet f32_half = kFloat32 | kHalf;
+    Capabilities c;
+    c.all(kFloat32)
+        .kind(OpKind::memory, kAnyDType)
+        .kind(OpKind::conv, f32_half)
+        .kind(OpKind::linear, f32_half)
+        .kind(OpKind::pool, f32_half)
+        .kind(OpKind::norm, f32_half)
+        .kind(OpKind::reduce, f32_half)
+        .kind(OpKind::activation, kFloat | kHalf)
+        .kind(OpKind::elementwise, kFloat | kHalf);
+    return c;
+  }();
+  return kTable;
 }
 
 void CudaBackend::synchronize() { STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream)); }

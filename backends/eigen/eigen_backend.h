@@ -38,13 +38,13 @@ class EigenBackend {
   EigenBackend(EigenBackend&&) noexcept;
   EigenBackend& operator=(EigenBackend&&) noexcept;
 
-  bool supports(OpId op, DType dt) const;
+  const Capabilities& capabilities() const;  // the table in register.cpp
   void synchronize() {}
   // "Eigen 3.4.0 (SIMD: AVX512, FMA), ThreadPoolDevice threads=2 spinning=off"
   std::string describe() const;
   int threads() const;
 
-#define STRATA_OP(name, Args) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "strata/backends/cpu/capabilities.h"
 #include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
@@ -105,10 +106,7 @@ EigenBackend& EigenBackend::operator=(EigenBackend&&) noexcept = default;
 
 // f32 and f64 for every op (Eigen's kernels are templates over the scalar); any dtype
 // for fill and copy, which move bits or convert element by element.
-bool EigenBackend::supports(OpId op, DType dt) const {
-  if (op == OpId::fill || op == OpId::copy) return true;
-  return dt == DType::f32 || dt == DType::f64;
-}
+const Capabilities& EigenBackend::capabilities() const { return cpu::kEveryOpInF32AndF64; }
 
 int EigenBackend::threads() const { return ctx_->threads; }
 

@@ -12,9 +12,16 @@ class NullBackend {
  public:
   static constexpr std::string_view kName = "null";
   static constexpr DeviceType kDevice = DeviceType::cpu;
-  bool supports(OpId, DType) const { return true; }
+  const Capabilities& capabilities() const {
+    static constexpr Capabilities kEverything = [] {
+      Capabilities c;
+      c.all(kAnyDType);
+      return c;
+    }();
+    return kEverything;
+  }
   void synchronize() {}
-#define STRATA_OP(name, Args) \
+#define STRATA_OP(name, Args, kind) \
   void name(const Args&) {}
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP

@@ -67,10 +67,8 @@ struct BwdWeightPlan : Plan {
 };
 
 // oneDNN 2.6's reorder of 1x1 weights from its blocked ABcd16b16a ([O/16][I/16][16i][16o])
-// to plain [O][I] slows down 5-8x once a plain row is 4 KiB or more (I >= 1024): at one
-// thread 8.1 ms instead of 1.6 for 2048x1024, and 25.6 ms against 7.3 ms over ResNet-50's
-// 1x1 layers in one training step. This is the same 16x16 block transpose, split over
-// OpenMP threads by output-channel blocks.
+// to plain [O][I] slows down several-fold once a plain row is 4 KiB or more (docs/tuning.md).
+// This is the same 16x16 block transpose, split over OpenMP threads by output-channel blocks.
 constexpr int64_t kUnblockFromInputs = 1024;
 
 bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, const TensorView& w, int groups) {
@@ -82,11 +80,8 @@ bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, 
          blocked == memory::desc(dims, memory::data_type::f32, memory::format_tag::ABcd16b16a);
 }
 
-// oneDNN 2.6's jit_bf16 backward-weights kernel took about 64 ms per call at two
-// threads on the 2-core VM for every output plane up to 8x8 tried (ResNet-50's 3x3 layers
-// at 32x32 input; 0.14-2.2 ms at one thread), 7.1 ms for 56x56 (5.8 at one thread). Its
-// GEMM-based bf16 kernel on plain layouts took 0.3-3.8 ms at two threads on the same
-// small planes, 21 ms on 56x56: small planes go there.
+// oneDNN 2.6's jit_bf16 backward-weights kernel is far slower than its GEMM-based one on
+// small output planes at two threads, and faster on large ones (docs/tuning.md).
 constexpr int64_t kBf16GemmBelow = 256;
 
 void unblock_1x1(const float* src, float* dst, int64_t o, int64_t i) {

@@ -11,8 +11,8 @@
 // a copy unless the primitive asks for a blocked layout.
 //
 // f32 everywhere; f64 only for the loop-based ops; bf16 for conv2d, linear, relu, add
-// and pooling where the CPU runs bf16 natively (AVX512_BF16 or AMX; elsewhere supports() is
-// false and a bf16 call is an error naming the ISA). supports() says which. One
+// and pooling where the CPU runs bf16 natively (AVX512_BF16 or AMX; elsewhere its table
+// lacks bf16 and a bf16 call is an error naming the op and dtype). One
 // engine and one in-order stream per object; not thread-safe (one per thread). Work
 // runs on oneDNN's OpenMP pool (OMP_NUM_THREADS; docs/threads.md).
 // oneDNN/DNNL headers stay out of this header: the state lives behind a pointer.
@@ -37,18 +37,19 @@ class OneDnnBackend {
   OneDnnBackend(OneDnnBackend&&) noexcept;
   OneDnnBackend& operator=(OneDnnBackend&&) noexcept;
 
-  bool supports(OpId op, DType dt) const;
+  const Capabilities& capabilities() const;  // the table in register.cpp
   void synchronize();
   // "oneDNN 2.6.3 (cpu runtime OpenMP, isa avx512_core_bf16, bf16 native), 12 cached plans"
   std::string describe() const;
   size_t cached_plans() const;
 
-#define STRATA_OP(name, Args) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 
  private:
   std::unique_ptr<onednn::Context> ctx_;
+  Capabilities capabilities_;  // bf16 only where the CPU runs it natively
 };
 
 }  // namespace strata::backends

@@ -4,51 +4,35 @@
 
 namespace strata::backends {
 
+namespace {
+// f32 for every op; f64 as well for the ops run by plain loops; bf16 for the ops with
+// bf16 primitives, where the CPU runs them natively; any dtype for fill and copy.
+Capabilities onednn_table(bool bf16_native) {
+  const DTypeSet primitives = bf16_native ? DTypeSet{DType::f32, DType::bf16} : kFloat32;
+  Capabilities c;
+  c.all(kFloat32)
+      .kind(OpKind::memory, kAnyDType)
+      .kind(OpKind::optimizer, kFloat)
+      .kind(OpKind::conv, primitives)
+      .kind(OpKind::linear, primitives)
+      .kind(OpKind::pool, primitives)
+      .op({OpId::relu_fwd, OpId::relu_bwd, OpId::add}, primitives)
+      .op({OpId::axpy, OpId::dropout_fwd, OpId::dropout_bwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd,
+           OpId::bce_logits_bwd, OpId::argmax},
+          kFloat);
+  return c;
+}
+}  // namespace
+
 OneDnnBackend::OneDnnBackend() {
   onednn::guarded("engine", [&] { ctx_ = std::make_unique<onednn::Context>(); });
+  capabilities_ = onednn_table(onednn::bf16_native());
 }
 OneDnnBackend::~OneDnnBackend() = default;
 OneDnnBackend::OneDnnBackend(OneDnnBackend&&) noexcept = default;
 OneDnnBackend& OneDnnBackend::operator=(OneDnnBackend&&) noexcept = default;
 
-// f32 for every op; f64 as well for the ops run by plain loops; bf16 for the ops
-// with bf16 primitives where the CPU runs them natively; any dtype for fill and copy.
-bool OneDnnBackend::supports(OpId op, DType dt) const {
-  switch (op) {
-    case OpId::fill:
-    case OpId::copy:
-      return true;
-    case OpId::conv2d_fwd:
-    case OpId::conv2d_bwd_data:
-    case OpId::conv2d_bwd_weight:
-    case OpId::conv2d_bwd_bias:
-    case OpId::linear_fwd:
-    case OpId::linear_bwd_data:
-    case OpId::linear_bwd_weight:
-    case OpId::relu_fwd:
-    case OpId::relu_bwd:
-    case OpId::add:
-    case OpId::max_pool2d_fwd:
-    case OpId::max_pool2d_bwd:
-    case OpId::avg_pool2d_fwd:
-    case OpId::avg_pool2d_bwd:
-    case OpId::global_avg_pool_fwd:
-    case OpId::global_avg_pool_bwd:
-      return dt == DType::f32 || (dt == DType::bf16 && onednn::bf16_native());
-    case OpId::axpy:
-    case OpId::dropout_fwd:
-    case OpId::dropout_bwd:
-    case OpId::softmax_xent_bwd:
-    case OpId::bce_logits_fwd:
-    case OpId::bce_logits_bwd:
-    case OpId::argmax:
-    case OpId::sgd_step:
-    case OpId::adam_step:
-      return dt == DType::f32 || dt == DType::f64;
-    default:
-      return dt == DType::f32;
-  }
-}
+const Capabilities& OneDnnBackend::capabilities() const { return capabilities_; }
 
 void OneDnnBackend::synchronize() { ctx_->strm.wait(); }
 

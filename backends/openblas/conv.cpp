@@ -79,9 +79,8 @@ int64_t images_per_gemm(const ConvGeom& g) {
 
 // Output rows per block of backward data when one image is one GEMM: about
 // kColBlockBytes of columns, so col2im reads them from L2 right after the GEMM wrote
-// them (at least kMinBlockCols columns, to keep the GEMM wide). Measured on a 2-core
-// slice (3x3, C=K=64, 56x56, N=8): backward data +10%, while forward and backward
-// weight lost 5-10% to the extra GEMM calls, so they run whole planes.
+// them (at least kMinBlockCols columns, to keep the GEMM wide). Only backward data gains
+// from it; forward and backward weight run whole planes (docs/tuning.md).
 constexpr int64_t kColBlockBytes = int64_t{1} << 20;
 constexpr int64_t kMinBlockCols = 256;
 template <class T>

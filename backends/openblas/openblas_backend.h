@@ -21,14 +21,14 @@ class OpenBlasBackend {
   static constexpr std::string_view kName = "openblas";
   static constexpr DeviceType kDevice = DeviceType::cpu;
   OpenBlasBackend();
-  bool supports(OpId op, DType dt) const;
+  const Capabilities& capabilities() const;  // the table in register.cpp
   void synchronize() {}
   // "OpenBLAS 0.3.21 core=Prescott threads=2 ...": the kernel OpenBLAS picked for
   // this CPU, which decides its speed (Debian's build picks generic kernels on CPUs
   // it does not know). Benchmarks and tests print it.
   static std::string describe();
 
-#define STRATA_OP(name, Args) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 

@@ -2,16 +2,15 @@
 
 #include <cstdio>
 
+#include "strata/backends/cpu/capabilities.h"
 #include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
 
 OpenBlasBackend::OpenBlasBackend() = default;
 
-bool OpenBlasBackend::supports(OpId op, DType dt) const {
-  if (op == OpId::copy || op == OpId::fill) return true;  // any dtype
-  return dt == DType::f32 || dt == DType::f64;
-}
+// f32 and f64 for every op (sgemm/dgemm and the shared loops); fill and copy move any dtype.
+const Capabilities& OpenBlasBackend::capabilities() const { return cpu::kEveryOpInF32AndF64; }
 
 std::string OpenBlasBackend::describe() {
   const char* config = openblas_get_config();

@@ -10,9 +10,9 @@ class ReferenceBackend {
  public:
   static constexpr std::string_view kName = "reference";
   static constexpr DeviceType kDevice = DeviceType::cpu;
-  bool supports(OpId op, DType dt) const;
+  const Capabilities& capabilities() const;  // the table in register.cpp
   void synchronize() {}
-#define STRATA_OP(name, Args) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };

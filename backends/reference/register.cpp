@@ -2,9 +2,14 @@
 
 namespace strata::backends {
 
-bool ReferenceBackend::supports(OpId op, DType dt) const {
-  if (op == OpId::copy) return true;
-  return dt == DType::f32 || dt == DType::f64;
+// f32 and f64 for every op (the oracle's loops accumulate in double); copy converts any dtype.
+const Capabilities& ReferenceBackend::capabilities() const {
+  static constexpr Capabilities kTable = [] {
+    Capabilities c;
+    c.all(kFloat).op({OpId::copy}, kAnyDType);
+    return c;
+  }();
+  return kTable;
 }
 
 BackendFactoryResult make_backend_reference() {

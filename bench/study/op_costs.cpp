@@ -64,9 +64,11 @@ class OpCostBackend final : public backends::Backend {
   }
   std::string_view name() const override { return name_; }
   DeviceType device_type() const override { return inner_.device_type(); }
-  bool supports(OpId op, DType dt) const override { return inner_.supports(op, dt); }
+  const backends::Capabilities& capabilities() const override { return inner_.capabilities(); }
+  std::string describe() const override { return inner_.describe(); }
+  void set_allow_tf32(bool on) override { inner_.set_allow_tf32(on); }
   void synchronize() override { inner_.synchronize(); }
-#define STRATA_OP(op_name_, Args) \
+#define STRATA_OP(op_name_, Args, kind) \
   void op_name_(const Args& a) override { call(OpId::op_name_, [&] { inner_.op_name_(a); }); }
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP

@@ -149,12 +149,16 @@ void check_precision(const std::string& precision, const std::string& backend, c
   STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
                "' (known and supported by strata_train: fp32, bf16, fp16)");
   const DType dt = precision == "bf16" ? DType::bf16 : DType::f16;
-  const backends::Backend& b = backends::registry().get(backend);
+  // From the backend's capability table: the dtypes its convolutions and matrix products
+  // run in. The trial step before training (precision_check.h) then checks the model's
+  // other ops one by one.
+  const backends::Capabilities& caps = backends::registry().get(backend).capabilities();
+  const backends::DTypeSet compute = caps.dtypes(ops::OpKind::conv) & caps.dtypes(ops::OpKind::linear);
   std::string supported = "fp32";
-  if (b.supports(ops::OpId::conv2d_fwd, DType::bf16)) supported += ", bf16";
-  if (b.supports(ops::OpId::conv2d_fwd, DType::f16)) supported += ", fp16";
-  STRATA_CHECK(b.supports(ops::OpId::conv2d_fwd, dt), "precision '", precision, "' is not supported on backend '",
-               backend, "' (no ", dtype_name(dt), " convolution); supported: ", supported);
+  if (compute.contains(DType::bf16)) supported += ", bf16";
+  if (compute.contains(DType::f16)) supported += ", fp16";
+  STRATA_CHECK(compute.contains(dt), "precision '", precision, "' is not supported on backend '", backend,
+               "' (its convolutions and matrix products run in ", compute.str(), "); supported: ", supported);
   // fp16 needs dynamic loss scaling, which direct mode does not have yet.
   STRATA_CHECK(dt != DType::f16 || dispatch != "direct",
                "precision 'fp16' runs in the virtual and static dispatch modes only (direct mode has no loss "

@@ -67,20 +67,6 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
-std::string backend_details(const std::string& name) {
-#if STRATA_HAVE_BACKEND_ONEDNN
-  if (name == "onednn") return backends::registry().impl<backends::OneDnnBackend>().describe();
-#endif
-#if STRATA_HAVE_BACKEND_OPENBLAS
-  if (name == "openblas") return backends::OpenBlasBackend::describe();
-#endif
-#if STRATA_HAVE_BACKEND_EIGEN
-  if (name == "eigen") return backends::registry().impl<backends::EigenBackend>().describe();
-#endif
-  (void)name;
-  return {};
-}
-
 std::string env_or(const char* var, const char* fallback) {
   const char* v = std::getenv(var);
   return v ? v : fallback;
@@ -111,9 +97,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
 #if !STRATA_HAVE_DIST
   STRATA_CHECK(cfg_.world == 1, "Trainer: world size ", cfg_.world, " but this build has no data-parallel training");
 #endif
-#ifdef STRATA_HAVE_BACKEND_CUDA
-  if (o.tf32) backends::registry().impl<backends::CudaBackend>().set_allow_tf32(true);
-#endif
+  if (o.tf32) backends::registry().get(o.backend).set_allow_tf32(true);
   DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set};
   train_set_ = limit_dataset(load_split(preset_, req, data::Split::train), o.train_limit);
   test_set_ = limit_dataset(load_split(preset_, req, data::Split::test), o.test_limit);
@@ -225,7 +209,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   add("model: %s\n", model_->describe().c_str());
   add("optimizer: %s | schedule: %s | epochs %d\n", opt_->describe().c_str(), nn::describe(schedule_).c_str(),
       o.epochs);
-  const std::string details = backend_details(o.backend);
+  const std::string details = backends::registry().get(o.backend).describe();
   add("threads: OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s%s%s\n",
       env_or("OMP_NUM_THREADS", "(unset)").c_str(), env_or("OPENBLAS_NUM_THREADS", "(unset)").c_str(),
       env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());

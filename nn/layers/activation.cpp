@@ -48,7 +48,7 @@ Tensor Dropout<P>::forward(const Tensor& x) {
   offset_ += static_cast<uint64_t>(x.numel());
   if constexpr (is_direct_v<P>) {
     auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
-      STRATA_CHECK(p_.impl->supports(ops::OpId::dropout_fwd, in.dtype()), "dropout: backend '", P::Backend::kName,
+      STRATA_CHECK(p_.impl->capabilities().supports(ops::OpId::dropout_fwd, in.dtype()), "dropout: backend '", P::Backend::kName,
                    "' does not support ", in.str());
       entry.y = Tensor::empty_like(in, in.sizes());
       entry.mask = Tensor::empty_like(in, in.sizes(), DType::u8);

@@ -9,8 +9,7 @@ namespace {
 // Whether x's batch norm must run in the parameters' dtype between two casts: x has
 // another dtype and the backend `b` has no batch norm for x with these parameters as
 // they are (the cuda backend takes f16/bf16 x with f32 parameters; the CPU ones do not).
-template <class B>
-bool needs_casts(const B& b, const Tensor& x, DType params) {
+bool needs_casts(const backends::Capabilities& b, const Tensor& x, DType params) {
   if (x.dtype() == params) return false;
   return !(ops::batch_norm_param_dtype(x) == params && b.supports(ops::OpId::batch_norm_fwd, x.dtype()) &&
            b.supports(ops::OpId::batch_norm_bwd, x.dtype()));
@@ -49,7 +48,7 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
     auto& e = direct_.cache.get(x, training ? 1 : 0, [&](auto& entry, const Tensor& in) {
       // As the tape branch below: in the parameters' dtype, NCHW, between two casts.
       Tensor bn_in = in;
-      if (needs_casts(impl, in, weight_.dtype())) {
+      if (needs_casts(impl.capabilities(), in, weight_.dtype())) {
         entry.x_in.plan(impl, in, weight_.dtype(), MemoryFormat::contiguous);
         bn_in = entry.x_in.y;
       }
@@ -61,7 +60,7 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
     e.y_out.run();
     return e.y_out.planned() ? e.y_out.y : e.plan.y;
   } else {
-    if (needs_casts(p_, x, weight_.dtype())) {
+    if (needs_casts(p_.capabilities(), x, weight_.dtype())) {
       // Statistics, affine parameters and the normalisation in the parameters' dtype
       // (f32), the output back in the input's dtype and layout, at two extra passes
       // over the activation.

@@ -32,8 +32,8 @@ TEST(ReferenceCoverage, SupportsEveryOpInF32AndF64) {
   const backends::ReferenceBackend ref{};
   for (int i = 0; i < ops::kNumOps; ++i) {
     const auto op = static_cast<ops::OpId>(i);
-    EXPECT_TRUE(ref.supports(op, DType::f32)) << ops::op_name(op);
-    EXPECT_TRUE(ref.supports(op, DType::f64)) << ops::op_name(op);
+    EXPECT_TRUE(ref.capabilities().supports(op, DType::f32)) << ops::op_name(op);
+    EXPECT_TRUE(ref.capabilities().supports(op, DType::f64)) << ops::op_name(op);
   }
 }
 

@@ -61,8 +61,8 @@ TEST(OneDnnBf16, MatchesReferenceWhereNativeElseFailsClearly) {
   OneDnnBackend be;
   ReferenceBackend ref;
   const Tensor x = bf16(kX, 40), w = bf16(kW, 41);
-  if (!be.supports(OpId::conv2d_fwd, DType::bf16)) {
-    EXPECT_FALSE(be.supports(OpId::relu_fwd, DType::bf16));
+  if (!be.capabilities().supports(OpId::conv2d_fwd, DType::bf16)) {
+    EXPECT_FALSE(be.capabilities().supports(OpId::relu_fwd, DType::bf16));
     Conv2dParams p;
     p.pad_h = p.pad_w = 1;
     EXPECT_STRATA_ERROR(be.conv2d_fwd({x, w, Tensor(), nan_bf16(kY), p}), "conv2d_fwd",
@@ -71,7 +71,7 @@ TEST(OneDnnBf16, MatchesReferenceWhereNativeElseFailsClearly) {
     std::cout << "[ onednn ] no native bf16 here: " << be.describe() << "\n";
     return;
   }
-  EXPECT_FALSE(be.supports(OpId::batch_norm_fwd, DType::bf16));  // f32-only ops stay f32-only
+  EXPECT_FALSE(be.capabilities().supports(OpId::batch_norm_fwd, DType::bf16));  // f32-only ops stay f32-only
   {
     SCOPED_TRACE("nchw");
     check_conv(be, ref, kNCHW);

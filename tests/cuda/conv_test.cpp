@@ -209,9 +209,9 @@ void check_half_conv(CudaBackend& be, ReferenceBackend& ref, DType dt, MemoryFor
 }
 
 TEST_F(CudaConv, HalfPrecision) {
-  ASSERT_TRUE(be().supports(ops::OpId::conv2d_fwd, DType::f16));
-  ASSERT_TRUE(be().supports(ops::OpId::conv2d_fwd, DType::bf16));
-  EXPECT_FALSE(be().supports(ops::OpId::conv2d_fwd, DType::f64));
+  ASSERT_TRUE(be().capabilities().supports(ops::OpId::conv2d_fwd, DType::f16));
+  ASSERT_TRUE(be().capabilities().supports(ops::OpId::conv2d_fwd, DType::bf16));
+  EXPECT_FALSE(be().capabilities().supports(ops::OpId::conv2d_fwd, DType::f64));
   {
     SCOPED_TRACE("f16 nchw");
     check_half_conv(be(), ref_, DType::f16, kNCHW, kTolF16);

@@ -63,7 +63,7 @@ TEST_F(CudaElementwise, AddScaleAxpy) {
 TEST_F(CudaElementwise, HalfAndDoubleElementwise) {
   for (DType dt : {DType::f16, DType::bf16, DType::f64}) {
     SCOPED_TRACE(std::string(dtype_name(dt)));
-    ASSERT_TRUE(be().supports(ops::OpId::add, dt));
+    ASSERT_TRUE(be().capabilities().supports(ops::OpId::add, dt));
     const Tensor a = random_tensor({3, 50}, dt, 11), b = random_tensor({3, 50}, dt, 12);
     const Tensor y = gpu_nan({3, 50}, kNCHW, dt);
     be().add({to_gpu(a), to_gpu(b), y});
@@ -81,7 +81,7 @@ TEST_F(CudaElementwise, HalfAndDoubleElementwise) {
 TEST_F(CudaElementwise, Fill) {
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8}) {
     SCOPED_TRACE(std::string(dtype_name(dt)));
-    ASSERT_TRUE(be().supports(ops::OpId::fill, dt));
+    ASSERT_TRUE(be().capabilities().supports(ops::OpId::fill, dt));
     const Tensor g = Tensor::empty({5, 7}, dt, Device::cuda());
     be().fill({g, 3.0});
     for (double v : to_cpu(g).to_vector<double>()) ASSERT_EQ(v, 3.0);

@@ -166,8 +166,8 @@ void check_half_bn(CudaBackend& be, ReferenceBackend& ref, DType dt, const Shape
 TEST_F(CudaNormPoolLinear, BatchNormHalf) {
   uint64_t seed = 1070;
   for (DType dt : {DType::bf16, DType::f16}) {
-    ASSERT_TRUE(be().supports(ops::OpId::batch_norm_fwd, dt));
-    ASSERT_TRUE(be().supports(ops::OpId::batch_norm_bwd, dt));
+    ASSERT_TRUE(be().capabilities().supports(ops::OpId::batch_norm_fwd, dt));
+    ASSERT_TRUE(be().capabilities().supports(ops::OpId::batch_norm_bwd, dt));
     for (bool training : {true, false}) {
       check_half_bn(be(), ref_, dt, {4, 64, 7, 5}, kNHWC, training, false, seed += 10);
       check_half_bn(be(), ref_, dt, {1, 24, 6, 6}, kNHWC, training, false, seed += 10);
@@ -304,8 +304,8 @@ TEST_F(CudaNormPoolLinear, PoolingHalf) {
   for (DType dt : {DType::f16, DType::bf16}) {
     for (MemoryFormat fmt : {kNCHW, kNHWC}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + (fmt == kNHWC ? " nhwc" : " nchw"));
-      ASSERT_TRUE(be().supports(ops::OpId::max_pool2d_fwd, dt));
-      ASSERT_TRUE(be().supports(ops::OpId::max_pool2d_bwd, dt));
+      ASSERT_TRUE(be().capabilities().supports(ops::OpId::max_pool2d_fwd, dt));
+      ASSERT_TRUE(be().capabilities().supports(ops::OpId::max_pool2d_bwd, dt));
       const double tol = dt == DType::bf16 ? kTolBf16 : kTolF16;
       const Tensor xh = distinct_planes(xs, dt, seed += 10, fmt), dyh = random_tensor(ys, dt, seed += 10);
       Tensor x32 = Tensor::empty(xs, DType::f32, Device::cpu(), fmt), dy32 = Tensor::empty(ys);
@@ -399,7 +399,7 @@ TEST_F(CudaNormPoolLinear, LinearStagedOutput) {
 TEST_F(CudaNormPoolLinear, LinearHalf) {
   for (DType dt : {DType::f16, DType::bf16}) {
     SCOPED_TRACE(std::string(dtype_name(dt)));
-    ASSERT_TRUE(be().supports(ops::OpId::linear_fwd, dt));
+    ASSERT_TRUE(be().capabilities().supports(ops::OpId::linear_fwd, dt));
     const Tensor x = random_tensor({16, 64}, dt, 1800), w = random_tensor({32, 64}, dt, 1801);
     const Tensor b = random_tensor({32}, dt, 1802);
     auto f32 = [](const Tensor& t) {

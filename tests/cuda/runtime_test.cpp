@@ -194,9 +194,9 @@ TEST_F(CudaRuntime, CopyLayoutConversionOnDevice) {
 // ---- errors and support table -----------------------------------------------------
 
 TEST_F(CudaRuntime, UnsupportedDtypeIsAnError) {
-  EXPECT_FALSE(be().supports(ops::OpId::batch_norm_fwd, DType::f64));
-  EXPECT_TRUE(be().supports(ops::OpId::batch_norm_fwd, DType::f32));
-  EXPECT_TRUE(be().supports(ops::OpId::copy, DType::u8));
+  EXPECT_FALSE(be().capabilities().supports(ops::OpId::batch_norm_fwd, DType::f64));
+  EXPECT_TRUE(be().capabilities().supports(ops::OpId::batch_norm_fwd, DType::f32));
+  EXPECT_TRUE(be().capabilities().supports(ops::OpId::copy, DType::u8));
   const Tensor x = Tensor::empty({2, 3, 4, 4}, DType::f64, Device::cuda());
   const Tensor c = Tensor::empty({3}, DType::f64, Device::cuda());
   try {
@@ -361,7 +361,7 @@ TEST(CudaCoverage, EveryOpIsComparedWithTheReference) {
 TEST(CudaCoverage, EveryOpRunsInF32) {
   if (!gpu_skip_reason().empty()) GTEST_SKIP() << "no usable GPU: " << gpu_skip_reason();
   const CudaBackend be;
-  for (int i = 0; i < ops::kNumOps; ++i) EXPECT_TRUE(be.supports(static_cast<ops::OpId>(i), DType::f32));
+  for (int i = 0; i < ops::kNumOps; ++i) EXPECT_TRUE(be.capabilities().supports(static_cast<ops::OpId>(i), DType::f32));
 }
 
 }  // namespace

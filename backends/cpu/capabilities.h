@@ -1,0 +1,15 @@
+#pragma once
+// The capability table shared by the CPU backends whose kernels are templates over the
+// scalar (openblas: sgemm/dgemm and the loops of this folder; eigen): every op in f32 and
+// f64, fill and copy in any dtype.
+#include "strata/backends/api/capabilities.h"
+
+namespace strata::backends::cpu {
+
+inline constexpr Capabilities kEveryOpInF32AndF64 = [] {
+  Capabilities c;
+  c.all(kFloat).kind(ops::OpKind::memory, kAnyDType);
+  return c;
+}();
+
+}  // namespace strata::backends::cpu
