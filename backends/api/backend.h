@@ -15,8 +15,6 @@
 
 namespace strata::backends {
 
-using namespace strata::ops;  // NOLINT: the args types are this layer's vocabulary
-
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -25,14 +23,14 @@ class Backend {
   // What the backend runs (its table, written once in its register.cpp).
   virtual const Capabilities& capabilities() const = 0;
   // Whether `op` runs for inputs of dtype `dt`; the front end asks before dispatch.
-  bool supports(OpId op, DType dt) const { return capabilities().supports(op, dt); }
+  bool supports(ops::OpId op, DType dt) const { return capabilities().supports(op, dt); }
   // The library, its version and settings, for logs ("" when there is nothing to say).
   virtual std::string describe() const = 0;
   // TF32 for f32 convolutions and matrix products; an error on a backend without it.
   virtual void set_allow_tf32(bool on) = 0;
   // Waits for queued work (a no-op on synchronous CPU backends).
   virtual void synchronize() = 0;
-#define STRATA_OP(name, Args, kind) virtual void name(const Args& args) = 0;
+#define STRATA_OP(name, Args, kind) virtual void name(const ops::Args& args) = 0;
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
@@ -45,7 +43,7 @@ concept BackendImpl = requires(B& b, const B& cb) {
   { B::kDevice } -> std::convertible_to<DeviceType>;
   { cb.capabilities() } -> std::convertible_to<const Capabilities&>;
   b.synchronize();
-#define STRATA_OP(name, Args, kind) b.name(std::declval<const Args&>());
+#define STRATA_OP(name, Args, kind) b.name(std::declval<const ops::Args&>());
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
@@ -74,7 +72,7 @@ class BackendAdapter final : public Backend {
   }
   void synchronize() override { impl_.synchronize(); }
 #define STRATA_OP(name, Args, kind) \
-  void name(const Args& args) override { impl_.name(args); }
+  void name(const ops::Args& args) override { impl_.name(args); }
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
   Impl& impl() { return impl_; }

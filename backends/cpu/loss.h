@@ -11,7 +11,7 @@
 namespace strata::backends::loops {
 
 // Label n of an i64 (or i32) label vector, checked against the class count.
-inline int64_t label_at(const TensorView& labels, int64_t n, int64_t classes, std::string_view op) {
+inline int64_t label_at(const ops::TensorView& labels, int64_t n, int64_t classes, std::string_view op) {
   int64_t l = 0;
   if (labels.dtype == DType::i64) {
     l = labels.ptr<const int64_t>()[n * labels.strides[0]];
@@ -26,7 +26,7 @@ inline int64_t label_at(const TensorView& labels, int64_t n, int64_t classes, st
 
 // Per-row log-sum-exp of logits [N,C] (any strides), in double.
 template <class T>
-void row_logsumexp(const TensorView& logits, std::vector<double>& lse, std::vector<double>& rowmax) {
+void row_logsumexp(const ops::TensorView& logits, std::vector<double>& lse, std::vector<double>& rowmax) {
   const int64_t n = logits.sizes[0], c = logits.sizes[1];
   const int64_t s0 = logits.strides[0], s1 = logits.strides[1];
   const T* x = logits.ptr<const T>();

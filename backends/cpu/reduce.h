@@ -23,7 +23,7 @@ double sum_contiguous(const T* x, int64_t n) {
 }
 
 template <class T>
-double sum_all(const TensorView& v) {
+double sum_all(const ops::TensorView& v) {
   const T* x = v.ptr<const T>();
   if (is_dense(v)) return sum_contiguous(x, v.numel());
   double s = 0;
@@ -34,7 +34,7 @@ double sum_all(const TensorView& v) {
 // db[k] = sum over n, h, w of dy[n, k, h, w] (any strides), in double: the conv bias
 // gradient.
 template <class T>
-void conv_bias_grad(const TensorView& dy, const TensorView& db) {
+void conv_bias_grad(const ops::TensorView& dy, const ops::TensorView& db) {
   const int64_t nn = dy.sizes[0], kk = dy.sizes[1], hh = dy.sizes[2], ww = dy.sizes[3];
   const T* p = dy.ptr<const T>();
   T* out = db.ptr<T>();
@@ -57,7 +57,7 @@ void conv_bias_grad(const TensorView& dy, const TensorView& db) {
 // db[o] = sum over rows of dy [N, out] (any strides), in double and in row order:
 // the linear bias gradient.
 template <class T>
-void column_sums(const TensorView& dy, const TensorView& db) {
+void column_sums(const ops::TensorView& dy, const ops::TensorView& db) {
   const int64_t n = dy.sizes[0], out = dy.sizes[1];
   std::vector<double> acc(static_cast<size_t>(out), 0.0);
   const T* p = dy.ptr<const T>();

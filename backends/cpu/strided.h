@@ -20,7 +20,7 @@ namespace strata::backends::loops {
 using ops::TensorView;
 
 // Row-major contiguous (size-1 dims ignored); inline, as it guards every hot loop.
-inline bool contiguous(const TensorView& v) {
+inline bool contiguous(const ops::TensorView& v) {
   int64_t expect = 1;
   for (int d = v.dim() - 1; d >= 0; --d) {
     if (v.sizes[d] != 1 && v.strides[d] != expect) return false;
@@ -31,7 +31,7 @@ inline bool contiguous(const TensorView& v) {
 
 // Whether the view covers numel() elements densely from data, in some dimension
 // order (NCHW, NHWC, any permutation), without overlap or negative strides.
-inline bool is_dense(const TensorView& v) {
+inline bool is_dense(const ops::TensorView& v) {
   const int nd = v.dim();
   std::array<int, kMaxDims> order{};
   for (int i = 0; i < nd; ++i) {  // insertion sort by stride: at most kMaxDims entries
@@ -50,7 +50,7 @@ inline bool is_dense(const TensorView& v) {
 }
 
 // Same sizes and the same strides on every dimension that has more than one element.
-inline bool same_layout(const TensorView& a, const TensorView& b) {
+inline bool same_layout(const ops::TensorView& a, const ops::TensorView& b) {
   if (!(a.sizes == b.sizes)) return false;
   for (int d = 0; d < a.dim(); ++d)
     if (a.sizes[d] != 1 && a.strides[d] != b.strides[d]) return false;
@@ -68,7 +68,7 @@ inline void call_row(Fn& fn, int64_t k0, int64_t len, const std::array<int64_t, 
 // Calls fn(k, off_0, off_1, ...) for every element k in row-major order of the first
 // view's sizes, with the element offset in each view. All views have the same sizes.
 template <class Fn, class... Views>
-void for_each_element(Fn&& fn, const TensorView& first, const Views&... rest) {
+void for_each_element(Fn&& fn, const ops::TensorView& first, const Views&... rest) {
   constexpr size_t N = 1 + sizeof...(Views);
   const int64_t n = first.numel();
   if (n == 0) return;
@@ -76,7 +76,7 @@ void for_each_element(Fn&& fn, const TensorView& first, const Views&... rest) {
     for (int64_t i = 0; i < n; ++i) fn(i, i, ((void)rest, i)...);
     return;
   }
-  const std::array<const TensorView*, N> vs{&first, &rest...};
+  const std::array<const ops::TensorView*, N> vs{&first, &rest...};
   const Shape& s = first.sizes;
   const int nd = s.size();
   if (nd == 0) {
@@ -103,7 +103,7 @@ void for_each_element(Fn&& fn, const TensorView& first, const Views&... rest) {
 // dense layout (e.g. all channels-last) are walked as flat arrays. The index k passed
 // to fn is then a memory index, not a logical one.
 template <class Fn, class... Views>
-void for_each_unordered(Fn&& fn, const TensorView& first, const Views&... rest) {
+void for_each_unordered(Fn&& fn, const ops::TensorView& first, const Views&... rest) {
   if ((contiguous(first) && (contiguous(rest) && ...)) || (is_dense(first) && (same_layout(first, rest) && ...))) {
     const int64_t n = first.numel();
     for (int64_t i = 0; i < n; ++i) fn(i, i, ((void)rest, i)...);
@@ -153,7 +153,7 @@ class Scratch {
 
 // Copies a view of any strides into a row-major contiguous buffer, and back.
 template <class T>
-void gather_contiguous(const TensorView& src, T* dst) {
+void gather_contiguous(const ops::TensorView& src, T* dst) {
   const T* s = src.ptr<T>();
   if (contiguous(src)) {
     std::memcpy(dst, s, static_cast<size_t>(src.numel()) * sizeof(T));
@@ -162,7 +162,7 @@ void gather_contiguous(const TensorView& src, T* dst) {
   for_each_element([&](int64_t k, int64_t o) { dst[k] = s[o]; }, src);
 }
 template <class T>
-void scatter_contiguous(const T* src, const TensorView& dst) {
+void scatter_contiguous(const T* src, const ops::TensorView& dst) {
   T* d = dst.ptr<T>();
   if (contiguous(dst)) {
     std::memcpy(d, src, static_cast<size_t>(dst.numel()) * sizeof(T));
@@ -176,7 +176,7 @@ void scatter_contiguous(const T* src, const TensorView& dst) {
 template <class T>
 class ContiguousIn {
  public:
-  explicit ContiguousIn(const TensorView& v) {
+  explicit ContiguousIn(const ops::TensorView& v) {
     if (contiguous(v)) {
       p_ = v.ptr<const T>();
     } else {
@@ -197,7 +197,7 @@ class ContiguousIn {
 template <class T>
 class ContiguousOut {
  public:
-  explicit ContiguousOut(const TensorView& v) : v_(v) {
+  explicit ContiguousOut(const ops::TensorView& v) : v_(v) {
     direct_ = contiguous(v);
     p_ = direct_ ? v.ptr<T>() : scratch_.get<T>(v.numel());
   }
@@ -207,7 +207,7 @@ class ContiguousOut {
   }
 
  private:
-  const TensorView& v_;
+  const ops::TensorView& v_;
   Scratch scratch_;
   T* p_ = nullptr;
   bool direct_ = true;

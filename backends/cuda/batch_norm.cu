@@ -12,6 +12,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 namespace cuda {
 namespace {
 

@@ -14,6 +14,8 @@
 #include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends::cuda {
+
+using namespace strata::ops;  // the op table's argument types
 namespace {
 
 constexpr int kBnThreads = 256;

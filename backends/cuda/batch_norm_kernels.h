@@ -8,7 +8,7 @@ namespace strata::backends::cuda {
 
 // Whether x's batch norm runs on strata's kernels: every f16/bf16 one; f32 in
 // channels-last unless Settings::cudnn_nhwc_batch_norm, in NCHW if own_nchw_batch_norm.
-bool own_batch_norm(const TensorView& x, const Settings& s);
+bool own_batch_norm(const ops::TensorView& x, const Settings& s);
 // f32/f16/bf16 activations; parameters, running and saved statistics f32.
 void batch_norm_fwd_own(Context& ctx, const ops::BatchNormFwdArgs& a);
 void batch_norm_bwd_own(Context& ctx, const ops::BatchNormBwdArgs& a);

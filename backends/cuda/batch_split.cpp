@@ -3,6 +3,8 @@
 
 namespace strata::backends::cuda {
 
+using namespace strata::ops;  // the op table's argument types
+
 int64_t span_of(const TensorView& v) {
   if (v.numel() == 0) return 0;
   int64_t last = 0;

@@ -106,7 +106,7 @@ __global__ void channel_reduce_final_kernel(const double* partial, ChannelGeomet
 template <int M, class F, class... V>
 DeviceBuffer channel_sums(Context& ctx, const Shape& shape, int dim, const F& f, const V&... views) {
   constexpr int N = sizeof...(V);
-  const std::array<const TensorView*, N> vs{&views...};
+  const std::array<const ops::TensorView*, N> vs{&views...};
   Shape rest_sizes;
   std::array<Shape, N> rest_strides;
   ChannelIndex<N> idx;

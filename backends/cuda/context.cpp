@@ -9,6 +9,8 @@
 
 namespace strata::backends::cuda {
 
+using namespace strata::ops;  // the op table's argument types
+
 namespace {
 // What a user reads: the library function that failed and where in strata it was called, not the
 // macro's whole argument expression nor the build machine's path of the source file.

@@ -133,20 +133,20 @@ enum class Layout { nchw, nhwc };
 // sees. Built by stage_in/stage_out when an argument is not already dense in the
 // layout a call needs (or has the wrong dtype); finish() copies a staged output back.
 struct Staged {
-  TensorView view;
+  ops::TensorView view;
   DeviceBuffer buf;
-  const TensorView* orig = nullptr;
+  const ops::TensorView* orig = nullptr;
   bool temp = false;
   void finish(Context& ctx);
 };
-bool is_dense_in(const TensorView& v, Layout l);
-Layout layout_of(const TensorView& v);  // nhwc for channels-last rank-4 views, else nchw
-Staged stage_in(Context& ctx, const TensorView& v, Layout l);
-Staged stage_out(Context& ctx, const TensorView& v, Layout l);
+bool is_dense_in(const ops::TensorView& v, Layout l);
+Layout layout_of(const ops::TensorView& v);  // nhwc for channels-last rank-4 views, else nchw
+Staged stage_in(Context& ctx, const ops::TensorView& v, Layout l);
+Staged stage_out(Context& ctx, const ops::TensorView& v, Layout l);
 // A fresh dense device view (dtype, sizes, layout) over `buf`.
-TensorView make_temp(Context& ctx, DeviceBuffer& buf, const Shape& sizes, DType dt, Layout l);
+ops::TensorView make_temp(Context& ctx, DeviceBuffer& buf, const Shape& sizes, DType dt, Layout l);
 
 // Any view to any view: dtypes, strides and devices (host<->device, device<->device).
-void copy_views(Context& ctx, const TensorView& src, const TensorView& dst);
+void copy_views(Context& ctx, const ops::TensorView& src, const ops::TensorView& dst);
 
 }  // namespace strata::backends::cuda

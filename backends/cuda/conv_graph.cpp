@@ -9,6 +9,8 @@
 
 namespace strata::backends::cuda {
 
+using namespace strata::ops;  // the op table's argument types
+
 namespace {
 
 // The handle attributes are deprecated in cuDNN 9 in favour of device-property

@@ -18,7 +18,7 @@ enum class ConvDir { fwd, bwd_data, bwd_weight };
 // bwd_data x is dx and the output; for bwd_weight w is dw and the output), all dense
 // in layout `l`. Returns "" when the convolution was enqueued, otherwise why no
 // execution plan qualifies under `s` (the caller then uses the legacy API).
-std::string graph_conv(Context& ctx, ConvDir dir, const TensorView& x, const TensorView& w, const TensorView& y,
+std::string graph_conv(Context& ctx, ConvDir dir, const ops::TensorView& x, const ops::TensorView& w, const ops::TensorView& y,
                        Layout l, const ops::Conv2dParams& p, const Settings& s);
 
 }  // namespace strata::backends::cuda

@@ -9,6 +9,8 @@
 
 namespace strata::backends::cuda {
 
+using namespace strata::ops;  // the op table's argument types
+
 namespace {
 
 template <class S, class D>

@@ -89,7 +89,7 @@ class CudaBackend {
   const Capabilities& capabilities() const;  // the table in register.cpp
   void synchronize();
 
-#define STRATA_OP(name, Args, kind) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const ops::Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 

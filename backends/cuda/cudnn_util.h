@@ -34,8 +34,8 @@ class TensorDesc {
   TensorDesc(const TensorDesc&) = delete;
   TensorDesc& operator=(const TensorDesc&) = delete;
   // Rank-4 views as they are; rank-2 [N,C] as [N,C,1,1]; rank-1 [C] as [1,C,1,1].
-  void set(const TensorView& v, const char* op) { set(v, v.dtype, op); }
-  void set(const TensorView& v, DType dt, const char* op) {
+  void set(const ops::TensorView& v, const char* op) { set(v, v.dtype, op); }
+  void set(const ops::TensorView& v, DType dt, const char* op) {
     int64_t s[4], st[4];
     if (v.dim() == 4) {
       for (int i = 0; i < 4; ++i) s[i] = v.sizes[i], st[i] = v.strides[i];
@@ -66,7 +66,7 @@ class FilterDesc {
   ~FilterDesc() { cudnnDestroyFilterDescriptor(d_); }
   FilterDesc(const FilterDesc&) = delete;
   FilterDesc& operator=(const FilterDesc&) = delete;
-  void set(const TensorView& w, Layout l, const char* op) {
+  void set(const ops::TensorView& w, Layout l, const char* op) {
     STRATA_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_, cudnn_dtype(w.dtype, op),
                                                   l == Layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
                                                   to_int(w.sizes[0], op), to_int(w.sizes[1], op),
@@ -130,19 +130,19 @@ struct Scalars {
 // activations runs as several calls along the batch, as PyTorch splits them for cuDNN.
 constexpr int64_t kCudnnMaxSpan = std::numeric_limits<int32_t>::max();
 // Elements from the view's first to its last, both included (0 for an empty view).
-int64_t span_of(const TensorView& v);
-inline bool fits_cudnn(const TensorView& v) { return span_of(v) <= kCudnnMaxSpan; }
+int64_t span_of(const ops::TensorView& v);
+inline bool fits_cudnn(const ops::TensorView& v) { return span_of(v) <= kCudnnMaxSpan; }
 // The most samples (dimension 0) of v, named `name` in errors, that one cuDNN call may take:
 // all of them when v fits already. Throws naming the op, the tensor and the limit when even
 // one sample does not fit.
-int64_t samples_per_call(const char* op, const char* name, const TensorView& v);
+int64_t samples_per_call(const char* op, const char* name, const ops::TensorView& v);
 // Samples [n0, n0 + n) of v.
-TensorView narrow_batch(const TensorView& v, int64_t n0, int64_t n);
+ops::TensorView narrow_batch(const ops::TensorView& v, int64_t n0, int64_t n);
 // f(b, n0) for each piece of a call: b is `a` with its batched views (members of Args, each
 // with its name for errors) narrowed to the piece's samples, which start at n0.
 template <class Args, class F>
 void along_batch(const char* op, const Args& a,
-                 std::initializer_list<std::pair<TensorView Args::*, const char*>> batched, F&& f) {
+                 std::initializer_list<std::pair<ops::TensorView Args::*, const char*>> batched, F&& f) {
   const int64_t n = (a.*(batched.begin()->first)).sizes[0];
   int64_t per = n;
   for (const auto& [m, name] : batched) per = std::min(per, samples_per_call(op, name, a.*m));
@@ -153,17 +153,17 @@ void along_batch(const char* op, const Args& a,
   }
 }
 // y += x, same sizes (any strides): the pieces of a split backward-weight call are summed so.
-void add_into(Context& ctx, const TensorView& y, const TensorView& x);
+void add_into(Context& ctx, const ops::TensorView& y, const ops::TensorView& x);
 
 // Kernels of other files (element-wise and reduction .cu files).
 // y += b broadcast along dimension `dim` of y (b is 1-D of size y.sizes[dim]).
-void add_along(Context& ctx, const TensorView& y, const TensorView& b, int dim);
+void add_along(Context& ctx, const ops::TensorView& y, const ops::TensorView& b, int dim);
 // out[c] = scale * sum of x over every dimension but `dim` (out 1-D, any float dtype).
-void sum_along(Context& ctx, const TensorView& x, int dim, const TensorView& out, double scale = 1.0);
+void sum_along(Context& ctx, const ops::TensorView& x, int dim, const ops::TensorView& out, double scale = 1.0);
 // y = value everywhere.
-void fill_view(Context& ctx, const TensorView& y, double value);
+void fill_view(Context& ctx, const ops::TensorView& y, double value);
 // relu with strata's own kernel (any rank, any strides).
-void relu_fwd_kernel(Context& ctx, const TensorView& x, const TensorView& y);
-void relu_bwd_kernel(Context& ctx, const TensorView& y, const TensorView& dy, const TensorView& dx);
+void relu_fwd_kernel(Context& ctx, const ops::TensorView& x, const ops::TensorView& y);
+void relu_bwd_kernel(Context& ctx, const ops::TensorView& y, const ops::TensorView& dy, const ops::TensorView& dx);
 
 }  // namespace strata::backends::cuda

@@ -136,8 +136,8 @@ Strided<sizeof...(V)> strided_by_output(const Shape& shape, const V&... views) {
 
 // A view of `v` broadcast to `shape` along dimension `dim` (v is 1-D of size
 // shape[dim]); strides are 0 elsewhere.
-inline TensorView broadcast_along(const TensorView& v, const Shape& shape, int dim) {
-  TensorView b = v;
+inline ops::TensorView broadcast_along(const ops::TensorView& v, const Shape& shape, int dim) {
+  ops::TensorView b = v;
   b.sizes = shape;
   Shape st;
   for (int i = 0; i < shape.size(); ++i) st.push_back(i == dim ? v.strides[0] : 0);

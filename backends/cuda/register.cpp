@@ -3,6 +3,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 namespace cuda {
 
 int device_count() {

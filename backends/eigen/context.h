@@ -91,11 +91,11 @@ using loops::is_dense;
 using loops::same_layout;
 
 template <class T>
-Map<T, 1> flat(const TensorView& v) {
+Map<T, 1> flat(const ops::TensorView& v) {
   return Map<T, 1>(v.ptr<T>(), v.numel());
 }
 template <class T>
-Map<T, 0> scalar(const TensorView& v) {
+Map<T, 0> scalar(const ops::TensorView& v) {
   return Map<T, 0>(v.ptr<T>());
 }
 
@@ -109,12 +109,12 @@ struct StridedPlan {
   Dims<kRank> reshaped, logical;
   Eigen::array<Index, kRank> shuffle;
 };
-StridedPlan strided_plan(const TensorView& v, std::string_view op, std::string_view arg);
+StridedPlan strided_plan(const ops::TensorView& v, std::string_view op, std::string_view arg);
 
 template <class T>
 class Strided {
  public:
-  Strided(const TensorView& v, std::string_view op, std::string_view arg)
+  Strided(const ops::TensorView& v, std::string_view op, std::string_view arg)
       : plan_(strided_plan(v, op, arg)), map_(v.ptr<T>(), plan_.envelope) {}
   auto expr() { return map_.slice(Dims<kRank + 1>{}, plan_.extents).reshape(plan_.reshaped).shuffle(plan_.shuffle); }
   const Dims<kRank>& logical() const { return plan_.logical; }
@@ -127,11 +127,11 @@ class Strided {
 // An element type tag for elementwise(): In<T>{view} reads T, Out<T>{view} writes T.
 template <class T>
 struct In {
-  const TensorView& v;
+  const ops::TensorView& v;
 };
 template <class T>
 struct Out {
-  const TensorView& v;
+  const ops::TensorView& v;
 };
 
 // out = f(in...) element by element, with f a generic lambda over Eigen expressions.
@@ -170,16 +170,16 @@ Index linear_index(const std::array<Index, R>& c, const Dims<kRank>& sizes) {
 enum class Layout { nchw, nhwc };
 // The layout a 4-D kernel runs in for this view: channels-last when the view is
 // channels-last dense (and not also contiguous), else NCHW.
-Layout layout_of(const TensorView& v);
-bool dense_in(const TensorView& v, Layout l);
+Layout layout_of(const ops::TensorView& v);
+bool dense_in(const ops::TensorView& v, Layout l);
 // Sizes [N,C,H,W] in memory order of the layout.
-Dims<4> dims_in(const TensorView& v, Layout l);
+Dims<4> dims_in(const ops::TensorView& v, Layout l);
 
 // A 4-D input as a dense tensor in layout `l`: its own memory, or a packed copy.
 template <class T>
 class Packed4 {
  public:
-  Packed4(Context& ctx, const TensorView& v, Layout l, std::string_view op, std::string_view arg)
+  Packed4(Context& ctx, const ops::TensorView& v, Layout l, std::string_view op, std::string_view arg)
       : dims_(dims_in(v, l)) {
     if (dense_in(v, l)) {
       p_ = v.ptr<const T>();
@@ -207,7 +207,7 @@ class Packed4 {
 template <class T>
 class Output4 {
  public:
-  Output4(const TensorView& v, Layout l, std::string_view op, std::string_view arg)
+  Output4(const ops::TensorView& v, Layout l, std::string_view op, std::string_view arg)
       : v_(v), l_(l), op_(op), arg_(arg), dims_(dims_in(v, l)), direct_(dense_in(v, l)) {
     p_ = direct_ ? v.ptr<T>() : own_.get<T>(v.numel());
   }
@@ -223,7 +223,7 @@ class Output4 {
   }
 
  private:
-  const TensorView& v_;
+  const ops::TensorView& v_;
   Layout l_;
   std::string_view op_, arg_;
   Dims<4> dims_;
@@ -237,7 +237,7 @@ class Output4 {
 template <class T, int R>
 class PackedIn {
  public:
-  PackedIn(Context& ctx, const TensorView& v, std::string_view op, std::string_view arg) {
+  PackedIn(Context& ctx, const ops::TensorView& v, std::string_view op, std::string_view arg) {
     for (int d = 0; d < R; ++d) dims_[d] = v.sizes[d];
     if (v.is_contiguous()) {
       p_ = v.ptr<const T>();
@@ -260,7 +260,7 @@ class PackedIn {
 template <class T, int R>
 class PackedOut {
  public:
-  PackedOut(const TensorView& v, std::string_view op, std::string_view arg)
+  PackedOut(const ops::TensorView& v, std::string_view op, std::string_view arg)
       : v_(v), op_(op), arg_(arg), direct_(v.is_contiguous()) {
     for (int d = 0; d < R; ++d) dims_[d] = v.sizes[d];
     p_ = direct_ ? v.ptr<T>() : own_.get<T>(v.numel());
@@ -273,7 +273,7 @@ class PackedOut {
   }
 
  private:
-  const TensorView& v_;
+  const ops::TensorView& v_;
   std::string_view op_, arg_;
   bool direct_;
   Dims<R> dims_;

@@ -44,7 +44,7 @@ class EigenBackend {
   std::string describe() const;
   int threads() const;
 
-#define STRATA_OP(name, Args, kind) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const ops::Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 

@@ -7,6 +7,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 using eigen::Dims;
 using eigen::Index;
 using eigen::Map;

@@ -13,6 +13,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 namespace eigen {
 
 namespace {

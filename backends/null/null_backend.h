@@ -22,7 +22,7 @@ class NullBackend {
   }
   void synchronize() {}
 #define STRATA_OP(name, Args, kind) \
-  void name(const Args&) {}
+  void name(const ops::Args&) {}
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };

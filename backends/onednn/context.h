@@ -28,7 +28,7 @@ using Args = std::unordered_map<int, memory>;
 // op's attributes, as a fixed-capacity list of integers (no heap on lookup).
 class Key {
  public:
-  explicit Key(OpId op) { add(static_cast<int64_t>(op)); }
+  explicit Key(ops::OpId op) { add(static_cast<int64_t>(op)); }
   Key& add(int64_t v) {
     STRATA_CHECK(n_ < static_cast<int>(v_.size()), "onednn: primitive cache key too long");
     v_[n_++] = v;
@@ -39,7 +39,7 @@ class Key {
     std::memcpy(&bits, &v, sizeof bits);
     return add(bits);
   }
-  Key& add(const TensorView& t) {
+  Key& add(const ops::TensorView& t) {
     add(static_cast<int64_t>(t.defined));
     if (!t.defined) return *this;
     add(static_cast<int64_t>(t.dtype)).add(static_cast<int64_t>(t.dim()));
@@ -120,7 +120,7 @@ inline memory::data_type dnnl_dt(DType dt) {
 // Memory descriptor of a view with its own sizes, strides and dtype (f32 or bf16);
 // rank 0 becomes [1]. Contiguous and channels-last views get the canonical strides
 // of their layout (size-1 dims included), so they match oneDNN's plain formats exactly.
-inline memory::desc md_of(const TensorView& v) {
+inline memory::desc md_of(const ops::TensorView& v) {
   const memory::data_type dt = dnnl_dt(v.dtype);
   if (v.dim() == 0) return memory::desc(Dims{1}, dt, Dims{1});
   const Dims dims(v.sizes.begin(), v.sizes.end());

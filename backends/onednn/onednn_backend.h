@@ -43,7 +43,7 @@ class OneDnnBackend {
   std::string describe() const;
   size_t cached_plans() const;
 
-#define STRATA_OP(name, Args, kind) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const ops::Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 

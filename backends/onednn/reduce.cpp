@@ -5,6 +5,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 using namespace onednn;  // NOLINT: this backend's internal vocabulary
 using dnnl::algorithm;
 

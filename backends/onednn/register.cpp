@@ -4,6 +4,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 namespace {
 // f32 for every op; f64 as well for the ops run by plain loops; bf16 for the ops with
 // bf16 primitives, where the CPU runs them natively; any dtype for fill and copy.

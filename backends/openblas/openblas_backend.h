@@ -28,7 +28,7 @@ class OpenBlasBackend {
   // it does not know). Benchmarks and tests print it.
   static std::string describe();
 
-#define STRATA_OP(name, Args, kind) void name(const Args& args);
+#define STRATA_OP(name, Args, kind) void name(const ops::Args& args);
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 

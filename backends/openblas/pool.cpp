@@ -11,6 +11,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 using loops::ContiguousIn;
 using loops::ContiguousOut;
 using loops::visit_float;

@@ -7,6 +7,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 using ref::off2;
 using ref::off4;
 using ref::visit_float;

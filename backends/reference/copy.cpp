@@ -6,6 +6,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 using ref::for_each_element;
 
 void ReferenceBackend::copy(const CopyArgs& a) {

@@ -4,6 +4,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 using ref::off2;
 using ref::visit_float;
 

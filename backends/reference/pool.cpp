@@ -12,6 +12,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 using ref::off4;
 using ref::visit_float;
 

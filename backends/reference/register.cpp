@@ -2,6 +2,8 @@
 
 namespace strata::backends {
 
+using namespace strata::ops;  // the op table's argument types
+
 // f32 and f64 for every op (the oracle's loops accumulate in double); copy converts any dtype.
 const Capabilities& ReferenceBackend::capabilities() const {
   static constexpr Capabilities kTable = [] {

@@ -11,21 +11,21 @@ namespace strata::backends::ref {
 
 using ops::TensorView;
 
-inline int64_t off4(const TensorView& v, int64_t n, int64_t c, int64_t h, int64_t w) {
+inline int64_t off4(const ops::TensorView& v, int64_t n, int64_t c, int64_t h, int64_t w) {
   return n * v.strides[0] + c * v.strides[1] + h * v.strides[2] + w * v.strides[3];
 }
-inline int64_t off2(const TensorView& v, int64_t i, int64_t j) { return i * v.strides[0] + j * v.strides[1]; }
+inline int64_t off2(const ops::TensorView& v, int64_t i, int64_t j) { return i * v.strides[0] + j * v.strides[1]; }
 
 // Calls fn(k, off_0, off_1, ...) for every element k (row-major order of sizes) with
 // the element offset in each view. All views must have the sizes of the first.
 template <class Fn, class... Views>
-void for_each_element(Fn&& fn, const TensorView& first, const Views&... rest) {
+void for_each_element(Fn&& fn, const ops::TensorView& first, const Views&... rest) {
   const Shape& s = first.sizes;
   const int nd = s.size();
   const int64_t n = s.numel();
   std::array<int64_t, kMaxDims> idx{};
   for (int64_t k = 0; k < n; ++k) {
-    auto offset = [&](const TensorView& v) {
+    auto offset = [&](const ops::TensorView& v) {
       int64_t o = 0;
       for (int d = 0; d < nd; ++d) o += idx[d] * v.strides[d];
       return o;
