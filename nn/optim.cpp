@@ -109,6 +109,7 @@ class DirectKernels final : public StepKernels {
 std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::string_view backend) {
   return with_policy(mode, backend, [](const auto& p) -> std::shared_ptr<StepKernels> {
     using P = std::decay_t<decltype(p)>;
+    // The optimizer's one mode choice: the step kernels are picked here, once.
     if constexpr (is_direct_v<P>)
       return std::make_shared<DirectKernels<typename P::Backend>>(*p.impl);
     else
