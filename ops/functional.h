@@ -79,16 +79,8 @@ template <class D> void copy_(const D& d, const Tensor& src, const Tensor& dst);
 // A copy with another dtype/device/memory format (through the backend's copy op).
 template <class D> Tensor to(const D& d, const Tensor& x, DType dt, Device dev, MemoryFormat fmt);
 
-struct SgdOptions {
-  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
-  bool nesterov = false;
-};
 template <class D> void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
                                   const SgdOptions& o);
-struct AdamOptions {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
-  bool decoupled_weight_decay = false;
-};
 template <class D> void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                                    const Tensor& exp_avg_sq, const AdamOptions& o, int64_t step);
 
