@@ -13,7 +13,13 @@
 
 namespace strata::ops {
 
-template <class D> Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+// conv2d's signature, written once: ops::conv2d and autograd::conv2d (the same call,
+// recorded) are declared and explicitly instantiated through this type. Only their two
+// definitions spell the parameters again: C++ defines a function only through a
+// declarator of its own.
+template <class D>
+using Conv2dSignature = Tensor(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+template <class D> Conv2dSignature<D> conv2d;  // a function template, declared by its type
 template <class D> Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shape& x_sizes,
                                           const Conv2dParams& p, MemoryFormat fmt = MemoryFormat::contiguous);
 template <class D> Tensor conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Shape& w_sizes,
