@@ -107,8 +107,11 @@ struct ModelMode<Direct<Impl>> {
   // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
   static void backward(State& s) {
     const Tensor dlogits = s.loss.backward();
-    s.net->backward(dlogits.dtype() == s.compute ? dlogits
-                                                  : convert(s, dlogits, s.compute, layout_for(dlogits.dim(), s.fmt), s.dlogits));
+    if (dlogits.dtype() == s.compute) {
+      s.net->backward(dlogits);
+      return;
+    }
+    s.net->backward(convert(s, dlogits, s.compute, layout_for(dlogits.dim(), s.fmt), s.dlogits));
   }
 };
 

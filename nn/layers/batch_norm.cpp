@@ -51,9 +51,9 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
           // Statistics, affine parameters and the normalisation in the parameters' dtype
           // (f32), the output back in the input's dtype and layout, at two extra passes
           // over the activation.
-          const Tensor y = autograd::batch_norm(tape, autograd::cast(tape, x, weight_.dtype(), MemoryFormat::contiguous),
-                                                weight_, bias_, running_mean_, running_var_, training, o_.momentum,
-                                                o_.eps);
+          const Tensor xc = autograd::cast(tape, x, weight_.dtype(), MemoryFormat::contiguous);
+          const Tensor y =
+              autograd::batch_norm(tape, xc, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
           return autograd::cast(tape, y, x.dtype(), x.suggested_format());
         }
         return autograd::batch_norm(tape, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum,
