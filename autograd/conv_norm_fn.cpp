@@ -92,7 +92,7 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
 }
 
 #define STRATA_AUTOGRAD_INSTANTIATE(D)                                                                   \
-  template Tensor conv2d<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&); \
+  template ops::Conv2dSignature<D> conv2d<D>;                                                           \
   template Tensor batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,    \
                                 const Tensor&, bool, double, double);                                    \
   template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);

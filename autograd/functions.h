@@ -11,7 +11,7 @@ namespace strata::autograd {
 using ops::Conv2dParams;
 using ops::Pool2dParams;
 
-template <class D> Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+template <class D> ops::Conv2dSignature<D> conv2d;  // as ops::conv2d
 // Training mode updates running_mean/running_var in place.
 template <class D> Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                      const Tensor& running_mean, const Tensor& running_var, bool training,

@@ -61,15 +61,13 @@ Tensor LeNet<P>::forward(const Tensor& x) {
 
 template <class P>
 Tensor LeNet<P>::backward(const Tensor& dlogits) {
-  if constexpr (is_direct_v<P>) {
+  return detail::explicit_backward<P>(*this, dlogits, [&] {
     Tensor g = drop_fc_->backward(fc2_->backward(dlogits));
     g = flatten_->backward(fc1_->backward(relu3_->backward(g)));
     if (drop_conv_) g = drop_conv_->backward(g);
     g = conv2_->backward(relu2_->backward(pool2_->backward(g)));
     return conv1_->backward(relu1_->backward(pool1_->backward(g)));
-  } else {
-    return Module::backward(dlogits);
-  }
+  });
 }
 
 #define STRATA_NN_INSTANTIATE(P) template class LeNet<P>;

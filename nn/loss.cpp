@@ -19,44 +19,55 @@ std::string_view loss_kind_name(LossKind k) {
 
 template <class P>
 Tensor Loss<P>::forward(const Tensor& logits, const Tensor& targets) {
-  if constexpr (is_direct_v<P>) {
-    const bool xent = kind_ == LossKind::cross_entropy;
-    auto& e = direct_.cache.get(
-        logits, static_cast<int64_t>(reinterpret_cast<uintptr_t>(targets.data_ptr())) ^ (xent ? 0 : 1),
-        [&](auto& entry, const Tensor& in) {
-          auto& impl = *p_.impl;
-          entry.targets = targets;
-          if (xent)
-            entry.xent.plan(impl, in, targets);
-          else
-            entry.bce.plan(impl, in, targets);
-        });
-    if (xent) {
-      e.xent.forward();
-      return e.xent.loss;
-    }
-    e.bce.forward();
-    return e.bce.loss;
-  } else {
-    return kind_ == LossKind::cross_entropy ? autograd::softmax_xent(p_, logits, targets)
-                                            : autograd::bce_logits(p_, logits, targets);
-  }
+  const int64_t key = static_cast<int64_t>(reinterpret_cast<uintptr_t>(targets.data_ptr())) ^
+                      (kind_ == LossKind::cross_entropy ? 0 : 1);
+  return direct_.forward_keyed(
+      p_, logits, key,
+      [&](const auto& tape) {
+        return kind_ == LossKind::cross_entropy ? autograd::softmax_xent(tape, logits, targets)
+                                                : autograd::bce_logits(tape, logits, targets);
+      },
+      targets, kind_);
 }
 
 template <class P>
 Tensor Loss<P>::backward() {
-  if constexpr (is_direct_v<P>) {
-    auto& e = detail::latest_entry(direct_.cache, "Loss");
-    if (kind_ == LossKind::cross_entropy) {
-      e.xent.backward();
-      return e.xent.dlogits;
-    }
-    e.bce.backward();
-    return e.bce.dlogits;
-  } else {
-    STRATA_FAIL("Loss::backward runs in direct mode only; in the tape modes call autograd::backward(loss)");
-  }
+  return direct_.backward_of_loss("Loss");
 }
+
+namespace detail {
+
+template <class Impl>
+void LossStep<Impl>::plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind) {
+  kind_ = kind;
+  targets_ = targets;
+  if (kind == LossKind::cross_entropy)
+    xent_.plan(impl, logits, targets);
+  else
+    bce_.plan(impl, logits, targets);
+}
+
+template <class Impl>
+const Tensor& LossStep<Impl>::run(const Tensor&, LossKind) {
+  if (kind_ == LossKind::cross_entropy) {
+    xent_.forward();
+    return xent_.loss;
+  }
+  bce_.forward();
+  return bce_.loss;
+}
+
+template <class Impl>
+const Tensor& LossStep<Impl>::run_backward() {
+  if (kind_ == LossKind::cross_entropy) {
+    xent_.backward();
+    return xent_.dlogits;
+  }
+  bce_.backward();
+  return bce_.dlogits;
+}
+
+}  // namespace detail
 
 #define STRATA_NN_INSTANTIATE(P) template class Loss<P>;
 STRATA_NN_INSTANTIATE_ALL()

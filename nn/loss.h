@@ -8,8 +8,7 @@
 // with a planned 1, as autograd::backward seeds the root).
 #include <string_view>
 
-#include "strata/nn/layers/layer_util.h"
-#include "strata/ops/direct/plans.h"
+#include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
 
@@ -18,16 +17,23 @@ LossKind parse_loss_kind(std::string_view s);  // "cross_entropy" | "bce_logits"
 std::string_view loss_kind_name(LossKind k);
 
 namespace detail {
-template <class P>
-struct LossDirect : NoDirectState {};
+// The loss's direct step: the plan of its kind, whose backward starts from a planned 1.
 template <class Impl>
-struct LossDirect<Direct<Impl>> {
-  struct Entry {
-    ops::direct::SoftmaxXentPlan<Impl> xent;
-    ops::direct::BceLogitsPlan<Impl> bce;
-    Tensor targets;  // keeps the targets alive (the key holds the logits)
-  };
-  PlanCache<Entry> cache;
+class LossStep {
+ public:
+  void plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind);
+  const Tensor& run(const Tensor& targets, LossKind kind);
+  const Tensor& run_backward();  // dL/dlogits
+
+ private:
+  LossKind kind_ = LossKind::cross_entropy;
+  ops::direct::SoftmaxXentPlan<Impl> xent_;
+  ops::direct::BceLogitsPlan<Impl> bce_;
+  Tensor targets_;  // keeps the targets alive (the key holds the logits)
+};
+struct LossStepOf {
+  template <backends::BackendImpl Impl>
+  using type = LossStep<Impl>;
 };
 }  // namespace detail
 
@@ -44,7 +50,7 @@ class Loss {
  private:
   P p_;
   LossKind kind_;
-  [[no_unique_address]] detail::LossDirect<P> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::LossStepOf> direct_;
 };
 
 }  // namespace strata::nn

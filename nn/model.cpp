@@ -22,64 +22,152 @@ ops::DispatchMode mode_of(std::string_view kmode) {
                             : (kmode == "static" ? ops::DispatchMode::static_call : ops::DispatchMode::direct);
 }
 
+// The layout `fmt` asks of a tensor of `dims` dimensions: only 4-D ones have a channels-last one.
+MemoryFormat layout_for(int64_t dims, MemoryFormat fmt) { return dims == 4 ? fmt : MemoryFormat::contiguous; }
+
+// What a model holds, in every mode.
+template <class P>
+struct ModelState {
+  P p;
+  std::unique_ptr<Module> net;
+  Loss<P> loss;
+  DType dtype, compute;  // the parameters' and the activations' dtype
+  MemoryFormat fmt;
+  Tensor input{}, targets{}, logits{}, loss_value{};
+  Tensor logits_full{}, dlogits{}, predicted{};  // direct mode, mixed precision: planned conversions
+};
+
+// Where the modes differ at the model's level, in one place (the layers' differences are
+// their direct_ members, nn/layers/direct_layer.h). Tape modes: conversions go through
+// the front end, recorded where a gradient flows back through them; backward is the
+// autograd engine's from the loss; dynamic loss scaling is available.
+template <class P>
+struct ModelMode {
+  static constexpr bool kLossScaling = true;
+
+  // x in dtype dt and layout fmt (`buf` is direct mode's planned buffer).
+  static Tensor convert(ModelState<P>& s, const Tensor& x, DType dt, MemoryFormat fmt, Tensor& /*buf*/) {
+    const bool layout = fmt == MemoryFormat::channels_last ? x.is_channels_last() : x.is_contiguous();
+    if (x.dtype() == dt && x.device() == s.p.device() && layout) return x;
+    return ops::to(s.p, x, dt, s.p.device(), fmt);
+  }
+  // Mixed precision: the network's output y in the parameters' dtype.
+  static Tensor output_in_params_dtype(ModelState<P>& s, const Tensor& y, Tensor& /*buf*/) {
+    return autograd::cast(s.p, y, s.dtype);
+  }
+  static Tensor input_buffer(ModelState<P>& s, const Shape& sizes) {
+    return Tensor::empty(sizes, s.dtype, s.p.device(), layout_for(sizes.size(), s.fmt));
+  }
+  static void backward(ModelState<P>& s) { autograd::backward(s.loss_value); }
+  static void backward_scaled(ModelState<P>& s, double scale) {
+    autograd::backward(autograd::scale(s.p, s.loss_value, scale));
+  }
+  // Gradients times 1/scale (exact for the power-of-two scales used); whether all are
+  // finite, from one device-to-host read of the sum of their sums.
+  static bool unscale_grads_all_finite(ModelState<P>& s, double scale) {
+    autograd::NoGradGuard guard;
+    Tensor total;
+    for (Tensor param : s.net->parameters()) {
+      const Tensor g = param.grad();
+      if (!g.defined()) continue;
+      const Tensor u = ops::scale(s.p, g, 1.0 / scale);
+      param.set_grad(u);
+      const Tensor sum = ops::sum(s.p, u);
+      total = total.defined() ? ops::add(s.p, total, sum) : sum;
+    }
+    return !total.defined() || std::isfinite(total.item());
+  }
+};
+
+// Direct mode: conversions are copies into buffers planned once; backward is the
+// network's explicit one, from the loss's planned seed; no loss scaling yet.
+template <class Impl>
+struct ModelMode<Direct<Impl>> {
+  using State = ModelState<Direct<Impl>>;
+  static constexpr bool kLossScaling = false;
+
+  static Tensor convert(State& s, const Tensor& x, DType dt, MemoryFormat fmt, Tensor& buf) {
+    if (buf.defined() && buf.data_ptr() == x.data_ptr() && buf.sizes() == x.sizes() && buf.dtype() == x.dtype())
+      return buf;
+    if (!buf.defined() || !(buf.sizes() == x.sizes()) || buf.dtype() != dt)
+      buf = Tensor::empty(x.sizes(), dt, s.p.device(), fmt);
+    const ops::CopyArgs a{x, buf};
+    ops::direct::run_kernel(*s.p.impl, ops::OpId::copy, [&] { s.p.impl->copy(a); });
+    return buf;
+  }
+  static Tensor output_in_params_dtype(State& s, const Tensor& y, Tensor& buf) {
+    return convert(s, y, s.dtype, layout_for(y.dim(), s.fmt), buf);
+  }
+  // The planned input buffer, in the compute dtype, reused while the sizes stay.
+  static Tensor input_buffer(State& s, const Shape& sizes) {
+    if (!s.input.defined() || !(s.input.sizes() == sizes))
+      s.input = Tensor::empty(sizes, s.compute, s.p.device(), layout_for(sizes.size(), s.fmt));
+    return s.input;
+  }
+  // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
+  static void backward(State& s) {
+    const Tensor dlogits = s.loss.backward();
+    if (dlogits.dtype() == s.compute) {
+      s.net->backward(dlogits);
+      return;
+    }
+    s.net->backward(convert(s, dlogits, s.compute, layout_for(dlogits.dim(), s.fmt), s.dlogits));
+  }
+};
+
 template <class P>
 class ModelImpl final : public Model {
+  using Mode = ModelMode<P>;
+
  public:
   ModelImpl(const P& p, std::unique_ptr<Module> net, DType dt, const ModelOptions& o, const std::string& what,
             const std::string& init)
-      : p_(p), net_(std::move(net)), loss_(p, o.loss), dtype_(dt), compute_(o.compute_dtype.value_or(dt)),
-        fmt_(o.memory_format) {
-    STRATA_CHECK(is_floating(compute_), "Model: compute dtype must be floating, got ", dtype_name(compute_));
-    scale_ = o.initial_loss_scale.value_or(compute_ == DType::f16 ? 65536.0 : 0.0);
+      : s_{p, std::move(net), Loss<P>(p, o.loss), dt, o.compute_dtype.value_or(dt), o.memory_format} {
+    STRATA_CHECK(is_floating(s_.compute), "Model: compute dtype must be floating, got ", dtype_name(s_.compute));
+    scale_ = o.initial_loss_scale.value_or(s_.compute == DType::f16 ? 65536.0 : 0.0);
     STRATA_CHECK(scale_ >= 0 && std::isfinite(scale_), "Model: initial_loss_scale must be finite and >= 0, got ",
                  scale_);
-    if constexpr (is_direct_v<P>)
-      STRATA_CHECK(scale_ == 0, "Model: loss scaling (on by default for f16 compute) is not supported in direct mode "
-                                "yet; use the virtual or static mode, or bf16");
-    describe_ = what + " | " + group_thousands(net_->num_parameters()) + " parameters | init " + init +
-                " | dispatch " + std::string(P::kMode) + " on " + std::string(p_.backend_name()) + " | " +
+    STRATA_CHECK(Mode::kLossScaling || scale_ == 0,
+                 "Model: loss scaling (on by default for f16 compute) is not supported in direct mode "
+                 "yet; use the virtual or static mode, or bf16");
+    describe_ = what + " | " + group_thousands(s_.net->num_parameters()) + " parameters | init " + init +
+                " | dispatch " + std::string(P::kMode) + " on " + std::string(s_.p.backend_name()) + " | " +
                 std::string(dtype_name(dt)) +
-                (compute_ != dt ? " parameters, " + std::string(dtype_name(compute_)) + " compute" : "") +
-                (fmt_ == MemoryFormat::channels_last ? " channels_last" : "") +
+                (s_.compute != dt ? " parameters, " + std::string(dtype_name(s_.compute)) + " compute" : "") +
+                (s_.fmt == MemoryFormat::channels_last ? " channels_last" : "") +
                 (scale_ > 0 ? " | dynamic loss scaling from " + std::to_string(static_cast<int64_t>(scale_)) : "") +
                 " | loss " + std::string(loss_kind_name(o.loss));
   }
 
-  Module& module() override { return *net_; }
-  const Module& module() const override { return *net_; }
+  Module& module() override { return *s_.net; }
+  const Module& module() const override { return *s_.net; }
   ops::DispatchMode mode() const override { return mode_of(P::kMode); }
-  std::string_view backend_name() const override { return p_.backend_name(); }
-  Device device() const override { return p_.device(); }
-  DType dtype() const override { return dtype_; }
-  LossKind loss_kind() const override { return loss_.kind(); }
+  std::string_view backend_name() const override { return s_.p.backend_name(); }
+  Device device() const override { return s_.p.device(); }
+  DType dtype() const override { return s_.dtype; }
+  LossKind loss_kind() const override { return s_.loss.kind(); }
 
-  Tensor forward(const Tensor& x) override { return net_->forward(to_input(x)); }
+  Tensor forward(const Tensor& x) override { return s_.net->forward(to_input(x)); }
 
   StepResult forward_loss(const Tensor& x, const Tensor& targets) override {
-    logits_ = to_params_dtype(forward(x), logits_full_);  // the loss in full precision
-    loss_value_ = loss_.forward(logits_, to_targets(targets));
-    return {loss_value_, logits_};
+    s_.logits = to_params_dtype(forward(x), s_.logits_full);  // the loss in full precision
+    s_.loss_value = s_.loss.forward(s_.logits, to_targets(targets));
+    return {s_.loss_value, s_.logits};
   }
 
   void backward() override {
-    STRATA_CHECK(loss_value_.defined(), "Model::backward: call forward_loss first");
-    if constexpr (is_direct_v<P>) {
-      // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
-      const Tensor dlogits = loss_.backward();
-      net_->backward(dlogits.dtype() == compute_ ? dlogits : stage(dlogits, compute_, fmt_, dlogits_));
-    } else {
-      autograd::backward(loss_value_);
-    }
+    STRATA_CHECK(s_.loss_value.defined(), "Model::backward: call forward_loss first");
+    Mode::backward(s_);
   }
 
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
     opt.zero_grad();
     StepResult r = forward_loss(x, targets);
-    if constexpr (!is_direct_v<P>) {
+    if constexpr (Mode::kLossScaling) {
       if (scale_ > 0) {
-        autograd::backward(autograd::scale(p_, loss_value_, scale_));
+        Mode::backward_scaled(s_, scale_);
         run_gradient_hook();
-        if (unscale_grads_all_finite()) {
+        if (Mode::unscale_grads_all_finite(s_, scale_)) {
           opt.step();
           if (++good_steps_ == kGrowthInterval) scale_ *= 2, good_steps_ = 0;
         } else {
@@ -101,88 +189,31 @@ class ModelImpl final : public Model {
 
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
-    return to_params_dtype(forward(x), predicted_);
+    return to_params_dtype(forward(x), s_.predicted);
   }
 
-  Tensor input_buffer(const Shape& sizes) override {
-    if constexpr (is_direct_v<P>) {
-      if (!input_.defined() || !(input_.sizes() == sizes))
-        input_ = Tensor::empty(sizes, compute_, p_.device(), sizes.size() == 4 ? fmt_ : MemoryFormat::contiguous);
-      return input_;
-    } else {
-      return Tensor::empty(sizes, dtype_, p_.device(), sizes.size() == 4 ? fmt_ : MemoryFormat::contiguous);
-    }
-  }
+  Tensor input_buffer(const Shape& sizes) override { return Mode::input_buffer(s_, sizes); }
 
  private:
-  bool matches(const Tensor& x, DType dt, MemoryFormat fmt) const {
-    const bool layout = fmt == MemoryFormat::channels_last ? x.is_channels_last() : x.is_contiguous();
-    return x.dtype() == dt && x.device() == p_.device() && layout;
-  }
-
-  // Into `buf` (planned, direct mode) or converted through the front end.
-  Tensor stage(const Tensor& x, DType dt, MemoryFormat fmt, Tensor& buf) {
-    if (x.dim() != 4) fmt = MemoryFormat::contiguous;
-    if constexpr (is_direct_v<P>) {
-      if (buf.defined() && buf.data_ptr() == x.data_ptr() && buf.sizes() == x.sizes() && buf.dtype() == x.dtype())
-        return buf;
-      if (!buf.defined() || !(buf.sizes() == x.sizes()) || buf.dtype() != dt)
-        buf = Tensor::empty(x.sizes(), dt, p_.device(), fmt);
-      const ops::CopyArgs a{x, buf};
-      ops::direct::run_kernel(*p_.impl, ops::OpId::copy, [&] { p_.impl->copy(a); });
-      return buf;
-    } else {
-      if (matches(x, dt, fmt)) return x;
-      return ops::to(p_, x, dt, p_.device(), fmt);
-    }
-  }
-
-  // Gradients times 1/scale (exact for the power-of-two scales used); whether all are
-  // finite, from one device-to-host read of the sum of their sums.
-  bool unscale_grads_all_finite() {
-    autograd::NoGradGuard guard;
-    Tensor total;
-    for (Tensor param : net_->parameters()) {
-      const Tensor g = param.grad();
-      if (!g.defined()) continue;
-      const Tensor u = ops::scale(p_, g, 1.0 / scale_);
-      param.set_grad(u);
-      const Tensor s = ops::sum(p_, u);
-      total = total.defined() ? ops::add(p_, total, s) : s;
-    }
-    return !total.defined() || std::isfinite(total.item());
-  }
-
-  // Mixed precision: the network's output (compute dtype) in the parameters' dtype;
-  // direct mode converts into the planned `buf`.
+  // Mixed precision: the network's output (compute dtype) in the parameters' dtype.
   Tensor to_params_dtype(const Tensor& y, Tensor& buf) {
-    if (y.dtype() == dtype_) return y;
-    if constexpr (is_direct_v<P>)
-      return stage(y, dtype_, fmt_, buf);
-    else
-      return autograd::cast(p_, y, dtype_);
+    if (y.dtype() == s_.dtype) return y;
+    return Mode::output_in_params_dtype(s_, y, buf);
   }
-
   Tensor to_input(const Tensor& x) {
     STRATA_CHECK(x.defined(), "Model: input is undefined");
-    return stage(x, compute_, fmt_, input_);
+    return Mode::convert(s_, x, s_.compute, layout_for(x.dim(), s_.fmt), s_.input);
   }
   Tensor to_targets(const Tensor& t) {
     STRATA_CHECK(t.defined(), "Model: targets are undefined");
-    const DType dt = loss_.kind() == LossKind::cross_entropy ? DType::i64 : dtype_;
-    return stage(t, dt, MemoryFormat::contiguous, targets_);
+    const DType dt = s_.loss.kind() == LossKind::cross_entropy ? DType::i64 : s_.dtype;
+    return Mode::convert(s_, t, dt, MemoryFormat::contiguous, s_.targets);
   }
 
-  P p_;
-  std::unique_ptr<Module> net_;
-  Loss<P> loss_;
+  ModelState<P> s_;
   static constexpr int64_t kGrowthInterval = 2000;
-  DType dtype_, compute_;
   double scale_ = 0;
   int64_t good_steps_ = 0, skipped_ = 0;
-  MemoryFormat fmt_;
-  Tensor input_, targets_, logits_, loss_value_;
-  Tensor logits_full_, dlogits_, predicted_;  // direct mode, mixed precision: planned conversions
 };
 
 }  // namespace

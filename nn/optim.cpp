@@ -75,23 +75,12 @@ class DirectKernels final : public StepKernels {
  public:
   explicit DirectKernels(Impl& impl) : impl_(&impl) {}
   void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o) override {
-    ops::SgdStepArgs a{p, g, buf};
-    a.lr = o.lr;
-    a.momentum = o.momentum;
-    a.weight_decay = o.weight_decay;
-    a.nesterov = o.nesterov;
+    const ops::SgdStepArgs a{p, g, buf, o};
     ops::direct::run_kernel(*impl_, ops::OpId::sgd_step, [&] { impl_->sgd_step(a); });
   }
   void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
             int64_t step) override {
-    ops::AdamStepArgs a{p, g, m, v};
-    a.lr = o.lr;
-    a.beta1 = o.beta1;
-    a.beta2 = o.beta2;
-    a.eps = o.eps;
-    a.weight_decay = o.weight_decay;
-    a.decoupled_weight_decay = o.decoupled_weight_decay;
-    a.step = step;
+    const ops::AdamStepArgs a{p, g, m, v, o, step};
     ops::direct::run_kernel(*impl_, ops::OpId::adam_step, [&] { impl_->adam_step(a); });
   }
   void fill(const Tensor& t, double value) override {
@@ -109,6 +98,7 @@ class DirectKernels final : public StepKernels {
 std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::string_view backend) {
   return with_policy(mode, backend, [](const auto& p) -> std::shared_ptr<StepKernels> {
     using P = std::decay_t<decltype(p)>;
+    // The optimizer's one mode choice: the step kernels are picked here, once.
     if constexpr (is_direct_v<P>)
       return std::make_shared<DirectKernels<typename P::Backend>>(*p.impl);
     else

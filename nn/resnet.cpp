@@ -77,7 +77,7 @@ Tensor ResNetT<P, Block>::forward(const Tensor& x) {
 
 template <class P, class Block>
 Tensor ResNetT<P, Block>::backward(const Tensor& dlogits) {
-  if constexpr (is_direct_v<P>) {
+  return detail::explicit_backward<P>(*this, dlogits, [&] {
     Tensor g = fc_->backward(dlogits);
     grads_ready(*fc_);
     g = avgpool_->backward(g);
@@ -88,9 +88,7 @@ Tensor ResNetT<P, Block>::backward(const Tensor& dlogits) {
     g = conv1_->backward(g);
     grads_ready(*conv1_);
     return g;
-  } else {
-    return Module::backward(dlogits);
-  }
+  });
 }
 
 template <class P>

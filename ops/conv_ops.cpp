@@ -37,7 +37,7 @@ Tensor conv2d_bwd_bias(const D& d, const Tensor& dy) {
 }
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                              \
-  template Tensor conv2d<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&);      \
+  template Conv2dSignature<D> conv2d<D>;                                                                      \
   template Tensor conv2d_bwd_data<D>(const D&, const Tensor&, const Tensor&, const Shape&, const Conv2dParams&, \
                                      MemoryFormat);                                                           \
   template Tensor conv2d_bwd_weight<D>(const D&, const Tensor&, const Tensor&, const Shape&,                   \

@@ -13,7 +13,13 @@
 
 namespace strata::ops {
 
-template <class D> Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+// conv2d's signature, written once: ops::conv2d and autograd::conv2d (the same call,
+// recorded) are declared and explicitly instantiated through this type. Only their two
+// definitions spell the parameters again: C++ defines a function only through a
+// declarator of its own.
+template <class D>
+using Conv2dSignature = Tensor(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+template <class D> Conv2dSignature<D> conv2d;  // a function template, declared by its type
 template <class D> Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shape& x_sizes,
                                           const Conv2dParams& p, MemoryFormat fmt = MemoryFormat::contiguous);
 template <class D> Tensor conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Shape& w_sizes,
@@ -79,16 +85,8 @@ template <class D> void copy_(const D& d, const Tensor& src, const Tensor& dst);
 // A copy with another dtype/device/memory format (through the backend's copy op).
 template <class D> Tensor to(const D& d, const Tensor& x, DType dt, Device dev, MemoryFormat fmt);
 
-struct SgdOptions {
-  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
-  bool nesterov = false;
-};
 template <class D> void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
                                   const SgdOptions& o);
-struct AdamOptions {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
-  bool decoupled_weight_decay = false;
-};
 template <class D> void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                                    const Tensor& exp_avg_sq, const AdamOptions& o, int64_t step);
 

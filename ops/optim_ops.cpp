@@ -20,12 +20,7 @@ void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor
   check_input(d, OpId::sgd_step, "param", param);
   check_input(d, OpId::sgd_step, "grad", grad);
   if (o.momentum != 0.0) check_input(d, OpId::sgd_step, "momentum_buf", momentum_buf);
-  SgdStepArgs a{param, grad, momentum_buf};
-  a.lr = o.lr;
-  a.momentum = o.momentum;
-  a.weight_decay = o.weight_decay;
-  a.nesterov = o.nesterov;
-  d.sgd_step(a);
+  d.sgd_step(SgdStepArgs{param, grad, momentum_buf, o});
 }
 
 template <class D>
@@ -40,15 +35,7 @@ void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tenso
   check_input(d, OpId::adam_step, "grad", grad);
   check_input(d, OpId::adam_step, "exp_avg", exp_avg);
   check_input(d, OpId::adam_step, "exp_avg_sq", exp_avg_sq);
-  AdamStepArgs a{param, grad, exp_avg, exp_avg_sq};
-  a.lr = o.lr;
-  a.beta1 = o.beta1;
-  a.beta2 = o.beta2;
-  a.eps = o.eps;
-  a.weight_decay = o.weight_decay;
-  a.decoupled_weight_decay = o.decoupled_weight_decay;
-  a.step = step;
-  d.adam_step(a);
+  d.adam_step(AdamStepArgs{param, grad, exp_avg, exp_avg_sq, o, step});
 }
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                           \

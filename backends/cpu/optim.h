@@ -14,15 +14,15 @@ template <class T>
 void sgd_step(const ops::SgdStepArgs& a) {
   T* p = a.param.ptr<T>();
   const T* g = a.grad.ptr<const T>();
-  const T lr = static_cast<T>(a.lr), wd = static_cast<T>(a.weight_decay), mom = static_cast<T>(a.momentum);
-  if (a.momentum == 0.0) {
+  const T lr = static_cast<T>(a.o.lr), wd = static_cast<T>(a.o.weight_decay), mom = static_cast<T>(a.o.momentum);
+  if (a.o.momentum == 0.0) {
     for_each_unordered([=](int64_t, int64_t op, int64_t og) { p[op] -= lr * (g[og] + wd * p[op]); }, a.param,
                        a.grad);
     return;
   }
-  STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum buffer");
+  STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.o.momentum, " needs a momentum buffer");
   T* b = a.momentum_buf.ptr<T>();
-  const bool nesterov = a.nesterov;
+  const bool nesterov = a.o.nesterov;
   for_each_unordered([=](int64_t, int64_t op, int64_t og, int64_t ob) {
     const T d = g[og] + wd * p[op];
     const T nb = mom * b[ob] + d;
@@ -42,13 +42,13 @@ void adam_step(const ops::AdamStepArgs& a) {
   T* v = a.exp_avg_sq.ptr<T>();
   const double t = static_cast<double>(a.step);
   // 1 - beta in double: in f32, 1 - 0.999f loses four digits.
-  const T b1 = static_cast<T>(a.beta1), b2 = static_cast<T>(a.beta2);
-  const T c1 = static_cast<T>(1.0 - a.beta1), c2 = static_cast<T>(1.0 - a.beta2);
-  const T step_size = static_cast<T>(a.lr / (1.0 - std::pow(a.beta1, t)));
-  const T inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(a.beta2, t)));
-  const T eps = static_cast<T>(a.eps);
-  const T l2 = a.decoupled_weight_decay ? T(0) : static_cast<T>(a.weight_decay);
-  const T decay = a.decoupled_weight_decay ? static_cast<T>(1.0 - a.lr * a.weight_decay) : T(1);
+  const T b1 = static_cast<T>(a.o.beta1), b2 = static_cast<T>(a.o.beta2);
+  const T c1 = static_cast<T>(1.0 - a.o.beta1), c2 = static_cast<T>(1.0 - a.o.beta2);
+  const T step_size = static_cast<T>(a.o.lr / (1.0 - std::pow(a.o.beta1, t)));
+  const T inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(a.o.beta2, t)));
+  const T eps = static_cast<T>(a.o.eps);
+  const T l2 = a.o.decoupled_weight_decay ? T(0) : static_cast<T>(a.o.weight_decay);
+  const T decay = a.o.decoupled_weight_decay ? static_cast<T>(1.0 - a.o.lr * a.o.weight_decay) : T(1);
   for_each_unordered([=](int64_t, int64_t op, int64_t og, int64_t om, int64_t ov) {
     const T pv = p[op] * decay;
     const T d = g[og] + l2 * p[op];

@@ -27,11 +27,20 @@ struct ConvPlan : Plan {
   std::string unusable;  // why no algorithm fits (then the op retries in NCHW, or fails)
 };
 
-// The three directions differ only in which cuDNN functions they call.
+// A direction's operands in cuDNN's roles: the input side x (x, or dx for backward-data),
+// the filter w (w, or dw for backward-weight) and the output side y (y, or dy for the
+// backward passes). One of them is what the direction writes.
+enum class Role { x, w, y };
+
+// The three directions differ only in which cuDNN functions they call and which
+// operand they write.
 struct FwdOps {
   using Perf = cudnnConvolutionFwdAlgoPerf_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   static constexpr const char* kName = "conv2d_fwd";
+  static constexpr ConvKind kKind = ConvKind::fwd;
+  static constexpr ConvDir kDir = ConvDir::fwd;
+  static constexpr Role kWrites = Role::y;
   static cudnnStatus_t heuristics(cudnnHandle_t h, ConvPlan& p, int* n, Perf* r) {
     return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), kCount, n, r);
   }
@@ -44,11 +53,19 @@ struct FwdOps {
     return cudnnGetConvolutionForwardWorkspaceSize(h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(),
                                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), s);
   }
+  static void run(cudnnHandle_t h, const ConvPlan& p, const Scalars& s, void* ws, void* x, void* w, void* y) {
+    STRATA_CUDNN_CHECK(cudnnConvolutionForward(h, s.one(), p.x.get(), x, p.w.get(), w, p.conv.get(),
+                                               static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, s.zero(),
+                                               p.y.get(), y));
+  }
 };
 struct BwdDataOps {
   using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
   static constexpr const char* kName = "conv2d_bwd_data";
+  static constexpr ConvKind kKind = ConvKind::bwd_data;
+  static constexpr ConvDir kDir = ConvDir::bwd_data;
+  static constexpr Role kWrites = Role::x;
   static cudnnStatus_t heuristics(cudnnHandle_t h, ConvPlan& p, int* n, Perf* r) {
     return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), kCount, n,
                                                        r);
@@ -62,11 +79,19 @@ struct BwdDataOps {
     return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
                                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), s);
   }
+  static void run(cudnnHandle_t h, const ConvPlan& p, const Scalars& s, void* ws, void* x, void* w, void* y) {
+    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(h, s.one(), p.w.get(), w, p.y.get(), y, p.conv.get(),
+                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.ws,
+                                                    s.zero(), p.x.get(), x));
+  }
 };
 struct BwdFilterOps {
   using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
   static constexpr const char* kName = "conv2d_bwd_weight";
+  static constexpr ConvKind kKind = ConvKind::bwd_weight;
+  static constexpr ConvDir kDir = ConvDir::bwd_weight;
+  static constexpr Role kWrites = Role::w;
   static cudnnStatus_t heuristics(cudnnHandle_t h, ConvPlan& p, int* n, Perf* r) {
     return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kCount,
                                                          n, r);
@@ -79,6 +104,11 @@ struct BwdFilterOps {
   static cudnnStatus_t ws_size(cudnnHandle_t h, ConvPlan& p, int algo, size_t* s) {
     return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
                                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), s);
+  }
+  static void run(cudnnHandle_t h, const ConvPlan& p, const Scalars& s, void* ws, void* x, void* w, void* y) {
+    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, s.one(), p.x.get(), x, p.y.get(), y, p.conv.get(),
+                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.ws,
+                                                      s.zero(), p.w.get(), w));
   }
 };
 
@@ -159,9 +189,9 @@ PlanKey conv_key(ConvKind kind, const TensorView& x, const TensorView& w, const 
 }
 
 template <class Ops>
-ConvPlan& conv_plan(Context& ctx, ConvKind kind, const TensorView& x, const TensorView& w, const TensorView& y,
-                    Layout l, const Conv2dParams& cp, const Settings& s) {
-  return ctx.plan<ConvPlan>(conv_key(kind, x, w, y, l, cp, s), [&] {
+ConvPlan& conv_plan(Context& ctx, const TensorView& x, const TensorView& w, const TensorView& y, Layout l,
+                    const Conv2dParams& cp, const Settings& s) {
+  return ctx.plan<ConvPlan>(conv_key(Ops::kKind, x, w, y, l, cp, s), [&] {
     auto p = std::make_unique<ConvPlan>();
     p->x.set(x, Ops::kName);
     p->y.set(y, Ops::kName);
@@ -205,60 +235,26 @@ void with_layout_fallback(Context& ctx, Layout l, F&& f) {
   STRATA_FAIL(why);
 }
 
-std::string fwd_in(Context& ctx, const Conv2dFwdArgs& a, Layout l, const Settings& st) {
-  Staged x = stage_in(ctx, a.x, l);
-  Staged w = stage_in(ctx, a.w, l);
-  Staged y = stage_out(ctx, a.y, l);
-  if (!try_graph(ctx, ConvDir::fwd, x.view, w.view, y.view, l, a.p, st).empty()) {
-    ConvPlan& p = conv_plan<FwdOps>(ctx, ConvKind::fwd, x.view, w.view, y.view, l, a.p, st);
+// One direction on its operands in their roles (x, w, y; see Role), staged into layout l:
+// the ones it reads staged in, the one it writes staged out and finished after the call.
+// The forward direction adds the optional bias to its output before finishing it.
+template <class Ops>
+std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, const TensorView& y,
+                    const TensorView& bias, Layout l, const Conv2dParams& cp, const Settings& st) {
+  auto stage = [&](const TensorView& v, Role r) {
+    return r == Ops::kWrites ? stage_out(ctx, v, l) : stage_in(ctx, v, l);
+  };
+  Staged sx = stage(x, Role::x), sw = stage(w, Role::w), sy = stage(y, Role::y);
+  Staged& out = Ops::kWrites == Role::x ? sx : (Ops::kWrites == Role::w ? sw : sy);
+  if (!try_graph(ctx, Ops::kDir, sx.view, sw.view, sy.view, l, cp, st).empty()) {
+    ConvPlan& p = conv_plan<Ops>(ctx, sx.view, sw.view, sy.view, l, cp, st);
     if (!p.unusable.empty()) return p.unusable;
     void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
-    const Scalars s(a.x.dtype);
-    STRATA_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.w.get(), w.view.data,
-                                               p.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
-                                               p.ws, s.zero(), p.y.get(), y.view.data));
+    Ops::run(ctx.cudnn, p, Scalars(x.dtype), ws, sx.view.data, sw.view.data, sy.view.data);
     ++ctx.legacy_convs;
   }
-  if (a.b.defined) add_along(ctx, y.view, a.b, 1);
-  y.finish(ctx);
-  return {};
-}
-
-std::string bwd_data_in(Context& ctx, const Conv2dBwdDataArgs& a, Layout l, const Settings& st) {
-  Staged dy = stage_in(ctx, a.dy, l);
-  Staged w = stage_in(ctx, a.w, l);
-  Staged dx = stage_out(ctx, a.dx, l);
-  if (!try_graph(ctx, ConvDir::bwd_data, dx.view, w.view, dy.view, l, a.p, st).empty()) {
-    ConvPlan& p = conv_plan<BwdDataOps>(ctx, ConvKind::bwd_data, dx.view, w.view, dy.view, l, a.p, st);
-    if (!p.unusable.empty()) return p.unusable;
-    void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
-    const Scalars s(a.dy.dtype);
-    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, s.one(), p.w.get(), w.view.data, p.y.get(),
-                                                    dy.view.data, p.conv.get(),
-                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.ws,
-                                                    s.zero(), p.x.get(), dx.view.data));
-    ++ctx.legacy_convs;
-  }
-  dx.finish(ctx);
-  return {};
-}
-
-std::string bwd_weight_in(Context& ctx, const Conv2dBwdWeightArgs& a, Layout l, const Settings& st) {
-  Staged x = stage_in(ctx, a.x, l);
-  Staged dy = stage_in(ctx, a.dy, l);
-  Staged dw = stage_out(ctx, a.dw, l);
-  if (!try_graph(ctx, ConvDir::bwd_weight, x.view, dw.view, dy.view, l, a.p, st).empty()) {
-    ConvPlan& p = conv_plan<BwdFilterOps>(ctx, ConvKind::bwd_weight, x.view, dw.view, dy.view, l, a.p, st);
-    if (!p.unusable.empty()) return p.unusable;
-    void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
-    const Scalars s(a.x.dtype);
-    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn, s.one(), p.x.get(), x.view.data, p.y.get(),
-                                                      dy.view.data, p.conv.get(),
-                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.ws,
-                                                      s.zero(), p.w.get(), dw.view.data));
-    ++ctx.legacy_convs;
-  }
-  dw.finish(ctx);
+  if (bias.defined) add_along(ctx, out.view, bias, 1);
+  out.finish(ctx);
   return {};
 }
 
@@ -269,7 +265,8 @@ std::string bwd_weight_in(Context& ctx, const Conv2dBwdWeightArgs& a, Layout l, 
 void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   if (a.y.numel() == 0) return;
   along_batch("conv2d_fwd", a, {{&Conv2dFwdArgs::x, "x"}, {&Conv2dFwdArgs::y, "y"}}, [&](Conv2dFwdArgs& b, int64_t) {
-    with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) { return fwd_in(*ctx_, b, l, settings_); });
+    with_layout_fallback(*ctx_, layout_of(b.x),
+                         [&](Layout l) { return conv_in<FwdOps>(*ctx_, b.x, b.w, b.y, b.b, l, b.p, settings_); });
   });
 }
 
@@ -278,7 +275,9 @@ void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   along_batch("conv2d_bwd_data", a, {{&Conv2dBwdDataArgs::dy, "dy"}, {&Conv2dBwdDataArgs::dx, "dx"}},
               [&](Conv2dBwdDataArgs& b, int64_t) {
                 with_layout_fallback(*ctx_, layout_of(b.dy),
-                                     [&](Layout l) { return bwd_data_in(*ctx_, b, l, settings_); });
+                                     [&](Layout l) {
+                                       return conv_in<BwdDataOps>(*ctx_, b.dx, b.w, b.dy, {}, l, b.p, settings_);
+                                     });
               });
 }
 
@@ -294,7 +293,9 @@ void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
                   b.dw = piece;
                 }
                 with_layout_fallback(*ctx_, layout_of(b.x),
-                                     [&](Layout l) { return bwd_weight_in(*ctx_, b, l, settings_); });
+                                     [&](Layout l) {
+                                       return conv_in<BwdFilterOps>(*ctx_, b.x, b.dw, b.dy, {}, l, b.p, settings_);
+                                     });
                 if (n0 > 0) add_into(*ctx_, a.dw, piece);
               });
 }

@@ -15,18 +15,17 @@ struct SgdFn {
   float* p;
   const float* g;
   float* buf;
-  double lr, momentum, wd;
-  bool nesterov;
+  ops::SgdOptions opt;
   __device__ void operator()(int64_t, const int64_t* o) const {
     double d = g[o[1]];
     const double pv = p[o[0]];
-    if (wd != 0.0) d += wd * pv;
-    if (momentum != 0.0) {
-      const double b = momentum * static_cast<double>(buf[o[2]]) + d;
+    if (opt.weight_decay != 0.0) d += opt.weight_decay * pv;
+    if (opt.momentum != 0.0) {
+      const double b = opt.momentum * static_cast<double>(buf[o[2]]) + d;
       buf[o[2]] = static_cast<float>(b);
-      d = nesterov ? d + momentum * b : b;
+      d = opt.nesterov ? d + opt.momentum * b : b;
     }
-    p[o[0]] = static_cast<float>(pv - lr * d);
+    p[o[0]] = static_cast<float>(pv - opt.lr * d);
   }
 };
 
@@ -35,23 +34,23 @@ struct AdamFn {
   const float* g;
   float* m;
   float* v;
-  double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
-  bool decoupled;
+  ops::AdamOptions opt;
+  double step_size, bc2_sqrt;
   __device__ void operator()(int64_t, const int64_t* o) const {
     double pv = p[o[0]];
     double gv = g[o[1]];
-    if (wd != 0.0) {
-      if (decoupled) {
-        pv *= 1.0 - lr * wd;
+    if (opt.weight_decay != 0.0) {
+      if (opt.decoupled_weight_decay) {
+        pv *= 1.0 - opt.lr * opt.weight_decay;
       } else {
-        gv += wd * pv;
+        gv += opt.weight_decay * pv;
       }
     }
-    const double mv = beta1 * static_cast<double>(m[o[2]]) + (1.0 - beta1) * gv;
-    const double vv = beta2 * static_cast<double>(v[o[3]]) + (1.0 - beta2) * gv * gv;
+    const double mv = opt.beta1 * static_cast<double>(m[o[2]]) + (1.0 - opt.beta1) * gv;
+    const double vv = opt.beta2 * static_cast<double>(v[o[3]]) + (1.0 - opt.beta2) * gv * gv;
     m[o[2]] = static_cast<float>(mv);
     v[o[3]] = static_cast<float>(vv);
-    const double denom = sqrt(vv) / bc2_sqrt + eps;
+    const double denom = sqrt(vv) / bc2_sqrt + opt.eps;
     p[o[0]] = static_cast<float>(pv - step_size * mv / denom);
   }
 };
@@ -63,26 +62,24 @@ using namespace cuda;
 
 void CudaBackend::sgd_step(const SgdStepArgs& a) {
   dispatch_f32(a.param.dtype, "sgd_step", [&](auto) {
-    const bool mom = a.momentum != 0.0;
-    STRATA_CHECK(!mom || a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum buffer");
+    const bool mom = a.o.momentum != 0.0;
+    STRATA_CHECK(!mom || a.momentum_buf.defined, "sgd_step: momentum ", a.o.momentum, " needs a momentum buffer");
     const TensorView& buf = mom ? a.momentum_buf : a.param;  // unused without momentum
     launch_elementwise(*ctx_, make_strided_in_memory_order<3>(a.param.sizes, {a.param.strides, a.grad.strides, buf.strides}, 0),
-                       SgdFn{a.param.ptr<float>(), a.grad.ptr<float>(), mom ? buf.ptr<float>() : nullptr, a.lr,
-                             a.momentum, a.weight_decay, a.nesterov});
+                       SgdFn{a.param.ptr<float>(), a.grad.ptr<float>(), mom ? buf.ptr<float>() : nullptr, a.o});
   });
 }
 
 void CudaBackend::adam_step(const AdamStepArgs& a) {
   dispatch_f32(a.param.dtype, "adam_step", [&](auto) {
     STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based, got ", a.step);
-    const double bc1 = 1.0 - std::pow(a.beta1, static_cast<double>(a.step));
-    const double bc2 = 1.0 - std::pow(a.beta2, static_cast<double>(a.step));
+    const double bc1 = 1.0 - std::pow(a.o.beta1, static_cast<double>(a.step));
+    const double bc2 = 1.0 - std::pow(a.o.beta2, static_cast<double>(a.step));
     launch_elementwise(*ctx_,
                        make_strided_in_memory_order<4>(
                            a.param.sizes, {a.param.strides, a.grad.strides, a.exp_avg.strides, a.exp_avg_sq.strides}, 0),
                        AdamFn{a.param.ptr<float>(), a.grad.ptr<float>(), a.exp_avg.ptr<float>(),
-                              a.exp_avg_sq.ptr<float>(), a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.lr / bc1,
-                              std::sqrt(bc2), a.decoupled_weight_decay});
+                              a.exp_avg_sq.ptr<float>(), a.o, a.o.lr / bc1, std::sqrt(bc2)});
   });
 }
 

@@ -18,17 +18,17 @@ using eigen::visit_float;
 void EigenBackend::sgd_step(const SgdStepArgs& a) {
   visit_float("sgd_step", a.param.dtype, [&](auto t) {
     using T = decltype(t);
-    const T lr = static_cast<T>(a.lr), mom = static_cast<T>(a.momentum), wd = static_cast<T>(a.weight_decay);
-    if (a.momentum == 0.0) {
+    const T lr = static_cast<T>(a.o.lr), mom = static_cast<T>(a.o.momentum), wd = static_cast<T>(a.o.weight_decay);
+    if (a.o.momentum == 0.0) {
       elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g) { return p - (g + p * wd) * lr; }, Out<T>{a.param},
                   In<T>{a.param}, In<T>{a.grad});
       return;
     }
-    STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum_buf for param ",
+    STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.o.momentum, " needs a momentum_buf for param ",
                  a.param.sizes.str());
     elementwise(*ctx_, "sgd_step", false, [=](auto b, auto p, auto g) { return b * mom + (g + p * wd); },
                 Out<T>{a.momentum_buf}, In<T>{a.momentum_buf}, In<T>{a.param}, In<T>{a.grad});
-    if (a.nesterov) {
+    if (a.o.nesterov) {
       elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g, auto b) { return p - ((g + p * wd) + b * mom) * lr; },
                   Out<T>{a.param}, In<T>{a.param}, In<T>{a.grad}, In<T>{a.momentum_buf});
     } else {
@@ -47,12 +47,12 @@ void EigenBackend::adam_step(const AdamStepArgs& a) {
     using T = decltype(t);
     const double steps = static_cast<double>(a.step);
     // 1 - beta formed in double: 1 - 0.999f is 1.3e-5 off 0.001 in f32.
-    const T b1 = static_cast<T>(a.beta1), b2 = static_cast<T>(a.beta2), eps = static_cast<T>(a.eps);
-    const T c1 = static_cast<T>(1.0 - a.beta1), c2 = static_cast<T>(1.0 - a.beta2);
-    const T step_size = static_cast<T>(a.lr / (1.0 - std::pow(a.beta1, steps)));
-    const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(a.beta2, steps)));
-    const T wd = a.decoupled_weight_decay ? T(0) : static_cast<T>(a.weight_decay);
-    const T decay = a.decoupled_weight_decay ? static_cast<T>(1.0 - a.lr * a.weight_decay) : T(1);
+    const T b1 = static_cast<T>(a.o.beta1), b2 = static_cast<T>(a.o.beta2), eps = static_cast<T>(a.o.eps);
+    const T c1 = static_cast<T>(1.0 - a.o.beta1), c2 = static_cast<T>(1.0 - a.o.beta2);
+    const T step_size = static_cast<T>(a.o.lr / (1.0 - std::pow(a.o.beta1, steps)));
+    const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(a.o.beta2, steps)));
+    const T wd = a.o.decoupled_weight_decay ? T(0) : static_cast<T>(a.o.weight_decay);
+    const T decay = a.o.decoupled_weight_decay ? static_cast<T>(1.0 - a.o.lr * a.o.weight_decay) : T(1);
     elementwise(*ctx_, "adam_step", false, [=](auto m, auto p, auto g) { return m * b1 + (g + p * wd) * c1; },
                 Out<T>{a.exp_avg}, In<T>{a.exp_avg}, In<T>{a.param}, In<T>{a.grad});
     elementwise(

@@ -2,6 +2,8 @@
 // planned with format_tag::any so oneDNN picks its fastest (usually blocked)
 // layouts; the plan caches the reorders between strata's strides and those.
 // f32, and bf16 where the CPU has it (f32 accumulation inside oneDNN).
+#include <initializer_list>
+
 #include "strata/backends/onednn/context.h"
 #include "strata/backends/cpu/reduce.h"
 
@@ -33,9 +35,32 @@ ConvGeom geom(const Conv2dParams& p) {
   return {{p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1}, {p.pad_h, p.pad_w}, {p.pad_h, p.pad_w}};
 }
 
-void add_params(Key& k, const Conv2dParams& p) {
+// A direction's cache key: the op, its views and the convolution's parameters.
+template <class... V>
+Key conv_key(OpId op, const Conv2dParams& p, const V&... views) {
+  Key k(op);
+  k.views(views...);
   k.add(int64_t{p.stride_h}).add(int64_t{p.stride_w}).add(int64_t{p.pad_h}).add(int64_t{p.pad_w});
   k.add(int64_t{p.dilation_h}).add(int64_t{p.dilation_w}).add(int64_t{p.groups});
+  return k;
+}
+
+// A staged operand of a planned primitive and the call's pointer for it.
+struct Operand {
+  Staged& staged;
+  const void* data;
+};
+// One run of a planned primitive: the call's pointers bound, the inputs reordered into
+// the primitive's layouts, the primitive executed and, with push_output, its output
+// reordered back; then the stream waits.
+void run_planned(Context& c, const dnnl::primitive& prim, const Args& args, std::initializer_list<Operand> inputs,
+                 const Operand& output, bool push_output = true) {
+  for (const Operand& in : inputs) in.staged.bind(in.data);
+  output.staged.bind(output.data);
+  for (const Operand& in : inputs) in.staged.pull(c.strm);
+  prim.execute(c.strm, args);
+  if (push_output) output.staged.push(c.strm);
+  c.strm.wait();
 }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, const memory::desc& wei,
@@ -105,10 +130,7 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   require_f32_or_bf16("conv2d_fwd", a.x.dtype);
   guarded("conv2d_fwd", [&] {
     Context& c = *ctx_;
-    Key key(OpId::conv2d_fwd);
-    key.views(a.x, a.w, a.b, a.y);
-    add_params(key, a.p);
-    auto& pl = c.plan<FwdPlan>(key, [&] {
+    auto& pl = c.plan<FwdPlan>(conv_key(OpId::conv2d_fwd, a.p, a.x, a.w, a.b, a.y), [&] {
       auto p = std::make_unique<FwdPlan>();
       const memory::desc src = md_of(a.x), wei = weights_md(a.w, a.p.groups), dst = md_of(a.y);
       const memory::desc bias = a.b.defined ? md_of(a.b) : memory::desc();
@@ -125,18 +147,11 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
       }
       return p;
     });
-    pl.src.bind(a.x.data);
-    pl.wei.bind(a.w.data);
-    pl.dst.bind(a.y.data);
-    pl.src.pull(c.strm);
-    pl.wei.pull(c.strm);
-    if (pl.has_bias) {
-      pl.bias.bind(a.b.data);
-      pl.bias.pull(c.strm);
-    }
-    pl.prim.execute(c.strm, pl.args);
-    pl.dst.push(c.strm);
-    c.strm.wait();
+    const Operand dst{pl.dst, a.y.data};
+    if (pl.has_bias)
+      run_planned(c, pl.prim, pl.args, {{pl.src, a.x.data}, {pl.wei, a.w.data}, {pl.bias, a.b.data}}, dst);
+    else
+      run_planned(c, pl.prim, pl.args, {{pl.src, a.x.data}, {pl.wei, a.w.data}}, dst);
   });
 }
 
@@ -144,10 +159,7 @@ void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   require_f32_or_bf16("conv2d_bwd_data", a.dy.dtype);
   guarded("conv2d_bwd_data", [&] {
     Context& c = *ctx_;
-    Key key(OpId::conv2d_bwd_data);
-    key.views(a.dy, a.w, a.dx);
-    add_params(key, a.p);
-    auto& pl = c.plan<BwdDataPlan>(key, [&] {
+    auto& pl = c.plan<BwdDataPlan>(conv_key(OpId::conv2d_bwd_data, a.p, a.dy, a.w, a.dx), [&] {
       auto p = std::make_unique<BwdDataPlan>();
       const memory::desc dx = md_of(a.dx), wei = weights_md(a.w, a.p.groups), dy = md_of(a.dy);
       const auto hint = forward_pd(dx, wei, memory::desc(), dy, a.p, c.eng);
@@ -163,14 +175,7 @@ void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
                  {DNNL_ARG_DIFF_SRC, p->dx.arg()}};
       return p;
     });
-    pl.dy.bind(a.dy.data);
-    pl.wei.bind(a.w.data);
-    pl.dx.bind(a.dx.data);
-    pl.dy.pull(c.strm);
-    pl.wei.pull(c.strm);
-    pl.prim.execute(c.strm, pl.args);
-    pl.dx.push(c.strm);
-    c.strm.wait();
+    run_planned(c, pl.prim, pl.args, {{pl.dy, a.dy.data}, {pl.wei, a.w.data}}, {pl.dx, a.dx.data});
   });
 }
 
@@ -178,10 +183,7 @@ void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
   require_f32_or_bf16("conv2d_bwd_weight", a.x.dtype);
   guarded("conv2d_bwd_weight", [&] {
     Context& c = *ctx_;
-    Key key(OpId::conv2d_bwd_weight);
-    key.views(a.x, a.dy, a.dw);
-    add_params(key, a.p);
-    auto& pl = c.plan<BwdWeightPlan>(key, [&] {
+    auto& pl = c.plan<BwdWeightPlan>(conv_key(OpId::conv2d_bwd_weight, a.p, a.x, a.dy, a.dw), [&] {
       auto p = std::make_unique<BwdWeightPlan>();
       const memory::desc x = md_of(a.x), dw = weights_md(a.dw, a.p.groups), dy = md_of(a.dy);
       const auto hint = forward_pd(x, dw, memory::desc(), dy, a.p, c.eng);
@@ -210,20 +212,11 @@ void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
                  {DNNL_ARG_DIFF_WEIGHTS, p->dw.arg()}};
       return p;
     });
-    pl.x.bind(a.x.data);
-    pl.dy.bind(a.dy.data);
-    pl.dw.bind(a.dw.data);
-    pl.x.pull(c.strm);
-    pl.dy.pull(c.strm);
-    pl.prim.execute(c.strm, pl.args);
-    if (pl.unblock_o > 0) {
-      c.strm.wait();
+    const bool unblock = pl.unblock_o > 0;
+    run_planned(c, pl.prim, pl.args, {{pl.x, a.x.data}, {pl.dy, a.dy.data}}, {pl.dw, a.dw.data}, !unblock);
+    if (unblock)
       unblock_1x1(static_cast<const float*>(pl.dw.inner.get_data_handle()), a.dw.ptr<float>(), pl.unblock_o,
                   pl.unblock_i);
-      return;
-    }
-    pl.dw.push(c.strm);
-    c.strm.wait();
   });
 }
 

@@ -80,7 +80,7 @@ bool run_in_parts(const A& a, const TensorView& first, const std::tuple<Views...
 }  // namespace
 
 void OneDnnBackend::sgd_step(const SgdStepArgs& a) {
-  const bool buffer_ok = a.momentum == 0.0 || a.momentum_buf.defined;  // else the loop's own error
+  const bool buffer_ok = a.o.momentum == 0.0 || a.momentum_buf.defined;  // else the loop's own error
   if (buffer_ok && (a.param.dtype == DType::f32 || a.param.dtype == DType::f64) &&
       run_in_parts(a, a.param, std::make_tuple(&SgdStepArgs::param, &SgdStepArgs::grad, &SgdStepArgs::momentum_buf)))
     return;

@@ -19,21 +19,23 @@ using loops::visit_float;
 
 namespace {
 
+// A window of the input plane, clipped to it: rows [h0, h1), columns [w0, w1).
+struct Window {
+  int64_t h0, h1, w0, w1;
+};
+
 struct PoolGeom {
   int64_t planes, h, w, ho, wo;
   Pool2dParams p;
-  // The window of output (oh, ow), clipped to the input.
-  void window(int64_t oh, int64_t ow, int64_t& h0, int64_t& h1, int64_t& w0, int64_t& w1) const {
-    h0 = oh * p.stride_h - p.pad_h;
-    w0 = ow * p.stride_w - p.pad_w;
-    h1 = std::min(h0 + p.kernel_h, h);
-    w1 = std::min(w0 + p.kernel_w, w);
-    h0 = std::max<int64_t>(h0, 0);
-    w0 = std::max<int64_t>(w0, 0);
+  // The window of output (oh, ow).
+  Window window(int64_t oh, int64_t ow) const {
+    const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+    return {std::max<int64_t>(h0, 0), std::min(h0 + p.kernel_h, h), std::max<int64_t>(w0, 0),
+            std::min(w0 + p.kernel_w, w)};
   }
-  double divisor(int64_t h0, int64_t h1, int64_t w0, int64_t w1) const {
+  double divisor(const Window& win) const {
     return p.count_include_pad ? static_cast<double>(p.kernel_h * p.kernel_w)
-                               : static_cast<double>((h1 - h0) * (w1 - w0));
+                               : static_cast<double>((win.h1 - win.h0) * (win.w1 - win.w0));
   }
 };
 
@@ -41,15 +43,44 @@ PoolGeom geometry(const TensorView& x, const TensorView& y, const Pool2dParams& 
   return {x.sizes[0] * x.sizes[1], x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3], p};
 }
 
+// f(plane, oh, ow, window) for every output of every plane, in order.
+template <class F>
+void for_each_window(const PoolGeom& g, F&& f) {
+  for (int64_t pl = 0; pl < g.planes; ++pl)
+    for (int64_t oh = 0; oh < g.ho; ++oh)
+      for (int64_t ow = 0; ow < g.wo; ++ow) f(pl, oh, ow, g.window(oh, ow));
+}
+
+// A forward pass: each output is f(x_plane, window).
+template <class T, class F>
+void map_windows(const TensorView& xv, const TensorView& yv, const PoolGeom& g, F&& f) {
+  ContiguousIn<T> xin(xv);
+  ContiguousOut<T> yout(yv);
+  for_each_window(g, [&](int64_t pl, int64_t oh, int64_t ow, const Window& win) {
+    yout.get()[(pl * g.ho + oh) * g.wo + ow] = f(xin.get() + pl * g.h * g.w, win);
+  });
+  yout.finish();
+}
+
+// A backward pass as a scatter into dx, zeroed first (windows may overlap):
+// f(dx_plane, plane, oh, ow, window) adds the window's contribution.
+template <class T, class F>
+void scatter_windows(const TensorView& dxv, const PoolGeom& g, F&& f) {
+  ContiguousOut<T> dxout(dxv);
+  std::fill(dxout.get(), dxout.get() + dxv.numel(), T(0));
+  for_each_window(g, [&](int64_t pl, int64_t oh, int64_t ow, const Window& win) {
+    f(dxout.get() + pl * g.h * g.w, pl, oh, ow, win);
+  });
+  dxout.finish();
+}
+
 // Offset within the plane of the window's first maximum (-1 for an empty window).
 template <class T>
-int64_t argmax_window(const T* plane, const PoolGeom& g, int64_t oh, int64_t ow) {
-  int64_t h0, h1, w0, w1;
-  g.window(oh, ow, h0, h1, w0, w1);
+int64_t argmax_window(const T* plane, const PoolGeom& g, const Window& win) {
   int64_t best = -1;
   T m = -std::numeric_limits<T>::infinity();
-  for (int64_t ih = h0; ih < h1; ++ih)
-    for (int64_t iw = w0; iw < w1; ++iw) {
+  for (int64_t ih = win.h0; ih < win.h1; ++ih)
+    for (int64_t iw = win.w0; iw < win.w1; ++iw) {
       const T v = plane[ih * g.w + iw];
       if (best < 0 || loops::beats(v, m)) {
         m = v;
@@ -62,84 +93,42 @@ int64_t argmax_window(const T* plane, const PoolGeom& g, int64_t oh, int64_t ow)
 template <class T>
 void max_fwd(const MaxPool2dFwdArgs& a) {
   const PoolGeom g = geometry(a.x, a.y, a.p);
-  ContiguousIn<T> xin(a.x);
-  ContiguousOut<T> yout(a.y);
-  for (int64_t pl = 0; pl < g.planes; ++pl) {
-    const T* x = xin.get() + pl * g.h * g.w;
-    T* y = yout.get() + pl * g.ho * g.wo;
-    for (int64_t oh = 0; oh < g.ho; ++oh)
-      for (int64_t ow = 0; ow < g.wo; ++ow) {
-        int64_t h0, h1, w0, w1;
-        g.window(oh, ow, h0, h1, w0, w1);
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw)
-            if (loops::beats(x[ih * g.w + iw], m)) m = x[ih * g.w + iw];
-        y[oh * g.wo + ow] = m;
-      }
-  }
-  yout.finish();
+  map_windows<T>(a.x, a.y, g, [&](const T* x, const Window& win) {
+    const int64_t at = argmax_window(x, g, win);
+    return at >= 0 ? x[at] : -std::numeric_limits<T>::infinity();
+  });
 }
 
 template <class T>
 void max_bwd(const MaxPool2dBwdArgs& a) {
   const PoolGeom g = geometry(a.x, a.dy, a.p);
   ContiguousIn<T> xin(a.x), dyin(a.dy);
-  ContiguousOut<T> dxout(a.dx);
-  std::fill(dxout.get(), dxout.get() + a.dx.numel(), T(0));
-  for (int64_t pl = 0; pl < g.planes; ++pl) {
-    const T* x = xin.get() + pl * g.h * g.w;
-    const T* dy = dyin.get() + pl * g.ho * g.wo;
-    T* dx = dxout.get() + pl * g.h * g.w;
-    for (int64_t oh = 0; oh < g.ho; ++oh)
-      for (int64_t ow = 0; ow < g.wo; ++ow) {
-        const int64_t at = argmax_window(x, g, oh, ow);
-        if (at >= 0) dx[at] += dy[oh * g.wo + ow];
-      }
-  }
-  dxout.finish();
+  scatter_windows<T>(a.dx, g, [&](T* dx, int64_t pl, int64_t oh, int64_t ow, const Window& win) {
+    const int64_t at = argmax_window(xin.get() + pl * g.h * g.w, g, win);
+    if (at >= 0) dx[at] += dyin.get()[(pl * g.ho + oh) * g.wo + ow];
+  });
 }
 
 template <class T>
 void avg_fwd(const AvgPool2dFwdArgs& a) {
   const PoolGeom g = geometry(a.x, a.y, a.p);
-  ContiguousIn<T> xin(a.x);
-  ContiguousOut<T> yout(a.y);
-  for (int64_t pl = 0; pl < g.planes; ++pl) {
-    const T* x = xin.get() + pl * g.h * g.w;
-    T* y = yout.get() + pl * g.ho * g.wo;
-    for (int64_t oh = 0; oh < g.ho; ++oh)
-      for (int64_t ow = 0; ow < g.wo; ++ow) {
-        int64_t h0, h1, w0, w1;
-        g.window(oh, ow, h0, h1, w0, w1);
-        double s = 0;
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) s += static_cast<double>(x[ih * g.w + iw]);
-        y[oh * g.wo + ow] = static_cast<T>(s / g.divisor(h0, h1, w0, w1));
-      }
-  }
-  yout.finish();
+  map_windows<T>(a.x, a.y, g, [&](const T* x, const Window& win) {
+    double s = 0;
+    for (int64_t ih = win.h0; ih < win.h1; ++ih)
+      for (int64_t iw = win.w0; iw < win.w1; ++iw) s += static_cast<double>(x[ih * g.w + iw]);
+    return static_cast<T>(s / g.divisor(win));
+  });
 }
 
 template <class T>
 void avg_bwd(const AvgPool2dBwdArgs& a) {
   const PoolGeom g = geometry(a.dx, a.dy, a.p);
   ContiguousIn<T> dyin(a.dy);
-  ContiguousOut<T> dxout(a.dx);
-  std::fill(dxout.get(), dxout.get() + a.dx.numel(), T(0));
-  for (int64_t pl = 0; pl < g.planes; ++pl) {
-    const T* dy = dyin.get() + pl * g.ho * g.wo;
-    T* dx = dxout.get() + pl * g.h * g.w;
-    for (int64_t oh = 0; oh < g.ho; ++oh)
-      for (int64_t ow = 0; ow < g.wo; ++ow) {
-        int64_t h0, h1, w0, w1;
-        g.window(oh, ow, h0, h1, w0, w1);
-        const T v = static_cast<T>(static_cast<double>(dy[oh * g.wo + ow]) / g.divisor(h0, h1, w0, w1));
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) dx[ih * g.w + iw] += v;
-      }
-  }
-  dxout.finish();
+  scatter_windows<T>(a.dx, g, [&](T* dx, int64_t pl, int64_t oh, int64_t ow, const Window& win) {
+    const T v = static_cast<T>(static_cast<double>(dyin.get()[(pl * g.ho + oh) * g.wo + ow]) / g.divisor(win));
+    for (int64_t ih = win.h0; ih < win.h1; ++ih)
+      for (int64_t iw = win.w0; iw < win.w1; ++iw) dx[ih * g.w + iw] += v;
+  });
 }
 
 // x [N,C,H,W] (any strides) -> y [N,C]: plane means in double.

@@ -13,9 +13,11 @@ using ref::visit_float;
 
 namespace {
 
-// The input coordinate that output position `o` reads through kernel tap `r`.
-inline int64_t in_coord(int64_t o, int64_t r, int stride, int pad, int dilation) {
-  return o * stride - pad + r * dilation;
+// The input coordinate that output position `o` reads through kernel tap `r`, or -1 if
+// that is padding (outside the input extent).
+inline int64_t in_coord(int64_t o, int64_t r, int stride, int pad, int dilation, int64_t in_size) {
+  const int64_t i = o * stride - pad + r * dilation;
+  return i >= 0 && i < in_size ? i : -1;
 }
 
 // The output position whose kernel tap `r` reads input coordinate `i`, or -1 if
@@ -25,6 +27,18 @@ inline int64_t out_coord(int64_t i, int64_t r, int stride, int pad, int dilation
   if (t < 0 || t % stride != 0) return -1;
   const int64_t o = t / stride;
   return o < out_size ? o : -1;
+}
+
+// A convolution's sizes, from its input side (x or dx), filter (w or dw) and output
+// side (y or dy): batch N, channels C (Cg per group), input H x W, filters K (Kg per
+// group) of R x S taps, output OH x OW.
+struct ConvDims {
+  int64_t N, C, H, W, K, R, S, OH, OW, Cg, Kg;
+};
+ConvDims conv_dims(const TensorView& x, const TensorView& w, const TensorView& y, int groups) {
+  const int64_t C = x.sizes[1], K = w.sizes[0];
+  return {x.sizes[0], C, x.sizes[2], x.sizes[3], K, w.sizes[2], w.sizes[3], y.sizes[2], y.sizes[3], C / groups,
+          K / groups};
 }
 
 }  // namespace
@@ -37,10 +51,7 @@ void ReferenceBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
     const T* b = a.b.defined ? a.b.ptr<T>() : nullptr;
     T* y = a.y.ptr<T>();
     const Conv2dParams& p = a.p;
-    const int64_t N = a.x.sizes[0], C = a.x.sizes[1], H = a.x.sizes[2], W = a.x.sizes[3];
-    const int64_t K = a.w.sizes[0], R = a.w.sizes[2], S = a.w.sizes[3];
-    const int64_t OH = a.y.sizes[2], OW = a.y.sizes[3];
-    const int64_t Cg = C / p.groups, Kg = K / p.groups;
+    const auto [N, C, H, W, K, R, S, OH, OW, Cg, Kg] = conv_dims(a.x, a.w, a.y, p.groups);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k) {
         const int64_t c0 = (k / Kg) * Cg;
@@ -49,11 +60,11 @@ void ReferenceBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
             double acc = b ? static_cast<double>(b[k * a.b.strides[0]]) : 0.0;
             for (int64_t c = 0; c < Cg; ++c)
               for (int64_t r = 0; r < R; ++r) {
-                const int64_t ih = in_coord(oh, r, p.stride_h, p.pad_h, p.dilation_h);
-                if (ih < 0 || ih >= H) continue;
+                const int64_t ih = in_coord(oh, r, p.stride_h, p.pad_h, p.dilation_h, H);
+                if (ih < 0) continue;
                 for (int64_t s = 0; s < S; ++s) {
-                  const int64_t iw = in_coord(ow, s, p.stride_w, p.pad_w, p.dilation_w);
-                  if (iw < 0 || iw >= W) continue;
+                  const int64_t iw = in_coord(ow, s, p.stride_w, p.pad_w, p.dilation_w, W);
+                  if (iw < 0) continue;
                   acc += static_cast<double>(x[off4(a.x, n, c0 + c, ih, iw)]) *
                          static_cast<double>(w[off4(a.w, k, c, r, s)]);
                 }
@@ -71,10 +82,7 @@ void ReferenceBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
     const T* w = a.w.ptr<T>();
     T* dx = a.dx.ptr<T>();
     const Conv2dParams& p = a.p;
-    const int64_t N = a.dx.sizes[0], C = a.dx.sizes[1], H = a.dx.sizes[2], W = a.dx.sizes[3];
-    const int64_t K = a.w.sizes[0], R = a.w.sizes[2], S = a.w.sizes[3];
-    const int64_t OH = a.dy.sizes[2], OW = a.dy.sizes[3];
-    const int64_t Cg = C / p.groups, Kg = K / p.groups;
+    const auto [N, C, H, W, K, R, S, OH, OW, Cg, Kg] = conv_dims(a.dx, a.w, a.dy, p.groups);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t c = 0; c < C; ++c) {
         const int64_t g = c / Cg, cg = c % Cg;
@@ -105,10 +113,7 @@ void ReferenceBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
     const T* dy = a.dy.ptr<T>();
     T* dw = a.dw.ptr<T>();
     const Conv2dParams& p = a.p;
-    const int64_t N = a.x.sizes[0], C = a.x.sizes[1], H = a.x.sizes[2], W = a.x.sizes[3];
-    const int64_t K = a.dw.sizes[0], R = a.dw.sizes[2], S = a.dw.sizes[3];
-    const int64_t OH = a.dy.sizes[2], OW = a.dy.sizes[3];
-    const int64_t Cg = C / p.groups, Kg = K / p.groups;
+    const auto [N, C, H, W, K, R, S, OH, OW, Cg, Kg] = conv_dims(a.x, a.dw, a.dy, p.groups);
     for (int64_t k = 0; k < K; ++k) {
       const int64_t c0 = (k / Kg) * Cg;
       for (int64_t c = 0; c < Cg; ++c)
@@ -117,11 +122,11 @@ void ReferenceBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
             double acc = 0.0;
             for (int64_t n = 0; n < N; ++n)
               for (int64_t oh = 0; oh < OH; ++oh) {
-                const int64_t ih = in_coord(oh, r, p.stride_h, p.pad_h, p.dilation_h);
-                if (ih < 0 || ih >= H) continue;
+                const int64_t ih = in_coord(oh, r, p.stride_h, p.pad_h, p.dilation_h, H);
+                if (ih < 0) continue;
                 for (int64_t ow = 0; ow < OW; ++ow) {
-                  const int64_t iw = in_coord(ow, s, p.stride_w, p.pad_w, p.dilation_w);
-                  if (iw < 0 || iw >= W) continue;
+                  const int64_t iw = in_coord(ow, s, p.stride_w, p.pad_w, p.dilation_w, W);
+                  if (iw < 0) continue;
                   acc += static_cast<double>(dy[off4(a.dy, n, k, oh, ow)]) *
                          static_cast<double>(x[off4(a.x, n, c0 + c, ih, iw)]);
                 }

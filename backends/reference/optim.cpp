@@ -20,27 +20,27 @@ void ReferenceBackend::sgd_step(const SgdStepArgs& a) {
     using T = decltype(tag);
     T* param = a.param.ptr<T>();
     const T* grad = a.grad.ptr<T>();
-    if (a.momentum == 0.0) {
+    if (a.o.momentum == 0.0) {
       for_each_element(
           [&](int64_t, int64_t op, int64_t og) {
             const double p = static_cast<double>(param[op]);
-            const double g = static_cast<double>(grad[og]) + a.weight_decay * p;
-            param[op] = static_cast<T>(p - a.lr * g);
+            const double g = static_cast<double>(grad[og]) + a.o.weight_decay * p;
+            param[op] = static_cast<T>(p - a.o.lr * g);
           },
           a.param, a.grad);
       return;
     }
-    STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.momentum, " needs a momentum_buf for param ",
+    STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.o.momentum, " needs a momentum_buf for param ",
                  a.param.sizes.str());
     T* buf = a.momentum_buf.ptr<T>();
     for_each_element(
         [&](int64_t, int64_t op, int64_t og, int64_t ob) {
           const double p = static_cast<double>(param[op]);
-          double g = static_cast<double>(grad[og]) + a.weight_decay * p;
-          const double b = a.momentum * static_cast<double>(buf[ob]) + g;
+          double g = static_cast<double>(grad[og]) + a.o.weight_decay * p;
+          const double b = a.o.momentum * static_cast<double>(buf[ob]) + g;
           buf[ob] = static_cast<T>(b);
-          g = a.nesterov ? g + a.momentum * b : b;
-          param[op] = static_cast<T>(p - a.lr * g);
+          g = a.o.nesterov ? g + a.o.momentum * b : b;
+          param[op] = static_cast<T>(p - a.o.lr * g);
         },
         a.param, a.grad, a.momentum_buf);
   });
@@ -58,22 +58,22 @@ void ReferenceBackend::adam_step(const AdamStepArgs& a) {
     T* m = a.exp_avg.ptr<T>();
     T* v = a.exp_avg_sq.ptr<T>();
     const double t = static_cast<double>(a.step);
-    const double bc1 = 1.0 - std::pow(a.beta1, t);
-    const double bc2_sqrt = std::sqrt(1.0 - std::pow(a.beta2, t));
-    const double step_size = a.lr / bc1;
+    const double bc1 = 1.0 - std::pow(a.o.beta1, t);
+    const double bc2_sqrt = std::sqrt(1.0 - std::pow(a.o.beta2, t));
+    const double step_size = a.o.lr / bc1;
     for_each_element(
         [&](int64_t, int64_t op, int64_t og, int64_t om, int64_t ov) {
           double p = static_cast<double>(param[op]);
           double g = static_cast<double>(grad[og]);
-          if (a.decoupled_weight_decay)
-            p *= 1.0 - a.lr * a.weight_decay;
+          if (a.o.decoupled_weight_decay)
+            p *= 1.0 - a.o.lr * a.o.weight_decay;
           else
-            g += a.weight_decay * p;
-          const double mt = a.beta1 * static_cast<double>(m[om]) + (1.0 - a.beta1) * g;
-          const double vt = a.beta2 * static_cast<double>(v[ov]) + (1.0 - a.beta2) * g * g;
+            g += a.o.weight_decay * p;
+          const double mt = a.o.beta1 * static_cast<double>(m[om]) + (1.0 - a.o.beta1) * g;
+          const double vt = a.o.beta2 * static_cast<double>(v[ov]) + (1.0 - a.o.beta2) * g * g;
           m[om] = static_cast<T>(mt);
           v[ov] = static_cast<T>(vt);
-          p -= step_size * mt / (std::sqrt(vt) / bc2_sqrt + a.eps);
+          p -= step_size * mt / (std::sqrt(vt) / bc2_sqrt + a.o.eps);
           param[op] = static_cast<T>(p);
         },
         a.param, a.grad, a.exp_avg, a.exp_avg_sq);

@@ -50,6 +50,24 @@ bool beats(T v, T m) {
   return v > m || (std::isnan(v) && !std::isnan(m));
 }
 
+// The first maximum of a window in row-major order (only a strictly larger value or a
+// first NaN moves it): its position (h = -1 for an empty window) and value (-inf then).
+template <class T>
+struct WindowMax {
+  int64_t h = -1, w = -1;
+  T value = -std::numeric_limits<T>::infinity();
+};
+template <class T>
+WindowMax<T> first_max(const T* x, const TensorView& xv, int64_t n, int64_t c, const Window& win) {
+  WindowMax<T> m;
+  for (int64_t h = win.h0; h < win.h1; ++h)
+    for (int64_t w = win.w0; w < win.w1; ++w) {
+      const T v = x[off4(xv, n, c, h, w)];
+      if (m.h < 0 || beats(v, m.value)) m = {h, w, v};
+    }
+  return m;
+}
+
 // Writes a dense [N,C,H,W] double buffer into dx through its strides.
 template <class T>
 void store(const std::vector<double>& buf, const TensorView& dx, const Dims& d) {
@@ -64,6 +82,26 @@ inline int64_t dense(const Dims& d, int64_t n, int64_t c, int64_t h, int64_t w) 
   return ((n * d.C + c) * d.H + h) * d.W + w;
 }
 
+// f(n, c, oh, ow, window) for every output position, in row-major order.
+template <class F>
+void for_each_window(const Pool2dParams& p, const Dims& d, F&& f) {
+  for (int64_t n = 0; n < d.N; ++n)
+    for (int64_t c = 0; c < d.C; ++c)
+      for (int64_t oh = 0; oh < d.OH; ++oh)
+        for (int64_t ow = 0; ow < d.OW; ++ow) f(n, c, oh, ow, window(p, d, oh, ow));
+}
+
+// A backward pass as a scatter: f(n, c, oh, ow, window, buf) adds each window's
+// contribution into a dense double buffer of dx's sizes, stored into dx at the end.
+template <class T, class F>
+void scatter_windows(const TensorView& dx, const Pool2dParams& p, const Dims& d, F&& f) {
+  std::vector<double> buf(static_cast<size_t>(dx.numel()), 0.0);
+  for_each_window(p, d, [&](int64_t n, int64_t c, int64_t oh, int64_t ow, const Window& win) {
+    f(n, c, oh, ow, win, buf);
+  });
+  store<T>(buf, dx, d);
+}
+
 }  // namespace
 
 void ReferenceBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
@@ -71,20 +109,9 @@ void ReferenceBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
     using T = decltype(tag);
     const T* x = a.x.ptr<T>();
     T* y = a.y.ptr<T>();
-    const Dims d = dims(a.x, a.y);
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t c = 0; c < d.C; ++c)
-        for (int64_t oh = 0; oh < d.OH; ++oh)
-          for (int64_t ow = 0; ow < d.OW; ++ow) {
-            const Window win = window(a.p, d, oh, ow);
-            T m = -std::numeric_limits<T>::infinity();
-            for (int64_t h = win.h0; h < win.h1; ++h)
-              for (int64_t w = win.w0; w < win.w1; ++w) {
-                const T v = x[off4(a.x, n, c, h, w)];
-                if (beats(v, m)) m = v;
-              }
-            y[off4(a.y, n, c, oh, ow)] = m;
-          }
+    for_each_window(a.p, dims(a.x, a.y), [&](int64_t n, int64_t c, int64_t oh, int64_t ow, const Window& win) {
+      y[off4(a.y, n, c, oh, ow)] = first_max(x, a.x, n, c, win).value;
+    });
   });
 }
 
@@ -94,28 +121,10 @@ void ReferenceBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
     const T* x = a.x.ptr<T>();
     const T* dy = a.dy.ptr<T>();
     const Dims d = dims(a.x, a.dy);
-    std::vector<double> buf(static_cast<size_t>(a.x.numel()), 0.0);
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t c = 0; c < d.C; ++c)
-        for (int64_t oh = 0; oh < d.OH; ++oh)
-          for (int64_t ow = 0; ow < d.OW; ++ow) {
-            // The first maximum in row-major order: only a strictly larger value (or a
-            // first NaN) moves it.
-            const Window win = window(a.p, d, oh, ow);
-            int64_t bh = -1, bw = -1;
-            T m = -std::numeric_limits<T>::infinity();
-            for (int64_t h = win.h0; h < win.h1; ++h)
-              for (int64_t w = win.w0; w < win.w1; ++w) {
-                const T v = x[off4(a.x, n, c, h, w)];
-                if (bh < 0 || beats(v, m)) {
-                  m = v;
-                  bh = h;
-                  bw = w;
-                }
-              }
-            if (bh >= 0) buf[dense(d, n, c, bh, bw)] += static_cast<double>(dy[off4(a.dy, n, c, oh, ow)]);
-          }
-    store<T>(buf, a.dx, d);
+    scatter_windows<T>(a.dx, a.p, d, [&](int64_t n, int64_t c, int64_t oh, int64_t ow, const Window& win, auto& buf) {
+      const WindowMax<T> m = first_max(x, a.x, n, c, win);
+      if (m.h >= 0) buf[dense(d, n, c, m.h, m.w)] += static_cast<double>(dy[off4(a.dy, n, c, oh, ow)]);
+    });
   });
 }
 
@@ -124,17 +133,12 @@ void ReferenceBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
     using T = decltype(tag);
     const T* x = a.x.ptr<T>();
     T* y = a.y.ptr<T>();
-    const Dims d = dims(a.x, a.y);
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t c = 0; c < d.C; ++c)
-        for (int64_t oh = 0; oh < d.OH; ++oh)
-          for (int64_t ow = 0; ow < d.OW; ++ow) {
-            const Window win = window(a.p, d, oh, ow);
-            double acc = 0.0;
-            for (int64_t h = win.h0; h < win.h1; ++h)
-              for (int64_t w = win.w0; w < win.w1; ++w) acc += static_cast<double>(x[off4(a.x, n, c, h, w)]);
-            y[off4(a.y, n, c, oh, ow)] = static_cast<T>(win.divisor > 0 ? acc / static_cast<double>(win.divisor) : 0.0);
-          }
+    for_each_window(a.p, dims(a.x, a.y), [&](int64_t n, int64_t c, int64_t oh, int64_t ow, const Window& win) {
+      double acc = 0.0;
+      for (int64_t h = win.h0; h < win.h1; ++h)
+        for (int64_t w = win.w0; w < win.w1; ++w) acc += static_cast<double>(x[off4(a.x, n, c, h, w)]);
+      y[off4(a.y, n, c, oh, ow)] = static_cast<T>(win.divisor > 0 ? acc / static_cast<double>(win.divisor) : 0.0);
+    });
   });
 }
 
@@ -143,18 +147,12 @@ void ReferenceBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
     using T = decltype(tag);
     const T* dy = a.dy.ptr<T>();
     const Dims d = dims(a.dx, a.dy);
-    std::vector<double> buf(static_cast<size_t>(a.dx.numel()), 0.0);
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t c = 0; c < d.C; ++c)
-        for (int64_t oh = 0; oh < d.OH; ++oh)
-          for (int64_t ow = 0; ow < d.OW; ++ow) {
-            const Window win = window(a.p, d, oh, ow);
-            if (win.divisor <= 0) continue;
-            const double g = static_cast<double>(dy[off4(a.dy, n, c, oh, ow)]) / static_cast<double>(win.divisor);
-            for (int64_t h = win.h0; h < win.h1; ++h)
-              for (int64_t w = win.w0; w < win.w1; ++w) buf[dense(d, n, c, h, w)] += g;
-          }
-    store<T>(buf, a.dx, d);
+    scatter_windows<T>(a.dx, a.p, d, [&](int64_t n, int64_t c, int64_t oh, int64_t ow, const Window& win, auto& buf) {
+      if (win.divisor <= 0) return;
+      const double g = static_cast<double>(dy[off4(a.dy, n, c, oh, ow)]) / static_cast<double>(win.divisor);
+      for (int64_t h = win.h0; h < win.h1; ++h)
+        for (int64_t w = win.w0; w < win.w1; ++w) buf[dense(d, n, c, h, w)] += g;
+    });
   });
 }
 

@@ -6,28 +6,12 @@ namespace strata::nn {
 
 template <class P>
 Tensor ReLU<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) { entry.plan.plan(*p_.impl, in); });
-    e.plan.forward();
-    return e.plan.y;
-  } else {
-    return autograd::relu(p_, x);
-  }
+  return direct_.forward(p_, x, [&](const auto& tape) { return autograd::relu(tape, x); });
 }
 
 template <class P>
 Tensor ReLU<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = detail::latest_entry(direct_.cache, "ReLU");
-    if (needs_rebind(e.dy, dy)) {
-      e.plan.plan_backward(dy);
-      e.dy = dy;
-    }
-    e.plan.backward();
-    return e.plan.dx;
-  } else {
-    return Module::backward(dy);
-  }
+  return direct_.backward(*this, dy);
 }
 
 template <class P>
@@ -46,42 +30,51 @@ Tensor Dropout<P>::forward(const Tensor& x) {
   if (!last_active_) return x;
   const uint64_t offset = offset_;
   offset_ += static_cast<uint64_t>(x.numel());
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
-      STRATA_CHECK(p_.impl->capabilities().supports(ops::OpId::dropout_fwd, in.dtype()), "dropout: backend '", P::Backend::kName,
-                   "' does not support ", in.str());
-      entry.y = Tensor::empty_like(in, in.sizes());
-      entry.mask = Tensor::empty_like(in, in.sizes(), DType::u8);
-      entry.fwd = ops::DropoutFwdArgs{in, entry.y, entry.mask};
-      entry.fwd.p = prob_;
-    });
-    e.fwd.seed = seed_;
-    e.fwd.offset = offset;
-    ops::direct::run_kernel(*p_.impl, ops::OpId::dropout_fwd, [&] { p_.impl->dropout_fwd(e.fwd); });
-    return e.y;
-  } else {
-    return autograd::dropout(p_, x, prob_, seed_, offset);
-  }
+  return direct_.forward(
+      p_, x, [&](const auto& tape) { return autograd::dropout(tape, x, prob_, seed_, offset); }, prob_, seed_, offset);
 }
 
 template <class P>
 Tensor Dropout<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
-    if (!last_active_) return dy;
-    auto& e = detail::latest_entry(direct_.cache, "Dropout");
-    if (needs_rebind(e.dy, dy)) {
-      ops::check_same_shape("dropout plan", "output", e.y, "grad_output", dy);
-      e.dx = Tensor::empty_like(dy, dy.sizes());
-      e.bwd = ops::DropoutBwdArgs{dy, e.mask, e.dx};
-      e.bwd.p = prob_;
-      e.dy = dy;
-    }
-    ops::direct::run_kernel(*p_.impl, ops::OpId::dropout_bwd, [&] { p_.impl->dropout_bwd(e.bwd); });
-    return e.dx;
-  } else {
-    return Module::backward(dy);
-  }
+  return last_active_ ? direct_.backward(*this, dy) : direct_.backward_of_identity(*this, dy);
 }
+
+namespace detail {
+
+template <class Impl>
+void DropoutStep<Impl>::plan(Impl& impl, const Tensor& x, double prob, uint64_t, uint64_t) {
+  STRATA_CHECK(impl.capabilities().supports(ops::OpId::dropout_fwd, x.dtype()), "dropout: backend '", Impl::kName,
+               "' does not support ", x.str());
+  impl_ = &impl;
+  y_ = Tensor::empty_like(x, x.sizes());
+  mask_ = Tensor::empty_like(x, x.sizes(), DType::u8);
+  fwd_ = ops::DropoutFwdArgs{x, y_, mask_};
+  fwd_.p = prob;
+}
+
+template <class Impl>
+const Tensor& DropoutStep<Impl>::run(double, uint64_t seed, uint64_t offset) {
+  fwd_.seed = seed;
+  fwd_.offset = offset;
+  ops::direct::run_kernel(*impl_, ops::OpId::dropout_fwd, [&] { impl_->dropout_fwd(fwd_); });
+  return y_;
+}
+
+template <class Impl>
+void DropoutStep<Impl>::plan_backward(const Tensor& dy, bool) {
+  ops::check_same_shape("dropout plan", "output", y_, "grad_output", dy);
+  dx_ = Tensor::empty_like(dy, dy.sizes());
+  bwd_ = ops::DropoutBwdArgs{dy, mask_, dx_};
+  bwd_.p = fwd_.p;
+}
+
+template <class Impl>
+const Tensor& DropoutStep<Impl>::run_backward() {
+  ops::direct::run_kernel(*impl_, ops::OpId::dropout_bwd, [&] { impl_->dropout_bwd(bwd_); });
+  return dx_;
+}
+
+}  // namespace detail
 
 #define STRATA_NN_INSTANTIATE(P) \
   template class ReLU<P>;        \

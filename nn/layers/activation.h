@@ -5,34 +5,29 @@
 // a counter-based hash of (seed, offset + element index) (ops/table/op_args.h), so
 // every backend and every dispatch mode draws the same mask; each training forward
 // advances the offset by the number of elements.
-#include "strata/nn/layers/layer_util.h"
-#include "strata/ops/direct/plans.h"
+#include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
 
 namespace detail {
-template <class P>
-struct ReluDirect : NoDirectState {};
+// Dropout's direct step: a planned mask and output; seed and offset are read at every run.
 template <class Impl>
-struct ReluDirect<Direct<Impl>> {
-  struct Entry {
-    ops::direct::ReluPlan<Impl> plan;
-    Tensor dy;
-  };
-  PlanCache<Entry> cache;
-};
+class DropoutStep {
+ public:
+  void plan(Impl& impl, const Tensor& x, double prob, uint64_t seed, uint64_t offset);
+  const Tensor& run(double prob, uint64_t seed, uint64_t offset);
+  void plan_backward(const Tensor& dy, bool need_dx);
+  const Tensor& run_backward();
 
-template <class P>
-struct DropoutDirect : NoDirectState {};
-template <class Impl>
-struct DropoutDirect<Direct<Impl>> {
-  struct Entry {
-    Tensor y, mask, dx, dy;
-    ops::DropoutFwdArgs fwd;
-    ops::DropoutBwdArgs bwd;
-    bool active = false;  // whether the latest forward dropped anything
-  };
-  PlanCache<Entry> cache;
+ private:
+  Impl* impl_ = nullptr;
+  Tensor y_, mask_, dx_;
+  ops::DropoutFwdArgs fwd_;
+  ops::DropoutBwdArgs bwd_;
+};
+struct DropoutStepOf {
+  template <backends::BackendImpl Impl>
+  using type = DropoutStep<Impl>;
 };
 }  // namespace detail
 
@@ -46,7 +41,7 @@ class ReLU final : public Module {
 
  private:
   P p_;
-  [[no_unique_address]] detail::ReluDirect<P> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::ReluPlan>> direct_;
 };
 
 template <class P>
@@ -69,7 +64,7 @@ class Dropout final : public Module {
   double prob_;
   uint64_t seed_, offset_ = 0;
   bool last_active_ = false;
-  [[no_unique_address]] detail::DropoutDirect<P> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::DropoutStepOf> direct_;
 };
 
 }  // namespace strata::nn

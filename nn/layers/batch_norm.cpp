@@ -43,71 +43,84 @@ template <class P>
 Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   const bool training = is_training();
   if (training) ++*num_batches_tracked_.data<int64_t>();
-  if constexpr (is_direct_v<P>) {
-    auto& impl = *p_.impl;
-    auto& e = direct_.cache.get(x, training ? 1 : 0, [&](auto& entry, const Tensor& in) {
-      // As the tape branch below: in the parameters' dtype, NCHW, between two casts.
-      Tensor bn_in = in;
-      if (needs_casts(impl.capabilities(), in, weight_.dtype())) {
-        entry.x_in.plan(impl, in, weight_.dtype(), MemoryFormat::contiguous);
-        bn_in = entry.x_in.y;
-      }
-      entry.plan.plan(impl, bn_in, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
-      if (entry.x_in.planned()) entry.y_out.plan(impl, entry.plan.y, in.dtype(), in.suggested_format());
-    });
-    e.x_in.run();
-    e.plan.forward();
-    e.y_out.run();
-    return e.y_out.planned() ? e.y_out.y : e.plan.y;
-  } else {
-    if (needs_casts(p_.capabilities(), x, weight_.dtype())) {
-      // Statistics, affine parameters and the normalisation in the parameters' dtype
-      // (f32), the output back in the input's dtype and layout, at two extra passes
-      // over the activation.
-      const Tensor y = autograd::batch_norm(p_, autograd::cast(p_, x, weight_.dtype(), MemoryFormat::contiguous),
-                                            weight_, bias_, running_mean_, running_var_, training, o_.momentum,
-                                            o_.eps);
-      return autograd::cast(p_, y, x.dtype(), x.suggested_format());
-    }
-    return autograd::batch_norm(p_, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
-  }
+  return direct_.forward_keyed(
+      p_, x, training ? 1 : 0,
+      [&](const auto& tape) {
+        if (needs_casts(tape.capabilities(), x, weight_.dtype())) {
+          // Statistics, affine parameters and the normalisation in the parameters' dtype
+          // (f32), the output back in the input's dtype and layout, at two extra passes
+          // over the activation.
+          const Tensor xc = autograd::cast(tape, x, weight_.dtype(), MemoryFormat::contiguous);
+          const Tensor y =
+              autograd::batch_norm(tape, xc, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
+          return autograd::cast(tape, y, x.dtype(), x.suggested_format());
+        }
+        return autograd::batch_norm(tape, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum,
+                                    o_.eps);
+      },
+      weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
 }
 
 template <class P>
 Tensor BatchNorm2d<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = detail::latest_entry(direct_.cache, "BatchNorm2d");
-    auto& impl = *p_.impl;
-    if (needs_rebind(e.dy, dy)) {
-      if (e.x_in.planned()) {
-        e.dy_in.plan(impl, dy, weight_.dtype(), MemoryFormat::contiguous);
-        e.plan.plan_backward(e.dy_in.y);
-        e.dx_out.plan(impl, e.plan.dx, e.y_out.y.dtype(), e.y_out.y.suggested_format());
-      } else {
-        e.plan.plan_backward(dy);
-      }
-      e.dy = dy;
-    }
-    detail::release_grad_buffer(impl, weight_, e.plan.dgamma);
-    detail::release_grad_buffer(impl, bias_, e.plan.dbeta);
-    e.dy_in.run();
-    e.plan.backward();
-    e.dx_out.run();
-    detail::accumulate_grad(impl, weight_, e.plan.dgamma);
-    detail::accumulate_grad(impl, bias_, e.plan.dbeta);
-    return e.dx_out.planned() ? e.dx_out.y : e.plan.dx;
-  } else {
-    return Module::backward(dy);
-  }
+  return direct_.backward(*this, dy);
 }
 
 template <class P>
 int64_t BatchNorm2d<P>::plans_made() const {
-  if constexpr (is_direct_v<P>)
-    return direct_.cache.plans_made();
-  else
-    return 0;
+  return direct_.plans_made();
 }
+
+namespace detail {
+
+// As the tape formula: in the parameters' dtype, NCHW, between two casts.
+template <class Impl>
+void BatchNormStep<Impl>::plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
+                               double eps) {
+  impl_ = &impl;
+  gamma_ = gamma;
+  beta_ = beta;
+  Tensor bn_in = x;
+  if (needs_casts(impl.capabilities(), x, gamma.dtype())) {
+    x_in_.plan(impl, x, gamma.dtype(), MemoryFormat::contiguous);
+    bn_in = x_in_.y;
+  }
+  op_.plan(impl, bn_in, gamma, beta, running_mean, running_var, training, momentum, eps);
+  if (x_in_.planned()) y_out_.plan(impl, op_.y, x.dtype(), x.suggested_format());
+}
+
+template <class Impl>
+template <class... Args>
+const Tensor& BatchNormStep<Impl>::run(const Args&...) {
+  x_in_.run();
+  op_.forward();
+  y_out_.run();
+  return y_out_.planned() ? y_out_.y : op_.y;
+}
+
+template <class Impl>
+void BatchNormStep<Impl>::plan_backward(const Tensor& dy, bool) {
+  if (x_in_.planned()) {
+    dy_in_.plan(*impl_, dy, gamma_.dtype(), MemoryFormat::contiguous);
+    op_.plan_backward(dy_in_.y);
+    dx_out_.plan(*impl_, op_.dx, y_out_.y.dtype(), y_out_.y.suggested_format());
+  } else {
+    op_.plan_backward(dy);
+  }
+}
+
+template <class Impl>
+const Tensor& BatchNormStep<Impl>::run_backward() {
+  backward_into_grads(*impl_, {{gamma_, op_.dgamma}, {beta_, op_.dbeta}}, [&] {
+    dy_in_.run();
+    op_.backward();
+    dx_out_.run();
+  });
+  return dx_out_.planned() ? dx_out_.y : op_.dx;
+}
+
+}  // namespace detail
 
 #define STRATA_NN_INSTANTIATE(P) template class BatchNorm2d<P>;
 STRATA_NN_INSTANTIATE_ALL()

@@ -6,9 +6,7 @@
 // eval uses the running statistics.
 // num_batches_tracked is an i64 scalar kept on the host whatever the device: no
 // kernel reads it (momentum is set), it exists so state dicts match PyTorch's.
-#include "strata/nn/layers/layer_util.h"
-#include "strata/ops/direct/cast_plans.h"
-#include "strata/ops/direct/plans.h"
+#include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
 
@@ -18,18 +16,27 @@ struct BatchNormOptions {
 };
 
 namespace detail {
-template <class P>
-struct BatchNormDirect : NoDirectState {};
+// BatchNorm2d's direct step: the batch norm plan, between two casts when the backend has
+// no batch norm for x's dtype with these parameters (as the tape formula's casts).
 template <class Impl>
-struct BatchNormDirect<Direct<Impl>> {
-  struct Entry {
-    ops::direct::BatchNormPlan<Impl> plan;
-    Tensor dy;
-    // Mixed precision without a native batch norm for the pair: x and dy into the
-    // parameters' dtype, y and dx back (as the tape modes' casts do).
-    ops::direct::CastPlan<Impl> x_in, y_out, dy_in, dx_out;
-  };
-  PlanCache<Entry> cache;
+class BatchNormStep {
+ public:
+  void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+            const Tensor& running_var, bool training, double momentum, double eps);
+  template <class... Args>
+  const Tensor& run(const Args&...);
+  void plan_backward(const Tensor& dy, bool need_dx);
+  const Tensor& run_backward();
+
+ private:
+  Impl* impl_ = nullptr;
+  Tensor gamma_, beta_;
+  ops::direct::BatchNormPlan<Impl> op_;
+  ops::direct::CastPlan<Impl> x_in_, y_out_, dy_in_, dx_out_;
+};
+struct BatchNormStepOf {
+  template <backends::BackendImpl Impl>
+  using type = BatchNormStep<Impl>;
 };
 }  // namespace detail
 
@@ -55,7 +62,7 @@ class BatchNorm2d final : public Module {
   int64_t channels_;
   BatchNormOptions o_;
   Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
-  [[no_unique_address]] detail::BatchNormDirect<P> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::BatchNormStepOf> direct_;
 };
 
 }  // namespace strata::nn

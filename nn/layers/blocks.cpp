@@ -26,30 +26,14 @@ int64_t key_of(const Tensor& t) { return static_cast<int64_t>(reinterpret_cast<u
 
 template <class P>
 Tensor ResidualAdd<P>::forward(const Tensor& a, const Tensor& b) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.fwd.get(a, key_of(b), [&](auto& entry, const Tensor& in) {
-      entry.plan.plan(*p_.impl, in, b);
-      entry.b = b;
-    });
-    e.plan.forward();
-    return e.plan.y;
-  } else {
-    return autograd::add(p_, a, b);
-  }
+  return sum_.forward_keyed(p_, a, key_of(b), [&](const auto& tape) { return autograd::add(tape, a, b); }, b);
 }
 
 template <class P>
 Tensor ResidualAdd<P>::accumulate(const Tensor& identity_grad, const Tensor& main_grad) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.bwd.get(identity_grad, key_of(main_grad), [&](auto& entry, const Tensor& in) {
-      entry.plan.plan(*p_.impl, in, main_grad);
-      entry.b = main_grad;
-    });
-    e.plan.forward();
-    return e.plan.y;
-  } else {
-    STRATA_FAIL("ResidualAdd::accumulate runs in direct mode only");
-  }
+  return grad_sum_.forward_keyed(
+      p_, identity_grad, key_of(main_grad),
+      [](const auto&) -> Tensor { STRATA_FAIL("ResidualAdd::accumulate runs in direct mode only"); }, main_grad);
 }
 
 template <class P>
@@ -92,15 +76,13 @@ Tensor BasicBlock<P>::forward(const Tensor& x) {
 
 template <class P>
 Tensor BasicBlock<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
+  return detail::explicit_backward<P>(*this, dy, [&] {
     const Tensor g = relu_out_->backward(dy);
     const Tensor g_identity = downsample_ ? downsample_->backward(g) : g;
     Tensor g_main = conv2_->backward(bn2_->backward(g));
     g_main = conv1_->backward(bn1_->backward(relu_->backward(g_main)));
     return add_.accumulate(g_identity, g_main);
-  } else {
-    return Module::backward(dy);
-  }
+  });
 }
 
 template <class P>
@@ -132,16 +114,14 @@ Tensor Bottleneck<P>::forward(const Tensor& x) {
 
 template <class P>
 Tensor Bottleneck<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
+  return detail::explicit_backward<P>(*this, dy, [&] {
     const Tensor g = relu_out_->backward(dy);
     const Tensor g_identity = downsample_ ? downsample_->backward(g) : g;
     Tensor g_main = conv3_->backward(bn3_->backward(g));
     g_main = conv2_->backward(bn2_->backward(relu2_->backward(g_main)));
     g_main = conv1_->backward(bn1_->backward(relu_->backward(g_main)));
     return add_.accumulate(g_identity, g_main);
-  } else {
-    return Module::backward(dy);
-  }
+  });
 }
 
 #define STRATA_NN_INSTANTIATE(P) \

@@ -32,19 +32,6 @@ class ResidualBlockBase : public Module {
   virtual Module* downsample_conv() = 0;
 };
 
-namespace detail {
-template <class P>
-struct AddDirect : NoDirectState {};
-template <class Impl>
-struct AddDirect<Direct<Impl>> {
-  struct Entry {
-    ops::direct::AddPlan<Impl> plan;
-    Tensor b;  // keeps the second input alive (the key holds the first)
-  };
-  PlanCache<Entry> fwd, bwd;
-};
-}  // namespace detail
-
 // y = a + b, and in direct mode the gradient sum of the two branches.
 template <class P>
 class ResidualAdd {
@@ -56,7 +43,7 @@ class ResidualAdd {
 
  private:
   P p_;
-  [[no_unique_address]] detail::AddDirect<P> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::AddPlan>> sum_, grad_sum_;
 };
 
 template <class P>

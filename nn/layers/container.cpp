@@ -7,37 +7,44 @@ namespace strata::nn {
 template <class P>
 Tensor Flatten<P>::forward(const Tensor& x) {
   STRATA_CHECK(x.dim() >= 1, "Flatten: input ", x.str(), " has no batch dimension");
-  in_sizes_ = x.sizes();
   const Shape out{x.size(0), x.size(0) == 0 ? 0 : x.numel() / x.size(0)};
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) {
-      if (in.is_contiguous()) {
-        entry.y = in.view(out);
-        return;
-      }
-      entry.copies = true;
-      Tensor c = Tensor::empty(in.sizes(), in.dtype(), in.device());
-      entry.copy = ops::CopyArgs{in, c};
-      entry.y = c.view(out);
-    });
-    if (e.copies) ops::direct::run_kernel(*p_.impl, ops::OpId::copy, [&] { p_.impl->copy(e.copy); });
-    return e.y;
-  } else {
-    return autograd::reshape(p_, x, out);
-  }
+  return direct_.forward(p_, x, [&](const auto& tape) { return autograd::reshape(tape, x, out); }, out);
 }
 
 template <class P>
 Tensor Flatten<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = detail::latest_entry(direct_.cache, "Flatten");
-    STRATA_CHECK(dy.is_contiguous(), "Flatten.backward: grad_output ", dy.str(), " must be contiguous");
-    if (!e.dx.defined() || e.dx.data_ptr() != dy.data_ptr() || !(e.dx.sizes() == in_sizes_)) e.dx = dy.view(in_sizes_);
-    return e.dx;
-  } else {
-    return Module::backward(dy);
-  }
+  return direct_.backward(*this, dy);
 }
+
+namespace detail {
+
+template <class Impl>
+void FlattenStep<Impl>::plan(Impl& impl, const Tensor& x, const Shape& out) {
+  impl_ = &impl;
+  in_sizes_ = x.sizes();
+  if (x.is_contiguous()) {
+    y_ = x.view(out);
+    return;
+  }
+  copies_ = true;
+  Tensor c = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  copy_ = ops::CopyArgs{x, c};
+  y_ = c.view(out);
+}
+
+template <class Impl>
+const Tensor& FlattenStep<Impl>::run(const Shape&) {
+  if (copies_) ops::direct::run_kernel(*impl_, ops::OpId::copy, [&] { impl_->copy(copy_); });
+  return y_;
+}
+
+template <class Impl>
+void FlattenStep<Impl>::plan_backward(const Tensor& dy, bool) {
+  STRATA_CHECK(dy.is_contiguous(), "Flatten.backward: grad_output ", dy.str(), " must be contiguous");
+  dx_ = dy.view(in_sizes_);
+}
+
+}  // namespace detail
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;

@@ -2,22 +2,31 @@
 // Flatten ([N, ...] -> [N, prod(...)], torch.nn.Flatten) and Sequential.
 #include <memory>
 
-#include "strata/nn/layers/layer_util.h"
+#include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
 
 namespace detail {
-template <class P>
-struct FlattenDirect : NoDirectState {};
+// Flatten's direct step: a view of x, or a planned contiguous copy when x is not
+// contiguous; the gradient a view of dy, rebound when dy moves.
 template <class Impl>
-struct FlattenDirect<Direct<Impl>> {
-  struct Entry {
-    Tensor y;  // a view of x, or a planned contiguous copy when x is not contiguous
-    Tensor dx;  // the latest gradient view, reused while dy stays where it is
-    ops::CopyArgs copy;
-    bool copies = false;
-  };
-  PlanCache<Entry> cache;
+class FlattenStep {
+ public:
+  void plan(Impl& impl, const Tensor& x, const Shape& out);
+  const Tensor& run(const Shape& out);
+  void plan_backward(const Tensor& dy, bool need_dx);
+  const Tensor& run_backward() { return dx_; }
+
+ private:
+  Impl* impl_ = nullptr;
+  Shape in_sizes_;
+  Tensor y_, dx_;
+  ops::CopyArgs copy_;
+  bool copies_ = false;
+};
+struct FlattenStepOf {
+  template <backends::BackendImpl Impl>
+  using type = FlattenStep<Impl>;
 };
 }  // namespace detail
 
@@ -33,8 +42,7 @@ class Flatten final : public Module {
 
  private:
   P p_;
-  Shape in_sizes_;
-  [[no_unique_address]] detail::FlattenDirect<P> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::FlattenStepOf> direct_;
 };
 
 // Children named "0", "1", ... run in order; backward (direct mode) in reverse.

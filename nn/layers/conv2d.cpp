@@ -34,24 +34,22 @@ std::string Conv2d<P>::extra_repr() const {
   return s;
 }
 
+// Mixed precision: the layer computes in its input's dtype; in the tape modes f32 master
+// weights are cast per call (their gradients come back in f32 through the cast).
 template <class P>
 Tensor Conv2d<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    return direct_.forward(*p_.impl, x, weight_, bias_, cp_);
-  } else {
-    // Mixed precision: the layer computes in its input's dtype; f32 master weights are
-    // cast per call (their gradients come back in f32 through the cast).
-    return autograd::conv2d(p_, x, detail::compute_cast(p_, weight_, x), detail::compute_cast(p_, bias_, x), cp_);
-  }
+  return direct_.forward(
+      p_, x,
+      [&](const auto& tape) {
+        return autograd::conv2d(tape, x, detail::compute_cast(tape, weight_, x), detail::compute_cast(tape, bias_, x),
+                                cp_);
+      },
+      weight_, bias_, cp_);
 }
 
 template <class P>
 Tensor Conv2d<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
-    return direct_.backward(*p_.impl, "Conv2d", dy, input_grad_, weight_, bias_);
-  } else {
-    return Module::backward(dy);
-  }
+  return direct_.backward(*this, dy);
 }
 
 template <class P>

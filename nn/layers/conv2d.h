@@ -1,8 +1,7 @@
 #pragma once
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
-#include "strata/nn/layers/weighted_direct.h"
-#include "strata/ops/direct/plans.h"
+#include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
 
@@ -33,7 +32,7 @@ class Conv2d final : public Module {
   int kernel_;
   ops::Conv2dParams cp_;
   Tensor weight_, bias_;
-  [[no_unique_address]] detail::WeightedDirect<P, detail::Conv2dPlanOf> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
 };
 
 }  // namespace strata::nn

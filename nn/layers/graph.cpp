@@ -73,7 +73,7 @@ void Graph<P>::accumulate(std::vector<Tensor>& grads, std::vector<int>& arrived,
 
 template <class P>
 Tensor Graph<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
+  return detail::explicit_backward<P>(*this, dy, [&] {
     const size_t n = static_cast<size_t>(num_values());
     accumulators_.resize(n);
     std::vector<Tensor> grads(n);
@@ -91,9 +91,7 @@ Tensor Graph<P>::backward(const Tensor& dy) {
       }
     }
     return grads[0];
-  } else {
-    return Module::backward(dy);
-  }
+  });
 }
 
 #define STRATA_NN_INSTANTIATE(P) template class Graph<P>;

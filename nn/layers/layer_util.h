@@ -1,5 +1,6 @@
 #pragma once
 // Internal to nn/: helpers every layer uses.
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -53,6 +54,22 @@ void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
   param.set_grad(sum);
 }
 
+// Direct mode: a parameter and the planned buffer its gradient is written to.
+struct ParamGrad {
+  const Tensor& param;  // undefined: no such parameter (a layer without bias)
+  const Tensor& grad;
+};
+// Direct mode: run() writes the gradients into their buffers; each then goes to its
+// parameter's .grad() (release_grad_buffer before, accumulate_grad after).
+template <class Impl, class Run>
+void backward_into_grads(Impl& impl, std::initializer_list<ParamGrad> grads, Run&& run) {
+  for (const ParamGrad& g : grads)
+    if (g.param.defined()) release_grad_buffer(impl, g.param, g.grad);
+  run();
+  for (const ParamGrad& g : grads)
+    if (g.param.defined()) accumulate_grad(impl, g.param, g.grad);
+}
+
 // Mixed precision (tape modes): parameter t in the dtype x computes in; t itself when
 // they agree or t is undefined (no bias).
 template <class P>
@@ -60,8 +77,5 @@ Tensor compute_cast(const P& p, const Tensor& t, const Tensor& x) {
   if (!t.defined() || t.dtype() == x.dtype() || !is_floating(x.dtype())) return t;
   return autograd::cast(p, t, x.dtype());
 }
-
-// Empty per-mode state for the tape policies.
-struct NoDirectState {};
 
 }  // namespace strata::nn::detail

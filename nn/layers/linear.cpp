@@ -24,20 +24,17 @@ std::string Linear<P>::extra_repr() const {
 
 template <class P>
 Tensor Linear<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    return direct_.forward(*p_.impl, x, weight_, bias_);
-  } else {
-    return autograd::linear(p_, x, detail::compute_cast(p_, weight_, x), detail::compute_cast(p_, bias_, x));
-  }
+  return direct_.forward(
+      p_, x,
+      [&](const auto& tape) {
+        return autograd::linear(tape, x, detail::compute_cast(tape, weight_, x), detail::compute_cast(tape, bias_, x));
+      },
+      weight_, bias_);
 }
 
 template <class P>
 Tensor Linear<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>) {
-    return direct_.backward(*p_.impl, "Linear", dy, input_grad_, weight_, bias_);
-  } else {
-    return Module::backward(dy);
-  }
+  return direct_.backward(*this, dy);
 }
 
 template <class P>

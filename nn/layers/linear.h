@@ -1,8 +1,7 @@
 #pragma once
 // Linear: y[N,out] = x[N,in] weight[out,in]^T + bias[out], as torch.nn.Linear;
 // parameters start as torch.nn.Linear's (nn/init.h, init::reset_parameters).
-#include "strata/nn/layers/weighted_direct.h"
-#include "strata/ops/direct/plans.h"
+#include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
 
@@ -28,7 +27,7 @@ class Linear final : public Module {
   P p_;
   int64_t in_, out_;
   Tensor weight_, bias_;
-  [[no_unique_address]] detail::WeightedDirect<P, detail::LinearPlanOf> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::LinearStepOf> direct_;
 };
 
 }  // namespace strata::nn

@@ -19,18 +19,6 @@ std::string pool_repr(const ops::Pool2dParams& p) {
   return "kernel_size=" + std::to_string(p.kernel_h) + ", stride=" + std::to_string(p.stride_h) +
          ", padding=" + std::to_string(p.pad_h);
 }
-
-// Forward/backward of a single-input plan in direct mode.
-template <class Cache, class Plan>
-Tensor run_backward(Cache& cache, std::string_view name, const Tensor& dy) {
-  auto& e = detail::latest_entry(cache, name);
-  if (needs_rebind(e.dy, dy)) {
-    e.plan.plan_backward(dy);
-    e.dy = dy;
-  }
-  e.plan.backward();
-  return e.plan.dx;
-}
 }  // namespace
 
 template <class P>
@@ -44,21 +32,12 @@ std::string MaxPool2d<P>::extra_repr() const {
 
 template <class P>
 Tensor MaxPool2d<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) { entry.plan.plan(*p_.impl, in, pp_); });
-    e.plan.forward();
-    return e.plan.y;
-  } else {
-    return autograd::max_pool2d(p_, x, pp_);
-  }
+  return direct_.forward(p_, x, [&](const auto& tape) { return autograd::max_pool2d(tape, x, pp_); }, pp_);
 }
 
 template <class P>
 Tensor MaxPool2d<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>)
-    return run_backward<decltype(direct_.cache), void>(direct_.cache, "MaxPool2d", dy);
-  else
-    return Module::backward(dy);
+  return direct_.backward(*this, dy);
 }
 
 template <class P>
@@ -72,40 +51,22 @@ std::string AvgPool2d<P>::extra_repr() const {
 
 template <class P>
 Tensor AvgPool2d<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) { entry.plan.plan(*p_.impl, in, pp_); });
-    e.plan.forward();
-    return e.plan.y;
-  } else {
-    return autograd::avg_pool2d(p_, x, pp_);
-  }
+  return direct_.forward(p_, x, [&](const auto& tape) { return autograd::avg_pool2d(tape, x, pp_); }, pp_);
 }
 
 template <class P>
 Tensor AvgPool2d<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>)
-    return run_backward<decltype(direct_.cache), void>(direct_.cache, "AvgPool2d", dy);
-  else
-    return Module::backward(dy);
+  return direct_.backward(*this, dy);
 }
 
 template <class P>
 Tensor GlobalAvgPool<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    auto& e = direct_.cache.get(x, 0, [&](auto& entry, const Tensor& in) { entry.plan.plan(*p_.impl, in); });
-    e.plan.forward();
-    return e.plan.y;
-  } else {
-    return autograd::global_avg_pool(p_, x);
-  }
+  return direct_.forward(p_, x, [&](const auto& tape) { return autograd::global_avg_pool(tape, x); });
 }
 
 template <class P>
 Tensor GlobalAvgPool<P>::backward(const Tensor& dy) {
-  if constexpr (is_direct_v<P>)
-    return run_backward<decltype(direct_.cache), void>(direct_.cache, "GlobalAvgPool", dy);
-  else
-    return Module::backward(dy);
+  return direct_.backward(*this, dy);
 }
 
 #define STRATA_NN_INSTANTIATE(P) \

@@ -2,23 +2,9 @@
 // Pooling: MaxPool2d and AvgPool2d (square window, as torch.nn.MaxPool2d /
 // AvgPool2d with count_include_pad=True), and GlobalAvgPool ([N,C,H,W] -> [N,C],
 // i.e. torchvision's AdaptiveAvgPool2d(1) followed by flatten).
-#include "strata/nn/layers/layer_util.h"
-#include "strata/ops/direct/plans.h"
+#include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
-
-namespace detail {
-template <class P, template <class> class Plan>
-struct PoolDirect : NoDirectState {};
-template <class Impl, template <class> class Plan>
-struct PoolDirect<Direct<Impl>, Plan> {
-  struct Entry {
-    Plan<Impl> plan;
-    Tensor dy;
-  };
-  PlanCache<Entry> cache;
-};
-}  // namespace detail
 
 // stride 0 means stride = kernel_size (PyTorch's default).
 template <class P>
@@ -34,7 +20,7 @@ class MaxPool2d final : public Module {
  private:
   P p_;
   ops::Pool2dParams pp_;
-  [[no_unique_address]] detail::PoolDirect<P, ops::direct::MaxPool2dPlan> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::MaxPool2dPlan>> direct_;
 };
 
 template <class P>
@@ -50,7 +36,7 @@ class AvgPool2d final : public Module {
  private:
   P p_;
   ops::Pool2dParams pp_;
-  [[no_unique_address]] detail::PoolDirect<P, ops::direct::AvgPool2dPlan> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::AvgPool2dPlan>> direct_;
 };
 
 template <class P>
@@ -63,7 +49,7 @@ class GlobalAvgPool final : public Module {
 
  private:
   P p_;
-  [[no_unique_address]] detail::PoolDirect<P, ops::direct::GlobalAvgPoolPlan> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::GlobalAvgPoolPlan>> direct_;
 };
 
 }  // namespace strata::nn

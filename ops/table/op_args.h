@@ -145,16 +145,22 @@ struct CopyArgs {
   TensorView x, y;
 };
 
-struct SgdStepArgs {
-  TensorView param, grad, momentum_buf;  // momentum_buf needed when momentum != 0
+struct SgdOptions {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   bool nesterov = false;
 };
-struct AdamStepArgs {
-  TensorView param, grad, exp_avg, exp_avg_sq;
+struct SgdStepArgs {
+  TensorView param, grad, momentum_buf;  // momentum_buf needed when momentum != 0
+  SgdOptions o{};
+};
+struct AdamOptions {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   bool decoupled_weight_decay = false;  // AdamW
-  int64_t step = 1;                     // 1-based, for bias correction
+};
+struct AdamStepArgs {
+  TensorView param, grad, exp_avg, exp_avg_sq;
+  AdamOptions o{};
+  int64_t step = 1;  // 1-based, for bias correction
 };
 
 // Dropout's random numbers: a counter-based hash (splitmix64) of (seed, offset+i),

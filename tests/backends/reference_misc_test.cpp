@@ -254,7 +254,7 @@ TEST(ReferenceSgd, HandWorkedMomentumAndNesterov) {
     const double want[3] = {0.95, 0.855, 0.7195};
     for (int t = 0; t < 3; ++t) {
       ops::SgdStepArgs a{p, g, buf};
-      a.lr = 0.1, a.momentum = 0.9;
+      a.o.lr = 0.1, a.o.momentum = 0.9;
       ref.sgd_step(a);
       EXPECT_NEAR(p.item(), want[t], 1e-15) << "step " << t + 1;
     }
@@ -266,7 +266,7 @@ TEST(ReferenceSgd, HandWorkedMomentumAndNesterov) {
     const double want[2] = {0.905, 0.7695};
     for (int t = 0; t < 2; ++t) {
       ops::SgdStepArgs a{p, g, buf};
-      a.lr = 0.1, a.momentum = 0.9, a.nesterov = true;
+      a.o.lr = 0.1, a.o.momentum = 0.9, a.o.nesterov = true;
       ref.sgd_step(a);
       EXPECT_NEAR(p.item(), want[t], 1e-15) << "step " << t + 1;
     }
@@ -275,7 +275,7 @@ TEST(ReferenceSgd, HandWorkedMomentumAndNesterov) {
   {
     const Tensor p = from_values({1}, {1}), g = from_values({0.5}, {1});
     ops::SgdStepArgs a{p, g, Tensor()};
-    a.lr = 0.1, a.weight_decay = 0.1;
+    a.o.lr = 0.1, a.o.weight_decay = 0.1;
     ref.sgd_step(a);
     EXPECT_NEAR(p.item(), 0.94, 1e-15);
   }
@@ -302,7 +302,7 @@ TEST(ReferenceSgd, MatchesScalarFormulaOverSeveralSteps) {
         const Tensor g = random_tensor({4, 3}, DType::f64, 100 + t);
         const auto gv = g.to_vector<double>();
         ops::SgdStepArgs a{p, g, buf};
-        a.lr = 0.05, a.momentum = 0.9, a.weight_decay = wd, a.nesterov = nesterov;
+        a.o.lr = 0.05, a.o.momentum = 0.9, a.o.weight_decay = wd, a.o.nesterov = nesterov;
         ref.sgd_step(a);
         for (int i = 0; i < 12; ++i) sgd_scalar(ep[i], eb[i], gv[i], 0.05, 0.9, wd, nesterov);
       }
@@ -317,7 +317,7 @@ TEST(ReferenceAdam, FirstStepMovesByLrTimesSign) {
   const Tensor p = from_values({1, -2, 3}, {3}), g = from_values({0.5, -4, 1e-3}, {3});
   const Tensor m = from_values({0, 0, 0}, {3}), v = from_values({0, 0, 0}, {3});
   ops::AdamStepArgs a{p, g, m, v};
-  a.lr = 0.01, a.eps = 1e-8, a.step = 1;
+  a.o.lr = 0.01, a.o.eps = 1e-8, a.step = 1;
   ref.adam_step(a);
   const auto pv = p.to_vector<double>();
   EXPECT_NEAR(pv[0], 1 - 0.01 * 0.5 / (0.5 + 1e-8), 1e-15);
@@ -357,8 +357,8 @@ TEST(ReferenceAdam, AdamAndAdamWMatchScalarFormulaOverSeveralSteps) {
         const Tensor g = random_tensor({2, 3, 2, 2}, DType::f64, 200 + t);
         const auto gv = g.to_vector<double>();
         ops::AdamStepArgs a{p, g, m, v};
-        a.lr = 1e-2, a.beta1 = 0.8, a.beta2 = 0.95, a.eps = 1e-6, a.weight_decay = wd;
-        a.decoupled_weight_decay = adamw, a.step = t;
+        a.o.lr = 1e-2, a.o.beta1 = 0.8, a.o.beta2 = 0.95, a.o.eps = 1e-6, a.o.weight_decay = wd;
+        a.o.decoupled_weight_decay = adamw, a.step = t;
         ref.adam_step(a);
         for (int i = 0; i < 24; ++i) adam_scalar(ep[i], em[i], ev[i], gv[i], t, 1e-2, 0.8, 0.95, 1e-6, wd, adamw);
       }
@@ -380,7 +380,7 @@ TEST(ReferenceOptim, F32StepsTrackF64) {
     std::vector<double> ep = p64.to_vector<double>(), eb(5, 0.0), em(5, 0.0), ev(5, 0.0);
     const auto gv = random_tensor({5}, DType::f64, 11).to_vector<double>();
     ops::SgdStepArgs s{p, g, buf};
-    s.lr = 0.1, s.momentum = 0.9;
+    s.o.lr = 0.1, s.o.momentum = 0.9;
     ref.sgd_step(s);
     ops::AdamStepArgs a{p, g, m, v};
     a.step = 1;

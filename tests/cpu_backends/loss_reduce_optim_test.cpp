@@ -170,7 +170,7 @@ TEST_P(LossReduceOptimTest, SgdStep) {
     for (int step = 0; step < 2; ++step) {
       const Tensor g = rand_f32({3, 33}, seed + 2 + step);
       ops::SgdStepArgs a{p, g, buf};
-      a.lr = 0.05, a.momentum = c.momentum, a.weight_decay = c.weight_decay, a.nesterov = c.nesterov;
+      a.o.lr = 0.05, a.o.momentum = c.momentum, a.o.weight_decay = c.weight_decay, a.o.nesterov = c.nesterov;
       be().sgd_step(a);
       a.param = p_r, a.momentum_buf = buf_r;
       ref_.sgd_step(a);
@@ -195,7 +195,7 @@ TEST_P(LossReduceOptimTest, AdamStep) {
     for (int step = 1; step <= 3; ++step) {
       const Tensor g = rand_f32(s, seed + step, kNHWC);
       ops::AdamStepArgs a{p, g, m, v};
-      a.lr = 1e-2, a.weight_decay = 1e-2, a.decoupled_weight_decay = adamw, a.step = step;
+      a.o.lr = 1e-2, a.o.weight_decay = 1e-2, a.o.decoupled_weight_decay = adamw, a.step = step;
       be().adam_step(a);
       a.param = p_r, a.exp_avg = m_r, a.exp_avg_sq = v_r;
       ref_.adam_step(a);

@@ -21,7 +21,7 @@ TEST(OneDnnParallelLoops, SgdAndAdamStepsMatchSerialLoops) {
     for (int step = 0; step < 2; ++step) {
       const Tensor g = rand_f32({kN}, 30002 + step);
       ops::SgdStepArgs a{p, g, buf};
-      a.lr = 0.05, a.momentum = 0.9, a.weight_decay = 1e-2, a.nesterov = nesterov;
+      a.o.lr = 0.05, a.o.momentum = 0.9, a.o.weight_decay = 1e-2, a.o.nesterov = nesterov;
       be.sgd_step(a);
       a.param = p_r, a.momentum_buf = buf_r;
       ref.sgd_step(a);
@@ -41,7 +41,7 @@ TEST(OneDnnParallelLoops, SgdAndAdamStepsMatchSerialLoops) {
   for (int step = 1; step <= 3; ++step) {
     const Tensor g = rand_f32({kN}, 31002 + step);
     ops::AdamStepArgs a{p, g, m, v};
-    a.lr = 1e-2, a.weight_decay = 1e-2, a.decoupled_weight_decay = true, a.step = step;
+    a.o.lr = 1e-2, a.o.weight_decay = 1e-2, a.o.decoupled_weight_decay = true, a.step = step;
     be.adam_step(a);
     a.param = p_r, a.exp_avg = m_r, a.exp_avg_sq = v_r;
     ref.adam_step(a);

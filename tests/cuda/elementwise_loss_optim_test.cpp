@@ -206,8 +206,8 @@ TEST_F(CudaElementwise, SgdStep) {
     Pair p = rand_pair(s, 81), buf = rand_pair(s, 82, kNCHW, -0.1, 0.1);
     for (int step = 0; step < 3; ++step) {
       const Pair g = rand_pair(s, 83 + step);
-      ops::SgdStepArgs ag{p.gpu, g.gpu, c.momentum != 0 ? buf.gpu : Tensor(), 0.1, c.momentum, c.wd, c.nesterov};
-      ops::SgdStepArgs ac{p.cpu, g.cpu, c.momentum != 0 ? buf.cpu : Tensor(), 0.1, c.momentum, c.wd, c.nesterov};
+      ops::SgdStepArgs ag{p.gpu, g.gpu, c.momentum != 0 ? buf.gpu : Tensor(), {0.1, c.momentum, c.wd, c.nesterov}};
+      ops::SgdStepArgs ac{p.cpu, g.cpu, c.momentum != 0 ? buf.cpu : Tensor(), {0.1, c.momentum, c.wd, c.nesterov}};
       be().sgd_step(ag);
       ref_.sgd_step(ac);
     }
@@ -225,8 +225,8 @@ TEST_F(CudaElementwise, AdamStep) {
     Pair p = rand_pair(s, 91), m = rand_pair(s, 92, kNCHW, -0.01, 0.01), v = rand_pair(s, 93, kNCHW, 0.0, 0.01);
     for (int64_t step = 1; step <= 3; ++step) {
       const Pair g = rand_pair(s, 94 + step);
-      ops::AdamStepArgs ag{p.gpu, g.gpu, m.gpu, v.gpu, 1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw, step};
-      ops::AdamStepArgs ac{p.cpu, g.cpu, m.cpu, v.cpu, 1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw, step};
+      ops::AdamStepArgs ag{p.gpu, g.gpu, m.gpu, v.gpu, {1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw}, step};
+      ops::AdamStepArgs ac{p.cpu, g.cpu, m.cpu, v.cpu, {1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw}, step};
       be().adam_step(ag);
       ref_.adam_step(ac);
     }

@@ -8,8 +8,11 @@ and docstrings).
 What is counted, per implementation:
   strata_*        nn/resnet.{h,cpp} and nn/layers/blocks.{h,cpp}: ResNet-18..152 with
                   both block types, one source for the three dispatch modes. Lines inside
-                  `if constexpr (is_direct_v<P>)` branches count for direct mode only,
-                  their `else` branches for the tape modes (virtual, static) only.
+                  `if constexpr (is_direct_v<P>)` branches and the explicit backward passed
+                  to `explicit_backward<P>(...)` count for direct mode only; `else` branches
+                  and the tape formulas passed to a layer's direct_ (`[&](const auto& tape)
+                  {...}` over several lines; one on a single line shares it) for the tape
+                  modes (virtual, static) only.
   pytorch_eager   torchvision/models/resnet.py's conv3x3, conv1x1, BasicBlock,
                   Bottleneck and ResNet (the same coverage), found through the installed
                   torchvision (needs it importable; otherwise reported as missing).
@@ -68,8 +71,8 @@ def py_code_lines(text):
 
 
 def direct_branches(text):
-    """Line numbers (0-based) inside `if constexpr (is_direct_v<...>)` blocks and inside
-    their else blocks: (direct_only, tape_only)."""
+    """Line numbers (0-based) of code for one kind of mode (see the module's docstring):
+    (direct_only, tape_only)."""
     direct, tape = set(), set()
 
     def block(pos):  # [start line, end line] of the {...} opening at or after pos
@@ -84,6 +87,13 @@ def direct_branches(text):
                     return text.count("\n", 0, o), text.count("\n", 0, i), i
             i += 1
 
+    for m in re.finditer(r"explicit_backward<[^>]*>\(", text):
+        a, b, _ = block(m.end())
+        direct.update(range(a, b + 1))
+    for m in re.finditer(r"\(const auto& tape\)", text):
+        a, b, _ = block(m.end())
+        if a < b:
+            tape.update(range(a, b + 1))
     for m in re.finditer(r"if\s+constexpr\s*\(\s*(!?)\s*is_direct_v<[^>]*>\s*\)", text):
         a, b, end = block(m.end())
         (tape if m.group(1) else direct).update(range(a, b + 1))
