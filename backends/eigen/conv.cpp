@@ -428,6 +428,27 @@ void conv_bwd_data(eigen::Context& ctx, const Conv2dBwdDataArgs& a) {
   dx.finish(ctx);
 }
 
+// NCHW backward weight: both the patches [Cg*R*S, positions] and dy's rows [Kg, positions]
+// hold the contracted dimension innermost, and Eigen's contraction packs such an operand
+// one scalar at a time when it is its left operand (as packets when right). dy's rows,
+// the smaller operand, are transposed per block instead, and dw^T = patches x dy^T keeps
+// the patches on the right. Not for 1x1 convolutions, whose whole planes are contracted in
+// place and whose transposed dy would not stay in L2 (docs/results/cpu_eigen.md).
+bool transposes_dy(const Geom& g) { return g.l == Layout::nchw && !g.pointwise() && g.kg < g.crs(); }
+
+// dy's rows of block b, group gi (NCHW), as dst [cnt * nr * wo, Kg]: read along rows,
+// written down columns.
+template <class T>
+void transpose_dy(const Geom& g, const T* dy, const Block& b, Index gi, T* dst) {
+  const Index pos = b.nr * g.wo;
+  for (Index i = 0; i < b.cnt; ++i)
+    for (Index k = 0; k < g.kg; ++k) {
+      const T* src = dy + ((b.n0 + i) * g.k + gi * g.kg + k) * g.howo() + b.oh0 * g.wo;
+      T* d = dst + i * pos * g.kg + k;
+      for (Index p = 0; p < pos; ++p) d[p * g.kg] = src[p];
+    }
+}
+
 template <class T>
 void conv_bwd_weight(eigen::Context& ctx, const Conv2dBwdWeightArgs& a) {
   const Layout l = eigen::layout_of(a.x);
@@ -439,14 +460,24 @@ void conv_bwd_weight(eigen::Context& ctx, const Conv2dBwdWeightArgs& a) {
   const Blocks bl = blocks(g, sizeof(T), ctx.threads);
   const Index units = g.n == 0 ? 0 : bl.count();
   const int slots = ctx.threads > 1 && units >= ctx.threads ? ctx.threads : 1;
+  // Partial sums per slot: dw's layout, or per group [Cg*R*S, Kg] when dy is transposed.
+  const bool transposed = transposes_dy(g);
+  const Index patch_elems = (bl.patch_elems(g) + 15) / 16 * 16;  // dy^T after the patches, 64-byte aligned
+  const Index dyt_elems = transposed ? bl.images * bl.rows * g.wo * g.kg : 0;
   run_units(ctx, units, [&](const auto& dev, int slot, Index u0, Index u1) {
-    T* buf = ctx.slots[slot][0].get<T>(bl.patch_elems(g));
-    T* part = slots == 1 ? dw.data() : ctx.slots[slot][1].get<T>(wsize);
+    T* buf = ctx.slots[slot][0].get<T>(patch_elems + dyt_elems);
+    T* part = slots == 1 && !transposed ? dw.data() : ctx.slots[slot][1].get<T>(wsize);
     Map<T, 1>(part, wsize).device(dev) = Map<T, 1>(part, wsize).constant(T(0));
     for (Index u = u0; u < u1; ++u) {
       const Block b = bl.at(g, u / bl.per_task, u % bl.per_task);
       for (Index gi = 0; gi < g.g; ++gi) {
         const Map<const T, 2> pm = patch_matrix(dev, g, x.data(), b, gi, buf);
+        if (transposed) {
+          transpose_dy(g, dy.data(), b, gi, buf + patch_elems);
+          Map<T, 2>(part + gi * g.kg * g.crs(), g.crs(), g.kg).device(dev) +=
+              pm.contract(Map<const T, 2>(buf + patch_elems, b.positions(g), g.kg), pair(1, 0));
+          continue;
+        }
         Map<T, 2> dwg(part + gi * g.kg * g.crs(), g.kg, g.crs());
         if (l == Layout::nchw && b.cnt > 1) {
           auto dyc = Map<const T, 3>(dy.data() + b.n0 * g.k * g.howo(), b.cnt, g.k, g.howo())
@@ -465,11 +496,17 @@ void conv_bwd_weight(eigen::Context& ctx, const Conv2dBwdWeightArgs& a) {
       }
     }
   });
+  // Slot 0's partial sums, plus the others in slot order.
+  T* sum = transposed ? ctx.slots[0][1].get<T>(wsize) : dw.data();
   if (slots > 1) {
-    Map<T, 1> out(dw.data(), wsize);
-    out.device(ctx.device) = Map<const T, 1>(ctx.slots[0][1].get<T>(wsize), wsize);
+    Map<T, 1> out(sum, wsize);
+    if (!transposed) out.device(ctx.device) = Map<const T, 1>(ctx.slots[0][1].get<T>(wsize), wsize);
     for (int i = 1; i < slots; ++i) out.device(ctx.device) += Map<const T, 1>(ctx.slots[i][1].get<T>(wsize), wsize);
   }
+  if (transposed)
+    for (Index gi = 0; gi < g.g; ++gi)
+      Map<T, 2>(dw.data() + gi * g.kg * g.crs(), g.kg, g.crs()).device(ctx.device) =
+          Map<const T, 2>(sum + gi * g.kg * g.crs(), g.crs(), g.kg).shuffle(Eigen::array<Index, 2>{1, 0});
   dw.finish(ctx);
 }
 
