@@ -1,10 +1,14 @@
 // Micro benchmark of the production CPU backends:
-//  - conv2d 3x3, pad 1, N=8, C=K=64, 56x56 (ResNet-50's conv2_x shape) forward,
-//    backward data and backward weight on each CPU backend, in GFLOP/s;
-//  - the raw GEMM of the same size (M=K=64, N=8*56*56, K=64*9) through OpenBLAS's
-//    cblas_sgemm and oneDNN's dnnl_sgemm, whole batch and per image, and through Eigen's
-//    Tensor contraction on a ThreadPoolDevice of the eigen backend's thread count, in
-//    GFLOP/s: the ceiling an im2col (patch-matrix) convolution can reach with that library;
+//  - conv2d forward, backward data and backward weight on each CPU backend, in GFLOP/s,
+//    on three of ResNet-50's layer shapes at N=8 (the `shape` argument, kConvShapes):
+//    0: 3x3, pad 1, C=K=64, 56x56 (conv2_x); 1: 3x3, stride 2, pad 1, C=K=128,
+//    56x56 -> 28x28 (conv3_1's 3x3 in v1.5); 2: 1x1, stride 2, 256 -> 512, 56x56 ->
+//    28x28 (conv3_1's downsample);
+//  - the raw GEMM of shape 0 (M=K=64, N=8*56*56, K=64*9) through OpenBLAS's
+//    cblas_sgemm and oneDNN's dnnl_sgemm, whole batch and per image, and the GEMM of
+//    each shape through Eigen's Tensor contraction on a ThreadPoolDevice of the eigen
+//    backend's thread count, in GFLOP/s: the ceiling an im2col (patch-matrix)
+//    convolution can reach with that library;
 //  - ReLU on 64 floats through each backend object (static call, arguments built
 //    once) and as a raw loop: the fixed cost of an op call.
 // Compare numbers within one run only (timings drift up to 2x between runs on a 2-core machine), with repetitions:
@@ -13,6 +17,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -41,6 +46,21 @@ using namespace strata::backends;  // NOLINT
 constexpr int64_t kN = 8, kC = 64, kK = 64, kHW = 56;
 constexpr double kConvFlops = 2.0 * kN * kK * kHW * kHW * kC * 9;
 
+struct ConvShape {
+  const char* label;
+  int64_t c, k, hw, r, stride, pad;
+  int64_t out() const { return (hw + 2 * pad - r) / stride + 1; }
+  // The patch-matrix product: [k, c*r*r] x [c*r*r, N*out*out].
+  int64_t gemm_k() const { return c * r * r; }
+  int64_t gemm_n() const { return kN * out() * out(); }
+  double flops() const { return 2.0 * static_cast<double>(k * gemm_k() * gemm_n()); }
+};
+constexpr ConvShape kConvShapes[] = {
+    {"3x3 s1 64->64 56x56", kC, kK, kHW, 3, 1, 1},
+    {"3x3 s2 128->128 56x56", 128, 128, kHW, 3, 2, 1},
+    {"1x1 s2 256->512 56x56", 256, 512, kHW, 1, 2, 0},
+};
+
 Tensor filled(const Shape& s, float seed) {
   Tensor t = Tensor::empty(s);
   float* p = t.data<float>();
@@ -53,53 +73,58 @@ void set_flops(benchmark::State& st, double flops) {
 }
 
 struct ConvProblem {
-  Tensor x = filled({kN, kC, kHW, kHW}, 1.0f), w = filled({kK, kC, 3, 3}, 0.1f);
-  Tensor y = Tensor::empty({kN, kK, kHW, kHW}), dy = filled({kN, kK, kHW, kHW}, 0.5f);
-  Tensor dx = Tensor::empty({kN, kC, kHW, kHW}), dw = Tensor::empty({kK, kC, 3, 3});
+  const ConvShape& s;
+  Tensor x = filled({kN, s.c, s.hw, s.hw}, 1.0f), w = filled({s.k, s.c, s.r, s.r}, 0.1f);
+  Tensor y = Tensor::empty({kN, s.k, s.out(), s.out()}), dy = filled({kN, s.k, s.out(), s.out()}, 0.5f);
+  Tensor dx = Tensor::empty({kN, s.c, s.hw, s.hw}), dw = Tensor::empty({s.k, s.c, s.r, s.r});
   ops::Conv2dParams p;
-  ConvProblem() { p.pad_h = p.pad_w = 1; }
+  explicit ConvProblem(benchmark::State& st) : s(kConvShapes[st.range(0)]) {
+    p.pad_h = p.pad_w = s.pad;
+    p.stride_h = p.stride_w = s.stride;
+    st.SetLabel(s.label);
+  }
 };
 
 template <class B>
-void BM_Conv3x3Fwd(benchmark::State& st) {
+void BM_ConvFwd(benchmark::State& st) {
   B be;
-  ConvProblem c;
+  ConvProblem c(st);
   const ops::Conv2dFwdArgs a{c.x, c.w, {}, c.y, c.p};
   be.conv2d_fwd(a);  // plans, workspaces
   for (auto _ : st) {
     be.conv2d_fwd(a);
     benchmark::ClobberMemory();
   }
-  set_flops(st, kConvFlops);
+  set_flops(st, c.s.flops());
 }
 
 template <class B>
-void BM_Conv3x3BwdData(benchmark::State& st) {
+void BM_ConvBwdData(benchmark::State& st) {
   B be;
-  ConvProblem c;
+  ConvProblem c(st);
   const ops::Conv2dBwdDataArgs a{c.dy, c.w, c.dx, c.p};
   be.conv2d_bwd_data(a);
   for (auto _ : st) {
     be.conv2d_bwd_data(a);
     benchmark::ClobberMemory();
   }
-  set_flops(st, kConvFlops);
+  set_flops(st, c.s.flops());
 }
 
 template <class B>
-void BM_Conv3x3BwdWeight(benchmark::State& st) {
+void BM_ConvBwdWeight(benchmark::State& st) {
   B be;
-  ConvProblem c;
+  ConvProblem c(st);
   const ops::Conv2dBwdWeightArgs a{c.x, c.dy, c.dw, c.p};
   be.conv2d_bwd_weight(a);
   for (auto _ : st) {
     be.conv2d_bwd_weight(a);
     benchmark::ClobberMemory();
   }
-  set_flops(st, kConvFlops);
+  set_flops(st, c.s.flops());
 }
 
-// The convolution's GEMM: [K, C*9] x [C*9, N*H*W] (batch) or N times [K, C*9] x
+// Shape 0's GEMM: [K, C*9] x [C*9, N*H*W] (batch) or N times [K, C*9] x
 // [C*9, H*W] (per image, what the openblas backend's im2col path runs).
 struct Gemm {
   int64_t m = kK, k = kC * 9, n_img = kHW * kHW;
@@ -147,24 +172,60 @@ BENCHMARK(BM_OneDnnSgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 #ifdef STRATA_HAVE_BACKEND_EIGEN
-// The same product as one Eigen Tensor contraction, on a pool as large as the eigen
-// backend's (OMP_NUM_THREADS): what its patch-matrix convolution is measured against.
+// The same product as one Eigen Tensor contraction, for each conv shape, on a pool as
+// large as the eigen backend's (OMP_NUM_THREADS): what its patch-matrix convolution is
+// measured against.
 void BM_EigenContraction(benchmark::State& st) {
-  Gemm g;
+  const ConvShape& s = kConvShapes[st.range(0)];
+  st.SetLabel(s.label);
+  const std::vector<float> a(s.k * s.gemm_k(), 0.01f), b(s.gemm_k() * s.gemm_n(), 0.02f);
+  std::vector<float> c(s.k * s.gemm_n());
   const int threads = EigenBackend{}.threads();
   Eigen::ThreadPool pool(threads);
   const Eigen::ThreadPoolDevice dev(&pool, threads);
   using In = Eigen::TensorMap<Eigen::Tensor<const float, 2, Eigen::RowMajor>>;
-  const In a(g.a.data(), g.m, g.k), b(g.b.data(), g.k, g.n_img * kN);
-  Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>> c(g.c.data(), g.m, g.n_img * kN);
+  const In am(a.data(), s.k, s.gemm_k()), bm(b.data(), s.gemm_k(), s.gemm_n());
+  Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>> cm(c.data(), s.k, s.gemm_n());
   const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
   for (auto _ : st) {
-    c.device(dev) = a.contract(b, dims);
+    cm.device(dev) = am.contract(bm, dims);
     benchmark::ClobberMemory();
   }
-  set_flops(st, kConvFlops);
+  set_flops(st, s.flops());
 }
-BENCHMARK(BM_EigenContraction)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_EigenContraction)->ArgName("shape")->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Shape 0's product in bf16 through the same contraction: whether the eigen backend
+// could offer bf16. Counters: GFLOP/s, and the mean relative error against the f32
+// contraction of the same (bf16-exact) values, which is ~0.4 % (the output's own
+// rounding) when the products are accumulated in f32.
+void BM_EigenContractionBf16(benchmark::State& st) {
+  using Bf16 = Eigen::bfloat16;
+  const ConvShape& s = kConvShapes[0];
+  const int64_t m = s.k, k = s.gemm_k(), n = s.gemm_n();
+  std::vector<Bf16> a(m * k), b(k * n), c(m * n);
+  std::vector<float> af(m * k), bf(k * n), cf(m * n);
+  // Positive values: the error is not a cancellation's.
+  for (int64_t i = 0; i < m * k; ++i) af[i] = static_cast<float>(a[i] = Bf16(static_cast<float>((i * 7919) % 1000) * 1e-3f));
+  for (int64_t i = 0; i < k * n; ++i) bf[i] = static_cast<float>(b[i] = Bf16(static_cast<float>((i * 7907) % 1000) * 1e-3f));
+  const int threads = EigenBackend{}.threads();
+  Eigen::ThreadPool pool(threads);
+  const Eigen::ThreadPoolDevice dev(&pool, threads);
+  const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{Eigen::IndexPair<Eigen::Index>(1, 0)};
+  auto map = [](auto& v, int64_t r, int64_t cols) {
+    return Eigen::TensorMap<Eigen::Tensor<std::remove_reference_t<decltype(v[0])>, 2, Eigen::RowMajor>>(v.data(), r, cols);
+  };
+  for (auto _ : st) {
+    map(c, m, n).device(dev) = map(a, m, k).contract(map(b, k, n), dims);
+    benchmark::ClobberMemory();
+  }
+  map(cf, m, n).device(dev) = map(af, m, k).contract(map(bf, k, n), dims);
+  double err = 0;
+  for (int64_t i = 0; i < m * n; ++i) err += std::abs(static_cast<double>(c[i]) - cf[i]) / std::abs(cf[i]);
+  st.counters["mean_rel_err"] = err / static_cast<double>(m * n);
+  set_flops(st, s.flops());
+}
+BENCHMARK(BM_EigenContractionBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 // ReLU on 64 floats: the per-call cost of each path.
@@ -217,11 +278,11 @@ void BM_Relu64(benchmark::State& st) {
 }
 
 #define STRATA_BENCH_CONV(F, B) \
-  BENCHMARK_TEMPLATE(F, B)->Unit(benchmark::kMillisecond)->UseRealTime()
-#define STRATA_BENCH_BACKEND(B)             \
-  STRATA_BENCH_CONV(BM_Conv3x3Fwd, B);      \
-  STRATA_BENCH_CONV(BM_Conv3x3BwdData, B);  \
-  STRATA_BENCH_CONV(BM_Conv3x3BwdWeight, B); \
+  BENCHMARK_TEMPLATE(F, B)->ArgName("shape")->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime()
+#define STRATA_BENCH_BACKEND(B)           \
+  STRATA_BENCH_CONV(BM_ConvFwd, B);       \
+  STRATA_BENCH_CONV(BM_ConvBwdData, B);   \
+  STRATA_BENCH_CONV(BM_ConvBwdWeight, B); \
   BENCHMARK_TEMPLATE(BM_Relu64, B);
 
 #ifdef STRATA_HAVE_BACKEND_OPENBLAS

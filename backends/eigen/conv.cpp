@@ -3,17 +3,17 @@
 //   NHWC: patches [positions, R*S*Cg] x filters [Kg, R*S*Cg]^T -> y [positions, Kg]
 //   NCHW: filters [Kg, Cg*R*S] x patches [Cg*R*S, positions]   -> y [Kg, positions]
 // The patch matrix of a block of output rows (about kBlockBytes, so it is still in L2
-// when the contraction reads it) is assembled per filter offset (r, s) by one strided
-// slice of the input, for the outputs that read inside the image, and zeros for those
-// that read the padding. Eigen's extract_image_patches builds the same matrix, but
-// computes each element's source index (several divisions per packet); slicing a padded
-// expression tests the padding's bounds per value. A 1x1 stride-1 unpadded convolution
-// contracts the input itself. Backward data contracts dy with the filters into columns and scatters them
-// back (col2im) with the same slices; backward weight contracts dy with the patches.
+// when the contraction reads it) is copied from the input row by row, zeros where a
+// patch reads the padding. Eigen's extract_image_patches builds the same matrix, but
+// computes each element's source index (several divisions per packet), and slices of a
+// padded input test the padding's bounds per value. A 1x1 stride-1 unpadded convolution
+// contracts the input itself. Backward data contracts dy with the filters into columns
+// and adds them back (col2im) with the same loops; backward weight contracts dy with
+// the patches.
 //
 // With several threads and at least as many blocks, blocks are split over the pool's
 // threads in contiguous ranges, each evaluated single-threaded (Eigen::DefaultDevice);
-// otherwise one block at a time with every thread (Eigen::ThreadPoolDevice). Weight
+// otherwise one block at a time, its products on every thread (Eigen::ThreadPoolDevice). Weight
 // gradients are summed per range, then over ranges in order: results depend on the
 // thread count only.
 #include <algorithm>
@@ -122,35 +122,19 @@ std::pair<Index, Index> inside(Index n, Index stride, Index off, Index size) {
   return {first, std::max(first, last)};
 }
 
-// dst (rank 4, sizes d, rows and columns at dims rd and rd + 1) = 0 outside rows [ra, rb) x
-// columns [ca, cb).
-template <class T, class Dst, class D>
-void zero_border(const D& dev, Dst& dst, const Dims<4>& d, int rd, Index ra, Index rb, Index ca, Index cb) {
-  auto zero = [&](Index r0, Index nr, Index c0, Index nc) {
-    if (nr <= 0 || nc <= 0) return;
-    Dims<4> off{0, 0, 0, 0}, ext = d;
-    off[rd] = r0, ext[rd] = nr, off[rd + 1] = c0, ext[rd + 1] = nc;
-    auto part = dst.slice(off, ext);
-    part.device(dev) = part.constant(T(0));
-  };
-  zero(0, ra, 0, d[rd + 1]);
-  zero(rb, d[rd] - rb, 0, d[rd + 1]);
-  zero(ra, rb - ra, 0, ca);
-  zero(ra, rb - ra, cb, d[rd + 1] - cb);
-}
-
-// build_patches at stride 1: every patch row is a run of consecutive input values (NCHW:
-// along a row; NHWC: the channels), so whole runs are copied and the padding filled with
-// zeros, each value written once. Eigen's slice evaluators computed a 4-d index per packet
-// here, which cost 3x the contraction itself (docs/results/cpu_eigen.md). Runs on the
-// calling thread.
+// The patch matrix of block b, group gi, into buf: NHWC [cnt, nr, wo, R*S, Cg];
+// NCHW [Cg, R*S, cnt, nr, wo]. Every patch row is a row of the input read at the
+// stride (NCHW) or a run of Cg consecutive channels (NHWC): plain copies, zeros where it
+// reads the padding, each value written once. Eigen's slice and stride evaluators
+// computed a 4-d index per packet (per value at a stride) and took several times the
+// contraction's time (docs/results/cpu_eigen.md). Runs on the calling thread.
 template <class T>
-void copy_patches(const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
+void build_patches(const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
   for (Index r = 0; r < g.r; ++r)
     for (Index s = 0; s < g.s; ++s) {
-      const Index rs = r * g.s + s, row_off = b.oh0 + r * g.dh - g.ph, col_off = s * g.dw - g.pw;
-      const auto [ra, rb] = inside(b.nr, 1, row_off, g.h);
-      const auto [ca, cb] = inside(g.wo, 1, col_off, g.w);
+      const Index rs = r * g.s + s, row_off = b.oh0 * g.sh + r * g.dh - g.ph, col_off = s * g.dw - g.pw;
+      const auto [ra, rb] = inside(b.nr, g.sh, row_off, g.h);
+      const auto [ca, cb] = inside(g.wo, g.sw, col_off, g.w);
       for (Index i = 0; i < b.cnt; ++i) {
         const Index n = b.n0 + i;
         if (g.l == Layout::nchw) {
@@ -162,9 +146,12 @@ void copy_patches(const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
                 std::fill(d, d + g.wo, T(0));
                 continue;
               }
-              const T* row = src + (oh + row_off) * g.w;
+              const T* row = src + (oh * g.sh + row_off) * g.w;
               std::fill(d, d + ca, T(0));
-              std::copy(row + ca, row + cb, d + ca);
+              if (g.sw == 1)
+                std::copy(row + ca, row + cb, d + ca);
+              else
+                for (Index ow = ca; ow < cb; ++ow) d[ow] = row[ow * g.sw];
               std::fill(d + cb, d + g.wo, T(0));
             }
           }
@@ -176,7 +163,7 @@ void copy_patches(const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
                 std::fill(d, d + g.cg, T(0));
                 continue;
               }
-              const T* src = x + ((n * g.h + oh + row_off) * g.w + ow + col_off) * g.c + gi * g.cg;
+              const T* src = x + ((n * g.h + oh * g.sh + row_off) * g.w + ow * g.sw + col_off) * g.c + gi * g.cg;
               std::copy(src, src + g.cg, d);
             }
         }
@@ -184,76 +171,33 @@ void copy_patches(const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
     }
 }
 
-// The patch matrix of block b, group gi, into buf: NHWC [cnt, nr, wo, R*S, Cg];
-// NCHW [Cg, R*S, cnt, nr, wo]. Per filter offset (r, s): one strided slice of the input
-// for the outputs that read inside the image, zeros for those that read the padding.
-// (Slicing a padded expression instead evaluated the padding's bounds test per value and
-// took most of the convolution's time: docs/results/cpu_eigen.md.)
-template <class T, class D>
-void build_patches(const D& dev, const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
-  const bool strided = g.sh != 1 || g.sw != 1;
-  if (!strided) return copy_patches(g, x, b, gi, buf);
-  for (Index r = 0; r < g.r; ++r)
-    for (Index s = 0; s < g.s; ++s) {
-      const Index rs = r * g.s + s, row_off = b.oh0 * g.sh + r * g.dh - g.ph, col_off = s * g.dw - g.pw;
-      const auto [ra, rb] = inside(b.nr, g.sh, row_off, g.h);
-      const auto [ca, cb] = inside(g.wo, g.sw, col_off, g.w);
-      const Index in_r0 = ra * g.sh + row_off, in_c0 = ca * g.sw + col_off;
-      const Index eh = (rb - ra - 1) * g.sh + 1, ew = (cb - ca - 1) * g.sw + 1;
-      if (g.l == Layout::nhwc) {
-        auto dst = Map<T, 5>(buf, b.cnt, b.nr, g.wo, g.rs(), g.cg).chip(rs, 3);
-        zero_border<T>(dev, dst, Dims<4>{b.cnt, b.nr, g.wo, g.cg}, 1, ra, rb, ca, cb);
-        if (rb == ra || cb == ca) continue;
-        const Map<const T, 4> xm(x, g.n, g.h, g.w, g.c);
-        auto src = xm.slice(Dims<4>{b.n0, in_r0, in_c0, gi * g.cg}, Dims<4>{b.cnt, eh, ew, g.cg});
-        auto out = dst.slice(Dims<4>{0, ra, ca, 0}, Dims<4>{b.cnt, rb - ra, cb - ca, g.cg});
-        if (strided)
-          out.device(dev) = src.stride(Dims<4>{1, g.sh, g.sw, 1});
-        else
-          out.device(dev) = src;
-      } else {
-        auto dst = Map<T, 5>(buf, g.cg, g.rs(), b.cnt, b.nr, g.wo).chip(rs, 1);
-        zero_border<T>(dev, dst, Dims<4>{g.cg, b.cnt, b.nr, g.wo}, 2, ra, rb, ca, cb);
-        if (rb == ra || cb == ca) continue;
-        const Map<const T, 4> xm(x, g.n, g.c, g.h, g.w);
-        auto src = xm.slice(Dims<4>{b.n0, gi * g.cg, in_r0, in_c0}, Dims<4>{b.cnt, g.cg, eh, ew});
-        auto out = dst.slice(Dims<4>{0, 0, ra, ca}, Dims<4>{g.cg, b.cnt, rb - ra, cb - ca});
-        const Eigen::array<Index, 4> swap{1, 0, 2, 3};
-        const Dims<4> one{g.cg, 1, rb - ra, cb - ca};
-        if (strided && b.cnt == 1)
-          out.device(dev) = src.stride(Dims<4>{1, 1, g.sh, g.sw}).reshape(one);
-        else if (strided)
-          out.device(dev) = src.stride(Dims<4>{1, 1, g.sh, g.sw}).shuffle(swap);
-        else if (b.cnt == 1)
-          out.device(dev) = src.reshape(one);
-        else
-          out.device(dev) = src.shuffle(swap);
-      }
-    }
-}
-
-// scatter_columns at stride 1, as copy_patches: whole runs added in place.
+// The adjoint of build_patches: acc (a zero-padded [images, Hp, Wp, C] or
+// [images, C, Hp, Wp] buffer for the images from task_n0 on) += the columns in buf, as
+// plain loops for the same reason.
 template <class T>
-void add_columns(const Geom& g, const T* buf, const Block& b, Index gi, Index task_n0, T* acc) {
+void scatter_columns(const Geom& g, const T* buf, const Block& b, Index gi, Index task_n0, T* acc) {
   const Index hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, i0 = b.n0 - task_n0;
   for (Index r = 0; r < g.r; ++r)
     for (Index s = 0; s < g.s; ++s) {
-      const Index rs = r * g.s + s, row0 = b.oh0 + r * g.dh, col0 = s * g.dw;
+      const Index rs = r * g.s + s, row0 = b.oh0 * g.sh + r * g.dh, col0 = s * g.dw;
       for (Index i = 0; i < b.cnt; ++i) {
         if (g.l == Layout::nchw) {
           for (Index c = 0; c < g.cg; ++c) {
             const T* src = buf + ((c * g.rs() + rs) * b.cnt + i) * b.nr * g.wo;
             T* plane = acc + ((i0 + i) * g.c + gi * g.cg + c) * hp * wp;
             for (Index oh = 0; oh < b.nr; ++oh, src += g.wo) {
-              T* d = plane + (row0 + oh) * wp + col0;
-              for (Index ow = 0; ow < g.wo; ++ow) d[ow] += src[ow];
+              T* d = plane + (row0 + oh * g.sh) * wp + col0;
+              if (g.sw == 1)
+                for (Index ow = 0; ow < g.wo; ++ow) d[ow] += src[ow];
+              else
+                for (Index ow = 0; ow < g.wo; ++ow) d[ow * g.sw] += src[ow];
             }
           }
         } else {
           for (Index oh = 0; oh < b.nr; ++oh)
             for (Index ow = 0; ow < g.wo; ++ow) {
               const T* src = buf + (((i * b.nr + oh) * g.wo + ow) * g.rs() + rs) * g.cg;
-              T* d = acc + (((i0 + i) * hp + row0 + oh) * wp + col0 + ow) * g.c + gi * g.cg;
+              T* d = acc + (((i0 + i) * hp + row0 + oh * g.sh) * wp + col0 + ow * g.sw) * g.c + gi * g.cg;
               for (Index c = 0; c < g.cg; ++c) d[c] += src[c];
             }
         }
@@ -261,41 +205,15 @@ void add_columns(const Geom& g, const T* buf, const Block& b, Index gi, Index ta
     }
 }
 
-// The adjoint of build_patches: acc (a zero-padded [images, Hp, Wp, C] or
-// [images, C, Hp, Wp] buffer for the images from task_n0 on) += the columns in buf.
-template <class T, class D>
-void scatter_columns(const D& dev, const Geom& g, const T* buf, const Block& b, Index gi, Index task_n0,
-                     Index task_images, T* acc) {
-  if (g.sh == 1 && g.sw == 1) return add_columns(g, buf, b, gi, task_n0, acc);
-  const Index hp = g.h + 2 * g.ph, wp = g.w + 2 * g.pw, i0 = b.n0 - task_n0;
-  const Index eh = (b.nr - 1) * g.sh + 1, ew = (g.wo - 1) * g.sw + 1;
-  for (Index r = 0; r < g.r; ++r)
-    for (Index s = 0; s < g.s; ++s) {
-      const Index rs = r * g.s + s, row0 = b.oh0 * g.sh + r * g.dh, col0 = s * g.dw;
-      if (g.l == Layout::nhwc) {
-        auto dst = Map<T, 4>(acc, task_images, hp, wp, g.c)
-                       .slice(Dims<4>{i0, row0, col0, gi * g.cg}, Dims<4>{b.cnt, eh, ew, g.cg})
-                       .stride(Dims<4>{1, g.sh, g.sw, 1});
-        dst.device(dev) += Map<const T, 5>(buf, b.cnt, b.nr, g.wo, g.rs(), g.cg).chip(rs, 3);
-      } else {
-        auto dst = Map<T, 4>(acc, task_images, g.c, hp, wp)
-                       .slice(Dims<4>{i0, gi * g.cg, row0, col0}, Dims<4>{b.cnt, g.cg, eh, ew})
-                       .stride(Dims<4>{1, 1, g.sh, g.sw});
-        dst.device(dev) +=
-            Map<const T, 5>(buf, g.cg, g.rs(), b.cnt, b.nr, g.wo).chip(rs, 1).shuffle(Eigen::array<Index, 4>{1, 0, 2, 3});
-      }
-    }
-}
-
 // The patch matrix of block b, group gi: the input itself or buf filled.
-template <class T, class D>
-Map<const T, 2> patch_matrix(const D& dev, const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
+template <class T>
+Map<const T, 2> patch_matrix(const Geom& g, const T* x, const Block& b, Index gi, T* buf) {
   const Index pos = b.positions(g);
   if (in_place(g, b)) {
     if (g.l == Layout::nhwc) return Map<const T, 2>(x + (b.n0 * g.h + b.oh0) * g.w * g.c, pos, g.c);
     return Map<const T, 2>(x + (b.n0 * g.c + gi * g.cg) * g.hw(), g.cg, g.hw());
   }
-  build_patches(dev, g, x, b, gi, buf);
+  build_patches(g, x, b, gi, buf);
   return g.l == Layout::nhwc ? Map<const T, 2>(buf, pos, g.crs()) : Map<const T, 2>(buf, g.crs(), pos);
 }
 
@@ -313,7 +231,7 @@ void conv_fwd(eigen::Context& ctx, const Conv2dFwdArgs& a) {
       const Block b = bl.at(g, u / bl.per_task, u % bl.per_task);
       const Index pos = b.positions(g);
       for (Index gi = 0; gi < g.g; ++gi) {
-        const Map<const T, 2> pm = patch_matrix(dev, g, x.data(), b, gi, buf);
+        const Map<const T, 2> pm = patch_matrix(g, x.data(), b, gi, buf);
         const Map<const T, 2> wg(w.data() + gi * g.kg * g.crs(), g.kg, g.crs());
         if (l == Layout::nhwc) {
           Map<T, 2> yb(y.data() + (b.n0 * g.ho + b.oh0) * g.wo * g.k, pos, g.k);
@@ -413,7 +331,7 @@ void conv_bwd_data(eigen::Context& ctx, const Conv2dBwdDataArgs& a) {
               Map<T, 2>(cols, g.crs(), pos).device(dev) = wg.contract(dyb, pair(0, 0));
             });
           }
-          if (!direct) scatter_columns(dev, g, cols, b, gi, tn0, timages, acc);
+          if (!direct) scatter_columns(g, cols, b, gi, tn0, acc);
         }
       }
       if (direct) continue;
@@ -430,6 +348,27 @@ void conv_bwd_data(eigen::Context& ctx, const Conv2dBwdDataArgs& a) {
   dx.finish(ctx);
 }
 
+// NCHW backward weight: both the patches [Cg*R*S, positions] and dy's rows [Kg, positions]
+// hold the contracted dimension innermost, and Eigen's contraction packs such an operand
+// one scalar at a time when it is its left operand (as packets when right). dy's rows,
+// the smaller operand, are transposed per block instead, and dw^T = patches x dy^T keeps
+// the patches on the right. Not for 1x1 convolutions, whose whole planes are contracted in
+// place and whose transposed dy would not stay in L2 (docs/results/cpu_eigen.md).
+bool transposes_dy(const Geom& g) { return g.l == Layout::nchw && !g.pointwise() && g.kg < g.crs(); }
+
+// dy's rows of block b, group gi (NCHW), as dst [cnt * nr * wo, Kg]: read along rows,
+// written down columns.
+template <class T>
+void transpose_dy(const Geom& g, const T* dy, const Block& b, Index gi, T* dst) {
+  const Index pos = b.nr * g.wo;
+  for (Index i = 0; i < b.cnt; ++i)
+    for (Index k = 0; k < g.kg; ++k) {
+      const T* src = dy + ((b.n0 + i) * g.k + gi * g.kg + k) * g.howo() + b.oh0 * g.wo;
+      T* d = dst + i * pos * g.kg + k;
+      for (Index p = 0; p < pos; ++p) d[p * g.kg] = src[p];
+    }
+}
+
 template <class T>
 void conv_bwd_weight(eigen::Context& ctx, const Conv2dBwdWeightArgs& a) {
   const Layout l = eigen::layout_of(a.x);
@@ -441,14 +380,24 @@ void conv_bwd_weight(eigen::Context& ctx, const Conv2dBwdWeightArgs& a) {
   const Blocks bl = blocks(g, sizeof(T), ctx.threads);
   const Index units = g.n == 0 ? 0 : bl.count();
   const int slots = ctx.threads > 1 && units >= ctx.threads ? ctx.threads : 1;
+  // Partial sums per slot: dw's layout, or per group [Cg*R*S, Kg] when dy is transposed.
+  const bool transposed = transposes_dy(g);
+  const Index patch_elems = (bl.patch_elems(g) + 15) / 16 * 16;  // dy^T after the patches, 64-byte aligned
+  const Index dyt_elems = transposed ? bl.images * bl.rows * g.wo * g.kg : 0;
   run_units(ctx, units, [&](const auto& dev, int slot, Index u0, Index u1) {
-    T* buf = ctx.slots[slot][0].get<T>(bl.patch_elems(g));
-    T* part = slots == 1 ? dw.data() : ctx.slots[slot][1].get<T>(wsize);
+    T* buf = ctx.slots[slot][0].get<T>(patch_elems + dyt_elems);
+    T* part = slots == 1 && !transposed ? dw.data() : ctx.slots[slot][1].get<T>(wsize);
     Map<T, 1>(part, wsize).device(dev) = Map<T, 1>(part, wsize).constant(T(0));
     for (Index u = u0; u < u1; ++u) {
       const Block b = bl.at(g, u / bl.per_task, u % bl.per_task);
       for (Index gi = 0; gi < g.g; ++gi) {
-        const Map<const T, 2> pm = patch_matrix(dev, g, x.data(), b, gi, buf);
+        const Map<const T, 2> pm = patch_matrix(g, x.data(), b, gi, buf);
+        if (transposed) {
+          transpose_dy(g, dy.data(), b, gi, buf + patch_elems);
+          Map<T, 2>(part + gi * g.kg * g.crs(), g.crs(), g.kg).device(dev) +=
+              pm.contract(Map<const T, 2>(buf + patch_elems, b.positions(g), g.kg), pair(1, 0));
+          continue;
+        }
         Map<T, 2> dwg(part + gi * g.kg * g.crs(), g.kg, g.crs());
         if (l == Layout::nchw && b.cnt > 1) {
           auto dyc = Map<const T, 3>(dy.data() + b.n0 * g.k * g.howo(), b.cnt, g.k, g.howo())
@@ -467,11 +416,17 @@ void conv_bwd_weight(eigen::Context& ctx, const Conv2dBwdWeightArgs& a) {
       }
     }
   });
+  // Slot 0's partial sums, plus the others in slot order.
+  T* sum = transposed ? ctx.slots[0][1].get<T>(wsize) : dw.data();
   if (slots > 1) {
-    Map<T, 1> out(dw.data(), wsize);
-    out.device(ctx.device) = Map<const T, 1>(ctx.slots[0][1].get<T>(wsize), wsize);
+    Map<T, 1> out(sum, wsize);
+    if (!transposed) out.device(ctx.device) = Map<const T, 1>(ctx.slots[0][1].get<T>(wsize), wsize);
     for (int i = 1; i < slots; ++i) out.device(ctx.device) += Map<const T, 1>(ctx.slots[i][1].get<T>(wsize), wsize);
   }
+  if (transposed)
+    for (Index gi = 0; gi < g.g; ++gi)
+      Map<T, 2>(dw.data() + gi * g.kg * g.crs(), g.kg, g.crs()).device(ctx.device) =
+          Map<const T, 2>(sum + gi * g.kg * g.crs(), g.crs(), g.kg).shuffle(Eigen::array<Index, 2>{1, 0});
   dw.finish(ctx);
 }
 

@@ -1,9 +1,13 @@
-// Pooling as reductions over image patches, as TensorFlow's Eigen pooling did: x as
-// [B, H, W, D] (NHWC: B = N, D = C; NCHW: B = N*C, D = 1), extract_image_patches gives
-// [B, Ho*Wo, kh, kw, D], and a maximum or sum over the window dimensions gives y in
-// the same layout. The backward passes are the adjoint: for each window offset (r, s),
-// a strided slice of a zero-padded dx accumulates dy (masked to the window's first
-// maximum for max pooling), then the padding is cropped.
+// Pooling over x as [B, H, W, D] (NHWC: B = N, D = C; NCHW: B = N*C, D = 1).
+// Average pooling as reductions over image patches, as TensorFlow's Eigen pooling did:
+// extract_image_patches gives [B, Ho*Wo, kh, kw, D], and a sum over the window
+// dimensions gives y in the same layout; its backward pass is the adjoint, for each
+// window offset (r, s) a strided slice of a zero-padded dx accumulating dy, then the
+// padding cropped. Max pooling is a loop over each window's valid inputs instead: the
+// same expressions with a first-maximum reducer and an arg-max mask per window offset
+// took 10x (forward) and 50x (backward) the time of such a loop
+// (docs/results/cpu_eigen.md).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,19 +52,42 @@ auto patches(const X& x, const PoolGeom& g, typename X::Scalar v) {
       .reshape(Dims<4>{g.b, g.ho * g.wo, Index(p.kernel_h) * p.kernel_w, g.d});
 }
 
-// max over a window that keeps the first maximum in window order (row-major): its
-// value's bits (-0 before +0) as the reference has them; a NaN is the maximum.
+// Whether v replaces m as a window's maximum: a larger value, or the first NaN. Ties
+// keep the earlier value (its bits: -0 before +0, as the reference has them).
 template <class T>
-struct FirstMaxReducer {
-  void reduce(const T t, T* accum) const {
-    if (t > *accum || (t != t && *accum == *accum)) *accum = t;
+bool first_max(T m, T v) {
+  return v > m || (v != v && m == m);
+}
+
+// f(out, first, rows, cols) for every output position of plane b: out its index in the
+// plane's [Ho, Wo], first the input index of its window's first valid value in the
+// plane's [H, W], rows x cols the window clipped to the input.
+template <class F>
+void for_windows(const PoolGeom& g, F&& f) {
+  const Pool2dParams& p = g.p;
+  for (Index oh = 0; oh < g.ho; ++oh) {
+    const Index h0 = oh * p.stride_h - p.pad_h;
+    const Index ha = std::max<Index>(h0, 0), hb = std::min<Index>(h0 + p.kernel_h, g.h);
+    for (Index ow = 0; ow < g.wo; ++ow) {
+      const Index w0 = ow * p.stride_w - p.pad_w;
+      const Index wa = std::max<Index>(w0, 0), wb = std::min<Index>(w0 + p.kernel_w, g.w);
+      f(oh * g.wo + ow, ha * g.w + wa, hb - ha, wb - wa);
+    }
   }
-  T initialize() const { return -std::numeric_limits<T>::infinity(); }
-  T finalize(const T accum) const { return accum; }
-};
+}
+
+// f(b0, b1) over the planes [0, B), split in contiguous ranges over the pool's threads
+// when the output has at least 32768 values (below that the hand-off costs more than
+// the work, docs/threads.md).
+template <class F>
+void over_planes(eigen::Context& ctx, const PoolGeom& g, F&& f) {
+  const Index outputs = g.b * g.ho * g.wo * g.d;
+  const int slots = ctx.threads > 1 && g.b >= ctx.threads && outputs >= 32768 ? ctx.threads : 1;
+  eigen::for_slots(ctx, slots, [&](int i) { f(g.b * i / slots, g.b * (i + 1) / slots); });
+}
 
 // The window of output p = oh * Wo + ow clipped to the input, as the reference forms
-// it: its divisor (padded or valid area) and the offset of its first valid element.
+// it: its divisor (padded or valid area).
 struct Window {
   const PoolGeom* g;
   template <class T>
@@ -73,21 +100,11 @@ struct Window {
     h0 = std::max<Index>(h0, 0), w0 = std::max<Index>(w0, 0), h1 = std::min(h1, g->h), w1 = std::min(w1, g->w);
     return static_cast<T>(g->p.count_include_pad ? padded : (h1 - h0) * (w1 - w0));
   }
-  Index first_valid(Index p) const {
-    const Index oh = p / g->wo, ow = p % g->wo;
-    const Index r0 = std::max<Index>(0, g->p.pad_h - oh * g->p.stride_h);
-    const Index s0 = std::max<Index>(0, g->p.pad_w - ow * g->p.stride_w);
-    return r0 * g->p.kernel_w + s0;
-  }
 };
 template <class T>
 struct DivisorGen {
   Window win;
   T operator()(const std::array<Index, 3>& c) const { return win.divisor<T>(c[1]); }
-};
-struct FirstValidGen {
-  Window win;
-  Index operator()(const std::array<Index, 3>& c) const { return win.first_valid(c[1]); }
 };
 
 // dx = crop(sum over window offsets (r, s) of g(r, s) placed at the offset's strided
@@ -118,17 +135,31 @@ void EigenBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
     if (a.y.numel() == 0) return;
     const Packed4<T> x(*ctx_, a.x, g.l, "max_pool2d_fwd", "x");
     Output4<T> y(a.y, g.l, "max_pool2d_fwd", "y");
-    // Padding is -inf: it never wins; a NaN does, as in PyTorch.
-    y.map().reshape(g.out3()).device(ctx_->device) =
-        patches(x.map().reshape(g.in()), g, -std::numeric_limits<T>::infinity())
-            .reduce(Eigen::array<Index, 1>{2}, FirstMaxReducer<T>{});
+    const Index dd = g.d, in_plane = g.h * g.w * dd, out_plane = g.ho * g.wo * dd, row = g.w * dd;
+    over_planes(*ctx_, g, [&](Index b0, Index b1) {
+      for (Index b = b0; b < b1; ++b) {
+        const T* xp = x.data() + b * in_plane;
+        T* yp = y.data() + b * out_plane;
+        for_windows(g, [&](Index out, Index first, Index rows, Index cols) {
+          for (Index d = 0; d < dd; ++d) {
+            // Padding is -inf: it never wins; a NaN does, as in PyTorch.
+            T m = -std::numeric_limits<T>::infinity();
+            const T* xr = xp + first * dd + d;
+            for (Index r = 0; r < rows; ++r, xr += row)
+              for (Index c = 0; c < cols; ++c)
+                if (first_max(m, xr[c * dd])) m = xr[c * dd];
+            yp[out * dd + d] = m;
+          }
+        });
+      }
+    });
     y.finish(*ctx_);
   });
 }
 
-// The gradient goes to the first maximum of each window in row-major order: the
-// argmax over the window (Eigen's keeps the lowest index on ties), or the first NaN,
-// or, when the maximum is -inf (all of the window's inputs are), its first valid input.
+// The gradient goes to the first maximum of each window in row-major order, or its
+// first NaN, or, when the maximum is -inf (all of the window's inputs are), its first
+// valid input.
 void EigenBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
   visit_float("max_pool2d_bwd", a.x.dtype, [&](auto t) {
     using T = decltype(t);
@@ -140,20 +171,29 @@ void EigenBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
       dx.finish(*ctx_);
       return;
     }
-    const Packed4<T> x(*ctx_, a.x, g.l, op, "x"), y(*ctx_, a.y, g.l, op, "y"), dy(*ctx_, a.dy, g.l, op, "dy");
-    const T inf = std::numeric_limits<T>::infinity();
-    const auto win = patches(x.map().reshape(g.in()), g, -inf);
-    const auto ym = y.map().reshape(g.out3());
-    Eigen::Tensor<Index, 3, Eigen::RowMajor, Index> first(g.out3());
-    auto& dev = ctx_->device;
-    const auto nan = win != win;
-    first.device(dev) = nan.any(Eigen::array<Index, 1>{2}).select(nan.template cast<T>().argmax(2), win.argmax(2));
-    first.device(dev) = (ym == ym.constant(-inf)).select(first.generate(FirstValidGen{Window{&g}}), first);
-    const auto firstm = first.reshape(g.out());
-    const auto dym = dy.map().reshape(g.out());
-    scatter_windows<T>(*ctx_, g, dx, [&](Index k) {
-      return (firstm == firstm.constant(k)).select(dym, dym.constant(T(0)));
+    const Packed4<T> x(*ctx_, a.x, g.l, op, "x"), dy(*ctx_, a.dy, g.l, op, "dy");
+    const Index dd = g.d, in_plane = g.h * g.w * dd, out_plane = g.ho * g.wo * dd, row = g.w * dd;
+    over_planes(*ctx_, g, [&](Index b0, Index b1) {
+      std::fill(dx.data() + b0 * in_plane, dx.data() + b1 * in_plane, T(0));
+      for (Index b = b0; b < b1; ++b) {
+        const T* xp = x.data() + b * in_plane;
+        const T* dyp = dy.data() + b * out_plane;
+        T* dxp = dx.data() + b * in_plane;
+        for_windows(g, [&](Index out, Index first, Index rows, Index cols) {
+          if (rows <= 0 || cols <= 0) return;  // all padding: no input to credit
+          for (Index d = 0; d < dd; ++d) {
+            const T* xr = xp + first * dd + d;
+            Index best = 0;
+            T m = xr[0];
+            for (Index r = 0; r < rows; ++r, xr += row)
+              for (Index c = 0; c < cols; ++c)
+                if (first_max(m, xr[c * dd])) m = xr[c * dd], best = r * row + c * dd;
+            dxp[first * dd + d + best] += dyp[out * dd + d];
+          }
+        });
+      }
     });
+    dx.finish(*ctx_);
   });
 }
 

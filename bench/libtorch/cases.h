@@ -31,7 +31,7 @@ struct Workload {
 // One timed thing: `step` runs one call; the state it needs is in the closure.
 struct Case {
   std::string impl;     // strata | libtorch | raw
-  std::string backend;  // strata: onednn | openblas; raw: the library; libtorch: ""
+  std::string backend;  // strata: onednn | openblas | eigen; raw: the library; libtorch: ""
   std::string mode;     // strata: virtual | static | direct (+grad: with the tape);
                         // libtorch: no_grad | grad
   std::function<void()> step;

@@ -1,10 +1,12 @@
-// libtorch_cpu_bench: strata's CPU backends side by side with LibTorch (Debian's
-// libtorch-dev 1.13, CPU) and with the raw libraries, in one process, so that every
-// ratio compares numbers taken under the same load:
+// libtorch_cpu_bench: strata's CPU backends (onednn, openblas, eigen) side by side with
+// LibTorch (Debian's libtorch-dev 1.13, CPU) and with the raw libraries, in one process,
+// so that every ratio compares numbers taken under the same load:
 //   resnet50_infer_b1_224   ResNet-50 inference (eval, no grad), batch 1 at 224x224
+//   resnet50_infer_b8_224   the same, batch 8 at 224x224
 //   resnet50_infer_b8_32    the same, batch 8 at 32x32
 //   resnet50_train_b8_32    a training step (zero_grad, forward, cross-entropy,
 //                           backward, SGD momentum 0.9), batch 8 at 32x32
+//   resnet50_train_b4_224   the same, batch 4 at 224x224
 //   conv3x3_fwd             one 3x3 conv, pad 1, N=8, C=K=64, 56x56, forward
 //   conv3x3_train           the same, forward + backward data + backward weight
 //   *_bf16                  the same in bf16 where the CPU has it: ResNet-50 with bf16
@@ -60,6 +62,9 @@ std::vector<Workload> all_workloads() {
   w.push_back({"resnet50_infer_b1_224", Kind::resnet_infer, 1, 224, 0, 0, 2, 5, 2, 1, 0});
   w.push_back({"resnet50_infer_b8_32", Kind::resnet_infer, 8, 32, 0, 0, 2, 5, 3, 1, 0});
   w.push_back({"resnet50_train_b8_32", Kind::resnet_train, 8, 32, 0, 0, 2, 5, 2, 1, 0});
+  // Seconds per step on a 2-core machine: one warm-up, one sample per turn.
+  w.push_back({"resnet50_infer_b8_224", Kind::resnet_infer, 8, 224, 0, 0, 1, 7, 1, 1, 0});
+  w.push_back({"resnet50_train_b4_224", Kind::resnet_train, 4, 224, 0, 0, 1, 7, 1, 1, 0});
   w.push_back({"resnet50_infer_b1_224_bf16", Kind::resnet_infer, 1, 224, 0, 0, 2, 5, 2, 1, 0, true});
   w.push_back({"resnet50_train_b8_32_bf16", Kind::resnet_train, 8, 32, 0, 0, 2, 5, 2, 1, 0, true});
   w.push_back({"conv3x3_fwd", Kind::conv_fwd, 0, 0, 0, kConvFlops, 2, 5, 3, 1, 1});
@@ -199,7 +204,7 @@ json report(const Workload& w, const std::vector<Timed>& t, bool trace) {
 
 int main(int argc, char** argv) {
   CLI::App app{"strata's CPU backends side by side with LibTorch and the raw libraries"};
-  std::vector<std::string> names, backends{"onednn", "openblas"}, modes{"virtual", "static", "direct"};
+  std::vector<std::string> names, backends{"onednn", "openblas", "eigen"}, modes{"virtual", "static", "direct"};
   std::string json_path;
   int rounds = 0;
   bool list = false, no_torch = false, trace = false;

@@ -18,6 +18,9 @@
 #ifdef STRATA_HAVE_BACKEND_OPENBLAS
 #include "strata/backends/openblas/openblas_backend.h"
 #endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+#include "strata/backends/eigen/eigen_backend.h"
+#endif
 
 #include "bench/libtorch/cases.h"
 
@@ -190,6 +193,9 @@ std::vector<std::string> strata_describe() {
 #endif
 #ifdef STRATA_HAVE_BACKEND_OPENBLAS
   out.push_back("openblas: " + backends::OpenBlasBackend::describe());
+#endif
+#ifdef STRATA_HAVE_BACKEND_EIGEN
+  out.push_back("eigen: " + backends::registry().impl<backends::EigenBackend>().describe());
 #endif
   return out;
 }

@@ -40,7 +40,7 @@ def fmt_ms(s):
 
 
 def ratios(runs):
-    backends = ["onednn", "openblas"]
+    backends = ["onednn", "openblas", "eigen"]
     modes = ["virtual", "static", "direct"]
     print("| workload | run | LibTorch ms | " + " | ".join(f"{b} {m}" for b in backends for m in modes) + " |")
     print("|---|---|---:|" + "---:|" * (len(backends) * len(modes)))
