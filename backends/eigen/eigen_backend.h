@@ -4,12 +4,13 @@
 // kernels ran for years. Convolution is a contraction of the image-patch matrix with
 // the filters (Chellapilla, Puri & Simard, "High performance convolutional neural
 // networks for document processing", 2006), built and contracted in L2-sized blocks;
-// pooling reduces image patches (extract_image_patches); linear is a contraction;
-// batch norm, losses, reductions and optimizer steps are broadcasts and reductions.
+// average pooling reduces image patches (extract_image_patches), max pooling loops over
+// each window; linear is a contraction; batch norm, losses, reductions and optimizer
+// steps are broadcasts and reductions.
 //
-// f32 and f64 for every op; fill and copy for any dtype. No bf16: Eigen 3.4 has no
-// bf16 matrix-product kernel, its bf16 contraction runs the scalar path
-// (docs/results/cpu_eigen.md). Inputs of any strides that are slices or permutations
+// f32 and f64 for every op; fill and copy for any dtype. No bf16: Eigen 3.4's bf16
+// contraction converts every multiply-add to f32 and rounds it back to bf16, so it
+// accumulates in bf16 and runs slower than f32 (docs/results/cpu_eigen.md). Inputs of any strides that are slices or permutations
 // of a dense tensor (NCHW, NHWC, channel slices, transposes); an overlapping or
 // otherwise unrepresentable view is a strata::Error naming the op.
 //
