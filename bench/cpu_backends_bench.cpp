@@ -8,7 +8,8 @@
 //    cblas_sgemm and oneDNN's dnnl_sgemm, whole batch and per image, and the GEMM of
 //    each shape through Eigen's Tensor contraction on a ThreadPoolDevice of the eigen
 //    backend's thread count, in GFLOP/s: the ceiling an im2col (patch-matrix)
-//    convolution can reach with that library;
+//    convolution can reach with that library; and shape 0's product in bf16 through
+//    Eigen's contraction (GFLOP/s and error: docs/results/cpu_eigen.md);
 //  - ReLU on 64 floats through each backend object (static call, arguments built
 //    once) and as a raw loop: the fixed cost of an op call.
 // Compare numbers within one run only (timings drift up to 2x between runs on a 2-core machine), with repetitions:
@@ -197,8 +198,8 @@ BENCHMARK(BM_EigenContraction)->ArgName("shape")->DenseRange(0, 2)->Unit(benchma
 
 // Shape 0's product in bf16 through the same contraction: whether the eigen backend
 // could offer bf16. Counters: GFLOP/s, and the mean relative error against the f32
-// contraction of the same (bf16-exact) values, which is ~0.4 % (the output's own
-// rounding) when the products are accumulated in f32.
+// contraction of the same (bf16-exact) values; with f32 accumulation only the output's
+// own rounding would remain (at most 0.4 %).
 void BM_EigenContractionBf16(benchmark::State& st) {
   using Bf16 = Eigen::bfloat16;
   const ConvShape& s = kConvShapes[0];

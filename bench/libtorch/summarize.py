@@ -40,10 +40,13 @@ def fmt_ms(s):
 
 
 def ratios(runs):
-    backends = ["onednn", "openblas", "eigen"]
-    modes = ["virtual", "static", "direct"]
-    print("| workload | run | LibTorch ms | " + " | ".join(f"{b} {m}" for b in backends for m in modes) + " |")
-    print("|---|---|---:|" + "---:|" * (len(backends) * len(modes)))
+    # Only the columns some run measured (--backends, --modes).
+    present = {(r["backend"], r["mode"]) for _, _, w in runs for rows in w.values() for r in rows
+               if r["impl"] == "strata"}
+    cols = [(b, m) for b in ["onednn", "openblas", "eigen"] for m in ["virtual", "static", "direct"]
+            if (b, m) in present]
+    print("| workload | run | LibTorch ms | " + " | ".join(f"{b} {m}" for b, m in cols) + " |")
+    print("|---|---|---:|" + "---:|" * len(cols))
     workloads = []
     for _, _, w in runs:
         workloads += [k for k in w if k not in workloads and not k.startswith("relu")]
@@ -54,10 +57,9 @@ def ratios(runs):
                 continue
             torch = med(rows, "libtorch")
             cells = []
-            for b in backends:
-                for m in modes:
-                    s = med(rows, "strata", b, m)
-                    cells.append("–" if s is None or torch is None else f"{s / torch:.2f} ({s * 1e3:.1f})")
+            for b, m in cols:
+                s = med(rows, "strata", b, m)
+                cells.append("–" if s is None or torch is None else f"{s / torch:.2f} ({s * 1e3:.1f})")
             print(f"| {wl} | {label} | {fmt_ms(torch)} | " + " | ".join(cells) + " |")
 
 
