@@ -27,7 +27,6 @@ struct VirtualDispatch {
   std::string_view backend_name() const { return backend->name(); }
   Device device() const { return {backend->device_type(), 0}; }
   const backends::Capabilities& capabilities() const { return backend->capabilities(); }
-  bool supports(OpId op, DType dt) const { return backend->supports(op, dt); }
   void synchronize() const { backend->synchronize(); }
 #define STRATA_OP(op, Args, kind)                                                    \
   void op(const Args& a) const {                                               \
@@ -53,7 +52,6 @@ struct StaticDispatch {
   std::string_view backend_name() const { return Impl::kName; }
   Device device() const { return {Impl::kDevice, 0}; }
   const backends::Capabilities& capabilities() const { return impl->capabilities(); }
-  bool supports(OpId op, DType dt) const { return impl->capabilities().supports(op, dt); }
   void synchronize() const { impl->synchronize(); }
 #define STRATA_OP(op, Args, kind)                                                    \
   void op(const Args& a) const {                                               \

@@ -28,11 +28,8 @@ class DTypeSet {
     return s;
   }
   constexpr bool contains(DType d) const { return (bits_ & bit(d)) != 0; }
-  constexpr bool empty() const { return bits_ == 0; }
   constexpr DTypeSet operator|(DTypeSet o) const { return from_bits(bits_ | o.bits_); }
   constexpr DTypeSet operator&(DTypeSet o) const { return from_bits(bits_ & o.bits_); }
-  constexpr DTypeSet without(DType d) const { return from_bits(bits_ & ~bit(d)); }
-  constexpr bool operator==(const DTypeSet&) const = default;
   // "f32, f64, bf16" in DType order; "none" when empty.
   std::string str() const;
 
@@ -81,11 +78,6 @@ class Capabilities {
   }
   constexpr Capabilities& layouts(std::initializer_list<ops::OpId> list, uint8_t layouts) {
     for (ops::OpId o : list) ops_[static_cast<int>(o)].layouts = layouts;
-    return *this;
-  }
-  // Takes dtype `d` away from every op that has it (a dtype the CPU it runs on lacks).
-  constexpr Capabilities& without(DType d) {
-    for (auto& s : ops_) s.dtypes = s.dtypes.without(d);
     return *this;
   }
 

@@ -192,5 +192,20 @@ TEST(CapabilityTables, EveryBackendRunsEveryOpInF32AndPrintsItsTable) {
   }
 }
 
+// No backend restricts layouts today; the table's layout rows still say what they claim.
+TEST(CapabilityTables, LayoutRowsRestrictOnlyTheOpsTheyName) {
+  backends::Capabilities c;
+  c.all(backends::kFloat32).layouts({ops::OpId::conv2d_fwd}, static_cast<uint8_t>(ViewLayout::nchw));
+  EXPECT_FALSE(c.accepts_every_layout(ops::OpId::conv2d_fwd));
+  EXPECT_TRUE(c.accepts(ops::OpId::conv2d_fwd, ViewLayout::nchw));
+  EXPECT_FALSE(c.accepts(ops::OpId::conv2d_fwd, ViewLayout::nhwc));
+  EXPECT_FALSE(c.accepts(ops::OpId::conv2d_fwd, ViewLayout::strided));
+  EXPECT_TRUE(c.accepts_every_layout(ops::OpId::conv2d_bwd_data));
+  const std::string table = c.table();
+  const std::string row = table.substr(0, table.find('\n'));
+  EXPECT_NE(row.find("nchw"), std::string::npos) << row;
+  EXPECT_EQ(row.find("nhwc"), std::string::npos) << row;
+}
+
 }  // namespace
 }  // namespace strata::testing
