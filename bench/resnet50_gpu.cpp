@@ -235,6 +235,11 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     r["img_per_s"] = static_cast<double>(c.batch) * 1000.0 / med;
     r["peak_bytes"] = st.peak_bytes;
     r["reserved_bytes"] = st.reserved_bytes;
+    if (const ops::direct::StepMemoryStats& sm = model->step_memory(); sm.buffers > 0)  // direct mode's plan
+      r["step_memory"] = {{"buffers", sm.buffers},
+                          {"arena_bytes", sm.arena_bytes},
+                          {"sum_bytes", sm.sum_bytes},
+                          {"lower_bound_bytes", sm.lower_bound}};
     r["check"] = check;
     r["check_what"] = c.train ? "loss of the last timed step" : "sum of the last logits";
   } catch (const std::exception& e) {
@@ -376,6 +381,13 @@ int main(int argc, char** argv) {
           }
           std::printf("\n");
         };
+        if (ok && r.contains("step_memory")) {
+          const json& sm = r["step_memory"];
+          auto mib = [&](const char* k) { return static_cast<double>(sm[k].get<int64_t>()) / (1 << 20); };
+          std::printf("  planned step: %lld buffers in a %.1f MiB arena (%.1f MiB each apart, %.1f MiB alive at most)\n",
+                      static_cast<long long>(sm["buffers"].get<int64_t>()), mib("arena_bytes"), mib("sum_bytes"),
+                      mib("lower_bound_bytes"));
+        }
         if (ok && r.contains("trace")) {
           const json& t = r["trace"];
           std::printf("    trace: %zu backend calls, %.0f us inside the backend of %.0f us enqueue; top:",

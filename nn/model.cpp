@@ -7,6 +7,7 @@
 #include "strata/autograd/node.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/direct/step_memory.h"
 
 namespace strata::nn {
 
@@ -35,6 +36,9 @@ struct ModelState {
   MemoryFormat fmt;
   Tensor input{}, targets{}, logits{}, loss_value{};
   Tensor logits_full{}, dlogits{}, predicted{};  // direct mode, mixed precision: planned conversions
+  ops::direct::StepMemory memory{};              // direct mode: the planned steps' arenas
+  std::vector<Tensor> params{};                  // direct mode: the network's parameters, once
+  bool forward_only = false;                     // the latest forward kept nothing for backward
 };
 
 // Where the modes differ at the model's level, in one place (the layers' differences are
@@ -59,6 +63,12 @@ struct ModelMode {
     return Tensor::empty(sizes, s.dtype, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
   static void backward(ModelState<P>& s) { autograd::backward(s.loss_value); }
+  // The tape holds what backward needs for as long as it needs it: nothing to plan.
+  template <class Step, class Outputs>
+  static void planned(ModelState<P>&, const std::string&, Step&& step, Outputs&&) {
+    step();
+  }
+  static void keep_gradients(ModelState<P>&) {}
   static void backward_scaled(ModelState<P>& s, double scale) {
     autograd::backward(autograd::scale(s.p, s.loss_value, scale));
   }
@@ -92,7 +102,7 @@ struct ModelMode<Direct<Impl>> {
     if (!buf.defined() || !(buf.sizes() == x.sizes()) || buf.dtype() != dt)
       buf = Tensor::empty(x.sizes(), dt, s.p.device(), fmt);
     const ops::CopyArgs a{x, buf};
-    ops::direct::run_kernel(*s.p.impl, ops::OpId::copy, [&] { s.p.impl->copy(a); });
+    ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, a);
     return buf;
   }
   static Tensor output_in_params_dtype(State& s, const Tensor& y, Tensor& buf) {
@@ -103,6 +113,25 @@ struct ModelMode<Direct<Impl>> {
     if (!s.input.defined() || !(s.input.sizes() == sizes))
       s.input = Tensor::empty(sizes, s.compute, s.p.device(), layout_for(sizes.size(), s.fmt));
     return s.input;
+  }
+  // The step's buffers in one arena, laid out from the step's recorded kernel calls.
+  template <class Step, class Outputs>
+  static void planned(State& s, const std::string& key, Step&& step, Outputs&& outputs) {
+    s.memory.run(key, s.p.device(), step, outputs);
+  }
+  // Before a forward: gradients that a planned step left in its arena (still in .grad(),
+  // not zeroed: accumulation, or a read after the step) move out of the memory the
+  // forward will overwrite.
+  static void keep_gradients(State& s) {
+    if (ops::direct::recording()) return;
+    if (s.params.empty()) s.params = s.net->parameters();
+    for (Tensor& param : s.params) {
+      const Tensor g = param.grad();
+      if (!s.memory.holds(g)) continue;
+      Tensor copy = Tensor::empty(g.sizes(), g.dtype(), g.device());
+      ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, ops::CopyArgs{g, copy});
+      param.set_grad(copy);
+    }
   }
   // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
   static void backward(State& s) {
@@ -147,24 +176,38 @@ class ModelImpl final : public Model {
   DType dtype() const override { return s_.dtype; }
   LossKind loss_kind() const override { return s_.loss.kind(); }
 
-  Tensor forward(const Tensor& x) override { return s_.net->forward(to_input(x)); }
+  Tensor forward(const Tensor& x) override {
+    Mode::keep_gradients(s_);
+    s_.forward_only = false;
+    return s_.net->forward(to_input(x));
+  }
 
+  // With gradients off (evaluation), a planned forward-only step; on, a backward may
+  // follow, which train_step plans with it.
   StepResult forward_loss(const Tensor& x, const Tensor& targets) override {
-    s_.logits = to_params_dtype(forward(x), s_.logits_full);  // the loss in full precision
-    s_.loss_value = s_.loss.forward(s_.logits, to_targets(targets));
-    return {s_.loss_value, s_.logits};
+    if (autograd::GradMode::enabled()) return unplanned_forward_loss(x, targets);
+    StepResult r;
+    Mode::planned(
+        s_, step_key("forward_loss", x, targets), [&] { r = unplanned_forward_loss(x, targets); },
+        [&] { return std::vector<Tensor>{r.loss, r.logits}; });
+    s_.forward_only = true;
+    return r;
   }
 
   void backward() override {
     STRATA_CHECK(s_.loss_value.defined(), "Model::backward: call forward_loss first");
+    STRATA_CHECK(!s_.forward_only,
+                 "Model::backward: the latest forward ran with gradients off (NoGradGuard, predict), which keeps "
+                 "nothing for backward; call forward_loss with gradients on");
     Mode::backward(s_);
   }
 
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
     opt.zero_grad();
-    StepResult r = forward_loss(x, targets);
+    StepResult r;
     if constexpr (Mode::kLossScaling) {
       if (scale_ > 0) {
+        r = unplanned_forward_loss(x, targets);
         Mode::backward_scaled(s_, scale_);
         run_gradient_hook();
         if (Mode::unscale_grads_all_finite(s_, scale_)) {
@@ -178,7 +221,13 @@ class ModelImpl final : public Model {
         return r;
       }
     }
-    backward();
+    Mode::planned(
+        s_, step_key("train_step", x, targets),
+        [&] {
+          r = unplanned_forward_loss(x, targets);
+          backward();
+        },
+        [&] { return std::vector<Tensor>{r.loss, r.logits}; });
     run_gradient_hook();
     opt.step();
     return r;
@@ -189,12 +238,31 @@ class ModelImpl final : public Model {
 
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
-    return to_params_dtype(forward(x), s_.predicted);
+    Tensor y;
+    Mode::planned(
+        s_, step_key("predict", x, Tensor()), [&] { y = to_params_dtype(forward(x), s_.predicted); },
+        [&] { return std::vector<Tensor>{y}; });
+    s_.forward_only = true;
+    return y;
   }
 
   Tensor input_buffer(const Shape& sizes) override { return Mode::input_buffer(s_, sizes); }
+  const ops::direct::StepMemoryStats& step_memory() const override { return s_.memory.last(); }
 
  private:
+  StepResult unplanned_forward_loss(const Tensor& x, const Tensor& targets) {
+    s_.logits = to_params_dtype(forward(x), s_.logits_full);  // the loss in full precision
+    s_.loss_value = s_.loss.forward(s_.logits, to_targets(targets));
+    return {s_.loss_value, s_.logits};
+  }
+  // What tells planned steps apart: the entry point, train/eval, the inputs' sizes and dtypes.
+  std::string step_key(std::string_view what, const Tensor& x, const Tensor& targets) const {
+    std::string k(what);
+    k += s_.net->is_training() ? " train " : " eval ";
+    for (const Tensor* t : {&x, &targets})
+      k += t->defined() ? std::string(dtype_name(t->dtype())) + t->sizes().str() + " " : "- ";
+    return k;
+  }
   // Mixed precision: the network's output (compute dtype) in the parameters' dtype.
   Tensor to_params_dtype(const Tensor& y, Tensor& buf) {
     if (y.dtype() == s_.dtype) return y;

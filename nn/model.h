@@ -13,6 +13,12 @@
 // planned input buffers (what a hand-written cuDNN network does with cudaMemcpy);
 // write into input_buffer() to skip that copy. Tensors returned in direct mode are
 // planned buffers, overwritten by the next forward.
+//
+// Direct mode plans the memory of train_step, predict and forward_loss with gradients
+// off (ops/direct/step_memory.h): the first call for an input shape records the step,
+// lays its buffers out in one arena and runs; forward, and forward_loss with gradients
+// on followed by backward, reuse those plans when the shapes match and otherwise
+// allocate each buffer on its own.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -25,6 +31,7 @@
 #include "strata/nn/module.h"
 #include "strata/nn/optim.h"
 #include "strata/nn/resnet.h"
+#include "strata/ops/direct/step_memory.h"
 #include "strata/ops/dispatch.h"
 
 namespace strata::nn {
@@ -92,6 +99,9 @@ class Model {
   // Direct mode: the planned input buffer for inputs of `sizes`, in the compute dtype
   // (write a batch here to avoid a copy). Tape modes: a fresh tensor on the device.
   virtual Tensor input_buffer(const Shape& sizes) = 0;
+  // Direct mode: the buffers of the latest newly planned step and the arena they share
+  // (zeros before one, and in the tape modes).
+  virtual const ops::direct::StepMemoryStats& step_memory() const = 0;
 
   void train(bool on = true) { module().train(on); }
   void eval() { module().train(false); }

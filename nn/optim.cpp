@@ -76,16 +76,16 @@ class DirectKernels final : public StepKernels {
   explicit DirectKernels(Impl& impl) : impl_(&impl) {}
   void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o) override {
     const ops::SgdStepArgs a{p, g, buf, o};
-    ops::direct::run_kernel(*impl_, ops::OpId::sgd_step, [&] { impl_->sgd_step(a); });
+    ops::direct::run_kernel<ops::OpId::sgd_step>(*impl_, a);
   }
   void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
             int64_t step) override {
     const ops::AdamStepArgs a{p, g, m, v, o, step};
-    ops::direct::run_kernel(*impl_, ops::OpId::adam_step, [&] { impl_->adam_step(a); });
+    ops::direct::run_kernel<ops::OpId::adam_step>(*impl_, a);
   }
   void fill(const Tensor& t, double value) override {
     const ops::FillArgs a{t, value};
-    ops::direct::run_kernel(*impl_, ops::OpId::fill, [&] { impl_->fill(a); });
+    ops::direct::run_kernel<ops::OpId::fill>(*impl_, a);
   }
   std::string_view backend_name() const override { return Impl::kName; }
 

@@ -62,8 +62,13 @@ class PlanCache {
     ++plans_made_;
     return slots_.front()->entry;
   }
-  // The entry of the latest forward, or nullptr before any.
-  Entry* latest() { return slots_.empty() ? nullptr : &slots_.front()->entry; }
+  // The entry for x (and variant), or nullptr; the order is left as it is.
+  Entry* find(const Tensor& x, int64_t variant) {
+    const PlanKey key = PlanKey::of(x, variant);
+    for (auto& slot : slots_)
+      if (slot->key == key) return &slot->entry;
+    return nullptr;
+  }
   size_t size() const { return slots_.size(); }
   int64_t plans_made() const { return plans_made_; }
   void clear() { slots_.clear(); }

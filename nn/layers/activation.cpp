@@ -29,7 +29,8 @@ Tensor Dropout<P>::forward(const Tensor& x) {
   last_active_ = is_training() && prob_ > 0.0;
   if (!last_active_) return x;
   const uint64_t offset = offset_;
-  offset_ += static_cast<uint64_t>(x.numel());
+  // A memory plan's recording pass runs this forward once more; its draw is not one.
+  if (!ops::direct::recording()) offset_ += static_cast<uint64_t>(x.numel());
   return direct_.forward(
       p_, x, [&](const auto& tape) { return autograd::dropout(tape, x, prob_, seed_, offset); }, prob_, seed_, offset);
 }
@@ -46,8 +47,8 @@ void DropoutStep<Impl>::plan(Impl& impl, const Tensor& x, double prob, uint64_t,
   STRATA_CHECK(impl.capabilities().supports(ops::OpId::dropout_fwd, x.dtype()), "dropout: backend '", Impl::kName,
                "' does not support ", x.str());
   impl_ = &impl;
-  y_ = Tensor::empty_like(x, x.sizes());
-  mask_ = Tensor::empty_like(x, x.sizes(), DType::u8);
+  y_ = ops::direct::planned_empty_like(x, x.sizes());
+  mask_ = ops::direct::planned_empty_like(x, x.sizes(), DType::u8);
   fwd_ = ops::DropoutFwdArgs{x, y_, mask_};
   fwd_.p = prob;
 }
@@ -56,21 +57,21 @@ template <class Impl>
 const Tensor& DropoutStep<Impl>::run(double, uint64_t seed, uint64_t offset) {
   fwd_.seed = seed;
   fwd_.offset = offset;
-  ops::direct::run_kernel(*impl_, ops::OpId::dropout_fwd, [&] { impl_->dropout_fwd(fwd_); });
+  ops::direct::run_kernel<ops::OpId::dropout_fwd>(*impl_, fwd_);
   return y_;
 }
 
 template <class Impl>
 void DropoutStep<Impl>::plan_backward(const Tensor& dy, bool) {
   ops::check_same_shape("dropout plan", "output", y_, "grad_output", dy);
-  dx_ = Tensor::empty_like(dy, dy.sizes());
+  dx_ = ops::direct::planned_empty_like(dy, dy.sizes());
   bwd_ = ops::DropoutBwdArgs{dy, mask_, dx_};
   bwd_.p = fwd_.p;
 }
 
 template <class Impl>
 const Tensor& DropoutStep<Impl>::run_backward() {
-  ops::direct::run_kernel(*impl_, ops::OpId::dropout_bwd, [&] { impl_->dropout_bwd(bwd_); });
+  ops::direct::run_kernel<ops::OpId::dropout_bwd>(*impl_, bwd_);
   return dx_;
 }
 

@@ -42,7 +42,8 @@ int64_t BatchNorm2d<P>::num_batches_tracked() const {
 template <class P>
 Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   const bool training = is_training();
-  if (training) ++*num_batches_tracked_.data<int64_t>();
+  // A memory plan's recording pass runs this forward once more; it is not a batch.
+  if (training && !ops::direct::recording()) ++*num_batches_tracked_.data<int64_t>();
   return direct_.forward_keyed(
       p_, x, training ? 1 : 0,
       [&](const auto& tape) {

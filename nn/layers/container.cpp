@@ -27,14 +27,14 @@ void FlattenStep<Impl>::plan(Impl& impl, const Tensor& x, const Shape& out) {
     return;
   }
   copies_ = true;
-  Tensor c = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  Tensor c = ops::direct::planned_empty(x.sizes(), x.dtype(), x.device());
   copy_ = ops::CopyArgs{x, c};
   y_ = c.view(out);
 }
 
 template <class Impl>
 const Tensor& FlattenStep<Impl>::run(const Shape&) {
-  if (copies_) ops::direct::run_kernel(*impl_, ops::OpId::copy, [&] { impl_->copy(copy_); });
+  if (copies_) ops::direct::run_kernel<ops::OpId::copy>(*impl_, copy_);
   return y_;
 }
 

@@ -60,13 +60,14 @@ class DirectLayer<Direct<Impl>, StepOf> {
   // `key`: what tells plans for the same x apart (BatchNorm2d's training flag, a second input).
   template <class Tape, class... Args>
   const Tensor& forward_keyed(const Direct<Impl>& p, const Tensor& x, int64_t key, Tape&&, const Args&... args) {
-    Entry& e = cache_.get(x, key, [&](Entry& entry, const Tensor& in) { entry.step.plan(*p.impl, in, args...); });
-    return e.step.run(args...);
+    auto make = [&](Entry& entry, const Tensor& in) { entry.step.plan(*p.impl, in, args...); };
+    latest_ = ops::direct::recording() ? &recording_entry(x, key, make) : &cache_.get(x, key, make);
+    return latest_->step.run(args...);
   }
 
   // dL/d(input) of the latest forward, for module `m` (its name for errors, its input_grad()).
   const Tensor& backward(const Module& m, const Tensor& dy) {
-    Entry& e = latest_entry(cache_, m.type_name());
+    Entry& e = latest(m.type_name());
     if (needs_rebind(e.dy, dy) || e.need_dx != m.input_grad()) {
       e.step.plan_backward(dy, m.input_grad());
       e.dy = dy;
@@ -78,7 +79,7 @@ class DirectLayer<Direct<Impl>, StepOf> {
   // The gradient through a forward that returned its input (Dropout in eval).
   const Tensor& backward_of_identity(const Module&, const Tensor& dy) { return dy; }
   // dL/d(input) of the latest forward of a loss `who`: its step seeds its own gradient.
-  const Tensor& backward_of_loss(std::string_view who) { return latest_entry(cache_, who).step.run_backward(); }
+  const Tensor& backward_of_loss(std::string_view who) { return latest(who).step.run_backward(); }
 
   int64_t plans_made() const { return cache_.plans_made(); }
 
@@ -88,7 +89,27 @@ class DirectLayer<Direct<Impl>, StepOf> {
     Tensor dy;  // what the backward is bound to
     bool need_dx = true;
   };
-  PlanCache<Entry> cache_;
+
+  Entry& latest(std::string_view module) {
+    STRATA_CHECK(latest_ != nullptr, module, ".backward: no forward has run (direct mode plans at the first forward)");
+    return *latest_;
+  }
+  // A memory plan's recording pass (ops/direct/step_memory.h) uses the plans that exist
+  // and makes the missing ones against placeholders, beside the cache: they are dropped
+  // when the recording ends, and the pass that follows makes them for real.
+  template <class Make>
+  Entry& recording_entry(const Tensor& x, int64_t key, Make&& make) {
+    if (Entry* hit = cache_.find(x, key)) return *hit;
+    if (recorded_.size() == 0)
+      ops::direct::on_recording_end([this] {
+        recorded_.clear();
+        latest_ = nullptr;
+      });
+    return recorded_.get(x, key, make);
+  }
+
+  PlanCache<Entry> cache_, recorded_;
+  Entry* latest_ = nullptr;  // the latest forward's entry
 };
 
 // The backward of a container or network: its children's backward in reverse order,

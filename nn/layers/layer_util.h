@@ -18,14 +18,6 @@ Tensor make_filled(Device dev, const Shape& sizes, DType dt, double value);
 // Writes host values (converted to t's dtype) into t, wherever t lives.
 void assign_host(const Tensor& t, const std::vector<double>& values);
 
-// Direct mode: the entry of the latest forward, or an error naming the module.
-template <class Entry>
-Entry& latest_entry(PlanCache<Entry>& cache, std::string_view module) {
-  Entry* e = cache.latest();
-  STRATA_CHECK(e != nullptr, module, ".backward: no forward has run (direct mode plans at the first forward)");
-  return *e;
-}
-
 // Direct mode, before a plan overwrites its gradient buffer `buf`: when a parameter's
 // .grad() still is that buffer (gradients were not zeroed since the last backward),
 // it is copied out first so the new gradient accumulates onto it.
@@ -35,7 +27,7 @@ void release_grad_buffer(Impl& impl, Tensor param, const Tensor& buf) {
   if (!g.defined() || !buf.defined() || g.data_ptr() != buf.data_ptr()) return;
   Tensor copy = Tensor::empty(g.sizes(), g.dtype(), g.device());
   const ops::CopyArgs a{g, copy};
-  ops::direct::run_kernel(impl, ops::OpId::copy, [&] { impl.copy(a); });
+  ops::direct::run_kernel<ops::OpId::copy>(impl, a);
   param.set_grad(copy);
 }
 
@@ -50,7 +42,7 @@ void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
   }
   Tensor sum = Tensor::empty(existing.sizes(), existing.dtype(), existing.device());
   const ops::AddArgs a{existing, g, sum};
-  ops::direct::run_kernel(impl, ops::OpId::add, [&] { impl.add(a); });
+  ops::direct::run_kernel<ops::OpId::add>(impl, a);
   param.set_grad(sum);
 }
 
@@ -61,8 +53,10 @@ struct ParamGrad {
 };
 // Direct mode: run() writes the gradients into their buffers; each then goes to its
 // parameter's .grad() (release_grad_buffer before, accumulate_grad after).
+// A memory plan's recording pass only notes the kernels: .grad() is left alone.
 template <class Impl, class Run>
 void backward_into_grads(Impl& impl, std::initializer_list<ParamGrad> grads, Run&& run) {
+  if (ops::direct::recording()) return run();
   for (const ParamGrad& g : grads)
     if (g.param.defined()) release_grad_buffer(impl, g.param, g.grad);
   run();

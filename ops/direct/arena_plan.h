@@ -4,14 +4,14 @@
 // live over an inclusive range of step positions; two buffers whose ranges overlap never
 // share bytes, and any others may.
 //
-// The assignment is greedy by size, the strategy TensorFlow Lite's planner uses (Pisarchyk
-// & Lee, "Efficient Memory Management for Deep Neural Net Inference", 2020): the largest
-// buffer is placed first, each at the lowest offset where it fits between the buffers
-// already placed that are alive at the same time (best fit among the gaps, else above
-// them). The result is at least the largest sum of sizes alive at one position (the
-// lower bound, also returned) and at most the sum of all sizes.
-//
-// Not yet used by the direct plans: they still allocate each output when planned.
+// The assignment is greedy, as TensorFlow Lite's planner is (Pisarchyk & Lee, "Efficient
+// Memory Management for Deep Neural Net Inference", 2020): buffers are placed one by one,
+// each at the lowest offset where it fits between the buffers already placed that are
+// alive at the same time (best fit among the gaps, else above them), in three orders —
+// largest first, by breadth (the buffers of the fullest positions first), longest-lived
+// first — of which the smallest arena is kept. The result is at least the largest sum of
+// sizes alive at one position (the lower bound, also returned) and at most the sum of all
+// sizes. Direct mode's step memory (step_memory.h) lays its arenas out with it.
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -3,28 +3,31 @@
 // the plans of plans.h. CastPlan is one copy op; ParamCast keeps a parameter's
 // compute-dtype copy and converts its gradient back.
 #include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/direct/step_memory.h"
 #include "strata/ops/dispatch.h"
 #include "strata/ops/validate.h"
 
 namespace strata::ops::direct {
 
 // A conversion of x to dtype dt (4-D: in layout fmt) planned once. plan() allocates
-// the output y; run() is one call of the backend's copy op, which converts dtypes,
-// and does nothing when nothing was planned.
+// the output y, a buffer of the step (step_memory.h) that lives as `life` says; run()
+// is one call of the backend's copy op, which converts dtypes, and does nothing when
+// nothing was planned.
 template <backends::BackendImpl Impl>
 class CastPlan {
  public:
   Tensor y;
-  void plan(Impl& impl, const Tensor& x, DType dt, MemoryFormat fmt = MemoryFormat::contiguous) {
+  void plan(Impl& impl, const Tensor& x, DType dt, MemoryFormat fmt = MemoryFormat::contiguous,
+            Lifetime life = Lifetime::step_local) {
     check_defined("copy", "source", x);
-    y = Tensor::empty(x.sizes(), dt, x.device(), x.dim() == 4 ? fmt : MemoryFormat::contiguous);
+    y = planned_empty(x.sizes(), dt, x.device(), x.dim() == 4 ? fmt : MemoryFormat::contiguous, life);
     validate_copy(StaticDispatch<Impl>(impl), x, y);
     impl_ = &impl;
     args_ = {x, y};
   }
   bool planned() const { return impl_ != nullptr; }
   void run() {
-    if (impl_) run_kernel(*impl_, OpId::copy, [&] { impl_->copy(args_); });
+    if (impl_) run_kernel<OpId::copy>(*impl_, args_);
   }
 
  private:
@@ -51,7 +54,8 @@ class ParamCast {
   void refresh() { to_compute_.run(); }
   // After the plan allocated its gradient g (plan_backward).
   void plan_grad(Impl& impl, const Tensor& g) {
-    if (to_compute_.planned() && g.defined()) to_master_.plan(impl, g, master_);
+    if (to_compute_.planned() && g.defined())
+      to_master_.plan(impl, g, master_, MemoryFormat::contiguous, Lifetime::to_step_end);
   }
   // The buffer that holds the gradient in the parameter's dtype (for release_grad_buffer).
   const Tensor& grad(const Tensor& g) const { return to_master_.planned() ? to_master_.y : g; }

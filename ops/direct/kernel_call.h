@@ -2,19 +2,43 @@
 // One backend kernel call of direct mode, traced like the front end's calls
 // (ops/dispatch.h): with the trace on (STRATA_TRACE=1) every mode shows its ops; off,
 // each mode pays the same one predictable branch, so the differences between the modes
-// stay what DESIGN.md says they are.
-//   ops::direct::run_kernel(*impl_, OpId::conv2d_fwd, [&] { impl_->conv2d_fwd(fwd_); });
+// stay what DESIGN.md says they are. In a memory plan's recording pass the call is
+// noted with the buffers its arguments name and not run (step_memory.h).
+//   ops::direct::run_kernel<OpId::conv2d_fwd>(*impl_, fwd_);
 #include "strata/backends/api/backend.h"
+#include "strata/ops/direct/step_memory.h"
+#include "strata/ops/table/arg_views.h"
 #include "strata/ops/trace.h"
 
 namespace strata::ops::direct {
 
-template <backends::BackendImpl Impl, class Call>
-inline void run_kernel(Impl& impl, OpId op, Call&& call) {
-  if (trace_enabled()) [[unlikely]]
-    traced_call(op, Impl::kName, call, [&] { impl.synchronize(); });
-  else
-    call();
+// For each op of the table: its argument struct and the backend member that runs it.
+template <OpId op>
+struct Kernel;
+#define STRATA_OP(name, ArgsT, kind)                   \
+  template <>                                          \
+  struct Kernel<OpId::name> {                          \
+    using Args = ArgsT;                                \
+    template <class Impl>                              \
+    static void call(Impl& impl, const ArgsT& a) {     \
+      impl.name(a);                                    \
+    }                                                  \
+  };
+#include "strata/ops/table/op_table.def"
+#undef STRATA_OP
+
+template <OpId op, backends::BackendImpl Impl>
+inline void run_kernel(Impl& impl, const typename Kernel<op>::Args& a) {
+  if (trace_enabled() || recording()) [[unlikely]] {
+    if (recording()) {
+      for_each_view(a, [](const TensorView& v) { detail::note_use(v.data); });
+      detail::next_position();
+      return;
+    }
+    traced_call(op, Impl::kName, [&] { Kernel<op>::call(impl, a); }, [&] { impl.synchronize(); });
+  } else {
+    Kernel<op>::call(impl, a);
+  }
 }
 
 }  // namespace strata::ops::direct

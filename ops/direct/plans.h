@@ -3,7 +3,9 @@
 // its arguments with the front end's own functions (ops/validate.h, through a
 // StaticDispatch over the plan's backend), so both reject the same calls with the
 // same messages; it allocates outputs and gradient buffers in the front end's
-// formats, and fills the backend's argument structs with raw pointers. Running a
+// formats (those that live within a step through planned_empty, which a planned
+// step places in its arena: step_memory.h), and fills the backend's argument
+// structs with raw pointers. Running a
 // plan is then one non-virtual call into the backend class: no checks, no
 // allocation, no tape (only the op trace's branch, as in every mode: kernel_call.h).
 // Backward is run explicitly, in reverse order, by whoever owns the plans (a model,
@@ -12,6 +14,7 @@
 // planned input tensors (as a hand-written cuDNN network does).
 #include "strata/backends/api/backend.h"
 #include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/direct/step_memory.h"
 #include "strata/ops/dispatch.h"
 #include "strata/ops/validate.h"
 
@@ -25,7 +28,7 @@ class Conv2dPlan {
   Tensor y, dx, dw, db;
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
     impl_ = &impl;
-    y = Tensor::empty_like(x, validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p));
+    y = planned_empty_like(x, validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p));
     x_ = x;
     w_ = w;
     fwd_ = {x, w, b, y, p};
@@ -37,24 +40,24 @@ class Conv2dPlan {
     dx = Tensor();
     db = Tensor();
     if (need_dx) {
-      dx = Tensor::empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
+      dx = planned_empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
       validate_conv2d_bwd_data(d, dy, w_, dx, fwd_.p);
       bd_ = {dy, w_, dx, fwd_.p};
     }
-    dw = Tensor::empty(w_.sizes(), w_.dtype(), w_.device());
+    dw = planned_empty(w_.sizes(), w_.dtype(), w_.device(), MemoryFormat::contiguous, Lifetime::to_step_end);
     validate_conv2d_bwd_weight(d, x_, dy, dw, fwd_.p);
     bw_ = {x_, dy, dw, fwd_.p};
     if (fwd_.b.defined) {
       const Shape db_sizes = validate_conv2d_bwd_bias(d, dy);
-      db = Tensor::empty(db_sizes, fwd_.b.dtype, fwd_.b.device);
+      db = planned_empty(db_sizes, fwd_.b.dtype, fwd_.b.device, MemoryFormat::contiguous, Lifetime::to_step_end);
       bb_ = {dy, db};
     }
   }
-  void forward() { run_kernel(*impl_, OpId::conv2d_fwd, [&] { impl_->conv2d_fwd(fwd_); }); }
+  void forward() { run_kernel<OpId::conv2d_fwd>(*impl_, fwd_); }
   void backward() {
-    if (dx.defined()) run_kernel(*impl_, OpId::conv2d_bwd_data, [&] { impl_->conv2d_bwd_data(bd_); });
-    run_kernel(*impl_, OpId::conv2d_bwd_weight, [&] { impl_->conv2d_bwd_weight(bw_); });
-    if (db.defined()) run_kernel(*impl_, OpId::conv2d_bwd_bias, [&] { impl_->conv2d_bwd_bias(bb_); });
+    if (dx.defined()) run_kernel<OpId::conv2d_bwd_data>(*impl_, bd_);
+    run_kernel<OpId::conv2d_bwd_weight>(*impl_, bw_);
+    if (db.defined()) run_kernel<OpId::conv2d_bwd_bias>(*impl_, bb_);
   }
 
  private:
@@ -77,9 +80,9 @@ class BatchNormPlan {
                                           training, momentum, eps);
     x_ = x;
     gamma_ = gamma;
-    y = Tensor::empty_like(x, x.sizes());
-    save_mean = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
-    save_invstd = Tensor::empty(Shape{c}, batch_norm_param_dtype(x), x.device());
+    y = planned_empty_like(x, x.sizes());
+    save_mean = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
+    save_invstd = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
     fwd_ = {x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd};
     fwd_.training = training;
     fwd_.momentum = momentum;
@@ -87,14 +90,16 @@ class BatchNormPlan {
   }
   void plan_backward(const Tensor& dy) {
     validate_batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd);
-    dx = Tensor::empty_like(y, y.sizes());
-    dgamma = Tensor::empty(save_mean.sizes(), save_mean.dtype(), save_mean.device());
-    dbeta = Tensor::empty(save_mean.sizes(), save_mean.dtype(), save_mean.device());
+    dx = planned_empty_like(y, y.sizes());
+    dgamma = planned_empty(save_mean.sizes(), save_mean.dtype(), save_mean.device(), MemoryFormat::contiguous,
+                           Lifetime::to_step_end);
+    dbeta = planned_empty(save_mean.sizes(), save_mean.dtype(), save_mean.device(), MemoryFormat::contiguous,
+                          Lifetime::to_step_end);
     bwd_ = {fwd_.x, dy, fwd_.gamma, save_mean, save_invstd, dx, dgamma, dbeta};
     bwd_.training = fwd_.training;
   }
-  void forward() { run_kernel(*impl_, OpId::batch_norm_fwd, [&] { impl_->batch_norm_fwd(fwd_); }); }
-  void backward() { run_kernel(*impl_, OpId::batch_norm_bwd, [&] { impl_->batch_norm_bwd(bwd_); }); }
+  void forward() { run_kernel<OpId::batch_norm_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::batch_norm_bwd>(*impl_, bwd_); }
 
  private:
   Impl* impl_ = nullptr;
@@ -110,16 +115,16 @@ class ReluPlan {
   void plan(Impl& impl, const Tensor& x) {
     impl_ = &impl;
     validate_relu(StaticDispatch<Impl>(impl), x);
-    y = Tensor::empty_like(x, x.sizes());
+    y = planned_empty_like(x, x.sizes());
     fwd_ = {x, y};
   }
   void plan_backward(const Tensor& dy) {
     validate_relu_bwd(StaticDispatch<Impl>(*impl_), y, dy);
-    dx = Tensor::empty_like(y, y.sizes());
+    dx = planned_empty_like(y, y.sizes());
     bwd_ = {y, dy, dx};
   }
-  void forward() { run_kernel(*impl_, OpId::relu_fwd, [&] { impl_->relu_fwd(fwd_); }); }
-  void backward() { run_kernel(*impl_, OpId::relu_bwd, [&] { impl_->relu_bwd(bwd_); }); }
+  void forward() { run_kernel<OpId::relu_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::relu_bwd>(*impl_, bwd_); }
 
  private:
   Impl* impl_ = nullptr;
@@ -133,17 +138,17 @@ class MaxPool2dPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
-    y = Tensor::empty_like(x, validate_max_pool2d(StaticDispatch<Impl>(impl), x, p));
+    y = planned_empty_like(x, validate_max_pool2d(StaticDispatch<Impl>(impl), x, p));
     x_ = x;
     fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
     validate_max_pool2d_bwd(StaticDispatch<Impl>(*impl_), x_, y, dy, fwd_.p);
-    dx = Tensor::empty_like(y, fwd_.x.sizes);
+    dx = planned_empty_like(y, fwd_.x.sizes);
     bwd_ = {fwd_.x, y, dy, dx, fwd_.p};
   }
-  void forward() { run_kernel(*impl_, OpId::max_pool2d_fwd, [&] { impl_->max_pool2d_fwd(fwd_); }); }
-  void backward() { run_kernel(*impl_, OpId::max_pool2d_bwd, [&] { impl_->max_pool2d_bwd(bwd_); }); }
+  void forward() { run_kernel<OpId::max_pool2d_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::max_pool2d_bwd>(*impl_, bwd_); }
 
  private:
   Impl* impl_ = nullptr;
@@ -158,17 +163,17 @@ class AvgPool2dPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
-    y = Tensor::empty_like(x, validate_avg_pool2d(StaticDispatch<Impl>(impl), x, p));
+    y = planned_empty_like(x, validate_avg_pool2d(StaticDispatch<Impl>(impl), x, p));
     x_ = x;
     fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
     validate_avg_pool2d_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p);
-    dx = Tensor::empty_like(y, fwd_.x.sizes);
+    dx = planned_empty_like(y, fwd_.x.sizes);
     bwd_ = {dy, dx, fwd_.p};
   }
-  void forward() { run_kernel(*impl_, OpId::avg_pool2d_fwd, [&] { impl_->avg_pool2d_fwd(fwd_); }); }
-  void backward() { run_kernel(*impl_, OpId::avg_pool2d_bwd, [&] { impl_->avg_pool2d_bwd(bwd_); }); }
+  void forward() { run_kernel<OpId::avg_pool2d_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::avg_pool2d_bwd>(*impl_, bwd_); }
 
  private:
   Impl* impl_ = nullptr;
@@ -184,17 +189,17 @@ class GlobalAvgPoolPlan {
   void plan(Impl& impl, const Tensor& x) {
     impl_ = &impl;
     const Shape out = validate_global_avg_pool(StaticDispatch<Impl>(impl), x);
-    y = Tensor::empty(out, x.dtype(), x.device());
+    y = planned_empty(out, x.dtype(), x.device());
     x_ = x;
     fwd_ = {x, y};
   }
   void plan_backward(const Tensor& dy) {
     validate_global_avg_pool_bwd(StaticDispatch<Impl>(*impl_), dy, x_);
-    dx = Tensor::empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
+    dx = planned_empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
     bwd_ = {dy, dx};
   }
-  void forward() { run_kernel(*impl_, OpId::global_avg_pool_fwd, [&] { impl_->global_avg_pool_fwd(fwd_); }); }
-  void backward() { run_kernel(*impl_, OpId::global_avg_pool_bwd, [&] { impl_->global_avg_pool_bwd(bwd_); }); }
+  void forward() { run_kernel<OpId::global_avg_pool_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::global_avg_pool_bwd>(*impl_, bwd_); }
 
  private:
   Impl* impl_ = nullptr;
@@ -210,7 +215,7 @@ class LinearPlan {
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b) {
     impl_ = &impl;
     const Shape out = validate_linear(StaticDispatch<Impl>(impl), x, w, b);
-    y = Tensor::empty(out, x.dtype(), x.device());
+    y = planned_empty(out, x.dtype(), x.device());
     x_ = x;
     w_ = w;
     fwd_ = {x, w, b, y};
@@ -222,21 +227,22 @@ class LinearPlan {
     db = Tensor();
     if (need_dx) {
       const Shape dx_sizes = validate_linear_bwd_data(d, dy, w_);
-      dx = Tensor::empty(dx_sizes, x_.dtype(), x_.device());
+      dx = planned_empty(dx_sizes, x_.dtype(), x_.device());
       bd_ = {dy, w_, dx};
     }
     const Shape dw_sizes = validate_linear_bwd_weight(d, x_, dy);
     // bwd_weight alone does not see the weight: without bwd_data, a grad_output of
     // another width would give a dw of another shape.
     check_same_shape("linear_bwd_weight", "output", y, "grad_output", dy);
-    dw = Tensor::empty(dw_sizes, w_.dtype(), w_.device());
-    if (fwd_.b.defined) db = Tensor::empty(fwd_.b.sizes, fwd_.b.dtype, fwd_.b.device);
+    dw = planned_empty(dw_sizes, w_.dtype(), w_.device(), MemoryFormat::contiguous, Lifetime::to_step_end);
+    if (fwd_.b.defined)
+      db = planned_empty(fwd_.b.sizes, fwd_.b.dtype, fwd_.b.device, MemoryFormat::contiguous, Lifetime::to_step_end);
     bw_ = {x_, dy, dw, db};
   }
-  void forward() { run_kernel(*impl_, OpId::linear_fwd, [&] { impl_->linear_fwd(fwd_); }); }
+  void forward() { run_kernel<OpId::linear_fwd>(*impl_, fwd_); }
   void backward() {
-    if (dx.defined()) run_kernel(*impl_, OpId::linear_bwd_data, [&] { impl_->linear_bwd_data(bd_); });
-    run_kernel(*impl_, OpId::linear_bwd_weight, [&] { impl_->linear_bwd_weight(bw_); });
+    if (dx.defined()) run_kernel<OpId::linear_bwd_data>(*impl_, bd_);
+    run_kernel<OpId::linear_bwd_weight>(*impl_, bw_);
   }
 
  private:
@@ -255,10 +261,10 @@ class AddPlan {
   void plan(Impl& impl, const Tensor& a, const Tensor& b) {
     impl_ = &impl;
     validate_add(StaticDispatch<Impl>(impl), a, b);
-    y = Tensor::empty_like(a, a.sizes());
+    y = planned_empty_like(a, a.sizes());
     fwd_ = {a, b, y};
   }
-  void forward() { run_kernel(*impl_, OpId::add, [&] { impl_->add(fwd_); }); }
+  void forward() { run_kernel<OpId::add>(*impl_, fwd_); }
 
  private:
   Impl* impl_ = nullptr;
@@ -274,15 +280,15 @@ class SoftmaxXentPlan {
     impl_ = &impl;
     validate_softmax_xent(StaticDispatch<Impl>(impl), logits, labels);
     loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
-    probs = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
+    probs = planned_empty(logits.sizes(), logits.dtype(), logits.device());
     dloss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
-    dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
+    dlogits = planned_empty(logits.sizes(), logits.dtype(), logits.device());
     fwd_ = {logits, labels, loss, probs};
     bwd_ = {probs, labels, dloss, dlogits};
-    impl.fill(FillArgs{dloss, 1.0});
+    run_kernel<OpId::fill>(impl, FillArgs{dloss, 1.0});
   }
-  void forward() { run_kernel(*impl_, OpId::softmax_xent_fwd, [&] { impl_->softmax_xent_fwd(fwd_); }); }
-  void backward() { run_kernel(*impl_, OpId::softmax_xent_bwd, [&] { impl_->softmax_xent_bwd(bwd_); }); }
+  void forward() { run_kernel<OpId::softmax_xent_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::softmax_xent_bwd>(*impl_, bwd_); }
 
  private:
   Impl* impl_ = nullptr;
@@ -300,14 +306,14 @@ class BceLogitsPlan {
     validate_bce_logits(StaticDispatch<Impl>(impl), logits, targets);
     loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
     dloss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
-    dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
+    dlogits = planned_empty(logits.sizes(), logits.dtype(), logits.device());
     fwd_ = {logits, targets, loss};
     bwd_ = {logits, targets, dloss, dlogits};
     const FillArgs one{dloss, 1.0};
-    run_kernel(impl, OpId::fill, [&] { impl.fill(one); });
+    run_kernel<OpId::fill>(impl, one);
   }
-  void forward() { run_kernel(*impl_, OpId::bce_logits_fwd, [&] { impl_->bce_logits_fwd(fwd_); }); }
-  void backward() { run_kernel(*impl_, OpId::bce_logits_bwd, [&] { impl_->bce_logits_bwd(bwd_); }); }
+  void forward() { run_kernel<OpId::bce_logits_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::bce_logits_bwd>(*impl_, bwd_); }
 
  private:
   Impl* impl_ = nullptr;

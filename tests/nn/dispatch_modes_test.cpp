@@ -43,16 +43,6 @@ void expect_all_equal(const std::vector<StepOutputs>& outs) {
   EXPECT_GT(outs[0].loss.item(), 0.0);
 }
 
-nn::ResNetConfig tiny_resnet(int depth) {
-  nn::ResNetConfig c;
-  c.depth = depth;
-  c.num_classes = 10;
-  c.small_input = true;
-  c.base_channels = 8;
-  c.init.seed = 5;
-  return c;
-}
-
 TEST(NnDispatchModes, ResNet18BitwiseEqualAcrossModes) {
   nn::ResNetConfig c;
   c.depth = 18;

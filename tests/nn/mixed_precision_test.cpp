@@ -20,17 +20,6 @@
 namespace strata::testing {
 namespace {
 
-nn::ResNetConfig tiny(DType dt) {
-  nn::ResNetConfig c;
-  c.depth = 18;
-  c.num_classes = 10;
-  c.small_input = true;
-  c.base_channels = 8;
-  c.init.seed = 9;
-  c.dtype = dt;
-  return c;
-}
-
 Tensor as(const Tensor& t, DType dt) {
   if (!is_floating(t.dtype())) return t.clone();
   Tensor o = Tensor::empty(t.sizes(), dt, Device::cpu());
@@ -43,8 +32,8 @@ class NnMixedPrecision : public ::testing::TestWithParam<ops::DispatchMode> {};
 TEST_P(NnMixedPrecision, F64MastersWithF32ComputeMatchAnF32Model) {
   nn::ModelOptions mixed_opts;
   mixed_opts.compute_dtype = DType::f32;
-  auto mixed = nn::make_resnet(tiny(DType::f64), GetParam(), "reference", mixed_opts);
-  auto plain = nn::make_resnet(tiny(DType::f32), GetParam(), "reference");
+  auto mixed = nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", mixed_opts);
+  auto plain = nn::make_resnet(tiny_resnet(18, DType::f32, 9), GetParam(), "reference");
   nn::StateDict sd;
   for (auto& [n, t] : mixed->state_dict()) sd.emplace_back(n, as(t, DType::f32));
   plain->load_state_dict(sd);
@@ -82,7 +71,7 @@ TEST_P(NnMixedPrecision, F64MastersWithF32ComputeMatchAnF32Model) {
 TEST_P(NnMixedPrecision, TrainsAndPredictsInTheMastersDtype) {
   nn::ModelOptions o;
   o.compute_dtype = DType::f32;
-  auto m = nn::make_resnet(tiny(DType::f64), GetParam(), "reference", o);
+  auto m = nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", o);
   nn::OptimizerConfig oc;
   oc.lr = 0.05;
   oc.momentum = 0.9;
@@ -119,7 +108,7 @@ TEST_P(NnMixedPrecisionLossScaling, IsExactAndSkipsOverflowingSteps) {
     nn::ModelOptions o;
     o.compute_dtype = DType::f32;
     o.initial_loss_scale = scale;
-    auto m = nn::make_resnet(tiny(DType::f64), GetParam(), "reference", o);
+    auto m = nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", o);
     auto opt = m->make_optimizer(oc);
     for (int s = 0; s < steps; ++s) m->train_step(x, y, *opt);
     return m;
@@ -147,7 +136,7 @@ TEST_P(NnMixedPrecisionLossScaling, IsExactAndSkipsOverflowingSteps) {
       EXPECT_TRUE(bitwise_equal(f[i].second, g[i].second)) << "skipped step changed " << f[i].first;
   nn::ModelOptions bad;
   bad.initial_loss_scale = -1.0;
-  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), GetParam(), "reference", bad), "initial_loss_scale", "-1");
+  EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", bad), "initial_loss_scale", "-1");
 }
 
 INSTANTIATE_TEST_SUITE_P(TapeModes, NnMixedPrecisionLossScaling,
@@ -193,7 +182,7 @@ TEST(NnMixedPrecisionDirect, ResNet18StepsBitwiseEqualToTapeModes) {
   for (auto fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
     SCOPED_TRACE(fmt == MemoryFormat::channels_last ? "channels_last" : "contiguous");
     expect_direct_matches_tape(
-        [&](auto mode) { return nn::make_resnet(tiny(DType::f64), mode, "reference", f32_compute(fmt)); }, x, y);
+        [&](auto mode) { return nn::make_resnet(tiny_resnet(18, DType::f64, 9), mode, "reference", f32_compute(fmt)); }, x, y);
   }
 }
 
@@ -219,7 +208,7 @@ TEST(NnMixedPrecisionDirect, LeNetStepsBitwiseEqualToTapeModes) {
 // steps make no plan and allocate nothing (the optimizer's state included).
 TEST(NnMixedPrecisionDirect, PlansAndAllocatesNothingAfterTheFirstStep) {
   using P = nn::Direct<backends::ReferenceBackend>;
-  auto m = nn::make_resnet(tiny(DType::f64), ops::DispatchMode::direct, "reference", f32_compute());
+  auto m = nn::make_resnet(tiny_resnet(18, DType::f64, 9), ops::DispatchMode::direct, "reference", f32_compute());
   auto plans = [&] {
     int64_t n = 0;
     for (auto& [name, mod] : m->module().named_modules()) {
@@ -254,15 +243,15 @@ TEST(NnMixedPrecisionDirect, PlansAndAllocatesNothingAfterTheFirstStep) {
 TEST(NnMixedPrecisionErrors, DirectLossScalingAndNonFloatComputeAreClearErrors) {
   nn::ModelOptions o;
   o.compute_dtype = DType::f16;  // loss scaling on by default
-  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f32), ops::DispatchMode::direct, "reference", o), "loss scaling",
+  EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f32, 9), ops::DispatchMode::direct, "reference", o), "loss scaling",
                       "not supported in direct mode");
   o.compute_dtype = DType::f32;
   o.initial_loss_scale = 1024.0;
-  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), ops::DispatchMode::direct, "reference", o), "loss scaling",
+  EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f64, 9), ops::DispatchMode::direct, "reference", o), "loss scaling",
                       "not supported in direct mode");
   o.initial_loss_scale.reset();
   o.compute_dtype = DType::i32;
-  EXPECT_STRATA_ERROR(nn::make_resnet(tiny(DType::f64), ops::DispatchMode::static_call, "reference", o),
+  EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f64, 9), ops::DispatchMode::static_call, "reference", o),
                       "compute dtype must be floating", "i32");
   EXPECT_STRATA_ERROR(nn::parse_precision("fp8"), "unknown precision 'fp8'", "bf16");
   EXPECT_EQ(nn::parse_precision("bf16"), DType::bf16);

@@ -34,6 +34,19 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A ResNet of `depth` with 8 base channels for 10 classes (small_input: 3x3 stem, no
+// max pool), cheap enough for whole training steps on the reference backend.
+inline nn::ResNetConfig tiny_resnet(int depth, DType dt = DType::f32, uint64_t seed = 5) {
+  nn::ResNetConfig c;
+  c.depth = depth;
+  c.num_classes = 10;
+  c.small_input = true;
+  c.base_channels = 8;
+  c.init.seed = seed;
+  c.dtype = dt;
+  return c;
+}
+
 inline const ops::DispatchMode kAllModes[] = {ops::DispatchMode::virtual_call, ops::DispatchMode::static_call,
                                               ops::DispatchMode::direct};
 
