@@ -45,7 +45,7 @@ std::unique_ptr<Model> detail::make_model(const NetworkBuilders& builders, ops::
     const std::string what = describe_network(*net);
     ModelOptions rest = o;
     rest.init.reset();
-    return wrap_module(p, std::move(net), dt, rest, what, init);
+    return wrap_module(p, std::move(net), dt, rest, what, init, mode);
   });
 }
 

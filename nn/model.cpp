@@ -26,6 +26,33 @@ ops::DispatchMode mode_of(std::string_view kmode) {
 // The layout `fmt` asks of a tensor of `dims` dimensions: only 4-D ones have a channels-last one.
 MemoryFormat layout_for(int64_t dims, MemoryFormat fmt) { return dims == 4 ? fmt : MemoryFormat::contiguous; }
 
+// Direct mode's model-level buffers (the input in the compute dtype, targets, logits in
+// the parameters' dtype): one per shape and dtype, so that plans and graphs made for a
+// shape keep reading and writing the same memory when other shapes come and go.
+class BufferSet {
+ public:
+  // The buffer for these sizes and dtype, allocated on first use.
+  Tensor get(const Shape& sizes, DType dt, Device d, MemoryFormat fmt) {
+    for (const Tensor& b : bufs_)
+      if (b.sizes() == sizes && b.dtype() == dt) return b;
+    // Bounded like the layers' plan caches; a plan or graph still using an evicted
+    // buffer keeps it alive (and a graph whose input moved is captured again).
+    constexpr size_t kShapes = 8;
+    if (bufs_.size() == kShapes) bufs_.erase(bufs_.begin());
+    bufs_.push_back(Tensor::empty(sizes, dt, d, fmt));
+    return bufs_.back();
+  }
+  // Whether t is one of the buffers.
+  bool holds(const Tensor& t) const {
+    for (const Tensor& b : bufs_)
+      if (b.data_ptr() == t.data_ptr() && b.sizes() == t.sizes() && b.dtype() == t.dtype()) return true;
+    return false;
+  }
+
+ private:
+  std::vector<Tensor> bufs_;
+};
+
 // What a model holds, in every mode.
 template <class P>
 struct ModelState {
@@ -34,8 +61,9 @@ struct ModelState {
   Loss<P> loss;
   DType dtype, compute;  // the parameters' and the activations' dtype
   MemoryFormat fmt;
-  Tensor input{}, targets{}, logits{}, loss_value{};
-  Tensor logits_full{}, dlogits{}, predicted{};  // direct mode, mixed precision: planned conversions
+  Tensor logits{}, loss_value{};
+  BufferSet input{}, targets{};                   // direct mode: the planned input and target buffers
+  BufferSet logits_full{}, dlogits{}, predicted{};  // direct mode, mixed precision: planned conversions
   ops::direct::StepMemory memory{};              // direct mode: the planned steps' arenas
   std::vector<Tensor> params{};                  // direct mode: the network's parameters, once
   bool forward_only = false;                     // the latest forward kept nothing for backward
@@ -49,14 +77,14 @@ template <class P>
 struct ModelMode {
   static constexpr bool kLossScaling = true;
 
-  // x in dtype dt and layout fmt (`buf` is direct mode's planned buffer).
-  static Tensor convert(ModelState<P>& s, const Tensor& x, DType dt, MemoryFormat fmt, Tensor& /*buf*/) {
+  // x in dtype dt and layout fmt (`bufs` are direct mode's planned buffers).
+  static Tensor convert(ModelState<P>& s, const Tensor& x, DType dt, MemoryFormat fmt, BufferSet& /*bufs*/) {
     const bool layout = fmt == MemoryFormat::channels_last ? x.is_channels_last() : x.is_contiguous();
     if (x.dtype() == dt && x.device() == s.p.device() && layout) return x;
     return ops::to(s.p, x, dt, s.p.device(), fmt);
   }
   // Mixed precision: the network's output y in the parameters' dtype.
-  static Tensor output_in_params_dtype(ModelState<P>& s, const Tensor& y, Tensor& /*buf*/) {
+  static Tensor output_in_params_dtype(ModelState<P>& s, const Tensor& y, BufferSet& /*bufs*/) {
     return autograd::cast(s.p, y, s.dtype);
   }
   static Tensor input_buffer(ModelState<P>& s, const Shape& sizes) {
@@ -96,23 +124,19 @@ struct ModelMode<Direct<Impl>> {
   using State = ModelState<Direct<Impl>>;
   static constexpr bool kLossScaling = false;
 
-  static Tensor convert(State& s, const Tensor& x, DType dt, MemoryFormat fmt, Tensor& buf) {
-    if (buf.defined() && buf.data_ptr() == x.data_ptr() && buf.sizes() == x.sizes() && buf.dtype() == x.dtype())
-      return buf;
-    if (!buf.defined() || !(buf.sizes() == x.sizes()) || buf.dtype() != dt)
-      buf = Tensor::empty(x.sizes(), dt, s.p.device(), fmt);
+  static Tensor convert(State& s, const Tensor& x, DType dt, MemoryFormat fmt, BufferSet& bufs) {
+    if (bufs.holds(x)) return x;
+    const Tensor buf = bufs.get(x.sizes(), dt, s.p.device(), fmt);
     const ops::CopyArgs a{x, buf};
     ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, a);
     return buf;
   }
-  static Tensor output_in_params_dtype(State& s, const Tensor& y, Tensor& buf) {
-    return convert(s, y, s.dtype, layout_for(y.dim(), s.fmt), buf);
+  static Tensor output_in_params_dtype(State& s, const Tensor& y, BufferSet& bufs) {
+    return convert(s, y, s.dtype, layout_for(y.dim(), s.fmt), bufs);
   }
-  // The planned input buffer, in the compute dtype, reused while the sizes stay.
+  // The planned input buffer for these sizes, in the compute dtype.
   static Tensor input_buffer(State& s, const Shape& sizes) {
-    if (!s.input.defined() || !(s.input.sizes() == sizes))
-      s.input = Tensor::empty(sizes, s.compute, s.p.device(), layout_for(sizes.size(), s.fmt));
-    return s.input;
+    return s.input.get(sizes, s.compute, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
   // The step's buffers in one arena, laid out from the step's recorded kernel calls.
   template <class Step, class Outputs>
@@ -150,8 +174,11 @@ class ModelImpl final : public Model {
 
  public:
   ModelImpl(const P& p, std::unique_ptr<Module> net, DType dt, const ModelOptions& o, const std::string& what,
-            const std::string& init)
-      : s_{p, std::move(net), Loss<P>(p, o.loss), dt, o.compute_dtype.value_or(dt), o.memory_format} {
+            const std::string& init, ops::DispatchMode mode)
+      : s_{p, std::move(net), Loss<P>(p, o.loss), dt, o.compute_dtype.value_or(dt), o.memory_format},
+        mode_(mode) {
+    STRATA_CHECK(mode == mode_of(P::kMode) || (mode == ops::DispatchMode::graph && captures_graphs_v<P>),
+                 "Model: dispatch mode ", ops::dispatch_mode_name(mode), " does not go with the policy ", P::kMode);
     STRATA_CHECK(is_floating(s_.compute), "Model: compute dtype must be floating, got ", dtype_name(s_.compute));
     scale_ = o.initial_loss_scale.value_or(s_.compute == DType::f16 ? 65536.0 : 0.0);
     STRATA_CHECK(scale_ >= 0 && std::isfinite(scale_), "Model: initial_loss_scale must be finite and >= 0, got ",
@@ -160,7 +187,7 @@ class ModelImpl final : public Model {
                  "Model: loss scaling (on by default for f16 compute) is not supported in direct mode "
                  "yet; use the virtual or static mode, or bf16");
     describe_ = what + " | " + group_thousands(s_.net->num_parameters()) + " parameters | init " + init +
-                " | dispatch " + std::string(P::kMode) + " on " + std::string(s_.p.backend_name()) + " | " +
+                " | dispatch " + std::string(ops::dispatch_mode_name(mode)) + " on " + std::string(s_.p.backend_name()) + " | " +
                 std::string(dtype_name(dt)) +
                 (s_.compute != dt ? " parameters, " + std::string(dtype_name(s_.compute)) + " compute" : "") +
                 (s_.fmt == MemoryFormat::channels_last ? " channels_last" : "") +
@@ -170,7 +197,7 @@ class ModelImpl final : public Model {
 
   Module& module() override { return *s_.net; }
   const Module& module() const override { return *s_.net; }
-  ops::DispatchMode mode() const override { return mode_of(P::kMode); }
+  ops::DispatchMode mode() const override { return mode_; }
   std::string_view backend_name() const override { return s_.p.backend_name(); }
   Device device() const override { return s_.p.device(); }
   DType dtype() const override { return s_.dtype; }
@@ -203,6 +230,10 @@ class ModelImpl final : public Model {
   }
 
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
+    STRATA_CHECK(mode_ != ops::DispatchMode::graph,
+                 "Model::train_step: graph mode captures inference (predict) so far; a captured training step "
+                 "needs its learning rate, loss scale and counters in device memory, which strata does not have "
+                 "yet: train in direct mode");
     opt.zero_grad();
     StepResult r;
     if constexpr (Mode::kLossScaling) {
@@ -238,6 +269,8 @@ class ModelImpl final : public Model {
 
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
+    if constexpr (captures_graphs_v<P>)
+      if (mode_ == ops::DispatchMode::graph && !s_.net->is_training()) return captured_predict(x);
     Tensor y;
     Mode::planned(
         s_, step_key("predict", x, Tensor()), [&] { y = to_params_dtype(forward(x), s_.predicted); },
@@ -250,23 +283,59 @@ class ModelImpl final : public Model {
   const ops::direct::StepMemoryStats& step_memory() const override { return s_.memory.last(); }
 
  private:
+  // Graph mode's predict: planned and run as direct mode the first time for a shape,
+  // captured the second, launched from then on. The input's copy into the planned input
+  // buffer and the move of gradients out of the arena run before, outside the graph.
+  Tensor captured_predict(const Tensor& x) {
+    Mode::keep_gradients(s_);
+    const Tensor in = to_input(x);
+    const std::string key = step_key("predict", in, Tensor());
+    s_.forward_only = true;
+    for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
+      if (it->key != key) continue;
+      if (it->input.data_ptr() == in.data_ptr()) {
+        it->launch();
+        return it->output;
+      }
+      graphs_.erase(it);  // its input buffer was evicted: capture again over the new one
+      break;
+    }
+    Tensor y;
+    auto body = [&] { y = to_params_dtype(s_.net->forward(in), s_.predicted); };
+    if (!s_.memory.known(key)) {
+      Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{y}; });
+      return y;
+    }
+    std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, body);
+    constexpr size_t kGraphs = 8;  // bounded like the plan caches; an evicted graph gives its pool back
+    if (graphs_.size() == kGraphs) graphs_.erase(graphs_.begin());
+    graphs_.push_back({key, [graph] { graph->launch(); }, in, y});
+    graphs_.back().launch();
+    return y;
+  }
+
   StepResult unplanned_forward_loss(const Tensor& x, const Tensor& targets) {
     s_.logits = to_params_dtype(forward(x), s_.logits_full);  // the loss in full precision
     s_.loss_value = s_.loss.forward(s_.logits, to_targets(targets));
     return {s_.loss_value, s_.logits};
   }
   // What tells planned steps apart: the entry point, train/eval, the inputs' sizes and dtypes.
-  std::string step_key(std::string_view what, const Tensor& x, const Tensor& targets) const {
+  // In direct mode also the planned input buffer the step reads (the layers' plans are
+  // keyed on it), so that a step over a new buffer for the same shape is planned anew.
+  std::string step_key(std::string_view what, const Tensor& x, const Tensor& targets) {
+    if constexpr (!is_direct_v<P>) return {};  // the tape modes plan nothing
     std::string k(what);
     k += s_.net->is_training() ? " train " : " eval ";
     for (const Tensor* t : {&x, &targets})
       k += t->defined() ? std::string(dtype_name(t->dtype())) + t->sizes().str() + " " : "- ";
+    const Tensor in = s_.input.holds(x) ? x : Mode::input_buffer(s_, x.sizes());
+    k += std::to_string(reinterpret_cast<uintptr_t>(in.data_ptr()));
     return k;
   }
   // Mixed precision: the network's output (compute dtype) in the parameters' dtype.
-  Tensor to_params_dtype(const Tensor& y, Tensor& buf) {
+  Tensor to_params_dtype(const Tensor& y, BufferSet& bufs) {
     if (y.dtype() == s_.dtype) return y;
-    return Mode::output_in_params_dtype(s_, y, buf);
+    return Mode::output_in_params_dtype(s_, y, bufs);
   }
   Tensor to_input(const Tensor& x) {
     STRATA_CHECK(x.defined(), "Model: input is undefined");
@@ -279,6 +348,13 @@ class ModelImpl final : public Model {
   }
 
   ModelState<P> s_;
+  ops::DispatchMode mode_;
+  struct CapturedStep {
+    std::string key;
+    std::function<void()> launch;  // owns the backend's graph
+    Tensor input, output;          // the buffers it was captured with, kept alive
+  };
+  std::vector<CapturedStep> graphs_;  // graph mode; after s_, so destroyed before the plans' memory
   static constexpr int64_t kGrowthInterval = 2000;
   double scale_ = 0;
   int64_t good_steps_ = 0, skipped_ = 0;
@@ -298,7 +374,8 @@ std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode
   STRATA_CHECK(!o.init, "make_resnet: the init policy comes from ResNetConfig::init, not ModelOptions::init");
   return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
     using P = std::decay_t<decltype(p)>;
-    return std::make_unique<ModelImpl<P>>(p, make_resnet_module(p, c), c.dtype, o, describe(c), describe(c.init));
+    return std::make_unique<ModelImpl<P>>(p, make_resnet_module(p, c), c.dtype, o, describe(c), describe(c.init),
+                                          mode);
   });
 }
 
@@ -308,19 +385,21 @@ std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode, 
   return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
     using P = std::decay_t<decltype(p)>;
     return std::make_unique<ModelImpl<P>>(p, std::make_unique<LeNet<P>>(p, c), c.dtype, o, describe(c),
-                                          describe(c.init));
+                                          describe(c.init), mode);
   });
 }
 
 template <class P>
 std::unique_ptr<Model> detail::wrap_module(const P& p, std::unique_ptr<Module> net, DType dtype, const ModelOptions& o,
-                                           const std::string& what, const std::string& init) {
-  return std::make_unique<ModelImpl<P>>(p, std::move(net), dtype, o, what, init);
+                                           const std::string& what, const std::string& init,
+                                           ops::DispatchMode mode) {
+  return std::make_unique<ModelImpl<P>>(p, std::move(net), dtype, o, what, init, mode);
 }
 
 #define STRATA_NN_INSTANTIATE(P)                                                                                    \
   template std::unique_ptr<Model> detail::wrap_module<P>(const P&, std::unique_ptr<Module>, DType, const ModelOptions&, \
-                                                         const std::string&, const std::string&);
+                                                         const std::string&, const std::string&,            \
+                                                         ops::DispatchMode);
 STRATA_NN_INSTANTIATE_ALL()
 
 }  // namespace strata::nn

@@ -19,6 +19,15 @@
 // lays its buffers out in one arena and runs; forward, and forward_loss with gradients
 // on followed by backward, reuse those plans when the shapes match and otherwise
 // allocate each buffer on its own.
+//
+// Graph mode (the cuda backend) is direct mode whose predict in eval mode is captured:
+// the first call for an input shape plans and runs as direct mode, the second captures
+// the step into a CUDA graph (ops/direct/graph_capture.h) and every later call copies
+// the input into the planned input buffer and launches the graph (a bounded cache of
+// graphs, one per shape; returned tensors are overwritten by the next launch). Its
+// forward, forward_loss and backward run as in direct mode, and predict in train mode
+// too. Not yet captured: training — train_step refuses graph mode until its learning
+// rate, loss scale and counters live in device memory.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -135,10 +144,10 @@ std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode =
 
 namespace detail {
 // The Model over `net` for policy P (explicitly instantiated for every policy of the
-// build); `what` and `init` go into describe().
+// build); `what` and `init` go into describe(); `mode` is P's, or graph over Direct<Impl>.
 template <class P>
 std::unique_ptr<Model> wrap_module(const P& p, std::unique_ptr<Module> net, DType dtype, const ModelOptions& o,
-                                   const std::string& what, const std::string& init);
+                                   const std::string& what, const std::string& init, ops::DispatchMode mode);
 }  // namespace detail
 
 }  // namespace strata::nn

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "strata/backends/api/registry.h"
+#include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/dispatch.h"
 #include "strata/strata_generated/static_backends.h"
 
@@ -39,10 +40,19 @@ inline constexpr bool is_direct_v = false;
 template <class Impl>
 inline constexpr bool is_direct_v<Direct<Impl>> = true;
 
+// Whether policy P can run graph mode: direct plans on a backend that captures graphs.
+template <class P>
+inline constexpr bool captures_graphs_v = false;
+template <class Impl>
+inline constexpr bool captures_graphs_v<Direct<Impl>> = ops::direct::CapturesGraphs<Impl>;
+
 // The policy value for `mode` on the backend named `backend` (empty: the best
 // available, backends::Registry::best), passed to fn (a generic lambda, instantiated
 // once per policy of the build). An unknown backend name or one that is compiled in
-// but cannot run here is a strata::Error listing the built ones.
+// but cannot run here is a strata::Error listing the built ones. Graph mode is direct
+// mode's policy (the model captures its plans) on a backend that captures graphs; on
+// the others it is an error: their direct plans already run as a list of direct calls,
+// with no launch cost for a graph to remove.
 template <class Fn>
 decltype(auto) with_policy(ops::DispatchMode mode, std::string_view backend, Fn&& fn) {
   if (backend.empty()) backend = backends::registry().best();
@@ -52,6 +62,9 @@ decltype(auto) with_policy(ops::DispatchMode mode, std::string_view backend, Fn&
   if (backend == Impl::kName) {                                                            \
     auto& impl = backends::registry().impl<Impl>();                                        \
     if (mode == ops::DispatchMode::static_call) return fn(ops::StaticDispatch<Impl>(impl)); \
+    if (mode == ops::DispatchMode::graph && !captures_graphs_v<Direct<Impl>>)              \
+      STRATA_FAIL("graph mode: backend '", backend, "' does not capture graphs; its direct mode already runs "  \
+                  "the planned ops as direct calls (graph mode is for the cuda backend)");  \
     return fn(Direct<Impl>(impl));                                                         \
   }
   STRATA_FOR_EACH_BACKEND(STRATA_NN_WITH_POLICY_CASE)

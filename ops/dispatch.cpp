@@ -6,7 +6,8 @@ DispatchMode parse_dispatch_mode(const std::string& s) {
   if (s == "virtual") return DispatchMode::virtual_call;
   if (s == "static") return DispatchMode::static_call;
   if (s == "direct") return DispatchMode::direct;
-  STRATA_FAIL("dispatch mode '", s, "' is unknown (expected virtual, static or direct)");
+  if (s == "graph") return DispatchMode::graph;
+  STRATA_FAIL("dispatch mode '", s, "' is unknown (expected virtual, static, direct or graph)");
 }
 
 std::string_view dispatch_mode_name(DispatchMode m) {
@@ -14,6 +15,7 @@ std::string_view dispatch_mode_name(DispatchMode m) {
     case DispatchMode::virtual_call: return "virtual";
     case DispatchMode::static_call: return "static";
     case DispatchMode::direct: return "direct";
+    case DispatchMode::graph: return "graph";
   }
   return "?";
 }

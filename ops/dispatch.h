@@ -15,8 +15,9 @@
 
 namespace strata::ops {
 
-enum class DispatchMode { virtual_call, static_call, direct };
-DispatchMode parse_dispatch_mode(const std::string& s);  // "virtual" | "static" | "direct"
+// graph: direct mode's plans, captured into a backend graph and replayed (nn/model.h).
+enum class DispatchMode { virtual_call, static_call, direct, graph };
+DispatchMode parse_dispatch_mode(const std::string& s);  // "virtual" | "static" | "direct" | "graph"
 std::string_view dispatch_mode_name(DispatchMode m);
 
 struct VirtualDispatch {

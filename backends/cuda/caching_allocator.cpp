@@ -70,7 +70,7 @@ void* CachingAllocator::allocate(size_t bytes) {
     }
     reserved_ += bin;
   }
-  live_.emplace(p, Block{bin, bytes, stream_});
+  live_.emplace(p, Block{bin, bytes, stream_, capturing_pool_});
   current_ += bytes;
   if (current_ > peak_) peak_ = current_;
   ++count_;
@@ -82,11 +82,43 @@ void CachingAllocator::deallocate(void* p, size_t) {
   std::lock_guard<std::mutex> lock(m_);
   auto it = live_.find(p);
   if (it == live_.end()) return;  // not ours: nothing sensible to do in a destructor path
-  const Block b = it->second;
+  Block b = it->second;
   live_.erase(it);
   current_ -= b.requested;
+  // Freed during a capture, or allocated in a graph's pool: the graph may replay it.
+  const size_t pool = capturing_pool_ != 0 ? capturing_pool_ : b.pool;
+  if (pool != 0 && pools_.count(pool) != 0) {
+    b.pool = pool;
+    pools_[pool].emplace_back(p, b);
+    return;
+  }
+  to_free_list_locked(p, b);
+}
+
+void CachingAllocator::to_free_list_locked(void* p, const Block& b) {
   free_[b.stream][b.bin].push_back(p);
   cached_ += b.bin;
+}
+
+size_t CachingAllocator::begin_pool() {
+  std::lock_guard<std::mutex> lock(m_);
+  STRATA_CHECK(capturing_pool_ == 0, "cuda allocator: a graph capture started inside another");
+  capturing_pool_ = next_pool_++;
+  pools_[capturing_pool_];
+  return capturing_pool_;
+}
+
+void CachingAllocator::end_pool_capture() {
+  std::lock_guard<std::mutex> lock(m_);
+  capturing_pool_ = 0;
+}
+
+void CachingAllocator::release_pool(size_t pool) {
+  std::lock_guard<std::mutex> lock(m_);
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  for (auto& [p, b] : it->second) to_free_list_locked(p, b);
+  pools_.erase(it);
 }
 
 void CachingAllocator::release_cached_locked() {

@@ -34,13 +34,24 @@ class CachingAllocator final : public Allocator {
   // Returns every cached block to the driver (after the device has finished with them).
   void empty_cache();
 
+  // A CUDA graph's private pool (PyTorch keeps one per graph for the same reason): a
+  // graph replays the pointers it was captured with, so every block allocated or freed
+  // while it is captured stays out of the free lists until the graph is gone.
+  // begin_pool() opens a pool for the capture that starts; end_pool_capture() closes
+  // it to new blocks; release_pool() hands its blocks back once the graph is destroyed.
+  size_t begin_pool();
+  void end_pool_capture();
+  void release_pool(size_t pool);
+
  private:
   struct Block {
     size_t bin;
     size_t requested;
     cudaStream_t stream;
+    size_t pool = 0;  // the private pool it was allocated in, 0 for none
   };
   void release_cached_locked();
+  void to_free_list_locked(void* p, const Block& b);
 
   int device_;
   cudaStream_t stream_;
@@ -49,6 +60,9 @@ class CachingAllocator final : public Allocator {
   // stream -> bin -> cached block pointers
   std::unordered_map<cudaStream_t, std::unordered_map<size_t, std::vector<void*>>> free_;
   size_t current_ = 0, peak_ = 0, reserved_ = 0, count_ = 0, cached_ = 0;
+  size_t capturing_pool_ = 0, next_pool_ = 1;
+  // pool -> blocks freed while the pool's graph may still replay them
+  std::unordered_map<size_t, std::vector<std::pair<void*, Block>>> pools_;
 };
 
 // Page-locked host memory (cudaHostAlloc), cached by the same bins: cudaFreeHost

@@ -40,7 +40,10 @@ void* Context::workspace(size_t bytes) {
   if (bytes <= ws_bytes_) return ws_;
   // The old buffer goes back to the caching allocator: work already queued on the
   // stream still finishes before anything queued later reuses it.
-  if (ws_) allocator->deallocate(ws_, ws_bytes_);
+  if (ws_ && graphs > 0)
+    retired_ws_.emplace_back(ws_, ws_bytes_);
+  else if (ws_)
+    allocator->deallocate(ws_, ws_bytes_);
   ws_ = nullptr;
   ws_bytes_ = 0;
   const size_t want = bin_size(bytes);
@@ -50,9 +53,16 @@ void* Context::workspace(size_t bytes) {
 }
 
 void Context::release_workspace() {
+  if (graphs > 0) return;  // a graph may replay calls that use it
   if (ws_) allocator->deallocate(ws_, ws_bytes_);
   ws_ = nullptr;
   ws_bytes_ = 0;
+}
+
+void Context::graph_destroyed() {
+  if (--graphs > 0) return;
+  for (auto& [p, bytes] : retired_ws_) allocator->deallocate(p, bytes);
+  retired_ws_.clear();
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "strata/backends/cuda/caching_allocator.h"
 #include "strata/backends/cuda/cuda_backend.h"
@@ -69,10 +71,15 @@ struct Context {
   size_t legacy_convs = 0;      // convolutions run through cudnnConvolution* (v7 API)
 
   // The cuDNN workspace arena: one buffer, grown on demand, shared by every call.
+  // While CUDA graphs exist (graphs), a buffer they may have captured is kept when the
+  // arena grows or is released, and given back when the last graph goes.
   void* workspace(size_t bytes);
   // Gives the arena back to the caching allocator (empty_cache(), after the stream's
   // work that used it: the allocator reuses blocks in stream order).
   void release_workspace();
+  int graphs = 0;            // cuda::Graph objects alive
+  size_t capture_pool = 0;   // the allocator's pool of the capture in progress
+  void graph_destroyed();
   size_t workspace_bytes() const { return ws_bytes_; }
 
   // Plans by key; `make` builds one on a miss. Plans live as long as the context.
@@ -86,6 +93,7 @@ struct Context {
  private:
   void* ws_ = nullptr;
   size_t ws_bytes_ = 0;
+  std::vector<std::pair<void*, size_t>> retired_ws_;  // kept for graphs that may replay them
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
 };
 

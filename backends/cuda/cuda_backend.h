@@ -15,12 +15,15 @@
 // default) restricts cuDNN to algorithms that give the same bits on every run,
 // which the dispatch modes' bitwise-equality tests rely on.
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "strata/backends/api/backend.h"
 #include "strata/core/allocator.h"
 
 namespace strata::backends {
+
+class CudaBackend;
 
 namespace cuda {
 
@@ -75,6 +78,26 @@ struct Settings {
 
 struct Context;  // per-device state: stream, handles, plans (backends/cuda/context.h)
 
+// The backend's calls between CudaBackend::begin_capture() and end_capture(), recorded
+// by stream capture into a CUDA graph and run again by launch() as one submission, with
+// the pointers they were captured with. Memory allocated or freed during the capture is
+// the graph's own (the allocator's private pool) until the graph is destroyed.
+class Graph {
+ public:
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();
+  void launch();
+
+ private:
+  friend class strata::backends::CudaBackend;
+  Graph() = default;
+  Context* ctx_ = nullptr;
+  void* graph_ = nullptr;  // cudaGraph_t
+  void* exec_ = nullptr;   // cudaGraphExec_t
+  size_t pool_ = 0;
+};
+
 }  // namespace cuda
 
 class CudaBackend {
@@ -101,6 +124,16 @@ class CudaBackend {
   void set_cudnn_nhwc_batch_norm(bool on) { settings_.cudnn_nhwc_batch_norm = on; }
   void set_own_nchw_batch_norm(bool on) { settings_.own_nchw_batch_norm = on; }
   void set_cudnn_graph(bool on) { settings_.cudnn_graph = on; }
+
+  // Graph mode: the calls that follow begin_capture() are recorded, not run, until
+  // end_capture() returns them as a graph (throws naming the CUDA error when the
+  // capture broke); abort_capture() ends a capture that failed and drops what it held.
+  // capture_broken(): whether the capture in progress was invalidated (a call
+  // synchronised or did something a graph cannot hold).
+  void begin_capture();
+  std::unique_ptr<cuda::Graph> end_capture();
+  void abort_capture();
+  bool capture_broken() const;
 
   // Raw handles for direct-mode plans (cudaStream_t, cudnnHandle_t, cublasHandle_t).
   void* stream() const;

@@ -124,7 +124,7 @@ int run_parity(const Options& o, const std::string& dir, const std::vector<std::
               {"resolution", trx.size(2)}};
     if (impl == "cudagraph") {
       r["status"] = "absent";
-      r["note"] = "strata has no CUDA-graph capture and replay yet";
+      r["note"] = "graph mode captures inference only so far: parity trains";
     } else if (since_start_s() > o.deadline_s) {
       r["status"] = "skipped";
       r["note"] = "deadline: the part's time budget was spent";

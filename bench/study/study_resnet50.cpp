@@ -16,7 +16,8 @@
 // enqueue and wall time; median, p10/p90/p99, max; peak memory (caching allocator);
 // GPU utilisation, power and energy from NVML over the timed steps. Points run
 // cheapest first; nothing new starts after --deadline seconds; a point at least as
-// large as one that ran out of memory is not tried. "cudagraph" is reported absent.
+// large as one that ran out of memory is not tried. "cudagraph" is strata's graph mode
+// (inference on the cuda backend; reported absent for training and on the CPU).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -7,12 +7,14 @@
 
 #include "strata/core/error.h"
 #include "strata/ops/direct/arena_plan.h"
+#include "strata/ops/direct/graph_capture.h"
 
 namespace strata::ops::direct {
 
 namespace detail {
 
 constinit thread_local Recording* t_recording = nullptr;
+constinit thread_local const CaptureCheck* t_capture = nullptr;  // graph_capture.h
 constinit thread_local Assignment* t_assignment = nullptr;
 
 namespace {
@@ -154,9 +156,11 @@ void StepMemory::RecordingPass::lay_out(Device d) {
     lifetimes.push_back({static_cast<int64_t>(b.end - b.begin), b.first, b.to_end ? rec_->position : b.last});
     sum += static_cast<int64_t>(b.end - b.begin);
   }
-  // Offsets as aligned as the device's own allocations: a cache line and vector on the
-  // CPU (core/allocator.h), 256 bytes for a GPU's memory transactions and libraries.
-  const ArenaPlan plan = plan_arena(lifetimes, d.type == DeviceType::cpu ? 64 : 256);
+  // Offsets as aligned as what reads them needs: a cache line and vector on the CPU
+  // (core/allocator.h); on a GPU 16 bytes, the widest vector strata's kernels load and
+  // the most alignment the cuDNN graphs are told (backends/cuda/conv_graph.cpp) — more
+  // only pads the arena.
+  const ArenaPlan plan = plan_arena(lifetimes, d.type == DeviceType::cpu ? 64 : 16);
   m_.offsets_ = plan.offsets;
   m_.bytes_.clear();
   for (const auto& l : lifetimes) m_.bytes_.push_back(l.bytes);

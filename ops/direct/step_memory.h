@@ -105,6 +105,8 @@ class StepMemory {
     remember(key);
   }
 
+  // Whether the step with `key` was planned (and its plans are made).
+  bool known(const std::string& key) const;
   const StepMemoryStats& last() const { return last_; }
   // Whether t lives in one of this owner's arenas (and so is overwritten by its next step).
   bool holds(const Tensor& t) const;
@@ -133,7 +135,6 @@ class StepMemory {
     std::unique_ptr<detail::Assignment> as_;
   };
 
-  bool known(const std::string& key) const;
   void remember(const std::string& key);
 
   std::vector<std::string> keys_;  // most recent first, bounded

@@ -142,5 +142,13 @@ TEST(NnDispatchModes, ModuleBackwardOutsideDirectModeIsAClearError) {
   EXPECT_STRATA_ERROR(make_resnet(tiny_resnet(18), ops::DispatchMode::direct, "no_such_backend"), "no_such_backend");
 }
 
+TEST(NnDispatchModes, GraphModeOnACpuBackendIsAClearError) {
+  EXPECT_EQ(ops::parse_dispatch_mode("graph"), ops::DispatchMode::graph);
+  EXPECT_EQ(ops::dispatch_mode_name(ops::DispatchMode::graph), "graph");
+  EXPECT_STRATA_ERROR(make_resnet(tiny_resnet(18), ops::DispatchMode::graph, "reference"), "graph mode", "reference",
+                      "does not capture graphs");
+  EXPECT_STRATA_ERROR(ops::parse_dispatch_mode("graphs"), "graphs", "virtual, static, direct or graph");
+}
+
 }  // namespace
 }  // namespace strata::testing

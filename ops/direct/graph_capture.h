@@ -1,0 +1,77 @@
+#pragma once
+// Graph mode: a planned step captured once into a backend's graph (a CUDA graph) and
+// replayed as one submission, without a host call per op. The step's plans and memory
+// must already exist (a direct-mode run before the capture): inside the capture nothing
+// is planned, allocated, synchronised or read on the host. A kernel call that breaks the
+// capture is named in the error (run_kernel asks the backend after each call).
+#include <concepts>
+#include <memory>
+#include <string_view>
+
+#include "strata/core/error.h"
+#include "strata/ops/table/op_id.h"
+
+namespace strata::ops::direct {
+
+// A backend that captures its calls (the cuda backend).
+template <class Impl>
+concept CapturesGraphs = requires(Impl& i, const Impl& ci) {
+  i.begin_capture();
+  i.end_capture()->launch();
+  i.abort_capture();
+  { ci.capture_broken() } -> std::convertible_to<bool>;
+};
+
+namespace detail {
+struct CaptureCheck {
+  virtual ~CaptureCheck() = default;
+  // After each kernel call of the captured step: throws naming `op` when it broke the capture.
+  virtual void after(OpId op) const = 0;
+};
+extern constinit thread_local const CaptureCheck* t_capture;
+
+// One kernel call inside a capture: a failure names the op, and so does a capture it broke.
+template <class Call>
+void captured_call(OpId op, std::string_view backend, Call&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    STRATA_FAIL("graph mode: ", op_name(op), " on ", backend, " failed while the step was captured: ", e.what());
+  }
+  t_capture->after(op);
+}
+}  // namespace detail
+
+// Whether this thread is capturing a step.
+inline bool capturing() { return detail::t_capture != nullptr; }
+
+// Captures `step` (a callable running direct-mode plans that exist) into a graph of
+// `impl`; returns it (a std::unique_ptr to a type with launch()). Nothing runs until
+// the graph is launched.
+template <CapturesGraphs Impl, class Step>
+auto capture_step(Impl& impl, Step&& step) {
+  struct Check final : detail::CaptureCheck {
+    explicit Check(const Impl& i) : impl(i) {}
+    void after(OpId op) const override {
+      STRATA_CHECK(!impl.capture_broken(), "graph mode: ", op_name(op), " on ", Impl::kName,
+                   " cannot be captured (it synchronised with the host or left the backend's stream); the step "
+                   "runs in direct mode only");
+    }
+    const Impl& impl;
+  };
+  STRATA_CHECK(detail::t_capture == nullptr, "graph mode: a step capture started inside another");
+  const Check check(impl);
+  impl.begin_capture();
+  detail::t_capture = &check;
+  try {
+    step();
+  } catch (...) {
+    detail::t_capture = nullptr;
+    impl.abort_capture();
+    throw;
+  }
+  detail::t_capture = nullptr;
+  return impl.end_capture();
+}
+
+}  // namespace strata::ops::direct
