@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "strata/core/error.h"
@@ -57,7 +58,9 @@ Tensor tensor_in(std::shared_ptr<Storage> storage, int64_t byte_offset, const Sh
 struct Recording {
   struct Buffer {
     uintptr_t begin = 0, end = 0;
-    int64_t first = 0, last = 0;
+    int64_t planned_at = 0;  // the position of the next kernel call when it was planned
+    int64_t first = kUnused, last = -1;  // the kernel calls that touch it
+    static constexpr int64_t kUnused = INT64_MAX;
     bool to_end = false;  // Lifetime::to_step_end
   };
   std::vector<Buffer> buffers;                    // in the order the plans asked for them
@@ -103,8 +106,12 @@ Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt, L
     const auto begin = reinterpret_cast<uintptr_t>(storage->data());
     const int64_t at = t_recording->position;
     t_recording->by_begin[begin] = t_recording->buffers.size();
-    t_recording->buffers.push_back(
-        {begin, begin + static_cast<uintptr_t>(bytes), at, at, life == Lifetime::to_step_end});
+    detail::Recording::Buffer b;
+    b.begin = begin;
+    b.end = begin + static_cast<uintptr_t>(bytes);
+    b.planned_at = at;
+    b.to_end = life == Lifetime::to_step_end;
+    t_recording->buffers.push_back(b);
     t_recording->storage.push_back(storage);
     return detail::tensor_in(std::move(storage), 0, sizes, dt, d, fmt);
   }
@@ -153,7 +160,13 @@ void StepMemory::RecordingPass::lay_out(Device d) {
   lifetimes.reserve(rec_->buffers.size());
   int64_t sum = 0;
   for (const auto& b : rec_->buffers) {
-    lifetimes.push_back({static_cast<int64_t>(b.end - b.begin), b.first, b.to_end ? rec_->position : b.last});
+    // A buffer lives from the first kernel call that touches it, not from when it was
+    // planned (a plan makes its gradient buffers before the calls that write them); one
+    // that no call touches holds its place at the position it was planned.
+    const bool used = b.first != detail::Recording::Buffer::kUnused;
+    const int64_t first = used ? b.first : b.planned_at;
+    const int64_t last = b.to_end ? std::max(rec_->position, first) : (used ? b.last : first);
+    lifetimes.push_back({static_cast<int64_t>(b.end - b.begin), first, last});
     sum += static_cast<int64_t>(b.end - b.begin);
   }
   // Offsets as aligned as what reads them needs: a cache line and vector on the CPU
