@@ -13,12 +13,31 @@
 // the queue drained every 256 calls outside the timing (no back-pressure).
 // The Backend& comes from the registry at run time and is laundered through
 // benchmark::DoNotOptimize, so the compiler cannot devirtualise the call.
+//
+// `--paired [--paired-rounds N]` measures instead what each layer costs as the
+// difference of two paths of the same op and shape (virtual − static front end, static
+// front end − direct plan, tape − front end, and on a backend that captures graphs
+// direct plan − graph replay, the price of launching at all), in interleaved rounds:
+// each round times a batch of calls of one path and then of the other (the order
+// alternating), and the table gives the median of the rounds' differences with a 95 %
+// confidence interval (order statistics of the median), "within noise" where it spans 0.
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "strata/autograd/functions.h"
 #include "strata/backends/api/registry.h"
 #include "strata/core/exit_status.h"
 #include "strata/core/version.h"
+#include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/direct/plans.h"
 #include "strata/ops/dispatch.h"
 #include "strata/ops/functional.h"
@@ -253,9 +272,128 @@ void register_backend_benchmarks() {
   }
 }
 
+// --- paired: a layer's cost as the difference of two paths, interleaved -------------
+struct PairedResult {
+  std::string op, backend, layer;
+  double median_ns, lo_ns, hi_ns;
+  int rounds;
+};
+
+// ns per call of `call` over a batch of n calls; a device backend's queue is drained
+// before and after, outside the timing (the time is the enqueue cost, as in timed_loop).
+template <class Impl>
+double batch_ns(Impl& impl, const std::function<void()>& call, int n) {
+  impl.synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) call();
+  const auto t1 = std::chrono::steady_clock::now();
+  impl.synchronize();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / n;
+}
+
+// The median of a − b over `rounds` interleaved rounds and its 95 % confidence interval:
+// the ranks n/2 ∓ 1.96·√n/2 of the sorted differences (distribution-free).
+template <class Impl>
+PairedResult paired(Impl& impl, const std::string& op, const std::string& layer, const std::function<void()>& a,
+                    const std::function<void()>& b, int rounds, int calls) {
+  for (int i = 0; i < 3; ++i) batch_ns(impl, a, calls), batch_ns(impl, b, calls);  // warm caches and plans
+  std::vector<double> d;
+  for (int r = 0; r < rounds; ++r) {
+    const bool a_first = r % 2 == 0;
+    const double first = batch_ns(impl, a_first ? a : b, calls);
+    const double second = batch_ns(impl, a_first ? b : a, calls);
+    d.push_back(a_first ? first - second : second - first);
+  }
+  std::sort(d.begin(), d.end());
+  const double n = static_cast<double>(d.size()), half = 1.96 * std::sqrt(n) / 2;
+  const auto rank = [&](double x) { return static_cast<size_t>(std::clamp(x, 0.0, n - 1)); };
+  return {op, std::string(Impl::kName), layer, d[d.size() / 2], d[rank(std::floor(n / 2 - half))],
+          d[rank(std::ceil(n / 2 + half))], rounds};
+}
+
+template <class Impl>
+void paired_backend(std::vector<PairedResult>& out, int rounds) {
+  if (backends::registry().find(std::string(Impl::kName)) == nullptr) return;
+  Impl& impl = backends::registry().impl<Impl>();
+  const Device dev = device_of<Impl>();
+  const bool device = Impl::kDevice != DeviceType::cpu;
+  const int calls = device ? 256 : 2048;  // a device's queue stays short of back-pressure
+  using S = ops::StaticDispatch<Impl>;
+  const S st = dispatcher<Impl, S>();
+  const ops::VirtualDispatch vd = dispatcher<Impl, ops::VirtualDispatch>();
+
+  const Tensor x = filled({64}, 0.5f, dev);
+  Tensor xg = filled({64}, 0.5f, dev);
+  xg.set_requires_grad(true);
+  ops::direct::ReluPlan<Impl> relu;
+  relu.plan(impl, x);
+  const auto relu_v = [&] { benchmark::DoNotOptimize(ops::relu(vd, x)); };
+  const auto relu_s = [&] { benchmark::DoNotOptimize(ops::relu(st, x)); };
+  const auto relu_d = [&] { relu.forward(); };
+  out.push_back(paired(impl, "relu64", "virtual call (virtual − static)", relu_v, relu_s, rounds, calls));
+  out.push_back(paired(impl, "relu64", "front end (static − direct plan)", relu_s, relu_d, rounds, calls));
+  out.push_back(paired(impl, "relu64", "autograd tape (autograd − front end, static)",
+                       [&] { benchmark::DoNotOptimize(autograd::relu(st, xg)); }, relu_s, rounds, calls));
+
+  const Tensor a = filled({1}, 1.f, dev), b = filled({1}, 2.f, dev);
+  out.push_back(paired(impl, "add1", "virtual call (virtual − static)",
+                       [&] { benchmark::DoNotOptimize(ops::add(vd, a, b)); },
+                       [&] { benchmark::DoNotOptimize(ops::add(st, a, b)); }, rounds, calls));
+
+  TinyConv c(dev);
+  ops::direct::Conv2dPlan<Impl> conv;
+  conv.plan(impl, c.x, c.w, Tensor(), c.p);
+  const auto conv_v = [&] { benchmark::DoNotOptimize(ops::conv2d(vd, c.x, c.w, Tensor(), c.p)); };
+  const auto conv_s = [&] { benchmark::DoNotOptimize(ops::conv2d(st, c.x, c.w, Tensor(), c.p)); };
+  const auto conv_d = [&] { conv.forward(); };
+  out.push_back(paired(impl, "conv3x3", "virtual call (virtual − static)", conv_v, conv_s, rounds, calls));
+  out.push_back(paired(impl, "conv3x3", "front end (static − direct plan)", conv_s, conv_d, rounds, calls));
+
+  if constexpr (ops::direct::CapturesGraphs<Impl>) {
+    // One graph of `calls` planned calls, launched once per batch: per call, its share.
+    for (const auto& [op, fn] : {std::pair<std::string, std::function<void()>>{"relu64", relu_d}, {"conv3x3", conv_d}}) {
+      auto graph = ops::direct::capture_step(impl, [&] {
+        for (int i = 0; i < calls; ++i) fn();
+      });
+      int k = 0;
+      const auto replay = [&] {  // batch_ns calls it `calls` times: one launch per batch
+        if (k++ % calls == 0) graph->launch();
+      };
+      out.push_back(paired(impl, op, "launch (direct plan − graph replay)", fn, replay, rounds, calls));
+    }
+  }
+}
+
+int run_paired(int rounds) {
+  std::vector<PairedResult> out;
+#define STRATA_PAIRED(Impl) paired_backend<Impl>(out, rounds);
+  STRATA_FOR_EACH_BACKEND(STRATA_PAIRED)
+#undef STRATA_PAIRED
+  std::printf("%-8s %-10s %-46s %12s  %s\n", "op", "backend", "layer", "median ns", "95% interval of the median");
+  for (const auto& r : out) {
+    const bool noise = r.lo_ns <= 0 && r.hi_ns >= 0;
+    char verdict[96];
+    if (noise)
+      std::snprintf(verdict, sizeof verdict, "within noise (±%.0f ns)", std::max(-r.lo_ns, r.hi_ns));
+    else
+      std::snprintf(verdict, sizeof verdict, "[%.0f, %.0f]", r.lo_ns, r.hi_ns);
+    std::printf("%-8s %-10s %-46s %12.0f  %s\n", r.op.c_str(), r.backend.c_str(), r.layer.c_str(), r.median_ns,
+                verdict);
+  }
+  std::printf("(%d interleaved rounds per row; ns per call)\n", out.empty() ? 0 : out.front().rounds);
+  return kExitSuccess;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool paired_mode = false;
+  int rounds = 41;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--paired") == 0) paired_mode = true;
+    if (std::strcmp(argv[i], "--paired-rounds") == 0 && i + 1 < argc) rounds = std::max(5, std::atoi(argv[i + 1]));
+  }
+  if (paired_mode) return run_paired(rounds);
 #define STRATA_REGISTER(Impl) register_backend_benchmarks<Impl>();
   STRATA_FOR_EACH_BACKEND(STRATA_REGISTER)
 #undef STRATA_REGISTER
