@@ -14,7 +14,7 @@
 // The Backend& comes from the registry at run time and is laundered through
 // benchmark::DoNotOptimize, so the compiler cannot devirtualise the call.
 //
-// `--paired [--paired-rounds N]` measures instead what each layer costs as the
+// `--paired [--paired-rounds N] [--paired-json FILE]` measures instead what each layer costs as the
 // difference of two paths of the same op and shape (virtual − static front end, static
 // front end − direct plan, tape − front end, and on a backend that captures graphs
 // direct plan − graph replay, the price of launching at all), in interleaved rounds:
@@ -364,7 +364,28 @@ void paired_backend(std::vector<PairedResult>& out, int rounds) {
   }
 }
 
-int run_paired(int rounds) {
+// One JSON document, {"paired": [{op, backend, layer, median_ns, lo_ns, hi_ns, rounds}]},
+// for tools/study/make_page.py.
+void write_paired_json(const std::vector<PairedResult>& out, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "dispatch_overhead: cannot write %s\n", path.c_str());
+    std::exit(kExitFailure);
+  }
+  std::fprintf(f, "{\"paired\": [\n");
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto& r = out[i];
+    std::fprintf(f,
+                 "  {\"op\": \"%s\", \"backend\": \"%s\", \"layer\": \"%s\", \"median_ns\": %.1f, "
+                 "\"lo_ns\": %.1f, \"hi_ns\": %.1f, \"rounds\": %d}%s\n",
+                 r.op.c_str(), r.backend.c_str(), r.layer.c_str(), r.median_ns, r.lo_ns, r.hi_ns, r.rounds,
+                 i + 1 < out.size() ? "," : "");
+  }
+  std::fprintf(f, "]}\n");
+  std::fclose(f);
+}
+
+int run_paired(int rounds, const std::string& json_path) {
   std::vector<PairedResult> out;
 #define STRATA_PAIRED(Impl) paired_backend<Impl>(out, rounds);
   STRATA_FOR_EACH_BACKEND(STRATA_PAIRED)
@@ -381,6 +402,7 @@ int run_paired(int rounds) {
                 verdict);
   }
   std::printf("(%d interleaved rounds per row; ns per call)\n", out.empty() ? 0 : out.front().rounds);
+  if (!json_path.empty()) write_paired_json(out, json_path);
   return kExitSuccess;
 }
 
@@ -389,11 +411,13 @@ int run_paired(int rounds) {
 int main(int argc, char** argv) {
   bool paired_mode = false;
   int rounds = 41;
+  std::string json_path;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--paired") == 0) paired_mode = true;
     if (std::strcmp(argv[i], "--paired-rounds") == 0 && i + 1 < argc) rounds = std::max(5, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--paired-json") == 0 && i + 1 < argc) json_path = argv[i + 1];
   }
-  if (paired_mode) return run_paired(rounds);
+  if (paired_mode) return run_paired(rounds, json_path);
 #define STRATA_REGISTER(Impl) register_backend_benchmarks<Impl>();
   STRATA_FOR_EACH_BACKEND(STRATA_REGISTER)
 #undef STRATA_REGISTER

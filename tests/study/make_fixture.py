@@ -110,6 +110,18 @@ def dispatch():
     return {"context": {"host_name": "fake"}, "benchmarks": out}
 
 
+def dispatch_paired():
+    def rec(op, layer, median, lo, hi):
+        return {"op": op, "backend": "cuda", "layer": layer, "median_ns": median, "lo_ns": lo, "hi_ns": hi,
+                "rounds": 41}
+    return {"paired": [rec("relu64", "virtual call (virtual − static)", -12.0, -80.0, 60.0),
+                       rec("conv3x3", "virtual call (virtual − static)", 20.0, -90.0, 110.0),
+                       rec("relu64", "front end (static − direct plan)", 500.0, 410.0, 580.0),
+                       rec("conv3x3", "front end (static − direct plan)", 700.0, 600.0, 800.0),
+                       rec("relu64", "autograd tape (autograd − front end, static)", 350.0, 300.0, 420.0),
+                       rec("relu64", "launch (direct plan − graph replay)", 4600.0, 4480.0, 4860.0)]}
+
+
 def op_costs():
     def rec(kind, n, scale):
         by = [{"op": "conv2d_fwd", "count": 53 * scale, "host_us": 53 * scale * 30.0, "device_us": 53 * scale * 20.0,
@@ -140,6 +152,7 @@ def main(folder):
         "strata_parity": parity("strata", strata, 0.0),
         "torch_parity": parity("pytorch", ["pytorch_eager", "torchscript"], 0.001),
         "dispatch_overhead": dispatch(),
+        "dispatch_paired": dispatch_paired(),
         "strata_op_costs": op_costs(),
         "loc": {"loc": {"strata_virtual": 341, "strata_static": 341, "strata_direct": 363, "libtorch": 68,
                         "pytorch_eager": 196, "torchscript": 197, "torch_compile": 197, "pytorch_cudagraph": 222},

@@ -161,16 +161,39 @@ def sec_dispatch(card):
                   mean_delta("frontend_static", "direct_plan", ["relu64", "conv3x3"]),
               "autograd tape (autograd − front end, static)": mean_delta("autograd_static", "frontend_static",
                                                                           ["relu64"])}
+    cells = {name: num(d) for name, d in layers.items()}
+    # Paired, interleaved differences (dispatch_overhead --paired) say what they resolve:
+    # the median over the ops of each layer, and "within noise" where an interval spans 0.
+    paired = [r for r in card.docs.get("dispatch_paired", {}).get("paired", []) if r["backend"] == be]
+    how = "means over the ops above"
+    if paired:
+        how = "medians of paired, interleaved differences with their 95 % intervals"
+        layers, cells = {}, {}
+        names = {"virtual call": "virtual call (virtual − static)",
+                 "front end": "front end: checks, shape rule, output allocation (static − direct plan)",
+                 "autograd tape": "autograd tape (autograd − front end, static)",
+                 "launch": "launch (direct − graph replay)"}
+        for key, name in names.items():
+            rs = [r for r in paired if r["layer"].startswith(key)]
+            if not rs:
+                continue
+            if all(r["lo_ns"] <= 0 <= r["hi_ns"] for r in rs):
+                layers[name] = None
+                cells[name] = f"within noise (±{max(max(-r['lo_ns'], r['hi_ns']) for r in rs):.0f})"
+            else:
+                layers[name] = sorted(r["median_ns"] for r in rs)[len(rs) // 2]
+                cells[name] = "; ".join(f"{r['op']} {r['median_ns']:.0f} [{r['lo_ns']:.0f}, {r['hi_ns']:.0f}]"
+                                        for r in rs)
     costs = card.docs.get("strata_op_costs", {})
     n_ops = {r["kind"]: r["idle"]["ops"] for r in costs.get("records", []) if r.get("status") == "ok"}
-    out.append(f"What each layer costs per call on the `{be}` backend (means over the ops above) and per ResNet-50 "
+    out.append(f"What each layer costs per call on the `{be}` backend ({how}) and per ResNet-50 "
                f"step ({', '.join(f'{n} backend calls per {k} step' for k, n in sorted(n_ops.items())) or 'ops per step not measured'}"
                f"), as a share of strata's median device time per step (virtual mode):\n")
     header = ["layer", "ns per call"] + [f"% of {k} step at {b} × {r}" for k in ("eval", "train") for b, r in
                                          (SEED[0], SEED[5], SEED[4])]
     rows = []
     for name, d in layers.items():
-        row = [name, num(d)]
+        row = [name, cells[name]]
         for k in ("eval", "train"):
             for b, r in (SEED[0], SEED[5], SEED[4]):
                 s = card.ok("strata_virtual", k, b, r)
