@@ -18,9 +18,12 @@
 //   relu65536               relu on 65536 floats, which the onednn backend hands to
 //                           oneDNN: the plan cache's cost over the raw execute
 // ResNet-50 is torchvision's v1.5 (ImageNet stem, 1000 classes) on both sides, f32
-// NCHW. Cases take turns (round-robin, `rounds` times), so drift and other
-// processes' load spread over all of them; each reports the median of its samples, in
-// wall time and in the process's CPU time (steadier on a loaded machine).
+// NCHW. Cases take turns (`rounds` times, in a new random order each round), so drift
+// and other processes' load spread over all of them; before each turn the process waits
+// until no thread of it runs (OpenBLAS's workers spin on after a call, and a case timed
+// while the previous case's pool still spins shares the cores with it); each case
+// reports the median of at least 20 samples and their p10-p90 spread, in wall time and in
+// the process's CPU time (steadier on a loaded machine).
 //
 // Threads come from the environment, set before the process starts: OMP_NUM_THREADS
 // (oneDNN and LibTorch's OpenMP pools) and OPENBLAS_NUM_THREADS (OpenBLAS's own
@@ -42,6 +45,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,17 +115,48 @@ double process_cpu_s() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// Round-robin over the cases: each turn runs warm_calls_per_turn untimed calls, then
-// samples_per_round samples of calls_per_sample calls each.
-std::vector<Timed> run(const Workload& w, std::vector<Case> cases, int rounds) {
+// Waits until the process's threads are parked: 20 ms slices of sleep until one costs
+// the process under 1 ms of CPU time. Returns the seconds waited, or a negative number
+// when some thread still ran after 3 s (the turn is then timed anyway, and counted).
+double park_threads() {
   using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  for (;;) {
+    const double c0 = process_cpu_s();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (process_cpu_s() - c0 < 1e-3) return waited;
+    if (waited > 3.0) return -waited;
+  }
+}
+
+struct Turns {
+  double max_park_s = 0;  // the longest wait for parked threads before a turn
+  int unparked = 0;       // turns that started with a thread still running
+};
+
+// The cases take turns, in a new (seeded) random order each round; each turn waits for
+// parked threads, runs warm_calls_per_turn untimed calls, then samples_per_round
+// samples of calls_per_sample calls each. At least 20 samples per case.
+std::vector<Timed> run(const Workload& w, std::vector<Case> cases, int rounds, Turns& turns) {
+  using Clock = std::chrono::steady_clock;
+  constexpr int kMinSamples = 20;
+  rounds = std::max(rounds, (kMinSamples + w.samples_per_round - 1) / w.samples_per_round);
   std::vector<Timed> t;
   for (auto& c : cases) {
     for (int i = 0; i < w.warmup; ++i) c.step();
     t.push_back({std::move(c), {}, {}});
   }
-  for (int r = 0; r < rounds; ++r)
-    for (auto& tc : t) {
+  std::mt19937 rng(12345);
+  std::vector<size_t> order(t.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (int r = 0; r < rounds; ++r) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t k : order) {
+      Timed& tc = t[k];
+      const double parked = park_threads();
+      turns.max_park_s = std::max(turns.max_park_s, std::abs(parked));
+      if (parked < 0) ++turns.unparked;
       for (int i = 0; i < w.warm_calls_per_turn; ++i) tc.c.step();
       for (int s = 0; s < w.samples_per_round; ++s) {
         const double c0 = process_cpu_s();
@@ -132,6 +167,7 @@ std::vector<Timed> run(const Workload& w, std::vector<Case> cases, int rounds) {
         tc.cpu_s.push_back((process_cpu_s() - c0) / w.calls_per_sample);
       }
     }
+  }
   return t;
 }
 
@@ -266,8 +302,14 @@ int main(int argc, char** argv) {
         for (auto& c : libtorch_cases(w)) cases.push_back(std::move(c));
       for (auto& c : strata_cases(w, backends, modes)) cases.push_back(std::move(c));
       for (auto& c : raw_cases(w)) cases.push_back(std::move(c));
-      json r = report(w, run(w, std::move(cases), rounds > 0 ? rounds : w.rounds), trace);
+      Turns turns;
+      json r = report(w, run(w, std::move(cases), rounds > 0 ? rounds : w.rounds, turns), trace);
       r["loadavg_end"] = loadavg();
+      r["max_park_s"] = turns.max_park_s;
+      r["unparked_turns"] = turns.unparked;
+      if (turns.unparked > 0)
+        std::printf("  warning: %d turns started with a thread of this process still running after 3 s\n",
+                    turns.unparked);
       out["workloads"].push_back(r);
       if (!json_path.empty()) std::ofstream(json_path) << out.dump(1) << "\n";
     }
