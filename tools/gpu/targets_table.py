@@ -6,7 +6,8 @@
 Reads OUT_DIR/strata_<variant>.json (bench/resnet50_gpu), OUT_DIR/pytorch.json
 (bench/peers/pytorch_resnet50.py) and OUT_DIR/torch_<policy>.json
 (bench/peers/study_torch.py sweep). Times are median device ms per step (CUDA events
-around the step); strata's entry is its best dispatch mode (never a CUDA graph).
+around the step); strata's entry is its best eager dispatch mode, and its graph mode
+(inference) has columns of its own beside PyTorch's CUDA-graph replay.
 Two policies: "strata" (TF32 off, deterministic cuDNN on both sides) and "PyTorch
 defaults" (TF32 convolutions, any algorithm: strata --tf32 --nondeterministic, best
 of its variants; PyTorch eager_default). bf16 rows run under the first policy only.
@@ -46,7 +47,8 @@ def main():
     ap.add_argument("--markdown", default="")
     a = ap.parse_args()
 
-    strata = {}  # (variant, config) -> best result
+    strata = {}  # (variant, config) -> best result of an eager mode
+    graph = {}  # (variant, config) -> graph mode's result
     for p in sorted(glob.glob(os.path.join(a.out, "strata_*.json"))):
         doc = load(p)
         if not doc:
@@ -56,6 +58,9 @@ def main():
             if r.get("status") != "ok":
                 continue
             key = (variant, r["config"])
+            if r.get("mode") == "graph":
+                graph[key] = r
+                continue
             if key not in strata or r["device_ms"]["median"] < strata[key]["device_ms"]["median"]:
                 strata[key] = r
     torch = {}  # (mode, config) -> result
@@ -95,12 +100,16 @@ def main():
             else:
                 met = tm / sm >= 1.0 and mem is not None and mem <= 1.0
             variant = s.get("variant") or ""
+            gs = [graph[(v, config)] for v in variants if (v, config) in graph]
+            g = min(gs, key=lambda r: r["device_ms"]["median"])["device_ms"]["median"] if gs else None
             rows.append([label, config, f"{tm:.2f}", f"{ts:.2f}" if ts else "-", f"{cg:.2f}" if cg else "-",
                          f"{sm:.2f} {s['mode']}{' ' + variant if variant not in ('', 'default') else ''}",
                          f"{ratio:.2f}x", f"{tm / sm:.2f}x", f"{mem:.2f}x" if mem else "-", target,
-                         "met" if met else "not met"])
+                         "met" if met else "not met", f"{g:.2f}" if g else "-",
+                         f"{g / cg:.2f}x" if g and cg else "-"])
     head = ["policy", "config", "PyTorch eager ms", "TorchScript ms", "CUDA-graph replay ms", "strata best ms",
-            "time x eager", "img/s x eager", "peak x eager", "target", ""]
+            "time x eager", "img/s x eager", "peak x eager", "target", "", "strata graph ms",
+            "graph x replay"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     text = "\n".join(lines)
