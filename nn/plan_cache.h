@@ -48,11 +48,10 @@ class PlanCache {
   template <class Make>
   Entry& get(const Tensor& x, int64_t variant, Make&& make) {
     const PlanKey key = PlanKey::of(x, variant);
-    for (size_t i = 0; i < slots_.size(); ++i)
-      if (slots_[i]->key == key) {
-        if (i != 0) std::rotate(slots_.begin(), slots_.begin() + i, slots_.begin() + i + 1);
-        return slots_.front()->entry;
-      }
+    if (auto it = slot_of(key); it != slots_.end()) {
+      std::rotate(slots_.begin(), it, it + 1);
+      return slots_.front()->entry;
+    }
     auto slot = std::make_unique<Slot>();
     slot->key = key;
     slot->input = x;
@@ -64,10 +63,8 @@ class PlanCache {
   }
   // The entry for x (and variant), or nullptr; the order is left as it is.
   Entry* find(const Tensor& x, int64_t variant) {
-    const PlanKey key = PlanKey::of(x, variant);
-    for (auto& slot : slots_)
-      if (slot->key == key) return &slot->entry;
-    return nullptr;
+    const auto it = slot_of(PlanKey::of(x, variant));
+    return it == slots_.end() ? nullptr : &(*it)->entry;
   }
   size_t size() const { return slots_.size(); }
   int64_t plans_made() const { return plans_made_; }
@@ -79,7 +76,11 @@ class PlanCache {
     Tensor input;
     Entry entry;
   };
-  std::vector<std::unique_ptr<Slot>> slots_;
+  using Slots = std::vector<std::unique_ptr<Slot>>;
+  typename Slots::iterator slot_of(const PlanKey& key) {
+    return std::find_if(slots_.begin(), slots_.end(), [&](const auto& s) { return s->key == key; });
+  }
+  Slots slots_;
   int64_t plans_made_ = 0;
 };
 

@@ -202,7 +202,6 @@ void StepMemory::AssignmentPass::finish() {
   STRATA_CHECK(as_->next == m_.offsets_.size(), "direct mode memory plan: the step asked for ", as_->next,
                " buffers where its recording planned ", m_.offsets_.size(),
                "; a step must make the same plans each time it runs (internal error)");
-  ++m_.steps_planned_;
 }
 
 bool StepMemory::holds(const Tensor& t) const {

@@ -110,7 +110,6 @@ class StepMemory {
   const StepMemoryStats& last() const { return last_; }
   // Whether t lives in one of this owner's arenas (and so is overwritten by its next step).
   bool holds(const Tensor& t) const;
-  int64_t steps_planned() const { return steps_planned_; }
 
  private:
   class RecordingPass {
@@ -142,7 +141,6 @@ class StepMemory {
   std::vector<int64_t> offsets_, bytes_;  // the latest recording's layout, for its assignment pass
   int64_t arena_bytes_ = 0;
   StepMemoryStats last_;
-  int64_t steps_planned_ = 0;
 };
 
 }  // namespace strata::ops::direct
