@@ -23,12 +23,15 @@
 // confidence interval (order statistics of the median), "within noise" where it spans 0.
 #include <benchmark/benchmark.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -364,25 +367,19 @@ void paired_backend(std::vector<PairedResult>& out, int rounds) {
   }
 }
 
-// One JSON document, {"paired": [{op, backend, layer, median_ns, lo_ns, hi_ns, rounds}]},
-// for tools/study/make_page.py.
+// {"paired": [{op, backend, layer, median_ns, lo_ns, hi_ns, rounds}]}, for
+// tools/study/make_page.py.
 void write_paired_json(const std::vector<PairedResult>& out, const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : out)
+    rows.push_back({{"op", r.op}, {"backend", r.backend}, {"layer", r.layer}, {"median_ns", r.median_ns},
+                    {"lo_ns", r.lo_ns}, {"hi_ns", r.hi_ns}, {"rounds", r.rounds}});
+  std::ofstream f(path);
+  f << nlohmann::json{{"paired", rows}}.dump(1) << "\n";
+  if (!f) {
     std::fprintf(stderr, "dispatch_overhead: cannot write %s\n", path.c_str());
     std::exit(kExitFailure);
   }
-  std::fprintf(f, "{\"paired\": [\n");
-  for (size_t i = 0; i < out.size(); ++i) {
-    const auto& r = out[i];
-    std::fprintf(f,
-                 "  {\"op\": \"%s\", \"backend\": \"%s\", \"layer\": \"%s\", \"median_ns\": %.1f, "
-                 "\"lo_ns\": %.1f, \"hi_ns\": %.1f, \"rounds\": %d}%s\n",
-                 r.op.c_str(), r.backend.c_str(), r.layer.c_str(), r.median_ns, r.lo_ns, r.hi_ns, r.rounds,
-                 i + 1 < out.size() ? "," : "");
-  }
-  std::fprintf(f, "]}\n");
-  std::fclose(f);
 }
 
 int run_paired(int rounds, const std::string& json_path) {
