@@ -82,14 +82,13 @@ void CachingAllocator::deallocate(void* p, size_t) {
   std::lock_guard<std::mutex> lock(m_);
   auto it = live_.find(p);
   if (it == live_.end()) return;  // not ours: nothing sensible to do in a destructor path
-  Block b = it->second;
+  const Block b = it->second;
   live_.erase(it);
   current_ -= b.requested;
   // Freed during a capture, or allocated in a graph's pool: the graph may replay it.
   const size_t pool = capturing_pool_ != 0 ? capturing_pool_ : b.pool;
-  if (pool != 0 && pools_.count(pool) != 0) {
-    b.pool = pool;
-    pools_[pool].emplace_back(p, b);
+  if (auto held = pools_.find(pool); held != pools_.end()) {
+    held->second.emplace_back(p, b);
     return;
   }
   to_free_list_locked(p, b);
