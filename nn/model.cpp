@@ -230,10 +230,8 @@ class ModelImpl final : public Model {
   }
 
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
-    STRATA_CHECK(mode_ != ops::DispatchMode::graph,
-                 "Model::train_step: graph mode captures inference (predict) so far; a captured training step "
-                 "needs its learning rate, loss scale and counters in device memory, which strata does not have "
-                 "yet: train in direct mode");
+    if constexpr (captures_graphs_v<P>)
+      if (mode_ == ops::DispatchMode::graph) return captured_train_step(x, targets, opt);
     opt.zero_grad();
     StepResult r;
     if constexpr (Mode::kLossScaling) {
@@ -291,14 +289,9 @@ class ModelImpl final : public Model {
     const Tensor in = to_input(x);
     const std::string key = step_key("predict", in, Tensor());
     s_.forward_only = true;
-    for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
-      if (it->key != key) continue;
-      if (it->input.data_ptr() == in.data_ptr()) {
-        it->launch();
-        return it->output;
-      }
-      graphs_.erase(it);  // its input buffer was evicted: capture again over the new one
-      break;
+    if (CapturedStep* c = find_graph(key, in, Tensor(), nullptr)) {
+      c->launch();
+      return c->outputs[0];
     }
     Tensor y;
     auto body = [&] { y = to_params_dtype(s_.net->forward(in), s_.predicted); };
@@ -307,11 +300,97 @@ class ModelImpl final : public Model {
       return y;
     }
     std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, body);
+    CapturedStep& c = add_graph({key, [graph] { graph->launch(); }, in, Tensor(), {y}});
+    c.launch();
+    return y;
+  }
+
+  // Graph mode's train_step: forward, loss, backward and the optimizer's step in one
+  // graph, captured at the second call for a shape (the first plans it, as direct mode)
+  // and launched from then on. Before each launch, outside the graph: the gradients are
+  // released (zero_grad), the input and targets copied into their planned buffers, and
+  // the optimizer's learning rate and step counts written to the device memory its
+  // captured kernels read. After it, .grad() again holds each gradient's arena buffer.
+  StepResult captured_train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) {
+    STRATA_CHECK(!gradient_hook_, "Model::train_step: graph mode does not capture a gradient hook (data-parallel "
+                                  "averaging) yet; train data-parallel in direct mode");
+    opt.zero_grad();
+    const Tensor in = to_input(x), tg = to_targets(targets);
+    const std::string key = step_key("train_step", in, tg);
+    s_.forward_only = false;
+    if (CapturedStep* c = find_graph(key, in, tg, &opt)) {
+      opt.advance_captured(c->stepped);
+      c->launch();
+      for (auto& [param, grad] : c->grads) param.set_grad(grad);
+      s_.loss_value = c->outputs[0];
+      s_.logits = c->outputs[1];
+      return {s_.loss_value, s_.logits};
+    }
+    StepResult r;
+    auto body = [&] {
+      r = unplanned_forward_loss(in, tg);
+      backward();
+    };
+    if (!s_.memory.known(key)) {
+      Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{r.loss, r.logits}; });
+      opt.step();
+      return r;
+    }
+    opt.begin_capture();
+    std::function<void()> launch;
+    try {
+      std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, [&] {
+        body();
+        opt.step();
+      });
+      launch = [graph] { graph->launch(); };
+    } catch (...) {
+      opt.end_capture();
+      throw;
+    }
+    CapturedStep c{key, std::move(launch), in, tg, {r.loss, r.logits}};
+    c.opt = &opt;
+    c.opt_epoch = opt.state_epoch();
+    c.stepped = opt.end_capture();
+    for (const Tensor& param : s_.net->parameters())
+      if (param.grad().defined()) c.grads.emplace_back(param, param.grad());
+    opt.write_device_hyperparameters();
+    add_graph(std::move(c)).launch();
+    return r;
+  }
+
+  // Graph mode: a captured step and what it was captured with.
+  struct CapturedStep {
+    std::string key;
+    std::function<void()> launch;  // owns the backend's graph
+    Tensor input, targets;         // the buffers it reads, kept alive
+    std::vector<Tensor> outputs;   // predict: {logits}; train_step: {loss, logits}
+    const Optimizer* opt = nullptr;  // train_step: the optimizer whose state the graph updates,
+    uint64_t opt_epoch = 0;          // and its state_epoch() then
+    std::vector<size_t> stepped{};   // train_step: the optimizer's slots the graph steps
+    std::vector<std::pair<Tensor, Tensor>> grads{};  // train_step: each parameter and its gradient's buffer
+  };
+  // The graph for `key` whose buffers (and optimizer state) are still the ones given;
+  // one whose buffers moved (an evicted buffer, a replaced optimizer state) is dropped.
+  CapturedStep* find_graph(const std::string& key, const Tensor& in, const Tensor& tg, const Optimizer* opt) {
+    for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
+      if (it->key != key) continue;
+      auto same = [](const Tensor& a, const Tensor& b) {
+        return a.defined() == b.defined() && (!a.defined() || a.data_ptr() == b.data_ptr());
+      };
+      if (same(it->input, in) && same(it->targets, tg) && it->opt == opt &&
+          (opt == nullptr || it->opt_epoch == opt->state_epoch()))
+        return &*it;
+      graphs_.erase(it);
+      return nullptr;
+    }
+    return nullptr;
+  }
+  CapturedStep& add_graph(CapturedStep c) {
     constexpr size_t kGraphs = 8;  // bounded like the plan caches; an evicted graph gives its pool back
     if (graphs_.size() == kGraphs) graphs_.erase(graphs_.begin());
-    graphs_.push_back({key, [graph] { graph->launch(); }, in, y});
-    graphs_.back().launch();
-    return y;
+    graphs_.push_back(std::move(c));
+    return graphs_.back();
   }
 
   StepResult unplanned_forward_loss(const Tensor& x, const Tensor& targets) {
@@ -349,11 +428,6 @@ class ModelImpl final : public Model {
 
   ModelState<P> s_;
   ops::DispatchMode mode_;
-  struct CapturedStep {
-    std::string key;
-    std::function<void()> launch;  // owns the backend's graph
-    Tensor input, output;          // the buffers it was captured with, kept alive
-  };
   std::vector<CapturedStep> graphs_;  // graph mode; after s_, so destroyed before the plans' memory
   static constexpr int64_t kGrowthInterval = 2000;
   double scale_ = 0;

@@ -20,14 +20,18 @@
 // on followed by backward, reuse those plans when the shapes match and otherwise
 // allocate each buffer on its own.
 //
-// Graph mode (the cuda backend) is direct mode whose predict in eval mode is captured:
-// the first call for an input shape plans and runs as direct mode, the second captures
-// the step into a CUDA graph (ops/direct/graph_capture.h) and every later call copies
-// the input into the planned input buffer and launches the graph (a bounded cache of
-// graphs, one per shape; returned tensors are overwritten by the next launch). Its
-// forward, forward_loss and backward run as in direct mode, and predict in train mode
-// too. Not yet captured: training — train_step refuses graph mode until its learning
-// rate, loss scale and counters live in device memory.
+// Graph mode (the cuda backend) is direct mode whose train_step, and predict in eval
+// mode, are captured: the first call for an input shape plans and runs as direct mode,
+// the second captures the step into a CUDA graph (ops/direct/graph_capture.h) and every
+// later call copies the input (and targets) into the planned buffers and launches the
+// graph (a bounded cache of graphs, one per shape; returned tensors are overwritten by
+// the next launch). A captured train_step is forward, loss, backward and the optimizer's
+// step; the learning rate and step counts are read from device memory written before
+// each launch (a schedule never captures again), BatchNorm's batch counter counts each
+// launch. Its forward, forward_loss and backward run as in direct mode, and predict in
+// train mode too. Not captured yet: dropout in training (its random offset is a kernel
+// argument) and a gradient hook (data-parallel averaging); both are refused by name.
+// Loss scaling (f16) is refused as in direct mode.
 #include <functional>
 #include <memory>
 #include <optional>

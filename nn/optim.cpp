@@ -1,7 +1,9 @@
 #include "strata/nn/optim.h"
 
+#include <atomic>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/kernel_call.h"
@@ -51,21 +53,35 @@ std::string describe(const OptimizerConfig& c) {
 
 namespace {
 
+// A value no optimizer's state has had before: a captured step is tied to one.
+uint64_t new_state_epoch() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
 template <class D>
 class TapeKernels final : public StepKernels {
  public:
   explicit TapeKernels(const D& d) : d_(d) {}
-  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o) override {
+  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o,
+           const Tensor& hyper) override {
+    check_no_hyper(hyper);
     ops::sgd_step_(d_, p, g, buf, o);
   }
   void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
-            int64_t step) override {
+            int64_t step, const Tensor& hyper) override {
+    check_no_hyper(hyper);
     ops::adam_step_(d_, p, g, m, v, o, step);
   }
   void fill(const Tensor& t, double value) override { ops::fill_(d_, t, value); }
+  void copy(const Tensor& src, const Tensor& dst) override { copy_into(src, dst); }
   std::string_view backend_name() const override { return d_.backend_name(); }
 
  private:
+  static void check_no_hyper(const Tensor& hyper) {
+    STRATA_CHECK(!hyper.defined(), "optimizer: hyperparameters in device memory are graph mode's, and the tape "
+                                   "modes do not capture");
+  }
   D d_;
 };
 
@@ -74,22 +90,28 @@ template <class Impl>
 class DirectKernels final : public StepKernels {
  public:
   explicit DirectKernels(Impl& impl) : impl_(&impl) {}
-  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o) override {
-    const ops::SgdStepArgs a{p, g, buf, o};
+  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o,
+           const Tensor& hyper) override {
+    const ops::SgdStepArgs a{p, g, buf, o, view_or_none(hyper)};
     ops::direct::run_kernel<ops::OpId::sgd_step>(*impl_, a);
   }
   void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
-            int64_t step) override {
-    const ops::AdamStepArgs a{p, g, m, v, o, step};
+            int64_t step, const Tensor& hyper) override {
+    const ops::AdamStepArgs a{p, g, m, v, o, step, view_or_none(hyper)};
     ops::direct::run_kernel<ops::OpId::adam_step>(*impl_, a);
   }
   void fill(const Tensor& t, double value) override {
     const ops::FillArgs a{t, value};
     ops::direct::run_kernel<ops::OpId::fill>(*impl_, a);
   }
+  void copy(const Tensor& src, const Tensor& dst) override {
+    const ops::CopyArgs a{src, dst};
+    ops::direct::run_kernel<ops::OpId::copy>(*impl_, a);
+  }
   std::string_view backend_name() const override { return Impl::kName; }
 
  private:
+  static ops::TensorView view_or_none(const Tensor& t) { return t.defined() ? ops::TensorView(t) : ops::TensorView(); }
   Impl* impl_;
 };
 
@@ -107,7 +129,7 @@ std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::stri
 }
 
 Optimizer::Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, std::shared_ptr<StepKernels> kernels)
-    : c_(c), groups_(std::move(groups)), kernels_(std::move(kernels)), lr_(c.lr) {
+    : c_(c), groups_(std::move(groups)), kernels_(std::move(kernels)), lr_(c.lr), state_epoch_(new_state_epoch()) {
   STRATA_CHECK(kernels_ != nullptr, "optimizer: no step kernels");
   STRATA_CHECK(c.lr >= 0.0, "optimizer: lr must be >= 0, got ", c.lr);
   STRATA_CHECK(c.kind != OptimizerKind::sgd || c.momentum >= 0.0, "optimizer: momentum must be >= 0, got ",
@@ -124,6 +146,9 @@ Optimizer::Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, s
 }
 
 void Optimizer::allocate(Slot& s) {
+  STRATA_CHECK(!capturing_, "optimizer: parameter '", s.name, "' takes its first step inside a captured step; "
+               "its state must exist before the capture (graph mode runs a step in direct mode first)");
+  state_epoch_ = new_state_epoch();
   const Tensor& p = s.param;
   auto zeros = [&] {
     Tensor t = Tensor::empty(p.sizes(), p.dtype(), p.device());
@@ -139,32 +164,74 @@ void Optimizer::allocate(Slot& s) {
 }
 
 void Optimizer::step() {
-  for (Slot& s : slots_) {
-    const Tensor g = s.param.grad();
-    if (!g.defined()) continue;
-    STRATA_CHECK(g.sizes() == s.param.sizes() && g.dtype() == s.param.dtype(), "optimizer: gradient ", g.str(),
-                 " of '", s.name, "' does not match the parameter ", s.param.str());
-    if (s.state.step == 0 && !s.state.a.defined()) allocate(s);
-    ++s.state.step;
-    if (c_.kind == OptimizerKind::sgd) {
-      ops::SgdOptions o;
-      o.lr = lr_;
-      o.momentum = c_.momentum;
-      o.weight_decay = s.weight_decay;
-      o.nesterov = c_.nesterov;
-      kernels_->sgd(s.param, g, s.state.a, o);
-    } else {
-      ops::AdamOptions o;
-      o.lr = lr_;
-      o.beta1 = c_.beta1;
-      o.beta2 = c_.beta2;
-      o.eps = c_.eps;
-      o.weight_decay = s.weight_decay;
-      o.decoupled_weight_decay = c_.kind == OptimizerKind::adamw;
-      kernels_->adam(s.param, g, s.state.a, s.state.b, o, s.state.step);
-    }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Tensor g = slots_[i].param.grad();
+    if (g.defined()) step_slot(i, g);
   }
   ++steps_;
+}
+
+void Optimizer::step_slot(size_t i, const Tensor& g) {
+  Slot& s = slots_[i];
+  STRATA_CHECK(g.sizes() == s.param.sizes() && g.dtype() == s.param.dtype(), "optimizer: gradient ", g.str(), " of '",
+               s.name, "' does not match the parameter ", s.param.str());
+  if (s.state.step == 0 && !s.state.a.defined()) allocate(s);
+  ++s.state.step;
+  Tensor hyper;
+  if (capturing_) {
+    hyper = hyper_.narrow(0, static_cast<int64_t>(i), 1).view(Shape{2});
+    stepped_.push_back(i);
+  }
+  if (c_.kind == OptimizerKind::sgd) {
+    ops::SgdOptions o;
+    o.lr = lr_;
+    o.momentum = c_.momentum;
+    o.weight_decay = s.weight_decay;
+    o.nesterov = c_.nesterov;
+    kernels_->sgd(s.param, g, s.state.a, o, hyper);
+  } else {
+    ops::AdamOptions o;
+    o.lr = lr_;
+    o.beta1 = c_.beta1;
+    o.beta2 = c_.beta2;
+    o.eps = c_.eps;
+    o.weight_decay = s.weight_decay;
+    o.decoupled_weight_decay = c_.kind == OptimizerKind::adamw;
+    kernels_->adam(s.param, g, s.state.a, s.state.b, o, s.state.step, hyper);
+  }
+}
+
+void Optimizer::begin_capture() {
+  STRATA_CHECK(!capturing_, "optimizer: begin_capture while a capture is open");
+  STRATA_CHECK(!slots_.empty(), "optimizer: nothing to capture (no parameters)");
+  if (!hyper_.defined()) {
+    const auto n = static_cast<int64_t>(slots_.size());
+    hyper_host_ = Tensor::empty(Shape{n, 2}, DType::f64, Device::cpu());
+    hyper_ = Tensor::empty(Shape{n, 2}, DType::f64, slots_.front().param.device());
+  }
+  capturing_ = true;
+  stepped_.clear();
+}
+
+std::vector<size_t> Optimizer::end_capture() {
+  capturing_ = false;
+  return std::exchange(stepped_, {});
+}
+
+void Optimizer::advance_captured(const std::vector<size_t>& stepped) {
+  for (size_t i : stepped) ++slots_.at(i).state.step;
+  ++steps_;
+  write_device_hyperparameters();
+}
+
+void Optimizer::write_device_hyperparameters() {
+  STRATA_CHECK(hyper_.defined(), "optimizer: no device hyperparameters (no step was captured)");
+  auto* h = hyper_host_.data<double>();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    h[2 * i] = lr_;
+    h[2 * i + 1] = static_cast<double>(slots_[i].state.step);
+  }
+  kernels_->copy(hyper_host_, hyper_);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -239,12 +306,14 @@ void Optimizer::load_state_dict(const StateDict& sd) {
   for (Found& f : found) {
     State st;
     if (f.a) {
-      allocate(*f.slot);
+      // Into the state tensors already there when there are (a captured step refers to them).
+      if (!f.slot->state.a.defined() || (f.b && !f.slot->state.b.defined())) allocate(*f.slot);
       st = f.slot->state;
       copy_into(*f.a, st.a);
       if (f.b) copy_into(*f.b, st.b);
       st.step = f.step ? f.step->to_vector<int64_t>().at(0) : 1;
     }
+    if (!st.a.defined() && f.slot->state.a.defined()) state_epoch_ = new_state_epoch();  // state dropped
     f.slot->state = st;
   }
 }

@@ -53,10 +53,13 @@ std::string describe(const OptimizerConfig& c);
 class StepKernels {
  public:
   virtual ~StepKernels() = default;
-  virtual void sgd(const Tensor& param, const Tensor& grad, const Tensor& buf, const ops::SgdOptions& o) = 0;
+  // `hyper` (direct mode only; may be undefined): f64 {lr, step} read when the kernel runs.
+  virtual void sgd(const Tensor& param, const Tensor& grad, const Tensor& buf, const ops::SgdOptions& o,
+                   const Tensor& hyper) = 0;
   virtual void adam(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
-                    const ops::AdamOptions& o, int64_t step) = 0;
+                    const ops::AdamOptions& o, int64_t step, const Tensor& hyper) = 0;
   virtual void fill(const Tensor& t, double value) = 0;
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
   virtual std::string_view backend_name() const = 0;
 };
 std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::string_view backend);
@@ -70,6 +73,20 @@ class Optimizer {
   // set_to_none (default): gradients become undefined (no memory traffic); otherwise
   // they are filled with zeros.
   void zero_grad(bool set_to_none = true);
+
+  // Graph mode (nn/model.cpp captures a whole training step, this step included). While
+  // a capture runs, step() has its kernels read the learning rate and step counts from
+  // device memory and returns nothing else different; each launch of the captured step
+  // is preceded by advance_captured(): the counts of the parameters that stepped in the
+  // capture go up by one and the learning rate and counts are written to that memory,
+  // so a schedule (set_lr) takes effect without capturing again. The captured kernels
+  // refer to the state tensors: state_epoch() changes whenever they are replaced.
+  void begin_capture();
+  // The parameters (slot indices) that stepped since begin_capture.
+  std::vector<size_t> end_capture();
+  void advance_captured(const std::vector<size_t>& stepped);
+  void write_device_hyperparameters();
+  uint64_t state_epoch() const { return state_epoch_; }
 
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
@@ -98,6 +115,7 @@ class Optimizer {
     State state;
   };
   void allocate(Slot& s);
+  void step_slot(size_t i, const Tensor& grad);
 
   OptimizerConfig c_;
   std::vector<ParamGroup> groups_;
@@ -105,6 +123,11 @@ class Optimizer {
   std::shared_ptr<StepKernels> kernels_;
   double lr_;
   int64_t steps_ = 0;
+  // Graph mode: {lr, step} per slot on the host and on the parameters' device.
+  Tensor hyper_host_, hyper_;
+  bool capturing_ = false;
+  std::vector<size_t> stepped_;
+  uint64_t state_epoch_ = 0;
 };
 
 }  // namespace strata::nn

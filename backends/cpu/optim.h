@@ -11,7 +11,8 @@ namespace strata::backends::loops {
 // g = grad + wd p; buf = momentum buf + g; g = nesterov ? g + momentum buf : buf;
 // p -= lr g. A zero-initialised buffer makes the first step buf = g, as in PyTorch.
 template <class T>
-void sgd_step(const ops::SgdStepArgs& a) {
+void sgd_step(const ops::SgdStepArgs& args) {
+  const ops::SgdStepArgs a = ops::with_hyper_read(args);
   T* p = a.param.ptr<T>();
   const T* g = a.grad.ptr<const T>();
   const T lr = static_cast<T>(a.o.lr), wd = static_cast<T>(a.o.weight_decay), mom = static_cast<T>(a.o.momentum);
@@ -35,7 +36,9 @@ void sgd_step(const ops::SgdStepArgs& a) {
 // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 template <class T>
-void adam_step(const ops::AdamStepArgs& a) {
+void adam_step(const ops::AdamStepArgs& args) {
+  const ops::AdamStepArgs a = ops::with_hyper_read(args);
+  STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based (bias correction divides by 1 - beta^step), got ", a.step);
   T* p = a.param.ptr<T>();
   const T* g = a.grad.ptr<const T>();
   T* m = a.exp_avg.ptr<T>();

@@ -16,7 +16,9 @@ struct SgdFn {
   const float* g;
   float* buf;
   ops::SgdOptions opt;
+  const double* hyper;  // {lr, step} read at run time (graph mode), or null
   __device__ void operator()(int64_t, const int64_t* o) const {
+    const double lr = hyper ? hyper[0] : opt.lr;
     double d = g[o[1]];
     const double pv = p[o[0]];
     if (opt.weight_decay != 0.0) d += opt.weight_decay * pv;
@@ -25,7 +27,7 @@ struct SgdFn {
       buf[o[2]] = static_cast<float>(b);
       d = opt.nesterov ? d + opt.momentum * b : b;
     }
-    p[o[0]] = static_cast<float>(pv - opt.lr * d);
+    p[o[0]] = static_cast<float>(pv - lr * d);
   }
 };
 
@@ -36,12 +38,19 @@ struct AdamFn {
   float* v;
   ops::AdamOptions opt;
   double step_size, bc2_sqrt;
+  const double* hyper;  // {lr, step} read at run time (graph mode), or null: step_size and bc2_sqrt hold
   __device__ void operator()(int64_t, const int64_t* o) const {
+    double lr = opt.lr, ss = step_size, bc2s = bc2_sqrt;
+    if (hyper) {
+      lr = hyper[0];
+      ss = lr / (1.0 - pow(opt.beta1, hyper[1]));
+      bc2s = sqrt(1.0 - pow(opt.beta2, hyper[1]));
+    }
     double pv = p[o[0]];
     double gv = g[o[1]];
     if (opt.weight_decay != 0.0) {
       if (opt.decoupled_weight_decay) {
-        pv *= 1.0 - opt.lr * opt.weight_decay;
+        pv *= 1.0 - lr * opt.weight_decay;
       } else {
         gv += opt.weight_decay * pv;
       }
@@ -50,10 +59,19 @@ struct AdamFn {
     const double vv = opt.beta2 * static_cast<double>(v[o[3]]) + (1.0 - opt.beta2) * gv * gv;
     m[o[2]] = static_cast<float>(mv);
     v[o[3]] = static_cast<float>(vv);
-    const double denom = sqrt(vv) / bc2_sqrt + opt.eps;
-    p[o[0]] = static_cast<float>(pv - step_size * mv / denom);
+    const double denom = sqrt(vv) / bc2s + opt.eps;
+    p[o[0]] = static_cast<float>(pv - ss * mv / denom);
   }
 };
+
+// The device {lr, step} of a step's arguments, or null.
+const double* hyper_of(const TensorView& h) {
+  if (!h.defined) return nullptr;
+  STRATA_CHECK(h.device.is_cuda() && h.dtype == DType::f64 && h.numel() == 2 && h.is_contiguous(),
+               "optimizer step: hyper must be a dense f64 {lr, step} on the device, got ", h.sizes.str(), " ",
+               dtype_name(h.dtype), " on ", h.device.str());
+  return h.ptr<const double>();
+}
 
 }  // namespace
 }  // namespace cuda
@@ -66,20 +84,21 @@ void CudaBackend::sgd_step(const SgdStepArgs& a) {
     STRATA_CHECK(!mom || a.momentum_buf.defined, "sgd_step: momentum ", a.o.momentum, " needs a momentum buffer");
     const TensorView& buf = mom ? a.momentum_buf : a.param;  // unused without momentum
     launch_elementwise(*ctx_, make_strided_in_memory_order<3>(a.param.sizes, {a.param.strides, a.grad.strides, buf.strides}, 0),
-                       SgdFn{a.param.ptr<float>(), a.grad.ptr<float>(), mom ? buf.ptr<float>() : nullptr, a.o});
+                       SgdFn{a.param.ptr<float>(), a.grad.ptr<float>(), mom ? buf.ptr<float>() : nullptr, a.o,
+                             hyper_of(a.hyper)});
   });
 }
 
 void CudaBackend::adam_step(const AdamStepArgs& a) {
   dispatch_f32(a.param.dtype, "adam_step", [&](auto) {
-    STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based, got ", a.step);
+    STRATA_CHECK(a.hyper.defined || a.step >= 1, "adam_step: step is 1-based, got ", a.step);
     const double bc1 = 1.0 - std::pow(a.o.beta1, static_cast<double>(a.step));
     const double bc2 = 1.0 - std::pow(a.o.beta2, static_cast<double>(a.step));
     launch_elementwise(*ctx_,
                        make_strided_in_memory_order<4>(
                            a.param.sizes, {a.param.strides, a.grad.strides, a.exp_avg.strides, a.exp_avg_sq.strides}, 0),
                        AdamFn{a.param.ptr<float>(), a.grad.ptr<float>(), a.exp_avg.ptr<float>(),
-                              a.exp_avg_sq.ptr<float>(), a.o, a.o.lr / bc1, std::sqrt(bc2)});
+                              a.exp_avg_sq.ptr<float>(), a.o, a.o.lr / bc1, std::sqrt(bc2), hyper_of(a.hyper)});
   });
 }
 

@@ -15,7 +15,8 @@ using eigen::Out;
 using eigen::visit_float;
 
 // g = grad + wd * param; buf = momentum * buf + g; param -= lr * (nesterov ? g + momentum * buf : buf).
-void EigenBackend::sgd_step(const SgdStepArgs& a) {
+void EigenBackend::sgd_step(const SgdStepArgs& args) {
+  const SgdStepArgs a = with_hyper_read(args);
   visit_float("sgd_step", a.param.dtype, [&](auto t) {
     using T = decltype(t);
     const T lr = static_cast<T>(a.o.lr), mom = static_cast<T>(a.o.momentum), wd = static_cast<T>(a.o.weight_decay);
@@ -41,7 +42,8 @@ void EigenBackend::sgd_step(const SgdStepArgs& a) {
 // Adam: g = grad + wd * param.  AdamW: param *= 1 - lr * wd.  Then
 // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-void EigenBackend::adam_step(const AdamStepArgs& a) {
+void EigenBackend::adam_step(const AdamStepArgs& args) {
+  const AdamStepArgs a = with_hyper_read(args);
   STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based (bias correction divides by 1 - beta^step), got ", a.step);
   visit_float("adam_step", a.param.dtype, [&](auto t) {
     using T = decltype(t);

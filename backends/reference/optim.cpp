@@ -15,7 +15,8 @@ using ref::visit_float;
 
 // g = grad + wd * param; buf = momentum * buf + g (buf starts at zero, so the first
 // step gives buf = g); g = nesterov ? g + momentum * buf : buf; param -= lr * g.
-void ReferenceBackend::sgd_step(const SgdStepArgs& a) {
+void ReferenceBackend::sgd_step(const SgdStepArgs& args) {
+  const SgdStepArgs a = with_hyper_read(args);
   visit_float(a.param.dtype, "sgd_step", [&](auto tag) {
     using T = decltype(tag);
     T* param = a.param.ptr<T>();
@@ -49,7 +50,8 @@ void ReferenceBackend::sgd_step(const SgdStepArgs& a) {
 // Adam: g = grad + wd * param.  AdamW: param *= 1 - lr * wd.  Then
 // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-void ReferenceBackend::adam_step(const AdamStepArgs& a) {
+void ReferenceBackend::adam_step(const AdamStepArgs& args) {
+  const AdamStepArgs a = with_hyper_read(args);
   STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based (bias correction divides by 1 - beta^step), got ", a.step);
   visit_float(a.param.dtype, "adam_step", [&](auto tag) {
     using T = decltype(tag);

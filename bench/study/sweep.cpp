@@ -141,12 +141,10 @@ int run_sweep(const Options& o, const std::vector<Point>& points_in, const std::
         auto dominated = std::find_if(oom_at[key].begin(), oom_at[key].end(), [&](Point q) {
           return p.batch >= q.batch && p.resolution >= q.resolution;
         });
-        if (impl == "cudagraph" && (train || !cuda)) {
+        if (impl == "cudagraph" && !cuda) {
           r = base_record("strata_cudagraph", train, p);
           r["status"] = "absent";
-          r["note"] = train ? "graph mode captures inference only so far (a training step needs its learning rate "
-                              "and counters in device memory)"
-                            : "graph mode runs on the cuda backend only";
+          r["note"] = "graph mode runs on the cuda backend only";
         } else if (since_start_s() > o.deadline_s) {
           r = base_record("strata_" + impl, train, p);
           r["status"] = "skipped";

@@ -75,8 +75,10 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_option("--width", o.base_channels, "ResNet stem/layer1 channels (64 = torchvision)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   app->add_option("--backend", o.backend, "backend name (default: best CPU backend built: onednn, openblas, eigen, reference)");
-  app->add_option("--dispatch", o.dispatch, "virtual | static | direct")
-      ->check(CLI::IsMember({"virtual", "static", "direct"}));
+  app->add_option("--dispatch", o.dispatch,
+                  "virtual | static | direct | graph (cuda: each training step captured into a CUDA graph and "
+                  "replayed; ResNets, one process)")
+      ->check(CLI::IsMember({"virtual", "static", "direct", "graph"}));
   app->add_option("--precision", o.precision,
                   "fp32 | bf16 | fp16 (mixed precision: half activations, f32 master weights; bf16 in every dispatch mode, "
                   "fp16 with dynamic loss scaling in virtual/static; the backend must support the dtype)");
@@ -160,9 +162,9 @@ void check_precision(const std::string& precision, const std::string& backend, c
   STRATA_CHECK(compute.contains(dt), "precision '", precision, "' is not supported on backend '", backend,
                "' (its convolutions and matrix products run in ", compute.str(), "); supported: ", supported);
   // fp16 needs dynamic loss scaling, which direct mode does not have yet.
-  STRATA_CHECK(dt != DType::f16 || dispatch != "direct",
-               "precision 'fp16' runs in the virtual and static dispatch modes only (direct mode has no loss "
-               "scaling yet; bf16 runs in every mode)");
+  STRATA_CHECK(dt != DType::f16 || (dispatch != "direct" && dispatch != "graph"),
+               "precision 'fp16' runs in the virtual and static dispatch modes only (direct and graph modes have no "
+               "loss scaling yet; bf16 runs in every mode)");
 }
 
 RunConfig resolve(const TrainOptions& in) {
@@ -185,6 +187,15 @@ RunConfig resolve(const TrainOptions& in) {
   STRATA_CHECK(o.nproc == 1 || backends::registry().get(o.backend).device_type() == DeviceType::cuda, "--nproc ",
                o.nproc, ": data-parallel training runs one process per GPU on the cuda backend, not on '", o.backend,
                "' (add --backend cuda)");
+  if (r.mode == ops::DispatchMode::graph) {
+    STRATA_CHECK(backends::registry().get(o.backend).device_type() == DeviceType::cuda,
+                 "--dispatch graph captures CUDA graphs: it needs --backend cuda, not '", o.backend, "'");
+    STRATA_CHECK(o.model != "lenet",
+                 "--dispatch graph: LeNet's dropout is not captured yet (its random offset is a kernel argument "
+                 "that every replay would repeat); use --dispatch direct, or a ResNet");
+    STRATA_CHECK(o.nproc == 1, "--dispatch graph: data-parallel training (--nproc ", o.nproc,
+                 ") is not captured yet; use --dispatch direct");
+  }
   STRATA_CHECK(!o.tf32 || backends::registry().get(o.backend).device_type() == DeviceType::cuda,
                "--tf32 applies to the cuda backend only, not to '", o.backend, "'");
   if (!o.init.empty()) nn::parse_init_policy(o.init);

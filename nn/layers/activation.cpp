@@ -1,6 +1,7 @@
 #include "strata/nn/layers/activation.h"
 
 #include "strata/autograd/functions.h"
+#include "strata/ops/direct/graph_capture.h"
 
 namespace strata::nn {
 
@@ -28,6 +29,9 @@ template <class P>
 Tensor Dropout<P>::forward(const Tensor& x) {
   last_active_ = is_training() && prob_ > 0.0;
   if (!last_active_) return x;
+  STRATA_CHECK(!ops::direct::capturing(),
+               "Dropout: graph mode cannot capture dropout in training yet: its random offset is an argument of "
+               "the kernel, which every launch of the graph would repeat; train in direct mode, or with p = 0");
   const uint64_t offset = offset_;
   // A memory plan's recording pass runs this forward once more; its draw is not one.
   if (!ops::direct::recording()) offset_ += static_cast<uint64_t>(x.numel());

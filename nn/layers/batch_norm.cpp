@@ -1,6 +1,7 @@
 #include "strata/nn/layers/batch_norm.h"
 
 #include "strata/autograd/functions.h"
+#include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/shape_rules.h"
 
 namespace strata::nn {
@@ -42,8 +43,14 @@ int64_t BatchNorm2d<P>::num_batches_tracked() const {
 template <class P>
 Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   const bool training = is_training();
-  // A memory plan's recording pass runs this forward once more; it is not a batch.
-  if (training && !ops::direct::recording()) ++*num_batches_tracked_.data<int64_t>();
+  // A memory plan's recording pass runs this forward once more; it is not a batch. A
+  // captured step counts each launch.
+  if (training && !ops::direct::recording()) {
+    if (ops::direct::capturing())
+      ops::direct::at_each_launch([count = num_batches_tracked_.data<int64_t>()] { ++*count; });
+    else
+      ++*num_batches_tracked_.data<int64_t>();
+  }
   return direct_.forward_keyed(
       p_, x, training ? 1 : 0,
       [&](const auto& tape) {

@@ -5,8 +5,11 @@
 // is planned, allocated, synchronised or read on the host. A kernel call that breaks the
 // capture is named in the error (run_kernel asks the backend after each call).
 #include <concepts>
+#include <functional>
 #include <memory>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "strata/core/error.h"
 #include "strata/ops/table/op_id.h"
@@ -27,6 +30,7 @@ struct CaptureCheck {
   virtual ~CaptureCheck() = default;
   // After each kernel call of the captured step: throws naming `op` when it broke the capture.
   virtual void after(OpId op) const = 0;
+  mutable std::vector<std::function<void()>> effects;  // at_each_launch's
 };
 extern constinit thread_local const CaptureCheck* t_capture;
 
@@ -45,9 +49,32 @@ void captured_call(OpId op, std::string_view backend, Call&& call) {
 // Whether this thread is capturing a step.
 inline bool capturing() { return detail::t_capture != nullptr; }
 
+// Host state a step changes besides its kernels (a batch counter): inside a capture,
+// the change is not made now but kept, and made at every launch of the graph.
+inline void at_each_launch(std::function<void()> effect) {
+  STRATA_CHECK(capturing(), "graph mode: at_each_launch outside a capture");
+  detail::t_capture->effects.push_back(std::move(effect));
+}
+
+// A captured step: the backend's graph and the host effects each launch makes.
+template <class Graph>
+class CapturedStep {
+ public:
+  CapturedStep(std::unique_ptr<Graph> g, std::vector<std::function<void()>> effects)
+      : graph_(std::move(g)), effects_(std::move(effects)) {}
+  void launch() {
+    graph_->launch();
+    for (const auto& e : effects_) e();
+  }
+
+ private:
+  std::unique_ptr<Graph> graph_;
+  std::vector<std::function<void()>> effects_;
+};
+
 // Captures `step` (a callable running direct-mode plans that exist) into a graph of
-// `impl`; returns it (a std::unique_ptr to a type with launch()). Nothing runs until
-// the graph is launched.
+// `impl`; returns it (a std::unique_ptr<CapturedStep<...>>). Nothing runs, and no
+// at_each_launch effect is made, until it is launched.
 template <CapturesGraphs Impl, class Step>
 auto capture_step(Impl& impl, Step&& step) {
   struct Check final : detail::CaptureCheck {
@@ -71,7 +98,9 @@ auto capture_step(Impl& impl, Step&& step) {
     throw;
   }
   detail::t_capture = nullptr;
-  return impl.end_capture();
+  auto graph = impl.end_capture();
+  using Graph = typename decltype(graph)::element_type;
+  return std::make_unique<CapturedStep<Graph>>(std::move(graph), std::move(check.effects));
 }
 
 }  // namespace strata::ops::direct

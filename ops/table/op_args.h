@@ -149,9 +149,13 @@ struct SgdOptions {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   bool nesterov = false;
 };
+// Graph mode reads the learning rate and step count from memory on the parameter's
+// device, written before each launch, so that a captured step follows a schedule: the
+// optional `hyper` is f64 {lr, step} and, when given, replaces o.lr (and step).
 struct SgdStepArgs {
   TensorView param, grad, momentum_buf;  // momentum_buf needed when momentum != 0
   SgdOptions o{};
+  TensorView hyper{};  // optional f64 {lr, step}, see above
 };
 struct AdamOptions {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
@@ -160,8 +164,22 @@ struct AdamOptions {
 struct AdamStepArgs {
   TensorView param, grad, exp_avg, exp_avg_sq;
   AdamOptions o{};
-  int64_t step = 1;  // 1-based, for bias correction
+  int64_t step = 1;    // 1-based, for bias correction
+  TensorView hyper{};  // optional f64 {lr, step}, see SgdStepArgs
 };
+
+// CPU backends (hyper in host memory): the arguments with hyper's values in place.
+inline SgdStepArgs with_hyper_read(SgdStepArgs a) {
+  if (a.hyper.defined) a.o.lr = a.hyper.ptr<const double>()[0];
+  return a;
+}
+inline AdamStepArgs with_hyper_read(AdamStepArgs a) {
+  if (a.hyper.defined) {
+    a.o.lr = a.hyper.ptr<const double>()[0];
+    a.step = static_cast<int64_t>(a.hyper.ptr<const double>()[1]);
+  }
+  return a;
+}
 
 // Dropout's random numbers: a counter-based hash (splitmix64) of (seed, offset+i),
 // so every backend draws the same mask for the same seed.

@@ -171,9 +171,14 @@ TEST_P(LossReduceOptimTest, SgdStep) {
       const Tensor g = rand_f32({3, 33}, seed + 2 + step);
       ops::SgdStepArgs a{p, g, buf};
       a.o.lr = 0.05, a.o.momentum = c.momentum, a.o.weight_decay = c.weight_decay, a.o.nesterov = c.nesterov;
-      be().sgd_step(a);
-      a.param = p_r, a.momentum_buf = buf_r;
-      ref_.sgd_step(a);
+      // Graph mode's form (lr read from `hyper`, o.lr a decoy): the reference's at the first
+      // step, the backend's at the second, each against the other's plain form.
+      const Tensor hyper = Tensor::from_vector<double>({0.05, 0.0}, Shape{2});
+      ops::SgdStepArgs h = a;
+      h.hyper = hyper, h.o.lr = 123.0;
+      be().sgd_step(step == 1 ? h : a);
+      a.param = h.param = p_r, a.momentum_buf = h.momentum_buf = buf_r;
+      ref_.sgd_step(step == 0 ? h : a);
     }
     STRATA_EXPECT_CLOSE(p, p_r, kTolReduction, "sgd_step param");
     if (c.momentum != 0) {
@@ -196,9 +201,13 @@ TEST_P(LossReduceOptimTest, AdamStep) {
       const Tensor g = rand_f32(s, seed + step, kNHWC);
       ops::AdamStepArgs a{p, g, m, v};
       a.o.lr = 1e-2, a.o.weight_decay = 1e-2, a.o.decoupled_weight_decay = adamw, a.step = step;
-      be().adam_step(a);
-      a.param = p_r, a.exp_avg = m_r, a.exp_avg_sq = v_r;
-      ref_.adam_step(a);
+      // Graph mode's form (lr and step read from `hyper`), as in SgdStep.
+      const Tensor hyper = Tensor::from_vector<double>({1e-2, static_cast<double>(step)}, Shape{2});
+      ops::AdamStepArgs h = a;
+      h.hyper = hyper, h.o.lr = 123.0, h.step = 77;
+      be().adam_step(step == 2 ? h : a);
+      a.param = h.param = p_r, a.exp_avg = h.exp_avg = m_r, a.exp_avg_sq = h.exp_avg_sq = v_r;
+      ref_.adam_step(step == 3 ? h : a);
     }
     STRATA_EXPECT_CLOSE(p, p_r, kTolReduction, "adam_step param");
     STRATA_EXPECT_CLOSE(m, m_r, kTolReduction, "adam_step exp_avg");

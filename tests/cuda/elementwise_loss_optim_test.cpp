@@ -208,6 +208,9 @@ TEST_F(CudaElementwise, SgdStep) {
       const Pair g = rand_pair(s, 83 + step);
       ops::SgdStepArgs ag{p.gpu, g.gpu, c.momentum != 0 ? buf.gpu : Tensor(), {0.1, c.momentum, c.wd, c.nesterov}};
       ops::SgdStepArgs ac{p.cpu, g.cpu, c.momentum != 0 ? buf.cpu : Tensor(), {0.1, c.momentum, c.wd, c.nesterov}};
+      // Graph mode's form from the second step on: lr read from device memory, o.lr a decoy.
+      const Tensor hyper = to_gpu(Tensor::from_vector<double>({0.1, 0.0}, Shape{2}));
+      if (step > 0) ag.hyper = hyper, ag.o.lr = 123.0;
       be().sgd_step(ag);
       ref_.sgd_step(ac);
     }
@@ -227,6 +230,9 @@ TEST_F(CudaElementwise, AdamStep) {
       const Pair g = rand_pair(s, 94 + step);
       ops::AdamStepArgs ag{p.gpu, g.gpu, m.gpu, v.gpu, {1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw}, step};
       ops::AdamStepArgs ac{p.cpu, g.cpu, m.cpu, v.cpu, {1e-3, 0.9, 0.999, 1e-8, 1e-2, adamw}, step};
+      // Graph mode's form from the second step on: lr and step read from device memory.
+      const Tensor hyper = to_gpu(Tensor::from_vector<double>({1e-3, static_cast<double>(step)}, Shape{2}));
+      if (step > 1) ag.hyper = hyper, ag.o.lr = 123.0, ag.step = 77;
       be().adam_step(ag);
       ref_.adam_step(ac);
     }

@@ -73,7 +73,7 @@ TEST(TrainCli, UnknownModelDispatchAndDatasetAreRejectedByTheParser) {
   std::string msg = parse(o, "--model vgg16");
   EXPECT_NE(msg.find("--model: vgg16 not in {lenet,resnet18,resnet50}"), std::string::npos) << msg;
   msg = parse(o, "--dispatch jit");
-  EXPECT_NE(msg.find("--dispatch: jit not in {virtual,static,direct}"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--dispatch: jit not in {virtual,static,direct,graph}"), std::string::npos) << msg;
   msg = parse(o, "--dataset imagenet");
   EXPECT_NE(msg.find("imagenet not in {fashion-mnist,mnist,cifar10,stl10,voc}"), std::string::npos) << msg;
   msg = parse(o, "--epochs three");
@@ -106,6 +106,16 @@ TEST(TrainCli, Tf32IsForTheCudaBackendOnly) {
   o.backend = "reference";
   o.tf32 = true;
   EXPECT_STRATA_ERROR(train::resolve(o), "--tf32 applies to the cuda backend only", "'reference'");
+}
+
+TEST(TrainCli, GraphDispatchSaysWhatItNeeds) {
+  train::TrainOptions o;
+  o.dispatch = "graph";
+  o.backend = "reference";
+  EXPECT_STRATA_ERROR(train::resolve(o), "--dispatch graph", "needs --backend cuda", "'reference'");
+  o.precision = "fp16";
+  o.backend = "null";
+  EXPECT_STRATA_ERROR(train::resolve(o), "fp16", "graph modes have no loss scaling");
 }
 
 TEST(TrainCli, OtherBadValuesNameWhatIsKnown) {

@@ -7,7 +7,7 @@ Reads OUT_DIR/strata_<variant>.json (bench/resnet50_gpu), OUT_DIR/pytorch.json
 (bench/peers/pytorch_resnet50.py) and OUT_DIR/torch_<policy>.json
 (bench/peers/study_torch.py sweep). Times are median device ms per step (CUDA events
 around the step); strata's entry is its best eager dispatch mode, and its graph mode
-(inference) has columns of its own beside PyTorch's CUDA-graph replay.
+has columns of its own: against PyTorch eager (img/s) and PyTorch's CUDA-graph replay.
 Two policies: "strata" (TF32 off, deterministic cuDNN on both sides) and "PyTorch
 defaults" (TF32 convolutions, any algorithm: strata --tf32 --nondeterministic, best
 of its variants; PyTorch eager_default). bf16 rows run under the first policy only.
@@ -105,11 +105,11 @@ def main():
             rows.append([label, config, f"{tm:.2f}", f"{ts:.2f}" if ts else "-", f"{cg:.2f}" if cg else "-",
                          f"{sm:.2f} {s['mode']}{' ' + variant if variant not in ('', 'default') else ''}",
                          f"{ratio:.2f}x", f"{tm / sm:.2f}x", f"{mem:.2f}x" if mem else "-", target,
-                         "met" if met else "not met", f"{g:.2f}" if g else "-",
+                         "met" if met else "not met", f"{g:.2f}" if g else "-", f"{tm / g:.2f}x" if g else "-",
                          f"{g / cg:.2f}x" if g and cg else "-"])
     head = ["policy", "config", "PyTorch eager ms", "TorchScript ms", "CUDA-graph replay ms", "strata best ms",
             "time x eager", "img/s x eager", "peak x eager", "target", "", "strata graph ms",
-            "graph x replay"]
+            "graph img/s x eager", "graph time x replay"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     text = "\n".join(lines)
