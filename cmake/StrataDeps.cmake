@@ -128,6 +128,25 @@ if(STRATA_WITH_NCCL_ENABLED)
   message(STATUS "strata: feature 'dist' will be built (NCCL: ${NCCL_LIBRARY})")
 endif()
 
+# MPI (Debian libopenmpi-dev; mpirun from openmpi-bin): a job started by mpirun receives NCCL's unique
+# id from rank 0 by MPI_Bcast instead of through a shared file (dist/mpi_bootstrap.cpp). Independent of
+# CUDA and NCCL, so the exchange is built and tested on machines without them. FindMPI looks for the C
+# component only in a project with C enabled; no strata source is C.
+set(_mpi_found FALSE)
+if(NOT STRATA_WITH_MPI STREQUAL "OFF")
+  enable_language(C)
+  find_package(MPI QUIET COMPONENTS C)
+  if(MPI_C_FOUND)
+    set(_mpi_found TRUE)
+  endif()
+endif()
+strata_backend_option(STRATA_WITH_MPI ${_mpi_found} mpi KIND feature
+  MISSING "MPI for C (mpi.h and libmpi)" INSTALL "libopenmpi-dev openmpi-bin")
+if(STRATA_WITH_MPI_ENABLED)
+  message(STATUS "strata: feature 'mpi' will be built (MPI ${MPI_C_VERSION}: ${MPI_C_LIBRARIES}): "
+                 "jobs started by mpirun need no id file")
+endif()
+
 # OpenMP threads the CPU backends' own loops; found here, at the top, so that its imported target is
 # visible to every directory and to the package config.
 if(STRATA_WITH_OPENBLAS_ENABLED OR STRATA_WITH_ONEDNN_ENABLED)

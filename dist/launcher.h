@@ -14,11 +14,9 @@
 #include <utility>
 #include <vector>
 
-namespace strata::dist {
+#include "strata/dist/bootstrap.h"  // kIdFileVar
 
-// The variable through which the launcher tells every rank where rank 0 writes
-// NCCL's unique id.
-inline constexpr const char* kIdFileVar = "STRATA_DIST_ID_FILE";
+namespace strata::dist {
 
 // Removes every "--nproc N" / "--nproc=N" from args (the children must not launch again).
 std::vector<std::string> strip_nproc(const std::vector<std::string>& args);

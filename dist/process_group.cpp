@@ -2,7 +2,6 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -10,14 +9,13 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <filesystem>
-#include <fstream>
+#include <span>
 #include <thread>
 
 #include "strata/backends/api/registry.h"
 #include "strata/backends/cuda/cuda_backend.h"
 #include "strata/core/error.h"
-#include "strata/dist/launcher.h"
+#include "strata/dist/bootstrap.h"
 
 namespace strata::dist {
 
@@ -32,38 +30,6 @@ using Clock = std::chrono::steady_clock;
   } while (0)
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Rank 0's side of the bootstrap: the id under a temporary name, then renamed, so a
-// reader sees all of it or nothing.
-void write_id(const std::string& path, const ncclUniqueId& id) {
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    STRATA_CHECK(f.good(), "dist: rank 0 cannot write NCCL's unique id to '", tmp, "'");
-    f.write(id.internal, sizeof id.internal);
-    STRATA_CHECK(f.good(), "dist: rank 0 cannot write NCCL's unique id to '", tmp, "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  STRATA_CHECK(!ec, "dist: rank 0 cannot rename '", tmp, "' to '", path, "': ", ec.message());
-}
-
-ncclUniqueId read_id(const std::string& path, int rank, double timeout) {
-  const auto t0 = Clock::now();
-  ncclUniqueId id;
-  while (true) {
-    std::ifstream f(path, std::ios::binary);
-    if (f.good()) {
-      f.read(id.internal, sizeof id.internal);
-      STRATA_CHECK(f.gcount() == static_cast<std::streamsize>(sizeof id.internal), "dist: rank ", rank, ": '", path,
-                   "' holds ", f.gcount(), " bytes, not NCCL's ", sizeof id.internal, "-byte unique id");
-      return id;
-    }
-    STRATA_CHECK(seconds_since(t0) < timeout, "dist: rank ", rank, ": rank 0 wrote no NCCL unique id to '", path,
-                 "' within ", timeout, " s (did rank 0 start? is ", kIdFileVar, " the same path for all ranks?)");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
 
 ncclDataType_t nccl_type(DType dt) {
   switch (dt) {
@@ -112,9 +78,7 @@ struct ProcessGroup::Impl {
 ProcessGroup::ProcessGroup(const RankInfo& info, const ProcessGroupOptions& o)
     : info_(info), o_(o), impl_(std::make_unique<Impl>()) {
   STRATA_CHECK(o_.timeout_seconds > 0, "dist: the timeout must be positive, got ", o_.timeout_seconds, " s");
-  STRATA_CHECK(info_.world == 1 || !o_.id_file.empty(), "dist: rank ", info_.rank, " of ", info_.world,
-               ": no file to exchange NCCL's unique id through; start the job with strata_train --nproc, or set ",
-               kIdFileVar, " to a path every rank can reach");
+  choose_id_transport(info_, o_.id_file);  // a job with no way to share the id fails here, before any CUDA work
   auto& cuda = backends::registry().impl<backends::CudaBackend>();
   impl_->compute = static_cast<cudaStream_t>(cuda.stream());
   STRATA_DIST_CUDA(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
@@ -122,12 +86,8 @@ ProcessGroup::ProcessGroup(const RankInfo& info, const ProcessGroupOptions& o)
   STRATA_DIST_CUDA(cudaEventCreateWithFlags(&impl_->done, cudaEventDisableTiming));
 
   ncclUniqueId id;
-  if (info_.rank == 0) {
-    STRATA_CHECK(ncclGetUniqueId(&id) == ncclSuccess, "dist: ncclGetUniqueId failed");
-    if (info_.world > 1) write_id(o_.id_file, id);
-  } else {
-    id = read_id(o_.id_file, info_.rank, o_.timeout_seconds);
-  }
+  if (info_.rank == 0) STRATA_CHECK(ncclGetUniqueId(&id) == ncclSuccess, "dist: ncclGetUniqueId failed");
+  share_from_rank0(std::as_writable_bytes(std::span(id.internal)), info_, o_.id_file, o_.timeout_seconds);
   // Non-blocking: joining (and any call) returns at once and is polled, so a peer that
   // never arrives ends in the timeout instead of a hang.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

@@ -13,11 +13,13 @@
 // and the next collective call throws; if the main thread stays blocked 10 s after
 // that, the watchdog ends the process (exit status 1) with the message on stderr.
 //
-// Bootstrap: rank 0 creates NCCL's unique id and writes it to `id_file` (a temporary
-// name, then rename, so no rank reads half of it); the others wait for the file.
-// strata_train --nproc points every rank at a file in a private folder
-// (dist/launcher.h); a job started by torchrun or mpirun across machines sets
-// STRATA_DIST_ID_FILE to a path on a filesystem all of them share.
+// Bootstrap (dist/bootstrap.h): rank 0 creates NCCL's unique id and the other ranks
+// receive it through `id_file` when one is given (rank 0 writes it under a temporary
+// name and renames it; the others wait for the file), else, in a job started by
+// mpirun and a build with MPI, by MPI_Bcast. strata_train --nproc points every rank
+// at a file in a private folder (dist/launcher.h); a job started by torchrun sets
+// STRATA_DIST_ID_FILE to a path all ranks reach (a shared filesystem across
+// machines); one started by mpirun needs nothing more when strata has MPI.
 //
 // Public header: no CUDA or NCCL header is needed to use it.
 #include <cstddef>
@@ -31,7 +33,9 @@
 namespace strata::dist {
 
 struct ProcessGroupOptions {
-  std::string id_file;           // where rank 0 leaves the unique id (see above); required when world > 1
+  // Where rank 0 leaves the unique id (see above). Empty in a job of several ranks: MPI
+  // under mpirun in a build with MPI, else an error.
+  std::string id_file;
   double timeout_seconds = 300;  // bound on joining and on every collective
 };
 
