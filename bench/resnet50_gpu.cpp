@@ -118,6 +118,7 @@ struct Options {
   double max_seconds = 30;
   uint64_t seed = 1;
   double lr = 0.01;
+  bool fuse = true;    // nn::ResNetConfig::fuse_eval
   bool trace = false;  // one extra traced step in the tape modes
   bool trace_sync = false;  // and one with every op waited for (per-op device time)
 };
@@ -141,7 +142,8 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     }
     const MemoryFormat fmt = c.nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous;
     auto t_build = std::chrono::steady_clock::now();
-    auto model = bench::make_resnet50(mode, o.backend, fmt, c.bf16 ? std::optional<DType>(DType::bf16) : std::nullopt);
+    auto model =
+        bench::make_resnet50(mode, o.backend, fmt, c.bf16 ? std::optional<DType>(DType::bf16) : std::nullopt, o.fuse);
     r["describe"] = model->describe();
     const Shape in_sizes{c.batch, 3, c.resolution, c.resolution};
     Tensor x = model->input_buffer(in_sizes);
@@ -278,6 +280,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the random inputs and labels");
   app.add_flag("--tf32", tf32, "allow TF32 for f32 conv/linear (strata's default: off)");
   app.add_flag("--cudnn-find", find_algos, "choose cuDNN engines by timing them once per shape (default: heuristics)");
+  bool no_fuse = false;
+  app.add_flag("--no-fuse", no_fuse,
+               "inference: batch norm, ReLU and residual add as separate ops (default: fused into one batch norm "
+               "call, nn::ResNetConfig::fuse_eval)");
   app.add_flag("--strata-batch-norm", strata_bn, "every batch norm on strata's kernels (default: cuDNN for f32 NCHW)");
   app.add_flag("--cudnn-batch-norm", cudnn_bn, "f32 channels-last batch norm on cuDNN (default: strata's kernels)");
   app.add_flag("--nondeterministic", nondeterministic, "allow non-deterministic cuDNN algorithms (default: not)");
@@ -313,7 +319,8 @@ int main(int argc, char** argv) {
 
     backends::Backend& be = backends::registry().get(o.backend);  // throws listing the built ones
     const bool cuda = be.device_type() == DeviceType::cuda;
-    json settings = {{"backend", o.backend}};
+    o.fuse = !no_fuse;
+    json settings = {{"backend", o.backend}, {"fuse_eval", o.fuse}};
     if (cuda) {
       auto& cb = backends::registry().impl<backends::CudaBackend>();
       cb.set_allow_tf32(tf32);

@@ -101,10 +101,11 @@ json device_info(bool cuda) {
 }
 
 std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend, MemoryFormat fmt,
-                                         std::optional<DType> compute) {
+                                         std::optional<DType> compute, bool fuse_eval) {
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = kImageNetClasses;
+  rc.fuse_eval = fuse_eval;
   nn::ModelOptions mo;
   mo.memory_format = fmt;
   mo.compute_dtype = compute;

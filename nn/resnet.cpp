@@ -44,6 +44,7 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& c) : c_(c) {
   conv1_->set_input_grad(false);
   BatchNormOptions bno;
   bno.dtype = dt;
+  bno.fuse_eval = c.fuse_eval;
   bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, base, bno));
   relu_ = &register_module("relu", std::make_unique<ReLU<P>>(p));
   if (!c.small_input) maxpool_ = &register_module("maxpool", std::make_unique<MaxPool2d<P>>(p, 3, 2, 1));
@@ -53,7 +54,7 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& c) : c_(c) {
     auto stage = std::make_unique<detail::Stage<Block>>();
     for (int b = 0; b < lay.blocks[s]; ++b) {
       const int stride = (s > 0 && b == 0) ? 2 : 1;
-      stage->add(std::make_unique<Block>(p, inplanes, planes, stride, dt));
+      stage->add(std::make_unique<Block>(p, inplanes, planes, stride, bno));
       inplanes = planes * Block::kExpansion;
     }
     layers_[s] = &register_module("layer" + std::to_string(s + 1), std::move(stage));
@@ -69,7 +70,8 @@ template <class P, class Block>
 Tensor ResNetT<P, Block>::forward(const Tensor& x) {
   STRATA_CHECK(x.dim() == 4 && x.size(1) == c_.in_channels, "ResNet: input ", x.str(), " must be [N, ",
                c_.in_channels, ", H, W]");
-  Tensor h = relu_->forward(bn1_->forward(conv1_->forward(x)));
+  Tensor h = conv1_->forward(x);
+  h = bn1_->fuses(h) ? bn1_->forward_fused(h, Tensor(), true) : relu_->forward(bn1_->forward(h));
   if (maxpool_) h = maxpool_->forward(h);
   for (auto* stage : layers_) h = stage->forward(h);
   return fc_->forward(avgpool_->forward(h));

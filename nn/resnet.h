@@ -29,6 +29,9 @@ struct ResNetConfig {
   // torchvision's own init is kaiming_normal_fan_out.
   InitConfig init{InitPolicy::kaiming_normal_fan_out, false, 0};
   DType dtype = DType::f32;
+  // Evaluation with gradients off runs each batch norm with the ReLU and residual add
+  // after it in one pass (BatchNormOptions::fuse_eval); false: the separate ops.
+  bool fuse_eval = true;
 };
 
 // "ResNet-50 (torchvision v1.5, 1000 classes, 3 input channels, ImageNet stem)".

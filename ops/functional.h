@@ -33,9 +33,11 @@ struct BatchNormGrads {
   Tensor dx, dgamma, dbeta;
 };
 // Training: normalises with batch statistics and updates running_mean/var in place.
+// Evaluation may fuse what follows: y = relu?(bn(x) + z) (z optional, x's sizes and dtype).
 template <class D> BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            const Tensor& running_mean, const Tensor& running_var, bool training,
-                                           double momentum, double eps);
+                                           double momentum, double eps, const Tensor& z = Tensor(),
+                                           bool relu = false);
 template <class D> BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                                  const Tensor& save_mean, const Tensor& save_invstd, bool training);
 

@@ -5,15 +5,19 @@ namespace strata::ops {
 template <class D>
 BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                         const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
-                        double eps) {
-  const int64_t c = validate_batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps);
+                        double eps, const Tensor& z, bool relu) {
+  const int64_t c =
+      validate_batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
   const DType st = batch_norm_param_dtype(x);
-  BatchNormOut out{Tensor::empty_like(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
-                   Tensor::empty(Shape{c}, st, x.device())};
+  const bool fused = z.defined() || relu;  // no backward follows: no statistics saved for it
+  BatchNormOut out{Tensor::empty_like(x, x.sizes()), fused ? Tensor() : Tensor::empty(Shape{c}, st, x.device()),
+                   fused ? Tensor() : Tensor::empty(Shape{c}, st, x.device())};
   BatchNormFwdArgs a{x, gamma, beta, running_mean, running_var, out.y, out.save_mean, out.save_invstd};
   a.eps = eps;
   a.momentum = momentum;
   a.training = training;
+  a.z = z;
+  a.relu = relu;
   d.batch_norm_fwd(a);
   return out;
 }
@@ -81,7 +85,7 @@ Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                                 \
   template BatchNormOut batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,      \
-                                      const Tensor&, bool, double, double);                                      \
+                                      const Tensor&, bool, double, double, const Tensor&, bool);                 \
   template BatchNormGrads batch_norm_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \
                                             const Tensor&, bool);                                                \
   template Tensor max_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);                                   \

@@ -97,8 +97,15 @@ Shape validate_conv2d_bwd_bias(const D& d, const Tensor& dy) {
 template <class D>
 int64_t validate_batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                             const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
-                            double eps) {
+                            double eps, const Tensor& z = Tensor(), bool relu = false) {
   const int64_t c = batch_norm_channels(x, gamma, beta, running_mean, running_var);
+  if (z.defined() || relu)
+    STRATA_CHECK(!training, "batch_norm: a fused residual add or ReLU is for evaluation (training = false)");
+  if (z.defined()) {
+    check_same_shape("batch_norm", "input", x, "residual", z);
+    check_same_dtype("batch_norm", "residual", z, "input", x);
+    check_input(d, OpId::batch_norm_fwd, "residual", z);
+  }
   STRATA_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
                "batch_norm: eps must be > 0 and momentum in [0,1], got eps ", eps, " momentum ", momentum);
   if (training)

@@ -24,6 +24,29 @@ void relu_bwd(const ops::ReluBwdArgs& a) {
   }, a.y, a.dy, a.dx);
 }
 
+// Batch norm's fused evaluation (op_args.h): a backend runs the plain batch norm on
+// without_epilogue(a), then batch_norm_epilogue(a) applies y = relu?(y + z) in place.
+inline bool has_epilogue(const ops::BatchNormFwdArgs& a) { return a.z.defined || a.relu; }
+inline ops::BatchNormFwdArgs without_epilogue(ops::BatchNormFwdArgs a) {
+  a.z = {};
+  a.relu = false;
+  return a;
+}
+template <class T>
+void batch_norm_epilogue(const ops::BatchNormFwdArgs& a) {
+  T* y = a.y.ptr<T>();
+  const bool relu = a.relu;
+  if (!a.z.defined) {
+    for_each_unordered([y](int64_t, int64_t oy) { y[oy] = y[oy] > T(0) ? y[oy] : T(0); }, a.y);
+    return;
+  }
+  const T* z = a.z.ptr<const T>();
+  for_each_unordered([y, z, relu](int64_t, int64_t oy, int64_t oz) {
+    const T v = y[oy] + z[oz];
+    y[oy] = relu && !(v > T(0)) ? T(0) : v;
+  }, a.y, a.z);
+}
+
 template <class T>
 void add(const ops::AddArgs& a) {
   const T* pa = a.a.ptr<const T>();

@@ -92,6 +92,51 @@ struct BnEvalDx {
   }
 };
 
+// Fused evaluation (op_args.h): y = relu?(bn(x) + z) in one pass, the batch norm in
+// f32 from the running statistics, each step rounded to T as the separate ops round it.
+// Offsets: x, gamma, beta, running_mean, running_var, z (x again when absent), y.
+template <class T>
+struct BnEvalFused {
+  const T* x;
+  const float *gamma, *beta, *mean, *var;
+  const T* z;
+  T* y;
+  float eps;
+  bool relu;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    const float s = (gamma ? gamma[o[1]] : 1.f) * rsqrtf(var[o[4]] + eps);
+    float v = load(store<T>((load(x[o[0]]) - mean[o[3]]) * s + (beta ? beta[o[2]] : 0.f)));
+    if (z) v = load(store<T>(v + load(z[o[5]])));
+    if (relu && !(v > 0.f)) v = 0.f;
+    y[o[6]] = store<T>(v);
+  }
+};
+
+void batch_norm_eval_fused(Context& ctx, const BatchNormFwdArgs& a) {
+  STRATA_CHECK(a.running_mean.defined && a.running_var.defined,
+               "batch_norm_fwd: eval mode needs running_mean and running_var");
+  for (const TensorView* p : {&a.gamma, &a.beta, &a.running_mean, &a.running_var})
+    STRATA_CHECK(!p->defined || p->dtype == DType::f32, "batch_norm_fwd: the cuda backend keeps batch norm "
+                 "parameters and statistics in f32, got ", dtype_name(p->dtype));
+  const Shape& n = a.x.sizes;
+  const TensorView rm = broadcast_along(a.running_mean, n, 1), rv = broadcast_along(a.running_var, n, 1);
+  const TensorView g = a.gamma.defined ? broadcast_along(a.gamma, n, 1) : rm;
+  const TensorView b = a.beta.defined ? broadcast_along(a.beta, n, 1) : rm;
+  const TensorView& z = a.z.defined ? a.z : a.x;
+  dispatch_float(a.x.dtype, "batch_norm_fwd", [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
+    } else {
+      launch_elementwise(ctx, strided_by_output(n, a.x, g, b, rm, rv, z, a.y),
+                         BnEvalFused<T>{a.x.ptr<T>(), a.gamma.defined ? a.gamma.ptr<float>() : nullptr,
+                                        a.beta.defined ? a.beta.ptr<float>() : nullptr, a.running_mean.ptr<float>(),
+                                        a.running_var.ptr<float>(), a.z.defined ? a.z.ptr<T>() : nullptr,
+                                        a.y.ptr<T>(), static_cast<float>(a.eps), a.relu});
+    }
+  });
+}
+
 }  // namespace
 }  // namespace cuda
 
@@ -203,6 +248,7 @@ bool bn_bwd_train_in(Context& ctx, const BatchNormBwdArgs& a, Layout l, cudnnBat
 
 void CudaBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   if (a.x.numel() == 0) return;
+  if (a.z.defined || a.relu) return batch_norm_eval_fused(*ctx_, a);
   if (own_batch_norm(a.x, settings_)) return batch_norm_fwd_own(*ctx_, a);
   dispatch_f32(a.x.dtype, "batch_norm_fwd", [](auto) {});
   with_bn_fallback(*ctx_, layout_of(a.x), a.training && settings_.persistent_batch_norm,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
@@ -93,6 +94,10 @@ void channel_sum(eigen::Device& dev, const Form& fm, const E& e, T scale, Vector
 }  // namespace
 
 void EigenBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  if (loops::has_epilogue(a)) {  // the plain batch norm, then the fused residual add and ReLU
+    batch_norm_fwd(loops::without_epilogue(a));
+    return visit_float("batch_norm_fwd", a.y.dtype, [&](auto t) { loops::batch_norm_epilogue<decltype(t)>(a); });
+  }
   visit_float("batch_norm_fwd", a.x.dtype, [&](auto t) {
     using T = decltype(t);
     const Form fm = form(a.x, {&a.y});

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/onednn/context.h"
 #include "strata/backends/cpu/strided.h"
 
@@ -107,6 +108,10 @@ struct BwdPlan : Plan {
 }  // namespace
 
 void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  if (loops::has_epilogue(a)) {  // the plain batch norm, then the fused residual add and ReLU
+    batch_norm_fwd(loops::without_epilogue(a));
+    return loops::batch_norm_epilogue<float>(a);
+  }
   require_f32("batch_norm_fwd", a.x.dtype);
   STRATA_CHECK(a.training || (a.running_mean.defined && a.running_var.defined),
                "onednn: batch_norm_fwd in eval mode needs running_mean and running_var");

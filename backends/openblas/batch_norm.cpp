@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/cpu/reduce.h"
 #include "strata/backends/openblas/openblas_backend.h"
 
@@ -132,6 +133,10 @@ void backward(const BatchNormBwdArgs& a) {
 }  // namespace
 
 void OpenBlasBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  if (loops::has_epilogue(a)) {  // the plain batch norm, then the fused residual add and ReLU
+    batch_norm_fwd(loops::without_epilogue(a));
+    return visit_float(kName, "batch_norm_fwd", a.y.dtype, [&](auto t) { loops::batch_norm_epilogue<decltype(t)>(a); });
+  }
   visit_float(kName, "batch_norm_fwd", a.x.dtype, [&](auto t) { forward<decltype(t)>(a); });
 }
 void OpenBlasBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {

@@ -1,6 +1,7 @@
 #include "strata/nn/layers/batch_norm.h"
 
 #include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/shape_rules.h"
 
@@ -70,6 +71,32 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
 }
 
 template <class P>
+bool BatchNorm2d<P>::fuses(const Tensor& x) const {
+  if (!o_.fuse_eval || is_training() || autograd::GradMode::enabled()) return false;
+  if constexpr (is_direct_v<P>)
+    return !needs_casts(p_.impl->capabilities(), x, weight_.dtype());
+  else
+    return !needs_casts(p_.capabilities(), x, weight_.dtype());
+}
+
+template <class P>
+Tensor BatchNorm2d<P>::forward_fused(const Tensor& x, const Tensor& z, bool relu) {
+  STRATA_CHECK(fuses(x), "BatchNorm2d::forward_fused: runs in evaluation with gradients off, with fuse_eval on, on "
+               "a backend with batch norm in ", dtype_name(x.dtype()), "; call forward");
+  // Plans for the same x told apart by what follows: keys 2 and up (forward's are 0 and 1).
+  const auto z_at = z.defined() ? reinterpret_cast<uintptr_t>(z.data_ptr()) : uintptr_t{0};
+  const auto key = static_cast<int64_t>((z_at << 2) + (relu ? 3 : 2));
+  return direct_.forward_keyed(
+      p_, x, key,
+      [&](const auto& d) {
+        return ops::batch_norm(d, x, weight_, bias_, running_mean_, running_var_, false, o_.momentum, o_.eps, z,
+                               relu)
+            .y;
+      },
+      weight_, bias_, running_mean_, running_var_, false, o_.momentum, o_.eps, z, relu);
+}
+
+template <class P>
 Tensor BatchNorm2d<P>::backward(const Tensor& dy) {
   return direct_.backward(*this, dy);
 }
@@ -85,7 +112,7 @@ namespace detail {
 template <class Impl>
 void BatchNormStep<Impl>::plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
-                               double eps) {
+                               double eps, const Tensor& z, bool relu) {
   impl_ = &impl;
   gamma_ = gamma;
   beta_ = beta;
@@ -94,7 +121,8 @@ void BatchNormStep<Impl>::plan(Impl& impl, const Tensor& x, const Tensor& gamma,
     x_in_.plan(impl, x, gamma.dtype(), MemoryFormat::contiguous);
     bn_in = x_in_.y;
   }
-  op_.plan(impl, bn_in, gamma, beta, running_mean, running_var, training, momentum, eps);
+  STRATA_CHECK(!(z.defined() || relu) || !x_in_.planned(), "BatchNorm2d: a fused evaluation between casts");
+  op_.plan(impl, bn_in, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
   if (x_in_.planned()) y_out_.plan(impl, op_.y, x.dtype(), x.suggested_format());
 }
 

@@ -13,6 +13,9 @@ namespace strata::nn {
 struct BatchNormOptions {
   double eps = 1e-5, momentum = 0.1;
   DType dtype = DType::f32;
+  // Evaluation with gradients off: forward_fused runs the ReLU and residual add that
+  // follow in the batch norm's own call, one pass over memory instead of three.
+  bool fuse_eval = true;
 };
 
 namespace detail {
@@ -21,8 +24,10 @@ namespace detail {
 template <class Impl>
 class BatchNormStep {
  public:
+  // z, relu: fused evaluation (BatchNorm2d::forward_fused), never between casts.
   void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-            const Tensor& running_var, bool training, double momentum, double eps);
+            const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z = Tensor(),
+            bool relu = false);
   template <class... Args>
   const Tensor& run(const Args&...);
   void plan_backward(const Tensor& dy, bool need_dx);
@@ -48,6 +53,12 @@ class BatchNorm2d final : public Module {
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
+  // Whether forward_fused runs for x: evaluation with gradients off (nothing to
+  // differentiate), options().fuse_eval, and a backend with batch norm in x's dtype.
+  bool fuses(const Tensor& x) const;
+  // relu?(forward(x) + z) as one batch norm call (z optional, x's sizes and dtype); needs
+  // fuses(x). The blocks of a ResNet call it for each batch norm and the ops after it.
+  Tensor forward_fused(const Tensor& x, const Tensor& z, bool relu);
 
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }

@@ -16,11 +16,6 @@ Conv2dOptions conv_opts(int stride, int padding, DType dt) {
   o.dtype = dt;
   return o;
 }
-BatchNormOptions bn_opts(DType dt) {
-  BatchNormOptions o;
-  o.dtype = dt;
-  return o;
-}
 int64_t key_of(const Tensor& t) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr())); }
 }  // namespace
 
@@ -37,9 +32,9 @@ Tensor ResidualAdd<P>::accumulate(const Tensor& identity_grad, const Tensor& mai
 }
 
 template <class P>
-Downsample<P>::Downsample(const P& p, int64_t in_channels, int64_t out_channels, int stride, DType dt) {
-  conv_ = &register_module("0", std::make_unique<Conv2d<P>>(p, in_channels, out_channels, 1, conv_opts<P>(stride, 0, dt)));
-  bn_ = &register_module("1", std::make_unique<BatchNorm2d<P>>(p, out_channels, bn_opts(dt)));
+Downsample<P>::Downsample(const P& p, int64_t in_channels, int64_t out_channels, int stride, const BatchNormOptions& bn) {
+  conv_ = &register_module("0", std::make_unique<Conv2d<P>>(p, in_channels, out_channels, 1, conv_opts<P>(stride, 0, bn.dtype)));
+  bn_ = &register_module("1", std::make_unique<BatchNorm2d<P>>(p, out_channels, bn));
 }
 
 template <class P>
@@ -53,22 +48,29 @@ Tensor Downsample<P>::backward(const Tensor& dy) {
 }
 
 template <class P>
-BasicBlock<P>::BasicBlock(const P& p, int64_t inplanes, int64_t planes, int stride, DType dt) : add_(p) {
-  conv1_ = &register_module("conv1", std::make_unique<Conv2d<P>>(p, inplanes, planes, 3, conv_opts<P>(stride, 1, dt)));
-  bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, planes, bn_opts(dt)));
+BasicBlock<P>::BasicBlock(const P& p, int64_t inplanes, int64_t planes, int stride, const BatchNormOptions& bn) : add_(p) {
+  conv1_ = &register_module("conv1", std::make_unique<Conv2d<P>>(p, inplanes, planes, 3, conv_opts<P>(stride, 1, bn.dtype)));
+  bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, planes, bn));
   relu_ = &register_module("relu", std::make_unique<ReLU<P>>(p));
-  conv2_ = &register_module("conv2", std::make_unique<Conv2d<P>>(p, planes, planes, 3, conv_opts<P>(1, 1, dt)));
-  bn2_ = &register_module("bn2", std::make_unique<BatchNorm2d<P>>(p, planes, bn_opts(dt)));
+  conv2_ = &register_module("conv2", std::make_unique<Conv2d<P>>(p, planes, planes, 3, conv_opts<P>(1, 1, bn.dtype)));
+  bn2_ = &register_module("bn2", std::make_unique<BatchNorm2d<P>>(p, planes, bn));
   if (stride != 1 || inplanes != planes * kExpansion)
     downsample_ = &register_module("downsample",
-                                   std::make_unique<Downsample<P>>(p, inplanes, planes * kExpansion, stride, dt));
+                                   std::make_unique<Downsample<P>>(p, inplanes, planes * kExpansion, stride, bn));
   // torchvision applies its one ReLU twice; direct mode plans per call site.
   relu_out_ = &own_unlisted(std::make_unique<ReLU<P>>(p));
 }
 
 template <class P>
 Tensor BasicBlock<P>::forward(const Tensor& x) {
-  Tensor out = relu_->forward(bn1_->forward(conv1_->forward(x)));
+  const Tensor h = conv1_->forward(x);
+  if (bn1_->fuses(h)) {  // evaluation: each batch norm with the ReLU and residual add after it
+    const Tensor out = bn1_->forward_fused(h, Tensor(), true);
+    const Tensor y2 = conv2_->forward(out);
+    const Tensor identity = downsample_ ? downsample_->forward(x) : x;
+    return bn2_->forward_fused(y2, identity, true);
+  }
+  Tensor out = relu_->forward(bn1_->forward(h));
   out = bn2_->forward(conv2_->forward(out));
   const Tensor identity = downsample_ ? downsample_->forward(x) : x;
   return relu_out_->forward(add_.forward(out, identity));
@@ -86,26 +88,34 @@ Tensor BasicBlock<P>::backward(const Tensor& dy) {
 }
 
 template <class P>
-Bottleneck<P>::Bottleneck(const P& p, int64_t inplanes, int64_t planes, int stride, DType dt) : add_(p) {
+Bottleneck<P>::Bottleneck(const P& p, int64_t inplanes, int64_t planes, int stride, const BatchNormOptions& bn) : add_(p) {
   const int64_t width = planes;
-  conv1_ = &register_module("conv1", std::make_unique<Conv2d<P>>(p, inplanes, width, 1, conv_opts<P>(1, 0, dt)));
-  bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, width, bn_opts(dt)));
-  conv2_ = &register_module("conv2", std::make_unique<Conv2d<P>>(p, width, width, 3, conv_opts<P>(stride, 1, dt)));
-  bn2_ = &register_module("bn2", std::make_unique<BatchNorm2d<P>>(p, width, bn_opts(dt)));
+  conv1_ = &register_module("conv1", std::make_unique<Conv2d<P>>(p, inplanes, width, 1, conv_opts<P>(1, 0, bn.dtype)));
+  bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, width, bn));
+  conv2_ = &register_module("conv2", std::make_unique<Conv2d<P>>(p, width, width, 3, conv_opts<P>(stride, 1, bn.dtype)));
+  bn2_ = &register_module("bn2", std::make_unique<BatchNorm2d<P>>(p, width, bn));
   conv3_ = &register_module("conv3",
-                            std::make_unique<Conv2d<P>>(p, width, planes * kExpansion, 1, conv_opts<P>(1, 0, dt)));
-  bn3_ = &register_module("bn3", std::make_unique<BatchNorm2d<P>>(p, planes * kExpansion, bn_opts(dt)));
+                            std::make_unique<Conv2d<P>>(p, width, planes * kExpansion, 1, conv_opts<P>(1, 0, bn.dtype)));
+  bn3_ = &register_module("bn3", std::make_unique<BatchNorm2d<P>>(p, planes * kExpansion, bn));
   relu_ = &register_module("relu", std::make_unique<ReLU<P>>(p));
   if (stride != 1 || inplanes != planes * kExpansion)
     downsample_ = &register_module("downsample",
-                                   std::make_unique<Downsample<P>>(p, inplanes, planes * kExpansion, stride, dt));
+                                   std::make_unique<Downsample<P>>(p, inplanes, planes * kExpansion, stride, bn));
   relu2_ = &own_unlisted(std::make_unique<ReLU<P>>(p));
   relu_out_ = &own_unlisted(std::make_unique<ReLU<P>>(p));
 }
 
 template <class P>
 Tensor Bottleneck<P>::forward(const Tensor& x) {
-  Tensor out = relu_->forward(bn1_->forward(conv1_->forward(x)));
+  const Tensor h = conv1_->forward(x);
+  if (bn1_->fuses(h)) {  // evaluation: each batch norm with the ReLU and residual add after it
+    Tensor out = bn1_->forward_fused(h, Tensor(), true);
+    out = bn2_->forward_fused(conv2_->forward(out), Tensor(), true);
+    const Tensor y3 = conv3_->forward(out);
+    const Tensor identity = downsample_ ? downsample_->forward(x) : x;
+    return bn3_->forward_fused(y3, identity, true);
+  }
+  Tensor out = relu_->forward(bn1_->forward(h));
   out = relu2_->forward(bn2_->forward(conv2_->forward(out)));
   out = bn3_->forward(conv3_->forward(out));
   const Tensor identity = downsample_ ? downsample_->forward(x) : x;

@@ -49,7 +49,7 @@ class ResidualAdd {
 template <class P>
 class Downsample final : public Module {
  public:
-  Downsample(const P& p, int64_t in_channels, int64_t out_channels, int stride, DType dt);
+  Downsample(const P& p, int64_t in_channels, int64_t out_channels, int stride, const BatchNormOptions& bn);
   std::string_view type_name() const override { return "Sequential"; }
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
@@ -65,7 +65,7 @@ template <class P>
 class BasicBlock final : public ResidualBlockBase {
  public:
   static constexpr int kExpansion = 1;
-  BasicBlock(const P& p, int64_t inplanes, int64_t planes, int stride, DType dt);
+  BasicBlock(const P& p, int64_t inplanes, int64_t planes, int stride, const BatchNormOptions& bn);
   std::string_view type_name() const override { return "BasicBlock"; }
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
@@ -86,7 +86,7 @@ class Bottleneck final : public ResidualBlockBase {
  public:
   static constexpr int kExpansion = 4;
   // width = planes (groups 1, base width 64).
-  Bottleneck(const P& p, int64_t inplanes, int64_t planes, int stride, DType dt);
+  Bottleneck(const P& p, int64_t inplanes, int64_t planes, int stride, const BatchNormOptions& bn);
   std::string_view type_name() const override { return "Bottleneck"; }
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;

@@ -73,22 +73,30 @@ template <BackendImpl Impl>
 class BatchNormPlan {
  public:
   Tensor y, save_mean, save_invstd, dx, dgamma, dbeta;
+  // z, relu: fused evaluation (op_args.h), y = relu?(bn(x) + z); no backward follows.
   void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-            const Tensor& running_var, bool training, double momentum, double eps) {
+            const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z = Tensor(),
+            bool relu = false) {
     impl_ = &impl;
     const int64_t c = validate_batch_norm(StaticDispatch<Impl>(impl), x, gamma, beta, running_mean, running_var,
-                                          training, momentum, eps);
+                                          training, momentum, eps, z, relu);
     x_ = x;
     gamma_ = gamma;
     y = planned_empty_like(x, x.sizes());
-    save_mean = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
-    save_invstd = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
+    if (!z.defined() && !relu) {  // fused evaluation saves nothing for a backward
+      save_mean = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
+      save_invstd = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
+    }
     fwd_ = {x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd};
     fwd_.training = training;
     fwd_.momentum = momentum;
     fwd_.eps = eps;
+    fwd_.z = z;
+    fwd_.relu = relu;
   }
   void plan_backward(const Tensor& dy) {
+    STRATA_CHECK(!fwd_.z.defined && !fwd_.relu,
+                 "batch_norm: no backward through a fused evaluation (it ran with gradients off)");
     validate_batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd);
     dx = planned_empty_like(y, y.sizes());
     dgamma = planned_empty(save_mean.sizes(), save_mean.dtype(), save_mean.device(), MemoryFormat::contiguous,

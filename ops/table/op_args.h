@@ -43,6 +43,11 @@ struct BatchNormFwdArgs {
   double eps = 1e-5;
   double momentum = 0.1;  // running = (1-momentum)*running + momentum*batch (unbiased var)
   bool training = true;
+  // Fused evaluation (training false only): y = relu?(bn(x) + z), the residual add and
+  // ReLU that follow a ResNet block's last batch norm in the same pass over memory. No
+  // backward follows it, so save_mean and save_invstd are undefined then (not written).
+  TensorView z{};  // optional, x's sizes and dtype
+  bool relu = false;
 };
 struct BatchNormBwdArgs {
   TensorView x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta;

@@ -76,6 +76,43 @@ TEST_P(NormPoolTest, BatchNormResNet50Shapes) {
   }
 }
 
+// Fused evaluation (op_args.h): y = relu?(bn(x) + z) in one call, against the reference's
+// separate batch norm, add and ReLU; the reference's own fused form bitwise equal to them.
+TEST_P(NormPoolTest, BatchNormFusedEvaluation) {
+  uint64_t seed = 2500;
+  for (MemoryFormat fmt : {kNCHW, kNHWC}) {
+    for (bool with_z : {true, false}) {
+      for (bool relu : {true, false}) {
+        if (!with_z && !relu) continue;
+        SCOPED_TRACE(::testing::Message() << (fmt == kNHWC ? "nhwc" : "nchw") << (with_z ? " +z" : "")
+                                          << (relu ? " relu" : ""));
+        const Shape s{2, 6, 5, 3};
+        const Tensor x = rand_f32(s, seed += 10, fmt), z = rand_f32(s, seed + 1, fmt);
+        const Tensor gamma = rand_f32({6}, seed + 2), beta = rand_f32({6}, seed + 3);
+        const Tensor rm = rand_f32({6}, seed + 4), rv = rand_f32({6}, seed + 5, kNCHW, 0.5, 2.0);
+        // The separate ops on the reference.
+        const Tensor bn = nan_tensor(s, fmt), sum = nan_tensor(s, fmt), want = nan_tensor(s, fmt);
+        ops::BatchNormFwdArgs plain{x, gamma, beta, rm, rv, bn, {}, {}};
+        plain.training = false;
+        ref_.batch_norm_fwd(plain);
+        Tensor cur = bn;
+        if (with_z) ref_.add({bn, z, sum}), cur = sum;
+        if (relu) ref_.relu_fwd({cur, want}), cur = want;
+        ops::BatchNormFwdArgs f = plain;
+        f.z = with_z ? ops::TensorView(z) : ops::TensorView();
+        f.relu = relu;
+        const Tensor y = nan_tensor(s, fmt), y_r = nan_tensor(s, fmt);
+        f.y = y;
+        be().batch_norm_fwd(f);
+        f.y = y_r;
+        ref_.batch_norm_fwd(f);
+        EXPECT_TRUE(bitwise_equal(y_r, cur)) << "[reference fused vs separate]";
+        STRATA_EXPECT_CLOSE(y, cur, kTolReduction, "batch_norm_fwd fused");
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- pooling
 
 Pool2dParams pool(int k, int s, int pad, bool include_pad = true) {

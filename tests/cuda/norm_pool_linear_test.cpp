@@ -181,6 +181,45 @@ TEST_F(CudaNormPoolLinear, BatchNormHalf) {
   check_half_bn(be(), ref_, DType::bf16, {32, 128, 28, 28}, kNHWC, true, false, seed += 10);
 }
 
+// Fused evaluation (op_args.h): y = relu?(bn(x) + z) in one call, against the reference's
+// fused form (bitwise its separate ops, tests/cpu_backends); bf16 within its rounding.
+TEST_F(CudaNormPoolLinear, BatchNormFusedEvaluation) {
+  uint64_t seed = 1150;
+  auto f32_of = [](const Tensor& t) {
+    Tensor o = Tensor::empty(t.sizes(), DType::f32, Device::cpu(), format_of(t));
+    copy_into(t, o);
+    return o;
+  };
+  for (DType dt : {DType::f32, DType::bf16})
+    for (MemoryFormat fmt : {kNCHW, kNHWC})
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool with_z = variant != 1, relu = variant != 2;
+        SCOPED_TRACE(::testing::Message() << dtype_name(dt) << (fmt == kNHWC ? " nhwc" : " nchw")
+                                          << (with_z ? " +z" : "") << (relu ? " relu" : ""));
+        const Shape s{3, 10, 6, 5};
+        const Tensor xh = random_tensor(s, dt, seed += 10, -2.0, 2.0, fmt);
+        const Tensor zh = random_tensor(s, dt, seed + 1, -1.0, 1.0, fmt);
+        const Pair gamma = rand_pair({10}, seed + 2, kNCHW, 0.5, 1.5), beta = rand_pair({10}, seed + 3);
+        const Pair rm = rand_pair({10}, seed + 4, kNCHW, -0.5, 0.5), rv = rand_pair({10}, seed + 5, kNCHW, 0.5, 2.0);
+        ops::BatchNormFwdArgs r{f32_of(xh), gamma.cpu, beta.cpu, rm.cpu, rv.cpu, cpu_nan(s, fmt), {}, {}};
+        r.training = false;
+        const Tensor zr = f32_of(zh);
+        if (with_z) r.z = zr;
+        r.relu = relu;
+        const Tensor y_ref = cpu_nan(s, fmt);
+        r.y = y_ref;
+        ref_.batch_norm_fwd(r);
+        const Tensor xg = to_gpu(xh), zg = to_gpu(zh), y = gpu_nan(s, fmt, dt);
+        ops::BatchNormFwdArgs g{xg, gamma.gpu, beta.gpu, rm.gpu, rv.gpu, y, {}, {}};
+        g.training = false;
+        if (with_z) g.z = zg;
+        g.relu = relu;
+        be().batch_norm_fwd(g);
+        STRATA_EXPECT_CLOSE(f32_of(to_cpu(y)), y_ref, dt == DType::bf16 ? kTolBf16 : kTolReduction,
+                            "batch_norm_fwd fused");
+      }
+}
+
 // Without affine parameters and without running statistics (track_running_stats=False).
 TEST_F(CudaNormPoolLinear, BatchNormOptionalArguments) {
   const Shape xs{4, 6, 5, 5};

@@ -1,0 +1,109 @@
+// Fused evaluation (ResNetConfig::fuse_eval): a ResNet in eval mode with gradients off
+// runs each batch norm with the ReLU and residual add after it as one batch norm call.
+// It must give the separate ops' results — bitwise on the reference backend, which
+// rounds each step as the separate ops do, within f32 rounding on the others — in every
+// dispatch mode, run no separate ReLU or add kernels, and leave training, and evaluation
+// with gradients on, to the separate ops.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "nn_test_util.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/backends/api/registry.h"
+#include "strata/ops/trace.h"
+
+namespace strata::testing {
+namespace {
+
+// Running statistics away from their initial 0 / 1, the same in both models.
+void randomise_statistics(nn::Model& a, nn::Model& b) {
+  nn::StateDict sd = a.state_dict();
+  uint64_t seed = 900;
+  for (auto& [name, t] : sd) {
+    const bool mean = name.ends_with("running_mean"), var = name.ends_with("running_var");
+    if (!mean && !var) continue;
+    copy_into(random_tensor(t.sizes(), t.dtype(), ++seed, mean ? -0.5 : 0.5, mean ? 0.5 : 2.0), t);
+  }
+  b.load_state_dict(sd);
+}
+
+// The ops a predict ran, by name.
+std::vector<std::string> traced_ops(nn::Model& m, const Tensor& x, Tensor& y) {
+  ops::take_trace();
+  ops::set_trace_enabled(true);
+  const Tensor out = m.predict(x);
+  ops::set_trace_enabled(false);
+  y = Tensor::empty(out.sizes(), out.dtype(), Device::cpu());
+  copy_into(out, y);
+  std::vector<std::string> names;
+  for (const ops::TraceEvent& e : ops::take_trace()) names.emplace_back(ops::op_name(e.op));
+  return names;
+}
+
+int count(const std::vector<std::string>& v, const std::string& s) {
+  return static_cast<int>(std::count(v.begin(), v.end(), s));
+}
+
+TEST(NnFusedEvaluation, MatchesTheSeparateOpsInEveryModeWithoutReluOrAddKernels) {
+  std::vector<std::string> backends = {"reference"};
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (best != "reference") backends.push_back(best);
+  for (const std::string& backend : backends) {
+    for (int depth : {18, 50}) {
+      for (ops::DispatchMode mode : kAllModes) {
+        SCOPED_TRACE(backend + " ResNet-" + std::to_string(depth) + " " +
+                     std::string(ops::dispatch_mode_name(mode)));
+        nn::ResNetConfig c = tiny_resnet(depth);
+        auto fused = nn::make_resnet(c, mode, backend);
+        c.fuse_eval = false;
+        auto plain = nn::make_resnet(c, mode, backend);
+        randomise_statistics(*fused, *plain);
+        fused->eval();
+        plain->eval();
+        const Tensor x = random_tensor({2, 3, 9, 11}, DType::f32, 31);
+        Tensor yf, yp;
+        const std::vector<std::string> fused_ops = traced_ops(*fused, x, yf);
+        const std::vector<std::string> plain_ops = traced_ops(*plain, x, yp);
+        if (backend == "reference")
+          EXPECT_TRUE(bitwise_equal(yf, yp));
+        else
+          EXPECT_TRUE(close(yf, yp, 1e-5));
+        EXPECT_EQ(count(fused_ops, "relu_fwd"), 0);
+        EXPECT_EQ(count(fused_ops, "add"), 0);
+        EXPECT_GT(count(plain_ops, "relu_fwd"), 0);
+        EXPECT_GT(count(plain_ops, "add"), 0);
+        EXPECT_LT(fused_ops.size(), plain_ops.size());
+        // The same models again (direct mode's plans reused).
+        Tensor again;
+        traced_ops(*fused, x, again);
+        EXPECT_TRUE(bitwise_equal(again, yf));
+      }
+    }
+  }
+}
+
+TEST(NnFusedEvaluation, TrainingAndGradientsOnUseTheSeparateOps) {
+  for (ops::DispatchMode mode : {ops::DispatchMode::virtual_call, ops::DispatchMode::direct}) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    auto m = nn::make_resnet(tiny_resnet(18), mode, "reference");
+    const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 32);
+    m->eval();
+    ops::take_trace();
+    ops::set_trace_enabled(true);
+    m->forward(x);  // eval, gradients on: a backward may follow
+    ops::set_trace_enabled(false);
+    std::vector<std::string> names;
+    for (const ops::TraceEvent& e : ops::take_trace()) names.emplace_back(ops::op_name(e.op));
+    EXPECT_GT(count(names, "relu_fwd"), 0);
+    // And a backward after it works.
+    const Tensor labels = Tensor::from_vector<int64_t>({1, 2}, Shape{2});
+    const nn::StepResult r = m->forward_loss(x, labels);
+    m->backward();
+    EXPECT_TRUE(std::isfinite(r.loss.item()));
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing
