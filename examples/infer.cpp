@@ -132,8 +132,10 @@ int main(int argc, char** argv) {
   img_opt->excludes(idx_opt);
   app.add_option("--index", index, "item of the IDX file")->check(CLI::NonNegativeNumber);
   app.add_option("--backend", backend, "backend (default: best CPU backend built)");
-  app.add_option("--dispatch", dispatch, "virtual | static | direct")
-      ->check(CLI::IsMember({"virtual", "static", "direct"}));
+  app.add_option("--dispatch", dispatch,
+                  "virtual | static | direct | graph (cuda: the prediction captured into a CUDA graph once per "
+                  "shape and replayed)")
+      ->check(CLI::IsMember({"virtual", "static", "direct", "graph"}));
   app.add_option("--repeat", repeat, "timed inferences")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "untimed inferences first")->check(CLI::Range(0, 1000000));
   app.add_option("--top", top, "classes to print")->check(CLI::Range(1, 1000));

@@ -112,6 +112,76 @@ struct BnEvalFused {
   }
 };
 
+// The same over dense x, z and y of one layout (NCHW or NHWC), indexed directly: the
+// strided form's offsets cost more than the arithmetic at ResNet sizes.
+template <class T, class I, bool kChannelsLast>
+__global__ void __launch_bounds__(kThreads)
+    bn_eval_fused_dense_kernel(const T* x, const T* z, T* y, const float* gamma, const float* beta, const float* mean,
+                               const float* var, I n, I c, I hw, float eps, bool relu) {
+  const I step = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const I k = kChannelsLast ? i % c : (i / hw) % c;
+    const float s = (gamma ? __ldg(gamma + k) : 1.f) * rsqrtf(__ldg(var + k) + eps);
+    float v = load(store<T>((load(x[i]) - __ldg(mean + k)) * s + (beta ? __ldg(beta + k) : 0.f)));
+    if (z) v = load(store<T>(v + load(z[i])));
+    if (relu && !(v > 0.f)) v = 0.f;
+    y[i] = store<T>(v);
+  }
+}
+
+// Channels-last with C a multiple of V and 16-byte aligned buffers: V neighbouring
+// channels per thread, one 16-byte load or store per operand, the per-channel scale and
+// shift computed once (bn_eval_coef_kernel) instead of per element.
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+__global__ void bn_eval_coef_kernel(const float* gamma, const float* beta, const float* mean, const float* var,
+                                    uint32_t c, float eps, float* scale, float* shift) {
+  const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= c) return;
+  const float s = (gamma ? gamma[k] : 1.f) * rsqrtf(var[k] + eps);
+  scale[k] = s;
+  shift[k] = (beta ? beta[k] : 0.f) - mean[k] * s;
+}
+template <class T, int V>
+__global__ void __launch_bounds__(kThreads)
+    bn_eval_fused_nhwc_vec_kernel(const T* x, const T* z, T* y, const float* scale, const float* shift,
+                                  uint32_t packs, uint32_t c, bool relu) {
+  const uint32_t step = gridDim.x * blockDim.x;
+  for (uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < packs; p += step) {
+    const uint32_t k0 = (p * V) % c;
+    const Pack<T, V> xv = reinterpret_cast<const Pack<T, V>*>(x)[p];
+    Pack<T, V> zv{};
+    if (z) zv = reinterpret_cast<const Pack<T, V>*>(z)[p];
+    const Pack<float, V> sv = *reinterpret_cast<const Pack<float, V>*>(scale + k0);
+    const Pack<float, V> tv = *reinterpret_cast<const Pack<float, V>*>(shift + k0);
+    Pack<T, V> out;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float v = load(store<T>(load(xv.v[j]) * sv.v[j] + tv.v[j]));
+      if (z) v = load(store<T>(v + load(zv.v[j])));
+      if (relu && !(v > 0.f)) v = 0.f;
+      out.v[j] = store<T>(v);
+    }
+    reinterpret_cast<Pack<T, V>*>(y)[p] = out;
+  }
+}
+
+// Whether x, z (if given) and y share one dense layout with channels-last or NCHW order.
+bool dense_alike(const BatchNormFwdArgs& a, bool& channels_last) {
+  const bool dense_params = [&] {
+    for (const TensorView* p : {&a.gamma, &a.beta, &a.running_mean, &a.running_var})
+      if (p->defined && p->strides[0] != 1) return false;
+    return true;
+  }();
+  if (!dense_params || a.x.dim() != 4 || !(a.y.strides == a.x.strides) || (a.z.defined && !(a.z.strides == a.x.strides)))
+    return false;
+  if (a.x.is_contiguous()) return channels_last = false, true;
+  if (a.x.is_channels_last()) return channels_last = true, true;
+  return false;
+}
+
 void batch_norm_eval_fused(Context& ctx, const BatchNormFwdArgs& a) {
   STRATA_CHECK(a.running_mean.defined && a.running_var.defined,
                "batch_norm_fwd: eval mode needs running_mean and running_var");
@@ -127,6 +197,32 @@ void batch_norm_eval_fused(Context& ctx, const BatchNormFwdArgs& a) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, double>) {
       STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
+    } else if (bool cl = false; dense_alike(a, cl) && a.x.numel() < (int64_t{1} << 31)) {
+      const auto c = static_cast<uint32_t>(n[1]), hw = static_cast<uint32_t>(n[2] * n[3]);
+      const auto count = static_cast<uint32_t>(a.x.numel());
+      const float* gp = a.gamma.defined ? a.gamma.ptr<float>() : nullptr;
+      const float* bp = a.beta.defined ? a.beta.ptr<float>() : nullptr;
+      const T* zp = a.z.defined ? a.z.ptr<T>() : nullptr;
+      constexpr int V = static_cast<int>(16 / sizeof(T));
+      const auto aligned = [](const void* q) { return q == nullptr || reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+      if (cl && c % V == 0 && aligned(a.x.data) && aligned(zp) && aligned(a.y.data)) {
+        DeviceBuffer coef(ctx, sizeof(float) * 2 * c);  // scale [c], then shift [c]: 16-byte aligned halves
+        float* scale = coef.as<float>();
+        float* shift = scale + c;
+        bn_eval_coef_kernel<<<(c + 255) / 256, 256, 0, ctx.stream>>>(
+            gp, bp, a.running_mean.ptr<float>(), a.running_var.ptr<float>(), c, static_cast<float>(a.eps), scale, shift);
+        STRATA_CUDA_CHECK_LAUNCH("bn_eval_coef_kernel");
+        const uint32_t packs = count / V;
+        bn_eval_fused_nhwc_vec_kernel<T, V><<<grid_for(ctx, packs), kThreads, 0, ctx.stream>>>(
+            a.x.ptr<T>(), zp, a.y.ptr<T>(), scale, shift, packs, c, a.relu);
+        STRATA_CUDA_CHECK_LAUNCH("bn_eval_fused_nhwc_vec_kernel");
+        return;
+      }
+      const auto kernel = cl ? bn_eval_fused_dense_kernel<T, uint32_t, true> : bn_eval_fused_dense_kernel<T, uint32_t, false>;
+      kernel<<<grid_for(ctx, count), kThreads, 0, ctx.stream>>>(a.x.ptr<T>(), zp, a.y.ptr<T>(), gp, bp,
+                                                                a.running_mean.ptr<float>(), a.running_var.ptr<float>(),
+                                                                count, c, hw, static_cast<float>(a.eps), a.relu);
+      STRATA_CUDA_CHECK_LAUNCH("bn_eval_fused_dense_kernel");
     } else {
       launch_elementwise(ctx, strided_by_output(n, a.x, g, b, rm, rv, z, a.y),
                          BnEvalFused<T>{a.x.ptr<T>(), a.gamma.defined ? a.gamma.ptr<float>() : nullptr,

@@ -190,24 +190,24 @@ TEST_F(CudaNormPoolLinear, BatchNormFusedEvaluation) {
     copy_into(t, o);
     return o;
   };
+  // 10 channels: the element-wise kernels; 16 channels-last: the 16-byte vector kernel.
+  for (const Shape& s : {Shape{3, 10, 6, 5}, Shape{2, 16, 3, 5}})
   for (DType dt : {DType::f32, DType::bf16})
     for (MemoryFormat fmt : {kNCHW, kNHWC})
       for (int variant = 0; variant < 3; ++variant) {
         const bool with_z = variant != 1, relu = variant != 2;
-        SCOPED_TRACE(::testing::Message() << dtype_name(dt) << (fmt == kNHWC ? " nhwc" : " nchw")
+        SCOPED_TRACE(::testing::Message() << s.str() << " " << dtype_name(dt) << (fmt == kNHWC ? " nhwc" : " nchw")
                                           << (with_z ? " +z" : "") << (relu ? " relu" : ""));
-        const Shape s{3, 10, 6, 5};
+        const int64_t ch = s[1];
         const Tensor xh = random_tensor(s, dt, seed += 10, -2.0, 2.0, fmt);
         const Tensor zh = random_tensor(s, dt, seed + 1, -1.0, 1.0, fmt);
-        const Pair gamma = rand_pair({10}, seed + 2, kNCHW, 0.5, 1.5), beta = rand_pair({10}, seed + 3);
-        const Pair rm = rand_pair({10}, seed + 4, kNCHW, -0.5, 0.5), rv = rand_pair({10}, seed + 5, kNCHW, 0.5, 2.0);
-        ops::BatchNormFwdArgs r{f32_of(xh), gamma.cpu, beta.cpu, rm.cpu, rv.cpu, cpu_nan(s, fmt), {}, {}};
+        const Pair gamma = rand_pair({ch}, seed + 2, kNCHW, 0.5, 1.5), beta = rand_pair({ch}, seed + 3);
+        const Pair rm = rand_pair({ch}, seed + 4, kNCHW, -0.5, 0.5), rv = rand_pair({ch}, seed + 5, kNCHW, 0.5, 2.0);
+        const Tensor xr = f32_of(xh), zr = f32_of(zh), y_ref = cpu_nan(s, fmt);
+        ops::BatchNormFwdArgs r{xr, gamma.cpu, beta.cpu, rm.cpu, rv.cpu, y_ref, {}, {}};
         r.training = false;
-        const Tensor zr = f32_of(zh);
         if (with_z) r.z = zr;
         r.relu = relu;
-        const Tensor y_ref = cpu_nan(s, fmt);
-        r.y = y_ref;
         ref_.batch_norm_fwd(r);
         const Tensor xg = to_gpu(xh), zg = to_gpu(zh), y = gpu_nan(s, fmt, dt);
         ops::BatchNormFwdArgs g{xg, gamma.gpu, beta.gpu, rm.gpu, rv.gpu, y, {}, {}};
