@@ -66,13 +66,26 @@ void cpu_copy(const Tensor& src, const Tensor& dst) {
 }  // namespace
 
 Tensor Tensor::empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt) {
-  auto impl = std::make_shared<TensorImpl>();
   const size_t bytes = checked_bytes("Tensor::empty", sizes, dt);
-  impl->storage = std::make_shared<Storage>(bytes, d, allocator_for(d));
+  return in_storage(std::make_shared<Storage>(bytes, d, allocator_for(d)), 0, sizes, dt, fmt);
+}
+
+Tensor Tensor::in_storage(std::shared_ptr<Storage> storage, int64_t byte_offset, const Shape& sizes, DType dt,
+                          MemoryFormat fmt) {
+  STRATA_CHECK(storage != nullptr, "Tensor::in_storage: no storage");
+  const size_t bytes = checked_bytes("Tensor::in_storage", sizes, dt);
+  const auto elem = static_cast<int64_t>(dtype_size(dt));
+  STRATA_CHECK(byte_offset >= 0 && byte_offset % elem == 0 &&
+                   static_cast<size_t>(byte_offset) + bytes <= storage->bytes(),
+               "Tensor::in_storage: ", dtype_name(dt), sizes.str(), " at byte ", byte_offset,
+               " does not fit, aligned, in a storage of ", storage->bytes(), " bytes");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->device = storage->device();
+  impl->storage = std::move(storage);
+  impl->offset = byte_offset / elem;
   impl->sizes = sizes;
   impl->strides = fmt == MemoryFormat::channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
   impl->dtype = dt;
-  impl->device = d;
   return Tensor(std::move(impl));
 }
 
@@ -118,9 +131,12 @@ bool Tensor::is_channels_last() const { return is_channels_last_layout(sizes(), 
 
 bool Tensor::is_non_overlapping_dense() const { return is_contiguous() || is_channels_last(); }
 
+MemoryFormat Tensor::format_like(const Tensor& x, const Shape& sizes) {
+  return x.dim() == 4 && sizes.size() == 4 ? x.suggested_format() : MemoryFormat::contiguous;
+}
+
 Tensor Tensor::empty_like(const Tensor& x, const Shape& sizes, DType dt) {
-  const bool four = x.dim() == 4 && sizes.size() == 4;
-  return empty(sizes, dt, x.device(), four ? x.suggested_format() : MemoryFormat::contiguous);
+  return empty(sizes, dt, x.device(), format_like(x, sizes));
 }
 Tensor Tensor::empty_like(const Tensor& x, const Shape& sizes) { return empty_like(x, sizes, x.dtype()); }
 

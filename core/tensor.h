@@ -50,6 +50,12 @@ class Tensor {
   // the given sizes and dtype (x's by default).
   static Tensor empty_like(const Tensor& x, const Shape& sizes, DType dt);
   static Tensor empty_like(const Tensor& x, const Shape& sizes);
+  // The memory format empty_like gives an output of `sizes` made like x.
+  static MemoryFormat format_like(const Tensor& x, const Shape& sizes);
+  // Tensor::empty placed at `byte_offset` in a storage that exists (direct mode's step
+  // arenas, ops/direct/step_memory.h), on the storage's device; it must fit, aligned to dt.
+  static Tensor in_storage(std::shared_ptr<Storage> storage, int64_t byte_offset, const Shape& sizes, DType dt,
+                           MemoryFormat fmt = MemoryFormat::contiguous);
   // A view over memory the caller owns and keeps alive.
   static Tensor borrow(void* data, const Shape& sizes, DType dt, Device d = Device::cpu());
   // A CPU tensor holding a copy of `values` (count must equal sizes.numel()).

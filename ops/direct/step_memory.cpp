@@ -41,18 +41,6 @@ ReservedAddresses& reserved_addresses() {
   return a;
 }
 
-Tensor tensor_in(std::shared_ptr<Storage> storage, int64_t byte_offset, const Shape& sizes, DType dt, Device d,
-                 MemoryFormat fmt) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::move(storage);
-  impl->offset = byte_offset / static_cast<int64_t>(dtype_size(dt));
-  impl->sizes = sizes;
-  impl->strides = fmt == MemoryFormat::channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
-  impl->dtype = dt;
-  impl->device = d;
-  return Tensor(std::move(impl));
-}
-
 }  // namespace
 
 struct Recording {
@@ -113,7 +101,7 @@ Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt, L
     b.to_end = life == Lifetime::to_step_end;
     t_recording->buffers.push_back(b);
     t_recording->storage.push_back(storage);
-    return detail::tensor_in(std::move(storage), 0, sizes, dt, d, fmt);
+    return Tensor::in_storage(std::move(storage), 0, sizes, dt, fmt);
   }
   detail::Assignment& as = *t_assignment;
   const size_t i = as.next++;
@@ -122,12 +110,11 @@ Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt, L
                i < as.offsets->size() ? "planned " + std::to_string((*as.bytes)[i]) + " bytes"
                                       : "planned only " + std::to_string(as.offsets->size()) + " buffers",
                "; a step must make the same plans each time it runs (internal error)");
-  return detail::tensor_in(as.arena, (*as.offsets)[i], sizes, dt, d, fmt);
+  return Tensor::in_storage(as.arena, (*as.offsets)[i], sizes, dt, fmt);
 }
 
 Tensor planned_empty_like(const Tensor& x, const Shape& sizes, DType dt) {
-  const bool four = x.dim() == 4 && sizes.size() == 4;
-  return planned_empty(sizes, dt, x.device(), four ? x.suggested_format() : MemoryFormat::contiguous);
+  return planned_empty(sizes, dt, x.device(), Tensor::format_like(x, sizes));
 }
 Tensor planned_empty_like(const Tensor& x, const Shape& sizes) { return planned_empty_like(x, sizes, x.dtype()); }
 

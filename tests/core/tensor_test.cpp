@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "strata/core/allocator.h"
+#include "strata/core/storage.h"
 #include "strata/core/tensor.h"
 #include "support/expect_error.h"
 #include "support/random.h"
@@ -42,6 +44,21 @@ TEST(Tensor, SuggestedFormatAndEmptyLike) {
   EXPECT_TRUE(y.is_channels_last() && !y.is_contiguous());
   EXPECT_TRUE(Tensor::empty_like(a, {2, 3}).is_contiguous());
   EXPECT_EQ(Tensor::empty_like(a, {2, 3}).dtype(), DType::f32);
+}
+
+// Tensors placed in a storage that exists (direct mode's arenas): the offset and the
+// layout as Tensor::empty would give them; what does not fit, aligned, is an error.
+TEST(Tensor, InStoragePlacesATensorWhereAsked) {
+  auto storage = std::make_shared<Storage>(1024, Device::cpu(), allocator_for(Device::cpu()));
+  const Tensor a = Tensor::in_storage(storage, 256, Shape{2, 3, 4, 5}, DType::f32, MemoryFormat::channels_last);
+  EXPECT_EQ(static_cast<const char*>(a.data_ptr()) - static_cast<const char*>(storage->data()), 256);
+  EXPECT_EQ(a.strides(), Tensor::empty(Shape{2, 3, 4, 5}, DType::f32, Device::cpu(), MemoryFormat::channels_last).strides());
+  EXPECT_EQ(a.device(), Device::cpu());
+  EXPECT_EQ(Tensor::format_like(a, Shape{2, 6, 4, 5}), MemoryFormat::channels_last);
+  EXPECT_EQ(Tensor::format_like(a, Shape{2, 6}), MemoryFormat::contiguous);
+  EXPECT_STRATA_ERROR(Tensor::in_storage(storage, 1000, Shape{8}, DType::f32), "Tensor::in_storage",
+                      "does not fit", "1024 bytes");
+  EXPECT_STRATA_ERROR(Tensor::in_storage(storage, 2, Shape{8}, DType::f32), "Tensor::in_storage", "at byte 2");
 }
 
 TEST(Tensor, ViewsShareStorage) {

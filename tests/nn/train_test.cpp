@@ -105,6 +105,48 @@ TEST(NnOptim, AdamAndAdamWFormulas) {
   }
 }
 
+// A captured training step (graph mode) refers to the optimizer's state tensors: loading
+// a state dict copies into them, and state_epoch() changes exactly when they are replaced.
+TEST(NnOptim, LoadingKeepsTheStateTensorsAndTheEpochSaysWhenTheyChange) {
+  for (auto kind : {nn::OptimizerKind::sgd, nn::OptimizerKind::adam}) {
+    SCOPED_TRACE(std::string(nn::optimizer_kind_name(kind)));
+    OneParam m({0.5, -0.25});
+    nn::OptimizerConfig c;
+    c.kind = kind;
+    c.momentum = 0.9;
+    nn::Optimizer opt(c, nn::param_groups(m, 0.0, false), nn::make_step_kernels(DispatchMode::direct, "reference"));
+    const uint64_t fresh = opt.state_epoch();
+    set_grad(m.w_, {0.3, 0.1});
+    opt.step();  // allocates the state
+    const uint64_t stepped = opt.state_epoch();
+    EXPECT_NE(stepped, fresh);
+    nn::StateDict saved;
+    std::vector<const void*> where;
+    for (const auto& [n, t] : opt.state_dict()) {
+      Tensor copy = Tensor::empty(t.sizes(), t.dtype());
+      copy_into(t, copy);
+      saved.emplace_back(n, copy);
+      where.push_back(t.data_ptr());
+    }
+    set_grad(m.w_, {-0.2, 0.4});
+    opt.step();
+    opt.load_state_dict(saved);
+    EXPECT_EQ(opt.state_epoch(), stepped);
+    const nn::StateDict now = opt.state_dict();
+    ASSERT_EQ(now.size(), saved.size());
+    for (size_t i = 0; i < now.size(); ++i) {
+      EXPECT_TRUE(bitwise_equal(now[i].second, saved[i].second)) << now[i].first;
+      if (!now[i].first.ends_with(".step")) EXPECT_EQ(now[i].second.data_ptr(), where[i]) << now[i].first;
+    }
+    opt.load_state_dict({});  // no state: dropped
+    EXPECT_NE(opt.state_epoch(), stepped);
+    const nn::Optimizer other(c, nn::param_groups(m, 0.0, false),
+                              nn::make_step_kernels(DispatchMode::direct, "reference"));
+    EXPECT_NE(other.state_epoch(), fresh);
+    EXPECT_NE(other.state_epoch(), stepped);
+  }
+}
+
 TEST(NnOptim, ParamGroupsExcludeBatchNormAndBiasFromWeightDecay) {
   nn::ResNetConfig c;
   c.depth = 18;
