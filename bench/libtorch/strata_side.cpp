@@ -37,16 +37,18 @@ Tensor filled(const Shape& s, float scale) {
   return t;
 }
 
-Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMode mode) {
+// `unfused`: nn::ResNetConfig::fuse_eval off (the case's mode reads "<mode>/unfused").
+Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMode mode, bool unfused) {
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = 1000;
+  rc.fuse_eval = !unfused;
   nn::ModelOptions mo;
   if (w.bf16) mo.compute_dtype = DType::bf16;
   std::shared_ptr<nn::Model> model = nn::make_resnet(rc, mode, backend, mo);
   Tensor x = model->input_buffer(Shape{w.batch, 3, w.resolution, w.resolution});
   copy_into(filled(x.sizes(), 1.7f), x);
-  Case c{"strata", backend, std::string(ops::dispatch_mode_name(mode)), {}, {}};
+  Case c{"strata", backend, std::string(ops::dispatch_mode_name(mode)) + (unfused ? "/unfused" : ""), {}, {}};
   if (w.kind == Kind::resnet_infer) {
     model->eval();
     c.step = [model, x] { model->predict(x); };
@@ -164,12 +166,15 @@ std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>
   for (const auto& b : backends) {
     if (backends::registry().find(b) == nullptr) continue;
     for (const auto& m : modes) {
-      const ops::DispatchMode mode = ops::parse_dispatch_mode(m);
+      // "<mode>/unfused": ResNet inference with fused evaluation off, beside the default.
+      const bool unfused = m.ends_with("/unfused");
+      const ops::DispatchMode mode = ops::parse_dispatch_mode(unfused ? m.substr(0, m.size() - 8) : m);
+      if (unfused && w.kind != Kind::resnet_infer) continue;
       const bool bf16_ok = backends::registry().get(b).supports(ops::OpId::conv2d_fwd, DType::bf16);
       switch (w.kind) {
         case Kind::resnet_infer:
         case Kind::resnet_train:  // nn's mixed precision runs in the tape modes only
-          if (!w.bf16 || (bf16_ok && mode != ops::DispatchMode::direct)) out.push_back(resnet_case(w, b, mode));
+          if (!w.bf16 || (bf16_ok && mode != ops::DispatchMode::direct)) out.push_back(resnet_case(w, b, mode, unfused));
           break;
         case Kind::conv_fwd:
         case Kind::conv_train:
