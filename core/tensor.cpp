@@ -63,11 +63,23 @@ void cpu_copy(const Tensor& src, const Tensor& dst) {
   });
 }
 
+// A tensor of `sizes` in `fmt` at element `offset` of `storage`, which the caller checked it fits.
+Tensor placed(std::shared_ptr<Storage> storage, int64_t offset, const Shape& sizes, DType dt, MemoryFormat fmt) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->device = storage->device();
+  impl->storage = std::move(storage);
+  impl->offset = offset;
+  impl->sizes = sizes;
+  impl->strides = fmt == MemoryFormat::channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
+  impl->dtype = dt;
+  return Tensor(std::move(impl));
+}
+
 }  // namespace
 
 Tensor Tensor::empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt) {
   const size_t bytes = checked_bytes("Tensor::empty", sizes, dt);
-  return in_storage(std::make_shared<Storage>(bytes, d, allocator_for(d)), 0, sizes, dt, fmt);
+  return placed(std::make_shared<Storage>(bytes, d, allocator_for(d)), 0, sizes, dt, fmt);
 }
 
 Tensor Tensor::in_storage(std::shared_ptr<Storage> storage, int64_t byte_offset, const Shape& sizes, DType dt,
@@ -79,24 +91,12 @@ Tensor Tensor::in_storage(std::shared_ptr<Storage> storage, int64_t byte_offset,
                    static_cast<size_t>(byte_offset) + bytes <= storage->bytes(),
                "Tensor::in_storage: ", dtype_name(dt), sizes.str(), " at byte ", byte_offset,
                " does not fit, aligned, in a storage of ", storage->bytes(), " bytes");
-  auto impl = std::make_shared<TensorImpl>();
-  impl->device = storage->device();
-  impl->storage = std::move(storage);
-  impl->offset = byte_offset / elem;
-  impl->sizes = sizes;
-  impl->strides = fmt == MemoryFormat::channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
-  impl->dtype = dt;
-  return Tensor(std::move(impl));
+  return placed(std::move(storage), byte_offset / elem, sizes, dt, fmt);
 }
 
 Tensor Tensor::borrow(void* data, const Shape& sizes, DType dt, Device d) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(data, checked_bytes("Tensor::borrow", sizes, dt), d);
-  impl->sizes = sizes;
-  impl->strides = contiguous_strides(sizes);
-  impl->dtype = dt;
-  impl->device = d;
-  return Tensor(std::move(impl));
+  return placed(std::make_shared<Storage>(data, checked_bytes("Tensor::borrow", sizes, dt), d), 0, sizes, dt,
+                MemoryFormat::contiguous);
 }
 
 template <class T>

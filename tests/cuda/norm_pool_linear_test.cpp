@@ -111,6 +111,13 @@ TEST_F(CudaNormPoolLinear, BatchNormChannelsLastModes) {
   }
 }
 
+// A CPU f32 copy of t in t's layout (half-precision values are exact in f32).
+Tensor f32_of(const Tensor& t) {
+  Tensor o = Tensor::empty(t.sizes(), DType::f32, Device::cpu(), format_of(t));
+  copy_into(t, o);
+  return o;
+}
+
 // f16/bf16 activations with f32 parameters and statistics (mixed precision), on
 // strata's kernels in every layout, against the reference on the same (rounded) input
 // values in f32: statistics, running statistics and parameter gradients to f32
@@ -122,11 +129,6 @@ void check_half_bn(CudaBackend& be, ReferenceBackend& ref, DType dt, const Shape
                (fmt == kNHWC ? " nhwc" : " nchw") + (slice ? " slice" : ""));
   const int64_t c = xs[1];
   const double tol = dt == DType::bf16 ? kTolBf16 : kTolF16;
-  auto f32_of = [](const Tensor& t) {
-    Tensor o = Tensor::empty(t.sizes(), DType::f32, Device::cpu(), format_of(t));
-    copy_into(t, o);
-    return o;
-  };
   Shape big = xs;
   if (slice) big[1] += 3;
   Tensor xh = random_tensor(big, dt, seed, -2.0, 3.0, fmt), dyh = random_tensor(big, dt, seed + 5, -1.0, 1.0, fmt);
@@ -185,11 +187,6 @@ TEST_F(CudaNormPoolLinear, BatchNormHalf) {
 // fused form (bitwise its separate ops, tests/cpu_backends); bf16 within its rounding.
 TEST_F(CudaNormPoolLinear, BatchNormFusedEvaluation) {
   uint64_t seed = 1150;
-  auto f32_of = [](const Tensor& t) {
-    Tensor o = Tensor::empty(t.sizes(), DType::f32, Device::cpu(), format_of(t));
-    copy_into(t, o);
-    return o;
-  };
   // 10 channels: the element-wise kernels; 16 channels-last: the 16-byte vector kernel.
   for (const Shape& s : {Shape{3, 10, 6, 5}, Shape{2, 16, 3, 5}})
   for (DType dt : {DType::f32, DType::bf16})

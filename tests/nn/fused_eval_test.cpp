@@ -29,17 +29,25 @@ void randomise_statistics(nn::Model& a, nn::Model& b) {
   b.load_state_dict(sd);
 }
 
-// The ops a predict ran, by name.
-std::vector<std::string> traced_ops(nn::Model& m, const Tensor& x, Tensor& y) {
+// The ops `run` ran, by name.
+template <class Run>
+std::vector<std::string> traced(Run&& run) {
   ops::take_trace();
   ops::set_trace_enabled(true);
-  const Tensor out = m.predict(x);
+  run();
   ops::set_trace_enabled(false);
-  y = Tensor::empty(out.sizes(), out.dtype(), Device::cpu());
-  copy_into(out, y);
   std::vector<std::string> names;
   for (const ops::TraceEvent& e : ops::take_trace()) names.emplace_back(ops::op_name(e.op));
   return names;
+}
+
+// The ops a predict ran; its output copied to the host into y.
+std::vector<std::string> traced_ops(nn::Model& m, const Tensor& x, Tensor& y) {
+  return traced([&] {
+    const Tensor out = m.predict(x);
+    y = Tensor::empty(out.sizes(), out.dtype(), Device::cpu());
+    copy_into(out, y);
+  });
 }
 
 int count(const std::vector<std::string>& v, const std::string& s) {
@@ -90,12 +98,7 @@ TEST(NnFusedEvaluation, TrainingAndGradientsOnUseTheSeparateOps) {
     auto m = nn::make_resnet(tiny_resnet(18), mode, "reference");
     const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 32);
     m->eval();
-    ops::take_trace();
-    ops::set_trace_enabled(true);
-    m->forward(x);  // eval, gradients on: a backward may follow
-    ops::set_trace_enabled(false);
-    std::vector<std::string> names;
-    for (const ops::TraceEvent& e : ops::take_trace()) names.emplace_back(ops::op_name(e.op));
+    const std::vector<std::string> names = traced([&] { m->forward(x); });  // gradients on: a backward may follow
     EXPECT_GT(count(names, "relu_fwd"), 0);
     // And a backward after it works.
     const Tensor labels = Tensor::from_vector<int64_t>({1, 2}, Shape{2});
