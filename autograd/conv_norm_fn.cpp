@@ -17,7 +17,7 @@ class Conv2dNode final : public NodeT<D> {
     const auto& e = this->next;
     const MemoryFormat fmt = x_.suggested_format();
     Tensor dx = e[0].valid() ? ops::conv2d_bwd_data(this->d_, dy, w_, x_.sizes(), p_, fmt) : Tensor();
-    Tensor dw = e[1].valid() ? ops::conv2d_bwd_weight(this->d_, x_, dy, w_.sizes(), p_) : Tensor();
+    Tensor dw = e[1].valid() ? ops::conv2d_bwd_weight(this->d_, x_, dy, w_.sizes(), p_, w_.suggested_format()) : Tensor();
     Tensor db = has_bias_ && e[2].valid() ? ops::conv2d_bwd_bias(this->d_, dy) : Tensor();
     return {dx, dw, db};
   }

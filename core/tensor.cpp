@@ -140,6 +140,15 @@ Tensor Tensor::empty_like(const Tensor& x, const Shape& sizes, DType dt) {
 }
 Tensor Tensor::empty_like(const Tensor& x, const Shape& sizes) { return empty_like(x, sizes, x.dtype()); }
 
+void Tensor::set_data(const Tensor& src) {
+  STRATA_CHECK(src.sizes() == sizes() && src.dtype() == dtype() && src.device() == device(), "Tensor::set_data: ",
+               src.str(), " cannot replace the data of ", str(), " (sizes, dtype and device must agree)");
+  TensorImpl& i = impl();
+  i.storage = src.impl().storage;
+  i.strides = src.impl().strides;
+  i.offset = src.impl().offset;
+}
+
 MemoryFormat Tensor::suggested_format() const {
   return is_channels_last() && !is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
 }

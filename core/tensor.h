@@ -114,6 +114,10 @@ class Tensor {
   Tensor& set_requires_grad(bool r);
   Tensor grad() const { return Tensor(impl().grad); }
   void set_grad(const Tensor& g) { impl().grad = g.impl_; }
+  // Every handle to this tensor now sees src's memory and strides (PyTorch's set_data):
+  // a module re-lays its parameters out (channels-last) without its layers' handles
+  // going stale. Same sizes, dtype and device; the autograd state stays.
+  void set_data(const Tensor& src);
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
   bool is_leaf() const { return impl().grad_fn == nullptr; }
 

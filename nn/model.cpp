@@ -152,7 +152,7 @@ struct ModelMode<Direct<Impl>> {
     for (Tensor& param : s.params) {
       const Tensor g = param.grad();
       if (!s.memory.holds(g)) continue;
-      Tensor copy = Tensor::empty(g.sizes(), g.dtype(), g.device());
+      Tensor copy = Tensor::empty_like(g, g.sizes());
       ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, ops::CopyArgs{g, copy});
       param.set_grad(copy);
     }
@@ -183,6 +183,8 @@ class ModelImpl final : public Model {
     scale_ = o.initial_loss_scale.value_or(s_.compute == DType::f16 ? 65536.0 : 0.0);
     STRATA_CHECK(scale_ >= 0 && std::isfinite(scale_), "Model: initial_loss_scale must be finite and >= 0, got ",
                  scale_);
+    // Weights in the activations' layout: no convolution stages one, nor its gradient.
+    if (s_.fmt == MemoryFormat::channels_last) s_.net->to_memory_format(MemoryFormat::channels_last);
     STRATA_CHECK(Mode::kLossScaling || scale_ == 0,
                  "Model: loss scaling (on by default for f16 compute) is not supported in direct mode "
                  "yet; use the virtual or static mode, or bf16");

@@ -28,9 +28,10 @@
 // the next launch). A captured train_step is forward, loss, backward and the optimizer's
 // step; the learning rate and step counts are read from device memory written before
 // each launch (a schedule never captures again), BatchNorm's batch counter counts each
-// launch. Its forward, forward_loss and backward run as in direct mode, and predict in
-// train mode too. Not captured yet: dropout in training (its random offset is a kernel
-// argument) and a gradient hook (data-parallel averaging); both are refused by name.
+// launch, dropout draws a new mask at each launch (its seed and offset are read from
+// device memory written before it). Its forward, forward_loss and backward run as in
+// direct mode, and predict in train mode too. Not captured yet: a gradient hook
+// (data-parallel averaging), refused by name.
 // Loss scaling (f16) is refused as in direct mode.
 #include <functional>
 #include <memory>

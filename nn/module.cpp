@@ -156,6 +156,18 @@ void Module::zero_grad() {
   for (Tensor& t : parameters()) t.set_grad(Tensor());
 }
 
+void Module::to_memory_format(MemoryFormat fmt) {
+  for (const StateDict* sd : {&params_, &buffers_})
+    for (const auto& [name, t] : *sd) {
+      if (t.dim() != 4 || (fmt == MemoryFormat::channels_last ? t.is_channels_last() : t.is_contiguous())) continue;
+      Tensor re = Tensor::empty(t.sizes(), t.dtype(), t.device(), fmt);
+      copy_into(t, re);
+      Tensor(t).set_data(re);
+    }
+  for (const auto& c : children_) c.second->to_memory_format(fmt);
+  for (const auto& c : unlisted_) c->to_memory_format(fmt);
+}
+
 void Module::repr_into(std::string& out, const std::string& name, int indent) const {
   out += std::string(indent, ' ') + (name.empty() ? "" : "(" + name + "): ") + std::string(type_name()) + "(" +
          extra_repr();

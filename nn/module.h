@@ -80,6 +80,10 @@ class Module {
 
   // Sets every parameter's .grad() to undefined (PyTorch's set_to_none).
   void zero_grad();
+  // Every 4-D parameter and buffer re-laid out in `fmt`, in place (every handle sees it),
+  // as PyTorch's module.to(memory_format=...): a channels-last network's convolutions then
+  // read weights, and write their gradients, in the activations' layout, with no staging.
+  void to_memory_format(MemoryFormat fmt);
 
   // Direct mode: `fn` is called (on this module and its descendants) with each module
   // whose parameters' gradients backward has just completed, while the rest of

@@ -151,7 +151,7 @@ void Optimizer::allocate(Slot& s) {
   state_epoch_ = new_state_epoch();
   const Tensor& p = s.param;
   auto zeros = [&] {
-    Tensor t = Tensor::empty(p.sizes(), p.dtype(), p.device());
+    Tensor t = Tensor::empty_like(p, p.sizes());  // the parameter's layout: its kernels read both alike
     kernels_->fill(t, 0.0);
     return t;
   };

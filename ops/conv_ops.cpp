@@ -20,9 +20,10 @@ Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shap
 }
 
 template <class D>
-Tensor conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Shape& w_sizes, const Conv2dParams& p) {
+Tensor conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Shape& w_sizes, const Conv2dParams& p,
+                         MemoryFormat fmt) {
   check_input(d, OpId::conv2d_bwd_weight, "input", x);
-  Tensor dw = Tensor::empty(w_sizes, x.dtype(), x.device());
+  Tensor dw = Tensor::empty(w_sizes, x.dtype(), x.device(), fmt);
   validate_conv2d_bwd_weight(d, x, dy, dw, p);
   d.conv2d_bwd_weight(Conv2dBwdWeightArgs{x, dy, dw, p});
   return dw;
@@ -41,7 +42,7 @@ Tensor conv2d_bwd_bias(const D& d, const Tensor& dy) {
   template Tensor conv2d_bwd_data<D>(const D&, const Tensor&, const Tensor&, const Shape&, const Conv2dParams&, \
                                      MemoryFormat);                                                           \
   template Tensor conv2d_bwd_weight<D>(const D&, const Tensor&, const Tensor&, const Shape&,                   \
-                                       const Conv2dParams&);                                                  \
+                                       const Conv2dParams&, MemoryFormat);                                    \
   template Tensor conv2d_bwd_bias<D>(const D&, const Tensor&);
 STRATA_OPS_INSTANTIATE_ALL()
 

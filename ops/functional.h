@@ -22,8 +22,10 @@ using Conv2dSignature = Tensor(const D& d, const Tensor& x, const Tensor& w, con
 template <class D> Conv2dSignature<D> conv2d;  // a function template, declared by its type
 template <class D> Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shape& x_sizes,
                                           const Conv2dParams& p, MemoryFormat fmt = MemoryFormat::contiguous);
+// dw in layout fmt: the weight's, so that a channels-last network's weights and their
+// gradients share one layout and a convolution stages neither.
 template <class D> Tensor conv2d_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, const Shape& w_sizes,
-                                            const Conv2dParams& p);
+                                            const Conv2dParams& p, MemoryFormat fmt = MemoryFormat::contiguous);
 template <class D> Tensor conv2d_bwd_bias(const D& d, const Tensor& dy);
 
 struct BatchNormOut {

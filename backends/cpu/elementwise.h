@@ -85,7 +85,8 @@ inline void fill(const ops::FillArgs& a) {
 // The mask depends on each element's logical (row-major) index, so any layout gives
 // the same mask as every other backend for the same seed.
 template <class T>
-void dropout_fwd(const ops::DropoutFwdArgs& a) {
+void dropout_fwd(const ops::DropoutFwdArgs& args) {
+  const ops::DropoutFwdArgs a = ops::with_rng_read(args);
   const T* x = a.x.ptr<const T>();
   T* y = a.y.ptr<T>();
   uint8_t* m = a.mask.ptr<uint8_t>();

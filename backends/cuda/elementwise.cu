@@ -40,8 +40,11 @@ struct DropoutFn {
   uint8_t* m;
   uint64_t seed, offset;
   double p, inv_keep;
+  const int64_t* rng;  // {seed, offset} read at run time (graph mode), or null
   __device__ void operator()(int64_t k, const int64_t* o) const {
-    const bool keep = ops::dropout_keep(seed, offset + static_cast<uint64_t>(k), p);
+    const uint64_t s = rng ? static_cast<uint64_t>(rng[0]) : seed;
+    const uint64_t off = rng ? static_cast<uint64_t>(rng[1]) : offset;
+    const bool keep = ops::dropout_keep(s, off + static_cast<uint64_t>(k), p);
     m[o[2]] = keep ? 1 : 0;
     y[o[1]] = keep ? store<T>(static_cast<double>(load(x[o[0]])) * inv_keep) : store<T>(0.f);
   }
@@ -253,11 +256,16 @@ void CudaBackend::relu_bwd(const ReluBwdArgs& a) {
 
 void CudaBackend::dropout_fwd(const DropoutFwdArgs& a) {
   const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
+  STRATA_CHECK(!a.rng.defined || (a.rng.dtype == DType::i64 && a.rng.numel() == 2 && a.rng.is_contiguous() &&
+                                  a.rng.device.is_cuda()),
+               "dropout_fwd: rng must be a dense i64 {seed, offset} on the device, got ", a.rng.sizes.str(), " ",
+               dtype_name(a.rng.dtype));
+  const int64_t* rng = a.rng.defined ? a.rng.ptr<const int64_t>() : nullptr;
   dispatch_float(a.x.dtype, "dropout_fwd", [&](auto t) {
     using T = decltype(t);
     launch_elementwise(*ctx_, strided_of(a.x.sizes, a.x, a.y, a.mask),
                        DropoutFn<T>{a.x.ptr<T>(), a.y.ptr<T>(), a.mask.ptr<uint8_t>(), a.seed, a.offset, a.p,
-                                    inv_keep});
+                                    inv_keep, rng});
   });
 }
 

@@ -83,7 +83,8 @@ eigen::Dims<eigen::kRank> padded_sizes(const TensorView& v) {
 
 // The mask first (its element's logical index decides), then y from x and the mask;
 // x / (1 - p) is formed in double and rounded once, as the reference does.
-void EigenBackend::dropout_fwd(const DropoutFwdArgs& a) {
+void EigenBackend::dropout_fwd(const DropoutFwdArgs& args) {
+  const DropoutFwdArgs a = with_rng_read(args);
   visit_float("dropout_fwd", a.x.dtype, [&](auto t) {
     using T = decltype(t);
     const KeepGenerator gen{a.seed, a.offset, a.p, padded_sizes(a.mask)};

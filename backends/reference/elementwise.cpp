@@ -69,7 +69,8 @@ void ReferenceBackend::fill(const FillArgs& a) {
   });
 }
 
-void ReferenceBackend::dropout_fwd(const DropoutFwdArgs& a) {
+void ReferenceBackend::dropout_fwd(const DropoutFwdArgs& args) {
+  const DropoutFwdArgs a = with_rng_read(args);
   visit_float(a.x.dtype, "dropout_fwd", [&](auto t) {
     using T = decltype(t);
     const T* x = a.x.ptr<T>();

@@ -190,9 +190,6 @@ RunConfig resolve(const TrainOptions& in) {
   if (r.mode == ops::DispatchMode::graph) {
     STRATA_CHECK(backends::registry().get(o.backend).device_type() == DeviceType::cuda,
                  "--dispatch graph captures CUDA graphs: it needs --backend cuda, not '", o.backend, "'");
-    STRATA_CHECK(o.model != "lenet",
-                 "--dispatch graph: LeNet's dropout is not captured yet (its random offset is a kernel argument "
-                 "that every replay would repeat); use --dispatch direct, or a ResNet");
     STRATA_CHECK(o.nproc == 1, "--dispatch graph: data-parallel training (--nproc ", o.nproc,
                  ") is not captured yet; use --dispatch direct");
   }

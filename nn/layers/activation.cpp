@@ -16,7 +16,7 @@ Tensor ReLU<P>::backward(const Tensor& dy) {
 }
 
 template <class P>
-Dropout<P>::Dropout(const P& p, double prob, uint64_t seed) : p_(p), prob_(prob), seed_(seed) {
+Dropout<P>::Dropout(const P& p, double prob, uint64_t seed) : p_(p), prob_(prob), counter_{seed, 0} {
   STRATA_CHECK(prob >= 0.0 && prob < 1.0, "Dropout: p must be in [0, 1), got ", prob);
 }
 
@@ -29,14 +29,13 @@ template <class P>
 Tensor Dropout<P>::forward(const Tensor& x) {
   last_active_ = is_training() && prob_ > 0.0;
   if (!last_active_) return x;
-  STRATA_CHECK(!ops::direct::capturing(),
-               "Dropout: graph mode cannot capture dropout in training yet: its random offset is an argument of "
-               "the kernel, which every launch of the graph would repeat; train in direct mode, or with p = 0");
-  const uint64_t offset = offset_;
-  // A memory plan's recording pass runs this forward once more; its draw is not one.
-  if (!ops::direct::recording()) offset_ += static_cast<uint64_t>(x.numel());
+  const uint64_t offset = counter_.offset;
+  // A memory plan's recording pass runs this forward once more, and a graph capture
+  // once: neither is a draw (each launch of the captured graph is, DropoutStep::run).
+  if (!ops::direct::recording() && !ops::direct::capturing()) counter_.offset += static_cast<uint64_t>(x.numel());
   return direct_.forward(
-      p_, x, [&](const auto& tape) { return autograd::dropout(tape, x, prob_, seed_, offset); }, prob_, seed_, offset);
+      p_, x, [&](const auto& tape) { return autograd::dropout(tape, x, prob_, counter_.seed, offset); }, prob_,
+      &counter_, offset);
 }
 
 template <class P>
@@ -47,21 +46,38 @@ Tensor Dropout<P>::backward(const Tensor& dy) {
 namespace detail {
 
 template <class Impl>
-void DropoutStep<Impl>::plan(Impl& impl, const Tensor& x, double prob, uint64_t, uint64_t) {
+void DropoutStep<Impl>::plan(Impl& impl, const Tensor& x, double prob, DropoutCounter*, uint64_t) {
   STRATA_CHECK(impl.capabilities().supports(ops::OpId::dropout_fwd, x.dtype()), "dropout: backend '", Impl::kName,
                "' does not support ", x.str());
   impl_ = &impl;
   y_ = ops::direct::planned_empty_like(x, x.sizes());
   mask_ = ops::direct::planned_empty_like(x, x.sizes(), DType::u8);
+  // Made here, outside any capture (nothing is allocated inside one).
+  if constexpr (ops::direct::CapturesGraphs<Impl>)
+    rng_ = std::make_shared<Tensor>(Tensor::empty(Shape{2}, DType::i64, x.device()));
   fwd_ = ops::DropoutFwdArgs{x, y_, mask_};
   fwd_.p = prob;
 }
 
 template <class Impl>
-const Tensor& DropoutStep<Impl>::run(double, uint64_t seed, uint64_t offset) {
-  fwd_.seed = seed;
-  fwd_.offset = offset;
+const Tensor& DropoutStep<Impl>::run(double, DropoutCounter* counter, uint64_t offset) {
+  if (!ops::direct::capturing()) {
+    fwd_.seed = counter->seed;
+    fwd_.offset = offset;
+    ops::direct::run_kernel<ops::OpId::dropout_fwd>(*impl_, fwd_);
+    return y_;
+  }
+  STRATA_CHECK(rng_, "dropout: backend '", Impl::kName, "' does not capture graphs");
+  const uint64_t n = static_cast<uint64_t>(y_.numel());
+  ops::direct::before_each_launch([impl = impl_, rng = rng_, counter, n] {
+    const Tensor host = Tensor::from_vector(
+        std::vector<int64_t>{static_cast<int64_t>(counter->seed), static_cast<int64_t>(counter->offset)}, Shape{2});
+    ops::direct::run_kernel<ops::OpId::copy>(*impl, ops::CopyArgs{host, *rng});
+    counter->offset += n;
+  });
+  fwd_.rng = *rng_;
   ops::direct::run_kernel<ops::OpId::dropout_fwd>(*impl_, fwd_);
+  fwd_.rng = {};
   return y_;
 }
 

@@ -25,7 +25,7 @@ template <class Impl>
 void release_grad_buffer(Impl& impl, Tensor param, const Tensor& buf) {
   const Tensor g = param.grad();
   if (!g.defined() || !buf.defined() || g.data_ptr() != buf.data_ptr()) return;
-  Tensor copy = Tensor::empty(g.sizes(), g.dtype(), g.device());
+  Tensor copy = Tensor::empty_like(g, g.sizes());
   const ops::CopyArgs a{g, copy};
   ops::direct::run_kernel<ops::OpId::copy>(impl, a);
   param.set_grad(copy);
@@ -40,7 +40,7 @@ void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
     param.set_grad(g);
     return;
   }
-  Tensor sum = Tensor::empty(existing.sizes(), existing.dtype(), existing.device());
+  Tensor sum = Tensor::empty_like(existing, existing.sizes());
   const ops::AddArgs a{existing, g, sum};
   ops::direct::run_kernel<ops::OpId::add>(impl, a);
   param.set_grad(sum);
@@ -64,12 +64,13 @@ void backward_into_grads(Impl& impl, std::initializer_list<ParamGrad> grads, Run
     if (g.param.defined()) accumulate_grad(impl, g.param, g.grad);
 }
 
-// Mixed precision (tape modes): parameter t in the dtype x computes in; t itself when
-// they agree or t is undefined (no bias).
+// Mixed precision (tape modes): parameter t in the dtype x computes in, and in x's
+// layout (a channels-last step's convolutions then stage no weights); t itself when
+// the dtypes agree or t is undefined (no bias).
 template <class P>
 Tensor compute_cast(const P& p, const Tensor& t, const Tensor& x) {
   if (!t.defined() || t.dtype() == x.dtype() || !is_floating(x.dtype())) return t;
-  return autograd::cast(p, t, x.dtype());
+  return autograd::cast(p, t, x.dtype(), t.dim() == 4 ? x.suggested_format() : MemoryFormat::contiguous);
 }
 
 }  // namespace strata::nn::detail

@@ -48,14 +48,16 @@ class ParamCast {
   Tensor plan(Impl& impl, const Tensor& param, const Tensor& x) {
     if (!param.defined() || param.dtype() == x.dtype() || !is_floating(x.dtype())) return param;
     master_ = param.dtype();
-    to_compute_.plan(impl, param, x.dtype());
+    format_ = param.suggested_format();
+    // In x's layout: a channels-last step's convolutions then read weights that need no staging.
+    to_compute_.plan(impl, param, x.dtype(), x.suggested_format());
     return to_compute_.y;
   }
   void refresh() { to_compute_.run(); }
   // After the plan allocated its gradient g (plan_backward).
   void plan_grad(Impl& impl, const Tensor& g) {
     if (to_compute_.planned() && g.defined())
-      to_master_.plan(impl, g, master_, MemoryFormat::contiguous, Lifetime::to_step_end);
+      to_master_.plan(impl, g, master_, format_, Lifetime::to_step_end);
   }
   // The buffer that holds the gradient in the parameter's dtype (for release_grad_buffer).
   const Tensor& grad(const Tensor& g) const { return to_master_.planned() ? to_master_.y : g; }
@@ -67,6 +69,7 @@ class ParamCast {
 
  private:
   DType master_ = DType::f32;
+  MemoryFormat format_ = MemoryFormat::contiguous;  // the parameter's, which its gradient takes
   CastPlan<Impl> to_compute_, to_master_;
 };
 

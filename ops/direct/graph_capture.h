@@ -30,6 +30,7 @@ struct CaptureCheck {
   virtual ~CaptureCheck() = default;
   // After each kernel call of the captured step: throws naming `op` when it broke the capture.
   virtual void after(OpId op) const = 0;
+  mutable std::vector<std::function<void()>> before;   // before_each_launch's
   mutable std::vector<std::function<void()>> effects;  // at_each_launch's
 };
 extern constinit thread_local const CaptureCheck* t_capture;
@@ -56,25 +57,35 @@ inline void at_each_launch(std::function<void()> effect) {
   detail::t_capture->effects.push_back(std::move(effect));
 }
 
-// A captured step: the backend's graph and the host effects each launch makes.
+// What a kernel of the step reads from device memory that must change at every launch
+// (dropout's random offset): inside a capture, `write` is kept and called before every
+// launch of the graph, where it enqueues its writes on the backend's stream.
+inline void before_each_launch(std::function<void()> write) {
+  STRATA_CHECK(capturing(), "graph mode: before_each_launch outside a capture");
+  detail::t_capture->before.push_back(std::move(write));
+}
+
+// A captured step: the backend's graph and the host work each launch does around it.
 template <class Graph>
 class CapturedStep {
  public:
-  CapturedStep(std::unique_ptr<Graph> g, std::vector<std::function<void()>> effects)
-      : graph_(std::move(g)), effects_(std::move(effects)) {}
+  CapturedStep(std::unique_ptr<Graph> g, std::vector<std::function<void()>> before,
+               std::vector<std::function<void()>> effects)
+      : graph_(std::move(g)), before_(std::move(before)), effects_(std::move(effects)) {}
   void launch() {
+    for (const auto& w : before_) w();
     graph_->launch();
     for (const auto& e : effects_) e();
   }
 
  private:
   std::unique_ptr<Graph> graph_;
-  std::vector<std::function<void()>> effects_;
+  std::vector<std::function<void()>> before_, effects_;
 };
 
 // Captures `step` (a callable running direct-mode plans that exist) into a graph of
 // `impl`; returns it (a std::unique_ptr<CapturedStep<...>>). Nothing runs, and no
-// at_each_launch effect is made, until it is launched.
+// before_each_launch or at_each_launch work is done, until it is launched.
 template <CapturesGraphs Impl, class Step>
 auto capture_step(Impl& impl, Step&& step) {
   struct Check final : detail::CaptureCheck {
@@ -100,7 +111,7 @@ auto capture_step(Impl& impl, Step&& step) {
   detail::t_capture = nullptr;
   auto graph = impl.end_capture();
   using Graph = typename decltype(graph)::element_type;
-  return std::make_unique<CapturedStep<Graph>>(std::move(graph), std::move(check.effects));
+  return std::make_unique<CapturedStep<Graph>>(std::move(graph), std::move(check.before), std::move(check.effects));
 }
 
 }  // namespace strata::ops::direct

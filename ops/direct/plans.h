@@ -44,7 +44,7 @@ class Conv2dPlan {
       validate_conv2d_bwd_data(d, dy, w_, dx, fwd_.p);
       bd_ = {dy, w_, dx, fwd_.p};
     }
-    dw = planned_empty(w_.sizes(), w_.dtype(), w_.device(), MemoryFormat::contiguous, Lifetime::to_step_end);
+    dw = planned_empty(w_.sizes(), w_.dtype(), w_.device(), w_.suggested_format(), Lifetime::to_step_end);
     validate_conv2d_bwd_weight(d, x_, dy, dw, fwd_.p);
     bw_ = {x_, dy, dw, fwd_.p};
     if (fwd_.b.defined) {

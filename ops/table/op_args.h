@@ -117,6 +117,10 @@ struct DropoutFwdArgs {
   TensorView x, y, mask;  // mask: u8, 1 = kept
   double p = 0.5;
   uint64_t seed = 0, offset = 0;
+  // Optional i64 {seed, offset} (their bits) on the backend's device: when given, read
+  // when the kernel runs and replaces seed and offset, so that a captured graph draws a
+  // new mask at every launch (graph mode writes it before each one).
+  TensorView rng{};
 };
 struct DropoutBwdArgs {
   TensorView dy, mask, dx;
@@ -182,6 +186,15 @@ inline AdamStepArgs with_hyper_read(AdamStepArgs a) {
   if (a.hyper.defined) {
     a.o.lr = a.hyper.ptr<const double>()[0];
     a.step = static_cast<int64_t>(a.hyper.ptr<const double>()[1]);
+  }
+  return a;
+}
+
+// CPU backends (rng in host memory): the arguments with rng's values in place.
+inline DropoutFwdArgs with_rng_read(DropoutFwdArgs a) {
+  if (a.rng.defined) {
+    a.seed = static_cast<uint64_t>(a.rng.ptr<const int64_t>()[0]);
+    a.offset = static_cast<uint64_t>(a.rng.ptr<const int64_t>()[1]);
   }
   return a;
 }

@@ -19,6 +19,23 @@ TEST(Tensor, EmptyHasContiguousStridesAndAlignedData) {
   EXPECT_EQ(t.str(), "f32[2,3,4,5] on cpu");
 }
 
+TEST(Tensor, SetDataIsSeenByEveryHandleAndKeepsTheGradient) {
+  Tensor a = testing::random_tensor({2, 3, 4, 5}, DType::f32, 3);
+  const Tensor other_handle = a;
+  a.set_grad(Tensor::empty({2, 3, 4, 5}));
+  Tensor re = Tensor::empty({2, 3, 4, 5}, DType::f32, Device::cpu(), MemoryFormat::channels_last);
+  copy_into(a, re);
+  const std::vector<float> values = a.to_vector<float>();
+  a.set_data(re);
+  EXPECT_TRUE(other_handle.is_channels_last());
+  EXPECT_FALSE(other_handle.is_contiguous());
+  EXPECT_EQ(other_handle.data_ptr(), re.data_ptr());
+  EXPECT_EQ(other_handle.contiguous().to_vector<float>(), values);
+  EXPECT_TRUE(other_handle.grad().defined());
+  EXPECT_STRATA_ERROR(a.set_data(Tensor::empty({2, 3, 4})), "Tensor::set_data", "f32[2,3,4]", "must agree");
+  EXPECT_STRATA_ERROR(a.set_data(Tensor::empty({2, 3, 4, 5}, DType::f64)), "Tensor::set_data", "f64[2,3,4,5]");
+}
+
 TEST(Tensor, ChannelsLastIsAStrideOrder) {
   Tensor t = Tensor::empty({2, 3, 4, 5}, DType::f32, Device::cpu(), MemoryFormat::channels_last);
   EXPECT_EQ(t.strides(), (Shape{60, 1, 15, 3}));

@@ -163,6 +163,26 @@ TEST_P(LinearElementwiseTest, DropoutMatchesReferenceBitwise) {
   }
 }
 
+// Graph mode's form: seed and offset read from memory (`rng`) replace the arguments.
+TEST_P(LinearElementwiseTest, DropoutReadsSeedAndOffsetFromRng) {
+  const Shape shape{3, 5, 7};
+  const Tensor x = rand_f32(shape, 9100);
+  const Tensor rng = Tensor::from_vector(std::vector<int64_t>{11, 5}, Shape{2});
+  auto draw = [&](uint64_t seed, uint64_t offset, bool from_rng) {
+    const Tensor y = nan_tensor(shape), m = Tensor::empty(shape, DType::u8, Device::cpu());
+    ops::DropoutFwdArgs f{x, y, m};
+    f.p = 0.3, f.seed = seed, f.offset = offset;
+    if (from_rng) f.rng = rng;
+    be().dropout_fwd(f);
+    return std::pair{y, m};
+  };
+  const auto [y, m] = draw(0, 0, true);  // the arguments' seed and offset are not read
+  const auto [y_args, m_args] = draw(11, 5, false);
+  EXPECT_TRUE(bitwise_equal(m, m_args));
+  EXPECT_TRUE(bitwise_equal(y, y_args));
+  EXPECT_FALSE(bitwise_equal(m, draw(11, 6, false).second));  // the offset matters
+}
+
 STRATA_CPU_BACKEND_SUITE(LinearElementwiseTest);
 
 }  // namespace

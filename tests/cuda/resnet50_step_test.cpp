@@ -1,6 +1,7 @@
 // A whole ResNet-50 (torchvision layout, ImageNet stem) training step on the GPU
 // against the same step on the CPU reference backend: identical initial weights,
-// the same batch, then loss, logits and every parameter's gradient norm compared.
+// the same batch, then loss, logits and every parameter's gradient norm compared; a
+// channels-last step must make no staging copies.
 // This is where op-level tolerances compound through 53 convolutions and 53 batch
 // norms in training mode, so it catches what per-op tests cannot (a layout or
 // stride mix-up that only a real network exercises, a wrong residual gradient).
@@ -46,8 +47,14 @@ void run_step(ops::DispatchMode mode, MemoryFormat fmt, double tol_loss, double 
   // values per channel there; small enough for the reference's plain loops.
   const Tensor x = random_tensor({2, 3, 64, 64}, DType::f32, 21);
   const Tensor y = random_labels(2, 10, 22);
+  const size_t staged = backends::cuda::staging_copies(), fallbacks = backends::cuda::layout_fallbacks();
   const nn::StepResult rg = gpu->forward_loss(x, y);
   gpu->backward();
+  // Channels-last: the weights (and their compute-dtype copies) are laid out as the
+  // activations, so no convolution stages a weight or its gradient; only a call cuDNN
+  // has no NHWC algorithm for (counted as a layout fallback) may copy.
+  if (fmt == kNHWC && backends::cuda::layout_fallbacks() == fallbacks)
+    EXPECT_EQ(backends::cuda::staging_copies() - staged, 0u) << "staging copies in a channels-last step";
   const nn::StepResult rc = cpu->forward_loss(x, y);
   cpu->backward();
 
