@@ -35,6 +35,14 @@ Tensor Loss<P>::backward() {
   return direct_.backward_of_loss("Loss");
 }
 
+template <class P>
+Tensor Loss<P>::seed() {
+  if constexpr (is_direct_v<P>)
+    return direct_.latest_step("Loss").seed();
+  else
+    STRATA_FAIL("Loss::seed is direct mode's; the tape modes seed autograd::backward");
+}
+
 namespace detail {
 
 template <class Impl>

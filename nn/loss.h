@@ -24,6 +24,7 @@ class LossStep {
   void plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind);
   const Tensor& run(const Tensor& targets, LossKind kind);
   const Tensor& run_backward();  // dL/dlogits
+  const Tensor& seed() const { return kind_ == LossKind::cross_entropy ? xent_.dloss : bce_.dloss; }
 
  private:
   LossKind kind_ = LossKind::cross_entropy;
@@ -46,6 +47,9 @@ class Loss {
   Tensor forward(const Tensor& logits, const Tensor& targets);
   // Direct mode: dL/dlogits of the latest forward.
   Tensor backward();
+  // Direct mode: the rank-0 gradient the latest forward's backward starts from (1 once
+  // planned; dynamic loss scaling writes its scale there before each backward).
+  Tensor seed();
 
  private:
   P p_;

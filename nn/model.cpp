@@ -1,11 +1,13 @@
 #include "strata/nn/model.h"
 
 #include <cmath>
+#include <optional>
 
 #include "strata/autograd/functions.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/node.h"
 #include "strata/nn/policy.h"
+#include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/direct/kernel_call.h"
 #include "strata/ops/direct/step_memory.h"
 
@@ -67,6 +69,10 @@ struct ModelState {
   ops::direct::StepMemory memory{};              // direct mode: the planned steps' arenas
   std::vector<Tensor> params{};                  // direct mode: the network's parameters, once
   bool forward_only = false;                     // the latest forward kept nothing for backward
+  // Direct mode, dynamic loss scaling on the device: its state (ops::AmpUpdateScaleArgs),
+  // each gradient's sum and one rank-0 view per sum.
+  Tensor amp{}, grad_sums{};
+  std::vector<Tensor> sum_views{};
 };
 
 // Where the modes differ at the model's level, in one place (the layers' differences are
@@ -75,7 +81,6 @@ struct ModelState {
 // autograd engine's from the loss; dynamic loss scaling is available.
 template <class P>
 struct ModelMode {
-  static constexpr bool kLossScaling = true;
 
   // x in dtype dt and layout fmt (`bufs` are direct mode's planned buffers).
   static Tensor convert(ModelState<P>& s, const Tensor& x, DType dt, MemoryFormat fmt, BufferSet& /*bufs*/) {
@@ -90,7 +95,7 @@ struct ModelMode {
   static Tensor input_buffer(ModelState<P>& s, const Shape& sizes) {
     return Tensor::empty(sizes, s.dtype, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
-  static void backward(ModelState<P>& s) { autograd::backward(s.loss_value); }
+  static void backward(ModelState<P>& s, bool /*scaled*/ = false) { autograd::backward(s.loss_value); }
   // The tape holds what backward needs for as long as it needs it: nothing to plan.
   template <class Step, class Outputs>
   static void planned(ModelState<P>&, const std::string&, Step&& step, Outputs&&) {
@@ -118,11 +123,11 @@ struct ModelMode {
 };
 
 // Direct mode: conversions are copies into buffers planned once; backward is the
-// network's explicit one, from the loss's planned seed; no loss scaling yet.
+// network's explicit one, from the loss's planned seed; dynamic loss scaling is decided
+// on the device (the scale is the seed; the optimizer's kernels unscale or skip).
 template <class Impl>
 struct ModelMode<Direct<Impl>> {
   using State = ModelState<Direct<Impl>>;
-  static constexpr bool kLossScaling = false;
 
   static Tensor convert(State& s, const Tensor& x, DType dt, MemoryFormat fmt, BufferSet& bufs) {
     if (bufs.holds(x)) return x;
@@ -158,7 +163,14 @@ struct ModelMode<Direct<Impl>> {
     }
   }
   // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
-  static void backward(State& s) {
+  // `scaled`: the loss times the loss scale (its device value is the seed).
+  static void backward(State& s, bool scaled = false) {
+    if (scaled) {
+      const ops::CopyArgs seed{s.amp.narrow(0, ops::kAmpScale, 1).view(Shape{}), s.loss.seed()};
+      ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, seed);
+    } else if (s.amp.defined()) {  // a train_step left its scale in the seed
+      ops::direct::run_kernel<ops::OpId::fill>(*s.p.impl, ops::FillArgs{s.loss.seed(), 1.0});
+    }
     const Tensor dlogits = s.loss.backward();
     if (dlogits.dtype() == s.compute) {
       s.net->backward(dlogits);
@@ -185,9 +197,11 @@ class ModelImpl final : public Model {
                  scale_);
     // Weights in the activations' layout: no convolution stages one, nor its gradient.
     if (s_.fmt == MemoryFormat::channels_last) s_.net->to_memory_format(MemoryFormat::channels_last);
-    STRATA_CHECK(Mode::kLossScaling || scale_ == 0,
-                 "Model: loss scaling (on by default for f16 compute) is not supported in direct mode "
-                 "yet; use the virtual or static mode, or bf16");
+    if constexpr (is_direct_v<P>)
+      if (scale_ > 0) {
+        s_.amp = Tensor::empty(Shape{4}, DType::f64, s_.p.device());
+        copy_into(Tensor::from_vector(std::vector<double>{scale_, 0.0, 0.0, 0.0}, Shape{4}), s_.amp);
+      }
     describe_ = what + " | " + group_thousands(s_.net->num_parameters()) + " parameters | init " + init +
                 " | dispatch " + std::string(ops::dispatch_mode_name(mode)) + " on " + std::string(s_.p.backend_name()) + " | " +
                 std::string(dtype_name(dt)) +
@@ -236,7 +250,7 @@ class ModelImpl final : public Model {
       if (mode_ == ops::DispatchMode::graph) return captured_train_step(x, targets, opt);
     opt.zero_grad();
     StepResult r;
-    if constexpr (Mode::kLossScaling) {
+    if constexpr (!is_direct_v<P>) {
       if (scale_ > 0) {
         r = unplanned_forward_loss(x, targets);
         Mode::backward_scaled(s_, scale_);
@@ -256,16 +270,18 @@ class ModelImpl final : public Model {
         s_, step_key("train_step", x, targets),
         [&] {
           r = unplanned_forward_loss(x, targets);
-          backward();
+          scaled_backward();
         },
         [&] { return std::vector<Tensor>{r.loss, r.logits}; });
     run_gradient_hook();
-    opt.step();
+    step_optimizer(opt);
     return r;
   }
 
-  double loss_scale() const override { return scale_; }
-  int64_t skipped_steps() const override { return skipped_; }
+  double loss_scale() const override { return device_amp(ops::kAmpScale).value_or(scale_); }
+  int64_t skipped_steps() const override {
+    return static_cast<int64_t>(device_amp(ops::kAmpSkipped).value_or(static_cast<double>(skipped_)));
+  }
 
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
@@ -313,6 +329,48 @@ class ModelImpl final : public Model {
   // released (zero_grad), the input and targets copied into their planned buffers, and
   // the optimizer's learning rate and step counts written to the device memory its
   // captured kernels read. After it, .grad() again holds each gradient's arena buffer.
+  // Direct mode: backward, from the loss scale when dynamic loss scaling is on.
+  void scaled_backward() {
+    STRATA_CHECK(!s_.forward_only, "Model::train_step: the forward kept nothing for backward");
+    Mode::backward(s_, s_.amp.defined());
+  }
+  // The optimizer's step; with loss scaling on the device, first each gradient's sum and
+  // the scale's update, whose state the step's kernels read (skip, or 1/scale).
+  void step_optimizer(Optimizer& opt) {
+    if constexpr (is_direct_v<P>) {
+      if (s_.amp.defined()) {
+        if (s_.params.empty()) s_.params = s_.net->parameters();
+        std::vector<const Tensor*> grads;
+        for (const Tensor& param : s_.params)
+          if (param.grad().defined()) grads.push_back(&param);
+        if (s_.sum_views.size() != grads.size()) {
+          STRATA_CHECK(!ops::direct::capturing(), "Model::train_step: loss scaling's buffers cannot be made inside "
+                                                  "a captured step");
+          s_.grad_sums = Tensor::empty(Shape{static_cast<int64_t>(grads.size())}, s_.dtype, s_.p.device());
+          s_.sum_views.clear();
+          for (size_t j = 0; j < grads.size(); ++j)
+            s_.sum_views.push_back(s_.grad_sums.narrow(0, static_cast<int64_t>(j), 1).view(Shape{}));
+        }
+        for (size_t j = 0; j < grads.size(); ++j) {
+          const ops::ReduceArgs a{grads[j]->grad(), s_.sum_views[j]};
+          ops::direct::run_kernel<ops::OpId::sum>(*s_.p.impl, a);
+        }
+        const ops::AmpUpdateScaleArgs u{s_.grad_sums, s_.amp, 2.0, 0.5, kGrowthInterval};
+        ops::direct::run_kernel<ops::OpId::amp_update_scale>(*s_.p.impl, u);
+        opt.step(s_.amp);
+        return;
+      }
+    }
+    opt.step();
+  }
+  // Direct mode with loss scaling: element i of its device state (a read that waits).
+  std::optional<double> device_amp(int i) const {
+    if (!s_.amp.defined()) return std::nullopt;
+    Tensor host = Tensor::empty(Shape{4}, DType::f64, Device::cpu());
+    copy_into(s_.amp, host);
+    return host.data<double>()[i];
+  }
+
   StepResult captured_train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) {
     STRATA_CHECK(!gradient_hook_, "Model::train_step: graph mode does not capture a gradient hook (data-parallel "
                                   "averaging) yet; train data-parallel in direct mode");
@@ -331,11 +389,11 @@ class ModelImpl final : public Model {
     StepResult r;
     auto body = [&] {
       r = unplanned_forward_loss(in, tg);
-      backward();
+      scaled_backward();
     };
     if (!s_.memory.known(key)) {
       Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{r.loss, r.logits}; });
-      opt.step();
+      step_optimizer(opt);
       return r;
     }
     opt.begin_capture();
@@ -343,7 +401,7 @@ class ModelImpl final : public Model {
     try {
       std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, [&] {
         body();
-        opt.step();
+        step_optimizer(opt);
       });
       launch = [graph] { graph->launch(); };
     } catch (...) {

@@ -30,9 +30,9 @@
 // each launch (a schedule never captures again), BatchNorm's batch counter counts each
 // launch, dropout draws a new mask at each launch (its seed and offset are read from
 // device memory written before it). Its forward, forward_loss and backward run as in
-// direct mode, and predict in train mode too. Not captured yet: a gradient hook
-// (data-parallel averaging), refused by name.
-// Loss scaling (f16) is refused as in direct mode.
+// direct mode, and predict in train mode too. Dynamic loss scaling (f16) is captured:
+// the scale lives in device memory and a skipped step is decided there. Not captured
+// yet: a gradient hook (data-parallel averaging), refused by name.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -63,8 +63,12 @@ struct ModelOptions {
   // before backward, gradients times 1/S after; a step with a non-finite gradient is
   // skipped and halves S; 2000 finite steps in a row double it). nullopt: on, from
   // 65536, when computing in f16 (whose small range loses gradients), off otherwise;
-  // a value: on from that scale for any dtype; 0: off. Tape modes only: direct mode
-  // refuses it (and so f16 compute unless this is 0).
+  // a value: on from that scale for any dtype; 0: off. The tape modes unscale the
+  // gradients and decide on the host (one read per step); direct and graph modes decide
+  // on the device: the scale is read from device memory as the loss's seed, a kernel
+  // checks the gradients and updates the scale, and the optimizer's kernels unscale or
+  // skip (.grad() then holds the scaled gradients; loss_scale() and skipped_steps()
+  // read the device).
   std::optional<double> initial_loss_scale;
   // make_model only (nn/custom_model.h): re-initialise the network with this named
   // policy before training, printed by describe(); nullopt keeps the layers'

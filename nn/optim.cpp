@@ -63,14 +63,14 @@ template <class D>
 class TapeKernels final : public StepKernels {
  public:
   explicit TapeKernels(const D& d) : d_(d) {}
-  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o,
-           const Tensor& hyper) override {
-    check_no_hyper(hyper);
+  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o, const Tensor& hyper,
+           const Tensor& amp) override {
+    check_direct_only(hyper, amp);
     ops::sgd_step_(d_, p, g, buf, o);
   }
   void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
-            int64_t step, const Tensor& hyper) override {
-    check_no_hyper(hyper);
+            int64_t step, const Tensor& hyper, const Tensor& amp) override {
+    check_direct_only(hyper, amp);
     ops::adam_step_(d_, p, g, m, v, o, step);
   }
   void fill(const Tensor& t, double value) override { ops::fill_(d_, t, value); }
@@ -78,9 +78,11 @@ class TapeKernels final : public StepKernels {
   std::string_view backend_name() const override { return d_.backend_name(); }
 
  private:
-  static void check_no_hyper(const Tensor& hyper) {
+  static void check_direct_only(const Tensor& hyper, const Tensor& amp) {
     STRATA_CHECK(!hyper.defined(), "optimizer: hyperparameters in device memory are graph mode's, and the tape "
                                    "modes do not capture");
+    STRATA_CHECK(!amp.defined(), "optimizer: loss scaling decided on the device is direct and graph modes'; the "
+                                 "tape modes unscale the gradients before step()");
   }
   D d_;
 };
@@ -90,14 +92,14 @@ template <class Impl>
 class DirectKernels final : public StepKernels {
  public:
   explicit DirectKernels(Impl& impl) : impl_(&impl) {}
-  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o,
-           const Tensor& hyper) override {
-    const ops::SgdStepArgs a{p, g, buf, o, view_or_none(hyper)};
+  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o, const Tensor& hyper,
+           const Tensor& amp) override {
+    const ops::SgdStepArgs a{p, g, buf, o, view_or_none(hyper), view_or_none(amp)};
     ops::direct::run_kernel<ops::OpId::sgd_step>(*impl_, a);
   }
   void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
-            int64_t step, const Tensor& hyper) override {
-    const ops::AdamStepArgs a{p, g, m, v, o, step, view_or_none(hyper)};
+            int64_t step, const Tensor& hyper, const Tensor& amp) override {
+    const ops::AdamStepArgs a{p, g, m, v, o, step, view_or_none(hyper), view_or_none(amp)};
     ops::direct::run_kernel<ops::OpId::adam_step>(*impl_, a);
   }
   void fill(const Tensor& t, double value) override {
@@ -171,11 +173,38 @@ void Optimizer::step() {
   ++steps_;
 }
 
+void Optimizer::step(const Tensor& amp) {
+  STRATA_CHECK(amp.defined() && amp.dtype() == DType::f64 && amp.sizes() == Shape{4},
+               "optimizer: step(amp) needs the f64 [4] loss-scaling state, got ", amp.defined() ? amp.str() : "none");
+  STRATA_CHECK(!amp_.defined() || amp_.same(amp), "optimizer: step(amp) with another loss scaler's state than before");
+  amp_ = amp;
+  step();
+}
+
+std::array<double, 4> Optimizer::read_amp() const {
+  STRATA_CHECK(!capturing_, "optimizer: the loss scaler's state cannot be read inside a captured step");
+  Tensor host = Tensor::empty(Shape{4}, DType::f64, Device::cpu());
+  kernels_->copy(amp_, host);  // waits for the device: at a parameter's first step, state_dict and load
+  const double* s = host.data<double>();
+  return {s[0], s[1], s[2], s[3]};
+}
+
+int64_t Optimizer::skipped_total() const {
+  return amp_.defined() ? static_cast<int64_t>(read_amp()[ops::kAmpSkipped]) : 0;
+}
+
 void Optimizer::step_slot(size_t i, const Tensor& g) {
   Slot& s = slots_[i];
   STRATA_CHECK(g.sizes() == s.param.sizes() && g.dtype() == s.param.dtype(), "optimizer: gradient ", g.str(), " of '",
                s.name, "' does not match the parameter ", s.param.str());
-  if (s.state.step == 0 && !s.state.a.defined()) allocate(s);
+  if (s.state.step == 0 && !s.state.a.defined()) {
+    allocate(s);
+    if (amp_.defined()) {
+      // The skips before this step (amp_update_scale has counted this step's already).
+      const std::array<double, 4> st = read_amp();
+      s.state.step = static_cast<int64_t>(st[ops::kAmpSkipped]) - (st[ops::kAmpInvScale] == 0.0 ? 1 : 0);
+    }
+  }
   ++s.state.step;
   Tensor hyper;
   if (capturing_) {
@@ -188,7 +217,7 @@ void Optimizer::step_slot(size_t i, const Tensor& g) {
     o.momentum = c_.momentum;
     o.weight_decay = s.weight_decay;
     o.nesterov = c_.nesterov;
-    kernels_->sgd(s.param, g, s.state.a, o, hyper);
+    kernels_->sgd(s.param, g, s.state.a, o, hyper, amp_);
   } else {
     ops::AdamOptions o;
     o.lr = lr_;
@@ -197,7 +226,7 @@ void Optimizer::step_slot(size_t i, const Tensor& g) {
     o.eps = c_.eps;
     o.weight_decay = s.weight_decay;
     o.decoupled_weight_decay = c_.kind == OptimizerKind::adamw;
-    kernels_->adam(s.param, g, s.state.a, s.state.b, o, s.state.step, hyper);
+    kernels_->adam(s.param, g, s.state.a, s.state.b, o, s.state.step, hyper, amp_);
   }
 }
 
@@ -246,15 +275,17 @@ void Optimizer::zero_grad(bool set_to_none) {
 
 StateDict Optimizer::state_dict() const {
   StateDict out;
+  const int64_t skipped = skipped_total();
   for (const Slot& s : slots_) {
-    if (s.state.step == 0) continue;
+    const int64_t taken = s.state.step - skipped;  // loss scaling's skips are no steps
+    if (s.state.step == 0 || taken <= 0) continue;
     if (c_.kind == OptimizerKind::sgd) {
       if (s.state.a.defined()) out.emplace_back(s.name + ".momentum_buffer", s.state.a);
       continue;
     }
     out.emplace_back(s.name + ".exp_avg", s.state.a);
     out.emplace_back(s.name + ".exp_avg_sq", s.state.b);
-    out.emplace_back(s.name + ".step", Tensor::from_vector(std::vector<int64_t>{s.state.step}, Shape{}));
+    out.emplace_back(s.name + ".step", Tensor::from_vector(std::vector<int64_t>{taken}, Shape{}));
   }
   return out;
 }
@@ -303,6 +334,7 @@ void Optimizer::load_state_dict(const StateDict& sd) {
     if (!used.count(n)) problems += "\n  unexpected key '" + n + "'";
   STRATA_CHECK(problems.empty(), "optimizer load_state_dict (", optimizer_kind_name(c_.kind), ", ", slots_.size(),
                " parameters):", problems);
+  const int64_t skipped = skipped_total();
   for (Found& f : found) {
     State st;
     if (f.a) {
@@ -311,7 +343,7 @@ void Optimizer::load_state_dict(const StateDict& sd) {
       st = f.slot->state;
       copy_into(*f.a, st.a);
       if (f.b) copy_into(*f.b, st.b);
-      st.step = f.step ? f.step->to_vector<int64_t>().at(0) : 1;
+      st.step = (f.step ? f.step->to_vector<int64_t>().at(0) : 1) + skipped;
     }
     if (!st.a.defined() && f.slot->state.a.defined()) state_epoch_ = new_state_epoch();  // state dropped
     f.slot->state = st;

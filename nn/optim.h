@@ -7,6 +7,7 @@
 // so one optimizer serves all modes; a parameter without a gradient is skipped, as
 // PyTorch does. State (momentum buffers, moments) is allocated on the parameter's
 // device at its first step, zero-filled.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,11 +54,12 @@ std::string describe(const OptimizerConfig& c);
 class StepKernels {
  public:
   virtual ~StepKernels() = default;
-  // `hyper` (direct mode only; may be undefined): f64 {lr, step} read when the kernel runs.
+  // Direct mode only (both may be undefined): `hyper` f64 {lr, step} read when the kernel
+  // runs, `amp` dynamic loss scaling's state (ops::AmpUpdateScaleArgs).
   virtual void sgd(const Tensor& param, const Tensor& grad, const Tensor& buf, const ops::SgdOptions& o,
-                   const Tensor& hyper) = 0;
+                   const Tensor& hyper, const Tensor& amp) = 0;
   virtual void adam(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
-                    const ops::AdamOptions& o, int64_t step, const Tensor& hyper) = 0;
+                    const ops::AdamOptions& o, int64_t step, const Tensor& hyper, const Tensor& amp) = 0;
   virtual void fill(const Tensor& t, double value) = 0;
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;
   virtual std::string_view backend_name() const = 0;
@@ -70,6 +72,12 @@ class Optimizer {
 
   // One update of every parameter that has a gradient.
   void step();
+  // Direct and graph modes, dynamic loss scaling decided on the device: the gradients
+  // are the scaled ones and `amp` the state amp_update_scale wrote this step; the
+  // kernels read each gradient times 1/scale, or skip the step, without the host
+  // knowing which. Adam's step counts then include the skipped steps: state_dict()
+  // reads the skips from the device to save the counts of the steps taken.
+  void step(const Tensor& amp);
   // set_to_none (default): gradients become undefined (no memory traffic); otherwise
   // they are filled with zeros.
   void zero_grad(bool set_to_none = true);
@@ -116,6 +124,10 @@ class Optimizer {
   };
   void allocate(Slot& s);
   void step_slot(size_t i, const Tensor& grad);
+  // Dynamic loss scaling: its state, and the steps it skipped so far (device reads;
+  // 0 without it).
+  std::array<double, 4> read_amp() const;
+  int64_t skipped_total() const;
 
   OptimizerConfig c_;
   std::vector<ParamGroup> groups_;
@@ -128,6 +140,10 @@ class Optimizer {
   bool capturing_ = false;
   std::vector<size_t> stepped_;
   uint64_t state_epoch_ = 0;
+  // Dynamic loss scaling on the device (step(amp)): its state. Each Adam slot's count
+  // is then its attempted steps plus the skips before its first, so that the kernels'
+  // count less amp's skipped steps is the steps taken.
+  Tensor amp_;
 };
 
 }  // namespace strata::nn

@@ -93,5 +93,9 @@ template <class D> void sgd_step_(const D& d, const Tensor& param, const Tensor&
                                   const SgdOptions& o);
 template <class D> void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                                    const Tensor& exp_avg_sq, const AdamOptions& o, int64_t step);
+// Dynamic loss scaling's update of `state` (f64 [4], see AmpUpdateScaleArgs) from the
+// gradients' sums ([P], floating), in place.
+template <class D> void amp_update_scale_(const D& d, const Tensor& grad_sums, const Tensor& state,
+                                          double growth = 2.0, double backoff = 0.5, int64_t interval = 2000);
 
 }  // namespace strata::ops

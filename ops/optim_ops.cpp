@@ -38,10 +38,18 @@ void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tenso
   d.adam_step(AdamStepArgs{param, grad, exp_avg, exp_avg_sq, o, step});
 }
 
+template <class D>
+void amp_update_scale_(const D& d, const Tensor& grad_sums, const Tensor& state, double growth, double backoff,
+                       int64_t interval) {
+  validate_amp_update_scale(d, grad_sums, state, growth, backoff, interval);
+  d.amp_update_scale(AmpUpdateScaleArgs{grad_sums, state, growth, backoff, interval});
+}
+
 #define STRATA_OPS_INSTANTIATE(D)                                                                           \
   template void sgd_step_<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const SgdOptions&);    \
   template void adam_step_<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,        \
-                              const AdamOptions&, int64_t);
+                              const AdamOptions&, int64_t);                                              \
+  template void amp_update_scale_<D>(const D&, const Tensor&, const Tensor&, double, double, int64_t);
 STRATA_OPS_INSTANTIATE_ALL()
 
 }  // namespace strata::ops

@@ -246,6 +246,23 @@ Shape validate_linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy) 
   return Shape{dy.size(1), x.size(1)};
 }
 
+// ---- dynamic loss scaling: the gradients' sums [P] and the f64 [4] state, on the backend.
+template <class D>
+void validate_amp_update_scale(const D& d, const Tensor& grad_sums, const Tensor& state, double growth,
+                               double backoff, int64_t interval) {
+  check_defined("amp_update_scale", "grad_sums", grad_sums);
+  check_defined("amp_update_scale", "state", state);
+  check_rank("amp_update_scale", "grad_sums", grad_sums, 1);
+  check_float("amp_update_scale", "grad_sums", grad_sums);
+  check_dtype("amp_update_scale", "state", state, DType::f64);
+  STRATA_CHECK(state.sizes() == Shape{4} && state.is_contiguous(), "amp_update_scale: state must be a dense f64 [4] ",
+               "{scale, finite steps in a row, skipped steps, 1/scale}, got ", state.str());
+  STRATA_CHECK(growth >= 1.0 && backoff > 0.0 && backoff <= 1.0 && interval >= 1, "amp_update_scale: growth ", growth,
+               " must be >= 1, backoff ", backoff, " in (0, 1] and interval ", interval, " >= 1");
+  check_input(d, OpId::amp_update_scale, "grad_sums", grad_sums);
+  check_device("amp_update_scale", "state", state, d.device(), d.backend_name());
+}
+
 // ---- copy (and dtype/layout conversion): any dtypes, the same sizes.
 template <class D>
 void validate_copy(const D& d, const Tensor& src, const Tensor& dst) {

@@ -10,14 +10,17 @@ namespace strata::backends::loops {
 
 // g = grad + wd p; buf = momentum buf + g; g = nesterov ? g + momentum buf : buf;
 // p -= lr g. A zero-initialised buffer makes the first step buf = g, as in PyTorch.
+// With loss scaling (args.amp) the gradient is read times 1/scale, or the step skipped.
 template <class T>
 void sgd_step(const ops::SgdStepArgs& args) {
+  if (ops::amp_skips(args.amp)) return;
   const ops::SgdStepArgs a = ops::with_hyper_read(args);
   T* p = a.param.ptr<T>();
   const T* g = a.grad.ptr<const T>();
   const T lr = static_cast<T>(a.o.lr), wd = static_cast<T>(a.o.weight_decay), mom = static_cast<T>(a.o.momentum);
+  const T gs = static_cast<T>(ops::amp_grad_factor(a.amp));
   if (a.o.momentum == 0.0) {
-    for_each_unordered([=](int64_t, int64_t op, int64_t og) { p[op] -= lr * (g[og] + wd * p[op]); }, a.param,
+    for_each_unordered([=](int64_t, int64_t op, int64_t og) { p[op] -= lr * (g[og] * gs + wd * p[op]); }, a.param,
                        a.grad);
     return;
   }
@@ -25,7 +28,7 @@ void sgd_step(const ops::SgdStepArgs& args) {
   T* b = a.momentum_buf.ptr<T>();
   const bool nesterov = a.o.nesterov;
   for_each_unordered([=](int64_t, int64_t op, int64_t og, int64_t ob) {
-    const T d = g[og] + wd * p[op];
+    const T d = g[og] * gs + wd * p[op];
     const T nb = mom * b[ob] + d;
     b[ob] = nb;
     p[op] -= lr * (nesterov ? d + mom * nb : nb);
@@ -37,6 +40,7 @@ void sgd_step(const ops::SgdStepArgs& args) {
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 template <class T>
 void adam_step(const ops::AdamStepArgs& args) {
+  if (ops::amp_skips(args.amp)) return;
   const ops::AdamStepArgs a = ops::with_hyper_read(args);
   STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based (bias correction divides by 1 - beta^step), got ", a.step);
   T* p = a.param.ptr<T>();
@@ -52,15 +56,26 @@ void adam_step(const ops::AdamStepArgs& args) {
   const T eps = static_cast<T>(a.o.eps);
   const T l2 = a.o.decoupled_weight_decay ? T(0) : static_cast<T>(a.o.weight_decay);
   const T decay = a.o.decoupled_weight_decay ? static_cast<T>(1.0 - a.o.lr * a.o.weight_decay) : T(1);
+  const T gs = static_cast<T>(ops::amp_grad_factor(a.amp));
   for_each_unordered([=](int64_t, int64_t op, int64_t og, int64_t om, int64_t ov) {
     const T pv = p[op] * decay;
-    const T d = g[og] + l2 * p[op];
+    const T d = g[og] * gs + l2 * p[op];
     const T nm = b1 * m[om] + c1 * d;
     const T nv = b2 * v[ov] + c2 * d * d;
     m[om] = nm;
     v[ov] = nv;
     p[op] = pv - step_size * nm / (std::sqrt(nv) * inv_sqrt_bc2 + eps);
   }, a.param, a.grad, a.exp_avg, a.exp_avg_sq);
+}
+
+// Dynamic loss scaling's update (ops::amp_update_scale_state), state in host memory.
+template <class T>
+void amp_update_scale(const ops::AmpUpdateScaleArgs& a) {
+  const T* sums = a.grad_sums.ptr<const T>();
+  const int64_t stride = a.grad_sums.strides[0];
+  ops::amp_update_scale_state(
+      a.state.ptr<double>(), a.grad_sums.numel(), [&](int64_t i) { return static_cast<double>(sums[i * stride]); },
+      a.growth, a.backoff, a.interval);
 }
 
 // The step for an args struct's type (callers generic over SGD and Adam).

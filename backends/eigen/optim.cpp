@@ -3,6 +3,7 @@
 // torch.optim.SGD (dampening 0) and torch.optim.Adam / AdamW, as in the reference.
 #include <cmath>
 
+#include "strata/backends/cpu/optim.h"
 #include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
@@ -15,22 +16,25 @@ using eigen::Out;
 using eigen::visit_float;
 
 // g = grad + wd * param; buf = momentum * buf + g; param -= lr * (nesterov ? g + momentum * buf : buf).
+// With loss scaling (args.amp) the gradient is read times 1/scale, or the step skipped.
 void EigenBackend::sgd_step(const SgdStepArgs& args) {
+  if (amp_skips(args.amp)) return;
   const SgdStepArgs a = with_hyper_read(args);
   visit_float("sgd_step", a.param.dtype, [&](auto t) {
     using T = decltype(t);
     const T lr = static_cast<T>(a.o.lr), mom = static_cast<T>(a.o.momentum), wd = static_cast<T>(a.o.weight_decay);
+    const T gs = static_cast<T>(amp_grad_factor(a.amp));
     if (a.o.momentum == 0.0) {
-      elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g) { return p - (g + p * wd) * lr; }, Out<T>{a.param},
+      elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g) { return p - (g * gs + p * wd) * lr; }, Out<T>{a.param},
                   In<T>{a.param}, In<T>{a.grad});
       return;
     }
     STRATA_CHECK(a.momentum_buf.defined, "sgd_step: momentum ", a.o.momentum, " needs a momentum_buf for param ",
                  a.param.sizes.str());
-    elementwise(*ctx_, "sgd_step", false, [=](auto b, auto p, auto g) { return b * mom + (g + p * wd); },
+    elementwise(*ctx_, "sgd_step", false, [=](auto b, auto p, auto g) { return b * mom + (g * gs + p * wd); },
                 Out<T>{a.momentum_buf}, In<T>{a.momentum_buf}, In<T>{a.param}, In<T>{a.grad});
     if (a.o.nesterov) {
-      elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g, auto b) { return p - ((g + p * wd) + b * mom) * lr; },
+      elementwise(*ctx_, "sgd_step", false, [=](auto p, auto g, auto b) { return p - ((g * gs + p * wd) + b * mom) * lr; },
                   Out<T>{a.param}, In<T>{a.param}, In<T>{a.grad}, In<T>{a.momentum_buf});
     } else {
       elementwise(*ctx_, "sgd_step", false, [=](auto p, auto b) { return p - b * lr; }, Out<T>{a.param},
@@ -43,6 +47,7 @@ void EigenBackend::sgd_step(const SgdStepArgs& args) {
 // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 void EigenBackend::adam_step(const AdamStepArgs& args) {
+  if (amp_skips(args.amp)) return;
   const AdamStepArgs a = with_hyper_read(args);
   STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based (bias correction divides by 1 - beta^step), got ", a.step);
   visit_float("adam_step", a.param.dtype, [&](auto t) {
@@ -55,12 +60,13 @@ void EigenBackend::adam_step(const AdamStepArgs& args) {
     const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(a.o.beta2, steps)));
     const T wd = a.o.decoupled_weight_decay ? T(0) : static_cast<T>(a.o.weight_decay);
     const T decay = a.o.decoupled_weight_decay ? static_cast<T>(1.0 - a.o.lr * a.o.weight_decay) : T(1);
-    elementwise(*ctx_, "adam_step", false, [=](auto m, auto p, auto g) { return m * b1 + (g + p * wd) * c1; },
+    const T gs = static_cast<T>(amp_grad_factor(a.amp));
+    elementwise(*ctx_, "adam_step", false, [=](auto m, auto p, auto g) { return m * b1 + (g * gs + p * wd) * c1; },
                 Out<T>{a.exp_avg}, In<T>{a.exp_avg}, In<T>{a.param}, In<T>{a.grad});
     elementwise(
         *ctx_, "adam_step", false,
         [=](auto v, auto p, auto g) {
-          const auto gg = g + p * wd;
+          const auto gg = g * gs + p * wd;
           return v * b2 + gg * gg * c2;
         },
         Out<T>{a.exp_avg_sq}, In<T>{a.exp_avg_sq}, In<T>{a.param}, In<T>{a.grad});
@@ -69,6 +75,10 @@ void EigenBackend::adam_step(const AdamStepArgs& args) {
         [=](auto p, auto m, auto v) { return p * decay - m * step_size / (v.sqrt() / bc2_sqrt + eps); },
         Out<T>{a.param}, In<T>{a.param}, In<T>{a.exp_avg}, In<T>{a.exp_avg_sq});
   });
+}
+
+void EigenBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
+  visit_float("amp_update_scale", a.grad_sums.dtype, [&](auto t) { loops::amp_update_scale<decltype(t)>(a); });
 }
 
 }  // namespace strata::backends

@@ -96,6 +96,10 @@ void OneDnnBackend::adam_step(const AdamStepArgs& a) {
   visit_float(kName, "adam_step", a.param.dtype, [&](auto t) { loops::adam_step<decltype(t)>(a); });
 }
 
+void OneDnnBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
+  visit_float(kName, "amp_update_scale", a.grad_sums.dtype, [&](auto t) { loops::amp_update_scale<decltype(t)>(a); });
+}
+
 void OneDnnBackend::fill(const FillArgs& a) { loops::fill(a); }
 
 namespace {

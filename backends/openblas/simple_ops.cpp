@@ -58,6 +58,9 @@ void OpenBlasBackend::sgd_step(const SgdStepArgs& a) {
 void OpenBlasBackend::adam_step(const AdamStepArgs& a) {
   visit_float(kName, "adam_step", a.param.dtype, [&](auto t) { loops::adam_step<decltype(t)>(a); });
 }
+void OpenBlasBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
+  visit_float(kName, "amp_update_scale", a.grad_sums.dtype, [&](auto t) { loops::amp_update_scale<decltype(t)>(a); });
+}
 
 void OpenBlasBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
   visit_float(kName, "softmax_xent_fwd", a.logits.dtype,

@@ -16,7 +16,9 @@ using ref::visit_float;
 // g = grad + wd * param; buf = momentum * buf + g (buf starts at zero, so the first
 // step gives buf = g); g = nesterov ? g + momentum * buf : buf; param -= lr * g.
 void ReferenceBackend::sgd_step(const SgdStepArgs& args) {
+  if (amp_skips(args.amp)) return;
   const SgdStepArgs a = with_hyper_read(args);
+  const double gs = amp_grad_factor(a.amp);
   visit_float(a.param.dtype, "sgd_step", [&](auto tag) {
     using T = decltype(tag);
     T* param = a.param.ptr<T>();
@@ -25,7 +27,7 @@ void ReferenceBackend::sgd_step(const SgdStepArgs& args) {
       for_each_element(
           [&](int64_t, int64_t op, int64_t og) {
             const double p = static_cast<double>(param[op]);
-            const double g = static_cast<double>(grad[og]) + a.o.weight_decay * p;
+            const double g = static_cast<double>(grad[og]) * gs + a.o.weight_decay * p;
             param[op] = static_cast<T>(p - a.o.lr * g);
           },
           a.param, a.grad);
@@ -37,7 +39,7 @@ void ReferenceBackend::sgd_step(const SgdStepArgs& args) {
     for_each_element(
         [&](int64_t, int64_t op, int64_t og, int64_t ob) {
           const double p = static_cast<double>(param[op]);
-          double g = static_cast<double>(grad[og]) + a.o.weight_decay * p;
+          double g = static_cast<double>(grad[og]) * gs + a.o.weight_decay * p;
           const double b = a.o.momentum * static_cast<double>(buf[ob]) + g;
           buf[ob] = static_cast<T>(b);
           g = a.o.nesterov ? g + a.o.momentum * b : b;
@@ -51,7 +53,9 @@ void ReferenceBackend::sgd_step(const SgdStepArgs& args) {
 // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 void ReferenceBackend::adam_step(const AdamStepArgs& args) {
+  if (amp_skips(args.amp)) return;
   const AdamStepArgs a = with_hyper_read(args);
+  const double gs = amp_grad_factor(a.amp);
   STRATA_CHECK(a.step >= 1, "adam_step: step is 1-based (bias correction divides by 1 - beta^step), got ", a.step);
   visit_float(a.param.dtype, "adam_step", [&](auto tag) {
     using T = decltype(tag);
@@ -66,7 +70,7 @@ void ReferenceBackend::adam_step(const AdamStepArgs& args) {
     for_each_element(
         [&](int64_t, int64_t op, int64_t og, int64_t om, int64_t ov) {
           double p = static_cast<double>(param[op]);
-          double g = static_cast<double>(grad[og]);
+          double g = static_cast<double>(grad[og]) * gs;
           if (a.o.decoupled_weight_decay)
             p *= 1.0 - a.o.lr * a.o.weight_decay;
           else
@@ -79,6 +83,18 @@ void ReferenceBackend::adam_step(const AdamStepArgs& args) {
           param[op] = static_cast<T>(p);
         },
         a.param, a.grad, a.exp_avg, a.exp_avg_sq);
+  });
+}
+
+// Dynamic loss scaling's update (ops::amp_update_scale_state), one element at a time.
+void ReferenceBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
+  visit_float(a.grad_sums.dtype, "amp_update_scale", [&](auto tag) {
+    using T = decltype(tag);
+    const T* sums = a.grad_sums.ptr<T>();
+    ops::amp_update_scale_state(
+        a.state.ptr<double>(), a.grad_sums.numel(),
+        [&](int64_t i) { return static_cast<double>(sums[i * a.grad_sums.strides[0]]); }, a.growth, a.backoff,
+        a.interval);
   });
 }
 

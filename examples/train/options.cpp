@@ -80,8 +80,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                   "replayed; ResNets, one process)")
       ->check(CLI::IsMember({"virtual", "static", "direct", "graph"}));
   app->add_option("--precision", o.precision,
-                  "fp32 | bf16 | fp16 (mixed precision: half activations, f32 master weights; bf16 in every dispatch mode, "
-                  "fp16 with dynamic loss scaling in virtual/static; the backend must support the dtype)");
+                  "fp32 | bf16 | fp16 (mixed precision: half activations, f32 master weights; fp16 with dynamic loss "
+                  "scaling, decided on the device in direct/graph; the backend must support the dtype)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
   app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
       ->check(CLI::Range(1, 100000));
@@ -146,7 +146,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
 
 std::string best_cpu_backend() { return std::string(backends::registry().best(DeviceType::cpu)); }
 
-void check_precision(const std::string& precision, const std::string& backend, const std::string& dispatch) {
+void check_precision(const std::string& precision, const std::string& backend) {
   if (precision == "fp32") return;
   STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
                "' (known and supported by strata_train: fp32, bf16, fp16)");
@@ -161,10 +161,6 @@ void check_precision(const std::string& precision, const std::string& backend, c
   if (compute.contains(DType::f16)) supported += ", fp16";
   STRATA_CHECK(compute.contains(dt), "precision '", precision, "' is not supported on backend '", backend,
                "' (its convolutions and matrix products run in ", compute.str(), "); supported: ", supported);
-  // fp16 needs dynamic loss scaling, which direct mode does not have yet.
-  STRATA_CHECK(dt != DType::f16 || (dispatch != "direct" && dispatch != "graph"),
-               "precision 'fp16' runs in the virtual and static dispatch modes only (direct and graph modes have no "
-               "loss scaling yet; bf16 runs in every mode)");
 }
 
 RunConfig resolve(const TrainOptions& in) {
@@ -183,7 +179,7 @@ RunConfig resolve(const TrainOptions& in) {
     backends::registry().get(o.backend);  // the registry's error lists the built backends
     r.backend_note = "chosen with --backend";
   }
-  check_precision(o.precision, o.backend, o.dispatch);
+  check_precision(o.precision, o.backend);
   STRATA_CHECK(o.nproc == 1 || backends::registry().get(o.backend).device_type() == DeviceType::cuda, "--nproc ",
                o.nproc, ": data-parallel training runs one process per GPU on the cuda backend, not on '", o.backend,
                "' (add --backend cuda)");

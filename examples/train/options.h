@@ -89,8 +89,8 @@ std::string best_cpu_backend();
 
 // --precision: "fp32" everywhere; "bf16"/"fp16" (mixed precision: half activations
 // and conv/linear, f32 master weights, BN and loss; fp16 with dynamic loss scaling)
-// on a backend with half convolutions, in the tape modes.
-void check_precision(const std::string& precision, const std::string& backend, const std::string& dispatch);
+// on a backend with half convolutions, in every dispatch mode.
+void check_precision(const std::string& precision, const std::string& backend);
 
 // --threads: the OpenMP / OpenBLAS pools size themselves from the environment when
 // the libraries load, i.e. before main(). If the environment does not already ask

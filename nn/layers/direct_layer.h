@@ -80,6 +80,8 @@ class DirectLayer<Direct<Impl>, StepOf> {
   const Tensor& backward_of_identity(const Module&, const Tensor& dy) { return dy; }
   // dL/d(input) of the latest forward of a loss `who`: its step seeds its own gradient.
   const Tensor& backward_of_loss(std::string_view who) { return latest(who).step.run_backward(); }
+  // The latest forward's step (`who` names the module in the error when none ran).
+  Step& latest_step(std::string_view who) { return latest(who).step; }
 
   int64_t plans_made() const { return cache_.plans_made(); }
 

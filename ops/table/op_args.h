@@ -161,21 +161,66 @@ struct SgdOptions {
 // Graph mode reads the learning rate and step count from memory on the parameter's
 // device, written before each launch, so that a captured step follows a schedule: the
 // optional `hyper` is f64 {lr, step} and, when given, replaces o.lr (and step).
+// Dynamic loss scaling on the device: the optional `amp` is AmpUpdateScaleArgs's state
+// of this step (after amp_update_scale ran): the gradient is read times amp[3] (1/scale),
+// and nothing is written when amp[3] is 0 (a gradient was not finite: the step is skipped).
 struct SgdStepArgs {
   TensorView param, grad, momentum_buf;  // momentum_buf needed when momentum != 0
   SgdOptions o{};
   TensorView hyper{};  // optional f64 {lr, step}, see above
+  TensorView amp{};    // optional f64 [4], see above
 };
 struct AdamOptions {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   bool decoupled_weight_decay = false;  // AdamW
 };
+// With `amp`, bias correction counts step - amp[2] (the skipped steps): the optimizer
+// passes each parameter's attempted steps plus the skips before its first.
 struct AdamStepArgs {
   TensorView param, grad, exp_avg, exp_avg_sq;
   AdamOptions o{};
   int64_t step = 1;    // 1-based, for bias correction
   TensorView hyper{};  // optional f64 {lr, step}, see SgdStepArgs
+  TensorView amp{};    // optional f64 [4], see SgdStepArgs
 };
+
+// Dynamic loss scaling on the device (direct and graph modes; GradScaler's rule).
+// state: f64 {scale, finite steps in a row, skipped steps, 1/scale or 0}. The kernel
+// reads scale and each gradient's sum; when a sum is not finite it writes state[3] = 0
+// (the optimizer's steps then skip), counts the skip and multiplies the scale by
+// backoff; otherwise state[3] = 1/scale, and after `interval` finite steps in a row the
+// scale is multiplied by growth.
+struct AmpUpdateScaleArgs {
+  TensorView grad_sums, state;  // grad_sums: [P], floating; state: f64 [4]
+  double growth = 2.0, backoff = 0.5;
+  int64_t interval = 2000;
+};
+enum AmpState : int { kAmpScale = 0, kAmpGood = 1, kAmpSkipped = 2, kAmpInvScale = 3 };
+
+// The update itself, for every backend (state in the backend's memory, read and
+// written by one thread); `sum_of` reads the i-th gradient sum as a double.
+template <class SumOf>
+STRATA_HOST_DEVICE inline void amp_update_scale_state(double* state, int64_t count, SumOf sum_of, double growth,
+                                                      double backoff, int64_t interval) {
+  bool finite = true;
+  for (int64_t i = 0; i < count; ++i) {
+    const double s = sum_of(i);
+    finite = finite && s - s == 0.0;  // false for inf and NaN
+  }
+  if (!finite) {
+    state[kAmpInvScale] = 0.0;
+    state[kAmpScale] *= backoff;
+    state[kAmpGood] = 0.0;
+    state[kAmpSkipped] += 1.0;
+    return;
+  }
+  state[kAmpInvScale] = 1.0 / state[kAmpScale];
+  state[kAmpGood] += 1.0;
+  if (state[kAmpGood] >= static_cast<double>(interval)) {
+    state[kAmpScale] *= growth;
+    state[kAmpGood] = 0.0;
+  }
+}
 
 // CPU backends (hyper in host memory): the arguments with hyper's values in place.
 inline SgdStepArgs with_hyper_read(SgdStepArgs a) {
@@ -187,7 +232,14 @@ inline AdamStepArgs with_hyper_read(AdamStepArgs a) {
     a.o.lr = a.hyper.ptr<const double>()[0];
     a.step = static_cast<int64_t>(a.hyper.ptr<const double>()[1]);
   }
+  if (a.amp.defined) a.step -= static_cast<int64_t>(a.amp.ptr<const double>()[kAmpSkipped]);
   return a;
+}
+// CPU backends, dynamic loss scaling: whether the step is skipped, and the factor its
+// gradient is read with (1 without `amp`).
+inline bool amp_skips(const TensorView& amp) { return amp.defined && amp.ptr<const double>()[kAmpInvScale] == 0.0; }
+inline double amp_grad_factor(const TensorView& amp) {
+  return amp.defined ? amp.ptr<const double>()[kAmpInvScale] : 1.0;
 }
 
 // CPU backends (rng in host memory): the arguments with rng's values in place.

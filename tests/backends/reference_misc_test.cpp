@@ -3,6 +3,9 @@
 // PyTorch's documented formulas, and f32 against f64 for every forward op.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 #include "strata/core/dtype_dispatch.h"
 #include "reference_test_util.h"
 #include "support/coverage.h"
@@ -22,6 +25,7 @@ STRATA_COVERS(argmax, "values");
 STRATA_COVERS(copy, "values");
 STRATA_COVERS(sgd_step, "values");
 STRATA_COVERS(adam_step, "values");
+STRATA_COVERS(amp_update_scale, "values");
 
 // ---------------------------------------------------------------- element-wise
 
@@ -366,6 +370,28 @@ TEST(ReferenceAdam, AdamAndAdamWMatchScalarFormulaOverSeveralSteps) {
       EXPECT_TRUE(close(m, Tensor::from_vector(em, {2, 3, 2, 2}), 1e-14));
       EXPECT_TRUE(close(v, Tensor::from_vector(ev, {2, 3, 2, 2}), 1e-14));
     }
+}
+
+// GradScaler's rule over a run of steps: 2 finite steps double the scale (interval 2),
+// a NaN or inf halves it and counts a skip; 1/scale (or 0) is what the steps read.
+TEST(ReferenceAmp, UpdateScaleFollowsGradScalersRule) {
+  ReferenceBackend ref;
+  const Tensor state = Tensor::from_vector<double>({8.0, 0.0, 0.0, 0.0}, Shape{4});
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  struct Step {
+    double sum, scale, good, skipped, inv;
+  };
+  for (const Step& st : std::vector<Step>{{1.0, 8, 1, 0, 0.125},
+                                          {-3.0, 16, 0, 0, 0.125},
+                                          {inf, 8, 0, 1, 0.0},
+                                          {2.0, 8, 1, 1, 0.125},
+                                          {nan, 4, 0, 2, 0.0},
+                                          {0.0, 4, 1, 2, 0.25}}) {
+    SCOPED_TRACE(st.sum);
+    const Tensor sums = Tensor::from_vector<double>({0.5, st.sum, -1e300}, Shape{3});
+    ref.amp_update_scale({sums, state, 2.0, 0.5, 2});
+    EXPECT_EQ(state.to_vector<double>(), (std::vector<double>{st.scale, st.good, st.skipped, st.inv}));
+  }
 }
 
 TEST(ReferenceOptim, F32StepsTrackF64) {

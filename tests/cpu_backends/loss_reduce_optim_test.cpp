@@ -3,6 +3,7 @@
 // against the reference. Tolerance kTolReduction (1e-5); argmax, fill and copy
 // must match exactly.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "cpu_backend_test_util.h"
@@ -21,6 +22,7 @@ STRATA_COVERS(fill, "vs_reference");
 STRATA_COVERS(copy, "vs_reference");
 STRATA_COVERS(sgd_step, "vs_reference");
 STRATA_COVERS(adam_step, "vs_reference");
+STRATA_COVERS(amp_update_scale, "vs_reference");
 
 class LossReduceOptimTest : public CpuBackendTest {};
 
@@ -213,6 +215,72 @@ TEST_P(LossReduceOptimTest, AdamStep) {
     STRATA_EXPECT_CLOSE(m, m_r, kTolReduction, "adam_step exp_avg");
     STRATA_EXPECT_CLOSE(v, v_r, kTolReduction, "adam_step exp_avg_sq");
   }
+}
+
+// Dynamic loss scaling on the device: the state's update (finite sums, a non-finite
+// one, growth after `interval` finite steps), and the steps that read it: a scaled
+// gradient times 1/scale gives the unscaled gradient's step bitwise, a skip writes
+// nothing, Adam's bias correction discounts the skipped steps.
+TEST_P(LossReduceOptimTest, AmpUpdateScaleAndTheStepsThatReadIt) {
+  const auto state = [](std::vector<double> v) { return Tensor::from_vector<double>(v, Shape{4}); };
+  struct Case {
+    std::string name;
+    std::vector<float> sums;
+    std::vector<double> before, after;
+  };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const Case& c : std::vector<Case>{{"finite", {1.f, -2.f, 3e30f}, {1024, 5, 1, 0}, {1024, 6, 1, 1.0 / 1024}},
+                                         {"grows", {0.f}, {1024, 2, 0, 0}, {2048, 0, 0, 1.0 / 1024}},
+                                         {"inf", {1.f, inf}, {1024, 2, 1, 0}, {512, 0, 2, 0}},
+                                         {"nan", {nan, 1.f}, {8, 1, 0, 0.125}, {4, 0, 1, 0}}}) {
+    SCOPED_TRACE(c.name);
+    const Tensor sums = Tensor::from_vector(c.sums, Shape{static_cast<int64_t>(c.sums.size())});
+    const Tensor st = state(c.before), st_r = state(c.before);
+    be().amp_update_scale({sums, st, 2.0, 0.5, 3});
+    ref_.amp_update_scale({sums, st_r, 2.0, 0.5, 3});
+    EXPECT_EQ(st.to_vector<double>(), c.after);
+    EXPECT_EQ(st_r.to_vector<double>(), c.after);
+  }
+
+  const Shape s{4, 9};
+  const Tensor g = rand_f32(s, 18000), g_scaled = copy_of(g);
+  ReferenceBackend{}.scale({g, g_scaled, 256.0});
+  const Tensor finite = state({256, 0, 3, 1.0 / 256}), skipped = state({128, 0, 4, 0});
+  // SGD with momentum: scaled and read times 1/256 == unscaled; a skip changes nothing.
+  const Tensor p = rand_f32(s, 18001), buf = rand_f32(s, 18002, kNCHW, 0, 0.1);
+  const Tensor p_amp = copy_of(p), buf_amp = copy_of(buf), p_skip = copy_of(p), buf_skip = copy_of(buf);
+  ops::SgdStepArgs a{p, g, buf};
+  a.o.lr = 0.05, a.o.momentum = 0.9, a.o.weight_decay = 1e-2;
+  ops::SgdStepArgs b = a, k = a;
+  b.param = p_amp, b.grad = g_scaled, b.momentum_buf = buf_amp, b.amp = finite;
+  k.param = p_skip, k.grad = g_scaled, k.momentum_buf = buf_skip, k.amp = skipped;
+  be().sgd_step(a);
+  be().sgd_step(b);
+  be().sgd_step(k);
+  EXPECT_TRUE(bitwise_equal(p_amp, p));
+  EXPECT_TRUE(bitwise_equal(buf_amp, buf));
+  EXPECT_TRUE(bitwise_equal(p_skip, rand_f32(s, 18001)));  // as before the step
+  EXPECT_TRUE(bitwise_equal(buf_skip, rand_f32(s, 18002, kNCHW, 0, 0.1)));
+  EXPECT_FALSE(bitwise_equal(p_skip, p));
+  // Adam: the step count passed is the attempts plus the skips before (here 5 = 2 + 3),
+  // the kernel counts 5 - amp's 3 skipped = 2, as the plain step 2.
+  const Tensor q = rand_f32(s, 18003), m = rand_f32(s, 18004, kNCHW, 0, 0.1), v = rand_f32(s, 18005, kNCHW, 0, 0.1);
+  const Tensor q_amp = copy_of(q), m_amp = copy_of(m), v_amp = copy_of(v);
+  const Tensor q_skip = copy_of(q), m_skip = copy_of(m), v_skip = copy_of(v);
+  ops::AdamStepArgs c{q, g, m, v};
+  c.o.lr = 1e-2, c.step = 2;
+  ops::AdamStepArgs d = c, e = c;
+  d.param = q_amp, d.grad = g_scaled, d.exp_avg = m_amp, d.exp_avg_sq = v_amp, d.amp = finite, d.step = 5;
+  e.param = q_skip, e.grad = g_scaled, e.exp_avg = m_skip, e.exp_avg_sq = v_skip, e.amp = skipped, e.step = 4;
+  be().adam_step(c);
+  be().adam_step(d);
+  be().adam_step(e);
+  EXPECT_TRUE(bitwise_equal(q_amp, q));
+  EXPECT_TRUE(bitwise_equal(m_amp, m));
+  EXPECT_TRUE(bitwise_equal(v_amp, v));
+  EXPECT_FALSE(bitwise_equal(q_skip, q));
+  EXPECT_TRUE(bitwise_equal(q_skip, rand_f32(s, 18003)));  // as before the step
+  EXPECT_TRUE(bitwise_equal(m_skip, rand_f32(s, 18004, kNCHW, 0, 0.1)));
 }
 
 STRATA_CPU_BACKEND_SUITE(LossReduceOptimTest);

@@ -1,6 +1,7 @@
 // Element-wise ops, dropout, losses, reductions, fill, copy and the fused optimizer
 // steps on the cuda backend against the reference.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ STRATA_COVERS(fill, "cuda_vs_reference");
 STRATA_COVERS(copy, "cuda_vs_reference");
 STRATA_COVERS(sgd_step, "cuda_vs_reference");
 STRATA_COVERS(adam_step, "cuda_vs_reference");
+STRATA_COVERS(amp_update_scale, "cuda_vs_reference");
 
 class CudaElementwise : public CudaTest {};
 
@@ -240,6 +242,42 @@ TEST_F(CudaElementwise, AdamStep) {
     STRATA_EXPECT_CLOSE(m.gpu, m.cpu, kTolReduction, "adam exp_avg");
     STRATA_EXPECT_CLOSE(v.gpu, v.cpu, kTolReduction, "adam exp_avg_sq");
   }
+}
+
+// Dynamic loss scaling decided on the device: the state's updates as the reference's
+// over finite, non-finite and growing steps; SGD and Adam reading it (1/scale, skips,
+// Adam's count less the skips) as the reference does with the same state.
+TEST_F(CudaElementwise, AmpUpdateScaleAndTheStepsThatReadIt) {
+  const Tensor state_c = Tensor::from_vector<double>({8.0, 0.0, 3.0, 0.0}, Shape{4});
+  const Tensor state_g = to_gpu(state_c);
+  const float inf = std::numeric_limits<float>::infinity();
+  const Shape s{300, 7};
+  Pair p = rand_pair(s, 101), buf = rand_pair(s, 102, kNCHW, -0.1, 0.1);
+  Pair q = rand_pair(s, 103), m = rand_pair(s, 104, kNCHW, -0.01, 0.01), v = rand_pair(s, 105, kNCHW, 0.0, 0.01);
+  int64_t attempts = 3;  // Adam's count as the optimizer passes it: attempts plus the skips before the first
+  for (float last : {1.f, 2.f, inf, 3.f, -inf, 4.f}) {
+    SCOPED_TRACE(last);
+    const Tensor sums_c = Tensor::from_vector<float>({0.5f, -2.f, last}, Shape{3});
+    be().amp_update_scale({to_gpu(sums_c), state_g, 2.0, 0.5, 2});
+    ref_.amp_update_scale({sums_c, state_c, 2.0, 0.5, 2});
+    EXPECT_TRUE(bitwise_equal(to_cpu(state_g), state_c)) << "state";
+    const Pair g = rand_pair(s, 110 + static_cast<uint64_t>(attempts), kNCHW, -100, 100);
+    ops::SgdStepArgs ag{p.gpu, g.gpu, buf.gpu, {0.1, 0.9, 1e-4, false}}, ac{p.cpu, g.cpu, buf.cpu, {0.1, 0.9, 1e-4, false}};
+    ag.amp = state_g, ac.amp = state_c;
+    be().sgd_step(ag);
+    ref_.sgd_step(ac);
+    ++attempts;
+    ops::AdamStepArgs bg{q.gpu, g.gpu, m.gpu, v.gpu, {1e-3, 0.9, 0.999, 1e-8, 1e-2, true}, attempts};
+    ops::AdamStepArgs bc{q.cpu, g.cpu, m.cpu, v.cpu, {1e-3, 0.9, 0.999, 1e-8, 1e-2, true}, attempts};
+    bg.amp = state_g, bc.amp = state_c;
+    be().adam_step(bg);
+    ref_.adam_step(bc);
+  }
+  EXPECT_EQ(state_c.to_vector<double>()[ops::kAmpSkipped], 5.0);  // 3 before, 2 here
+  STRATA_EXPECT_CLOSE(p.gpu, p.cpu, kTolReduction, "sgd param");
+  STRATA_EXPECT_CLOSE(buf.gpu, buf.cpu, kTolReduction, "sgd momentum_buf");
+  STRATA_EXPECT_CLOSE(q.gpu, q.cpu, kTolReduction, "adam param");
+  STRATA_EXPECT_CLOSE(m.gpu, m.cpu, kTolReduction, "adam exp_avg");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // NCHW and in bf16 channels-last, with a learning rate that changes every step; a
 // checkpoint saved in graph mode resumes exactly, into a fresh model or into the one
 // whose graphs exist; what graph mode does not capture yet is refused by name.
+#include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -163,6 +165,34 @@ TEST_F(CudaGraphMode, Bf16ChannelsLastAdamWTrainStepReplaysBitwiseEqualToDirectM
   o.compute_dtype = DType::bf16;
   o.memory_format = MemoryFormat::channels_last;
   expect_same(trained(ops::DispatchMode::direct, o, adamw(), 9), trained(ops::DispatchMode::graph, o, adamw(), 9));
+}
+
+// f16 with dynamic loss scaling, decided on the device: a scale that overflows f16 at
+// first makes the first steps skip inside the graph as in direct mode, then training
+// goes on; the same losses, parameters, optimizer state, scale and skips.
+TEST_F(CudaGraphMode, F16LossScalingDecidesOnTheDeviceAsDirectModeDoes) {
+  nn::ModelOptions o;
+  o.compute_dtype = DType::f16;
+  o.memory_format = MemoryFormat::channels_last;
+  o.initial_loss_scale = std::ldexp(1.0, 26);
+  auto run = [&](ops::DispatchMode mode, const nn::OptimizerConfig& oc) {
+    auto m = nn::make_resnet(resnet18(), mode, "cuda", o);
+    m->train();
+    auto opt = m->make_optimizer(oc);
+    Trained t;
+    train(*m, *opt, oc, batches(9), 0, 9, t);
+    return std::tuple{t, m->loss_scale(), m->skipped_steps()};
+  };
+  for (const nn::OptimizerConfig& oc : {sgd(), adamw()}) {
+    SCOPED_TRACE(nn::describe(oc));
+    const auto [direct, direct_scale, direct_skips] = run(ops::DispatchMode::direct, oc);
+    const auto [graph, graph_scale, graph_skips] = run(ops::DispatchMode::graph, oc);
+    expect_same(direct, graph);
+    EXPECT_EQ(graph_scale, direct_scale);
+    EXPECT_EQ(graph_skips, direct_skips);
+    EXPECT_GE(graph_skips, 1);
+    EXPECT_LT(graph_skips, 9);
+  }
 }
 
 // A checkpoint taken after 5 graph-mode steps (both graphs captured) resumes exactly:

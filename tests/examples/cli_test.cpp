@@ -113,9 +113,6 @@ TEST(TrainCli, GraphDispatchSaysWhatItNeeds) {
   o.dispatch = "graph";
   o.backend = "reference";
   EXPECT_STRATA_ERROR(train::resolve(o), "--dispatch graph", "needs --backend cuda", "'reference'");
-  o.precision = "fp16";
-  o.backend = "null";
-  EXPECT_STRATA_ERROR(train::resolve(o), "fp16", "graph modes have no loss scaling");
 }
 
 TEST(TrainCli, OtherBadValuesNameWhatIsKnown) {

@@ -95,7 +95,8 @@ INSTANTIATE_TEST_SUITE_P(AllModes, NnMixedPrecision, ::testing::ValuesIn(kAllMod
 // Loss scaling by a power of two is exact while nothing overflows: the trained
 // parameters must be bitwise those of the unscaled run. A scale that overflows the f32
 // compute (gradients become inf) must skip the step, leave the parameters alone and
-// halve the scale, and training then continues. Tape modes only (direct refuses it).
+// halve the scale, and training then continues. The tape modes decide on the host,
+// direct mode on the device (the optimizer's kernels unscale or skip).
 class NnMixedPrecisionLossScaling : public ::testing::TestWithParam<ops::DispatchMode> {};
 
 TEST_P(NnMixedPrecisionLossScaling, IsExactAndSkipsOverflowingSteps) {
@@ -139,9 +140,56 @@ TEST_P(NnMixedPrecisionLossScaling, IsExactAndSkipsOverflowingSteps) {
   EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", bad), "initial_loss_scale", "-1");
 }
 
-INSTANTIATE_TEST_SUITE_P(TapeModes, NnMixedPrecisionLossScaling,
-                         ::testing::Values(ops::DispatchMode::virtual_call, ops::DispatchMode::static_call),
+INSTANTIATE_TEST_SUITE_P(AllModes, NnMixedPrecisionLossScaling, ::testing::ValuesIn(kAllModes),
                          [](const auto& info) { return std::string(ops::dispatch_mode_name(info.param)); });
+
+// Direct mode decides on the device what the tape modes decide on the host: the same
+// skipped steps, the same scale, and bitwise the same parameters and Adam state (whose
+// step counts leave the skipped steps out), through skips, a recovery and growth.
+TEST(NnMixedPrecisionDirect, LossScalingOnTheDeviceMatchesTheTapeModes) {
+  const Tensor x = random_tensor({4, 3, 12, 12}, DType::f32, 53);
+  const Tensor y = random_labels(4, 10, 54);
+  nn::OptimizerConfig oc;
+  oc.kind = nn::OptimizerKind::adamw;
+  oc.lr = 1e-3;
+  oc.weight_decay = 1e-2;
+  struct Run {
+    std::unique_ptr<nn::Model> m;
+    std::unique_ptr<nn::Optimizer> opt;
+    std::vector<double> losses;
+  };
+  auto run = [&](ops::DispatchMode mode) {
+    nn::ModelOptions o;
+    o.compute_dtype = DType::f32;
+    o.initial_loss_scale = std::ldexp(1.0, 130);  // overflows f32 at first: steps are skipped until it is low enough
+    Run r{nn::make_resnet(tiny_resnet(18, DType::f64, 9), mode, "reference", o), nullptr, {}};
+    r.opt = r.m->make_optimizer(oc);
+    for (int s = 0; s < 8; ++s) r.losses.push_back(r.m->train_step(x, y, *r.opt).loss.item());
+    return r;
+  };
+  const Run tape = run(ops::DispatchMode::static_call);
+  const Run direct = run(ops::DispatchMode::direct);
+  EXPECT_GE(tape.m->skipped_steps(), 1);
+  EXPECT_LT(tape.m->skipped_steps(), 8);
+  EXPECT_EQ(direct.m->skipped_steps(), tape.m->skipped_steps());
+  EXPECT_EQ(direct.m->loss_scale(), tape.m->loss_scale());
+  EXPECT_EQ(direct.losses, tape.losses);
+  const auto a = tape.m->state_dict(), b = direct.m->state_dict();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i].second, b[i].second)) << a[i].first;
+  const auto oa = tape.opt->state_dict(), ob = direct.opt->state_dict();
+  ASSERT_EQ(oa.size(), ob.size());
+  ASSERT_FALSE(oa.empty());
+  for (size_t i = 0; i < oa.size(); ++i) {
+    EXPECT_EQ(oa[i].first, ob[i].first);
+    EXPECT_TRUE(bitwise_equal(oa[i].second, ob[i].second)) << oa[i].first;
+  }
+  // A checkpoint of the direct optimizer resumes in a fresh one exactly.
+  auto fresh = direct.m->make_optimizer(oc);
+  fresh->load_state_dict(ob);
+  const auto oc2 = fresh->state_dict();
+  for (size_t i = 0; i < ob.size(); ++i) EXPECT_TRUE(bitwise_equal(oc2[i].second, ob[i].second)) << ob[i].first;
+}
 
 // Direct mode: the same steps as the tape modes, bitwise (same kernels, same casts
 // through the copy op, same order of gradient accumulation), over a few SGD steps
@@ -240,16 +288,8 @@ TEST(NnMixedPrecisionDirect, PlansAndAllocatesNothingAfterTheFirstStep) {
   EXPECT_EQ(m->predict(x).dtype(), DType::f64);
 }
 
-TEST(NnMixedPrecisionErrors, DirectLossScalingAndNonFloatComputeAreClearErrors) {
+TEST(NnMixedPrecisionErrors, NonFloatComputeIsAClearError) {
   nn::ModelOptions o;
-  o.compute_dtype = DType::f16;  // loss scaling on by default
-  EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f32, 9), ops::DispatchMode::direct, "reference", o), "loss scaling",
-                      "not supported in direct mode");
-  o.compute_dtype = DType::f32;
-  o.initial_loss_scale = 1024.0;
-  EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f64, 9), ops::DispatchMode::direct, "reference", o), "loss scaling",
-                      "not supported in direct mode");
-  o.initial_loss_scale.reset();
   o.compute_dtype = DType::i32;
   EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f64, 9), ops::DispatchMode::static_call, "reference", o),
                       "compute dtype must be floating", "i32");

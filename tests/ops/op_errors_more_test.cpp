@@ -69,6 +69,7 @@ TEST(OpErrors, ReductionsFillCopy) {
 
 STRATA_COVERS(sgd_step, "errors");
 STRATA_COVERS(adam_step, "errors");
+STRATA_COVERS(amp_update_scale, "errors");
 TEST(OpErrors, OptimizerSteps) {
   auto d = reference_dispatch();
   Tensor p = rnd({5}), g = rnd({5});
@@ -83,6 +84,13 @@ TEST(OpErrors, OptimizerSteps) {
   EXPECT_STRATA_ERROR(ops::adam_step_(d, p, g, rnd({5}), rnd({5}), adam, 0), "adam_step", "step");
   EXPECT_STRATA_ERROR(ops::adam_step_(d, fake_cuda({5}), fake_cuda({5}), fake_cuda({5}), fake_cuda({5}), adam, 1),
                       "adam_step", "cuda:0");
+  const Tensor state = Tensor::from_vector<double>({1024.0, 0.0, 0.0, 0.0}, Shape{4});
+  EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5}), rnd({4})), "amp_update_scale", "state", "f64");
+  EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5}), Tensor::from_vector<double>({1.0, 0.0}, Shape{2})),
+                      "amp_update_scale", "state", "[4]");
+  EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5, 1}), state), "amp_update_scale", "grad_sums", "rank");
+  EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5}), state, 2.0, 0.0), "amp_update_scale", "backoff");
+  EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5}), state, 2.0, 0.5, 0), "amp_update_scale", "interval");
 }
 
 }  // namespace

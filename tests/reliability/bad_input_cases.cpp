@@ -304,6 +304,16 @@ std::vector<OpCase> all_cases() {
                  ops::adam_step_(d, a[0], a[1], a[2], a[3], ops::AdamOptions{}, 3);
                  return std::vector{a[0], a[2], a[3]};
                }});
+  v.push_back({"amp_update_scale",
+               ops::OpId::amp_update_scale,
+               "amp_update_scale",
+               {{"grad_sums", rnd({3}), kRank | kDtype | kDevice | kUndefined, {}, DType::i32},
+                {"state", Tensor::from_vector<double>({1024.0, 3.0, 1.0, 0.0}, Shape{4}),
+                 kRank | kSizes | kDtype | kDevice | kUndefined, {3}, DType::f32, true}},
+               [](const D& d, const auto& a) {
+                 ops::amp_update_scale_(d, a[0], a[1]);
+                 return std::vector{a[1]};
+               }});
   return v;
 }
 
@@ -340,7 +350,8 @@ const std::vector<std::string> kCaseIds = {"conv2d",
                                            "copy",
                                            "to",
                                            "sgd_step",
-                                           "adam_step"};
+                                           "adam_step",
+                                           "amp_update_scale"};
 
 OpCase case_by_id(const std::string& id) {
   for (OpCase& c : all_cases())
