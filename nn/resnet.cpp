@@ -23,7 +23,8 @@ std::string describe(const ResNetConfig& c) {
   return "ResNet-" + std::to_string(c.depth) + " (torchvision v1.5, " + std::to_string(c.num_classes) +
          " classes, " + std::to_string(c.in_channels) + " input channels, " +
          (c.small_input ? "small-image stem 3x3/1 without max-pool" : "ImageNet stem 7x7/2 + max-pool") +
-         (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) + ")";
+         (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) +
+         (c.fold_batch_norm ? ", batch norms folded into the convolutions for inference" : "") + ")";
 }
 
 template <class P, class Block>

@@ -28,7 +28,11 @@ struct GraphEpilogue {
 // With `epilogue` (forward only) the plan is one cuDNN graph conv -> add bias -> add z ->
 // ReLU, intermediates in f32 and only y written; it qualifies under the same engine
 // policy, so where only runtime-compiled fusion engines take it the caller runs the
-// convolution alone and then the epilogue (conv_epilogue).
+// convolution alone and then the epilogue (conv_epilogue). The graph rather than
+// cudnnConvolutionBiasActivationForward: that is the legacy API whose per-call host cost
+// the graph plans avoid (above), it always takes a bias, and it runs with a restricted
+// set of algorithms (github.com/danpovey/kaldi/pull/54: "only the precomputed implicit
+// GEMM implementation").
 std::string graph_conv(Context& ctx, ConvDir dir, const ops::TensorView& x, const ops::TensorView& w, const ops::TensorView& y,
                        Layout l, const ops::Conv2dParams& p, const Settings& s,
                        const GraphEpilogue* epilogue = nullptr);

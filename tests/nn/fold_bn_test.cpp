@@ -79,6 +79,40 @@ TEST(NnFoldBatchNorm, MatchesTheUnfoldedModelInEveryModeWithOnlyConvolutions) {
   }
 }
 
+// bf16 compute (mixed precision, f32 parameters) where the best CPU backend has bf16
+// convolutions (onednn on AVX512_BF16): stated tolerance 3e-2, bf16's rounding of the folded
+// weights and of each activation (the unfolded model rounds after the convolution, the batch
+// norm's casts and the add).
+TEST(NnFoldBatchNorm, Bf16WithinItsRounding) {
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (!backends::registry().get(best).supports(ops::OpId::conv2d_fwd, DType::bf16))
+    GTEST_SKIP() << best << " has no bf16 convolution on this CPU";
+  nn::ModelOptions o;
+  o.compute_dtype = DType::bf16;
+  o.memory_format = MemoryFormat::channels_last;
+  for (ops::DispatchMode mode : kAllModes) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    nn::ResNetConfig c = tiny_resnet(50);
+    c.fold_batch_norm = true;
+    auto folded = nn::make_resnet(c, mode, best, o);
+    c.fold_batch_norm = c.fuse_eval = false;
+    auto plain = nn::make_resnet(c, mode, best, o);
+    randomise_statistics(*folded, {plain.get()}, true);
+    folded->eval();
+    plain->eval();
+    const Tensor x = random_tensor({2, 3, 9, 11}, DType::f32, 51);
+    Tensor yf, yp;
+    const std::vector<std::string> folded_ops = traced_ops(*folded, x, yf);
+    traced_ops(*plain, x, yp);
+    Tensor yf32 = Tensor::empty(yf.sizes(), DType::f32, Device::cpu()), yp32 = yf32.clone();
+    copy_into(yf, yf32);
+    copy_into(yp, yp32);
+    EXPECT_TRUE(close(yf32, yp32, 3e-2));
+    EXPECT_EQ(count(folded_ops, "batch_norm_fwd"), 0);
+    EXPECT_EQ(count(folded_ops, "relu_fwd"), 0);
+  }
+}
+
 // Training runs the unfolded convolutions and batch norms, bitwise as a model that never
 // folded; back in evaluation the folded copy has followed the step.
 TEST(NnFoldBatchNorm, TrainingUsesTheUnfoldedParametersAndEvaluationFollowsIt) {
