@@ -400,8 +400,18 @@ std::string graph_conv(Context& ctx, ConvDir dir, const TensorView& x, const Ten
   (void)l;  // the strides say it; kept for symmetry with the legacy path's staging
   if (p.groups != 1) return "grouped convolutions use the legacy API";
   STRATA_CHECK(!epilogue || dir == ConvDir::fwd, "graph_conv: an epilogue belongs to the forward convolution");
-  GraphPlan& g = ctx.plan<GraphPlan>(graph_key(dir, x, w, y, p, s, epilogue),
-                                     [&] { return build(ctx, dir, x, w, y, p, s, epilogue); });
+  GraphPlan& g = ctx.plan<GraphPlan>(graph_key(dir, x, w, y, p, s, epilogue), [&] {
+    if (!epilogue) return build(ctx, dir, x, w, y, p, s, nullptr);
+    // A fused graph cuDNN does not take at all (a descriptor that does not finalize) is
+    // remembered as unusable like one without an engine: the caller falls back.
+    try {
+      return build(ctx, dir, x, w, y, p, s, epilogue);
+    } catch (const strata::Error& err) {
+      auto none = std::make_unique<GraphPlan>();
+      none->unusable = std::string("cuDNN graph API: the fused epilogue graph: ") + err.what();
+      return none;
+    }
+  });
   if (!g.unusable.empty()) return g.unusable;
   execute(ctx, g.plan, g.ws, bound(x, w, y, epilogue));
   ++ctx.graph_convs;
