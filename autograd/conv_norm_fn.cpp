@@ -1,5 +1,6 @@
 // Backward formulas of conv2d, batch_norm and linear.
 #include "strata/autograd/node_base.h"
+#include "strata/ops/validate.h"
 
 namespace strata::autograd {
 using detail::NodeT;
@@ -27,6 +28,20 @@ class Conv2dNode final : public NodeT<D> {
   Tensor x_, w_;
   bool has_bias_;
   Conv2dParams p_;
+};
+
+// The convolution with its inference epilogue: recorded so that a backward through it
+// fails with a message rather than silently leaving its inputs without gradients.
+template <class D>
+class Conv2dFusedNode final : public NodeT<D> {
+ public:
+  explicit Conv2dFusedNode(const D& d) : NodeT<D>(d) {}
+  std::string_view name() const override { return "conv2d_fused"; }
+  std::vector<Tensor> apply(const Tensor&) override {
+    ops::check_conv2d_has_backward(true);
+    return {};
+  }
+  void release() override {}
 };
 
 template <class D>
@@ -77,6 +92,14 @@ Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, con
 }
 
 template <class D>
+Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+                    const Tensor& z, bool relu) {
+  Tensor y = ops::conv2d_fused(d, x, w, b, p, z, relu);
+  record<Conv2dFusedNode<D>>(d, {&x, &w, &b, &z}, y);
+  return y;
+}
+
+template <class D>
 Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum, double eps) {
   ops::BatchNormOut o = ops::batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps);
@@ -93,6 +116,8 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
 
 #define STRATA_AUTOGRAD_INSTANTIATE(D)                                                                   \
   template ops::Conv2dSignature<D> conv2d<D>;                                                           \
+  template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&, \
+                                  const Tensor&, bool);                                                  \
   template Tensor batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,    \
                                 const Tensor&, bool, double, double);                                    \
   template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);

@@ -12,6 +12,9 @@ using ops::Conv2dParams;
 using ops::Pool2dParams;
 
 template <class D> ops::Conv2dSignature<D> conv2d;  // as ops::conv2d
+// As ops::conv2d_fused (the inference epilogue); a backward through it is refused.
+template <class D> Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b,
+                                       const Conv2dParams& p, const Tensor& z, bool relu);
 // Training mode updates running_mean/running_var in place.
 template <class D> Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                      const Tensor& running_mean, const Tensor& running_var, bool training,

@@ -119,6 +119,7 @@ struct Options {
   uint64_t seed = 1;
   double lr = 0.01;
   bool fuse = true;    // nn::ResNetConfig::fuse_eval
+  bool fold = false;   // nn::ResNetConfig::fold_batch_norm
   bool trace = false;  // one extra traced step in the tape modes
   bool trace_sync = false;  // and one with every op waited for (per-op device time)
 };
@@ -143,7 +144,8 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     const MemoryFormat fmt = c.nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous;
     auto t_build = std::chrono::steady_clock::now();
     auto model =
-        bench::make_resnet50(mode, o.backend, fmt, c.bf16 ? std::optional<DType>(DType::bf16) : std::nullopt, o.fuse);
+        bench::make_resnet50(mode, o.backend, fmt, c.bf16 ? std::optional<DType>(DType::bf16) : std::nullopt, o.fuse,
+                             o.fold);
     r["describe"] = model->describe();
     const Shape in_sizes{c.batch, 3, c.resolution, c.resolution};
     Tensor x = model->input_buffer(in_sizes);
@@ -208,6 +210,10 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       const double steps = static_cast<double>(o.warmup + static_cast<int>(dev.size()));
       r["graph_convs_per_step"] = static_cast<double>(now.graph - conv_api_before.graph) / steps;
       r["legacy_convs_per_step"] = static_cast<double>(now.legacy - conv_api_before.legacy) / steps;
+      // With --fold: epilogues run inside cuDNN's graph, and those run by strata's kernel.
+      r["fused_epilogues_per_step"] = static_cast<double>(now.fused - conv_api_before.fused) / steps;
+      r["epilogue_kernels_per_step"] =
+          static_cast<double>(now.epilogue_kernels - conv_api_before.epilogue_kernels) / steps;
     }
     // One extra step under the op trace; with `sync` every op is waited for (its own
     // device time plus host time, serialised). Returns the summary and the enqueue time.
@@ -284,6 +290,14 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fuse", no_fuse,
                "inference: batch norm, ReLU and residual add as separate ops (default: fused into one batch norm "
                "call, nn::ResNetConfig::fuse_eval)");
+  // Off by default until measured on the GPU (docs/results/cpu_libtorch.md has the CPU's numbers).
+  app.add_flag("--fold", o.fold,
+               "inference: batch norms folded into the convolutions, each block's convolutions with the bias, "
+               "residual add and ReLU in their own call (nn::ResNetConfig::fold_batch_norm; default: off)");
+  bool no_fused_epilogue = false;
+  app.add_flag("--no-cudnn-epilogue", no_fused_epilogue,
+               "with --fold: the convolution's epilogue as strata's kernel after cuDNN's convolution (default: "
+               "inside the cuDNN graph where an engine runs it)");
   app.add_flag("--strata-batch-norm", strata_bn, "every batch norm on strata's kernels (default: cuDNN for f32 NCHW)");
   app.add_flag("--cudnn-batch-norm", cudnn_bn, "f32 channels-last batch norm on cuDNN (default: strata's kernels)");
   app.add_flag("--nondeterministic", nondeterministic, "allow non-deterministic cuDNN algorithms (default: not)");
@@ -320,13 +334,14 @@ int main(int argc, char** argv) {
     backends::Backend& be = backends::registry().get(o.backend);  // throws listing the built ones
     const bool cuda = be.device_type() == DeviceType::cuda;
     o.fuse = !no_fuse;
-    json settings = {{"backend", o.backend}, {"fuse_eval", o.fuse}};
+    json settings = {{"backend", o.backend}, {"fuse_eval", o.fuse}, {"fold_batch_norm", o.fold}};
     if (cuda) {
       auto& cb = backends::registry().impl<backends::CudaBackend>();
       cb.set_allow_tf32(tf32);
       cb.set_benchmark(find_algos);
       cb.set_deterministic(!nondeterministic);
       cb.set_cudnn_graph(!legacy_conv);
+      cb.set_cudnn_fused_epilogue(!no_fused_epilogue);
       cb.set_own_nchw_batch_norm(strata_bn);
       cb.set_cudnn_nhwc_batch_norm(cudnn_bn);
       const auto& s = cb.settings();
@@ -339,6 +354,7 @@ int main(int argc, char** argv) {
       settings["persistent_batch_norm"] = s.persistent_batch_norm;
       settings["max_workspace_bytes"] = s.max_workspace_bytes;
       settings["cudnn_graph"] = s.cudnn_graph;
+      settings["cudnn_fused_epilogue"] = s.cudnn_fused_epilogue;
       const char* selection = s.cudnn_graph ? (s.benchmark ? "graph API, fastest of up to 8 heuristic engines (timed)"
                                                            : "graph API, first engine of heuristics mode A")
                                             : (s.benchmark ? "legacy API, cudnnFind*Ex timing"

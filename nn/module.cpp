@@ -150,6 +150,7 @@ void Module::load_state_dict(const StateDict& sd, bool strict) {
     auto it = given.find(n);
     if (it != given.end() && !it->second->same(t)) copy_into(*it->second, t);
   }
+  for (auto& [name, m] : named_modules()) m->on_load();
 }
 
 void Module::zero_grad() {

@@ -116,6 +116,8 @@ class Module {
     return ref;
   }
   virtual void on_train(bool) {}
+  // Called on every module of the tree after load_state_dict wrote its tensors.
+  virtual void on_load() {}
   // Direct-mode backward: `m`'s parameter gradients are complete (see set_grad_ready_hook).
   void grads_ready(const Module& m) const {
     if (grad_ready_) grad_ready_(m);

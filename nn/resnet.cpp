@@ -23,7 +23,8 @@ std::string describe(const ResNetConfig& c) {
   return "ResNet-" + std::to_string(c.depth) + " (torchvision v1.5, " + std::to_string(c.num_classes) +
          " classes, " + std::to_string(c.in_channels) + " input channels, " +
          (c.small_input ? "small-image stem 3x3/1 without max-pool" : "ImageNet stem 7x7/2 + max-pool") +
-         (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) + ")";
+         (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) +
+         (c.fold_batch_norm ? ", batch norms folded into the convolutions for inference" : "") + ")";
 }
 
 template <class P, class Block>
@@ -45,7 +46,9 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& c) : c_(c) {
   BatchNormOptions bno;
   bno.dtype = dt;
   bno.fuse_eval = c.fuse_eval;
+  bno.fold_into_conv = c.fold_batch_norm;
   bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, base, bno));
+  if (c.fold_batch_norm) conv1_->fold_batch_norm(*bn1_);
   relu_ = &register_module("relu", std::make_unique<ReLU<P>>(p));
   if (!c.small_input) maxpool_ = &register_module("maxpool", std::make_unique<MaxPool2d<P>>(p, 3, 2, 1));
   int64_t inplanes = base;
@@ -70,8 +73,13 @@ template <class P, class Block>
 Tensor ResNetT<P, Block>::forward(const Tensor& x) {
   STRATA_CHECK(x.dim() == 4 && x.size(1) == c_.in_channels, "ResNet: input ", x.str(), " must be [N, ",
                c_.in_channels, ", H, W]");
-  Tensor h = conv1_->forward(x);
-  h = bn1_->fuses(h) ? bn1_->forward_fused(h, Tensor(), true) : relu_->forward(bn1_->forward(h));
+  Tensor h;
+  if (conv1_->folds()) {
+    h = conv1_->forward_folded(x, Tensor(), true);
+  } else {
+    h = conv1_->forward(x);
+    h = bn1_->fuses(h) ? bn1_->forward_fused(h, Tensor(), true) : relu_->forward(bn1_->forward(h));
+  }
   if (maxpool_) h = maxpool_->forward(h);
   for (auto* stage : layers_) h = stage->forward(h);
   return fc_->forward(avgpool_->forward(h));

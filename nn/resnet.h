@@ -32,6 +32,12 @@ struct ResNetConfig {
   // Evaluation with gradients off runs each batch norm with the ReLU and residual add
   // after it in one pass (BatchNormOptions::fuse_eval); false: the separate ops.
   bool fuse_eval = true;
+  // Evaluation with gradients off runs each convolution with the batch norm after it
+  // folded into its weights and bias, and the ReLU and residual add in the same call
+  // (Conv2d::fold_batch_norm): conv1 of the stem, then 2 (BasicBlock) or 3 (Bottleneck)
+  // convolutions per block plus the downsample's. The parameters, the state dict and
+  // training keep the unfolded batch norms. Takes precedence over fuse_eval.
+  bool fold_batch_norm = false;
 };
 
 // "ResNet-50 (torchvision v1.5, 1000 classes, 3 input channels, ImageNet stem)".

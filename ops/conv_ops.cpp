@@ -10,6 +10,17 @@ Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, con
 }
 
 template <class D>
+Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+                    const Tensor& z, bool relu) {
+  Tensor y = Tensor::empty_like(x, validate_conv2d(d, x, w, b, p, z, relu));
+  Conv2dFwdArgs a{x, w, b, y, p};
+  a.z = z;
+  a.relu = relu;
+  d.conv2d_fwd(a);
+  return y;
+}
+
+template <class D>
 Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shape& x_sizes, const Conv2dParams& p,
                        MemoryFormat fmt) {
   check_input(d, OpId::conv2d_bwd_data, "grad_output", dy);
@@ -39,6 +50,8 @@ Tensor conv2d_bwd_bias(const D& d, const Tensor& dy) {
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                              \
   template Conv2dSignature<D> conv2d<D>;                                                                      \
+  template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&,    \
+                                  const Tensor&, bool);                                                       \
   template Tensor conv2d_bwd_data<D>(const D&, const Tensor&, const Tensor&, const Shape&, const Conv2dParams&, \
                                      MemoryFormat);                                                           \
   template Tensor conv2d_bwd_weight<D>(const D&, const Tensor&, const Tensor&, const Shape&,                   \

@@ -56,13 +56,28 @@ void check_elementwise_pair(const D& d, OpId op, std::string_view a_name, const 
 
 // ---- conv2d: forward returns y's sizes; the backward ones check the output the
 // caller allocated (dx in the input's sizes, dw in the weight's).
+// z, relu: the inference epilogue (op_args.h), y = relu?(conv(x, w) + b + z).
 template <class D>
-Shape validate_conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+Shape validate_conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+                      const Tensor& z = Tensor(), bool relu = false) {
   const Shape out = conv2d_out_shape(x, w, b, p);
   check_input(d, OpId::conv2d_fwd, "input", x);
   check_input(d, OpId::conv2d_fwd, "weight", w);
   if (b.defined()) check_input(d, OpId::conv2d_fwd, "bias", b);
+  if (z.defined()) {
+    STRATA_CHECK(z.sizes() == out, "conv2d: residual ", z.str(), " must have the output's sizes ", out.str(),
+                 " (input ", x.str(), ", weight ", w.str(), ")");
+    check_same_dtype("conv2d", "residual", z, "input", x);
+    check_input(d, OpId::conv2d_fwd, "residual", z);
+  }
+  if (z.defined() || relu) check_float("conv2d", "input", x);
   return out;
+}
+
+// A convolution whose forward ran the epilogue has no backward (it is the inference form).
+inline void check_conv2d_has_backward(bool epilogue) {
+  STRATA_CHECK(!epilogue, "conv2d: no backward through a convolution with a fused residual add or "
+               "ReLU (the inference-only form: run it with gradients off, or call the separate ops)");
 }
 
 template <class D>

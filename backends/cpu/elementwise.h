@@ -24,23 +24,27 @@ void relu_bwd(const ops::ReluBwdArgs& a) {
   }, a.y, a.dy, a.dx);
 }
 
-// Batch norm's fused evaluation (op_args.h): a backend runs the plain batch norm on
-// without_epilogue(a), then batch_norm_epilogue(a) applies y = relu?(y + z) in place.
-inline bool has_epilogue(const ops::BatchNormFwdArgs& a) { return a.z.defined || a.relu; }
-inline ops::BatchNormFwdArgs without_epilogue(ops::BatchNormFwdArgs a) {
+// The inference epilogue of batch norm and conv2d (op_args.h: z, relu): a backend runs the
+// plain op on without_epilogue(a), then epilogue<T>(a) applies y = relu?(y + z) in place.
+template <class Args>
+bool has_epilogue(const Args& a) {
+  return a.z.defined || a.relu;
+}
+template <class Args>
+Args without_epilogue(Args a) {
   a.z = {};
   a.relu = false;
   return a;
 }
-template <class T>
-void batch_norm_epilogue(const ops::BatchNormFwdArgs& a) {
-  T* y = a.y.ptr<T>();
+template <class T, class Args>
+void epilogue(const Args& a) {
+  T* y = a.y.template ptr<T>();
   const bool relu = a.relu;
   if (!a.z.defined) {
     for_each_unordered([y](int64_t, int64_t oy) { y[oy] = y[oy] > T(0) ? y[oy] : T(0); }, a.y);
     return;
   }
-  const T* z = a.z.ptr<const T>();
+  const T* z = a.z.template ptr<const T>();
   for_each_unordered([y, z, relu](int64_t, int64_t oy, int64_t oz) {
     const T v = y[oy] + z[oz];
     y[oy] = relu && !(v > T(0)) ? T(0) : v;

@@ -132,10 +132,6 @@ __global__ void __launch_bounds__(kThreads)
 // Channels-last with C a multiple of V and 16-byte aligned buffers: V neighbouring
 // channels per thread, one 16-byte load or store per operand, the per-channel scale and
 // shift computed once (bn_eval_coef_kernel) instead of per element.
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 __global__ void bn_eval_coef_kernel(const float* gamma, const float* beta, const float* mean, const float* var,
                                     uint32_t c, float eps, float* scale, float* shift) {
   const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;

@@ -69,6 +69,8 @@ struct Context {
   size_t staging_copies = 0;    // see cuda_backend.h
   size_t graph_convs = 0;       // convolutions run from cached graph-API plans
   size_t legacy_convs = 0;      // convolutions run through cudnnConvolution* (v7 API)
+  size_t fused_epilogues = 0;   // conv2d epilogues (bias, residual, ReLU) run inside a cuDNN graph
+  size_t epilogue_kernels = 0;  // ... and run by strata's kernel after the convolution
 
   // The cuDNN workspace arena: one buffer, grown on demand, shared by every call.
   // While CUDA graphs exist (graphs), a buffer they may have captured is kept when the

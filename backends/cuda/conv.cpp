@@ -237,15 +237,25 @@ void with_layout_fallback(Context& ctx, Layout l, F&& f) {
 
 // One direction on its operands in their roles (x, w, y; see Role), staged into layout l:
 // the ones it reads staged in, the one it writes staged out and finished after the call.
-// The forward direction adds the optional bias to its output before finishing it.
+// The forward direction applies its bias and inference epilogue `e` (op_args.h) to its
+// output before finishing it: inside the cuDNN graph when an engine runs the fused graph
+// under the engine policy (conv_graph.h), otherwise as one strata kernel after the
+// convolution. Only a residual or ReLU asks for the fused graph: a plain bias keeps the
+// convolution's own plan, which serves the training steps too.
 template <class Ops>
 std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, const TensorView& y,
-                    const TensorView& bias, Layout l, const Conv2dParams& cp, const Settings& st) {
+                    const GraphEpilogue& e, Layout l, const Conv2dParams& cp, const Settings& st) {
   auto stage = [&](const TensorView& v, Role r) {
     return r == Ops::kWrites ? stage_out(ctx, v, l) : stage_in(ctx, v, l);
   };
   Staged sx = stage(x, Role::x), sw = stage(w, Role::w), sy = stage(y, Role::y);
   Staged& out = Ops::kWrites == Role::x ? sx : (Ops::kWrites == Role::w ? sw : sy);
+  const bool epilogue = e.z.defined || e.relu;
+  if (epilogue && st.cudnn_graph && st.cudnn_fused_epilogue &&
+      graph_conv(ctx, Ops::kDir, sx.view, sw.view, sy.view, l, cp, st, &e).empty()) {
+    out.finish(ctx);
+    return {};
+  }
   if (!try_graph(ctx, Ops::kDir, sx.view, sw.view, sy.view, l, cp, st).empty()) {
     ConvPlan& p = conv_plan<Ops>(ctx, sx.view, sw.view, sy.view, l, cp, st);
     if (!p.unusable.empty()) return p.unusable;
@@ -253,7 +263,8 @@ std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, cons
     Ops::run(ctx.cudnn, p, Scalars(x.dtype), ws, sx.view.data, sw.view.data, sy.view.data);
     ++ctx.legacy_convs;
   }
-  if (bias.defined) add_along(ctx, out.view, bias, 1);
+  if (e.bias.defined || epilogue) conv_epilogue(ctx, out.view, e.bias, e.z, e.relu);
+  if (epilogue) ++ctx.epilogue_kernels;
   out.finish(ctx);
   return {};
 }
@@ -264,10 +275,16 @@ std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, cons
 // backward-weight sums the pieces' weight gradients.
 void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   if (a.y.numel() == 0) return;
-  along_batch("conv2d_fwd", a, {{&Conv2dFwdArgs::x, "x"}, {&Conv2dFwdArgs::y, "y"}}, [&](Conv2dFwdArgs& b, int64_t) {
-    with_layout_fallback(*ctx_, layout_of(b.x),
-                         [&](Layout l) { return conv_in<FwdOps>(*ctx_, b.x, b.w, b.y, b.b, l, b.p, settings_); });
-  });
+  const auto run = [&](Conv2dFwdArgs& b, int64_t) {
+    with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) {
+      return conv_in<FwdOps>(*ctx_, b.x, b.w, b.y, GraphEpilogue{b.b, b.z, b.relu}, l, b.p, settings_);
+    });
+  };
+  if (a.z.defined)
+    along_batch("conv2d_fwd", a, {{&Conv2dFwdArgs::x, "x"}, {&Conv2dFwdArgs::y, "y"}, {&Conv2dFwdArgs::z, "z"}},
+                run);
+  else
+    along_batch("conv2d_fwd", a, {{&Conv2dFwdArgs::x, "x"}, {&Conv2dFwdArgs::y, "y"}}, run);
 }
 
 void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
@@ -276,7 +293,7 @@ void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
               [&](Conv2dBwdDataArgs& b, int64_t) {
                 with_layout_fallback(*ctx_, layout_of(b.dy),
                                      [&](Layout l) {
-                                       return conv_in<BwdDataOps>(*ctx_, b.dx, b.w, b.dy, {}, l, b.p, settings_);
+                                       return conv_in<BwdDataOps>(*ctx_, b.dx, b.w, b.dy, GraphEpilogue{}, l, b.p, settings_);
                                      });
               });
 }
@@ -294,7 +311,7 @@ void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
                 }
                 with_layout_fallback(*ctx_, layout_of(b.x),
                                      [&](Layout l) {
-                                       return conv_in<BwdFilterOps>(*ctx_, b.x, b.dw, b.dy, {}, l, b.p, settings_);
+                                       return conv_in<BwdFilterOps>(*ctx_, b.x, b.dw, b.dy, GraphEpilogue{}, l, b.p, settings_);
                                      });
                 if (n0 > 0) add_into(*ctx_, a.dw, piece);
               });

@@ -43,7 +43,9 @@ class Desc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidB = 'b', kUidZ = 'z';
+// The epilogue's intermediates: virtual tensors that never reach memory.
+constexpr int64_t kUidVirtual = 1000;
 
 // Graph tensors carry the byte alignment the engines may assume; the plan is keyed
 // on it, so a view at an odd offset gets its own (slower, but correct) plan.
@@ -54,9 +56,10 @@ int64_t alignment_of(const void* p) {
   return al;
 }
 
-Desc tensor_desc(const TensorView& v, int64_t uid) {
+// virtual: an intermediate of the graph, in f32, that no kernel writes to memory.
+Desc tensor_desc(const TensorView& v, int64_t uid, bool is_virtual = false) {
   Desc d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const cudnnDataType_t dt = cudnn_dtype(v.dtype, "conv2d");
+  const cudnnDataType_t dt = is_virtual ? CUDNN_DATA_FLOAT : cudnn_dtype(v.dtype, "conv2d");
   int64_t dims[4], strides[4];
   for (int i = 0; i < 4; ++i) {
     dims[i] = v.sizes[i];
@@ -69,8 +72,55 @@ Desc tensor_desc(const TensorView& v, int64_t uid) {
       .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides)
       .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid)
       .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+  if (is_virtual) d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
   d.finalize();
   return d;
+}
+
+// The bias [K] as the graph's [1, K, 1, 1] operand, broadcast over N, H and W.
+TensorView bias_4d(const TensorView& b) {
+  TensorView v = b;
+  const int64_t k = b.sizes[0], st = b.strides[0];
+  v.sizes = Shape{1, k, 1, 1};
+  v.strides = Shape{k * st, st, st, st};
+  return v;
+}
+
+// A pointwise node y = mode(x[, b]) of the epilogue, computed in f32.
+Desc pointwise_op(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y, std::vector<Desc>& keep) {
+  Desc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
+      .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+  pw.finalize();
+  Desc op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+  if (b) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+  op.finalize();
+  keep.push_back(std::move(pw));
+  return op;
+}
+
+// The buffers one execution binds, by unique id: x, w, y and the epilogue's.
+struct Bound {
+  int64_t n = 0;
+  void* ptrs[5];
+  int64_t uids[5];
+  void add(int64_t uid, void* p) {
+    uids[n] = uid;
+    ptrs[n++] = p;
+  }
+};
+Bound bound(const TensorView& x, const TensorView& w, const TensorView& y, const GraphEpilogue* e) {
+  Bound b;
+  b.add(kUidX, x.data);
+  b.add(kUidW, w.data);
+  b.add(kUidY, y.data);
+  if (e && e->bias.defined) b.add(kUidB, e->bias.data);
+  if (e && e->z.defined) b.add(kUidZ, e->z.data);
+  return b;
 }
 
 struct GraphPlan : Plan {
@@ -136,43 +186,47 @@ constexpr OpAttrs kOpAttrs[3] = {
 };
 
 PlanKey graph_key(ConvDir dir, const TensorView& x, const TensorView& w, const TensorView& y,
-                  const ops::Conv2dParams& p, const Settings& s) {
+                  const ops::Conv2dParams& p, const Settings& s, const GraphEpilogue* e) {
   PlanKey k;
   k.add(3000 + static_cast<int64_t>(dir)).add(static_cast<int64_t>(x.dtype));
-  for (const TensorView* v : {&x, &w, &y}) {
+  const TensorView none;
+  const TensorView b = e && e->bias.defined ? bias_4d(e->bias) : none;
+  const TensorView& z = e ? e->z : none;
+  for (const TensorView* v : {&x, &w, &y, &b, &z}) {
+    if (!v->defined) {
+      k.add(-1);
+      continue;
+    }
     for (int i = 0; i < 4; ++i) k.add(v->sizes[i]);
     for (int i = 0; i < 4; ++i) k.add(v->strides[i]);
     k.add(alignment_of(v->data));
   }
+  k.add(e != nullptr).add(e && e->relu);
   k.add(p.stride_h).add(p.stride_w).add(p.pad_h).add(p.pad_w).add(p.dilation_h).add(p.dilation_w);
   k.add(s.allow_tf32).add(s.deterministic).add(s.benchmark).add(static_cast<int64_t>(s.max_workspace_bytes));
   return k;
 }
 
-void execute(Context& ctx, cudnnBackendDescriptor_t plan, int64_t ws_bytes, const TensorView& x, const TensorView& w,
-             const TensorView& y) {
+void execute(Context& ctx, cudnnBackendDescriptor_t plan, int64_t ws_bytes, const Bound& b) {
   void* ws = ws_bytes ? ctx.workspace(static_cast<size_t>(ws_bytes)) : nullptr;
-  void* ptrs[3] = {x.data, w.data, y.data};
-  const int64_t uids[3] = {kUidX, kUidW, kUidY};
   Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)
-      .set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids)
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, b.n, b.ptrs)
+      .set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, b.n, b.uids)
       .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
   pack.finalize();
   STRATA_CUDNN_CHECK(cudnnBackendExecute(ctx.cudnn, plan, pack.get()));
 }
 
 // One untimed run (first-launch costs), then the best of three timed runs.
-float time_plan(Context& ctx, cudnnBackendDescriptor_t plan, int64_t ws, const TensorView& x, const TensorView& w,
-                const TensorView& y) {
+float time_plan(Context& ctx, cudnnBackendDescriptor_t plan, int64_t ws, const Bound& bufs) {
   cudaEvent_t a, b;
   STRATA_CUDA_CHECK(cudaEventCreate(&a));
   STRATA_CUDA_CHECK(cudaEventCreate(&b));
-  execute(ctx, plan, ws, x, w, y);
+  execute(ctx, plan, ws, bufs);
   float best = std::numeric_limits<float>::max();
   for (int r = 0; r < 3; ++r) {
     STRATA_CUDA_CHECK(cudaEventRecord(a, ctx.stream));
-    execute(ctx, plan, ws, x, w, y);
+    execute(ctx, plan, ws, bufs);
     STRATA_CUDA_CHECK(cudaEventRecord(b, ctx.stream));
     STRATA_CUDA_CHECK(cudaEventSynchronize(b));
     float ms = 0;
@@ -185,14 +239,26 @@ float time_plan(Context& ctx, cudnnBackendDescriptor_t plan, int64_t ws, const T
 }
 
 std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x, const TensorView& w,
-                                 const TensorView& y, const ops::Conv2dParams& cp, const Settings& s) {
+                                 const TensorView& y, const ops::Conv2dParams& cp, const Settings& s,
+                                 const GraphEpilogue* e) {
   auto g = std::make_unique<GraphPlan>();
   auto& keep = g->keep;
-  keep.reserve(8);  // dx/dw/dy below are references into it
+  keep.reserve(32);  // dx/dw/dy and the epilogue's tensors below are references into it
   keep.push_back(tensor_desc(x, kUidX));
   keep.push_back(tensor_desc(w, kUidW));
   keep.push_back(tensor_desc(y, kUidY));
-  const Desc &dx = keep[0], &dw = keep[1], &dy = keep[2];
+  const Desc &dx = keep[0], &dw = keep[1], &y_mem = keep[2];
+  // With an epilogue the convolution writes a virtual tensor and the chain of pointwise
+  // nodes after it writes y: conv -> [+ bias] -> [+ z] -> [relu] -> y.
+  int steps = 0;
+  if (e) steps = int{e->bias.defined} + int{e->z.defined} + int{e->relu};
+  int64_t next_virtual = kUidVirtual;
+  const auto out_of = [&](int remaining) -> const Desc& {
+    if (remaining == 0) return y_mem;
+    keep.push_back(tensor_desc(y, next_virtual++, true));
+    return keep.back();
+  };
+  const Desc& dy = out_of(steps);
 
   Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
@@ -220,9 +286,31 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
       .set(at.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   op->finalize();
 
+  std::vector<Desc> chain;  // the epilogue's pointwise nodes, in order
+  if (e) {
+    const Desc* cur = &dy;
+    int left = steps;
+    const auto step = [&](cudnnPointwiseMode_t mode, const Desc* operand) {
+      const Desc& out = out_of(--left);
+      chain.push_back(pointwise_op(mode, *cur, operand, out, keep));
+      cur = &out;
+    };
+    if (e->bias.defined) {
+      keep.push_back(tensor_desc(bias_4d(e->bias), kUidB));
+      step(CUDNN_POINTWISE_ADD, &keep.back());
+    }
+    if (e->z.defined) {
+      keep.push_back(tensor_desc(e->z, kUidZ));
+      step(CUDNN_POINTWISE_ADD, &keep.back());
+    }
+    if (e->relu) step(CUDNN_POINTWISE_RELU_FWD, nullptr);
+  }
+
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  const cudnnBackendDescriptor_t ops_list[1] = {op->get()};
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, ops_list)
+  std::vector<cudnnBackendDescriptor_t> ops_list{op->get()};
+  for (const Desc& d : chain) ops_list.push_back(d.get());
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_list.size()),
+            ops_list.data())
       .set(kGraphHandle, CUDNN_TYPE_HANDLE, 1, &ctx.cudnn);
   graph.finalize();
 
@@ -290,13 +378,15 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
   size_t best = 0;
   if (found.size() > 1) {
     std::vector<float> ms(found.size());
-    for (size_t i = 0; i < found.size(); ++i) ms[i] = time_plan(ctx, found[i].plan.get(), found[i].ws, x, w, y);
+    const Bound bufs = bound(x, w, y, e);
+    for (size_t i = 0; i < found.size(); ++i) ms[i] = time_plan(ctx, found[i].plan.get(), found[i].ws, bufs);
     best = static_cast<size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
   }
   g->ws = found[best].ws;
   g->plan = found[best].plan.get();
   keep.push_back(std::move(conv));
   keep.push_back(std::move(*op));
+  for (Desc& d : chain) keep.push_back(std::move(d));
   keep.push_back(std::move(graph));
   keep.push_back(std::move(found[best].cfg));
   keep.push_back(std::move(found[best].plan));
@@ -306,13 +396,26 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
 }  // namespace
 
 std::string graph_conv(Context& ctx, ConvDir dir, const TensorView& x, const TensorView& w, const TensorView& y,
-                       Layout l, const ops::Conv2dParams& p, const Settings& s) {
+                       Layout l, const ops::Conv2dParams& p, const Settings& s, const GraphEpilogue* epilogue) {
   (void)l;  // the strides say it; kept for symmetry with the legacy path's staging
   if (p.groups != 1) return "grouped convolutions use the legacy API";
-  GraphPlan& g = ctx.plan<GraphPlan>(graph_key(dir, x, w, y, p, s), [&] { return build(ctx, dir, x, w, y, p, s); });
+  STRATA_CHECK(!epilogue || dir == ConvDir::fwd, "graph_conv: an epilogue belongs to the forward convolution");
+  GraphPlan& g = ctx.plan<GraphPlan>(graph_key(dir, x, w, y, p, s, epilogue), [&] {
+    if (!epilogue) return build(ctx, dir, x, w, y, p, s, nullptr);
+    // A fused graph cuDNN does not take at all (a descriptor that does not finalize) is
+    // remembered as unusable like one without an engine: the caller falls back.
+    try {
+      return build(ctx, dir, x, w, y, p, s, epilogue);
+    } catch (const strata::Error& err) {
+      auto none = std::make_unique<GraphPlan>();
+      none->unusable = std::string("cuDNN graph API: the fused epilogue graph: ") + err.what();
+      return none;
+    }
+  });
   if (!g.unusable.empty()) return g.unusable;
-  execute(ctx, g.plan, g.ws, x, w, y);
+  execute(ctx, g.plan, g.ws, bound(x, w, y, epilogue));
   ++ctx.graph_convs;
+  if (epilogue) ++ctx.fused_epilogues;
   return {};
 }
 

@@ -14,11 +14,27 @@ namespace strata::backends::cuda {
 
 enum class ConvDir { fwd, bwd_data, bwd_weight };
 
+// conv2d's bias and inference epilogue inside the forward graph (op_args.h):
+// y = relu?(conv(x, w) + bias + z), each of bias (a [K] vector), z and relu optional.
+struct GraphEpilogue {
+  ops::TensorView bias, z;
+  bool relu = false;
+};
+
 // x, w, y are the convolution's input, filter and output in the forward sense (for
 // bwd_data x is dx and the output; for bwd_weight w is dw and the output), all dense
 // in layout `l`. Returns "" when the convolution was enqueued, otherwise why no
 // execution plan qualifies under `s` (the caller then uses the legacy API).
+// With `epilogue` (forward only) the plan is one cuDNN graph conv -> add bias -> add z ->
+// ReLU, intermediates in f32 and only y written; it qualifies under the same engine
+// policy, so where only runtime-compiled fusion engines take it the caller runs the
+// convolution alone and then the epilogue (conv_epilogue). The graph rather than
+// cudnnConvolutionBiasActivationForward: that is the legacy API whose per-call host cost
+// the graph plans avoid (above), it always takes a bias, and it runs with a restricted
+// set of algorithms (github.com/danpovey/kaldi/pull/54: "only the precomputed implicit
+// GEMM implementation").
 std::string graph_conv(Context& ctx, ConvDir dir, const ops::TensorView& x, const ops::TensorView& w, const ops::TensorView& y,
-                       Layout l, const ops::Conv2dParams& p, const Settings& s);
+                       Layout l, const ops::Conv2dParams& p, const Settings& s,
+                       const GraphEpilogue* epilogue = nullptr);
 
 }  // namespace strata::backends::cuda

@@ -51,8 +51,12 @@ size_t layout_fallbacks();
 size_t staging_copies();
 // How many convolutions ran from cached cuDNN graph-API execution plans, and how many
 // through the legacy cudnnConvolution* calls (grouped, cudnnFind mode, or no engine).
+// Of the forward convolutions with an inference epilogue (op_args.h: residual or ReLU),
+// how many ran it inside the cuDNN graph (fused) and how many as strata's kernel after
+// the convolution (epilogue_kernels: no engine under the policy, or the setting is off).
 struct ConvApiCounts {
   size_t graph = 0, legacy = 0;
+  size_t fused = 0, epilogue_kernels = 0;
 };
 ConvApiCounts conv_api_counts();
 
@@ -74,6 +78,10 @@ struct Settings {
   // Convolutions from cached cuDNN graph-API execution plans (off: the legacy
   // cudnnConvolution* calls, ~85 µs of host time each under cuDNN 9).
   bool cudnn_graph = true;
+  // conv2d's inference epilogue (residual add, ReLU; with the bias) inside the
+  // convolution's cuDNN graph when an engine qualifies (off, or none: the convolution,
+  // then strata's one-pass epilogue kernel).
+  bool cudnn_fused_epilogue = true;
 };
 
 struct Context;  // per-device state: stream, handles, plans (backends/cuda/context.h)
@@ -124,6 +132,7 @@ class CudaBackend {
   void set_cudnn_nhwc_batch_norm(bool on) { settings_.cudnn_nhwc_batch_norm = on; }
   void set_own_nchw_batch_norm(bool on) { settings_.own_nchw_batch_norm = on; }
   void set_cudnn_graph(bool on) { settings_.cudnn_graph = on; }
+  void set_cudnn_fused_epilogue(bool on) { settings_.cudnn_fused_epilogue = on; }
 
   // Graph mode: the calls that follow begin_capture() are recorded, not run, until
   // end_capture() returns them as a graph (throws naming the CUDA error when the

@@ -158,6 +158,10 @@ void add_into(Context& ctx, const ops::TensorView& y, const ops::TensorView& x);
 // Kernels of other files (element-wise and reduction .cu files).
 // y += b broadcast along dimension `dim` of y (b is 1-D of size y.sizes[dim]).
 void add_along(Context& ctx, const ops::TensorView& y, const ops::TensorView& b, int dim);
+// conv2d's bias and inference epilogue on its output y, in one pass: y = relu?(y + bias + z)
+// (bias [K] along dimension 1 and z optional), rounded as the separate ops round it.
+void conv_epilogue(Context& ctx, const ops::TensorView& y, const ops::TensorView& bias, const ops::TensorView& z,
+                   bool relu);
 // out[c] = scale * sum of x over every dimension but `dim` (out 1-D, any float dtype).
 void sum_along(Context& ctx, const ops::TensorView& x, int dim, const ops::TensorView& out, double scale = 1.0);
 // y = value everywhere.

@@ -97,6 +97,13 @@ void dispatch_all(DType t, F&& f) {
 // ---- launches --------------------------------------------------------------------
 constexpr int kThreads = 256;
 
+// V neighbouring elements moved as one 16-byte load or store (channels-last kernels
+// take V channels per thread when C is a multiple of V and the buffers are aligned).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
 inline int grid_for(const Context& ctx, int64_t n, int threads = kThreads) {
   const int64_t blocks = (n + threads - 1) / threads;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(blocks, int64_t{ctx.sm_count} * 16)));

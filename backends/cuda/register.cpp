@@ -30,7 +30,10 @@ size_t allocation_bin(size_t bytes) { return bin_size(bytes); }
 AllocatorStats pinned_stats() { return context().pinned->stats(); }
 size_t layout_fallbacks() { return context().layout_fallbacks; }
 size_t staging_copies() { return context().staging_copies; }
-ConvApiCounts conv_api_counts() { return {context().graph_convs, context().legacy_convs}; }
+ConvApiCounts conv_api_counts() {
+  const Context& c = context();
+  return {c.graph_convs, c.legacy_convs, c.fused_epilogues, c.epilogue_kernels};
+}
 
 }  // namespace cuda
 

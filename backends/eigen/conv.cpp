@@ -18,6 +18,7 @@
 // thread count only.
 #include <algorithm>
 
+#include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
@@ -432,8 +433,12 @@ void conv_bwd_weight(eigen::Context& ctx, const Conv2dBwdWeightArgs& a) {
 
 }  // namespace
 
+// The inference epilogue as a second pass over y, the CPU backends' one loop for it.
 void EigenBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
-  visit_float("conv2d_fwd", a.x.dtype, [&](auto t) { conv_fwd<decltype(t)>(*ctx_, a); });
+  visit_float("conv2d_fwd", a.x.dtype, [&](auto t) {
+    conv_fwd<decltype(t)>(*ctx_, loops::without_epilogue(a));
+    if (loops::has_epilogue(a)) loops::epilogue<decltype(t)>(a);
+  });
 }
 void EigenBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   visit_float("conv2d_bwd_data", a.dy.dtype, [&](auto t) { conv_bwd_data<decltype(t)>(*ctx_, a); });

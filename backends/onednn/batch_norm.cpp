@@ -129,7 +129,7 @@ void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
     require_f32("batch_norm_fwd", a.x.dtype);
     if (!a.training && a.running_mean.defined && a.running_var.defined && eval_affine(a)) return;
     batch_norm_fwd(loops::without_epilogue(a));
-    return loops::batch_norm_epilogue<float>(a);
+    return loops::epilogue<float>(a);
   }
   require_f32("batch_norm_fwd", a.x.dtype);
   STRATA_CHECK(a.training || (a.running_mean.defined && a.running_var.defined),

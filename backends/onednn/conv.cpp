@@ -65,12 +65,28 @@ void run_planned(Context& c, const dnnl::primitive& prim, const Args& args, std:
 
 dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, const memory::desc& wei,
                                                      const memory::desc& bias, const memory::desc& dst,
-                                                     const Conv2dParams& p, const dnnl::engine& eng) {
+                                                     const Conv2dParams& p, const dnnl::engine& eng,
+                                                     const dnnl::primitive_attr& attr = {}) {
   const ConvGeom g = geom(p);
   dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_direct, any_like(src),
                                     any_like(wei), bias.is_zero() ? bias : any_like(bias), any_like(dst), g.strides,
                                     g.dilates, g.pad_l, g.pad_r);
-  return {d, eng};
+  return {d, attr, eng};
+}
+
+// The inference epilogue (op_args.h) as post-ops of the convolution primitive, so the
+// residual add and ReLU happen on the accumulators before they are written: a sum
+// post-op for z (oneDNN's own residual fusion: dst += z, so z is first reordered into
+// the primitive's dst, which also covers a z in another layout than y) and eltwise_relu.
+// sum is oneDNN's own form of the residual fusion (its ResNet examples use it); a
+// binary_add post-op with z as a second source was not tried.
+dnnl::primitive_attr epilogue_attr(const Conv2dFwdArgs& a) {
+  dnnl::post_ops po;
+  if (a.z.defined) po.append_sum(1.f);
+  if (a.relu) po.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  return attr;
 }
 
 struct FwdPlan : Plan {
@@ -78,6 +94,10 @@ struct FwdPlan : Plan {
   Staged src, wei, bias, dst;
   bool has_bias = false;
   Args args;
+  // With a residual: z (strata's layout) reordered into the dst the sum post-op reads.
+  memory z;
+  dnnl::reorder z_into_dst;
+  bool has_z = false;
 };
 
 struct BwdDataPlan : Plan {
@@ -130,11 +150,13 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   require_f32_or_bf16("conv2d_fwd", a.x.dtype);
   guarded("conv2d_fwd", [&] {
     Context& c = *ctx_;
-    auto& pl = c.plan<FwdPlan>(conv_key(OpId::conv2d_fwd, a.p, a.x, a.w, a.b, a.y), [&] {
+    Key key = conv_key(OpId::conv2d_fwd, a.p, a.x, a.w, a.b, a.y, a.z);
+    key.add(int64_t{a.relu});
+    auto& pl = c.plan<FwdPlan>(key, [&] {
       auto p = std::make_unique<FwdPlan>();
       const memory::desc src = md_of(a.x), wei = weights_md(a.w, a.p.groups), dst = md_of(a.y);
       const memory::desc bias = a.b.defined ? md_of(a.b) : memory::desc();
-      const auto pd = forward_pd(src, wei, bias, dst, a.p, c.eng);
+      const auto pd = forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a));
       p->prim = dnnl::convolution_forward(pd);
       p->src = Staged::make(src, pd.src_desc(), c.eng, true);
       p->wei = Staged::make(wei, pd.weights_desc(), c.eng, true);
@@ -145,9 +167,32 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
         p->bias = Staged::make(bias, pd.bias_desc(), c.eng, true);
         p->args.insert({DNNL_ARG_BIAS, p->bias.arg()});
       }
+      if (a.z.defined) {
+        p->has_z = true;
+        p->z = memory(md_of(a.z), c.eng, DNNL_MEMORY_NONE);
+        p->z_into_dst = dnnl::reorder(p->z, p->dst.arg());
+      }
       return p;
     });
     const Operand dst{pl.dst, a.y.data};
+    if (pl.has_z) {
+      const Operand src{pl.src, a.x.data}, wei{pl.wei, a.w.data}, bias{pl.bias, a.b.data};
+      for (const Operand& in : {src, wei}) in.staged.bind(in.data);
+      if (pl.has_bias) bias.staged.bind(bias.data);
+      pl.dst.bind(a.y.data);
+      pl.z.set_data_handle(a.z.data);
+      for (const Operand& in : {src, wei}) in.staged.pull(c.strm);
+      if (pl.has_bias) pl.bias.pull(c.strm);
+      // z already where dst is (an in-place residual in the primitive's own layout): nothing to copy.
+      if (pl.dst.reorders || a.z.data != a.y.data) {
+        memory into = pl.dst.arg();  // a handle to the same memory (execute takes non-const handles)
+        pl.z_into_dst.execute(c.strm, pl.z, into);
+      }
+      pl.prim.execute(c.strm, pl.args);
+      pl.dst.push(c.strm);
+      c.strm.wait();
+      return;
+    }
     if (pl.has_bias)
       run_planned(c, pl.prim, pl.args, {{pl.src, a.x.data}, {pl.wei, a.w.data}, {pl.bias, a.b.data}}, dst);
     else

@@ -135,7 +135,7 @@ void backward(const BatchNormBwdArgs& a) {
 void OpenBlasBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   if (loops::has_epilogue(a)) {  // the plain batch norm, then the fused residual add and ReLU
     batch_norm_fwd(loops::without_epilogue(a));
-    return visit_float(kName, "batch_norm_fwd", a.y.dtype, [&](auto t) { loops::batch_norm_epilogue<decltype(t)>(a); });
+    return visit_float(kName, "batch_norm_fwd", a.y.dtype, [&](auto t) { loops::epilogue<decltype(t)>(a); });
   }
   visit_float(kName, "batch_norm_fwd", a.x.dtype, [&](auto t) { forward<decltype(t)>(a); });
 }

@@ -15,6 +15,7 @@
 #include <omp.h>
 #endif
 
+#include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/openblas/gemm.h"
 #include "strata/backends/cpu/reduce.h"
 #include "strata/backends/openblas/openblas_backend.h"
@@ -396,8 +397,13 @@ void conv_bwd_weight(const Conv2dBwdWeightArgs& a, loops::Scratch& cs, loops::Sc
 
 }  // namespace
 
+// The inference epilogue as a second pass over y: the GEMM writes its tiles through
+// cblas, which takes no per-element hook.
 void OpenBlasBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
-  visit_float(kName, "conv2d_fwd", a.x.dtype, [&](auto t) { conv_fwd<decltype(t)>(a, col_, mat_); });
+  visit_float(kName, "conv2d_fwd", a.x.dtype, [&](auto t) {
+    conv_fwd<decltype(t)>(loops::without_epilogue(a), col_, mat_);
+    if (loops::has_epilogue(a)) loops::epilogue<decltype(t)>(a);
+  });
 }
 void OpenBlasBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   visit_float(kName, "conv2d_bwd_data", a.dy.dtype, [&](auto t) { conv_bwd_data<decltype(t)>(a, col_, mat_); });

@@ -9,7 +9,6 @@ namespace strata::backends {
 
 using namespace strata::ops;  // the op table's argument types
 
-using ref::for_each_element;
 using ref::off2;
 using ref::off4;
 using ref::visit_float;
@@ -91,18 +90,7 @@ void ReferenceBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
         y[oy] = static_cast<T>((static_cast<double>(x[ox]) - mean) * invstd * g + b);
       });
     }
-    // Fused evaluation: y = relu?(y + z), each step rounded as the add and ReLU ops round it.
-    const auto relu = [&](double v) { return static_cast<T>(a.relu && !(v > 0.0) ? 0.0 : v); };
-    if (a.z.defined) {
-      const T* z = a.z.ptr<T>();
-      for_each_element(
-          [&](int64_t, int64_t oy, int64_t oz) {
-            y[oy] = relu(static_cast<double>(static_cast<T>(static_cast<double>(y[oy]) + static_cast<double>(z[oz]))));
-          },
-          a.y, a.z);
-    } else if (a.relu) {
-      for_each_element([&](int64_t, int64_t oy) { y[oy] = relu(static_cast<double>(y[oy])); }, a.y);
-    }
+    ref::residual_relu_epilogue<T>(a);  // fused evaluation
   });
 }
 

@@ -72,6 +72,7 @@ void ReferenceBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
             y[off4(a.y, n, k, oh, ow)] = static_cast<T>(acc);
           }
       }
+    ref::residual_relu_epilogue<T>(a);  // the inference epilogue, if any
   });
 }
 

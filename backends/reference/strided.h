@@ -46,4 +46,23 @@ decltype(auto) visit_float(DType t, const char* op, F&& f) {
   STRATA_FAIL(op, ": the reference backend supports f32 and f64, got ", dtype_name(t));
 }
 
+// The inference epilogue of batch norm and conv2d (op_args.h): y = relu?(y + z) in place,
+// each step rounded to T as the separate add and ReLU ops round it, so the fused call is
+// bitwise those ops.
+template <class T, class Args>
+void residual_relu_epilogue(const Args& a) {
+  T* y = a.y.template ptr<T>();
+  const auto relu = [&](double v) { return static_cast<T>(a.relu && !(v > 0.0) ? 0.0 : v); };
+  if (a.z.defined) {
+    const T* z = a.z.template ptr<T>();
+    for_each_element(
+        [&](int64_t, int64_t oy, int64_t oz) {
+          y[oy] = relu(static_cast<double>(static_cast<T>(static_cast<double>(y[oy]) + static_cast<double>(z[oz]))));
+        },
+        a.y, a.z);
+  } else if (a.relu) {
+    for_each_element([&](int64_t, int64_t oy) { y[oy] = relu(static_cast<double>(y[oy])); }, a.y);
+  }
+}
+
 }  // namespace strata::backends::ref

@@ -3,9 +3,11 @@
 // each dispatch mode on each CPU backend built.
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <random>
+#include <string_view>
 
 #include "strata/autograd/functions.h"
 #include "strata/nn/nn.h"
@@ -37,18 +39,27 @@ Tensor filled(const Shape& s, float scale) {
   return t;
 }
 
-// `unfused`: nn::ResNetConfig::fuse_eval off (the case's mode reads "<mode>/unfused").
-Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMode mode, bool unfused) {
+// How a ResNet inference case runs its batch norms, the suffix of the case's mode:
+// "" fused evaluation (nn::ResNetConfig::fuse_eval, the default), "/unfused" the separate
+// ops, "/folded" folded into the convolutions (nn::ResNetConfig::fold_batch_norm).
+struct Variant {
+  std::string_view suffix;
+  bool fuse_eval, fold;
+};
+constexpr Variant kVariants[] = {{"/unfused", false, false}, {"/folded", true, true}, {"", true, false}};
+
+Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMode mode, const Variant& v) {
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = 1000;
-  rc.fuse_eval = !unfused;
+  rc.fuse_eval = v.fuse_eval;
+  rc.fold_batch_norm = v.fold;
   nn::ModelOptions mo;
   if (w.bf16) mo.compute_dtype = DType::bf16;
   std::shared_ptr<nn::Model> model = nn::make_resnet(rc, mode, backend, mo);
   Tensor x = model->input_buffer(Shape{w.batch, 3, w.resolution, w.resolution});
   copy_into(filled(x.sizes(), 1.7f), x);
-  Case c{"strata", backend, std::string(ops::dispatch_mode_name(mode)) + (unfused ? "/unfused" : ""), {}, {}};
+  Case c{"strata", backend, std::string(ops::dispatch_mode_name(mode)) + std::string(v.suffix), {}, {}};
   if (w.kind == Kind::resnet_infer) {
     model->eval();
     c.step = [model, x] { model->predict(x); };
@@ -166,15 +177,16 @@ std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>
   for (const auto& b : backends) {
     if (backends::registry().find(b) == nullptr) continue;
     for (const auto& m : modes) {
-      // "<mode>/unfused": ResNet inference with fused evaluation off, beside the default.
-      const bool unfused = m.ends_with("/unfused");
-      const ops::DispatchMode mode = ops::parse_dispatch_mode(unfused ? m.substr(0, m.size() - 8) : m);
-      if (unfused && w.kind != Kind::resnet_infer) continue;
+      // "<mode>/unfused", "<mode>/folded": ResNet inference variants beside the default.
+      const Variant& v = *std::find_if(std::begin(kVariants), std::end(kVariants),
+                                       [&](const Variant& x) { return m.ends_with(x.suffix); });
+      const ops::DispatchMode mode = ops::parse_dispatch_mode(m.substr(0, m.size() - v.suffix.size()));
+      if (!v.suffix.empty() && w.kind != Kind::resnet_infer) continue;
       const bool bf16_ok = backends::registry().get(b).supports(ops::OpId::conv2d_fwd, DType::bf16);
       switch (w.kind) {
         case Kind::resnet_infer:
         case Kind::resnet_train:  // nn's mixed precision runs in the tape modes only
-          if (!w.bf16 || (bf16_ok && mode != ops::DispatchMode::direct)) out.push_back(resnet_case(w, b, mode, unfused));
+          if (!w.bf16 || (bf16_ok && mode != ops::DispatchMode::direct)) out.push_back(resnet_case(w, b, mode, v));
           break;
         case Kind::conv_fwd:
         case Kind::conv_train:

@@ -16,6 +16,11 @@ struct BatchNormOptions {
   // Evaluation with gradients off: forward_fused runs the ReLU and residual add that
   // follow in the batch norm's own call, one pass over memory instead of three.
   bool fuse_eval = true;
+  // Read by the networks that own the convolution before this batch norm (ResNet's stem
+  // and blocks): they fold it into that convolution (Conv2d::fold_batch_norm), and in
+  // evaluation with gradients off run the convolution alone; this takes precedence over
+  // fuse_eval there.
+  bool fold_into_conv = false;
 };
 
 namespace detail {

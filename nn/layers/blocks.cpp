@@ -35,6 +35,7 @@ template <class P>
 Downsample<P>::Downsample(const P& p, int64_t in_channels, int64_t out_channels, int stride, const BatchNormOptions& bn) {
   conv_ = &register_module("0", std::make_unique<Conv2d<P>>(p, in_channels, out_channels, 1, conv_opts<P>(stride, 0, bn.dtype)));
   bn_ = &register_module("1", std::make_unique<BatchNorm2d<P>>(p, out_channels, bn));
+  if (bn.fold_into_conv) conv_->fold_batch_norm(*bn_);
 }
 
 template <class P>
@@ -59,10 +60,19 @@ BasicBlock<P>::BasicBlock(const P& p, int64_t inplanes, int64_t planes, int stri
                                    std::make_unique<Downsample<P>>(p, inplanes, planes * kExpansion, stride, bn));
   // torchvision applies its one ReLU twice; direct mode plans per call site.
   relu_out_ = &own_unlisted(std::make_unique<ReLU<P>>(p));
+  if (bn.fold_into_conv) {
+    conv1_->fold_batch_norm(*bn1_);
+    conv2_->fold_batch_norm(*bn2_);
+  }
 }
 
 template <class P>
 Tensor BasicBlock<P>::forward(const Tensor& x) {
+  if (conv1_->folds()) {  // evaluation, batch norms folded: each conv with what follows it
+    const Tensor out = conv1_->forward_folded(x, Tensor(), true);
+    const Tensor identity = downsample_ ? downsample_->conv().forward_folded(x, Tensor(), false) : x;
+    return conv2_->forward_folded(out, identity, true);
+  }
   const Tensor h = conv1_->forward(x);
   if (bn1_->fuses(h)) {  // evaluation: each batch norm with the ReLU and residual add after it
     const Tensor out = bn1_->forward_fused(h, Tensor(), true);
@@ -103,10 +113,21 @@ Bottleneck<P>::Bottleneck(const P& p, int64_t inplanes, int64_t planes, int stri
                                    std::make_unique<Downsample<P>>(p, inplanes, planes * kExpansion, stride, bn));
   relu2_ = &own_unlisted(std::make_unique<ReLU<P>>(p));
   relu_out_ = &own_unlisted(std::make_unique<ReLU<P>>(p));
+  if (bn.fold_into_conv) {
+    conv1_->fold_batch_norm(*bn1_);
+    conv2_->fold_batch_norm(*bn2_);
+    conv3_->fold_batch_norm(*bn3_);
+  }
 }
 
 template <class P>
 Tensor Bottleneck<P>::forward(const Tensor& x) {
+  if (conv1_->folds()) {  // evaluation, batch norms folded: 3 or 4 convolutions and nothing else
+    Tensor out = conv1_->forward_folded(x, Tensor(), true);
+    out = conv2_->forward_folded(out, Tensor(), true);
+    const Tensor identity = downsample_ ? downsample_->conv().forward_folded(x, Tensor(), false) : x;
+    return conv3_->forward_folded(out, identity, true);
+  }
   const Tensor h = conv1_->forward(x);
   if (bn1_->fuses(h)) {  // evaluation: each batch norm with the ReLU and residual add after it
     Tensor out = bn1_->forward_fused(h, Tensor(), true);

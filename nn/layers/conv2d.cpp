@@ -1,13 +1,18 @@
 #include "strata/nn/layers/conv2d.h"
 
+#include <cmath>
+#include <vector>
+
 #include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/nn/init.h"
+#include "strata/ops/direct/graph_capture.h"
 
 namespace strata::nn {
 
 template <class P>
 Conv2d<P>::Conv2d(const P& p, int64_t in_channels, int64_t out_channels, int kernel_size, const Conv2dOptions& o)
-    : p_(p), in_(in_channels), out_(out_channels), kernel_(kernel_size) {
+    : p_(p), in_(in_channels), out_(out_channels), kernel_(kernel_size), fuse_epilogue_(o.fuse_epilogue) {
   STRATA_CHECK(in_channels > 0 && out_channels > 0 && kernel_size > 0 && o.groups > 0 &&
                    in_channels % o.groups == 0 && out_channels % o.groups == 0,
                "Conv2d: invalid configuration in_channels=", in_channels, " out_channels=", out_channels,
@@ -38,6 +43,7 @@ std::string Conv2d<P>::extra_repr() const {
 // weights are cast per call (their gradients come back in f32 through the cast).
 template <class P>
 Tensor Conv2d<P>::forward(const Tensor& x) {
+  if (autograd::GradMode::enabled()) fold_stale_ = true;  // an optimizer step may follow
   return direct_.forward(
       p_, x,
       [&](const auto& tape) {
@@ -45,6 +51,103 @@ Tensor Conv2d<P>::forward(const Tensor& x) {
                                 cp_);
       },
       weight_, bias_, cp_);
+}
+
+template <class P>
+bool Conv2d<P>::fuses() const {
+  return fuse_epilogue_ && !autograd::GradMode::enabled();
+}
+
+template <class P>
+Tensor Conv2d<P>::forward_fused(const Tensor& x, const Tensor& z, bool relu) {
+  STRATA_CHECK(fuses(), "Conv2d::forward_fused: runs with gradients off and fuse_epilogue on; call forward");
+  return run_fused(x, weight_, bias_, z, relu, false);
+}
+
+template <class P>
+void Conv2d<P>::fold_batch_norm(const BatchNorm2d<P>& bn) {
+  STRATA_CHECK(bn.running_mean().defined() && bn.running_mean().numel() == out_, "Conv2d::fold_batch_norm: ",
+               extra_repr(), " has ", out_, " output channels, the batch norm ", bn.running_mean().str());
+  fold_bn_ = &bn;
+  folded_w_ = detail::make_filled(weight_.device(), weight_.sizes(), weight_.dtype(), 0.0);
+  folded_b_ = detail::make_filled(weight_.device(), Shape{out_}, weight_.dtype(), 0.0);
+  fold_stale_ = true;
+}
+
+template <class P>
+bool Conv2d<P>::folds() const {
+  return fold_bn_ != nullptr && fuse_epilogue_ && !is_training() && !autograd::GradMode::enabled();
+}
+
+template <class P>
+Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
+  STRATA_CHECK(folds(), "Conv2d::forward_folded: runs in evaluation with gradients off, after fold_batch_norm; "
+               "call forward and the batch norm's forward");
+  if (fold_stale_) {
+    // A captured step replays without calling forward: it cannot refold, so refuse
+    // rather than capture stale weights.
+    STRATA_CHECK(!ops::direct::capturing(), "Conv2d::forward_folded: the weights changed since they were folded and "
+                 "a graph is being captured; call eval() before the capture to fold them again");
+    refold();
+  }
+  return run_fused(x, folded_w_, folded_b_, z, relu, true);
+}
+
+// Plans for the same x told apart by what they run: forward's key is 0; here bit 0 is
+// set, bit 1 is the ReLU, bit 2 the folded weights, the rest the residual's address.
+template <class P>
+Tensor Conv2d<P>::run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu,
+                            bool folded) {
+  const auto z_at = z.defined() ? reinterpret_cast<uintptr_t>(z.data_ptr()) : uintptr_t{0};
+  const auto key = static_cast<int64_t>((z_at << 3) | (folded ? 4 : 0) | (relu ? 2 : 0) | 1);
+  return direct_.forward_keyed(
+      p_, x, key,
+      [&](const auto& tape) {
+        return autograd::conv2d_fused(tape, x, detail::compute_cast(tape, w, x), detail::compute_cast(tape, b, x), cp_,
+                                      z, relu);
+      },
+      w, b, cp_, z, relu);
+}
+
+// In double on the host, once per fold: ResNet-50's 25 M weights cost tens of
+// milliseconds, against a forward's tens (CPU, batch 1) to hundreds (GPU, batch 256).
+template <class P>
+void Conv2d<P>::refold() {
+  const auto host = [](const Tensor& t) {
+    Tensor h = Tensor::empty(t.sizes(), DType::f64, Device::cpu());
+    copy_into(t, h);
+    const double* p = h.template data<double>();
+    return std::vector<double>(p, p + h.numel());
+  };
+  const BatchNorm2d<P>& bn = *fold_bn_;
+  const std::vector<double> w = host(weight_), mean = host(bn.running_mean()), var = host(bn.running_var());
+  const std::vector<double> b = bias_.defined() ? host(bias_) : std::vector<double>(static_cast<size_t>(out_), 0.0);
+  const std::vector<double> gamma = bn.weight().defined() ? host(bn.weight()) : std::vector<double>(b.size(), 1.0);
+  const std::vector<double> beta = bn.bias().defined() ? host(bn.bias()) : std::vector<double>(b.size(), 0.0);
+  const size_t per = w.size() / static_cast<size_t>(out_);
+  std::vector<double> fw(w.size()), fb(b.size());
+  for (size_t k = 0; k < fb.size(); ++k) {
+    const double s = gamma[k] / std::sqrt(var[k] + bn.options().eps);
+    for (size_t i = k * per; i < (k + 1) * per; ++i) fw[i] = w[i] * s;
+    fb[k] = beta[k] + (b[k] - mean[k]) * s;
+  }
+  detail::assign_host(folded_w_, fw);
+  detail::assign_host(folded_b_, fb);
+  fold_stale_ = false;
+}
+
+template <class P>
+void Conv2d<P>::on_train(bool on) {
+  if (fold_bn_ == nullptr) return;
+  fold_stale_ = true;
+  if (!on) refold();  // now, so that a captured evaluation graph replays the new weights
+}
+
+template <class P>
+void Conv2d<P>::on_load() {
+  if (fold_bn_ == nullptr) return;
+  fold_stale_ = true;
+  if (!is_training()) refold();
 }
 
 template <class P>

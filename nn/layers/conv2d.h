@@ -1,6 +1,7 @@
 #pragma once
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
+#include "strata/nn/layers/batch_norm.h"
 #include "strata/nn/layers/direct_layer.h"
 
 namespace strata::nn {
@@ -9,6 +10,9 @@ struct Conv2dOptions {
   int stride = 1, padding = 0, dilation = 1, groups = 1;
   bool bias = true;
   DType dtype = DType::f32;
+  // With gradients off, forward_fused runs the residual add and ReLU that follow in the
+  // convolution's own call (the inference epilogue, ops::conv2d_fused); false: it refuses.
+  bool fuse_epilogue = true;
 };
 
 template <class P>
@@ -21,17 +25,53 @@ class Conv2d final : public Module {
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
 
+  // The inference epilogue. fuses(): gradients are off (nothing to differentiate; a
+  // backward through the fused call is refused) and options' fuse_epilogue is on.
+  // forward_fused = relu?(forward(x) + z) as one convolution call (z optional, the
+  // output's sizes and dtype): conv + bias + ReLU for any Conv2d followed by a ReLU, and
+  // a ResNet block's residual add.
+  bool fuses() const;
+  Tensor forward_fused(const Tensor& x, const Tensor& z, bool relu);
+
+  // Batch-norm folding. fold_batch_norm(bn): `bn` follows this convolution; from then on,
+  // in evaluation with gradients off (folds()), forward_folded(x, z, relu) computes
+  // relu?(bn(forward(x)) + z) as one convolution call with the folded parameters
+  //   w' = w * s, b' = beta + (b - running_mean) * s, s = gamma / sqrt(running_var + eps)
+  // per output channel (computed in double, stored in the weight's dtype). They are kept
+  // beside the parameters, not registered: the state dict and the optimizers see only
+  // the unfolded weight, bias and bn's tensors, and training (or evaluation with
+  // gradients on) runs the separate convolution and batch norm on them. The folded copy
+  // is recomputed when the module enters evaluation (eval()), after load_state_dict, and
+  // at the first folded forward after a forward with gradients on (an optimizer step may
+  // have followed it); weights changed in place otherwise need eval() again.
+  void fold_batch_norm(const BatchNorm2d<P>& bn);
+  bool folds() const;
+  Tensor forward_folded(const Tensor& x, const Tensor& z, bool relu);
+  const Tensor& folded_weight() const { return folded_w_; }  // undefined before fold_batch_norm
+  const Tensor& folded_bias() const { return folded_b_; }
+
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }  // undefined without bias
   const ops::Conv2dParams& conv_params() const { return cp_; }
   int64_t plans_made() const;  // direct mode: how many plans this layer made; 0 otherwise
 
+ protected:
+  void on_train(bool on) override;
+  void on_load() override;
+
  private:
+  Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded);
+  void refold();
+
   P p_;
   int64_t in_, out_;
   int kernel_;
+  bool fuse_epilogue_;
   ops::Conv2dParams cp_;
   Tensor weight_, bias_;
+  const BatchNorm2d<P>* fold_bn_ = nullptr;
+  Tensor folded_w_, folded_b_;  // written in place, so direct plans and captured graphs stay bound
+  bool fold_stale_ = true;
   [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
 };
 

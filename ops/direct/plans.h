@@ -26,14 +26,20 @@ template <BackendImpl Impl>
 class Conv2dPlan {
  public:
   Tensor y, dx, dw, db;
-  void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+  // z, relu: the inference epilogue (op_args.h), y = relu?(conv(x, w) + b + z); no backward follows.
+  void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+            const Tensor& z = Tensor(), bool relu = false) {
     impl_ = &impl;
-    y = planned_empty_like(x, validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p));
+    y = planned_empty_like(x, validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p, z, relu));
     x_ = x;
     w_ = w;
+    z_ = z;
     fwd_ = {x, w, b, y, p};
+    fwd_.z = z;
+    fwd_.relu = relu;
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
+    check_conv2d_has_backward(fwd_.z.defined || fwd_.relu);
     // Validated in the order the autograd node calls the ops, so a bad grad_output
     // gets the message it gets in the other modes.
     const StaticDispatch<Impl> d(*impl_);
@@ -62,7 +68,7 @@ class Conv2dPlan {
 
  private:
   Impl* impl_ = nullptr;
-  Tensor x_, w_;
+  Tensor x_, w_, z_;  // z_: the residual kept alive while the plan points at it
   Conv2dFwdArgs fwd_;
   Conv2dBwdDataArgs bd_;
   Conv2dBwdWeightArgs bw_;

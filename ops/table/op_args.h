@@ -25,6 +25,11 @@ struct Conv2dParams {
 struct Conv2dFwdArgs {
   TensorView x, w, b, y;  // b optional
   Conv2dParams p;
+  // Epilogue (inference only): y = relu?(conv(x, w) + b + z), the residual add and ReLU
+  // that follow a convolution (a ResNet block's with its batch norm folded into w and b)
+  // in the convolution's own call. No backward follows it.
+  TensorView z{};  // optional, y's sizes and dtype
+  bool relu = false;
 };
 struct Conv2dBwdDataArgs {
   TensorView dy, w, dx;

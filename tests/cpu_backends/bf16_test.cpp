@@ -43,6 +43,18 @@ void check_conv(OneDnnBackend& be, ReferenceBackend& ref, MemoryFormat fmt) {
   be.conv2d_fwd({x, w, b, y, p});
   ref.conv2d_fwd({f32(x), f32(w), f32(b), y_ref, p});
   STRATA_EXPECT_CLOSE(f32(y), y_ref, kTolBf16, "conv2d_fwd bf16");
+  // The inference epilogue as oneDNN post-ops (sum, eltwise_relu) on the f32 accumulators:
+  // one rounding to bf16 where the separate ops round three times, within kTolBf16.
+  const Tensor z = bf16(kY, 34, fmt), y_fused = nan_bf16(kY, fmt), conv_ref = nan_tensor(kY, fmt);
+  const Tensor sum_ref = nan_tensor(kY, fmt), relu_ref = nan_tensor(kY, fmt);
+  ops::Conv2dFwdArgs fused{x, w, b, y_fused, p};
+  fused.z = z;
+  fused.relu = true;
+  be.conv2d_fwd(fused);
+  ref.conv2d_fwd({f32(x), f32(w), f32(b), conv_ref, p});
+  ref.add({conv_ref, f32(z), sum_ref});
+  ref.relu_fwd({sum_ref, relu_ref});
+  STRATA_EXPECT_CLOSE(f32(y_fused), relu_ref, kTolBf16, "conv2d_fwd bf16 with residual and relu");
   const Tensor dx = nan_bf16(kX, fmt), dx_ref = nan_tensor(kX, fmt);
   be.conv2d_bwd_data({dy, w, dx, p});
   ref.conv2d_bwd_data({f32(dy), f32(w), dx_ref, p});

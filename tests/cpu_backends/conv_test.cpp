@@ -124,6 +124,70 @@ TEST_P(ConvTest, ResNet50LayerShapes) {
   for (const ConvCase& c : cases) check_conv(be(), ref_, c, seed += 10);
 }
 
+// The inference epilogue (op_args.h): y = relu?(conv(x, w) + b + z) in one call, against
+// the reference's separate conv, add and ReLU; the reference's own fused form is bitwise
+// those. Covers batch 1, odd sizes, stride, padding, groups, NCHW and NHWC, no bias, and a
+// residual in another layout than the output.
+TEST_P(ConvTest, FusedEpilogue) {
+  struct EpilogueCase {
+    ConvCase conv;
+    MemoryFormat z_fmt;
+  };
+  const std::vector<EpilogueCase> cases = {
+      {{"batch1_odd_3x3_pad1", {1, 3, 7, 9}, 5, 3, 3, P(1, 1, 1, 1)}, kNCHW},
+      {{"stride2_pad1", {2, 4, 9, 8}, 6, 3, 3, P(2, 2, 1, 1)}, kNCHW},
+      {{"groups2_no_bias", {2, 4, 7, 7}, 6, 3, 3, P(1, 1, 1, 1, 1, 1, 2), kNCHW, false}, kNCHW},
+      {{"nhwc_1x1_batch1", {1, 16, 5, 3}, 8, 1, 1, P(1, 1, 0, 0), kNHWC}, kNHWC},
+      {{"nhwc_3x3_stride2_no_bias", {2, 8, 7, 7}, 16, 3, 3, P(2, 2, 1, 1), kNHWC, false}, kNHWC},
+      {{"nhwc_residual_nchw", {2, 8, 6, 5}, 8, 3, 3, P(1, 1, 1, 1), kNHWC}, kNCHW},
+      {{"nchw_residual_nhwc_1x1_s2", {2, 16, 9, 9}, 32, 1, 1, P(2, 2, 0, 0)}, kNHWC},
+  };
+  uint64_t seed = 900;
+  for (const EpilogueCase& e : cases) {
+    const ConvCase& c = e.conv;
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool with_z = variant != 1, relu = variant != 2;
+      SCOPED_TRACE(c.name + (with_z ? " +z" : "") + (relu ? " relu" : ""));
+      const Shape ys = out_shape(c);
+      const Tensor x = rand_f32(c.x, seed += 10, c.fmt);
+      const Tensor w = rand_f32({c.k, c.x[1] / c.p.groups, c.r, c.s}, seed + 1, c.fmt);
+      const Tensor b = c.bias ? rand_f32({c.k}, seed + 2) : Tensor();
+      const Tensor z = rand_f32(ys, seed + 3, e.z_fmt);
+      // The separate ops on the reference.
+      const Tensor conv = nan_tensor(ys, c.fmt), sum = nan_tensor(ys, c.fmt), act = nan_tensor(ys, c.fmt);
+      ref_.conv2d_fwd({x, w, b, conv, c.p});
+      Tensor want = conv;
+      if (with_z) ref_.add({want, z, sum}), want = sum;
+      if (relu) ref_.relu_fwd({want, act}), want = act;
+      ops::Conv2dFwdArgs f{x, w, b, Tensor(), c.p};
+      f.z = with_z ? ops::TensorView(z) : ops::TensorView();
+      f.relu = relu;
+      const Tensor y = nan_tensor(ys, c.fmt), y_ref = nan_tensor(ys, c.fmt);
+      f.y = y_ref;
+      ref_.conv2d_fwd(f);
+      EXPECT_TRUE(bitwise_equal(y_ref, want)) << "[reference fused vs separate]";
+      f.y = y;
+      be().conv2d_fwd(f);
+      STRATA_EXPECT_CLOSE(y, want, kTolGemm, "conv2d_fwd fused");
+    }
+  }
+  // Twice through the same planned call (a backend's cached plan rebinds z and y).
+  const ConvCase c{"again", {1, 8, 5, 5}, 8, 3, 3, P(1, 1, 1, 1), kNHWC};
+  const Tensor x = rand_f32(c.x, 970, kNHWC), w = rand_f32({8, 8, 3, 3}, 971, kNHWC), b = rand_f32({8}, 972);
+  for (int i = 0; i < 2; ++i) {
+    const Tensor z = rand_f32({1, 8, 5, 5}, 973 + i, kNHWC);
+    ops::Conv2dFwdArgs f{x, w, b, Tensor(), c.p};
+    f.z = z;
+    f.relu = true;
+    const Tensor y = nan_tensor({1, 8, 5, 5}, kNHWC), y_ref = nan_tensor({1, 8, 5, 5}, kNHWC);
+    f.y = y;
+    be().conv2d_fwd(f);
+    f.y = y_ref;
+    ref_.conv2d_fwd(f);
+    STRATA_EXPECT_CLOSE(y, y_ref, kTolGemm, "conv2d_fwd fused, second call");
+  }
+}
+
 STRATA_CPU_BACKEND_SUITE(ConvTest);
 
 }  // namespace

@@ -178,6 +178,74 @@ TEST_F(CudaConv, GraphAndLegacyApis) {
   EXPECT_EQ(after.legacy - mid.legacy, 3 * cases.size());
 }
 
+// The inference epilogue (op_args.h): y = relu?(conv(x, w) + b + z) in one call, against
+// the reference's fused form (bitwise its separate conv, add and relu: tests/cpu_backends)
+// on the same rounded values, f32 within kTolGemm, bf16 within kTolBf16; through the
+// cuDNN graph where an engine runs the fused graph under the engine policy, and through
+// strata's epilogue kernel after the convolution (cudnn_fused_epilogue off). The counters
+// say which ran: every call is one or the other, and with the setting off, the kernel.
+TEST_F(CudaConv, FusedEpilogue) {
+  struct Case {
+    std::string name;
+    Shape x;
+    int64_t k, r;
+    Conv2dParams p;
+    bool bias, with_z, relu;
+    bool z_other_layout;  // z in the other layout than y's (strata's strided epilogue)
+  };
+  const std::vector<Case> cases = {
+      {"resnet_3x3_bias_z_relu", {2, 64, 14, 14}, 64, 3, P(1, 1, 1, 1), true, true, true, false},
+      {"resnet_1x1_s2_z", {2, 64, 14, 14}, 128, 1, P(2, 2, 0, 0), false, true, false, false},
+      {"resnet_1x1_relu", {1, 256, 7, 7}, 64, 1, P(1, 1, 0, 0), true, false, true, false},
+      {"odd_batch1_relu_z", {1, 8, 7, 9}, 24, 3, P(1, 1, 1, 1), true, true, true, false},
+      {"z_other_layout", {2, 16, 9, 9}, 32, 3, P(2, 2, 1, 1), true, true, true, true},
+  };
+  auto f32 = [](const Tensor& t) {
+    Tensor o = Tensor::empty(t.sizes(), DType::f32, Device::cpu(), format_of(t));
+    copy_into(t, o);
+    return o;
+  };
+  uint64_t seed = 1500;
+  for (bool in_cudnn : {true, false}) {
+    be().set_cudnn_fused_epilogue(in_cudnn);
+    for (DType dt : {DType::f32, DType::bf16})
+      for (MemoryFormat fmt : {kNCHW, kNHWC})
+        for (const Case& c : cases) {
+          SCOPED_TRACE(::testing::Message() << c.name << " " << dtype_name(dt) << (fmt == kNHWC ? " nhwc" : " nchw")
+                                            << (in_cudnn ? " cudnn graph" : " strata kernel"));
+          const ConvCase cc{c.name, c.x, c.k, c.r, c.r, c.p};
+          const Shape ys = out_shape(cc);
+          const MemoryFormat zf = !c.z_other_layout ? fmt : (fmt == kNHWC ? kNCHW : kNHWC);
+          const Tensor x = random_tensor(c.x, dt, seed += 10, -1, 1, fmt);
+          const Tensor w = random_tensor({c.k, c.x[1], c.r, c.r}, dt, seed + 1, -0.5, 0.5, fmt);
+          const Tensor b = c.bias ? random_tensor({c.k}, dt, seed + 2) : Tensor();
+          const Tensor z = c.with_z ? random_tensor(ys, dt, seed + 3, -1, 1, zf) : Tensor();
+          ops::Conv2dFwdArgs r{f32(x), f32(w), c.bias ? f32(b) : Tensor(), cpu_nan(ys, fmt), c.p};
+          const Tensor zr = c.with_z ? f32(z) : Tensor();
+          r.z = zr;
+          r.relu = c.relu;
+          const Tensor y_ref = cpu_nan(ys, fmt);
+          r.y = y_ref;
+          ref_.conv2d_fwd(r);
+          const Tensor xg = to_gpu(x), wg = to_gpu(w), bg = c.bias ? to_gpu(b) : Tensor();
+          const Tensor zg = c.with_z ? to_gpu(z) : Tensor(), y = gpu_nan(ys, fmt, dt);
+          ops::Conv2dFwdArgs g{xg, wg, bg, y, c.p};
+          g.z = zg;
+          g.relu = c.relu;
+          const auto before = backends::cuda::conv_api_counts();
+          be().conv2d_fwd(g);
+          const auto after = backends::cuda::conv_api_counts();
+          STRATA_EXPECT_CLOSE(f32(to_cpu(y)), y_ref, dt == DType::bf16 ? kTolBf16 : kTolGemm, "conv2d_fwd fused");
+          const size_t fused = after.fused - before.fused, kernels = after.epilogue_kernels - before.epilogue_kernels;
+          EXPECT_EQ(fused + kernels, 1u);
+          if (!in_cudnn) EXPECT_EQ(kernels, 1u);
+          if (in_cudnn)
+            RecordProperty(c.name + (dt == DType::bf16 ? "_bf16" : "_f32") + (fmt == kNHWC ? "_nhwc" : "_nchw"),
+                           fused ? "cudnn graph" : "strata kernel");
+        }
+  }
+}
+
 // f16 / bf16: cuDNN on the tensor cores with f32 accumulation, compared with the
 // f32 reference on the same (rounded) values.
 void check_half_conv(CudaBackend& be, ReferenceBackend& ref, DType dt, MemoryFormat fmt, double tol) {

@@ -4,55 +4,16 @@
 // rounds each step as the separate ops do, within f32 rounding on the others — in every
 // dispatch mode, run no separate ReLU or add kernels, and leave training, and evaluation
 // with gradients on, to the separate ops.
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "nn_test_util.h"
+#include "eval_test_util.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/backends/api/registry.h"
-#include "strata/ops/trace.h"
 
 namespace strata::testing {
 namespace {
-
-// Running statistics away from their initial 0 / 1, the same in both models.
-void randomise_statistics(nn::Model& a, nn::Model& b) {
-  nn::StateDict sd = a.state_dict();
-  uint64_t seed = 900;
-  for (auto& [name, t] : sd) {
-    const bool mean = name.ends_with("running_mean"), var = name.ends_with("running_var");
-    if (!mean && !var) continue;
-    copy_into(random_tensor(t.sizes(), t.dtype(), ++seed, mean ? -0.5 : 0.5, mean ? 0.5 : 2.0), t);
-  }
-  b.load_state_dict(sd);
-}
-
-// The ops `run` ran, by name.
-template <class Run>
-std::vector<std::string> traced(Run&& run) {
-  ops::take_trace();
-  ops::set_trace_enabled(true);
-  run();
-  ops::set_trace_enabled(false);
-  std::vector<std::string> names;
-  for (const ops::TraceEvent& e : ops::take_trace()) names.emplace_back(ops::op_name(e.op));
-  return names;
-}
-
-// The ops a predict ran; its output copied to the host into y.
-std::vector<std::string> traced_ops(nn::Model& m, const Tensor& x, Tensor& y) {
-  return traced([&] {
-    const Tensor out = m.predict(x);
-    y = Tensor::empty(out.sizes(), out.dtype(), Device::cpu());
-    copy_into(out, y);
-  });
-}
-
-int count(const std::vector<std::string>& v, const std::string& s) {
-  return static_cast<int>(std::count(v.begin(), v.end(), s));
-}
 
 TEST(NnFusedEvaluation, MatchesTheSeparateOpsInEveryModeWithoutReluOrAddKernels) {
   std::vector<std::string> backends = {"reference"};

@@ -37,6 +37,19 @@ TEST(OpErrors, Conv2d) {
   EXPECT_STRATA_ERROR(ops::conv2d_bwd_bias(d, fake_cuda({2, 4, 3, 3})), "conv2d_bwd_bias", "cuda:0");
 }
 
+// The inference epilogue's residual: the output's sizes and the input's dtype.
+TEST(OpErrors, Conv2dEpilogue) {
+  auto d = reference_dispatch();
+  Tensor x = rnd({2, 3, 8, 8}), w = rnd({4, 3, 3, 3}), b = rnd({4});
+  Conv2dParams p;  // output [2,4,6,6]
+  EXPECT_STRATA_ERROR(ops::conv2d_fused(d, x, w, b, p, rnd({2, 4, 8, 8}), true), "conv2d", "residual", "[2,4,8,8]",
+                      "[2,4,6,6]");
+  EXPECT_STRATA_ERROR(ops::conv2d_fused(d, x, w, b, p, rnd({2, 4, 6, 6}, DType::f64), false), "conv2d", "residual",
+                      "f64");
+  EXPECT_STRATA_ERROR(ops::conv2d_fused(d, x, w, b, p, fake_cuda({2, 4, 6, 6}), false), "conv2d", "residual",
+                      "cuda:0");
+}
+
 STRATA_COVERS(batch_norm_fwd, "errors");
 STRATA_COVERS(batch_norm_bwd, "errors");
 TEST(OpErrors, BatchNorm) {

@@ -1,0 +1,230 @@
+// Batch-norm folding (ResNetConfig::fold_batch_norm): a ResNet in evaluation with
+// gradients off runs each convolution with the batch norm after it folded into its
+// weights and bias, and the ReLU and residual add in the same call (the conv2d epilogue).
+// Stated tolerance, f32: relative error 1e-5 against the unfolded model's separate ops
+// (the folded weights are rounded once to f32, and the convolution sums them in another
+// order); bf16 is checked on the GPU (tests/cuda). Folding keeps the unfolded parameters:
+// training, evaluation with gradients on and the state dict see only them, and the folded
+// copy follows every change to them.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "eval_test_util.h"
+#include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/autograd/node.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/reference/reference_backend.h"
+#include "strata/ops/direct/plans.h"
+
+namespace strata::testing {
+namespace {
+
+constexpr double kTolF32 = 1e-5;
+
+std::vector<std::string> cpu_backends() {
+  std::vector<std::string> out = {"reference"};
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (best != "reference") out.push_back(best);
+  return out;
+}
+
+struct Pair {
+  std::unique_ptr<nn::Model> folded, plain;
+};
+// The same ResNet twice, with non-trivial batch norms: folded, and with every op separate.
+Pair make_pair(int depth, ops::DispatchMode mode, const std::string& backend) {
+  nn::ResNetConfig c = tiny_resnet(depth);
+  c.fold_batch_norm = true;
+  Pair p{nn::make_resnet(c, mode, backend), nullptr};
+  c.fold_batch_norm = false;
+  c.fuse_eval = false;
+  p.plain = nn::make_resnet(c, mode, backend);
+  randomise_statistics(*p.folded, {p.plain.get()}, true);
+  return p;
+}
+
+Tensor host(const Tensor& t) {
+  Tensor h = Tensor::empty(t.sizes(), t.dtype(), Device::cpu());
+  copy_into(t, h);
+  return h;
+}
+
+TEST(NnFoldBatchNorm, MatchesTheUnfoldedModelInEveryModeWithOnlyConvolutions) {
+  for (const std::string& backend : cpu_backends()) {
+    for (int depth : {18, 50}) {
+      for (ops::DispatchMode mode : kAllModes) {
+        SCOPED_TRACE(backend + " ResNet-" + std::to_string(depth) + " " + std::string(ops::dispatch_mode_name(mode)));
+        Pair p = make_pair(depth, mode, backend);
+        p.folded->eval();
+        p.plain->eval();
+        const Tensor x = random_tensor({2, 3, 9, 11}, DType::f32, 41);
+        Tensor yf, yp;
+        const std::vector<std::string> folded_ops = traced_ops(*p.folded, x, yf);
+        const std::vector<std::string> plain_ops = traced_ops(*p.plain, x, yp);
+        EXPECT_TRUE(close(yf, yp, kTolF32));
+        EXPECT_FALSE(bitwise_equal(yf, yp)) << "the folded model ran the unfolded ops";
+        for (const char* gone : {"batch_norm_fwd", "relu_fwd", "add"}) {
+          EXPECT_EQ(count(folded_ops, gone), 0) << gone;
+          EXPECT_GT(count(plain_ops, gone), 0) << gone;
+        }
+        EXPECT_EQ(count(folded_ops, "conv2d_fwd"), count(plain_ops, "conv2d_fwd"));
+        // The same model again (direct mode's plans reused): the same bits.
+        Tensor again;
+        traced_ops(*p.folded, x, again);
+        EXPECT_TRUE(bitwise_equal(again, yf));
+      }
+    }
+  }
+}
+
+// bf16 compute (mixed precision, f32 parameters) where the best CPU backend has bf16
+// convolutions (onednn on AVX512_BF16): stated tolerance 3e-2, bf16's rounding of the folded
+// weights and of each activation (the unfolded model rounds after the convolution, the batch
+// norm's casts and the add).
+TEST(NnFoldBatchNorm, Bf16WithinItsRounding) {
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (!backends::registry().get(best).supports(ops::OpId::conv2d_fwd, DType::bf16))
+    GTEST_SKIP() << best << " has no bf16 convolution on this CPU";
+  nn::ModelOptions o;
+  o.compute_dtype = DType::bf16;
+  o.memory_format = MemoryFormat::channels_last;
+  for (ops::DispatchMode mode : kAllModes) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    nn::ResNetConfig c = tiny_resnet(50);
+    c.fold_batch_norm = true;
+    auto folded = nn::make_resnet(c, mode, best, o);
+    c.fold_batch_norm = c.fuse_eval = false;
+    auto plain = nn::make_resnet(c, mode, best, o);
+    randomise_statistics(*folded, {plain.get()}, true);
+    folded->eval();
+    plain->eval();
+    const Tensor x = random_tensor({2, 3, 9, 11}, DType::f32, 51);
+    Tensor yf, yp;
+    const std::vector<std::string> folded_ops = traced_ops(*folded, x, yf);
+    traced_ops(*plain, x, yp);
+    Tensor yf32 = Tensor::empty(yf.sizes(), DType::f32, Device::cpu()), yp32 = yf32.clone();
+    copy_into(yf, yf32);
+    copy_into(yp, yp32);
+    EXPECT_TRUE(close(yf32, yp32, 3e-2));
+    EXPECT_EQ(count(folded_ops, "batch_norm_fwd"), 0);
+    EXPECT_EQ(count(folded_ops, "relu_fwd"), 0);
+  }
+}
+
+// Training runs the unfolded convolutions and batch norms, bitwise as a model that never
+// folded; back in evaluation the folded copy has followed the step.
+TEST(NnFoldBatchNorm, TrainingUsesTheUnfoldedParametersAndEvaluationFollowsIt) {
+  for (ops::DispatchMode mode : {ops::DispatchMode::virtual_call, ops::DispatchMode::direct}) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    Pair p = make_pair(18, mode, "reference");
+    const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 42);
+    const Tensor labels = Tensor::from_vector<int64_t>({1, 7}, Shape{2});
+    p.folded->eval();
+    p.folded->predict(x);  // folded once before training
+    nn::OptimizerConfig oc;
+    oc.lr = 0.1;
+    auto opt_f = p.folded->make_optimizer(oc), opt_p = p.plain->make_optimizer(oc);
+    p.folded->train();
+    p.plain->train();
+    const nn::StepResult rf = p.folded->train_step(x, labels, *opt_f);
+    const StepOutputs sf = snapshot(*p.folded, rf);
+    const StepOutputs sp = snapshot(*p.plain, p.plain->train_step(x, labels, *opt_p));
+    expect_bitwise(sf, sp, "train_step");
+    p.folded->eval();
+    p.plain->eval();
+    EXPECT_TRUE(close(host(p.folded->predict(x)), host(p.plain->predict(x)), kTolF32));
+  }
+}
+
+// Fine-tuning with frozen batch norms: steps taken in evaluation mode (gradients on, so
+// the unfolded path) change the weights; the next prediction folds them again.
+TEST(NnFoldBatchNorm, StepsTakenInEvaluationModeAreFoldedAgain) {
+  for (ops::DispatchMode mode : {ops::DispatchMode::static_call, ops::DispatchMode::direct}) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    Pair p = make_pair(50, mode, "reference");
+    const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 43);
+    const Tensor labels = Tensor::from_vector<int64_t>({3, 4}, Shape{2});
+    p.folded->eval();
+    p.plain->eval();
+    const Tensor before = host(p.folded->predict(x));
+    nn::OptimizerConfig oc;
+    oc.lr = 0.01;
+    auto opt_f = p.folded->make_optimizer(oc), opt_p = p.plain->make_optimizer(oc);
+    p.folded->train_step(x, labels, *opt_f);
+    p.plain->train_step(x, labels, *opt_p);
+    const Tensor after = host(p.folded->predict(x));
+    EXPECT_FALSE(close(after, before, 1e-3)) << "the step changed nothing the prediction sees";
+    const Tensor want = host(p.plain->predict(x));
+    EXPECT_TRUE(close(after, want, kTolF32));
+  }
+}
+
+// The state dict holds the unfolded parameters only (a checkpoint of a folded model is
+// the user's weights), and loading one into a folded model in evaluation folds it.
+TEST(NnFoldBatchNorm, StateDictKeepsTheUnfoldedWeightsAndLoadingFoldsThem) {
+  for (ops::DispatchMode mode : kAllModes) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    Pair p = make_pair(18, mode, "reference");
+    const Tensor x = random_tensor({1, 3, 8, 8}, DType::f32, 44);
+    p.folded->eval();
+    p.folded->predict(x);
+    const nn::StateDict sf = p.folded->state_dict(), sp = p.plain->state_dict();
+    ASSERT_EQ(sf.size(), sp.size());
+    for (size_t i = 0; i < sf.size(); ++i) {
+      EXPECT_EQ(sf[i].first, sp[i].first);
+      EXPECT_TRUE(bitwise_equal(sf[i].second, sp[i].second)) << sf[i].first;
+    }
+    // Other weights, loaded while folded and in evaluation.
+    nn::ResNetConfig c = tiny_resnet(18, DType::f32, 77);
+    c.fuse_eval = false;
+    auto other = nn::make_resnet(c, mode, "reference");
+    randomise_statistics(*other, {}, true);
+    p.folded->load_state_dict(other->state_dict());
+    other->eval();
+    EXPECT_TRUE(close(host(p.folded->predict(x)), host(other->predict(x)), kTolF32));
+  }
+}
+
+// The epilogue is the inference form: a backward through it fails with a message, in the
+// tape modes (autograd) and in direct mode (the plan), and the layer refuses to run it
+// with gradients on.
+TEST(NnFoldBatchNorm, BackwardThroughTheEpilogueIsRefused) {
+  const auto d = ops::VirtualDispatch(backends::registry().get("reference"));
+  Tensor x = random_tensor({1, 2, 5, 5}, DType::f32, 45);
+  const Tensor w = random_tensor({3, 2, 3, 3}, DType::f32, 46), b = random_tensor({3}, DType::f32, 47);
+  ops::Conv2dParams cp;
+  cp.pad_h = cp.pad_w = 1;
+  x.set_requires_grad(true);
+  const Tensor y = autograd::conv2d_fused(d, x, w, b, cp, Tensor(), true);
+  EXPECT_STRATA_ERROR(autograd::backward(autograd::sum(d, y)), "conv2d", "no backward", "ReLU");
+
+  backends::ReferenceBackend impl;
+  ops::direct::Conv2dPlan<backends::ReferenceBackend> plan;
+  plan.plan(impl, x, w, b, cp, Tensor(), true);
+  plan.forward();
+  EXPECT_STRATA_ERROR(plan.plan_backward(random_tensor({1, 3, 5, 5}, DType::f32, 48), true), "conv2d", "no backward");
+
+  nn::Conv2d<ops::VirtualDispatch> conv{d, 2, 3, 3, nn::Conv2dOptions{1, 1, 1, 1, true, DType::f32}};
+  EXPECT_STRATA_ERROR(conv.forward_fused(x, Tensor(), true), "Conv2d::forward_fused", "gradients off");
+  EXPECT_STRATA_ERROR(conv.forward_folded(x, Tensor(), true), "Conv2d::forward_folded", "fold_batch_norm");
+}
+
+// The epilogue without folding: any Conv2d followed by a ReLU (and a residual) in one
+// call, bitwise the separate ops on the reference backend.
+TEST(NnFoldBatchNorm, ConvolutionWithReluAndResidualWithoutFolding) {
+  const auto d = ops::VirtualDispatch(backends::registry().get("reference"));
+  nn::Conv2d<ops::VirtualDispatch> conv{d, 4, 6, 3, nn::Conv2dOptions{2, 1, 1, 1, true, DType::f32}};
+  const Tensor x = random_tensor({2, 4, 9, 7}, DType::f32, 49), z = random_tensor({2, 6, 5, 4}, DType::f32, 50);
+  autograd::NoGradGuard no_grad;
+  ASSERT_TRUE(conv.fuses());
+  const Tensor fused = conv.forward_fused(x, z, true);
+  const Tensor separate = ops::relu(d, ops::add(d, conv.forward(x), z));
+  EXPECT_TRUE(bitwise_equal(fused, separate));
+  const std::vector<std::string> names = traced([&] { conv.forward_fused(x, Tensor(), true); });
+  EXPECT_EQ(names, std::vector<std::string>{"conv2d_fwd"});
+}
+
+}  // namespace
+}  // namespace strata::testing
