@@ -36,6 +36,10 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
+  // Where this parameter's gradient is to live (a view of a data-parallel gradient
+  // bucket, dist/grad_buckets.h), or null: direct mode's plans write it there
+  // (ops/direct/step_memory.h's planned_grad), so no copy moves it into the bucket.
+  std::shared_ptr<TensorImpl> grad_home;
 };
 
 class Tensor {
@@ -114,6 +118,8 @@ class Tensor {
   Tensor& set_requires_grad(bool r);
   Tensor grad() const { return Tensor(impl().grad); }
   void set_grad(const Tensor& g) { impl().grad = g.impl_; }
+  Tensor grad_home() const { return Tensor(impl().grad_home); }
+  void set_grad_home(const Tensor& h) { impl().grad_home = h.impl_; }
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
   bool is_leaf() const { return impl().grad_fn == nullptr; }
 

@@ -16,6 +16,18 @@ std::unique_ptr<Optimizer> Model::make_optimizer(const OptimizerConfig& c) {
                                      make_step_kernels(mode(), backend_name()));
 }
 
+void Model::set_param_ready_hook(std::function<void(const Tensor&)> fn) {
+  param_ready_ = std::move(fn);
+  if (!param_ready_) {
+    module().set_grad_ready_hook({});
+    return;
+  }
+  module().set_grad_ready_hook([this](const Module& m) {
+    if (ops::direct::recording()) return;  // a memory plan's first pass computes no gradient
+    for (const Tensor& p : m.parameters()) param_ready_(p);
+  });
+}
+
 namespace {
 
 ops::DispatchMode mode_of(std::string_view kmode) {
@@ -90,15 +102,17 @@ struct ModelMode {
   static Tensor input_buffer(ModelState<P>& s, const Shape& sizes) {
     return Tensor::empty(sizes, s.dtype, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
-  static void backward(ModelState<P>& s) { autograd::backward(s.loss_value); }
+  static void backward(ModelState<P>& s, const autograd::LeafDone& ready) {
+    autograd::backward(s.loss_value, Tensor(), ready);
+  }
   // The tape holds what backward needs for as long as it needs it: nothing to plan.
   template <class Step, class Outputs>
   static void planned(ModelState<P>&, const std::string&, Step&& step, Outputs&&) {
     step();
   }
   static void keep_gradients(ModelState<P>&) {}
-  static void backward_scaled(ModelState<P>& s, double scale) {
-    autograd::backward(autograd::scale(s.p, s.loss_value, scale));
+  static void backward_scaled(ModelState<P>& s, double scale, const autograd::LeafDone& ready) {
+    autograd::backward(autograd::scale(s.p, s.loss_value, scale), Tensor(), ready);
   }
   // Gradients times 1/scale (exact for the power-of-two scales used); whether all are
   // finite, from one device-to-host read of the sum of their sums.
@@ -157,8 +171,9 @@ struct ModelMode<Direct<Impl>> {
       param.set_grad(copy);
     }
   }
-  // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
-  static void backward(State& s) {
+  // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward). The
+  // network reports finished parameters itself (Model::set_param_ready_hook).
+  static void backward(State& s, const autograd::LeafDone&) {
     const Tensor dlogits = s.loss.backward();
     if (dlogits.dtype() == s.compute) {
       s.net->backward(dlogits);
@@ -226,7 +241,7 @@ class ModelImpl final : public Model {
     STRATA_CHECK(!s_.forward_only,
                  "Model::backward: the latest forward ran with gradients off (NoGradGuard, predict), which keeps "
                  "nothing for backward; call forward_loss with gradients on");
-    Mode::backward(s_);
+    Mode::backward(s_, param_ready_);
   }
 
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
@@ -237,7 +252,7 @@ class ModelImpl final : public Model {
     if constexpr (Mode::kLossScaling) {
       if (scale_ > 0) {
         r = unplanned_forward_loss(x, targets);
-        Mode::backward_scaled(s_, scale_);
+        Mode::backward_scaled(s_, scale_, param_ready_);
         run_gradient_hook();
         if (Mode::unscale_grads_all_finite(s_, scale_)) {
           opt.step();
