@@ -1,5 +1,7 @@
 #include "strata/dist/grad_buckets.h"
 
+#include <cstring>
+
 #include "strata/core/error.h"
 #include "strata/ops/direct/step_memory.h"
 
@@ -29,7 +31,9 @@ GradientBuckets::GradientBuckets(nn::Model& model, GradientReducer& reducer, con
     Bucket bucket;
     bucket.buffer = Tensor::empty(Shape{count}, dtype_, dev);
     // The alignment gaps are averaged too: zeros, not whatever the allocator left there.
-    copy_into(Tensor::from_vector(std::vector<double>(static_cast<size_t>(count), 0.0), Shape{count}), bucket.buffer);
+    const Tensor zeros = Tensor::empty(Shape{count}, dtype_);
+    std::memset(zeros.data_ptr(), 0, l.bytes);
+    copy_into(zeros, bucket.buffer);
     for (size_t k = 0; k < l.params.size(); ++k) {
       const size_t i = l.params[k];
       const Tensor& p = params_[i].second;
