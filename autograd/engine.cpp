@@ -1,5 +1,6 @@
 #include <atomic>
 #include <queue>
+#include <unordered_map>
 
 #include "strata/autograd/node.h"
 
@@ -32,7 +33,7 @@ void attach(const std::shared_ptr<Node>& node, std::initializer_list<const Tenso
   output.impl().requires_grad = true;
 }
 
-void backward(const Tensor& root, const Tensor& grad) {
+void backward(const Tensor& root, const Tensor& grad, const LeafDone& leaf_done) {
   STRATA_CHECK(root.defined(), "backward: root is an undefined tensor");
   STRATA_CHECK(root.requires_grad(), "backward: ", root.str(), " does not require grad (no op on its path recorded a tape)");
   STRATA_CHECK(grad.defined() || root.numel() == 1, "backward: root ", root.str(),
@@ -44,6 +45,9 @@ void backward(const Tensor& root, const Tensor& grad) {
 
   // Count, for each node, how many edges of the graph point at it.
   const uint64_t pass = g_next_pass.fetch_add(1);
+  // With leaf_done, also how many edges point at each leaf (a count only: no sum runs
+  // in this map's order).
+  std::unordered_map<const TensorImpl*, int> leaf_edges;
   std::vector<Node*> stack{root_fn.get()};
   root_fn->dependencies_ = 0;
   root_fn->pass_ = pass;
@@ -51,6 +55,7 @@ void backward(const Tensor& root, const Tensor& grad) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next) {
+      if (e.leaf && leaf_done) ++leaf_edges[e.leaf.get()];
       if (!e.fn) continue;
       Node* m = e.fn.get();
       if (m->pass_ != pass) {
@@ -62,6 +67,11 @@ void backward(const Tensor& root, const Tensor& grad) {
     }
   }
 
+  // One edge into `leaf` is done: tell leaf_done when it was the last.
+  auto leaf_edge_done = [&](const std::shared_ptr<TensorImpl>& leaf) {
+    if (leaf_done && --leaf_edges.at(leaf.get()) == 0) leaf_done(Tensor(leaf));
+  };
+
   auto later_first = [](const Node* a, const Node* b) { return a->seq < b->seq; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
   root_fn->pending_grad_ = grad.defined() ? grad : root_fn->ones_like(root);
@@ -72,8 +82,10 @@ void backward(const Tensor& root, const Tensor& grad) {
     Tensor g = std::move(n->pending_grad_);
     n->pending_grad_ = Tensor();
     if (!g.defined()) {  // no gradient reached this node: its inputs get none from it
-      for (const Edge& e : n->next)
+      for (const Edge& e : n->next) {
+        if (e.leaf) leaf_edge_done(e.leaf);
         if (e.fn && --e.fn->dependencies_ == 0) ready.push(e.fn.get());
+      }
       n->release();
       continue;
     }
@@ -85,9 +97,11 @@ void backward(const Tensor& root, const Tensor& grad) {
       if (!e.valid()) continue;
       const Tensor& gi = grads[i];
       if (e.leaf) {
-        if (!gi.defined()) continue;
-        Tensor leaf(e.leaf);
-        leaf.set_grad(leaf.grad().defined() ? n->accumulate(leaf.grad(), gi) : gi);
+        if (gi.defined()) {
+          Tensor leaf(e.leaf);
+          leaf.set_grad(leaf.grad().defined() ? n->accumulate(leaf.grad(), gi) : gi);
+        }
+        leaf_edge_done(e.leaf);
         continue;
       }
       Node* m = e.fn.get();

@@ -3,6 +3,7 @@
 // (saved tensors, parameters) plus edges to the nodes (or leaf tensors) its inputs
 // came from. Nodes run their backward through the same dispatcher the forward used.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,14 @@
 namespace strata::autograd {
 
 class Node;
+
+// Called with a leaf once the pass has accumulated its last contribution into its
+// .grad() (which stays undefined when no gradient reached it), while the rest of the
+// pass still runs: data-parallel training starts averaging gradients then (PyTorch's
+// post-accumulate-grad hooks). Leaves are reported in a deterministic order, the same
+// for the same graph.
+using LeafDone = std::function<void(const Tensor& leaf)>;
+
 
 // Where an input's gradient goes: the node that produced it, or a leaf tensor.
 struct Edge {
@@ -39,7 +48,7 @@ class Node {
   uint64_t seq;  // creation order: later nodes run first among those ready
 
  private:
-  friend void backward(const Tensor&, const Tensor&);
+  friend void backward(const Tensor&, const Tensor&, const LeafDone&);
   Tensor pending_grad_;
   int dependencies_ = 0;
   uint64_t pass_ = 0;  // which backward pass last visited this node
@@ -52,7 +61,8 @@ void attach(const std::shared_ptr<Node>& node, std::initializer_list<const Tenso
 
 // Reverse-mode pass from `root`. With no `grad`, root must have one element and
 // the seed gradient is 1. Gradients accumulate into the .grad of leaf tensors that
-// require grad. The graph's saved tensors are released afterwards.
-void backward(const Tensor& root, const Tensor& grad = Tensor());
+// require grad; `leaf_done`, when given, is told as each leaf's is complete. The
+// graph's saved tensors are released afterwards.
+void backward(const Tensor& root, const Tensor& grad = Tensor(), const LeafDone& leaf_done = {});
 
 }  // namespace strata::autograd

@@ -52,6 +52,7 @@ struct Options {
   double bucket_mb = 25;
   bool deterministic = false;
   int accumulate = 1;
+  bool grad_views = true;
 };
 
 // Rows [first, first+count) of a host batch (NCHW or NHWC: both keep an image's values together).
@@ -89,6 +90,7 @@ int run(const Options& o, const dist::RankInfo& info) {
   model->train();
   dist::DataParallelOptions dpo;
   dpo.bucket_bytes = static_cast<size_t>(o.bucket_mb * 1024 * 1024);
+  dpo.gradient_as_bucket_view = o.grad_views;
   dist::DataParallel ddp(*model, pg, dpo);
   auto opt = model->make_optimizer(bench::sgd_config(o.lr));
 
@@ -164,7 +166,8 @@ int run(const Options& o, const dist::RankInfo& info) {
                         {"channels_last", o.channels_last}, {"dispatch", o.dispatch}, {"steps", o.steps},
                         {"warmup", o.warmup}, {"ms_per_step", 1000 * mean_seconds / o.steps},
                         {"img_per_s", img_s}, {"img_per_s_per_gpu", img_s / info.world},
-                        {"buckets", ddp.num_buckets()}};
+                        {"buckets", ddp.num_buckets()}, {"grad_views", o.grad_views},
+                        {"bucket_copies_per_step", ddp.buckets().copies()}};
     std::printf("%s\n", j.dump().c_str());
     if (!o.record.empty()) {
       nlohmann::json rec = {{"losses", losses}, {"world", info.world}, {"batch_per_gpu", o.batch}};
@@ -205,6 +208,8 @@ int main(int argc, char** argv) {
                  "batches whose gradients each step sums (one GPU emulating several: the 2-GPU check)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--deterministic", o.deterministic, "deterministic cuDNN algorithms only");
+  app.add_flag("!--no-grad-views", o.grad_views,
+               "stage the gradients in the buckets by copies instead of keeping them there (dist/grad_buckets.h)");
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
     std::optional<dist::RankInfo> info = dist::rank_from_env();

@@ -18,7 +18,7 @@ foreach(b IN LISTS STRATA_BUILT_BACKENDS)
 endforeach()
 list(APPEND _strata_libs strata_op_table strata_core)
 if(TARGET strata_dist)
-  list(PREPEND _strata_libs strata_dist strata_dist_bootstrap)
+  list(PREPEND _strata_libs strata_dist strata_dist_buckets strata_dist_bootstrap)
 endif()
 set_target_properties(${_strata_libs} PROPERTIES VERSION ${PROJECT_VERSION}
                       SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})

@@ -36,6 +36,10 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
+  // Where this parameter's gradient is to live (a view of a data-parallel gradient
+  // bucket, dist/grad_buckets.h), or null: direct mode's plans write it there
+  // (ops/direct/step_memory.h's planned_grad), so no copy moves it into the bucket.
+  std::shared_ptr<TensorImpl> grad_home;
 };
 
 class Tensor {
@@ -118,6 +122,8 @@ class Tensor {
   // a module re-lays its parameters out (channels-last) without its layers' handles
   // going stale. Same sizes, dtype and device; the autograd state stays.
   void set_data(const Tensor& src);
+  Tensor grad_home() const { return Tensor(impl().grad_home); }
+  void set_grad_home(const Tensor& h) { impl().grad_home = h.impl_; }
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
   bool is_leaf() const { return impl().grad_fn == nullptr; }
 

@@ -21,4 +21,17 @@ inline constexpr size_t kDefaultBucketBytes = 25u * 1024u * 1024u;
 // bucket per parameter. Every index appears exactly once.
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<size_t>& bytes, size_t cap_bytes);
 
+// Where each gradient lies in its bucket's flat buffer (gradients as views of the
+// buckets, dist/grad_buckets.h).
+struct BucketLayout {
+  std::vector<size_t> params;   // parameter indices, as plan_buckets gives them
+  std::vector<size_t> offsets;  // byte offset of each, a multiple of the alignment
+  size_t bytes = 0;             // the buffer: the last gradient's end, rounded up to the alignment
+};
+// plan_buckets(bytes, cap_bytes), each bucket's gradients placed one after the other in
+// that order, each at the next multiple of `alignment` (a power of two that is a
+// multiple of the element size), so that a kernel writing a gradient into its bucket
+// sees the alignment it sees in an arena (ops/direct/step_memory.h's buffer_alignment).
+std::vector<BucketLayout> lay_out_buckets(const std::vector<size_t>& bytes, size_t cap_bytes, size_t alignment);
+
 }  // namespace strata::dist

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/dist/grad_buckets.h"
 #include "strata/dist/rank_env.h"
 
 namespace strata::dist {
@@ -39,17 +40,17 @@ struct ProcessGroupOptions {
   double timeout_seconds = 300;  // bound on joining and on every collective
 };
 
-class ProcessGroup {
+class ProcessGroup final : public GradientReducer {
  public:
   // Joins the group (collective: every rank must construct one). Needs the cuda
   // backend's device (CUDA_VISIBLE_DEVICES already narrowed to this rank's GPU).
   ProcessGroup(const RankInfo& info, const ProcessGroupOptions& o);
-  ~ProcessGroup();
+  ~ProcessGroup() override;
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
   int rank() const { return info_.rank; }
-  int world() const { return info_.world; }
+  int world() const override { return info_.world; }
   const RankInfo& info() const { return info_; }
   double timeout_seconds() const { return o_.timeout_seconds; }
 
@@ -66,11 +67,11 @@ class ProcessGroup {
   // stream; orders itself after the backend's work so far at begin() and the
   // backend's later work after it at end(), which returns at once (see above).
   // begin() throws the watchdog's failure, if any.
-  void begin();
-  void all_reduce_mean(void* data, size_t count, DType dt);
-  // Copies `bytes` between device buffers on the collective stream (bucket staging).
-  void copy(void* dst, const void* src, size_t bytes);
-  void end(const char* what);
+  void begin() override;
+  void all_reduce_mean(void* data, size_t count, DType dt) override;
+  // Copies `bytes` between device buffers on the collective stream (into the buckets).
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void end(const char* what) override;
 
   // Aborts the communicator: pending and later collectives of this rank fail. Safe
   // to call more than once.

@@ -18,6 +18,18 @@ std::unique_ptr<Optimizer> Model::make_optimizer(const OptimizerConfig& c) {
                                      make_step_kernels(mode(), backend_name()));
 }
 
+void Model::set_param_ready_hook(std::function<void(const Tensor&)> fn) {
+  param_ready_ = std::move(fn);
+  if (!param_ready_) {
+    module().set_grad_ready_hook({});
+    return;
+  }
+  module().set_grad_ready_hook([this](const Module& m) {
+    if (ops::direct::recording()) return;  // a memory plan's first pass computes no gradient
+    for (const Tensor& p : m.parameters()) param_ready_(p);
+  });
+}
+
 namespace {
 
 ops::DispatchMode mode_of(std::string_view kmode) {
@@ -95,15 +107,17 @@ struct ModelMode {
   static Tensor input_buffer(ModelState<P>& s, const Shape& sizes) {
     return Tensor::empty(sizes, s.dtype, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
-  static void backward(ModelState<P>& s, bool /*scaled*/ = false) { autograd::backward(s.loss_value); }
+  static void backward(ModelState<P>& s, const autograd::LeafDone& ready, bool /*scaled*/ = false) {
+    autograd::backward(s.loss_value, Tensor(), ready);
+  }
   // The tape holds what backward needs for as long as it needs it: nothing to plan.
   template <class Step, class Outputs>
   static void planned(ModelState<P>&, const std::string&, Step&& step, Outputs&&) {
     step();
   }
   static void keep_gradients(ModelState<P>&) {}
-  static void backward_scaled(ModelState<P>& s, double scale) {
-    autograd::backward(autograd::scale(s.p, s.loss_value, scale));
+  static void backward_scaled(ModelState<P>& s, double scale, const autograd::LeafDone& ready) {
+    autograd::backward(autograd::scale(s.p, s.loss_value, scale), Tensor(), ready);
   }
   // Gradients times 1/scale (exact for the power-of-two scales used); whether all are
   // finite, from one device-to-host read of the sum of their sums.
@@ -162,9 +176,10 @@ struct ModelMode<Direct<Impl>> {
       param.set_grad(copy);
     }
   }
-  // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward).
+  // Mixed precision: dL/dlogits back into the compute dtype (the cast's backward). The
+  // network reports finished parameters itself (Model::set_param_ready_hook).
   // `scaled`: the loss times the loss scale (its device value is the seed).
-  static void backward(State& s, bool scaled = false) {
+  static void backward(State& s, const autograd::LeafDone&, bool scaled = false) {
     if (scaled) {
       const ops::CopyArgs seed{s.amp.narrow(0, ops::kAmpScale, 1).view(Shape{}), s.loss.seed()};
       ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, seed);
@@ -242,7 +257,7 @@ class ModelImpl final : public Model {
     STRATA_CHECK(!s_.forward_only,
                  "Model::backward: the latest forward ran with gradients off (NoGradGuard, predict), which keeps "
                  "nothing for backward; call forward_loss with gradients on");
-    Mode::backward(s_);
+    Mode::backward(s_, param_ready_);
   }
 
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
@@ -253,7 +268,7 @@ class ModelImpl final : public Model {
     if constexpr (!is_direct_v<P>) {
       if (scale_ > 0) {
         r = unplanned_forward_loss(x, targets);
-        Mode::backward_scaled(s_, scale_);
+        Mode::backward_scaled(s_, scale_, param_ready_);
         run_gradient_hook();
         if (Mode::unscale_grads_all_finite(s_, scale_)) {
           opt.step();
@@ -332,7 +347,7 @@ class ModelImpl final : public Model {
   // Direct mode: backward, from the loss scale when dynamic loss scaling is on.
   void scaled_backward() {
     STRATA_CHECK(!s_.forward_only, "Model::train_step: the forward kept nothing for backward");
-    Mode::backward(s_, s_.amp.defined());
+    Mode::backward(s_, param_ready_, s_.amp.defined());
   }
   // The optimizer's step; with loss scaling on the device, first each gradient's sum and
   // the scale's update, whose state the step's kernels read (skip, or 1/scale).

@@ -136,6 +136,14 @@ class Model {
   // training averages them across processes here (dist/data_parallel.h), so every
   // rank takes the same step and skips the same ones. Empty: nothing is called.
   void set_gradient_hook(std::function<void()> fn) { gradient_hook_ = std::move(fn); }
+  // Called during backward with each parameter whose gradient is complete, while the
+  // rest of backward still runs: data-parallel training starts averaging then
+  // (dist/grad_buckets.h). Tape modes: every parameter, as the autograd engine adds its
+  // last contribution (autograd::LeafDone); direct mode: the parameters of each module
+  // the network reports (Module::set_grad_ready_hook: ResNet's blocks, stem and
+  // classifier; other networks report none). A parameter not reported is complete when
+  // the gradient hook runs. Empty: off.
+  void set_param_ready_hook(std::function<void(const Tensor& param)> fn);
 
  protected:
   void run_gradient_hook() {
@@ -143,6 +151,7 @@ class Model {
   }
   std::string describe_;
   std::function<void()> gradient_hook_;
+  std::function<void(const Tensor&)> param_ready_;
 };
 
 // `backend` empty: the best available (backends::Registry::best).

@@ -20,7 +20,11 @@ class CastPlan {
   void plan(Impl& impl, const Tensor& x, DType dt, MemoryFormat fmt = MemoryFormat::contiguous,
             Lifetime life = Lifetime::step_local) {
     check_defined("copy", "source", x);
-    y = planned_empty(x.sizes(), dt, x.device(), x.dim() == 4 ? fmt : MemoryFormat::contiguous, life);
+    plan_into(impl, x, planned_empty(x.sizes(), dt, x.device(), x.dim() == 4 ? fmt : MemoryFormat::contiguous, life));
+  }
+  // The conversion into a buffer the caller chose (a gradient's, planned_grad).
+  void plan_into(Impl& impl, const Tensor& x, const Tensor& out) {
+    y = out;
     validate_copy(StaticDispatch<Impl>(impl), x, y);
     impl_ = &impl;
     args_ = {x, y};
@@ -47,8 +51,7 @@ class ParamCast {
   // What the plan computes with for input x: param itself or its planned copy.
   Tensor plan(Impl& impl, const Tensor& param, const Tensor& x) {
     if (!param.defined() || param.dtype() == x.dtype() || !is_floating(x.dtype())) return param;
-    master_ = param.dtype();
-    format_ = param.suggested_format();
+    master_ = param;
     // In x's layout: a channels-last step's convolutions then read weights that need no staging.
     to_compute_.plan(impl, param, x.dtype(), x.suggested_format());
     return to_compute_.y;
@@ -57,7 +60,7 @@ class ParamCast {
   // After the plan allocated its gradient g (plan_backward).
   void plan_grad(Impl& impl, const Tensor& g) {
     if (to_compute_.planned() && g.defined())
-      to_master_.plan(impl, g, master_, format_, Lifetime::to_step_end);
+      to_master_.plan_into(impl, g, planned_grad(master_, g.sizes(), master_.dtype()));
   }
   // The buffer that holds the gradient in the parameter's dtype (for release_grad_buffer).
   const Tensor& grad(const Tensor& g) const { return to_master_.planned() ? to_master_.y : g; }
@@ -68,8 +71,7 @@ class ParamCast {
   }
 
  private:
-  DType master_ = DType::f32;
-  MemoryFormat format_ = MemoryFormat::contiguous;  // the parameter's, which its gradient takes
+  Tensor master_;  // the parameter, when a copy is planned
   CastPlan<Impl> to_compute_, to_master_;
 };
 

@@ -34,6 +34,7 @@ class Conv2dPlan {
     x_ = x;
     w_ = w;
     z_ = z;
+    b_ = b;
     fwd_ = {x, w, b, y, p};
     fwd_.z = z;
     fwd_.relu = relu;
@@ -50,12 +51,12 @@ class Conv2dPlan {
       validate_conv2d_bwd_data(d, dy, w_, dx, fwd_.p);
       bd_ = {dy, w_, dx, fwd_.p};
     }
-    dw = planned_empty(w_.sizes(), w_.dtype(), w_.device(), w_.suggested_format(), Lifetime::to_step_end);
+    dw = planned_grad(w_, w_.sizes(), w_.dtype());
     validate_conv2d_bwd_weight(d, x_, dy, dw, fwd_.p);
     bw_ = {x_, dy, dw, fwd_.p};
     if (fwd_.b.defined) {
       const Shape db_sizes = validate_conv2d_bwd_bias(d, dy);
-      db = planned_empty(db_sizes, fwd_.b.dtype, fwd_.b.device, MemoryFormat::contiguous, Lifetime::to_step_end);
+      db = planned_grad(b_, db_sizes, fwd_.b.dtype);
       bb_ = {dy, db};
     }
   }
@@ -68,7 +69,7 @@ class Conv2dPlan {
 
  private:
   Impl* impl_ = nullptr;
-  Tensor x_, w_, z_;  // z_: the residual kept alive while the plan points at it
+  Tensor x_, w_, b_, z_;  // z_: the residual kept alive while the plan points at it
   Conv2dFwdArgs fwd_;
   Conv2dBwdDataArgs bd_;
   Conv2dBwdWeightArgs bw_;
@@ -88,6 +89,7 @@ class BatchNormPlan {
                                           training, momentum, eps, z, relu);
     x_ = x;
     gamma_ = gamma;
+    beta_ = beta;
     y = planned_empty_like(x, x.sizes());
     if (!z.defined() && !relu) {  // fused evaluation saves nothing for a backward
       save_mean = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
@@ -105,10 +107,8 @@ class BatchNormPlan {
                  "batch_norm: no backward through a fused evaluation (it ran with gradients off)");
     validate_batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd);
     dx = planned_empty_like(y, y.sizes());
-    dgamma = planned_empty(save_mean.sizes(), save_mean.dtype(), save_mean.device(), MemoryFormat::contiguous,
-                           Lifetime::to_step_end);
-    dbeta = planned_empty(save_mean.sizes(), save_mean.dtype(), save_mean.device(), MemoryFormat::contiguous,
-                          Lifetime::to_step_end);
+    dgamma = planned_grad(gamma_, save_mean.sizes(), save_mean.dtype());
+    dbeta = planned_grad(beta_, save_mean.sizes(), save_mean.dtype());
     bwd_ = {fwd_.x, dy, fwd_.gamma, save_mean, save_invstd, dx, dgamma, dbeta};
     bwd_.training = fwd_.training;
   }
@@ -117,7 +117,7 @@ class BatchNormPlan {
 
  private:
   Impl* impl_ = nullptr;
-  Tensor x_, gamma_;
+  Tensor x_, gamma_, beta_;
   BatchNormFwdArgs fwd_;
   BatchNormBwdArgs bwd_;
 };
@@ -232,6 +232,7 @@ class LinearPlan {
     y = planned_empty(out, x.dtype(), x.device());
     x_ = x;
     w_ = w;
+    b_ = b;
     fwd_ = {x, w, b, y};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
@@ -248,9 +249,8 @@ class LinearPlan {
     // bwd_weight alone does not see the weight: without bwd_data, a grad_output of
     // another width would give a dw of another shape.
     check_same_shape("linear_bwd_weight", "output", y, "grad_output", dy);
-    dw = planned_empty(dw_sizes, w_.dtype(), w_.device(), MemoryFormat::contiguous, Lifetime::to_step_end);
-    if (fwd_.b.defined)
-      db = planned_empty(fwd_.b.sizes, fwd_.b.dtype, fwd_.b.device, MemoryFormat::contiguous, Lifetime::to_step_end);
+    dw = planned_grad(w_, dw_sizes, w_.dtype());
+    if (fwd_.b.defined) db = planned_grad(b_, fwd_.b.sizes, fwd_.b.dtype);
     bw_ = {x_, dy, dw, db};
   }
   void forward() { run_kernel<OpId::linear_fwd>(*impl_, fwd_); }
@@ -261,7 +261,7 @@ class LinearPlan {
 
  private:
   Impl* impl_ = nullptr;
-  Tensor x_, w_;
+  Tensor x_, w_, b_;
   LinearFwdArgs fwd_;
   LinearBwdDataArgs bd_;
   LinearBwdWeightArgs bw_;

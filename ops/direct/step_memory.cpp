@@ -118,6 +118,19 @@ Tensor planned_empty_like(const Tensor& x, const Shape& sizes, DType dt) {
 }
 Tensor planned_empty_like(const Tensor& x, const Shape& sizes) { return planned_empty_like(x, sizes, x.dtype()); }
 
+Tensor planned_grad(const Tensor& param, const Shape& sizes, DType dt) {
+  STRATA_CHECK(param.defined(), "planned_grad: the parameter is undefined (internal error)");
+  // In the parameter's layout (a channels-last convolution's weight gradient stages nothing).
+  const MemoryFormat fmt = Tensor::format_like(param, sizes);
+  const Tensor home = param.grad_home();
+  if (home.defined() && home.sizes() == sizes && home.dtype() == dt && home.device() == param.device() &&
+      (fmt == MemoryFormat::channels_last ? home.is_channels_last() : home.is_contiguous()))
+    return home;
+  return planned_empty(sizes, dt, param.device(), fmt, Lifetime::to_step_end);
+}
+
+int64_t buffer_alignment(DeviceType t) { return t == DeviceType::cpu ? 64 : 16; }
+
 void on_recording_end(std::function<void()> undo) {
   STRATA_CHECK(detail::t_recording != nullptr, "on_recording_end: no recording pass is running");
   detail::t_recording->undo.push_back(std::move(undo));
@@ -156,11 +169,7 @@ void StepMemory::RecordingPass::lay_out(Device d) {
     lifetimes.push_back({static_cast<int64_t>(b.end - b.begin), first, last});
     sum += static_cast<int64_t>(b.end - b.begin);
   }
-  // Offsets as aligned as what reads them needs: a cache line and vector on the CPU
-  // (core/allocator.h); on a GPU 16 bytes, the widest vector strata's kernels load and
-  // the most alignment the cuDNN graphs are told (backends/cuda/conv_graph.cpp) — more
-  // only pads the arena.
-  const ArenaPlan plan = plan_arena(lifetimes, d.type == DeviceType::cpu ? 64 : 16);
+  const ArenaPlan plan = plan_arena(lifetimes, buffer_alignment(d.type));
   m_.offsets_ = plan.offsets;
   m_.bytes_.clear();
   for (const auto& l : lifetimes) m_.bytes_.push_back(l.bytes);

@@ -60,6 +60,18 @@ Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt = 
                      Lifetime life = Lifetime::step_local);
 Tensor planned_empty_like(const Tensor& x, const Shape& sizes, DType dt);
 Tensor planned_empty_like(const Tensor& x, const Shape& sizes);
+// The buffer a plan writes parameter `param`'s gradient into, which .grad() then takes
+// over: param's gradient home (Tensor::grad_home, a data-parallel bucket's view) when it
+// has these sizes and dtype, so the kernel writes straight into the bucket; otherwise
+// planned_empty(..., Lifetime::to_step_end). Contiguous.
+Tensor planned_grad(const Tensor& param, const Shape& sizes, DType dt);
+
+// The alignment of the buffers planned in one memory on a device of type t (arenas,
+// gradient buckets): a cache line and vector on the CPU (core/allocator.h); on a GPU 16
+// bytes, the widest vector strata's kernels load and the most alignment the cuDNN graphs
+// are told (backends/cuda/conv_graph.cpp), so a kernel sees the same alignment class
+// wherever its buffer was placed; more only pads.
+int64_t buffer_alignment(DeviceType t);
 
 // Recording: `undo` runs when the recording ends (or fails), before its placeholders are
 // released — a layer drops the plans it made against them.

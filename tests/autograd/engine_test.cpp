@@ -20,6 +20,47 @@ TEST(Engine, TensorUsedTwiceAccumulates) {
   for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(g[i], (xv[i] > 0 ? 1.0 : 0.0) + 1.0);
 }
 
+// LeafDone: each leaf is reported once, with its gradient complete (x below gets two
+// contributions, from the relu and from the add); leaves off the graph are not reported.
+TEST(Engine, LeafDoneReportsEachLeafOnceItsGradientIsComplete) {
+  auto d = reference_dispatch();
+  Tensor x = random_tensor({4}, DType::f64, 1);
+  Tensor w = random_tensor({4}, DType::f64, 4);
+  Tensor unused = random_tensor({4}, DType::f64, 5);
+  for (Tensor* t : {&x, &w, &unused}) t->set_requires_grad(true);
+  const Tensor y = autograd::sum(d, autograd::add(d, autograd::add(d, autograd::relu(d, x), x), w));
+  std::vector<const void*> reports;
+  autograd::backward(y, Tensor(), [&](const Tensor& leaf) {
+    reports.push_back(leaf.data_ptr());
+    EXPECT_TRUE(leaf.grad().defined());
+  });
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0], w.data_ptr());  // the later op runs first
+  EXPECT_EQ(reports[1], x.data_ptr());
+  const auto xv = x.to_vector<double>();
+  const auto g = x.grad().to_vector<double>();
+  for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(g[i], (xv[i] > 0 ? 1.0 : 0.0) + 1.0);
+}
+
+// x's report comes after both of its contributions even when one arrives late: x feeds the
+// first op and, through a long chain, the last.
+TEST(Engine, LeafDoneWaitsForEveryPathToTheLeaf) {
+  auto d = reference_dispatch();
+  Tensor x = random_tensor({3}, DType::f64, 2);
+  x.set_requires_grad(true);
+  Tensor h = autograd::relu(d, x);
+  for (int i = 0; i < 5; ++i) h = autograd::scale(d, h, 2.0);
+  const Tensor y = autograd::sum(d, autograd::add(d, h, x));
+  int reports = 0;
+  std::vector<double> at_report;
+  autograd::backward(y, Tensor(), [&](const Tensor& leaf) {
+    ++reports;
+    at_report = leaf.grad().to_vector<double>();
+  });
+  EXPECT_EQ(reports, 1);
+  EXPECT_EQ(at_report, x.grad().to_vector<double>());
+}
+
 TEST(Engine, GradAccumulatesAcrossBackwardCalls) {
   auto d = reference_dispatch();
   Tensor x = random_tensor({3}, DType::f64, 2);

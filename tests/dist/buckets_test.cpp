@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "strata/core/error.h"
 #include "strata/dist/buckets.h"
 
 namespace strata::dist {
@@ -48,6 +49,39 @@ TEST(Buckets, LargeParameterGetsItsOwnBucket) {
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[0], (std::vector<size_t>{2, 1}));  // 4 + 1000 reaches the cap
   EXPECT_EQ(b[1], (std::vector<size_t>{0}));
+}
+
+TEST(Buckets, LayoutPlacesEachGradientAlignedAndApart) {
+  const std::vector<size_t> bytes{12, 400, 4, 36, 8};
+  const auto layout = lay_out_buckets(bytes, 48, 16);
+  const auto plan = plan_buckets(bytes, 48);
+  ASSERT_EQ(layout.size(), plan.size());
+  for (size_t b = 0; b < layout.size(); ++b) {
+    const BucketLayout& l = layout[b];
+    EXPECT_EQ(l.params, plan[b]);
+    ASSERT_EQ(l.offsets.size(), l.params.size());
+    size_t end = 0;
+    for (size_t k = 0; k < l.params.size(); ++k) {
+      EXPECT_EQ(l.offsets[k] % 16, 0u);
+      EXPECT_GE(l.offsets[k], end) << "gradients overlap";
+      EXPECT_LT(l.offsets[k], end + 16) << "more padding than the alignment needs";
+      end = l.offsets[k] + bytes[l.params[k]];
+    }
+    EXPECT_EQ(l.bytes % 16, 0u);
+    EXPECT_GE(l.bytes, end);
+    EXPECT_LT(l.bytes, end + 16);
+  }
+  // From the last: 8, 36, 4 (48 bytes reach the cap) at 0, 16 and 64; then 400 alone; then 12.
+  ASSERT_EQ(layout.size(), 3u);
+  EXPECT_EQ(layout[0].offsets, (std::vector<size_t>{0, 16, 64}));
+  EXPECT_EQ(layout[0].bytes, 80u);
+  EXPECT_EQ(layout[1].bytes, 400u);
+  EXPECT_EQ(layout[2].bytes, 16u);
+}
+
+TEST(Buckets, LayoutRefusesAnAlignmentThatIsNotAPowerOfTwo) {
+  EXPECT_THROW(lay_out_buckets({4}, 0, 24), Error);
+  EXPECT_THROW(lay_out_buckets({4}, 0, 0), Error);
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #      they agree to float rounding (relative 1e-3 on every step's loss and on every
 #      parameter's sum and L1 norm after the last step);
 #  (b) one GPU with the doubled batch 2B: batch norm then normalises over 2B rows, not B,
-#      so the runs differ by that (relative 5e-2 on the losses).
+#      so the runs differ by that (relative 5e-2 on the losses);
+#  and 2 ranks with the gradients kept in the buckets (the default) must match 2 ranks that
+#  stage them by copies (--no-grad-views) exactly: the same values averaged in the same layout.
 # Usage: two_gpus_match_one.sh <dist_resnet> [dispatch...]   (exit 77: fewer than 2 GPUs)
 set -euo pipefail
 prog=$1
@@ -20,6 +22,8 @@ for mode in $modes; do
   # shellcheck disable=SC2086
   "$prog" $common --dispatch "$mode" --batch 32 --nproc 2 --record "$out/two_$mode.json"
   # shellcheck disable=SC2086
+  "$prog" $common --dispatch "$mode" --batch 32 --nproc 2 --no-grad-views --record "$out/staged_$mode.json"
+  # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} "$prog" $common --dispatch "$mode" --batch 32 --accumulate 2 \
     --record "$out/accumulate_$mode.json"
   # shellcheck disable=SC2086
@@ -28,7 +32,7 @@ for mode in $modes; do
   python3 - "$out" "$mode" <<'PY' || rc=1
 import json, sys
 out, mode = sys.argv[1], sys.argv[2]
-two, acc, dbl = (json.load(open(f"{out}/{n}_{mode}.json")) for n in ("two", "accumulate", "doubled"))
+two, staged, acc, dbl = (json.load(open(f"{out}/{n}_{mode}.json")) for n in ("two", "staged", "accumulate", "doubled"))
 def rel(a, b):
     return abs(a - b) / max(abs(a), abs(b), 1e-12)
 ok = True
@@ -37,6 +41,9 @@ def check(name, worst, tol):
     verdict = "ok" if worst <= tol else "FAIL"
     ok = ok and worst <= tol
     print(f"{mode}: {name}: max relative difference {worst:.3e} (tolerance {tol:g}) {verdict}")
+check("2 GPUs, gradients as bucket views vs staged by copies, step losses and parameter checksums",
+      max([rel(a, b) for a, b in zip(two["losses"], staged["losses"])] +
+          [rel(x, y) for k in two["params"] for x, y in zip(two["params"][k], staged["params"][k])]), 0.0)
 check("2 GPUs vs 1 GPU accumulating 2 half batches, step losses",
       max(rel(a, b) for a, b in zip(two["losses"], acc["losses"])), 1e-3)
 check("2 GPUs vs 1 GPU accumulating 2 half batches, parameter sums and L1 norms",

@@ -79,5 +79,39 @@ TEST(GradReady, TapeModesReportNothing) {
   EXPECT_EQ(reports, 0);
 }
 
+// Model::set_param_ready_hook: in every mode each parameter is reported once per step,
+// with its gradient there, before the gradient hook; direct mode's memory plan (the first
+// step records its kernels without running them) reports nothing while recording.
+TEST(GradReady, ModelReportsEveryParameterOnceInEveryMode) {
+  for (DispatchMode mode : kAllModes) {
+    SCOPED_TRACE(ops::dispatch_mode_name(mode));
+    auto m = nn::make_resnet(tiny_resnet(18), mode, "reference");
+    const nn::StateDict params = m->module().named_parameters();
+    std::map<const void*, size_t> index;
+    for (size_t i = 0; i < params.size(); ++i) index[params[i].second.data_ptr()] = i;
+    std::vector<int> seen(params.size(), 0);
+    bool hook_ran = false, late = false, without_grad = false;
+    m->set_param_ready_hook([&](const Tensor& p) {
+      ++seen[index.at(p.data_ptr())];
+      late = late || hook_ran;
+      without_grad = without_grad || !p.grad().defined();
+    });
+    m->set_gradient_hook([&] { hook_ran = true; });
+    auto opt = m->make_optimizer({});
+    const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 5);
+    const Tensor y = Tensor::from_vector(std::vector<int64_t>{1, 7}, Shape{2});
+    for (int step = 1; step <= 2; ++step) {
+      hook_ran = false;
+      m->train_step(x, y, *opt);
+      for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(seen[i], step) << params[i].first;
+    }
+    EXPECT_FALSE(late) << "a parameter was reported after the gradient hook";
+    EXPECT_FALSE(without_grad) << "a parameter was reported before its gradient existed";
+    m->set_param_ready_hook({});
+    m->train_step(x, y, *opt);
+    EXPECT_EQ(seen[0], 2);
+  }
+}
+
 }  // namespace
 }  // namespace strata::testing

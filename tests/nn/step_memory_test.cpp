@@ -151,6 +151,29 @@ TEST(StepMemory, DirectStepSharesOneArenaAndPeaksNoHigherThanStaticMode) {
               static_cast<long long>(st.lower_bound));
 }
 
+// planned_grad: a parameter's gradient is written into its gradient home when the home
+// fits (sizes, dtype, contiguous), else into a planned buffer, with the same values.
+TEST(StepMemory, GradientsGoToTheirHomesWhenTheyFit) {
+  auto plain = nn::make_resnet(tiny_resnet(18), ops::DispatchMode::direct, "reference");
+  auto m = nn::make_resnet(tiny_resnet(18), ops::DispatchMode::direct, "reference");
+  const nn::StateDict params = m->module().named_parameters();
+  Tensor fits = params.front().second;  // conv1.weight
+  Tensor wrong = params.back().second;  // fc.bias: a home of another size
+  fits.set_grad_home(Tensor::empty(fits.sizes(), fits.dtype()));
+  wrong.set_grad_home(Tensor::empty(Shape{wrong.numel() + 1}, wrong.dtype()));
+  const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 5);
+  const Tensor y = Tensor::from_vector(std::vector<int64_t>{1, 7}, Shape{2});
+  auto opt_plain = plain->make_optimizer({});
+  auto opt = m->make_optimizer({});
+  for (int s = 0; s < 2; ++s) {
+    const StepOutputs want = snapshot(*plain, plain->train_step(x, y, *opt_plain));
+    const StepOutputs got = snapshot(*m, m->train_step(x, y, *opt));
+    expect_bitwise(want, got, "gradients in their homes");
+    EXPECT_TRUE(fits.grad().same(fits.grad_home()));
+    EXPECT_FALSE(wrong.grad().same(wrong.grad_home()));
+  }
+}
+
 TEST(StepMemory, RecordingPassLeavesHostStateAlone) {
   auto m = nn::make_resnet(tiny_resnet(18), ops::DispatchMode::direct, "reference");
   auto opt = m->make_optimizer({});
