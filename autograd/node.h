@@ -22,7 +22,6 @@ class Node;
 // for the same graph.
 using LeafDone = std::function<void(const Tensor& leaf)>;
 
-
 // Where an input's gradient goes: the node that produced it, or a leaf tensor.
 struct Edge {
   std::shared_ptr<Node> fn;

@@ -141,8 +141,9 @@ class Model {
   // (dist/grad_buckets.h). Tape modes: every parameter, as the autograd engine adds its
   // last contribution (autograd::LeafDone); direct mode: the parameters of each module
   // the network reports (Module::set_grad_ready_hook: ResNet's blocks, stem and
-  // classifier; other networks report none). A parameter not reported is complete when
-  // the gradient hook runs. Empty: off.
+  // classifier; other networks report none), through the network's own hook, which this
+  // one takes over. A parameter not reported is complete when the gradient hook runs.
+  // Empty: off.
   void set_param_ready_hook(std::function<void(const Tensor& param)> fn);
 
  protected:
