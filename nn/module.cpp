@@ -165,6 +165,7 @@ void Module::to_memory_format(MemoryFormat fmt) {
       copy_into(t, re);
       Tensor(t).set_data(re);
     }
+  on_memory_format(fmt);
   for (const auto& c : children_) c.second->to_memory_format(fmt);
   for (const auto& c : unlisted_) c->to_memory_format(fmt);
 }

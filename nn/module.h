@@ -118,6 +118,9 @@ class Module {
   virtual void on_train(bool) {}
   // Called on every module of the tree after load_state_dict wrote its tensors.
   virtual void on_load() {}
+  // After to_memory_format re-laid this module's parameters out: tensors the module keeps
+  // beside them (Conv2d's folded copies) follow.
+  virtual void on_memory_format(MemoryFormat) {}
   // Direct-mode backward: `m`'s parameter gradients are complete (see set_grad_ready_hook).
   void grads_ready(const Module& m) const {
     if (grad_ready_) grad_ready_(m);

@@ -144,6 +144,15 @@ void Conv2d<P>::on_train(bool on) {
 }
 
 template <class P>
+void Conv2d<P>::on_memory_format(MemoryFormat) {
+  // The folded weight takes the weight's layout (the one to_memory_format gave it).
+  if (!folded_w_.defined() || folded_w_.strides() == weight_.strides()) return;
+  Tensor re = Tensor::empty_like(weight_, weight_.sizes());
+  copy_into(folded_w_, re);
+  folded_w_.set_data(re);
+}
+
+template <class P>
 void Conv2d<P>::on_load() {
   if (fold_bn_ == nullptr) return;
   fold_stale_ = true;

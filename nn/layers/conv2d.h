@@ -58,6 +58,7 @@ class Conv2d final : public Module {
  protected:
   void on_train(bool on) override;
   void on_load() override;
+  void on_memory_format(MemoryFormat fmt) override;
 
  private:
   Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded);

@@ -49,6 +49,24 @@ TEST_P(NnMemoryFormat, WeightsAndTheirGradientsFollowTheActivationsLayout) {
   }
 }
 
+// Batch-norm folding's copies of the weights (kept beside the parameters) follow them.
+TEST_P(NnMemoryFormat, FoldedWeightsFollowTheWeightsLayout) {
+  nn::ResNetConfig c = tiny_resnet(18, DType::f64, 4);
+  c.fold_batch_norm = true;
+  auto m = nn::make_resnet(c, GetParam(), "reference", channels_last());
+  int folded = 0;
+  nn::with_policy(GetParam(), "reference", [&](const auto& p) {
+    using P = std::decay_t<decltype(p)>;
+    for (auto& [name, mod] : m->module().named_modules())
+      if (const auto* conv = dynamic_cast<const nn::Conv2d<P>*>(mod); conv && conv->folded_weight().defined() &&
+                                                                       spatial(conv->weight())) {
+        ++folded;
+        EXPECT_EQ(conv->folded_weight().strides(), conv->weight().strides()) << name;
+      }
+  });
+  EXPECT_GT(folded, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllModes, NnMemoryFormat, ::testing::ValuesIn(kAllModes),
                          [](const auto& info) { return std::string(ops::dispatch_mode_name(info.param)); });
 
