@@ -109,8 +109,8 @@ Tensor Conv2d<P>::run_fused(const Tensor& x, const Tensor& w, const Tensor& b, c
       w, b, cp_, z, relu);
 }
 
-// In double on the host, once per fold: ResNet-50's 25 M weights cost tens of
-// milliseconds, against a forward's tens (CPU, batch 1) to hundreds (GPU, batch 256).
+// In double on the host: one pass over the weights per fold (eval(), a load), not per
+// forward, so its cost does not need a device kernel.
 template <class P>
 void Conv2d<P>::refold() {
   const auto host = [](const Tensor& t) {
