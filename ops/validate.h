@@ -270,7 +270,7 @@ void validate_amp_update_scale(const D& d, const Tensor& grad_sums, const Tensor
   check_rank("amp_update_scale", "grad_sums", grad_sums, 1);
   check_float("amp_update_scale", "grad_sums", grad_sums);
   check_dtype("amp_update_scale", "state", state, DType::f64);
-  STRATA_CHECK(state.sizes() == Shape{4} && state.is_contiguous(), "amp_update_scale: state must be a dense f64 [4] ",
+  STRATA_CHECK(state.sizes() == Shape{4}, "amp_update_scale: state must be an f64 [4] ",
                "{scale, finite steps in a row, skipped steps, 1/scale}, got ", state.str());
   STRATA_CHECK(growth >= 1.0 && backoff > 0.0 && backoff <= 1.0 && interval >= 1, "amp_update_scale: growth ", growth,
                " must be >= 1, backoff ", backoff, " in (0, 1] and interval ", interval, " >= 1");

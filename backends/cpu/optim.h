@@ -74,8 +74,8 @@ void amp_update_scale(const ops::AmpUpdateScaleArgs& a) {
   const T* sums = a.grad_sums.ptr<const T>();
   const int64_t stride = a.grad_sums.strides[0];
   ops::amp_update_scale_state(
-      a.state.ptr<double>(), a.grad_sums.numel(), [&](int64_t i) { return static_cast<double>(sums[i * stride]); },
-      a.growth, a.backoff, a.interval);
+      a.state.ptr<double>(), a.state.strides[0], a.grad_sums.numel(),
+      [&](int64_t i) { return static_cast<double>(sums[i * stride]); }, a.growth, a.backoff, a.interval);
 }
 
 // The step for an args struct's type (callers generic over SGD and Adam).

@@ -74,11 +74,11 @@ struct AdamFn {
 
 // Dynamic loss scaling's update: one thread (a model has a few hundred gradients).
 template <class T>
-__global__ void amp_update_scale_kernel(const T* sums, int64_t count, int64_t stride, double* state, double growth,
-                                        double backoff, int64_t interval) {
+__global__ void amp_update_scale_kernel(const T* sums, int64_t count, int64_t stride, double* state,
+                                        int64_t state_stride, double growth, double backoff, int64_t interval) {
   ops::amp_update_scale_state(
-      state, count, [&](int64_t i) { return static_cast<double>(load(sums[i * stride])); }, growth, backoff,
-      interval);
+      state, state_stride, count, [&](int64_t i) { return static_cast<double>(load(sums[i * stride])); }, growth,
+      backoff, interval);
 }
 
 // The loss-scaling state of a step's arguments, or null.
@@ -130,14 +130,16 @@ void CudaBackend::adam_step(const AdamStepArgs& a) {
 }
 
 void CudaBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
-  amp_of(a.state, "amp_update_scale");
+  STRATA_CHECK(a.state.device.is_cuda() && a.state.dtype == DType::f64 && a.state.numel() == 4,
+               "amp_update_scale: state must be an f64 [4] loss-scaling state on the device, got ", a.state.sizes.str(),
+               " ", dtype_name(a.state.dtype), " on ", a.state.device.str());
   STRATA_CHECK(a.grad_sums.device.is_cuda() && a.grad_sums.sizes.size() == 1, "amp_update_scale: grad_sums must be ",
                "a 1-D tensor on the device, got ", a.grad_sums.sizes.str(), " on ", a.grad_sums.device.str());
   dispatch_float(a.grad_sums.dtype, "amp_update_scale", [&](auto t) {
     using T = decltype(t);
     amp_update_scale_kernel<T><<<1, 1, 0, ctx_->stream>>>(a.grad_sums.ptr<const T>(), a.grad_sums.numel(),
-                                                          a.grad_sums.strides[0], a.state.ptr<double>(), a.growth,
-                                                          a.backoff, a.interval);
+                                                          a.grad_sums.strides[0], a.state.ptr<double>(),
+                                                          a.state.strides[0], a.growth, a.backoff, a.interval);
   });
   STRATA_CUDA_CHECK(cudaGetLastError());
 }

@@ -92,7 +92,7 @@ void ReferenceBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
     using T = decltype(tag);
     const T* sums = a.grad_sums.ptr<T>();
     ops::amp_update_scale_state(
-        a.state.ptr<double>(), a.grad_sums.numel(),
+        a.state.ptr<double>(), a.state.strides[0], a.grad_sums.numel(),
         [&](int64_t i) { return static_cast<double>(sums[i * a.grad_sums.strides[0]]); }, a.growth, a.backoff,
         a.interval);
   });

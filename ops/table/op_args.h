@@ -202,11 +202,13 @@ struct AmpUpdateScaleArgs {
 };
 enum AmpState : int { kAmpScale = 0, kAmpGood = 1, kAmpSkipped = 2, kAmpInvScale = 3 };
 
-// The update itself, for every backend (state in the backend's memory, read and
-// written by one thread); `sum_of` reads the i-th gradient sum as a double.
+// The update itself, for every backend (state in the backend's memory, any stride, read
+// and written by one thread); `sum_of` reads the i-th gradient sum as a double.
 template <class SumOf>
-STRATA_HOST_DEVICE inline void amp_update_scale_state(double* state, int64_t count, SumOf sum_of, double growth,
-                                                      double backoff, int64_t interval) {
+STRATA_HOST_DEVICE inline void amp_update_scale_state(double* st, int64_t stride, int64_t count, SumOf sum_of,
+                                                      double growth, double backoff, int64_t interval) {
+  double state[4];
+  for (int k = 0; k < 4; ++k) state[k] = st[k * stride];
   bool finite = true;
   for (int64_t i = 0; i < count; ++i) {
     const double s = sum_of(i);
@@ -217,14 +219,15 @@ STRATA_HOST_DEVICE inline void amp_update_scale_state(double* state, int64_t cou
     state[kAmpScale] *= backoff;
     state[kAmpGood] = 0.0;
     state[kAmpSkipped] += 1.0;
-    return;
+  } else {
+    state[kAmpInvScale] = 1.0 / state[kAmpScale];
+    state[kAmpGood] += 1.0;
+    if (state[kAmpGood] >= static_cast<double>(interval)) {
+      state[kAmpScale] *= growth;
+      state[kAmpGood] = 0.0;
+    }
   }
-  state[kAmpInvScale] = 1.0 / state[kAmpScale];
-  state[kAmpGood] += 1.0;
-  if (state[kAmpGood] >= static_cast<double>(interval)) {
-    state[kAmpScale] *= growth;
-    state[kAmpGood] = 0.0;
-  }
+  for (int k = 0; k < 4; ++k) st[k * stride] = state[k];
 }
 
 // CPU backends (hyper in host memory): the arguments with hyper's values in place.

@@ -229,7 +229,7 @@ TEST_P(LossReduceOptimTest, AmpUpdateScaleAndTheStepsThatReadIt) {
     std::vector<double> before, after;
   };
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  for (const Case& c : std::vector<Case>{{"finite", {1.f, -2.f, 3e30f}, {1024, 5, 1, 0}, {1024, 6, 1, 1.0 / 1024}},
+  for (const Case& c : std::vector<Case>{{"finite", {1.f, -2.f, 3e30f}, {1024, 1, 1, 0}, {1024, 2, 1, 1.0 / 1024}},
                                          {"grows", {0.f}, {1024, 2, 0, 0}, {2048, 0, 0, 1.0 / 1024}},
                                          {"inf", {1.f, inf}, {1024, 2, 1, 0}, {512, 0, 2, 0}},
                                          {"nan", {nan, 1.f}, {8, 1, 0, 0.125}, {4, 0, 1, 0}}}) {

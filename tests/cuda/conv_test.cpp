@@ -220,12 +220,12 @@ TEST_F(CudaConv, FusedEpilogue) {
           const Tensor w = random_tensor({c.k, c.x[1], c.r, c.r}, dt, seed + 1, -0.5, 0.5, fmt);
           const Tensor b = c.bias ? random_tensor({c.k}, dt, seed + 2) : Tensor();
           const Tensor z = c.with_z ? random_tensor(ys, dt, seed + 3, -1, 1, zf) : Tensor();
-          ops::Conv2dFwdArgs r{f32(x), f32(w), c.bias ? f32(b) : Tensor(), cpu_nan(ys, fmt), c.p};
-          const Tensor zr = c.with_z ? f32(z) : Tensor();
+          // The argument struct holds views: the f32 copies must outlive the call.
+          const Tensor xr = f32(x), wr = f32(w), br = c.bias ? f32(b) : Tensor();
+          const Tensor zr = c.with_z ? f32(z) : Tensor(), y_ref = cpu_nan(ys, fmt);
+          ops::Conv2dFwdArgs r{xr, wr, br, y_ref, c.p};
           r.z = zr;
           r.relu = c.relu;
-          const Tensor y_ref = cpu_nan(ys, fmt);
-          r.y = y_ref;
           ref_.conv2d_fwd(r);
           const Tensor xg = to_gpu(x), wg = to_gpu(w), bg = c.bias ? to_gpu(b) : Tensor();
           const Tensor zg = c.with_z ? to_gpu(z) : Tensor(), y = gpu_nan(ys, fmt, dt);
