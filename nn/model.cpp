@@ -381,9 +381,7 @@ class ModelImpl final : public Model {
   // Direct mode with loss scaling: element i of its device state (a read that waits).
   std::optional<double> device_amp(int i) const {
     if (!s_.amp.defined()) return std::nullopt;
-    Tensor host = Tensor::empty(Shape{4}, DType::f64, Device::cpu());
-    copy_into(s_.amp, host);
-    return host.data<double>()[i];
+    return read_amp_state(s_.amp)[static_cast<size_t>(i)];
   }
 
   StepResult captured_train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) {

@@ -181,12 +181,16 @@ void Optimizer::step(const Tensor& amp) {
   step();
 }
 
-std::array<double, 4> Optimizer::read_amp() const {
-  STRATA_CHECK(!capturing_, "optimizer: the loss scaler's state cannot be read inside a captured step");
+std::array<double, 4> read_amp_state(const Tensor& amp) {
   Tensor host = Tensor::empty(Shape{4}, DType::f64, Device::cpu());
-  kernels_->copy(amp_, host);  // waits for the device: at a parameter's first step, state_dict and load
+  copy_into(amp, host);
   const double* s = host.data<double>();
   return {s[0], s[1], s[2], s[3]};
+}
+
+std::array<double, 4> Optimizer::read_amp() const {
+  STRATA_CHECK(!capturing_, "optimizer: the loss scaler's state cannot be read inside a captured step");
+  return read_amp_state(amp_);  // at a parameter's first step, state_dict and load
 }
 
 int64_t Optimizer::skipped_total() const {

@@ -66,6 +66,10 @@ class StepKernels {
 };
 std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::string_view backend);
 
+// Dynamic loss scaling's device state (ops::AmpUpdateScaleArgs) on the host: a read that
+// waits for the device.
+std::array<double, 4> read_amp_state(const Tensor& amp);
+
 class Optimizer {
  public:
   Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, std::shared_ptr<StepKernels> kernels);

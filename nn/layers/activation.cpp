@@ -54,7 +54,8 @@ void DropoutStep<Impl>::plan(Impl& impl, const Tensor& x, double prob, DropoutCo
   mask_ = ops::direct::planned_empty_like(x, x.sizes(), DType::u8);
   // Made here, outside any capture (nothing is allocated inside one).
   if constexpr (ops::direct::CapturesGraphs<Impl>)
-    rng_ = std::make_shared<Tensor>(Tensor::empty(Shape{2}, DType::i64, x.device()));
+    rng_ = std::make_shared<Rng>(
+        Rng{Tensor::empty(Shape{2}, DType::i64, Device::cpu()), Tensor::empty(Shape{2}, DType::i64, x.device())});
   fwd_ = ops::DropoutFwdArgs{x, y_, mask_};
   fwd_.p = prob;
 }
@@ -70,12 +71,14 @@ const Tensor& DropoutStep<Impl>::run(double, DropoutCounter* counter, uint64_t o
   STRATA_CHECK(rng_, "dropout: backend '", Impl::kName, "' does not capture graphs");
   const uint64_t n = static_cast<uint64_t>(y_.numel());
   ops::direct::before_each_launch([impl = impl_, rng = rng_, counter, n] {
-    const Tensor host = Tensor::from_vector(
-        std::vector<int64_t>{static_cast<int64_t>(counter->seed), static_cast<int64_t>(counter->offset)}, Shape{2});
-    ops::direct::run_kernel<ops::OpId::copy>(*impl, ops::CopyArgs{host, *rng});
+    // The host copy may be rewritten at once: a copy from pageable memory is staged before it returns.
+    int64_t* h = rng->host.template data<int64_t>();
+    h[0] = static_cast<int64_t>(counter->seed);
+    h[1] = static_cast<int64_t>(counter->offset);
+    ops::direct::run_kernel<ops::OpId::copy>(*impl, ops::CopyArgs{rng->host, rng->device});
     counter->offset += n;
   });
-  fwd_.rng = *rng_;
+  fwd_.rng = rng_->device;
   ops::direct::run_kernel<ops::OpId::dropout_fwd>(*impl_, fwd_);
   fwd_.rng = {};
   return y_;

@@ -31,9 +31,12 @@ class DropoutStep {
  private:
   Impl* impl_ = nullptr;
   Tensor y_, mask_, dx_;
-  // Graph mode: {seed, offset} on the device, shared with the launches' writes (a graph
-  // may outlive this step in the plan cache).
-  std::shared_ptr<Tensor> rng_;
+  // Graph mode: {seed, offset} on the device and its host staging, shared with the
+  // launches' writes (a graph may outlive this step in the plan cache).
+  struct Rng {
+    Tensor host, device;
+  };
+  std::shared_ptr<Rng> rng_;
   ops::DropoutFwdArgs fwd_;
   ops::DropoutBwdArgs bwd_;
 };
