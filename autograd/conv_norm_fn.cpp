@@ -1,4 +1,5 @@
 // Backward formulas of conv2d, batch_norm and linear.
+#include "strata/autograd/grad_mode.h"
 #include "strata/autograd/node_base.h"
 #include "strata/ops/validate.h"
 
@@ -44,21 +45,29 @@ class Conv2dFusedNode final : public NodeT<D> {
   void release() override {}
 };
 
+// Inputs x, gamma, beta and, fused, the residual z; a fused ReLU's mask masks dy.
 template <class D>
 class BatchNormNode final : public NodeT<D> {
  public:
-  BatchNormNode(const D& d, Tensor x, Tensor gamma, Tensor mean, Tensor invstd, bool training)
+  BatchNormNode(const D& d, Tensor x, Tensor gamma, Tensor mean, Tensor invstd, bool training, Tensor mask)
       : NodeT<D>(d), x_(std::move(x)), gamma_(std::move(gamma)), mean_(std::move(mean)), invstd_(std::move(invstd)),
-        training_(training) {}
-  std::string_view name() const override { return "batch_norm"; }
-  std::vector<Tensor> apply(const Tensor& dy) override {
-    ops::BatchNormGrads g = ops::batch_norm_bwd(this->d_, x_, dy, gamma_, mean_, invstd_, training_);
+        mask_(std::move(mask)), training_(training) {}
+  std::string_view name() const override { return mask_.defined() ? "batch_norm_relu" : "batch_norm"; }
+  std::vector<Tensor> apply(const Tensor& dy_in) override {
+    const auto& e = this->next;
+    const bool want_dz = e.size() > 3 && e[3].valid();
+    // The mask is over x's memory order: a gradient in another layout is copied into it.
+    const Tensor dy = mask_.defined() && !ops::same_memory_order(x_, dy_in)
+                          ? ops::to(this->d_, dy_in, dy_in.dtype(), dy_in.device(), x_.suggested_format())
+                          : dy_in;
+    ops::BatchNormGrads g = ops::batch_norm_bwd(this->d_, x_, dy, gamma_, mean_, invstd_, training_, mask_, want_dz);
+    if (e.size() > 3) return {g.dx, g.dgamma, g.dbeta, g.dz};
     return {g.dx, g.dgamma, g.dbeta};
   }
-  void release() override { x_ = gamma_ = mean_ = invstd_ = Tensor(); }
+  void release() override { x_ = gamma_ = mean_ = invstd_ = mask_ = Tensor(); }
 
  private:
-  Tensor x_, gamma_, mean_, invstd_;
+  Tensor x_, gamma_, mean_, invstd_, mask_;
   bool training_;
 };
 
@@ -101,9 +110,18 @@ Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& 
 
 template <class D>
 Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-                  const Tensor& running_var, bool training, double momentum, double eps) {
-  ops::BatchNormOut o = ops::batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps);
-  record<BatchNormNode<D>>(d, {&x, &gamma, &beta}, o.y, x, gamma, o.save_mean, o.save_invstd, training);
+                  const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z,
+                  bool relu) {
+  STRATA_CHECK(training || !(z.defined() || relu) || !GradMode::enabled(),
+               "batch_norm: a fused evaluation has no backward; run it with gradients off, or in training");
+  ops::BatchNormOut o =
+      ops::batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
+  if (z.defined())
+    record<BatchNormNode<D>>(d, {&x, &gamma, &beta, &z}, o.y, x, gamma, o.save_mean, o.save_invstd, training,
+                             o.relu_mask);
+  else
+    record<BatchNormNode<D>>(d, {&x, &gamma, &beta}, o.y, x, gamma, o.save_mean, o.save_invstd, training,
+                             o.relu_mask);
   return o.y;
 }
 
@@ -119,7 +137,7 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
   template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&, \
                                   const Tensor&, bool);                                                  \
   template Tensor batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,    \
-                                const Tensor&, bool, double, double);                                    \
+                                const Tensor&, bool, double, double, const Tensor&, bool);               \
   template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);
 STRATA_AUTOGRAD_INSTANTIATE_ALL()
 

@@ -15,10 +15,11 @@ template <class D> ops::Conv2dSignature<D> conv2d;  // as ops::conv2d
 // As ops::conv2d_fused (the inference epilogue); a backward through it is refused.
 template <class D> Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b,
                                        const Conv2dParams& p, const Tensor& z, bool relu);
-// Training mode updates running_mean/running_var in place.
+// Training mode updates running_mean/running_var in place. z, relu: fused, y =
+// relu?(bn(x) + z) (ops::batch_norm); in evaluation only with gradients off.
 template <class D> Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                      const Tensor& running_mean, const Tensor& running_var, bool training,
-                                     double momentum, double eps);
+                                     double momentum, double eps, const Tensor& z = Tensor(), bool relu = false);
 template <class D> Tensor relu(const D& d, const Tensor& x);
 template <class D> Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
 template <class D> Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);

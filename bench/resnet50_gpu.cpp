@@ -118,7 +118,7 @@ struct Options {
   double max_seconds = 30;
   uint64_t seed = 1;
   double lr = 0.01;
-  bool fuse = true;    // nn::ResNetConfig::fuse_eval
+  bool fuse = true;    // nn::ResNetConfig::fuse_eval and fuse_train
   bool fold = false;   // nn::ResNetConfig::fold_batch_norm
   bool trace = false;  // one extra traced step in the tape modes
   bool trace_sync = false;  // and one with every op waited for (per-op device time)
@@ -288,8 +288,8 @@ int main(int argc, char** argv) {
   app.add_flag("--cudnn-find", find_algos, "choose cuDNN engines by timing them once per shape (default: heuristics)");
   bool no_fuse = false;
   app.add_flag("--no-fuse", no_fuse,
-               "inference: batch norm, ReLU and residual add as separate ops (default: fused into one batch norm "
-               "call, nn::ResNetConfig::fuse_eval)");
+               "batch norm, ReLU and residual add as separate ops, forward and backward (default: fused into one "
+               "batch norm call, nn::ResNetConfig::fuse_eval and fuse_train)");
   // Off by default until measured on the GPU (docs/results/cpu_libtorch.md has the CPU's numbers).
   app.add_flag("--fold", o.fold,
                "inference: batch norms folded into the convolutions, each block's convolutions with the bias, "
@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
     backends::Backend& be = backends::registry().get(o.backend);  // throws listing the built ones
     const bool cuda = be.device_type() == DeviceType::cuda;
     o.fuse = !no_fuse;
-    json settings = {{"backend", o.backend}, {"fuse_eval", o.fuse}, {"fold_batch_norm", o.fold}};
+    json settings = {{"backend", o.backend}, {"fuse", o.fuse}, {"fold_batch_norm", o.fold}};
     if (cuda) {
       auto& cb = backends::registry().impl<backends::CudaBackend>();
       cb.set_allow_tf32(tf32);

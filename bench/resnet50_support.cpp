@@ -101,11 +101,11 @@ json device_info(bool cuda) {
 }
 
 std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend, MemoryFormat fmt,
-                                         std::optional<DType> compute, bool fuse_eval, bool fold) {
+                                         std::optional<DType> compute, bool fuse, bool fold) {
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = kImageNetClasses;
-  rc.fuse_eval = fuse_eval;
+  rc.fuse_eval = rc.fuse_train = fuse;
   rc.fold_batch_norm = fold;
   nn::ModelOptions mo;
   mo.memory_format = fmt;

@@ -46,6 +46,7 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& c) : c_(c) {
   BatchNormOptions bno;
   bno.dtype = dt;
   bno.fuse_eval = c.fuse_eval;
+  bno.fuse_train = c.fuse_train;
   bno.fold_into_conv = c.fold_batch_norm;
   bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, base, bno));
   if (c.fold_batch_norm) conv1_->fold_batch_norm(*bn1_);
@@ -74,11 +75,13 @@ Tensor ResNetT<P, Block>::forward(const Tensor& x) {
   STRATA_CHECK(x.dim() == 4 && x.size(1) == c_.in_channels, "ResNet: input ", x.str(), " must be [N, ",
                c_.in_channels, ", H, W]");
   Tensor h;
+  stem_fused_ = false;
   if (conv1_->folds()) {
     h = conv1_->forward_folded(x, Tensor(), true);
   } else {
     h = conv1_->forward(x);
-    h = bn1_->fuses(h) ? bn1_->forward_fused(h, Tensor(), true) : relu_->forward(bn1_->forward(h));
+    stem_fused_ = bn1_->fuses(h);
+    h = stem_fused_ ? bn1_->forward_fused(h, Tensor(), true) : relu_->forward(bn1_->forward(h));
   }
   if (maxpool_) h = maxpool_->forward(h);
   for (auto* stage : layers_) h = stage->forward(h);
@@ -93,7 +96,7 @@ Tensor ResNetT<P, Block>::backward(const Tensor& dlogits) {
     g = avgpool_->backward(g);
     for (int s = 3; s >= 0; --s) g = layers_[s]->backward(g);  // (each block reports itself)
     if (maxpool_) g = maxpool_->backward(g);
-    g = bn1_->backward(relu_->backward(g));
+    g = bn1_->backward(stem_fused_ ? g : relu_->backward(g));
     grads_ready(*bn1_);
     g = conv1_->backward(g);
     grads_ready(*conv1_);

@@ -32,6 +32,9 @@ struct ResNetConfig {
   // Evaluation with gradients off runs each batch norm with the ReLU and residual add
   // after it in one pass (BatchNormOptions::fuse_eval); false: the separate ops.
   bool fuse_eval = true;
+  // Training runs each batch norm with the ReLU and residual add after it in one pass,
+  // its backward with the ReLU's (BatchNormOptions::fuse_train); false: the separate ops.
+  bool fuse_train = true;
   // Evaluation with gradients off runs each convolution with the batch norm after it
   // folded into its weights and bias, and the ReLU and residual add in the same call
   // (Conv2d::fold_batch_norm): conv1 of the stem, then 2 (BasicBlock) or 3 (Bottleneck)
@@ -88,6 +91,7 @@ class ResNetT final : public Module {
   Conv2d<P>* conv1_;
   BatchNorm2d<P>* bn1_;
   ReLU<P>* relu_;
+  bool stem_fused_ = false;  // the latest forward's stem ran bn1 with its ReLU
   MaxPool2d<P>* maxpool_ = nullptr;
   detail::Stage<Block>* layers_[4];
   GlobalAvgPool<P>* avgpool_;

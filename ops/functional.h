@@ -34,18 +34,24 @@ template <class D> Tensor conv2d_bwd_bias(const D& d, const Tensor& dy);
 
 struct BatchNormOut {
   Tensor y, save_mean, save_invstd;
+  Tensor relu_mask;  // fused training with relu: which outputs ReLU passed (relu_mask.h)
 };
 struct BatchNormGrads {
   Tensor dx, dgamma, dbeta;
+  Tensor dz;  // the residual input's gradient, when asked for
 };
 // Training: normalises with batch statistics and updates running_mean/var in place.
-// Evaluation may fuse what follows: y = relu?(bn(x) + z) (z optional, x's sizes and dtype).
+// Either mode may fuse what follows: y = relu?(bn(x) + z) (z optional, x's sizes and
+// dtype). Fused evaluation saves nothing for a backward; fused training saves the
+// statistics and, with relu, the ReLU mask that batch_norm_bwd takes.
 template <class D> BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            const Tensor& running_mean, const Tensor& running_var, bool training,
                                            double momentum, double eps, const Tensor& z = Tensor(),
                                            bool relu = false);
+// relu_mask: the fused forward's; want_dz: also return the gradient of its residual z.
 template <class D> BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                                 const Tensor& save_mean, const Tensor& save_invstd, bool training);
+                                                 const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                                                 const Tensor& relu_mask = Tensor(), bool want_dz = false);
 
 template <class D> Tensor relu(const D& d, const Tensor& x);
 template <class D> Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy);

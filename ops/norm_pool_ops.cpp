@@ -9,28 +9,35 @@ BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const 
   const int64_t c =
       validate_batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
   const DType st = batch_norm_param_dtype(x);
-  const bool fused = z.defined() || relu;  // no backward follows: no statistics saved for it
-  BatchNormOut out{Tensor::empty_like(x, x.sizes()), fused ? Tensor() : Tensor::empty(Shape{c}, st, x.device()),
-                   fused ? Tensor() : Tensor::empty(Shape{c}, st, x.device())};
+  const bool saves = training || !(z.defined() || relu);  // fused evaluation has no backward
+  BatchNormOut out{Tensor::empty_like(x, x.sizes()), saves ? Tensor::empty(Shape{c}, st, x.device()) : Tensor(),
+                   saves ? Tensor::empty(Shape{c}, st, x.device()) : Tensor()};
+  if (training && relu) out.relu_mask = Tensor::empty(Shape{relu_mask_bytes(x.numel())}, DType::u8, x.device());
   BatchNormFwdArgs a{x, gamma, beta, running_mean, running_var, out.y, out.save_mean, out.save_invstd};
   a.eps = eps;
   a.momentum = momentum;
   a.training = training;
   a.z = z;
   a.relu = relu;
+  a.relu_mask = out.relu_mask;
   d.batch_norm_fwd(a);
   return out;
 }
 
 template <class D>
 BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                              const Tensor& save_mean, const Tensor& save_invstd, bool training) {
-  const int64_t c = validate_batch_norm_bwd(d, x, dy, gamma, save_mean, save_invstd);
+                              const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                              const Tensor& relu_mask, bool want_dz) {
+  const int64_t c = validate_batch_norm_bwd(d, x, dy, gamma, save_mean, save_invstd, relu_mask);
   const DType st = batch_norm_param_dtype(x);
   BatchNormGrads g{Tensor::empty_like(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
                    Tensor::empty(Shape{c}, st, x.device())};
+  // Without a ReLU the residual's gradient is dy itself.
+  if (want_dz) g.dz = relu_mask.defined() ? Tensor::empty_like(x, x.sizes()) : dy;
   BatchNormBwdArgs a{x, dy, gamma, save_mean, save_invstd, g.dx, g.dgamma, g.dbeta};
   a.training = training;
+  a.relu_mask = relu_mask;
+  if (relu_mask.defined()) a.dz = g.dz;
   d.batch_norm_bwd(a);
   return g;
 }
@@ -87,7 +94,7 @@ Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
   template BatchNormOut batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,      \
                                       const Tensor&, bool, double, double, const Tensor&, bool);                 \
   template BatchNormGrads batch_norm_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \
-                                            const Tensor&, bool);                                                \
+                                            const Tensor&, bool, const Tensor&, bool);                           \
   template Tensor max_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);                                   \
   template Tensor max_pool2d_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&); \
   template Tensor avg_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);                                   \

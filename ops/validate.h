@@ -18,6 +18,7 @@
 #include "strata/ops/shape_rules.h"
 #include "strata/ops/table/op_args.h"
 #include "strata/ops/table/op_id.h"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::ops {
 
@@ -114,12 +115,17 @@ int64_t validate_batch_norm(const D& d, const Tensor& x, const Tensor& gamma, co
                             const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
                             double eps, const Tensor& z = Tensor(), bool relu = false) {
   const int64_t c = batch_norm_channels(x, gamma, beta, running_mean, running_var);
-  if (z.defined() || relu)
-    STRATA_CHECK(!training, "batch_norm: a fused residual add or ReLU is for evaluation (training = false)");
   if (z.defined()) {
     check_same_shape("batch_norm", "input", x, "residual", z);
     check_same_dtype("batch_norm", "residual", z, "input", x);
     check_input(d, OpId::batch_norm_fwd, "residual", z);
+  }
+  if (training && (z.defined() || relu)) {
+    // Fused training saves a ReLU mask over the output's memory order (relu_mask.h).
+    STRATA_CHECK(dense_for_mask(x), "batch_norm: fused training needs a dense NCHW or channels-last input, got ",
+                 x.str(), " with strides ", x.strides().str());
+    STRATA_CHECK(!z.defined() || same_memory_order(x, z), "batch_norm: fused training needs the residual in the "
+                 "input's layout, got strides ", z.strides().str(), " for input strides ", x.strides().str());
   }
   STRATA_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
                "batch_norm: eps must be > 0 and momentum in [0,1], got eps ", eps, " momentum ", momentum);
@@ -134,7 +140,19 @@ int64_t validate_batch_norm(const D& d, const Tensor& x, const Tensor& gamma, co
 
 template <class D>
 int64_t validate_batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                const Tensor& save_mean, const Tensor& save_invstd) {
+                                const Tensor& save_mean, const Tensor& save_invstd,
+                                const Tensor& relu_mask = Tensor()) {
+  if (relu_mask.defined()) {  // the backward of a fused forward (relu_mask.h)
+    check_defined("batch_norm_bwd", "grad_output", dy);
+    check_dtype("batch_norm_bwd", "relu_mask", relu_mask, DType::u8);
+    STRATA_CHECK(relu_mask.dim() == 1 && relu_mask.is_contiguous() && relu_mask.numel() == relu_mask_bytes(x.numel()),
+                 "batch_norm_bwd: relu_mask must be a dense [", relu_mask_bytes(x.numel()), "] for input ", x.str(),
+                 ", got ", relu_mask.str());
+    STRATA_CHECK(dense_for_mask(x) && same_memory_order(x, dy), "batch_norm_bwd: with a relu_mask, input and "
+                 "grad_output must be dense in one layout, got strides ", x.strides().str(), " and ",
+                 dy.strides().str());
+    check_device("batch_norm_bwd", "relu_mask", relu_mask, d.device(), d.backend_name());
+  }
   check_float("batch_norm_bwd", "input", x);
   STRATA_CHECK(x.dim() == 2 || x.dim() == 4, "batch_norm_bwd: input must be [N,C] or [N,C,H,W], got ", x.str());
   check_defined("batch_norm_bwd", "grad_output", dy);

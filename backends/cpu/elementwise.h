@@ -4,6 +4,7 @@
 #include "strata/backends/cpu/strided.h"
 #include "strata/core/dtype_dispatch.h"
 #include "strata/ops/table/op_args.h"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::backends::loops {
 
@@ -34,21 +35,24 @@ template <class Args>
 Args without_epilogue(Args a) {
   a.z = {};
   a.relu = false;
+  if constexpr (requires { a.relu_mask; }) a.relu_mask = {};
   return a;
 }
+// Fused training's ReLU mask (batch norm's relu_mask) is written from the result.
 template <class T, class Args>
 void epilogue(const Args& a) {
   T* y = a.y.template ptr<T>();
   const bool relu = a.relu;
   if (!a.z.defined) {
     for_each_unordered([y](int64_t, int64_t oy) { y[oy] = y[oy] > T(0) ? y[oy] : T(0); }, a.y);
-    return;
+  } else {
+    const T* z = a.z.template ptr<const T>();
+    for_each_unordered([y, z, relu](int64_t, int64_t oy, int64_t oz) {
+      const T v = y[oy] + z[oz];
+      y[oy] = relu && !(v > T(0)) ? T(0) : v;
+    }, a.y, a.z);
   }
-  const T* z = a.z.template ptr<const T>();
-  for_each_unordered([y, z, relu](int64_t, int64_t oy, int64_t oz) {
-    const T v = y[oy] + z[oz];
-    y[oy] = relu && !(v > T(0)) ? T(0) : v;
-  }, a.y, a.z);
+  if constexpr (requires { a.relu_mask; }) ops::write_relu_mask<T>(a);
 }
 
 template <class T>

@@ -92,143 +92,6 @@ struct BnEvalDx {
   }
 };
 
-// Fused evaluation (op_args.h): y = relu?(bn(x) + z) in one pass, the batch norm in
-// f32 from the running statistics, each step rounded to T as the separate ops round it.
-// Offsets: x, gamma, beta, running_mean, running_var, z (x again when absent), y.
-template <class T>
-struct BnEvalFused {
-  const T* x;
-  const float *gamma, *beta, *mean, *var;
-  const T* z;
-  T* y;
-  float eps;
-  bool relu;
-  __device__ void operator()(int64_t, const int64_t* o) const {
-    const float s = (gamma ? gamma[o[1]] : 1.f) * rsqrtf(var[o[4]] + eps);
-    float v = load(store<T>((load(x[o[0]]) - mean[o[3]]) * s + (beta ? beta[o[2]] : 0.f)));
-    if (z) v = load(store<T>(v + load(z[o[5]])));
-    if (relu && !(v > 0.f)) v = 0.f;
-    y[o[6]] = store<T>(v);
-  }
-};
-
-// The same over dense x, z and y of one layout (NCHW or NHWC), indexed directly: the
-// strided form's offsets cost more than the arithmetic at ResNet sizes.
-template <class T, class I, bool kChannelsLast>
-__global__ void __launch_bounds__(kThreads)
-    bn_eval_fused_dense_kernel(const T* x, const T* z, T* y, const float* gamma, const float* beta, const float* mean,
-                               const float* var, I n, I c, I hw, float eps, bool relu) {
-  const I step = static_cast<I>(gridDim.x) * blockDim.x;
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    const I k = kChannelsLast ? i % c : (i / hw) % c;
-    const float s = (gamma ? __ldg(gamma + k) : 1.f) * rsqrtf(__ldg(var + k) + eps);
-    float v = load(store<T>((load(x[i]) - __ldg(mean + k)) * s + (beta ? __ldg(beta + k) : 0.f)));
-    if (z) v = load(store<T>(v + load(z[i])));
-    if (relu && !(v > 0.f)) v = 0.f;
-    y[i] = store<T>(v);
-  }
-}
-
-// Channels-last with C a multiple of V and 16-byte aligned buffers: V neighbouring
-// channels per thread, one 16-byte load or store per operand, the per-channel scale and
-// shift computed once (bn_eval_coef_kernel) instead of per element.
-__global__ void bn_eval_coef_kernel(const float* gamma, const float* beta, const float* mean, const float* var,
-                                    uint32_t c, float eps, float* scale, float* shift) {
-  const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= c) return;
-  const float s = (gamma ? gamma[k] : 1.f) * rsqrtf(var[k] + eps);
-  scale[k] = s;
-  shift[k] = (beta ? beta[k] : 0.f) - mean[k] * s;
-}
-template <class T, int V>
-__global__ void __launch_bounds__(kThreads)
-    bn_eval_fused_nhwc_vec_kernel(const T* x, const T* z, T* y, const float* scale, const float* shift,
-                                  uint32_t packs, uint32_t c, bool relu) {
-  const uint32_t step = gridDim.x * blockDim.x;
-  for (uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < packs; p += step) {
-    const uint32_t k0 = (p * V) % c;
-    const Pack<T, V> xv = reinterpret_cast<const Pack<T, V>*>(x)[p];
-    Pack<T, V> zv{};
-    if (z) zv = reinterpret_cast<const Pack<T, V>*>(z)[p];
-    const Pack<float, V> sv = *reinterpret_cast<const Pack<float, V>*>(scale + k0);
-    const Pack<float, V> tv = *reinterpret_cast<const Pack<float, V>*>(shift + k0);
-    Pack<T, V> out;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      float v = load(store<T>(load(xv.v[j]) * sv.v[j] + tv.v[j]));
-      if (z) v = load(store<T>(v + load(zv.v[j])));
-      if (relu && !(v > 0.f)) v = 0.f;
-      out.v[j] = store<T>(v);
-    }
-    reinterpret_cast<Pack<T, V>*>(y)[p] = out;
-  }
-}
-
-// Whether x, z (if given) and y share one dense layout with channels-last or NCHW order.
-bool dense_alike(const BatchNormFwdArgs& a, bool& channels_last) {
-  const bool dense_params = [&] {
-    for (const TensorView* p : {&a.gamma, &a.beta, &a.running_mean, &a.running_var})
-      if (p->defined && p->strides[0] != 1) return false;
-    return true;
-  }();
-  if (!dense_params || a.x.dim() != 4 || !(a.y.strides == a.x.strides) || (a.z.defined && !(a.z.strides == a.x.strides)))
-    return false;
-  if (a.x.is_contiguous()) return channels_last = false, true;
-  if (a.x.is_channels_last()) return channels_last = true, true;
-  return false;
-}
-
-void batch_norm_eval_fused(Context& ctx, const BatchNormFwdArgs& a) {
-  STRATA_CHECK(a.running_mean.defined && a.running_var.defined,
-               "batch_norm_fwd: eval mode needs running_mean and running_var");
-  for (const TensorView* p : {&a.gamma, &a.beta, &a.running_mean, &a.running_var})
-    STRATA_CHECK(!p->defined || p->dtype == DType::f32, "batch_norm_fwd: the cuda backend keeps batch norm "
-                 "parameters and statistics in f32, got ", dtype_name(p->dtype));
-  const Shape& n = a.x.sizes;
-  const TensorView rm = broadcast_along(a.running_mean, n, 1), rv = broadcast_along(a.running_var, n, 1);
-  const TensorView g = a.gamma.defined ? broadcast_along(a.gamma, n, 1) : rm;
-  const TensorView b = a.beta.defined ? broadcast_along(a.beta, n, 1) : rm;
-  const TensorView& z = a.z.defined ? a.z : a.x;
-  dispatch_float(a.x.dtype, "batch_norm_fwd", [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_same_v<T, double>) {
-      STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
-    } else if (bool cl = false; dense_alike(a, cl) && a.x.numel() < (int64_t{1} << 31)) {
-      const auto c = static_cast<uint32_t>(n[1]), hw = static_cast<uint32_t>(n[2] * n[3]);
-      const auto count = static_cast<uint32_t>(a.x.numel());
-      const float* gp = a.gamma.defined ? a.gamma.ptr<float>() : nullptr;
-      const float* bp = a.beta.defined ? a.beta.ptr<float>() : nullptr;
-      const T* zp = a.z.defined ? a.z.ptr<T>() : nullptr;
-      constexpr int V = static_cast<int>(16 / sizeof(T));
-      const auto aligned = [](const void* q) { return q == nullptr || reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-      if (cl && c % V == 0 && aligned(a.x.data) && aligned(zp) && aligned(a.y.data)) {
-        DeviceBuffer coef(ctx, sizeof(float) * 2 * c);  // scale [c], then shift [c]: 16-byte aligned halves
-        float* scale = coef.as<float>();
-        float* shift = scale + c;
-        bn_eval_coef_kernel<<<(c + 255) / 256, 256, 0, ctx.stream>>>(
-            gp, bp, a.running_mean.ptr<float>(), a.running_var.ptr<float>(), c, static_cast<float>(a.eps), scale, shift);
-        STRATA_CUDA_CHECK_LAUNCH("bn_eval_coef_kernel");
-        const uint32_t packs = count / V;
-        bn_eval_fused_nhwc_vec_kernel<T, V><<<grid_for(ctx, packs), kThreads, 0, ctx.stream>>>(
-            a.x.ptr<T>(), zp, a.y.ptr<T>(), scale, shift, packs, c, a.relu);
-        STRATA_CUDA_CHECK_LAUNCH("bn_eval_fused_nhwc_vec_kernel");
-        return;
-      }
-      const auto kernel = cl ? bn_eval_fused_dense_kernel<T, uint32_t, true> : bn_eval_fused_dense_kernel<T, uint32_t, false>;
-      kernel<<<grid_for(ctx, count), kThreads, 0, ctx.stream>>>(a.x.ptr<T>(), zp, a.y.ptr<T>(), gp, bp,
-                                                                a.running_mean.ptr<float>(), a.running_var.ptr<float>(),
-                                                                count, c, hw, static_cast<float>(a.eps), a.relu);
-      STRATA_CUDA_CHECK_LAUNCH("bn_eval_fused_dense_kernel");
-    } else {
-      launch_elementwise(ctx, strided_by_output(n, a.x, g, b, rm, rv, z, a.y),
-                         BnEvalFused<T>{a.x.ptr<T>(), a.gamma.defined ? a.gamma.ptr<float>() : nullptr,
-                                        a.beta.defined ? a.beta.ptr<float>() : nullptr, a.running_mean.ptr<float>(),
-                                        a.running_var.ptr<float>(), a.z.defined ? a.z.ptr<T>() : nullptr,
-                                        a.y.ptr<T>(), static_cast<float>(a.eps), a.relu});
-    }
-  });
-}
-
 }  // namespace
 }  // namespace cuda
 
@@ -338,19 +201,28 @@ bool bn_bwd_train_in(Context& ctx, const BatchNormBwdArgs& a, Layout l, cudnnBat
 
 }  // namespace
 
+// Fusions (op_args.h): strata's kernels run them in their apply pass, and run every fused
+// evaluation; after cuDNN's forward a pass of its own, before its backward the masking.
 void CudaBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   if (a.x.numel() == 0) return;
-  if (a.z.defined || a.relu) return batch_norm_eval_fused(*ctx_, a);
-  if (own_batch_norm(a.x, settings_)) return batch_norm_fwd_own(*ctx_, a);
+  const bool fused = a.z.defined || a.relu;
+  if (own_batch_norm(a.x, settings_) || (fused && !a.training)) return batch_norm_fwd_own(*ctx_, a);
   dispatch_f32(a.x.dtype, "batch_norm_fwd", [](auto) {});
+  BatchNormFwdArgs plain = a;
+  plain.z = plain.relu_mask = {};
+  plain.relu = false;
   with_bn_fallback(*ctx_, layout_of(a.x), a.training && settings_.persistent_batch_norm,
-                   [&](Layout l, cudnnBatchNormMode_t mode) { return bn_fwd_in(*ctx_, a, l, mode); });
+                   [&](Layout l, cudnnBatchNormMode_t mode) { return bn_fwd_in(*ctx_, plain, l, mode); });
+  if (fused) batch_norm_epilogue(*ctx_, a);
 }
 
-void CudaBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
-  if (a.x.numel() == 0) return;
-  if (own_batch_norm(a.x, settings_)) return batch_norm_bwd_own(*ctx_, a);
-  dispatch_f32(a.x.dtype, "batch_norm_bwd", [](auto) {});
+void CudaBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
+  if (fused.x.numel() == 0) return;
+  if (own_batch_norm(fused.x, settings_)) return batch_norm_bwd_own(*ctx_, fused);
+  dispatch_f32(fused.x.dtype, "batch_norm_bwd", [](auto) {});
+  BatchNormBwdArgs a = fused;
+  DeviceBuffer masked;
+  if (fused.relu_mask.defined) masked = masked_grad(*ctx_, fused, a);
   Context& ctx = *ctx_;
   const int64_t c = a.x.sizes[1];
   if (a.training) {

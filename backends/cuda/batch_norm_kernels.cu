@@ -9,9 +9,16 @@
 // timing), and an element-wise apply. Channel-innermost data (NHWC, [N,C], NCHW with
 // 1x1 planes) is read as rows of C with 16-byte vectors across channels; NCHW planes
 // are read plane by plane.
+//
+// Fusion (op_args.h): the apply pass adds the residual z, applies the ReLU and writes
+// the ReLU mask (relu_mask.h) where a thread owns whole mask bytes (8 values: f16/bf16
+// vectors); elsewhere a second pass over y does it (bn_epilogue_kernel). The backward's
+// sums and apply passes read dy through the mask, and the sums pass writes the masked dy
+// to dz, the residual's gradient.
 #include "strata/backends/cuda/batch_norm_kernels.h"
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/backends/cuda/cudnn_util.h"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::backends::cuda {
 
@@ -19,14 +26,31 @@ using namespace strata::ops;  // the op table's argument types
 namespace {
 
 constexpr int kBnThreads = 256;
-// Rows a thread sums in float before adding to its double sums: double arithmetic per
-// element limits the backward's bandwidth, while the forward measured faster with it
-// (docs/tuning.md).
-constexpr int kRunFwd = 1, kRunBwd = 16;
+// Rows a thread loads before it uses them (memory-level parallelism: one 16-byte load in
+// flight per thread kept the statistics passes at a third of the bandwidth), and the
+// rows it sums in float before adding to its double sums (docs/tuning.md).
+constexpr int kSumRowsFwd = 4, kSumRowsBwd = 1, kApplyRows = 1;
+constexpr int kRunFwd = 4, kRunBwd = 16;
+static_assert(kRunFwd % kSumRowsFwd == 0 && kRunBwd % kSumRowsBwd == 0);
 
 template <class T, int V>
 struct alignas(sizeof(T) * V) Vec {
   T v[V];
+};
+
+// The mask bits of values i0 .. i0 + V - 1 (V divides 8 and i0): one byte read.
+template <int V>
+__device__ __forceinline__ uint32_t mask_bits(const uint8_t* mask, int64_t i0) {
+  return (static_cast<uint32_t>(mask[i0 >> 3]) >> (i0 & 7)) & ((1u << V) - 1u);
+}
+
+// What the apply pass fuses. Forward: y = relu?(bn(x) + z), and the mask's bits written
+// (only where V == 8: a thread's byte). Backward: dy read through the mask.
+template <class T>
+struct BnFusion {
+  const T* z = nullptr;
+  uint8_t* mask = nullptr;
+  bool relu = false;
 };
 
 // The geometry of one batch norm: M values per channel, in `rows` rows of C
@@ -42,7 +66,7 @@ struct BnShape {
 template <class T, int V, bool Bwd>
 __global__ void __launch_bounds__(kBnThreads, 2)  // at most 128 registers: two blocks per SM at least
     bn_sums_inner_kernel(const T* x, const T* dy, const float* mean, int64_t ms, BnShape g, int lanes, int64_t chunk,
-                         double* partial) {
+                         const uint8_t* mask, T* gout, double* partial) {
   __shared__ double sh[2][kBnThreads * V];
   const int lane = threadIdx.x % lanes, r = threadIdx.x / lanes, rows_per_step = blockDim.x / lanes;
   const int tile = lanes * V;
@@ -57,35 +81,61 @@ __global__ void __launch_bounds__(kBnThreads, 2)  // at most 128 registers: two 
     // value, so E[(x-k)^2] - E[x-k]^2 does not cancel when |mean| >> std.
 #pragma unroll
     for (int j = 0; j < V; ++j) mu[j] = Bwd ? mean[(c0 + j) * ms] : load(x[c0 + j]);
-    // Runs of kRun rows summed in float, then added to the double totals.
-    constexpr int kRun = Bwd ? kRunBwd : kRunFwd;
-    for (int64_t run = begin + r; run < end; run += int64_t{rows_per_step} * kRun) {
-      const int64_t stop = min(end, run + int64_t{rows_per_step} * kRun);
-      float f0[V], f1[V];
+    // kSumRows rows loaded at a time; runs of kRun rows summed in float, then added to
+    // the double totals.
+    constexpr int kRun = Bwd ? kRunBwd : kRunFwd, kSumRows = Bwd ? kSumRowsBwd : kSumRowsFwd;
+    const int64_t step = rows_per_step;
+    float f0[V], f1[V];
 #pragma unroll
-      for (int j = 0; j < V; ++j) f0[j] = f1[j] = 0.f;
-      for (int64_t row = run; row < stop; row += rows_per_step) {
-        const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + row * g.c + c0);
+    for (int j = 0; j < V; ++j) f0[j] = f1[j] = 0.f;
+    int in_run = 0;
+    for (int64_t row = begin + r; row < end; row += step * kSumRows) {
+      Vec<T, V> xv[kSumRows], gv[kSumRows];
+      uint32_t bits[kSumRows];
+#pragma unroll
+      for (int u = 0; u < kSumRows; ++u) {
+        const int64_t i = (row + u * step) * g.c + c0;
+        if (row + u * step >= end) continue;
+        xv[u] = *reinterpret_cast<const Vec<T, V>*>(x + i);
         if constexpr (Bwd) {
-          const Vec<T, V> gv = *reinterpret_cast<const Vec<T, V>*>(dy + row * g.c + c0);
+          gv[u] = *reinterpret_cast<const Vec<T, V>*>(dy + i);
+          bits[u] = mask ? mask_bits<V>(mask, i) : ~0u;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kSumRows; ++u) {
+        const int64_t i = (row + u * step) * g.c + c0;
+        if (row + u * step >= end) continue;
+        if constexpr (Bwd) {
+          if (mask) {
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+              if (!((bits[u] >> j) & 1u)) gv[u].v[j] = store<T>(0.f);
+            if (gout) *reinterpret_cast<Vec<T, V>*>(gout + i) = gv[u];
+          }
 #pragma unroll
           for (int j = 0; j < V; ++j) {
-            const float d = load(gv.v[j]);
+            const float d = load(gv[u].v[j]);
             f0[j] += d;
-            f1[j] = fmaf(d, load(xv.v[j]) - mu[j], f1[j]);
+            f1[j] = fmaf(d, load(xv[u].v[j]) - mu[j], f1[j]);
           }
         } else {
 #pragma unroll
           for (int j = 0; j < V; ++j) {
-            const float v = load(xv.v[j]) - mu[j];
+            const float v = load(xv[u].v[j]) - mu[j];
             f0[j] += v;
             f1[j] = fmaf(v, v, f1[j]);
           }
         }
       }
+      if ((in_run += kSumRows) == kRun) {
 #pragma unroll
-      for (int j = 0; j < V; ++j) s0[j] += f0[j], s1[j] += f1[j];
+        for (int j = 0; j < V; ++j) s0[j] += f0[j], s1[j] += f1[j], f0[j] = f1[j] = 0.f;
+        in_run = 0;
+      }
     }
+#pragma unroll
+    for (int j = 0; j < V; ++j) s0[j] += f0[j], s1[j] += f1[j];
   }
 #pragma unroll
   for (int j = 0; j < V; ++j) {
@@ -107,7 +157,7 @@ __global__ void __launch_bounds__(kBnThreads, 2)  // at most 128 registers: two 
 template <class T, bool Bwd>
 __global__ void __launch_bounds__(kBnThreads)
     bn_sums_outer_kernel(const T* x, const T* dy, const float* mean, int64_t ms, BnShape g, int64_t chunk,
-                         double* partial) {
+                         const uint8_t* mask, T* gout, double* partial) {
   const int64_t c = blockIdx.x;
   const int64_t begin = blockIdx.y * chunk, end = min(begin + chunk, g.m);
   const float mu = Bwd ? mean[c * ms] : load(x[c * g.s]);  // as the inner kernel: centre or shift
@@ -120,7 +170,11 @@ __global__ void __launch_bounds__(kBnThreads)
       const int64_t img = e / g.s, off = (img * g.c + c) * g.s + (e - img * g.s);
       const float v = load(x[off]);
       if constexpr (Bwd) {
-        const float d = load(dy[off]);
+        float d = load(dy[off]);
+        if (mask) {
+          if (!ops::relu_mask_bit(mask, off)) d = 0.f;
+          if (gout) gout[off] = store<T>(d);
+        }
         fa += d;
         fb = fmaf(d, v - mu, fb);
       } else {
@@ -210,21 +264,89 @@ __device__ __forceinline__ float bn_apply_one(const float4& k, float x, float dy
   return Bwd ? k.y * dy - k.w + k.z * (x - k.x) : ((x - k.x) - k.y) * k.z + k.w;
 }
 
+// The coefficients an apply thread keeps per channel. f32 keeps the four above, whose
+// shifted forms stay exact when |mean| >> std; f16/bf16 results are rounded far more
+// coarsely than folding the shift into one fma loses, and fold them: forward y = x * s + t,
+// backward dx = a * dy + (b * x + e'), two or three registers per channel instead of four
+// (the apply kernels' occupancy is bound by these registers).
+template <class T, bool Bwd, bool kFold = sizeof(T) == 2>
+struct BnCoef {
+  float4 k;
+  __device__ void set(const float4& c) { k = c; }
+  __device__ float apply(float x, float dy) const { return bn_apply_one<Bwd>(k, x, dy); }
+};
+template <class T>
+struct BnCoef<T, false, true> {
+  float s, t;
+  __device__ void set(const float4& c) { s = c.z, t = fmaf(-(c.x + c.y), c.z, c.w); }
+  __device__ float apply(float x, float) const { return fmaf(x, s, t); }
+};
+template <class T>
+struct BnCoef<T, true, true> {
+  float a, b, e;
+  __device__ void set(const float4& c) { a = c.y, b = c.z, e = fmaf(-c.z, c.x, -c.w); }
+  __device__ float apply(float x, float dy) const { return fmaf(a, dy, fmaf(b, x, e)); }
+};
+
 // NCHW apply over V-wide vectors, each in one channel's plane (S % V == 0, or V == 1).
 // Bwd=false: out = y from x; true: out = dx from x and dy.
+// V values at offset i0 through coefficients k[j] (one float4 per value), with the fusion
+// f: the forward's epilogue rounded step by step as the separate ops round it (`bits`:
+// where the result is > 0), or the backward's masked dy.
+template <class T, int V, bool Bwd>
+__device__ __forceinline__ Vec<T, V> bn_apply_vec(const BnCoef<T, Bwd>* k, const T* x, const T* dy, const BnFusion<T>& f,
+                                                  int64_t i0, uint32_t& bits) {
+  const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + i0);
+  Vec<T, V> ov;
+  if constexpr (Bwd) {
+    const Vec<T, V> gv = *reinterpret_cast<const Vec<T, V>*>(dy + i0);
+    const uint32_t keep = f.mask ? mask_bits<V>(f.mask, i0) : ~0u;
+    bits = 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const float d = (keep >> j) & 1u ? load(gv.v[j]) : 0.f;
+      ov.v[j] = store<T>(k[j].apply(load(xv.v[j]), d));
+    }
+  } else {
+    Vec<T, V> zv{};
+    if (f.z) zv = *reinterpret_cast<const Vec<T, V>*>(f.z + i0);
+    bits = 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const T b = store<T>(k[j].apply(load(xv.v[j]), 0.f));
+      if (!f.z && !f.relu) {
+        ov.v[j] = b;
+        continue;
+      }
+      float v = load(b);
+      if (f.z) v = load(store<T>(v + load(zv.v[j])));
+      if (f.relu && !(v > 0.f)) v = 0.f;
+      bits |= static_cast<uint32_t>(v > 0.f) << j;
+      ov.v[j] = store<T>(v);
+    }
+  }
+  return ov;
+}
+// The forward's mask byte of values i0 .. i0 + 7 (only a thread with 8 values writes one).
+template <class T, int V, bool Bwd>
+__device__ __forceinline__ void bn_store_bits(const BnFusion<T>& f, int64_t i0, uint32_t bits) {
+  if constexpr (!Bwd && V == 8)
+    if (f.mask) f.mask[i0 >> 3] = static_cast<uint8_t>(bits);
+}
+
 template <class T, int V, bool Bwd>
 __global__ void __launch_bounds__(kBnThreads)
-    bn_apply_outer_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int64_t nvec) {
+    bn_apply_outer_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int64_t nvec,
+                          BnFusion<T> f) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += step) {
-    const float4 k = reinterpret_cast<const float4*>(coef)[(i * V / g.s) % g.c];
-    const Vec<T, V> xv = reinterpret_cast<const Vec<T, V>*>(x)[i];
-    Vec<T, V> gv{};
-    if constexpr (Bwd) gv = reinterpret_cast<const Vec<T, V>*>(dy)[i];
-    Vec<T, V> ov;
+    BnCoef<T, Bwd> k[V];
+    const float4 kc = reinterpret_cast<const float4*>(coef)[(i * V / g.s) % g.c];
 #pragma unroll
-    for (int j = 0; j < V; ++j) ov.v[j] = store<T>(bn_apply_one<Bwd>(k, load(xv.v[j]), Bwd ? load(gv.v[j]) : 0.f));
-    reinterpret_cast<Vec<T, V>*>(out)[i] = ov;
+    for (int j = 0; j < V; ++j) k[j].set(kc);
+    uint32_t bits;
+    reinterpret_cast<Vec<T, V>*>(out)[i] = bn_apply_vec<T, V, Bwd>(k, x, dy, f, i * V, bits);
+    bn_store_bits<T, V, Bwd>(f, i * V, bits);
   }
 }
 
@@ -233,22 +355,61 @@ __global__ void __launch_bounds__(kBnThreads)
 // the forward at half of the bandwidth).
 template <class T, int V, bool Bwd>
 __global__ void __launch_bounds__(kBnThreads)
-    bn_apply_inner_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int lanes, int64_t chunk) {
+    bn_apply_inner_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int lanes, int64_t chunk,
+                          BnFusion<T> f) {
   const int lane = threadIdx.x % lanes, r = threadIdx.x / lanes, rows_per_step = blockDim.x / lanes;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * (lanes * V) + lane * V;
   if (c0 >= g.c) return;
-  float4 k[V];
+  BnCoef<T, Bwd> k[V];
 #pragma unroll
-  for (int j = 0; j < V; ++j) k[j] = reinterpret_cast<const float4*>(coef)[c0 + j];
+  for (int j = 0; j < V; ++j) k[j].set(reinterpret_cast<const float4*>(coef)[c0 + j]);
   const int64_t begin = blockIdx.y * chunk, end = min(begin + chunk, g.m);
-  for (int64_t row = begin + r; row < end; row += rows_per_step) {
-    const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + row * g.c + c0);
-    Vec<T, V> gv{};
-    if constexpr (Bwd) gv = *reinterpret_cast<const Vec<T, V>*>(dy + row * g.c + c0);
-    Vec<T, V> ov;
+  // kApplyRows rows computed before any is stored: their loads are in flight together.
+  const int64_t step = rows_per_step;
+  for (int64_t row = begin + r; row < end; row += step * kApplyRows) {
+    Vec<T, V> o[kApplyRows];
+    uint32_t bits[kApplyRows];
 #pragma unroll
-    for (int j = 0; j < V; ++j) ov.v[j] = store<T>(bn_apply_one<Bwd>(k[j], load(xv.v[j]), Bwd ? load(gv.v[j]) : 0.f));
-    *reinterpret_cast<Vec<T, V>*>(out + row * g.c + c0) = ov;
+    for (int u = 0; u < kApplyRows; ++u)
+      if (row + u * step < end) o[u] = bn_apply_vec<T, V, Bwd>(k, x, dy, f, (row + u * step) * g.c + c0, bits[u]);
+#pragma unroll
+    for (int u = 0; u < kApplyRows; ++u) {
+      if (row + u * step >= end) continue;
+      *reinterpret_cast<Vec<T, V>*>(out + (row + u * step) * g.c + c0) = o[u];
+      bn_store_bits<T, V, Bwd>(f, (row + u * step) * g.c + c0, bits[u]);
+    }
+  }
+}
+
+// The forward's epilogue as a pass of its own over y (in place), for what the apply
+// pass cannot fuse: cuDNN's batch norm, and values a thread does not own whole mask
+// bytes of. A thread per mask byte, 8 values; y and z dense in one memory order.
+template <class T>
+__global__ void __launch_bounds__(kBnThreads)
+    bn_epilogue_kernel(T* y, const T* z, uint8_t* mask, int64_t n, bool relu) {
+  const int64_t bytes = (n + 7) / 8, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < bytes; b += step) {
+    uint32_t bits = 0;
+    for (int j = 0; j < 8 && b * 8 + j < n; ++j) {
+      const int64_t i = b * 8 + j;
+      float v = load(y[i]);
+      if (z) v = load(store<T>(v + load(z[i])));
+      if (relu && !(v > 0.f)) v = 0.f;
+      bits |= static_cast<uint32_t>(v > 0.f) << j;
+      y[i] = store<T>(v);
+    }
+    if (mask) mask[b] = static_cast<uint8_t>(bits);
+  }
+}
+
+// g = dy where the mask is set, else 0 (a thread per mask byte), for cuDNN's backward.
+template <class T>
+__global__ void __launch_bounds__(kBnThreads)
+    bn_mask_grad_kernel(const T* dy, const uint8_t* mask, T* g, int64_t n) {
+  const int64_t bytes = (n + 7) / 8, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < bytes; b += step) {
+    const uint32_t bits = mask[b];
+    for (int j = 0; j < 8 && b * 8 + j < n; ++j) g[b * 8 + j] = (bits >> j) & 1u ? dy[b * 8 + j] : store<T>(0.f);
   }
 }
 
@@ -305,8 +466,10 @@ struct Sums {
 };
 
 // Four blocks per SM, each thread at least 8 rows: enough to fill the GPU, few partials.
+// Backward: dy read through `mask` when given, and the masked dy written to gout if given.
 template <class T, bool Bwd>
-Sums run_sums(Context& ctx, const T* x, const T* dy, const TensorView& mean, const BnShape& g, int v) {
+Sums run_sums(Context& ctx, const T* x, const T* dy, const TensorView& mean, const BnShape& g, int v,
+              const uint8_t* mask = nullptr, T* gout = nullptr) {
   const BnGrid b = bn_grid(ctx, g, v, 4, 8);
   Sums s;
   s.splits = static_cast<int>(b.splits);
@@ -315,13 +478,14 @@ Sums run_sums(Context& ctx, const T* x, const T* dy, const TensorView& mean, con
   const int64_t ms = Bwd ? mean.strides[0] : 0;
   constexpr int kV = 16 / sizeof(T);
   if (!g.inner)
-    bn_sums_outer_kernel<T, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, mp, ms, g, b.chunk, s.partial.as<double>());
+    bn_sums_outer_kernel<T, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, mp, ms, g, b.chunk, mask, gout,
+                                                                          s.partial.as<double>());
   else if (v == kV)
     bn_sums_inner_kernel<T, kV, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, mp, ms, g, b.lanes, b.chunk,
-                                                                              s.partial.as<double>());
+                                                                              mask, gout, s.partial.as<double>());
   else
     bn_sums_inner_kernel<T, 1, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, mp, ms, g, b.lanes, b.chunk,
-                                                                             s.partial.as<double>());
+                                                                             mask, gout, s.partial.as<double>());
   STRATA_CUDA_CHECK_LAUNCH("batch norm sums kernel");
   return s;
 }
@@ -329,16 +493,25 @@ Sums run_sums(Context& ctx, const T* x, const T* dy, const TensorView& mean, con
 // out = the forward's y (Bwd=false, dy unused) or the backward's dx. Inner: eight
 // blocks per SM, each thread at least 4 rows; NCHW: a grid-stride loop over vectors.
 template <class T, int V, bool Bwd>
-void run_apply(Context& ctx, const T* x, const T* dy, T* out, const float* coef, const BnShape& g) {
+void run_apply(Context& ctx, const T* x, const T* dy, T* out, const float* coef, const BnShape& g,
+               const BnFusion<T>& f) {
   if (g.inner) {
     const BnGrid b = bn_grid(ctx, g, V, 8, 4);
-    bn_apply_inner_kernel<T, V, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, out, coef, g, b.lanes, b.chunk);
+    bn_apply_inner_kernel<T, V, Bwd><<<b.dims(), kBnThreads, 0, ctx.stream>>>(x, dy, out, coef, g, b.lanes, b.chunk,
+                                                                              f);
   } else {
     const int64_t nvec = g.m * g.c / V;
     bn_apply_outer_kernel<T, V, Bwd><<<grid_for(ctx, nvec, kBnThreads), kBnThreads, 0, ctx.stream>>>(x, dy, out, coef,
-                                                                                                     g, nvec);
+                                                                                                     g, nvec, f);
   }
   STRATA_CUDA_CHECK_LAUNCH("batch norm apply kernel");
+}
+
+template <class T>
+void run_epilogue(Context& ctx, T* y, const T* z, uint8_t* mask, int64_t n, bool relu) {
+  bn_epilogue_kernel<T><<<grid_for(ctx, ops::relu_mask_bytes(n), kBnThreads), kBnThreads, 0, ctx.stream>>>(y, z, mask,
+                                                                                                           n, relu);
+  STRATA_CUDA_CHECK_LAUNCH("bn_epilogue_kernel");
 }
 
 unsigned channel_blocks(int64_t c) { return static_cast<unsigned>((c + 255) / 256); }
@@ -366,6 +539,8 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
   const Layout l = layout_of(a.x);
   Staged x = stage_in(ctx, a.x, l);
   Staged y = stage_out(ctx, a.y, l);
+  Staged z;
+  if (a.z.defined) z = stage_in(ctx, a.z, l);
   const BnShape g = shape_of(x.view, l);
   DeviceBuffer coef(ctx, sizeof(float) * 4 * g.c);
   dispatch_float(a.x.dtype, "batch_norm_fwd", [&](auto t) {
@@ -375,7 +550,9 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
     } else {
       const T* xp = x.view.ptr<T>();
       T* yp = y.view.ptr<T>();
-      const int v = vec_width<T>(g, {xp, yp});
+      const BnFusion<T> f{a.z.defined ? z.view.ptr<T>() : nullptr,
+                          a.relu_mask.defined ? a.relu_mask.ptr<uint8_t>() : nullptr, a.relu};
+      const int v = vec_width<T>(g, {xp, yp, f.z ? static_cast<const void*>(f.z) : xp});
       Sums s;
       if (a.training) s = run_sums<T, false>(ctx, xp, nullptr, TensorView{}, g, v);
       bn_fwd_finish_kernel<T><<<channel_blocks(g.c), 256, 0, ctx.stream>>>(
@@ -383,10 +560,15 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
           fvec(a.beta), fvec(a.running_mean), fvec(a.running_var), fvec(a.save_mean), fvec(a.save_invstd),
           coef.as<float>());
       STRATA_CUDA_CHECK_LAUNCH("bn_fwd_finish_kernel");
+      constexpr int kV = 16 / sizeof(T);
+      // The mask's bytes need a thread's 8 values: f16/bf16 vectors. Else a second pass.
+      const bool whole = !f.mask || (kV == 8 && v == kV);
+      const BnFusion<T> in_apply = whole ? f : BnFusion<T>{};
       if (v == 1)
-        run_apply<T, 1, false>(ctx, xp, nullptr, yp, coef.as<float>(), g);
+        run_apply<T, 1, false>(ctx, xp, nullptr, yp, coef.as<float>(), g, in_apply);
       else
-        run_apply<T, 16 / sizeof(T), false>(ctx, xp, nullptr, yp, coef.as<float>(), g);
+        run_apply<T, kV, false>(ctx, xp, nullptr, yp, coef.as<float>(), g, in_apply);
+      if (!whole) run_epilogue(ctx, yp, f.z, f.mask, x.view.numel(), f.relu);
     }
   });
   y.finish(ctx);
@@ -398,8 +580,9 @@ void batch_norm_bwd_own(Context& ctx, const BatchNormBwdArgs& a) {
   const Layout l = layout_of(a.x);
   Staged x = stage_in(ctx, a.x, l);
   Staged dy = stage_in(ctx, a.dy, l);
-  Staged dx;
+  Staged dx, dz;
   if (a.dx.defined) dx = stage_out(ctx, a.dx, l);
+  if (a.dz.defined) dz = stage_out(ctx, a.dz, l);
   const BnShape g = shape_of(x.view, l);
   DeviceBuffer coef(ctx, sizeof(float) * 4 * g.c);
   dispatch_float(a.x.dtype, "batch_norm_bwd", [&](auto t) {
@@ -410,20 +593,66 @@ void batch_norm_bwd_own(Context& ctx, const BatchNormBwdArgs& a) {
       const T* xp = x.view.ptr<T>();
       const T* dyp = dy.view.ptr<T>();
       T* dxp = a.dx.defined ? dx.view.ptr<T>() : nullptr;
-      const int v = vec_width<T>(g, {xp, dyp, a.dx.defined ? static_cast<const void*>(dxp) : xp});
-      Sums s = run_sums<T, true>(ctx, xp, dyp, a.save_mean, g, v);
+      T* dzp = a.dz.defined ? dz.view.ptr<T>() : nullptr;
+      const uint8_t* mask = a.relu_mask.defined ? a.relu_mask.ptr<const uint8_t>() : nullptr;
+      const int v = vec_width<T>(g, {xp, dyp, a.dx.defined ? static_cast<const void*>(dxp) : xp,
+                                     dzp ? static_cast<const void*>(dzp) : xp});
+      Sums s = run_sums<T, true>(ctx, xp, dyp, a.save_mean, g, v, mask, mask ? dzp : nullptr);
       bn_bwd_finish_kernel<<<channel_blocks(g.c), 256, 0, ctx.stream>>>(
           s.partial.as<double>(), s.splits, g, a.training, fvec(a.gamma), fvec(a.save_mean), fvec(a.save_invstd),
           fvec(a.dgamma), fvec(a.dbeta), coef.as<float>());
       STRATA_CUDA_CHECK_LAUNCH("bn_bwd_finish_kernel");
       if (!a.dx.defined) return;
+      // The sums pass wrote the masked dy to dz: the apply pass reads it instead.
+      const bool via_dz = mask && dzp;
+      BnFusion<T> f;
+      f.mask = via_dz ? nullptr : const_cast<uint8_t*>(mask);
+      const T* gp = via_dz ? dzp : dyp;
       if (v == 1)
-        run_apply<T, 1, true>(ctx, xp, dyp, dxp, coef.as<float>(), g);
+        run_apply<T, 1, true>(ctx, xp, gp, dxp, coef.as<float>(), g, f);
       else
-        run_apply<T, 16 / sizeof(T), true>(ctx, xp, dyp, dxp, coef.as<float>(), g);
+        run_apply<T, 16 / sizeof(T), true>(ctx, xp, gp, dxp, coef.as<float>(), g, f);
     }
   });
   if (a.dx.defined) dx.finish(ctx);
+  if (a.dz.defined) dz.finish(ctx);
+}
+
+void batch_norm_epilogue(Context& ctx, const BatchNormFwdArgs& a) {
+  dispatch_float(a.y.dtype, "batch_norm_fwd", [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
+    } else {
+      run_epilogue(ctx, a.y.ptr<T>(), a.z.defined ? a.z.ptr<const T>() : nullptr,
+                   a.relu_mask.defined ? a.relu_mask.ptr<uint8_t>() : nullptr, a.y.numel(), a.relu);
+    }
+  });
+}
+
+DeviceBuffer masked_grad(Context& ctx, const BatchNormBwdArgs& a, BatchNormBwdArgs& plain) {
+  plain = a;
+  plain.relu_mask = {};
+  plain.dz = {};
+  DeviceBuffer tmp;
+  dispatch_float(a.dy.dtype, "batch_norm_bwd", [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      STRATA_FAIL("batch_norm_bwd: the cuda backend has no f64 batch norm");
+    } else {
+      const int64_t n = a.dy.numel();
+      T* g = a.dz.defined ? a.dz.ptr<T>() : nullptr;
+      if (!g) {
+        tmp = DeviceBuffer(ctx, sizeof(T) * n);
+        g = tmp.as<T>();
+      }
+      bn_mask_grad_kernel<T><<<grid_for(ctx, ops::relu_mask_bytes(n), kBnThreads), kBnThreads, 0, ctx.stream>>>(
+          a.dy.ptr<const T>(), a.relu_mask.ptr<const uint8_t>(), g, n);
+      STRATA_CUDA_CHECK_LAUNCH("bn_mask_grad_kernel");
+      plain.dy.data = g;
+    }
+  });
+  return tmp;
 }
 
 }  // namespace strata::backends::cuda

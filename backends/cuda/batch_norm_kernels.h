@@ -9,8 +9,15 @@ namespace strata::backends::cuda {
 // Whether x's batch norm runs on strata's kernels: every f16/bf16 one; f32 in
 // channels-last unless Settings::cudnn_nhwc_batch_norm, in NCHW if own_nchw_batch_norm.
 bool own_batch_norm(const ops::TensorView& x, const Settings& s);
-// f32/f16/bf16 activations; parameters, running and saved statistics f32.
+// f32/f16/bf16 activations; parameters, running and saved statistics f32. Both run the
+// fusions of op_args.h (residual add, ReLU, its mask) in either mode.
 void batch_norm_fwd_own(Context& ctx, const ops::BatchNormFwdArgs& a);
 void batch_norm_bwd_own(Context& ctx, const ops::BatchNormBwdArgs& a);
+
+// Beside cuDNN's batch norm: the forward's fusions as a pass over a.y (x's memory order,
+// dense); and a backward's masked dy, into a.dz or a temporary returned, with `plain`
+// the arguments to run cuDNN's backward on.
+void batch_norm_epilogue(Context& ctx, const ops::BatchNormFwdArgs& a);
+DeviceBuffer masked_grad(Context& ctx, const ops::BatchNormBwdArgs& a, ops::BatchNormBwdArgs& plain);
 
 }  // namespace strata::backends::cuda

@@ -150,48 +150,51 @@ void EigenBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
 //   dbeta = sum dy, dgamma = sum dy * xhat,
 //   training: dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma)
 //   eval:     dx = gamma * invstd * dy (the statistics are constants).
-void EigenBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
-  visit_float("batch_norm_bwd", a.x.dtype, [&](auto t) {
+// A fused forward's backward masks dy first (relu_mask.h).
+void EigenBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
+  visit_float("batch_norm_bwd", fused.x.dtype, [&](auto t) {
     using T = decltype(t);
-    const char* op = "batch_norm_bwd";
-    const Form fm = a.dx.defined ? form(a.x, {&a.dy, &a.dx}) : form(a.x, {&a.dy});
-    const Index c = fm.c;
-    const Dims<3> bc{1, c, 1}, rep{fm.a, 1, fm.b};
-    const Vector<T> mean = param<T>(*ctx_, a.save_mean, c, 0.0, op, "save_mean");
-    const Vector<T> invstd = param<T>(*ctx_, a.save_invstd, c, 1.0, op, "save_invstd");
-    const Vector<T> gamma = param<T>(*ctx_, a.gamma, c, 1.0, op, "gamma");
-    Vector<T> sum_dy(c), sum_dy_xhat(c);
-    auto& dev = ctx_->device;
-    // dev_x: where the deviations x - mean go (dx, or scratch when dx is not wanted).
-    auto sums = [&](auto x, auto dy, auto dev_x) {
-      channel_sum(dev, fm, dy, T(1), sum_dy);
-      dev_x.device(dev) = x - mean.reshape(bc).broadcast(rep);
-      channel_sum(dev, fm, dy * dev_x, T(1), sum_dy_xhat);
-      sum_dy_xhat.device(dev) = sum_dy_xhat * invstd;
-    };
-    auto grad = [&](auto dy, auto dx) {  // dx holds the deviations
-      const T big_m = static_cast<T>(fm.m);
-      const Vector<T> k = gamma * invstd / big_m;
-      dx.device(dev) = k.reshape(bc).broadcast(rep) *
-                       (dy * big_m - sum_dy.reshape(bc).broadcast(rep) -
-                        dx * (invstd * sum_dy_xhat).reshape(bc).broadcast(rep));
-    };
-    using P = std::pair<const T*, const TensorView*>;
-    if (a.dx.defined) {
-      with_form(fm, op, [&](auto x, auto dy, auto dx) {
-        sums(x, dy, dx);
-        if (a.training)
-          grad(dy, dx);
-        else  // the statistics were constants
-          dx.device(dev) = (gamma * invstd).reshape(bc).broadcast(rep) * dy;
-      }, P{a.x.ptr<const T>(), &a.x}, P{a.dy.ptr<const T>(), &a.dy}, std::pair<T*, const TensorView*>{a.dx.ptr<T>(), &a.dx});
-    } else {
-      Map<T, 3> scratch(ctx_->slots[0][0].get<T>(fm.m * c), fm.a, c, fm.b);
-      with_form(fm, op, [&](auto x, auto dy) { sums(x, dy, scratch); }, P{a.x.ptr<const T>(), &a.x},
-                P{a.dy.ptr<const T>(), &a.dy});
-    }
-    set_param<T>(*ctx_, a.dgamma, sum_dy_xhat, op, "dgamma");
-    set_param<T>(*ctx_, a.dbeta, sum_dy, op, "dbeta");
+    ops::masked_batch_norm_bwd<T>(fused, [&](const BatchNormBwdArgs& a) {
+      const char* op = "batch_norm_bwd";
+      const Form fm = a.dx.defined ? form(a.x, {&a.dy, &a.dx}) : form(a.x, {&a.dy});
+      const Index c = fm.c;
+      const Dims<3> bc{1, c, 1}, rep{fm.a, 1, fm.b};
+      const Vector<T> mean = param<T>(*ctx_, a.save_mean, c, 0.0, op, "save_mean");
+      const Vector<T> invstd = param<T>(*ctx_, a.save_invstd, c, 1.0, op, "save_invstd");
+      const Vector<T> gamma = param<T>(*ctx_, a.gamma, c, 1.0, op, "gamma");
+      Vector<T> sum_dy(c), sum_dy_xhat(c);
+      auto& dev = ctx_->device;
+      // dev_x: where the deviations x - mean go (dx, or scratch when dx is not wanted).
+      auto sums = [&](auto x, auto dy, auto dev_x) {
+        channel_sum(dev, fm, dy, T(1), sum_dy);
+        dev_x.device(dev) = x - mean.reshape(bc).broadcast(rep);
+        channel_sum(dev, fm, dy * dev_x, T(1), sum_dy_xhat);
+        sum_dy_xhat.device(dev) = sum_dy_xhat * invstd;
+      };
+      auto grad = [&](auto dy, auto dx) {  // dx holds the deviations
+        const T big_m = static_cast<T>(fm.m);
+        const Vector<T> k = gamma * invstd / big_m;
+        dx.device(dev) = k.reshape(bc).broadcast(rep) *
+                         (dy * big_m - sum_dy.reshape(bc).broadcast(rep) -
+                          dx * (invstd * sum_dy_xhat).reshape(bc).broadcast(rep));
+      };
+      using P = std::pair<const T*, const TensorView*>;
+      if (a.dx.defined) {
+        with_form(fm, op, [&](auto x, auto dy, auto dx) {
+          sums(x, dy, dx);
+          if (a.training)
+            grad(dy, dx);
+          else  // the statistics were constants
+            dx.device(dev) = (gamma * invstd).reshape(bc).broadcast(rep) * dy;
+        }, P{a.x.ptr<const T>(), &a.x}, P{a.dy.ptr<const T>(), &a.dy}, std::pair<T*, const TensorView*>{a.dx.ptr<T>(), &a.dx});
+      } else {
+        Map<T, 3> scratch(ctx_->slots[0][0].get<T>(fm.m * c), fm.a, c, fm.b);
+        with_form(fm, op, [&](auto x, auto dy) { sums(x, dy, scratch); }, P{a.x.ptr<const T>(), &a.x},
+                  P{a.dy.ptr<const T>(), &a.dy});
+      }
+      set_param<T>(*ctx_, a.dgamma, sum_dy_xhat, op, "dgamma");
+      set_param<T>(*ctx_, a.dbeta, sum_dy, op, "dbeta");
+    });
   });
 }
 

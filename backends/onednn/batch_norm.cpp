@@ -127,7 +127,7 @@ struct BwdPlan : Plan {
 void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   if (loops::has_epilogue(a)) {  // one pass where eval_affine runs; else the batch norm, then the epilogue
     require_f32("batch_norm_fwd", a.x.dtype);
-    if (!a.training && a.running_mean.defined && a.running_var.defined && eval_affine(a)) return;
+    if (!a.training && !a.relu_mask.defined && a.running_mean.defined && a.running_var.defined && eval_affine(a)) return;
     batch_norm_fwd(loops::without_epilogue(a));
     return loops::epilogue<float>(a);
   }
@@ -200,8 +200,13 @@ void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   });
 }
 
-void OneDnnBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
-  require_f32("batch_norm_bwd", a.x.dtype);
+// A fused forward's backward masks dy first (relu_mask.h).
+void OneDnnBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
+  require_f32("batch_norm_bwd", fused.x.dtype);
+  ops::masked_batch_norm_bwd<float>(fused, [&](const BatchNormBwdArgs& a) { plain_batch_norm_bwd(a); });
+}
+
+void OneDnnBackend::plain_batch_norm_bwd(const BatchNormBwdArgs& a) {
   guarded("batch_norm_bwd", [&] {
     Context& c = *ctx_;
     const int64_t ch = a.x.sizes[1];

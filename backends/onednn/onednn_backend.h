@@ -48,6 +48,8 @@ class OneDnnBackend {
 #undef STRATA_OP
 
  private:
+  void plain_batch_norm_bwd(const ops::BatchNormBwdArgs& a);  // batch_norm_bwd without a fused forward's mask
+
   std::unique_ptr<onednn::Context> ctx_;
   Capabilities capabilities_;  // bf16 only where the CPU runs it natively
 };

@@ -140,7 +140,10 @@ void OpenBlasBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   visit_float(kName, "batch_norm_fwd", a.x.dtype, [&](auto t) { forward<decltype(t)>(a); });
 }
 void OpenBlasBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
-  visit_float(kName, "batch_norm_bwd", a.x.dtype, [&](auto t) { backward<decltype(t)>(a); });
+  visit_float(kName, "batch_norm_bwd", a.x.dtype, [&](auto t) {
+    using T = decltype(t);
+    ops::masked_batch_norm_bwd<T>(a, [](const BatchNormBwdArgs& b) { backward<T>(b); });
+  });
 }
 
 }  // namespace strata::backends

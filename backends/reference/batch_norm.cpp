@@ -4,6 +4,7 @@
 
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/backends/reference/strided.h"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::backends {
 
@@ -90,49 +91,58 @@ void ReferenceBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
         y[oy] = static_cast<T>((static_cast<double>(x[ox]) - mean) * invstd * g + b);
       });
     }
-    ref::residual_relu_epilogue<T>(a);  // fused evaluation
+    ref::residual_relu_epilogue<T>(a);  // fusion
+    write_relu_mask<T>(a);
   });
 }
 
+namespace {
 // With xhat = (x - mean) * invstd and M values per channel:
 //   dbeta = sum dy, dgamma = sum dy * xhat,
 //   training: dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma)
 //   eval:     dx = gamma * invstd * dy (the statistics are constants).
-void ReferenceBackend::batch_norm_bwd(const BatchNormBwdArgs& a) {
-  visit_float(a.x.dtype, "batch_norm_bwd", [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = a.x.ptr<T>();
-    const T* dy = a.dy.ptr<T>();
-    const BnShape s = bn_shape(a.x);
-    const double M = static_cast<double>(s.per_channel());
-    for (int64_t c = 0; c < s.C; ++c) {
-      const double mean = param<T>(a.save_mean, c, 0.0);
-      const double invstd = param<T>(a.save_invstd, c, 1.0);
-      const double g = param<T>(a.gamma, c, 1.0);
-      double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      for_channel(s, c, a.x, a.dy, [&](int64_t ox, int64_t ody) {
-        const double d = static_cast<double>(dy[ody]);
-        sum_dy += d;
-        sum_dy_xhat += d * (static_cast<double>(x[ox]) - mean) * invstd;
-      });
-      set_param<T>(a.dgamma, c, sum_dy_xhat);
-      set_param<T>(a.dbeta, c, sum_dy);
-      if (!a.dx.defined) continue;
-      T* dx = a.dx.ptr<T>();
-      for (int64_t n = 0; n < s.N; ++n)
-        for (int64_t h = 0; h < s.H; ++h)
-          for (int64_t w = 0; w < s.W; ++w) {
-            const double d = static_cast<double>(dy[bn_off(a.dy, n, c, h, w)]);
-            double v;
-            if (a.training) {
-              const double xhat = (static_cast<double>(x[bn_off(a.x, n, c, h, w)]) - mean) * invstd;
-              v = g * invstd / M * (M * d - sum_dy - xhat * sum_dy_xhat);
-            } else {
-              v = g * invstd * d;
-            }
-            dx[bn_off(a.dx, n, c, h, w)] = static_cast<T>(v);
+template <class T>
+void plain_batch_norm_bwd(const BatchNormBwdArgs& a) {
+  const T* x = a.x.ptr<T>();
+  const T* dy = a.dy.ptr<T>();
+  const BnShape s = bn_shape(a.x);
+  const double M = static_cast<double>(s.per_channel());
+  for (int64_t c = 0; c < s.C; ++c) {
+    const double mean = param<T>(a.save_mean, c, 0.0);
+    const double invstd = param<T>(a.save_invstd, c, 1.0);
+    const double g = param<T>(a.gamma, c, 1.0);
+    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    for_channel(s, c, a.x, a.dy, [&](int64_t ox, int64_t ody) {
+      const double d = static_cast<double>(dy[ody]);
+      sum_dy += d;
+      sum_dy_xhat += d * (static_cast<double>(x[ox]) - mean) * invstd;
+    });
+    set_param<T>(a.dgamma, c, sum_dy_xhat);
+    set_param<T>(a.dbeta, c, sum_dy);
+    if (!a.dx.defined) continue;
+    T* dx = a.dx.ptr<T>();
+    for (int64_t n = 0; n < s.N; ++n)
+      for (int64_t h = 0; h < s.H; ++h)
+        for (int64_t w = 0; w < s.W; ++w) {
+          const double d = static_cast<double>(dy[bn_off(a.dy, n, c, h, w)]);
+          double v;
+          if (a.training) {
+            const double xhat = (static_cast<double>(x[bn_off(a.x, n, c, h, w)]) - mean) * invstd;
+            v = g * invstd / M * (M * d - sum_dy - xhat * sum_dy_xhat);
+          } else {
+            v = g * invstd * d;
           }
-    }
+          dx[bn_off(a.dx, n, c, h, w)] = static_cast<T>(v);
+        }
+  }
+}
+}  // namespace
+
+// A fused forward's backward masks dy first (relu_mask.h).
+void ReferenceBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
+  visit_float(fused.x.dtype, "batch_norm_bwd", [&](auto tag) {
+    using T = decltype(tag);
+    masked_batch_norm_bwd<T>(fused, [&](const BatchNormBwdArgs& a) { plain_batch_norm_bwd<T>(a); });
   });
 }
 

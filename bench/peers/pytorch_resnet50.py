@@ -29,6 +29,9 @@ Modes:
                  restricts cuDNN to deterministic algorithms). The ratio table uses it.
   eager_default  PyTorch's own defaults for comparison: cuDNN conv may use TF32
                  (allow_tf32 = True), matmul not, benchmark False, deterministic False.
+  compile        torch.compile(model) (inductor, default mode, static shapes) at
+                 PyTorch's defaults as eager_default; the warmup steps include the
+                 compilation (at least 3 are run). Only when asked for (--mode compile).
 The mode "eager_default" runs only the f32 configurations given by --default-configs.
 --device cpu runs on the CPU (host timing only) for smoke tests without a GPU.
 """
@@ -112,7 +115,7 @@ def apply_mode(mode):
     if mode == "eager":
         set_precision(tf32_conv=False)
         torch.backends.cudnn.deterministic = True
-    else:  # eager_default: PyTorch's defaults
+    else:  # eager_default and compile: PyTorch's defaults
         set_precision(tf32_conv=True)
         torch.backends.cudnn.deterministic = False
 
@@ -171,6 +174,8 @@ def measure(cfg, mode, args, device):
             opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
         else:
             model.eval()
+        if mode == "compile":
+            model = torch.compile(model, dynamic=False)
 
         def autocast():
             return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg["bf16"])
@@ -192,7 +197,7 @@ def measure(cfg, mode, args, device):
             with torch.no_grad(), autocast():
                 return model(x)
 
-        for _ in range(args.warmup):
+        for _ in range(max(args.warmup, 3) if mode == "compile" else args.warmup):
             step()
         if cuda:
             torch.cuda.synchronize()
@@ -215,7 +220,7 @@ def measure(cfg, mode, args, device):
             del out
         med = quantile(dev, 0.5)
         r.update({
-            "status": "ok", "iters": len(dev), "warmup": args.warmup,
+            "status": "ok", "iters": len(dev), "warmup": max(args.warmup, 3) if mode == "compile" else args.warmup,
             "device_ms": summary(dev), "host_ms": summary(host), "wall_ms": summary(wall),
             "img_per_s": b * 1000.0 / med,
             "peak_bytes": torch.cuda.max_memory_allocated() if cuda else None,
@@ -231,7 +236,7 @@ def measure(cfg, mode, args, device):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="all", help="comma-separated configurations, or 'all'")
-    ap.add_argument("--mode", default="all", choices=["eager", "eager_default", "all"])
+    ap.add_argument("--mode", default="all", choices=["eager", "eager_default", "compile", "all"])
     ap.add_argument("--default-configs", default="infer_b256_224,train_b128_224",
                     help="configurations also run in eager_default (PyTorch's TF32 default)")
     ap.add_argument("--iters", type=int, default=30)

@@ -41,17 +41,21 @@ int64_t BatchNorm2d<P>::num_batches_tracked() const {
   return *num_batches_tracked_.data<int64_t>();
 }
 
+// A memory plan's recording pass runs a forward once more; it is not a batch. A captured
+// step counts each launch.
+template <class P>
+void BatchNorm2d<P>::count_batch() {
+  if (ops::direct::recording()) return;
+  if (ops::direct::capturing())
+    ops::direct::at_each_launch([count = num_batches_tracked_.data<int64_t>()] { ++*count; });
+  else
+    ++*num_batches_tracked_.data<int64_t>();
+}
+
 template <class P>
 Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   const bool training = is_training();
-  // A memory plan's recording pass runs this forward once more; it is not a batch. A
-  // captured step counts each launch.
-  if (training && !ops::direct::recording()) {
-    if (ops::direct::capturing())
-      ops::direct::at_each_launch([count = num_batches_tracked_.data<int64_t>()] { ++*count; });
-    else
-      ++*num_batches_tracked_.data<int64_t>();
-  }
+  if (training) count_batch();
   return direct_.forward_keyed(
       p_, x, training ? 1 : 0,
       [&](const auto& tape) {
@@ -72,7 +76,9 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
 
 template <class P>
 bool BatchNorm2d<P>::fuses(const Tensor& x) const {
-  if (!o_.fuse_eval || is_training() || autograd::GradMode::enabled()) return false;
+  if (is_training() ? !(o_.fuse_train && ops::dense_for_mask(x))
+                    : !o_.fuse_eval || autograd::GradMode::enabled())
+    return false;
   if constexpr (is_direct_v<P>)
     return !needs_casts(p_.impl->capabilities(), x, weight_.dtype());
   else
@@ -81,19 +87,33 @@ bool BatchNorm2d<P>::fuses(const Tensor& x) const {
 
 template <class P>
 Tensor BatchNorm2d<P>::forward_fused(const Tensor& x, const Tensor& z, bool relu) {
-  STRATA_CHECK(fuses(x), "BatchNorm2d::forward_fused: runs in evaluation with gradients off, with fuse_eval on, on "
-               "a backend with batch norm in ", dtype_name(x.dtype()), "; call forward");
+  STRATA_CHECK(fuses(x), "BatchNorm2d::forward_fused: runs in training with fuse_train on and a dense NCHW or "
+               "channels-last input, or in evaluation with gradients off and fuse_eval on, on a backend with batch "
+               "norm in ", dtype_name(x.dtype()), "; call forward");
+  const bool training = is_training();
+  if (training) count_batch();
   // Plans for the same x told apart by what follows: keys 2 and up (forward's are 0 and 1).
   const auto z_at = z.defined() ? reinterpret_cast<uintptr_t>(z.data_ptr()) : uintptr_t{0};
-  const auto key = static_cast<int64_t>((z_at << 2) + (relu ? 3 : 2));
+  const auto key = static_cast<int64_t>((z_at << 3) + (training ? 4 : 0) + (relu ? 3 : 2));
   return direct_.forward_keyed(
       p_, x, key,
-      [&](const auto& d) {
-        return ops::batch_norm(d, x, weight_, bias_, running_mean_, running_var_, false, o_.momentum, o_.eps, z,
-                               relu)
-            .y;
+      [&](const auto& tape) {
+        return autograd::batch_norm(tape, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum,
+                                    o_.eps, z, relu);
       },
-      weight_, bias_, running_mean_, running_var_, false, o_.momentum, o_.eps, z, relu);
+      weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps, z, relu);
+}
+
+template <class P>
+const Tensor& BatchNorm2d<P>::residual_grad() {
+  if constexpr (is_direct_v<P>) {
+    const Tensor& dz = direct_.latest_step(type_name()).residual_grad();
+    STRATA_CHECK(dz.defined(), "BatchNorm2d::residual_grad: the latest forward had no residual input, or its "
+                 "backward has not run");
+    return dz;
+  } else {
+    STRATA_FAIL("BatchNorm2d::residual_grad runs in direct mode only; in the tape modes the tape routes it");
+  }
 }
 
 template <class P>
@@ -121,7 +141,7 @@ void BatchNormStep<Impl>::plan(Impl& impl, const Tensor& x, const Tensor& gamma,
     x_in_.plan(impl, x, gamma.dtype(), MemoryFormat::contiguous);
     bn_in = x_in_.y;
   }
-  STRATA_CHECK(!(z.defined() || relu) || !x_in_.planned(), "BatchNorm2d: a fused evaluation between casts");
+  STRATA_CHECK(!(z.defined() || relu) || !x_in_.planned(), "BatchNorm2d: a fused batch norm between casts");
   op_.plan(impl, bn_in, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
   if (x_in_.planned()) y_out_.plan(impl, op_.y, x.dtype(), x.suggested_format());
 }

@@ -16,6 +16,10 @@ struct BatchNormOptions {
   // Evaluation with gradients off: forward_fused runs the ReLU and residual add that
   // follow in the batch norm's own call, one pass over memory instead of three.
   bool fuse_eval = true;
+  // Training: forward_fused runs them too, saving a ReLU bitmask for the backward, whose
+  // batch norm backward masks the gradient itself (and returns the residual's,
+  // residual_grad): a ResNet block's forward makes 4 passes over memory instead of 8.
+  bool fuse_train = true;
   // Read by the networks that own the convolution before this batch norm (ResNet's stem
   // and blocks): they fold it into that convolution (Conv2d::fold_batch_norm), and in
   // evaluation with gradients off run the convolution alone; this takes precedence over
@@ -37,6 +41,7 @@ class BatchNormStep {
   const Tensor& run(const Args&...);
   void plan_backward(const Tensor& dy, bool need_dx);
   const Tensor& run_backward();
+  const Tensor& residual_grad() const { return op_.dz; }
 
  private:
   Impl* impl_ = nullptr;
@@ -58,12 +63,18 @@ class BatchNorm2d final : public Module {
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
-  // Whether forward_fused runs for x: evaluation with gradients off (nothing to
-  // differentiate), options().fuse_eval, and a backend with batch norm in x's dtype.
+  // Whether forward_fused runs for x: a backend with batch norm in x's dtype, and either
+  // evaluation with gradients off (nothing to differentiate) and options().fuse_eval, or
+  // training, options().fuse_train and x dense (NCHW or channels-last: the ReLU mask's
+  // order).
   bool fuses(const Tensor& x) const;
-  // relu?(forward(x) + z) as one batch norm call (z optional, x's sizes and dtype); needs
-  // fuses(x). The blocks of a ResNet call it for each batch norm and the ops after it.
+  // relu?(forward(x) + z) as one batch norm call (z optional, x's sizes, dtype and
+  // layout); needs fuses(x). The blocks of a ResNet call it for each batch norm and the
+  // ops after it. In training its backward takes the gradient of the fused output.
   Tensor forward_fused(const Tensor& x, const Tensor& z, bool relu);
+  // Direct mode, after backward of a fused forward with z: the gradient of z (the
+  // masked gradient at the residual add). The tape modes' tape routes it.
+  const Tensor& residual_grad();
 
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }
@@ -74,6 +85,8 @@ class BatchNorm2d final : public Module {
   int64_t plans_made() const;
 
  private:
+  void count_batch();
+
   P p_;
   int64_t channels_;
   BatchNormOptions o_;

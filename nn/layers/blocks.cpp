@@ -68,13 +68,15 @@ BasicBlock<P>::BasicBlock(const P& p, int64_t inplanes, int64_t planes, int stri
 
 template <class P>
 Tensor BasicBlock<P>::forward(const Tensor& x) {
+  fused_ = false;
   if (conv1_->folds()) {  // evaluation, batch norms folded: each conv with what follows it
     const Tensor out = conv1_->forward_folded(x, Tensor(), true);
     const Tensor identity = downsample_ ? downsample_->conv().forward_folded(x, Tensor(), false) : x;
     return conv2_->forward_folded(out, identity, true);
   }
   const Tensor h = conv1_->forward(x);
-  if (bn1_->fuses(h)) {  // evaluation: each batch norm with the ReLU and residual add after it
+  if (bn1_->fuses(h)) {  // each batch norm with the ReLU and residual add after it
+    fused_ = true;
     const Tensor out = bn1_->forward_fused(h, Tensor(), true);
     const Tensor y2 = conv2_->forward(out);
     const Tensor identity = downsample_ ? downsample_->forward(x) : x;
@@ -89,6 +91,13 @@ Tensor BasicBlock<P>::forward(const Tensor& x) {
 template <class P>
 Tensor BasicBlock<P>::backward(const Tensor& dy) {
   return detail::explicit_backward<P>(*this, dy, [&] {
+    if (fused_) {  // each batch norm's backward masks its gradient; bn2 returns the residual's
+      const Tensor g2 = bn2_->backward(dy);
+      const Tensor& g = bn2_->residual_grad();
+      const Tensor g_identity = downsample_ ? downsample_->backward(g) : g;
+      const Tensor g_main = conv1_->backward(bn1_->backward(conv2_->backward(g2)));
+      return add_.accumulate(g_identity, g_main);
+    }
     const Tensor g = relu_out_->backward(dy);
     const Tensor g_identity = downsample_ ? downsample_->backward(g) : g;
     Tensor g_main = conv2_->backward(bn2_->backward(g));
@@ -122,6 +131,7 @@ Bottleneck<P>::Bottleneck(const P& p, int64_t inplanes, int64_t planes, int stri
 
 template <class P>
 Tensor Bottleneck<P>::forward(const Tensor& x) {
+  fused_ = false;
   if (conv1_->folds()) {  // evaluation, batch norms folded: 3 or 4 convolutions and nothing else
     Tensor out = conv1_->forward_folded(x, Tensor(), true);
     out = conv2_->forward_folded(out, Tensor(), true);
@@ -129,7 +139,8 @@ Tensor Bottleneck<P>::forward(const Tensor& x) {
     return conv3_->forward_folded(out, identity, true);
   }
   const Tensor h = conv1_->forward(x);
-  if (bn1_->fuses(h)) {  // evaluation: each batch norm with the ReLU and residual add after it
+  if (bn1_->fuses(h)) {  // each batch norm with the ReLU and residual add after it
+    fused_ = true;
     Tensor out = bn1_->forward_fused(h, Tensor(), true);
     out = bn2_->forward_fused(conv2_->forward(out), Tensor(), true);
     const Tensor y3 = conv3_->forward(out);
@@ -146,6 +157,14 @@ Tensor Bottleneck<P>::forward(const Tensor& x) {
 template <class P>
 Tensor Bottleneck<P>::backward(const Tensor& dy) {
   return detail::explicit_backward<P>(*this, dy, [&] {
+    if (fused_) {  // each batch norm's backward masks its gradient; bn3 returns the residual's
+      const Tensor g3 = bn3_->backward(dy);
+      const Tensor& g = bn3_->residual_grad();
+      const Tensor g_identity = downsample_ ? downsample_->backward(g) : g;
+      Tensor g_main = conv2_->backward(bn2_->backward(conv3_->backward(g3)));
+      g_main = conv1_->backward(bn1_->backward(g_main));
+      return add_.accumulate(g_identity, g_main);
+    }
     const Tensor g = relu_out_->backward(dy);
     const Tensor g_identity = downsample_ ? downsample_->backward(g) : g;
     Tensor g_main = conv3_->backward(bn3_->backward(g));

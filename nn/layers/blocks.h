@@ -77,6 +77,7 @@ class BasicBlock final : public ResidualBlockBase {
   Conv2d<P>*conv1_, *conv2_;
   BatchNorm2d<P>*bn1_, *bn2_;
   ReLU<P>*relu_, *relu_out_;
+  bool fused_ = false;  // the latest forward ran each batch norm with what follows it
   Downsample<P>* downsample_ = nullptr;
   ResidualAdd<P> add_;
 };
@@ -98,6 +99,7 @@ class Bottleneck final : public ResidualBlockBase {
   Conv2d<P>*conv1_, *conv2_, *conv3_;
   BatchNorm2d<P>*bn1_, *bn2_, *bn3_;
   ReLU<P>*relu_, *relu2_, *relu_out_;
+  bool fused_ = false;  // the latest forward ran each batch norm with what follows it
   Downsample<P>* downsample_ = nullptr;
   ResidualAdd<P> add_;
 };

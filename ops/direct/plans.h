@@ -79,8 +79,9 @@ class Conv2dPlan {
 template <BackendImpl Impl>
 class BatchNormPlan {
  public:
-  Tensor y, save_mean, save_invstd, dx, dgamma, dbeta;
-  // z, relu: fused evaluation (op_args.h), y = relu?(bn(x) + z); no backward follows.
+  Tensor y, save_mean, save_invstd, relu_mask, dx, dgamma, dbeta;
+  Tensor dz;  // fused training with a residual: its gradient (dy itself without a ReLU)
+  // z, relu: fused, y = relu?(bn(x) + z) (op_args.h); in evaluation no backward follows.
   void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
             const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z = Tensor(),
             bool relu = false) {
@@ -91,26 +92,31 @@ class BatchNormPlan {
     gamma_ = gamma;
     beta_ = beta;
     y = planned_empty_like(x, x.sizes());
-    if (!z.defined() && !relu) {  // fused evaluation saves nothing for a backward
+    if (training || (!z.defined() && !relu)) {  // fused evaluation saves nothing for a backward
       save_mean = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
       save_invstd = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
     }
+    if (training && relu) relu_mask = planned_empty(Shape{relu_mask_bytes(x.numel())}, DType::u8, x.device());
     fwd_ = {x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd};
     fwd_.training = training;
     fwd_.momentum = momentum;
     fwd_.eps = eps;
     fwd_.z = z;
     fwd_.relu = relu;
+    fwd_.relu_mask = relu_mask;
   }
   void plan_backward(const Tensor& dy) {
-    STRATA_CHECK(!fwd_.z.defined && !fwd_.relu,
+    STRATA_CHECK(fwd_.training || (!fwd_.z.defined && !fwd_.relu),
                  "batch_norm: no backward through a fused evaluation (it ran with gradients off)");
-    validate_batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd);
+    validate_batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd, relu_mask);
     dx = planned_empty_like(y, y.sizes());
     dgamma = planned_grad(gamma_, save_mean.sizes(), save_mean.dtype());
     dbeta = planned_grad(beta_, save_mean.sizes(), save_mean.dtype());
+    if (fwd_.z.defined) dz = relu_mask.defined() ? planned_empty_like(y, y.sizes()) : dy;
     bwd_ = {fwd_.x, dy, fwd_.gamma, save_mean, save_invstd, dx, dgamma, dbeta};
     bwd_.training = fwd_.training;
+    bwd_.relu_mask = relu_mask;
+    if (relu_mask.defined()) bwd_.dz = dz;
   }
   void forward() { run_kernel<OpId::batch_norm_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::batch_norm_bwd>(*impl_, bwd_); }

@@ -48,15 +48,23 @@ struct BatchNormFwdArgs {
   double eps = 1e-5;
   double momentum = 0.1;  // running = (1-momentum)*running + momentum*batch (unbiased var)
   bool training = true;
-  // Fused evaluation (training false only): y = relu?(bn(x) + z), the residual add and
-  // ReLU that follow a ResNet block's last batch norm in the same pass over memory. No
-  // backward follows it, so save_mean and save_invstd are undefined then (not written).
+  // Fusion: y = relu?(bn(x) + z), the residual add and ReLU that follow a ResNet block's
+  // batch norms, in the batch norm's own pass over memory, each step rounded to x's dtype
+  // as the separate ops round it. Fused evaluation with gradients off saves nothing
+  // (save_mean and save_invstd undefined, not written). Fused training saves the
+  // statistics and, in relu_mask, which outputs the ReLU passed (relu_mask.h).
   TensorView z{};  // optional, x's sizes and dtype
   bool relu = false;
+  TensorView relu_mask{};  // optional u8 output [relu_mask_bytes(x)], needs relu
 };
 struct BatchNormBwdArgs {
   TensorView x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta;
   bool training = true;  // false: statistics were constants (eval mode)
+  // The backward of a fused forward: relu_mask (the forward's) keeps dy where the ReLU
+  // passed and zeroes it elsewhere before the batch norm's backward; dz, when given,
+  // receives that masked dy, the gradient of the forward's residual input z.
+  TensorView relu_mask{};  // optional u8 input
+  TensorView dz{};         // optional output with relu_mask, x's sizes, dtype and strides
 };
 
 struct ReluFwdArgs {

@@ -4,6 +4,8 @@
 
 #include "reference_test_util.h"
 #include "support/coverage.h"
+#include "strata/core/factories.h"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::testing {
 namespace {
@@ -77,6 +79,57 @@ TEST_P(BatchNormGradcheck, AllInputsMatchCentralDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Reference, BatchNormGradcheck, ::testing::ValuesIn(kBnCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Fused training (op_args.h): y = relu?(bn(x) + z); its backward takes the forward's ReLU
+// mask and returns the residual's gradient dz. Against central differences, with the
+// mask equal to y > 0.
+TEST(ReferenceBatchNorm, FusedTrainingMatchesCentralDifferences) {
+  ReferenceBackend ref;
+  for (MemoryFormat fmt : {kNCHW, kNHWC}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool with_z = variant != 1, relu = variant != 2;
+      SCOPED_TRACE(::testing::Message() << (fmt == kNHWC ? "nhwc" : "nchw") << (with_z ? " +z" : "")
+                                        << (relu ? " relu" : ""));
+      const Shape xs{2, 3, 3, 5};  // 90 values: the mask's last byte is partial
+      const Tensor x = random_tensor(xs, DType::f64, 41, -2, 2, fmt), z = random_tensor(xs, DType::f64, 42, -1, 1, fmt);
+      const Tensor gamma = random_tensor({3}, DType::f64, 43, 0.5, 1.5), beta = random_tensor({3}, DType::f64, 44);
+      const Tensor y = nan_tensor(xs, DType::f64, fmt), cot = random_tensor(xs, DType::f64, 45, -1, 1, fmt);
+      const Tensor save_mean = nan_tensor({3}), save_invstd = nan_tensor({3});
+      const Tensor mask = Tensor::empty(Shape{ops::relu_mask_bytes(x.numel())}, DType::u8);
+      auto forward = [&] {
+        const Tensor rm = zeros(Shape{3}, DType::f64), rv = zeros(Shape{3}, DType::f64);
+        ops::BatchNormFwdArgs a{x, gamma, beta, rm, rv, y, save_mean, save_invstd};
+        a.eps = 1e-3;
+        if (with_z) a.z = z;
+        a.relu = relu;
+        if (relu) a.relu_mask = mask;
+        ref.batch_norm_fwd(a);
+      };
+      auto loss = [&] {
+        forward();
+        return dot(y, cot);
+      };
+      forward();
+      if (relu) {
+        // Bit i belongs to the value at offset i of y's storage (its memory order).
+        const double* yp = y.data<double>();
+        for (int64_t i = 0; i < y.numel(); ++i)
+          ASSERT_EQ(ops::relu_mask_bit(mask.data<uint8_t>(), i), yp[i] > 0.0) << "mask bit " << i;
+      }
+      const Tensor dx = nan_tensor(xs, DType::f64, fmt), dz = nan_tensor(xs, DType::f64, fmt);
+      const Tensor dgamma = nan_tensor({3}), dbeta = nan_tensor({3});
+      ops::BatchNormBwdArgs b{x, cot, gamma, save_mean, save_invstd, dx, dgamma, dbeta};
+      if (relu) b.relu_mask = mask, b.dz = dz;
+      ref.batch_norm_bwd(b);
+      EXPECT_TRUE(grad_matches("dx", dx, numeric_grad(x, loss)));
+      EXPECT_TRUE(grad_matches("dgamma", dgamma, numeric_grad(gamma, loss)));
+      EXPECT_TRUE(grad_matches("dbeta", dbeta, numeric_grad(beta, loss)));
+      if (with_z) {
+        EXPECT_TRUE(grad_matches("dz", relu ? dz : cot, numeric_grad(z, loss)));
+      }
+    }
+  }
+}
 
 TEST(ReferenceBatchNorm, TrainingValuesAndRunningStats) {
   ReferenceBackend ref;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu_backend_test_util.h"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::testing {
 namespace {
@@ -111,6 +112,87 @@ TEST_P(NormPoolTest, BatchNormFusedEvaluation) {
       }
     }
   }
+}
+
+// Fused training (op_args.h): the forward as the reference's separate batch norm, add and
+// ReLU, with a ReLU mask of the backend's own output; the backward, from the reference's
+// mask, as the separate ReLU backward then batch norm backward, dz the masked dy bitwise.
+// The reference's fused forms are bitwise its separate ops.
+TEST_P(NormPoolTest, BatchNormFusedTraining) {
+  uint64_t seed = 2700;
+  for (const Shape& s : {Shape{2, 6, 5, 3}, Shape{1, 3, 5, 3}})
+  for (MemoryFormat fmt : {kNCHW, kNHWC})
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool with_z = variant != 1, relu = variant != 2;
+      SCOPED_TRACE(::testing::Message() << s.str() << (fmt == kNHWC ? " nhwc" : " nchw") << (with_z ? " +z" : "")
+                                        << (relu ? " relu" : ""));
+      const int64_t c = s[1];
+      const Tensor x = rand_f32(s, seed += 10, fmt, -2.0, 3.0), z = rand_f32(s, seed + 1, fmt);
+      const Tensor gamma = rand_f32({c}, seed + 2, kNCHW, 0.5, 1.5), beta = rand_f32({c}, seed + 3);
+      const Tensor rm = rand_f32({c}, seed + 4, kNCHW, -0.5, 0.5), rv = rand_f32({c}, seed + 5, kNCHW, 0.5, 2.0);
+      // The separate ops on the reference.
+      const Tensor rm_s = copy_of(rm), rv_s = copy_of(rv), sm_s = nan_tensor({c}), si_s = nan_tensor({c});
+      const Tensor bn = nan_tensor(s, fmt), sum = nan_tensor(s, fmt), act = nan_tensor(s, fmt);
+      ref_.batch_norm_fwd({x, gamma, beta, rm_s, rv_s, bn, sm_s, si_s});
+      Tensor want = bn;
+      if (with_z) ref_.add({bn, z, sum}), want = sum;
+      if (relu) ref_.relu_fwd({want, act}), want = act;
+      // Fused, on the reference and on the backend.
+      const int64_t bytes = ops::relu_mask_bytes(x.numel());
+      const Tensor mask_r = Tensor::empty(Shape{bytes}, DType::u8), mask = Tensor::empty(Shape{bytes}, DType::u8);
+      const Tensor rm_r = copy_of(rm), rv_r = copy_of(rv), sm_r = nan_tensor({c}), si_r = nan_tensor({c});
+      const Tensor rm_b = copy_of(rm), rv_b = copy_of(rv), sm = nan_tensor({c}), si = nan_tensor({c});
+      const Tensor y_r = nan_tensor(s, fmt), y = nan_tensor(s, fmt);
+      ops::BatchNormFwdArgs f{x, gamma, beta, rm_r, rv_r, y_r, sm_r, si_r};
+      if (with_z) f.z = z;
+      f.relu = relu;
+      if (relu) f.relu_mask = mask_r;
+      ref_.batch_norm_fwd(f);
+      f.running_mean = rm_b, f.running_var = rv_b, f.y = y, f.save_mean = sm, f.save_invstd = si;
+      if (relu) f.relu_mask = mask;
+      be().batch_norm_fwd(f);
+      EXPECT_TRUE(bitwise_equal(y_r, want)) << "[reference fused vs separate]";
+      EXPECT_TRUE(bitwise_equal(rv_r, rv_s) && bitwise_equal(si_r, si_s)) << "[reference fused statistics]";
+      STRATA_EXPECT_CLOSE(y, want, kTolReduction, "batch_norm_fwd fused y");
+      STRATA_EXPECT_CLOSE(sm, sm_s, kTolReduction, "save_mean");
+      STRATA_EXPECT_CLOSE(si, si_s, kTolReduction, "save_invstd");
+      STRATA_EXPECT_CLOSE(rm_b, rm_s, kTolReduction, "running_mean");
+      STRATA_EXPECT_CLOSE(rv_b, rv_s, kTolReduction, "running_var");
+      if (relu) {
+        for (const auto& [m, out] : {std::pair{mask_r, y_r}, std::pair{mask, y}})
+          for (int64_t i = 0; i < out.numel(); ++i)  // offset i of the output's storage
+            ASSERT_EQ(ops::relu_mask_bit(m.data<uint8_t>(), i), out.data<float>()[i] > 0.f) << "mask bit " << i;
+      }
+      // Backward: the separate ops on the reference, then fused.
+      const Tensor dy = rand_f32(s, seed + 6, fmt), g = nan_tensor(s, fmt);
+      Tensor g_s = dy;
+      if (relu) ref_.relu_bwd({want, dy, g}), g_s = g;
+      const Tensor dx_s = nan_tensor(s, fmt), dg_s = nan_tensor({c}), db_s = nan_tensor({c});
+      ref_.batch_norm_bwd({x, g_s, gamma, sm_s, si_s, dx_s, dg_s, db_s});
+      if (!relu) continue;  // without a ReLU the backward is the plain one (dz = dy)
+      for (bool own : {false, true}) {
+        SCOPED_TRACE(own ? "backend" : "reference");
+        const Tensor dx = nan_tensor(s, fmt), dg = nan_tensor({c}), db = nan_tensor({c});
+        const Tensor dz = nan_tensor(s, fmt);
+        ops::BatchNormBwdArgs b{x, dy, gamma, sm_s, si_s, dx, dg, db};
+        b.relu_mask = mask_r;
+        if (with_z) b.dz = dz;
+        if (own)
+          be().batch_norm_bwd(b);
+        else
+          ref_.batch_norm_bwd(b);
+        if (own) {
+          STRATA_EXPECT_CLOSE(dx, dx_s, kTolReduction, "batch_norm_bwd fused dx");
+          STRATA_EXPECT_CLOSE(dg, dg_s, kTolReduction, "batch_norm_bwd fused dgamma");
+          STRATA_EXPECT_CLOSE(db, db_s, kTolReduction, "batch_norm_bwd fused dbeta");
+        } else {
+          EXPECT_TRUE(bitwise_equal(dx, dx_s) && bitwise_equal(dg, dg_s) && bitwise_equal(db, db_s));
+        }
+        if (with_z) {
+          EXPECT_TRUE(bitwise_equal(dz, g_s)) << "dz is the masked dy";
+        }
+      }
+    }
 }
 
 // ---------------------------------------------------------------- pooling

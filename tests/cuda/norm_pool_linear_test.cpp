@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::testing {
 namespace {
@@ -214,6 +215,78 @@ TEST_F(CudaNormPoolLinear, BatchNormFusedEvaluation) {
         be().batch_norm_fwd(g);
         STRATA_EXPECT_CLOSE(f32_of(to_cpu(y)), y_ref, dt == DType::bf16 ? kTolBf16 : kTolReduction,
                             "batch_norm_fwd fused");
+      }
+}
+
+// Fused training (op_args.h): y = relu?(bn(x) + z) with its ReLU mask, then the backward
+// through the mask with dz, against the reference's fused forms (bitwise its separate
+// ops, tests/cpu_backends) on the same input values. The mask must be the GPU's own
+// y > 0 bit for bit, dz the masked dy exactly. Shapes for every path: channels-last with
+// C % 8 == 0 (the apply pass writes the mask in bf16; f32 takes a second pass), C = 10
+// (element-wise), NCHW with planes of 64 (vectors) and of 36, odd counts (a partial last
+// mask byte), batch 1; f32 NCHW runs on cuDNN with the strata epilogue and masking.
+TEST_F(CudaNormPoolLinear, BatchNormFusedTraining) {
+  uint64_t seed = 1170;
+  for (const auto& [s, fmt] : {std::pair{Shape{4, 16, 7, 5}, kNHWC}, std::pair{Shape{3, 10, 6, 5}, kNHWC},
+                               std::pair{Shape{2, 16, 8, 8}, kNCHW}, std::pair{Shape{2, 8, 6, 6}, kNCHW},
+                               std::pair{Shape{1, 3, 5, 3}, kNHWC}, std::pair{Shape{1, 24, 3, 3}, kNCHW}})
+    for (DType dt : {DType::f32, DType::bf16})
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool with_z = variant != 1, relu = variant != 2;
+        SCOPED_TRACE(::testing::Message() << s.str() << " " << dtype_name(dt) << (fmt == kNHWC ? " nhwc" : " nchw")
+                                          << (with_z ? " +z" : "") << (relu ? " relu" : ""));
+        const int64_t ch = s[1];
+        const double tol = dt == DType::bf16 ? kTolBf16 : kTolReduction;
+        const Tensor xh = random_tensor(s, dt, seed += 10, -2.0, 2.0, fmt);
+        const Tensor zh = random_tensor(s, dt, seed + 1, -1.0, 1.0, fmt);
+        const Tensor dyh = random_tensor(s, dt, seed + 2, -1.0, 1.0, fmt);
+        const Pair gamma = rand_pair({ch}, seed + 3, kNCHW, 0.5, 1.5), beta = rand_pair({ch}, seed + 4);
+        Pair rm = rand_pair({ch}, seed + 5, kNCHW, -0.5, 0.5), rv = rand_pair({ch}, seed + 6, kNCHW, 0.5, 2.0);
+        const int64_t bytes = ops::relu_mask_bytes(s.numel());
+        // The reference on the f32 values of the inputs.
+        const Tensor xr = f32_of(xh), zr = f32_of(zh), dyr = f32_of(dyh), y_ref = cpu_nan(s, fmt);
+        const Tensor sm_ref = cpu_nan({ch}), si_ref = cpu_nan({ch}), mask_ref = Tensor::empty(Shape{bytes}, DType::u8);
+        ops::BatchNormFwdArgs r{xr, gamma.cpu, beta.cpu, rm.cpu, rv.cpu, y_ref, sm_ref, si_ref};
+        if (with_z) r.z = zr;
+        r.relu = relu;
+        if (relu) r.relu_mask = mask_ref;
+        ref_.batch_norm_fwd(r);
+        const Tensor xg = to_gpu(xh), zg = to_gpu(zh), dyg = to_gpu(dyh), y = gpu_nan(s, fmt, dt);
+        const Tensor sm = gpu_nan({ch}), si = gpu_nan({ch});
+        const Tensor mask = Tensor::empty(Shape{bytes}, DType::u8, Device::cuda());
+        ops::BatchNormFwdArgs g{xg, gamma.gpu, beta.gpu, rm.gpu, rv.gpu, y, sm, si};
+        if (with_z) g.z = zg;
+        g.relu = relu;
+        if (relu) g.relu_mask = mask;
+        be().batch_norm_fwd(g);
+        const Tensor y_cpu = f32_of(to_cpu(y));
+        STRATA_EXPECT_CLOSE(y_cpu, y_ref, tol, "batch_norm_fwd fused y");
+        STRATA_EXPECT_CLOSE(sm, sm_ref, kTolReduction, "save_mean");
+        STRATA_EXPECT_CLOSE(si, si_ref, kTolReduction, "save_invstd");
+        STRATA_EXPECT_CLOSE(rm.gpu, rm.cpu, kTolReduction, "running_mean");
+        STRATA_EXPECT_CLOSE(rv.gpu, rv.cpu, kTolReduction, "running_var");
+        if (!relu) continue;  // without a ReLU the backward is the plain one (dz = dy)
+        const Tensor mask_cpu = to_cpu(mask);
+        for (int64_t i = 0; i < s.numel(); ++i)  // offset i of y's storage
+          ASSERT_EQ(ops::relu_mask_bit(mask_cpu.data<uint8_t>(), i), y_cpu.data<float>()[i] > 0.f) << "mask bit " << i;
+        // Backward from the GPU's mask and the reference's statistics on both.
+        const Tensor dx = gpu_nan(s, fmt, dt), dz = gpu_nan(s, fmt, dt), dg = gpu_nan({ch}), db = gpu_nan({ch});
+        const Tensor dx_ref = cpu_nan(s, fmt), dz_ref = cpu_nan(s, fmt), dg_ref = cpu_nan({ch}), db_ref = cpu_nan({ch});
+        const Tensor sm_g = to_gpu(sm_ref), si_g = to_gpu(si_ref);  // alive while the views are
+        ops::BatchNormBwdArgs gb{xg, dyg, gamma.gpu, sm_g, si_g, dx, dg, db};
+        gb.relu_mask = mask;
+        if (with_z) gb.dz = dz;
+        be().batch_norm_bwd(gb);
+        ops::BatchNormBwdArgs rb{xr, dyr, gamma.cpu, sm_ref, si_ref, dx_ref, dg_ref, db_ref};
+        rb.relu_mask = mask_cpu;
+        if (with_z) rb.dz = dz_ref;
+        ref_.batch_norm_bwd(rb);
+        STRATA_EXPECT_CLOSE(f32_of(to_cpu(dx)), dx_ref, tol, "batch_norm_bwd fused dx");
+        STRATA_EXPECT_CLOSE(dg, dg_ref, kTolReduction, "batch_norm_bwd fused dgamma");
+        STRATA_EXPECT_CLOSE(db, db_ref, kTolReduction, "batch_norm_bwd fused dbeta");
+        if (with_z) {
+          EXPECT_TRUE(bitwise_equal(f32_of(to_cpu(dz)), dz_ref)) << "dz is the masked dy";
+        }
       }
 }
 

@@ -32,7 +32,7 @@ double norm_of(const Tensor& t) {
 }
 
 void run_step(ops::DispatchMode mode, MemoryFormat fmt, double tol_loss, double tol_grad,
-              std::optional<DType> compute = std::nullopt, bool zero_gamma = false) {
+              std::optional<DType> compute = std::nullopt, bool zero_gamma = false, bool gpu_fuse_train = true) {
   nn::ResNetConfig c;  // ResNet-50, ImageNet stem, kaiming_normal_fan_out
   c.num_classes = 10;
   c.init.seed = 11;
@@ -41,6 +41,7 @@ void run_step(ops::DispatchMode mode, MemoryFormat fmt, double tol_loss, double 
   o.memory_format = fmt;
   auto cpu = nn::make_resnet(c, ops::DispatchMode::static_call, "reference", o);
   o.compute_dtype = compute;
+  c.fuse_train = gpu_fuse_train;  // the reference's fused step is bitwise its separate ops (tests/nn)
   auto gpu = nn::make_resnet(c, mode, "cuda", o);
 
   // Batch 2 at 64x64: layer4 still sees 2x2 maps and BN in training mode has 8
@@ -97,6 +98,12 @@ TEST_F(CudaResNet50Step, MatchesReferenceDirect) { run_step(ops::DispatchMode::d
 // op alone matches the reference to 1e-5, norm_pool_linear_test), so 5e-4 here.
 TEST_F(CudaResNet50Step, MatchesReferenceChannelsLast) {
   run_step(ops::DispatchMode::virtual_call, kNHWC, 5e-4, 1e-2);
+}
+// The same with the separate batch norm, ReLU and add kernels on the GPU (the tests
+// above run the fused ones, ResNetConfig::fuse_train's default).
+TEST_F(CudaResNet50Step, UnfusedMatchesReferenceStaticAndChannelsLast) {
+  run_step(ops::DispatchMode::static_call, kNCHW, 1e-4, 1e-2, std::nullopt, false, false);
+  run_step(ops::DispatchMode::direct, kNHWC, 5e-4, 1e-2, std::nullopt, false, false);
 }
 // bf16 mixed precision against the f32 reference. A freshly initialised ResNet-50
 // amplifies small input differences ~1000x (the f32 comparison above shows it: 1e-7

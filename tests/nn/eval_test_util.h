@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nn_test_util.h"
+#include "strata/backends/api/registry.h"
 #include "strata/ops/trace.h"
 
 namespace strata::testing {
@@ -55,6 +56,22 @@ inline std::vector<std::string> traced_ops(nn::Model& m, const Tensor& x, Tensor
     y = Tensor::empty(out.sizes(), out.dtype(), Device::cpu());
     copy_into(out, y);
   });
+}
+
+// Every case of the fusion tests: the reference backend (bitwise against the separate ops)
+// and, when another one is built, the best CPU backend (within rounding), ResNet-18 and -50
+// (tiny_resnet), every dispatch mode; run(backend, config, mode) under a trace naming them.
+template <class Run>
+void for_each_fusion_case(Run&& run) {
+  std::vector<std::string> backends = {"reference"};
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (best != "reference") backends.push_back(best);
+  for (const std::string& backend : backends)
+    for (int depth : {18, 50})
+      for (ops::DispatchMode mode : kAllModes) {
+        SCOPED_TRACE(backend + " ResNet-" + std::to_string(depth) + " " + std::string(ops::dispatch_mode_name(mode)));
+        run(backend, tiny_resnet(depth), mode);
+      }
 }
 
 inline int count(const std::vector<std::string>& v, const std::string& s) {

@@ -2,58 +2,47 @@
 // runs each batch norm with the ReLU and residual add after it as one batch norm call.
 // It must give the separate ops' results — bitwise on the reference backend, which
 // rounds each step as the separate ops do, within f32 rounding on the others — in every
-// dispatch mode, run no separate ReLU or add kernels, and leave training, and evaluation
-// with gradients on, to the separate ops.
+// dispatch mode, run no separate ReLU or add kernels, and leave evaluation with gradients
+// on to the separate ops (training has its own fusion, fused_train_test.cpp).
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "eval_test_util.h"
 #include "strata/autograd/grad_mode.h"
-#include "strata/backends/api/registry.h"
 
 namespace strata::testing {
 namespace {
 
 TEST(NnFusedEvaluation, MatchesTheSeparateOpsInEveryModeWithoutReluOrAddKernels) {
-  std::vector<std::string> backends = {"reference"};
-  const std::string best(backends::registry().best(DeviceType::cpu));
-  if (best != "reference") backends.push_back(best);
-  for (const std::string& backend : backends) {
-    for (int depth : {18, 50}) {
-      for (ops::DispatchMode mode : kAllModes) {
-        SCOPED_TRACE(backend + " ResNet-" + std::to_string(depth) + " " +
-                     std::string(ops::dispatch_mode_name(mode)));
-        nn::ResNetConfig c = tiny_resnet(depth);
-        auto fused = nn::make_resnet(c, mode, backend);
-        c.fuse_eval = false;
-        auto plain = nn::make_resnet(c, mode, backend);
-        randomise_statistics(*fused, *plain);
-        fused->eval();
-        plain->eval();
-        const Tensor x = random_tensor({2, 3, 9, 11}, DType::f32, 31);
-        Tensor yf, yp;
-        const std::vector<std::string> fused_ops = traced_ops(*fused, x, yf);
-        const std::vector<std::string> plain_ops = traced_ops(*plain, x, yp);
-        if (backend == "reference")
-          EXPECT_TRUE(bitwise_equal(yf, yp));
-        else
-          EXPECT_TRUE(close(yf, yp, 1e-5));
-        EXPECT_EQ(count(fused_ops, "relu_fwd"), 0);
-        EXPECT_EQ(count(fused_ops, "add"), 0);
-        EXPECT_GT(count(plain_ops, "relu_fwd"), 0);
-        EXPECT_GT(count(plain_ops, "add"), 0);
-        EXPECT_LT(fused_ops.size(), plain_ops.size());
-        // The same models again (direct mode's plans reused).
-        Tensor again;
-        traced_ops(*fused, x, again);
-        EXPECT_TRUE(bitwise_equal(again, yf));
-      }
-    }
-  }
+  for_each_fusion_case([](const std::string& backend, nn::ResNetConfig c, ops::DispatchMode mode) {
+    auto fused = nn::make_resnet(c, mode, backend);
+    c.fuse_eval = false;
+    auto plain = nn::make_resnet(c, mode, backend);
+    randomise_statistics(*fused, *plain);
+    fused->eval();
+    plain->eval();
+    const Tensor x = random_tensor({2, 3, 9, 11}, DType::f32, 31);
+    Tensor yf, yp;
+    const std::vector<std::string> fused_ops = traced_ops(*fused, x, yf);
+    const std::vector<std::string> plain_ops = traced_ops(*plain, x, yp);
+    if (backend == "reference")
+      EXPECT_TRUE(bitwise_equal(yf, yp));
+    else
+      EXPECT_TRUE(close(yf, yp, 1e-5));
+    EXPECT_EQ(count(fused_ops, "relu_fwd"), 0);
+    EXPECT_EQ(count(fused_ops, "add"), 0);
+    EXPECT_GT(count(plain_ops, "relu_fwd"), 0);
+    EXPECT_GT(count(plain_ops, "add"), 0);
+    EXPECT_LT(fused_ops.size(), plain_ops.size());
+    // The same models again (direct mode's plans reused).
+    Tensor again;
+    traced_ops(*fused, x, again);
+    EXPECT_TRUE(bitwise_equal(again, yf));
+  });
 }
 
-TEST(NnFusedEvaluation, TrainingAndGradientsOnUseTheSeparateOps) {
+TEST(NnFusedEvaluation, EvaluationWithGradientsOnUsesTheSeparateOps) {
   for (ops::DispatchMode mode : {ops::DispatchMode::virtual_call, ops::DispatchMode::direct}) {
     SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
     auto m = nn::make_resnet(tiny_resnet(18), mode, "reference");

@@ -137,7 +137,11 @@ TEST(StepMemory, DirectStepSharesOneArenaAndPeaksNoHigherThanStaticMode) {
   const ops::direct::StepMemoryStats st = m->step_memory();
   EXPECT_GT(st.buffers, 100);  // every activation and input gradient of ResNet-50
   EXPECT_GE(st.arena_bytes, st.lower_bound);
-  EXPECT_LT(st.arena_bytes, st.sum_bytes / 2) << "arena " << st.arena_bytes << " of " << st.sum_bytes << " bytes";
+  // Buffers share the arena: it is near the bytes alive at once, well under their sum (the
+  // fused batch norms leave fewer short-lived buffers to share than the separate ops did).
+  EXPECT_LE(st.arena_bytes, st.lower_bound * 11 / 10) << "arena " << st.arena_bytes << ", lower bound "
+                                                       << st.lower_bound;
+  EXPECT_LT(st.arena_bytes, st.sum_bytes * 6 / 10) << "arena " << st.arena_bytes << " of " << st.sum_bytes << " bytes";
   // Replays plan nothing new.
   m->train_step(x, y, *opt);
   EXPECT_EQ(m->step_memory().buffers, st.buffers);
@@ -208,8 +212,8 @@ TEST(StepMemory, ArgumentViewsAreFoundWithoutAListPerOp) {
   ops::BatchNormFwdArgs bn;
   int views = 0;
   ops::for_each_view(bn, [&](const ops::TensorView&) { ++views; });
-  EXPECT_EQ(ops::kArgMembers<ops::BatchNormFwdArgs>, 13);
-  EXPECT_EQ(views, 9);  // x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, z
+  EXPECT_EQ(ops::kArgMembers<ops::BatchNormFwdArgs>, 14);
+  EXPECT_EQ(views, 10);  // x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, z, relu_mask
   const Tensor a = random_tensor({2, 3}, DType::f32, 1), b = random_tensor({2, 3}, DType::f32, 2);
   const ops::AxpyArgs axpy{a, b, 2.0};
   std::vector<const void*> seen;

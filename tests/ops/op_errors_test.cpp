@@ -2,6 +2,7 @@
 // dtype mismatch and device mismatch with a message naming op and argument.
 #include <gtest/gtest.h>
 
+#include "strata/autograd/functions.h"
 #include "support/op_fixtures.h"
 
 namespace strata::testing {
@@ -73,6 +74,34 @@ TEST(OpErrors, BatchNorm) {
   EXPECT_STRATA_ERROR(ops::batch_norm(d, xb, c3, c3, c3, c3, true, 0.1, 1e-5), "batch_norm", "reference",
                       "does not support bf16");
   EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, xb, xb, c3, b3, c3, true), "batch_norm_bwd", "save_mean", "dtype f32");
+}
+
+// Fused training: the ReLU mask is over the memory order of a dense input (relu_mask.h).
+TEST(OpErrors, BatchNormFusedTraining) {
+  auto d = reference_dispatch();
+  const Tensor x = rnd({2, 3, 4, 4}), c3 = rnd({3});
+  const Tensor strided = rnd({2, 3, 4, 8}).narrow(3, 0, 4);
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, strided, c3, c3, c3, c3, true, 0.1, 1e-5, Tensor(), true), "batch_norm",
+                      "fused training", "dense");
+  const Tensor z_nhwc = Tensor::empty(x.sizes(), DType::f32, Device::cpu(), MemoryFormat::channels_last);
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, x, c3, c3, c3, c3, true, 0.1, 1e-5, z_nhwc, true), "batch_norm",
+                      "residual", "layout");
+  const ops::BatchNormOut o = ops::batch_norm(d, x, c3, c3, c3, c3, true, 0.1, 1e-5, Tensor(), true);
+  ASSERT_TRUE(o.relu_mask.defined());
+  EXPECT_EQ(o.relu_mask.numel(), 12);  // 96 values, 8 a byte
+  const Tensor dy = rnd({2, 3, 4, 4});
+  EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, dy, c3, o.save_mean, o.save_invstd, true, rnd({12})),
+                      "batch_norm_bwd", "relu_mask", "u8");
+  EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, dy, c3, o.save_mean, o.save_invstd, true,
+                                          Tensor::empty(Shape{11}, DType::u8)),
+                      "batch_norm_bwd", "relu_mask", "[12]");
+  const Tensor dy_nhwc = Tensor::empty(x.sizes(), DType::f32, Device::cpu(), MemoryFormat::channels_last);
+  EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, dy_nhwc, c3, o.save_mean, o.save_invstd, true, o.relu_mask),
+                      "batch_norm_bwd", "relu_mask", "one layout");
+  // Fused evaluation has no backward: the autograd function says so with gradients on.
+  const Tensor xg = rnd({2, 3, 4, 4}).set_requires_grad(true);
+  EXPECT_STRATA_ERROR(autograd::batch_norm(d, xg, c3, c3, c3, c3, false, 0.1, 1e-5, Tensor(), true), "batch_norm",
+                      "fused evaluation", "gradients off");
 }
 
 STRATA_COVERS(relu_fwd, "errors");

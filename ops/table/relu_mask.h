@@ -1,0 +1,68 @@
+#pragma once
+// The ReLU mask of a fused batch norm (op_args.h, BatchNormFwdArgs::relu_mask): one bit per
+// output element, set where the output is > 0 (where ReLU's backward passes the gradient).
+// Bit i % 8 of byte i / 8 belongs to the element at offset i from the output's first
+// element, in memory order: the output is dense (NCHW or channels-last, or [N,C]), so the
+// offsets are 0 .. numel - 1. A training step keeps 1/16 of a bf16 activation instead of a
+// second activation.
+#include <cstdint>
+#include <vector>
+
+#include "strata/ops/table/op_args.h"
+
+namespace strata::ops {
+
+STRATA_HOST_DEVICE constexpr int64_t relu_mask_bytes(int64_t numel) { return (numel + 7) / 8; }
+
+STRATA_HOST_DEVICE inline bool relu_mask_bit(const uint8_t* mask, int64_t i) { return (mask[i >> 3] >> (i & 7)) & 1; }
+
+// Whether a view is dense in memory order (every offset 0 .. numel - 1 used once): what a
+// ReLU mask's offsets need.
+inline bool dense_for_mask(const TensorView& v) {
+  return v.is_contiguous() || (v.dim() == 4 && v.is_channels_last());
+}
+
+// Whether b's elements sit at a's offsets (strides of size-1 dimensions do not matter).
+inline bool same_memory_order(const TensorView& a, const TensorView& b) {
+  if (!(a.sizes == b.sizes)) return false;
+  for (int i = 0; i < a.dim(); ++i)
+    if (a.sizes[i] != 1 && a.strides[i] != b.strides[i]) return false;
+  return true;
+}
+
+// ---- host loops for the CPU backends (the outputs are dense: offsets 0 .. n - 1) ----
+
+template <class T>
+void write_relu_mask(const T* y, int64_t n, uint8_t* mask) {
+  for (int64_t b = 0; b < relu_mask_bytes(n); ++b) {
+    uint8_t bits = 0;
+    for (int64_t j = 0; j < 8 && b * 8 + j < n; ++j) bits |= static_cast<uint8_t>(y[b * 8 + j] > T(0)) << j;
+    mask[b] = bits;
+  }
+}
+// A fused forward's mask from its output, after the batch norm and its epilogue ran.
+template <class T>
+void write_relu_mask(const BatchNormFwdArgs& a) {
+  if (a.relu_mask.defined) write_relu_mask(a.y.ptr<const T>(), a.y.numel(), a.relu_mask.ptr<uint8_t>());
+}
+
+// A fused backward on a backend's plain one: `plain(b)` with b's dy the masked dy (written
+// into dz when asked for, else into a temporary) and no mask. dy and dz are dense in
+// x's memory order (validate_batch_norm_bwd).
+template <class T, class Plain>
+void masked_batch_norm_bwd(const BatchNormBwdArgs& a, Plain&& plain) {
+  if (!a.relu_mask.defined) return plain(a);
+  const int64_t n = a.dy.numel();
+  std::vector<T> tmp;
+  T* g = a.dz.defined ? a.dz.ptr<T>() : (tmp.resize(static_cast<size_t>(n)), tmp.data());
+  const T* dy = a.dy.ptr<const T>();
+  const uint8_t* mask = a.relu_mask.ptr<const uint8_t>();
+  for (int64_t i = 0; i < n; ++i) g[i] = relu_mask_bit(mask, i) ? dy[i] : T(0);
+  BatchNormBwdArgs b = a;
+  b.dy.data = g;
+  b.relu_mask = {};
+  b.dz = {};
+  plain(b);
+}
+
+}  // namespace strata::ops
