@@ -1,11 +1,13 @@
 // max_pool2d and avg_pool2d on cuDNN's pooling API (floor mode, as the shape rules;
 // NaN propagates, as in PyTorch and the reference).
-// Max pooling's backward sends each window's gradient to its maximum; with
-// `deterministic` on it uses CUDNN_POOLING_MAX_DETERMINISTIC. Ties inside a window
-// (which random data does not produce) may resolve differently from the reference's
-// "first maximum". Average pooling's backward needs no x or y: cuDNN is handed
+// Max pooling's backward sends each window's gradient to its maximum: on dense
+// channels-last tensors strata's kernels (pool_kernels.cu: the first maximum, as the
+// reference), else cuDNN, with `deterministic` on CUDNN_POOLING_MAX_DETERMINISTIC, where
+// ties inside a window (which random data does not produce) may resolve differently from
+// the reference's "first maximum". Average pooling's backward needs no x or y: cuDNN is handed
 // dy/dx in their place, as it reads neither for averaging.
 #include "strata/backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/pool_kernels.h"
 
 namespace strata::backends {
 
@@ -88,6 +90,7 @@ void CudaBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
 
 void CudaBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
   if (a.dx.numel() == 0) return;
+  if (max_pool2d_bwd_channels_last(*ctx_, a)) return;
   using A = MaxPool2dBwdArgs;
   along_batch("max_pool2d_bwd", a, {{&A::x, "x"}, {&A::y, "y"}, {&A::dy, "dy"}, {&A::dx, "dx"}}, [&](A& b, int64_t) {
     pool_bwd_in(*ctx_, max_mode(settings_), &b.x, &b.y, b.dy, b.dx, b.p, "max_pool2d_bwd");

@@ -436,6 +436,34 @@ TEST_F(CudaNormPoolLinear, PoolingHalf) {
   }
 }
 
+// Channels-last max pooling's backward runs strata's kernels: with values from {-1, -0.5,
+// 0, 0.5, 1} every window has ties, and the gradient must go to the first maximum in
+// row-major order as on the reference, bit for bit (the sums of such gradients are exact).
+TEST_F(CudaNormPoolLinear, MaxPoolChannelsLastTiesGoToTheFirstMaximum) {
+  uint64_t seed = 1450;
+  const auto tied = [](const Shape& s, DType dt, uint64_t sd) {
+    std::vector<double> v(static_cast<size_t>(s.numel()));
+    std::mt19937_64 rng(sd);
+    for (double& e : v) e = static_cast<double>(static_cast<int>(rng() % 5) - 2) / 2.0;
+    Tensor out = Tensor::empty(s, dt, Device::cpu(), kNHWC);
+    copy_into(Tensor::from_vector(v, s), out);
+    return out;
+  };
+  for (DType dt : {DType::f32, DType::bf16})
+    for (const Pool2dParams& p : {PP(3, 2, 1), PP(3, 1, 1), PP(2, 2, 0)}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " k" << p.kernel_h << " s" << p.stride_h);
+      const Shape xs{2, 16, 9, 9}, ys = pool_out(xs, p);
+      const Tensor xh = tied(xs, dt, seed += 10), dyh = tied(ys, dt, seed + 1);
+      const Tensor x32 = f32_of(xh), dy32 = f32_of(dyh), y_ref = cpu_nan(ys, kNHWC), dx_ref = cpu_nan(xs, kNHWC);
+      ref_.max_pool2d_fwd({x32, y_ref, p});
+      ref_.max_pool2d_bwd({x32, y_ref, dy32, dx_ref, p});
+      const Tensor xg = to_gpu(xh), dyg = to_gpu(dyh), y = gpu_nan(ys, kNHWC, dt), dx = gpu_nan(xs, kNHWC, dt);
+      be().max_pool2d_fwd({xg, y, p});
+      be().max_pool2d_bwd({xg, y, dyg, dx, p});
+      EXPECT_TRUE(bitwise_equal(f32_of(to_cpu(dx)), dx_ref)) << "max_pool2d_bwd";
+    }
+}
+
 TEST_F(CudaNormPoolLinear, GlobalAvgPool) {
   for (MemoryFormat fmt : {kNCHW, kNHWC}) {
     for (const Shape& xs : {Shape{2, 3, 5, 7}, Shape{1, 2048, 7, 7}, Shape{4, 64, 1, 1}}) {

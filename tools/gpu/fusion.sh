@@ -8,6 +8,7 @@
 #   ROUNDS   rounds (default 2)
 #   ITERS, WARMUP, MAX_SECONDS  per measurement (defaults 20, 3, 6)
 #   TORCH_MODES  pytorch_resnet50.py modes, comma-separated (default eager,compile; "" none)
+#   COMPILE_CONFIGS  configurations for torch.compile (default CONFIGS; it compiles each one)
 # Writes $OUT/fusion.log, $OUT/strata_<fused|unfused>_<config>_<round>.json,
 # $OUT/trace_<fused|unfused>_<config>.json and $OUT/pytorch_<mode>.json.
 set -uo pipefail
@@ -53,6 +54,8 @@ for config in ${configs//,/ }; do
 done
 for m in ${torch_modes//,/ }; do
   echo "== PyTorch $m" | tee -a "$log"
-  timeout "${TORCH_TIMEOUT:-300}" python3 bench/peers/pytorch_resnet50.py --config "$configs" --mode "$m" \
+  c=$configs
+  [ "$m" = compile ] && c=${COMPILE_CONFIGS:-$configs}
+  timeout "${TORCH_TIMEOUT:-300}" python3 bench/peers/pytorch_resnet50.py --config "$c" --mode "$m" \
     --iters "$iters" --warmup "$warmup" --max-seconds "$max_s" --json "$out/pytorch_$m.json" 2>&1 | tee -a "$log"
 done
