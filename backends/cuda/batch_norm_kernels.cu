@@ -383,34 +383,34 @@ __global__ void __launch_bounds__(kBnThreads)
 
 // The forward's epilogue as a pass of its own over y (in place), for what the apply
 // pass cannot fuse: cuDNN's batch norm, and values a thread does not own whole mask
-// bytes of. A thread per mask byte, 8 values; y and z dense in one memory order.
+// bytes of. A warp per 32 consecutive values (coalesced), its ballot the mask's 4 bytes;
+// y and z dense in one memory order.
 template <class T>
 __global__ void __launch_bounds__(kBnThreads)
     bn_epilogue_kernel(T* y, const T* z, uint8_t* mask, int64_t n, bool relu) {
-  const int64_t bytes = (n + 7) / 8, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < bytes; b += step) {
-    uint32_t bits = 0;
-    for (int j = 0; j < 8 && b * 8 + j < n; ++j) {
-      const int64_t i = b * 8 + j;
-      float v = load(y[i]);
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32), chunks = (n + 31) / 32;
+  for (int64_t q = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; q < chunks; q += warps) {
+    const int64_t i = q * 32 + lane;
+    float v = 0.f;
+    if (i < n) {
+      v = load(y[i]);
       if (z) v = load(store<T>(v + load(z[i])));
       if (relu && !(v > 0.f)) v = 0.f;
-      bits |= static_cast<uint32_t>(v > 0.f) << j;
       y[i] = store<T>(v);
     }
-    if (mask) mask[b] = static_cast<uint8_t>(bits);
+    const uint32_t bits = __ballot_sync(0xffffffffu, i < n && v > 0.f);
+    if (mask && lane < 4 && q * 4 + lane < (n + 7) / 8) mask[q * 4 + lane] = static_cast<uint8_t>(bits >> (8 * lane));
   }
 }
 
-// g = dy where the mask is set, else 0 (a thread per mask byte), for cuDNN's backward.
+// g = dy where the mask is set, else 0, for cuDNN's backward (a value per thread).
 template <class T>
 __global__ void __launch_bounds__(kBnThreads)
     bn_mask_grad_kernel(const T* dy, const uint8_t* mask, T* g, int64_t n) {
-  const int64_t bytes = (n + 7) / 8, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < bytes; b += step) {
-    const uint32_t bits = mask[b];
-    for (int j = 0; j < 8 && b * 8 + j < n; ++j) g[b * 8 + j] = (bits >> j) & 1u ? dy[b * 8 + j] : store<T>(0.f);
-  }
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
+    g[i] = ops::relu_mask_bit(mask, i) ? dy[i] : store<T>(0.f);
 }
 
 // ---- host side ---------------------------------------------------------------------
@@ -509,8 +509,7 @@ void run_apply(Context& ctx, const T* x, const T* dy, T* out, const float* coef,
 
 template <class T>
 void run_epilogue(Context& ctx, T* y, const T* z, uint8_t* mask, int64_t n, bool relu) {
-  bn_epilogue_kernel<T><<<grid_for(ctx, ops::relu_mask_bytes(n), kBnThreads), kBnThreads, 0, ctx.stream>>>(y, z, mask,
-                                                                                                           n, relu);
+  bn_epilogue_kernel<T><<<grid_for(ctx, n, kBnThreads), kBnThreads, 0, ctx.stream>>>(y, z, mask, n, relu);
   STRATA_CUDA_CHECK_LAUNCH("bn_epilogue_kernel");
 }
 
@@ -641,12 +640,14 @@ DeviceBuffer masked_grad(Context& ctx, const BatchNormBwdArgs& a, BatchNormBwdAr
       STRATA_FAIL("batch_norm_bwd: the cuda backend has no f64 batch norm");
     } else {
       const int64_t n = a.dy.numel();
-      T* g = a.dz.defined ? a.dz.ptr<T>() : nullptr;
+      // Into dz when asked for, else into dx: cuDNN's backward then reads dy where it writes
+      // dx (tests/cuda check it), and no temporary the size of the activation is needed.
+      T* g = a.dz.defined ? a.dz.ptr<T>() : a.dx.defined ? a.dx.ptr<T>() : nullptr;
       if (!g) {
         tmp = DeviceBuffer(ctx, sizeof(T) * n);
         g = tmp.as<T>();
       }
-      bn_mask_grad_kernel<T><<<grid_for(ctx, ops::relu_mask_bytes(n), kBnThreads), kBnThreads, 0, ctx.stream>>>(
+      bn_mask_grad_kernel<T><<<grid_for(ctx, n, kBnThreads), kBnThreads, 0, ctx.stream>>>(
           a.dy.ptr<const T>(), a.relu_mask.ptr<const uint8_t>(), g, n);
       STRATA_CUDA_CHECK_LAUNCH("bn_mask_grad_kernel");
       plain.dy.data = g;

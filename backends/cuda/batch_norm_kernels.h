@@ -15,8 +15,8 @@ void batch_norm_fwd_own(Context& ctx, const ops::BatchNormFwdArgs& a);
 void batch_norm_bwd_own(Context& ctx, const ops::BatchNormBwdArgs& a);
 
 // Beside cuDNN's batch norm: the forward's fusions as a pass over a.y (x's memory order,
-// dense); and a backward's masked dy, into a.dz or a temporary returned, with `plain`
-// the arguments to run cuDNN's backward on.
+// dense); and a backward's masked dy, into a.dz, else a.dx (cuDNN's backward in place),
+// else a temporary returned, with `plain` the arguments to run cuDNN's backward on.
 void batch_norm_epilogue(Context& ctx, const ops::BatchNormFwdArgs& a);
 DeviceBuffer masked_grad(Context& ctx, const ops::BatchNormBwdArgs& a, ops::BatchNormBwdArgs& plain);
 
