@@ -465,12 +465,14 @@ struct Sums {
   int splits = 1;
 };
 
-// Four blocks per SM, each thread at least 8 rows: enough to fill the GPU, few partials.
+// Two blocks per SM, each thread at least 8 rows: the blocks the kernel's registers keep
+// resident at once, so the grid runs in one wave (four per SM, two waves, left a tail that
+// cost 2.2 ms of a ResNet-50 bf16 training step; docs/tuning.md).
 // Backward: dy read through `mask` when given, and the masked dy written to gout if given.
 template <class T, bool Bwd>
 Sums run_sums(Context& ctx, const T* x, const T* dy, const TensorView& mean, const BnShape& g, int v,
               const uint8_t* mask = nullptr, T* gout = nullptr) {
-  const BnGrid b = bn_grid(ctx, g, v, 4, 8);
+  const BnGrid b = bn_grid(ctx, g, v, 2, 8);
   Sums s;
   s.splits = static_cast<int>(b.splits);
   s.partial = DeviceBuffer(ctx, sizeof(double) * 2 * g.c * b.splits);
