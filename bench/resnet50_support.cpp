@@ -105,7 +105,8 @@ std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::stri
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = kImageNetClasses;
-  rc.fuse_eval = rc.fuse_train = fuse;
+  rc.fuse_eval = fuse;
+  rc.fuse_train = fuse;
   rc.fold_batch_norm = fold;
   nn::ModelOptions mo;
   mo.memory_format = fmt;

@@ -46,7 +46,7 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& c) : c_(c) {
   BatchNormOptions bno;
   bno.dtype = dt;
   bno.fuse_eval = c.fuse_eval;
-  bno.fuse_train = c.fuse_train;
+  bno.fuse_train = c.fuse_train.value_or(p.device().type != DeviceType::cpu);
   bno.fold_into_conv = c.fold_batch_norm;
   bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, base, bno));
   if (c.fold_batch_norm) conv1_->fold_batch_norm(*bn1_);

@@ -8,6 +8,7 @@
 // small-image stem for 28-32 px inputs (conv1 3x3 stride 1 padding 1, no max-pool),
 // which keeps the parameter names (conv1.weight is then [64, C, 3, 3]).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,10 @@ struct ResNetConfig {
   bool fuse_eval = true;
   // Training runs each batch norm with the ReLU and residual add after it in one pass,
   // its backward with the ReLU's (BatchNormOptions::fuse_train); false: the separate ops.
-  bool fuse_train = true;
+  // Unset: on where it measured faster, on a GPU (the cuda backend fuses them into its own
+  // batch-norm passes); off on the CPU, where the CPU backends' extra epilogue and mask
+  // passes made ResNet-50 training steps 7-24 % slower (docs/results/cpu_libtorch.md).
+  std::optional<bool> fuse_train;
   // Evaluation with gradients off runs each convolution with the batch norm after it
   // folded into its weights and bias, and the ReLU and residual add in the same call
   // (Conv2d::fold_batch_norm): conv1 of the stem, then 2 (BasicBlock) or 3 (Bottleneck)

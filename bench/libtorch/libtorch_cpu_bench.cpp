@@ -246,9 +246,10 @@ int main(int argc, char** argv) {
   bool list = false, no_torch = false, trace = false;
   app.add_option("--workloads", names, "workloads to run (default: all; --list names them)")->delimiter(',');
   app.add_option("--backends", backends, "strata backends")->delimiter(',');
-  app.add_option("--modes", modes, "strata dispatch modes; \"<mode>/unfused\": ResNet inference without fused "
-                 "evaluation (nn::ResNetConfig::fuse_eval); \"<mode>/folded\": with the batch norms folded into "
-                 "the convolutions (nn::ResNetConfig::fold_batch_norm)")->delimiter(',');
+  app.add_option("--modes", modes, "strata dispatch modes; \"<mode>/unfused\": a ResNet without its batch norms "
+                 "fused with the ReLU and add after them (nn::ResNetConfig::fuse_eval, fuse_train); "
+                 "\"<mode>/folded\": with the batch norms folded into the convolutions for inference "
+                 "(nn::ResNetConfig::fold_batch_norm)")->delimiter(',');
   app.add_option("--rounds", rounds, "turns of each case (default: the workload's)");
   app.add_option("--json", json_path, "write every median and the environment here");
   app.add_flag("--no-libtorch", no_torch, "skip LibTorch (strata and the raw libraries only)");

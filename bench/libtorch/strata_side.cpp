@@ -39,12 +39,13 @@ Tensor filled(const Shape& s, float scale) {
   return t;
 }
 
-// How a ResNet inference case runs its batch norms, the suffix of the case's mode:
-// "" fused evaluation (nn::ResNetConfig::fuse_eval, the default), "/unfused" the separate
-// ops, "/folded" folded into the convolutions (nn::ResNetConfig::fold_batch_norm).
+// How a ResNet case runs its batch norms, the suffix of the case's mode: "" fused with the
+// ReLU and residual add after them (nn::ResNetConfig::fuse_eval and fuse_train, the
+// defaults), "/unfused" the separate ops, "/folded" folded into the convolutions for
+// inference (nn::ResNetConfig::fold_batch_norm).
 struct Variant {
   std::string_view suffix;
-  bool fuse_eval, fold;
+  bool fuse, fold;
 };
 constexpr Variant kVariants[] = {{"/unfused", false, false}, {"/folded", true, true}, {"", true, false}};
 
@@ -52,7 +53,8 @@ Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMod
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = 1000;
-  rc.fuse_eval = v.fuse_eval;
+  rc.fuse_eval = v.fuse;
+  rc.fuse_train = v.fuse;
   rc.fold_batch_norm = v.fold;
   nn::ModelOptions mo;
   if (w.bf16) mo.compute_dtype = DType::bf16;
@@ -177,11 +179,14 @@ std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>
   for (const auto& b : backends) {
     if (backends::registry().find(b) == nullptr) continue;
     for (const auto& m : modes) {
-      // "<mode>/unfused", "<mode>/folded": ResNet inference variants beside the default.
+      // "<mode>/unfused" (ResNet inference and training), "<mode>/folded" (inference): variants
+      // beside the default.
       const Variant& v = *std::find_if(std::begin(kVariants), std::end(kVariants),
                                        [&](const Variant& x) { return m.ends_with(x.suffix); });
       const ops::DispatchMode mode = ops::parse_dispatch_mode(m.substr(0, m.size() - v.suffix.size()));
-      if (!v.suffix.empty() && w.kind != Kind::resnet_infer) continue;
+      const bool applies = v.suffix.empty() || (v.fold ? w.kind == Kind::resnet_infer
+                                                        : w.kind == Kind::resnet_infer || w.kind == Kind::resnet_train);
+      if (!applies) continue;
       const bool bf16_ok = backends::registry().get(b).supports(ops::OpId::conv2d_fwd, DType::bf16);
       switch (w.kind) {
         case Kind::resnet_infer:

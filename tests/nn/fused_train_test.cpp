@@ -31,6 +31,7 @@ TracedStep train_step(nn::Model& m, const Tensor& x, const Tensor& labels) {
 
 TEST(NnFusedTraining, MatchesTheSeparateOpsInEveryModeWithoutReluKernels) {
   for_each_fusion_case([](const std::string& backend, nn::ResNetConfig c, ops::DispatchMode mode) {
+    c.fuse_train = true;  // the CPU's default is off
     auto fused = nn::make_resnet(c, mode, backend);
     c.fuse_train = false;
     auto plain = nn::make_resnet(c, mode, backend);
@@ -64,6 +65,7 @@ TEST(NnFusedTraining, TrainsAsTheSeparateOpsWithAnOptimizerAndThenEvaluates) {
   for (ops::DispatchMode mode : {ops::DispatchMode::static_call, ops::DispatchMode::direct}) {
     SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
     nn::ResNetConfig c = tiny_resnet(50);
+    c.fuse_train = true;
     auto fused = nn::make_resnet(c, mode, "reference");
     c.fuse_train = false;
     auto plain = nn::make_resnet(c, mode, "reference");
