@@ -213,7 +213,7 @@ void CudaBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   plain.relu = false;
   with_bn_fallback(*ctx_, layout_of(a.x), a.training && settings_.persistent_batch_norm,
                    [&](Layout l, cudnnBatchNormMode_t mode) { return bn_fwd_in(*ctx_, plain, l, mode); });
-  if (fused) batch_norm_epilogue(*ctx_, a);
+  if (fused) batch_norm_epilogue(*ctx_, a.y, a.z, a.relu_mask, a.relu);
 }
 
 void CudaBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {

@@ -12,7 +12,7 @@
 //
 // Fusion (op_args.h): the apply pass adds the residual z, applies the ReLU and writes
 // the ReLU mask (relu_mask.h) where a thread owns whole mask bytes (8 values: f16/bf16
-// vectors); elsewhere a second pass over y does it (bn_epilogue_kernel). The backward's
+// vectors); elsewhere a second pass over y does it (batch_norm_epilogue.cu). The backward's
 // sums and apply passes read dy through the mask, and the sums pass writes the masked dy
 // to dz, the residual's gradient.
 #include "strata/backends/cuda/batch_norm_kernels.h"
@@ -26,10 +26,11 @@ using namespace strata::ops;  // the op table's argument types
 namespace {
 
 constexpr int kBnThreads = 256;
-// Rows a thread loads before it uses them (memory-level parallelism: one 16-byte load in
-// flight per thread kept the statistics passes at a third of the bandwidth), and the
-// rows it sums in float before adding to its double sums (docs/tuning.md).
-constexpr int kSumRowsFwd = 4, kSumRowsBwd = 1, kApplyRows = 1;
+// Rows a statistics thread loads before it uses them (memory-level parallelism: one
+// 16-byte load in flight per thread kept the forward's statistics latency-bound; more
+// spill in the backward, whose loop holds twice the loads), and the rows it sums in float
+// before adding to its double sums (docs/tuning.md).
+constexpr int kSumRowsFwd = 4, kSumRowsBwd = 1;
 constexpr int kRunFwd = 4, kRunBwd = 16;
 static_assert(kRunFwd % kSumRowsFwd == 0 && kRunBwd % kSumRowsBwd == 0);
 
@@ -288,11 +289,9 @@ struct BnCoef<T, true, true> {
   __device__ float apply(float x, float dy) const { return fmaf(a, dy, fmaf(b, x, e)); }
 };
 
-// NCHW apply over V-wide vectors, each in one channel's plane (S % V == 0, or V == 1).
-// Bwd=false: out = y from x; true: out = dx from x and dy.
-// V values at offset i0 through coefficients k[j] (one float4 per value), with the fusion
-// f: the forward's epilogue rounded step by step as the separate ops round it (`bits`:
-// where the result is > 0), or the backward's masked dy.
+// V values at offset i0 through coefficients k[j] (one per value): Bwd=false y from x,
+// true dx from x and dy; with the fusion f: the forward's epilogue rounded step by step as
+// the separate ops round it (`bits`: where the result is > 0), or the backward's masked dy.
 template <class T, int V, bool Bwd>
 __device__ __forceinline__ Vec<T, V> bn_apply_vec(const BnCoef<T, Bwd>* k, const T* x, const T* dy, const BnFusion<T>& f,
                                                   int64_t i0, uint32_t& bits) {
@@ -334,6 +333,7 @@ __device__ __forceinline__ void bn_store_bits(const BnFusion<T>& f, int64_t i0, 
     if (f.mask) f.mask[i0 >> 3] = static_cast<uint8_t>(bits);
 }
 
+// NCHW apply over V-wide vectors, each in one channel's plane (S % V == 0, or V == 1).
 template <class T, int V, bool Bwd>
 __global__ void __launch_bounds__(kBnThreads)
     bn_apply_outer_kernel(const T* x, const T* dy, T* out, const float* coef, BnShape g, int64_t nvec,
@@ -364,53 +364,13 @@ __global__ void __launch_bounds__(kBnThreads)
 #pragma unroll
   for (int j = 0; j < V; ++j) k[j].set(reinterpret_cast<const float4*>(coef)[c0 + j]);
   const int64_t begin = blockIdx.y * chunk, end = min(begin + chunk, g.m);
-  // kApplyRows rows computed before any is stored: their loads are in flight together.
-  const int64_t step = rows_per_step;
-  for (int64_t row = begin + r; row < end; row += step * kApplyRows) {
-    Vec<T, V> o[kApplyRows];
-    uint32_t bits[kApplyRows];
-#pragma unroll
-    for (int u = 0; u < kApplyRows; ++u)
-      if (row + u * step < end) o[u] = bn_apply_vec<T, V, Bwd>(k, x, dy, f, (row + u * step) * g.c + c0, bits[u]);
-#pragma unroll
-    for (int u = 0; u < kApplyRows; ++u) {
-      if (row + u * step >= end) continue;
-      *reinterpret_cast<Vec<T, V>*>(out + (row + u * step) * g.c + c0) = o[u];
-      bn_store_bits<T, V, Bwd>(f, (row + u * step) * g.c + c0, bits[u]);
-    }
+  // One row at a time: two in flight raised the registers past four blocks per SM and
+  // measured slower (docs/tuning.md).
+  for (int64_t row = begin + r; row < end; row += rows_per_step) {
+    uint32_t bits;
+    *reinterpret_cast<Vec<T, V>*>(out + row * g.c + c0) = bn_apply_vec<T, V, Bwd>(k, x, dy, f, row * g.c + c0, bits);
+    bn_store_bits<T, V, Bwd>(f, row * g.c + c0, bits);
   }
-}
-
-// The forward's epilogue as a pass of its own over y (in place), for what the apply
-// pass cannot fuse: cuDNN's batch norm, and values a thread does not own whole mask
-// bytes of. A warp per 32 consecutive values (coalesced), its ballot the mask's 4 bytes;
-// y and z dense in one memory order.
-template <class T>
-__global__ void __launch_bounds__(kBnThreads)
-    bn_epilogue_kernel(T* y, const T* z, uint8_t* mask, int64_t n, bool relu) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32), chunks = (n + 31) / 32;
-  for (int64_t q = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; q < chunks; q += warps) {
-    const int64_t i = q * 32 + lane;
-    float v = 0.f;
-    if (i < n) {
-      v = load(y[i]);
-      if (z) v = load(store<T>(v + load(z[i])));
-      if (relu && !(v > 0.f)) v = 0.f;
-      y[i] = store<T>(v);
-    }
-    const uint32_t bits = __ballot_sync(0xffffffffu, i < n && v > 0.f);
-    if (mask && lane < 4 && q * 4 + lane < (n + 7) / 8) mask[q * 4 + lane] = static_cast<uint8_t>(bits >> (8 * lane));
-  }
-}
-
-// g = dy where the mask is set, else 0, for cuDNN's backward (a value per thread).
-template <class T>
-__global__ void __launch_bounds__(kBnThreads)
-    bn_mask_grad_kernel(const T* dy, const uint8_t* mask, T* g, int64_t n) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
-    g[i] = ops::relu_mask_bit(mask, i) ? dy[i] : store<T>(0.f);
 }
 
 // ---- host side ---------------------------------------------------------------------
@@ -509,12 +469,6 @@ void run_apply(Context& ctx, const T* x, const T* dy, T* out, const float* coef,
   STRATA_CUDA_CHECK_LAUNCH("batch norm apply kernel");
 }
 
-template <class T>
-void run_epilogue(Context& ctx, T* y, const T* z, uint8_t* mask, int64_t n, bool relu) {
-  bn_epilogue_kernel<T><<<grid_for(ctx, n, kBnThreads), kBnThreads, 0, ctx.stream>>>(y, z, mask, n, relu);
-  STRATA_CUDA_CHECK_LAUNCH("bn_epilogue_kernel");
-}
-
 unsigned channel_blocks(int64_t c) { return static_cast<unsigned>((c + 255) / 256); }
 
 void check_params(const char* op, std::initializer_list<const TensorView*> params) {
@@ -544,6 +498,7 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
   if (a.z.defined) z = stage_in(ctx, a.z, l);
   const BnShape g = shape_of(x.view, l);
   DeviceBuffer coef(ctx, sizeof(float) * 4 * g.c);
+  bool second_pass = false;
   dispatch_float(a.x.dtype, "batch_norm_fwd", [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, double>) {
@@ -563,15 +518,15 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
       STRATA_CUDA_CHECK_LAUNCH("bn_fwd_finish_kernel");
       constexpr int kV = 16 / sizeof(T);
       // The mask's bytes need a thread's 8 values: f16/bf16 vectors. Else a second pass.
-      const bool whole = !f.mask || (kV == 8 && v == kV);
-      const BnFusion<T> in_apply = whole ? f : BnFusion<T>{};
+      second_pass = f.mask && !(kV == 8 && v == kV);
+      const BnFusion<T> in_apply = second_pass ? BnFusion<T>{} : f;
       if (v == 1)
         run_apply<T, 1, false>(ctx, xp, nullptr, yp, coef.as<float>(), g, in_apply);
       else
         run_apply<T, kV, false>(ctx, xp, nullptr, yp, coef.as<float>(), g, in_apply);
-      if (!whole) run_epilogue(ctx, yp, f.z, f.mask, x.view.numel(), f.relu);
     }
   });
+  if (second_pass) batch_norm_epilogue(ctx, y.view, a.z.defined ? z.view : TensorView{}, a.relu_mask, a.relu);
   y.finish(ctx);
 }
 
@@ -617,45 +572,6 @@ void batch_norm_bwd_own(Context& ctx, const BatchNormBwdArgs& a) {
   });
   if (a.dx.defined) dx.finish(ctx);
   if (a.dz.defined) dz.finish(ctx);
-}
-
-void batch_norm_epilogue(Context& ctx, const BatchNormFwdArgs& a) {
-  dispatch_float(a.y.dtype, "batch_norm_fwd", [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_same_v<T, double>) {
-      STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
-    } else {
-      run_epilogue(ctx, a.y.ptr<T>(), a.z.defined ? a.z.ptr<const T>() : nullptr,
-                   a.relu_mask.defined ? a.relu_mask.ptr<uint8_t>() : nullptr, a.y.numel(), a.relu);
-    }
-  });
-}
-
-DeviceBuffer masked_grad(Context& ctx, const BatchNormBwdArgs& a, BatchNormBwdArgs& plain) {
-  plain = a;
-  plain.relu_mask = {};
-  plain.dz = {};
-  DeviceBuffer tmp;
-  dispatch_float(a.dy.dtype, "batch_norm_bwd", [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_same_v<T, double>) {
-      STRATA_FAIL("batch_norm_bwd: the cuda backend has no f64 batch norm");
-    } else {
-      const int64_t n = a.dy.numel();
-      // Into dz when asked for, else into dx: cuDNN's backward then reads dy where it writes
-      // dx (tests/cuda check it), and no temporary the size of the activation is needed.
-      T* g = a.dz.defined ? a.dz.ptr<T>() : a.dx.defined ? a.dx.ptr<T>() : nullptr;
-      if (!g) {
-        tmp = DeviceBuffer(ctx, sizeof(T) * n);
-        g = tmp.as<T>();
-      }
-      bn_mask_grad_kernel<T><<<grid_for(ctx, n, kBnThreads), kBnThreads, 0, ctx.stream>>>(
-          a.dy.ptr<const T>(), a.relu_mask.ptr<const uint8_t>(), g, n);
-      STRATA_CUDA_CHECK_LAUNCH("bn_mask_grad_kernel");
-      plain.dy.data = g;
-    }
-  });
-  return tmp;
 }
 
 }  // namespace strata::backends::cuda

@@ -14,10 +14,12 @@ bool own_batch_norm(const ops::TensorView& x, const Settings& s);
 void batch_norm_fwd_own(Context& ctx, const ops::BatchNormFwdArgs& a);
 void batch_norm_bwd_own(Context& ctx, const ops::BatchNormBwdArgs& a);
 
-// Beside cuDNN's batch norm: the forward's fusions as a pass over a.y (x's memory order,
-// dense); and a backward's masked dy, into a.dz, else a.dx (cuDNN's backward in place),
-// else a temporary returned, with `plain` the arguments to run cuDNN's backward on.
-void batch_norm_epilogue(Context& ctx, const ops::BatchNormFwdArgs& a);
+// batch_norm_epilogue.cu: the forward's fusions as a pass over y in place (z and the mask
+// undefined when absent; y and z dense in x's memory order); and a backward's masked dy,
+// into a.dz, else a.dx (cuDNN's backward in place), else a temporary returned, with
+// `plain` the arguments to run cuDNN's backward on.
+void batch_norm_epilogue(Context& ctx, const ops::TensorView& y, const ops::TensorView& z,
+                         const ops::TensorView& mask, bool relu);
 DeviceBuffer masked_grad(Context& ctx, const ops::BatchNormBwdArgs& a, ops::BatchNormBwdArgs& plain);
 
 }  // namespace strata::backends::cuda

@@ -29,6 +29,18 @@ struct PoolGeom {
   int kh, kw, sh, sw, ph, pw;
 };
 
+// Thread t's pixel (n, h, w) of an [N, H, W] grid and its group of V channels: both kernels
+// give a thread V neighbouring channels of one pixel, consecutive threads consecutive groups.
+template <class I>
+struct PixelGroup {
+  I n, h, w, cg;
+};
+template <class I>
+__device__ __forceinline__ PixelGroup<I> pixel_group(I t, I groups, I height, I width) {
+  const I pix = t / groups;
+  return {pix / (width * height), (pix / width) % height, pix % width, t % groups};
+}
+
 // Whether v replaces m as a window's maximum: strictly larger, or the first NaN.
 __device__ __forceinline__ bool beats(float v, float m) { return v > m || (isnan(v) && !isnan(m)); }
 
@@ -41,8 +53,7 @@ __global__ void max_pool_argmax_kernel(const T* x, uint8_t* idx, PoolGeom<I> g, 
   const I step = static_cast<I>(gridDim.x) * blockDim.x;
   const I groups = g.c / V;
   for (I t = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; t < count; t += step) {
-    const I cg = t % groups, pix = t / groups;
-    const I ow = pix % g.ow, oh = (pix / g.ow) % g.oh, n = pix / (g.ow * g.oh);
+    const auto [n, oh, ow, cg] = pixel_group(t, groups, g.oh, g.ow);
     const S h0 = static_cast<S>(oh * g.sh) - g.ph, w0 = static_cast<S>(ow * g.sw) - g.pw;
     float m[V];
     Bytes<V> best;
@@ -84,8 +95,7 @@ __global__ void max_pool_gather_kernel(const uint8_t* idx, const T* dy, T* dx, P
   const I step = static_cast<I>(gridDim.x) * blockDim.x;
   const I groups = g.c / V;
   for (I t = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; t < count; t += step) {
-    const I cg = t % groups, pix = t / groups;
-    const I w = pix % g.w, h = (pix / g.w) % g.h, n = pix / (g.w * g.h);
+    const auto [n, h, w, cg] = pixel_group(t, groups, g.h, g.w);
     I oh0, oh1, ow0, ow1;
     covering(h, g.kh, g.sh, g.ph, g.oh, oh0, oh1);
     covering(w, g.kw, g.sw, g.pw, g.ow, ow0, ow1);

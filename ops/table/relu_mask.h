@@ -6,7 +6,7 @@
 // offsets are 0 .. numel - 1. A training step keeps 1/16 of a bf16 activation instead of a
 // second activation.
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "strata/ops/table/op_args.h"
 
@@ -53,8 +53,9 @@ template <class T, class Plain>
 void masked_batch_norm_bwd(const BatchNormBwdArgs& a, Plain&& plain) {
   if (!a.relu_mask.defined) return plain(a);
   const int64_t n = a.dy.numel();
-  std::vector<T> tmp;
-  T* g = a.dz.defined ? a.dz.ptr<T>() : (tmp.resize(static_cast<size_t>(n)), tmp.data());
+  std::unique_ptr<T[]> tmp;  // uninitialised: every value is written below
+  if (!a.dz.defined) tmp.reset(new T[static_cast<size_t>(n)]);
+  T* g = a.dz.defined ? a.dz.ptr<T>() : tmp.get();
   const T* dy = a.dy.ptr<const T>();
   const uint8_t* mask = a.relu_mask.ptr<const uint8_t>();
   for (int64_t i = 0; i < n; ++i) g[i] = relu_mask_bit(mask, i) ? dy[i] : T(0);
