@@ -63,24 +63,25 @@ template <class D>
 class TapeKernels final : public StepKernels {
  public:
   explicit TapeKernels(const D& d) : d_(d) {}
-  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o, const Tensor& hyper,
-           const Tensor& amp) override {
-    check_direct_only(hyper, amp);
-    ops::sgd_step_(d_, p, g, buf, o);
+  void sgd(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> bufs,
+           const ops::SgdOptions& o, std::span<const Tensor> hypers, const Tensor& amp) override {
+    check_direct_only(hypers, amp);
+    ops::multi_sgd_step_(d_, p, g, bufs, o);
   }
-  void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
-            int64_t step, const Tensor& hyper, const Tensor& amp) override {
-    check_direct_only(hyper, amp);
-    ops::adam_step_(d_, p, g, m, v, o, step);
+  void adam(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> m,
+            std::span<const Tensor> v, std::span<const int64_t> steps, const ops::AdamOptions& o,
+            std::span<const Tensor> hypers, const Tensor& amp) override {
+    check_direct_only(hypers, amp);
+    ops::multi_adam_step_(d_, p, g, m, v, steps, o);
   }
   void fill(const Tensor& t, double value) override { ops::fill_(d_, t, value); }
   void copy(const Tensor& src, const Tensor& dst) override { copy_into(src, dst); }
   std::string_view backend_name() const override { return d_.backend_name(); }
 
  private:
-  static void check_direct_only(const Tensor& hyper, const Tensor& amp) {
-    STRATA_CHECK(!hyper.defined(), "optimizer: hyperparameters in device memory are graph mode's, and the tape "
-                                   "modes do not capture");
+  static void check_direct_only(std::span<const Tensor> hypers, const Tensor& amp) {
+    STRATA_CHECK(hypers.empty(), "optimizer: hyperparameters in device memory are graph mode's, and the tape "
+                                 "modes do not capture");
     STRATA_CHECK(!amp.defined(), "optimizer: loss scaling decided on the device is direct and graph modes'; the "
                                  "tape modes unscale the gradients before step()");
   }
@@ -92,15 +93,18 @@ template <class Impl>
 class DirectKernels final : public StepKernels {
  public:
   explicit DirectKernels(Impl& impl) : impl_(&impl) {}
-  void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const ops::SgdOptions& o, const Tensor& hyper,
-           const Tensor& amp) override {
-    const ops::SgdStepArgs a{p, g, buf, o, view_or_none(hyper), view_or_none(amp)};
-    ops::direct::run_kernel<ops::OpId::sgd_step>(*impl_, a);
+  void sgd(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> bufs,
+           const ops::SgdOptions& o, std::span<const Tensor> hypers, const Tensor& amp) override {
+    views(p, p_), views(g, g_), views(bufs, a_), views(hypers, h_);
+    const ops::MultiSgdStepArgs a{p_, g_, a_, h_, o, view_or_none(amp)};
+    ops::direct::run_kernel<ops::OpId::multi_sgd_step>(*impl_, a);
   }
-  void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const ops::AdamOptions& o,
-            int64_t step, const Tensor& hyper, const Tensor& amp) override {
-    const ops::AdamStepArgs a{p, g, m, v, o, step, view_or_none(hyper), view_or_none(amp)};
-    ops::direct::run_kernel<ops::OpId::adam_step>(*impl_, a);
+  void adam(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> m,
+            std::span<const Tensor> v, std::span<const int64_t> steps, const ops::AdamOptions& o,
+            std::span<const Tensor> hypers, const Tensor& amp) override {
+    views(p, p_), views(g, g_), views(m, a_), views(v, b_), views(hypers, h_);
+    const ops::MultiAdamStepArgs a{p_, g_, a_, b_, h_, steps, o, view_or_none(amp)};
+    ops::direct::run_kernel<ops::OpId::multi_adam_step>(*impl_, a);
   }
   void fill(const Tensor& t, double value) override {
     const ops::FillArgs a{t, value};
@@ -114,7 +118,9 @@ class DirectKernels final : public StepKernels {
 
  private:
   static ops::TensorView view_or_none(const Tensor& t) { return t.defined() ? ops::TensorView(t) : ops::TensorView(); }
+  static void views(std::span<const Tensor> ts, std::vector<ops::TensorView>& out) { out.assign(ts.begin(), ts.end()); }
   Impl* impl_;
+  std::vector<ops::TensorView> p_, g_, a_, b_, h_;  // kept: no allocation once the lists have their size
 };
 
 }  // namespace
@@ -143,7 +149,7 @@ Optimizer::Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, s
     for (const auto& [n, t] : g.params) {
       STRATA_CHECK(seen.emplace(n, true).second, "optimizer: parameter '", n, "' is in more than one group");
       STRATA_CHECK(is_floating(t.dtype()), "optimizer: parameter '", n, "' is ", t.str(), ", not floating point");
-      slots_.push_back(Slot{n, t, g.weight_decay, {}});
+      slots_.push_back(Slot{n, t, {}});
     }
 }
 
@@ -166,9 +172,12 @@ void Optimizer::allocate(Slot& s) {
 }
 
 void Optimizer::step() {
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const Tensor g = slots_[i].param.grad();
-    if (g.defined()) step_slot(i, g);
+  // One call per group (its weight decay), as PyTorch's fused optimizers make; the
+  // slots are in group order.
+  size_t begin = 0;
+  for (const ParamGroup& g : groups_) {
+    step_group(begin, begin + g.params.size(), g.weight_decay);
+    begin += g.params.size();
   }
   ++steps_;
 }
@@ -197,40 +206,51 @@ int64_t Optimizer::skipped_total() const {
   return amp_.defined() ? static_cast<int64_t>(read_amp()[ops::kAmpSkipped]) : 0;
 }
 
-void Optimizer::step_slot(size_t i, const Tensor& g) {
-  Slot& s = slots_[i];
-  STRATA_CHECK(g.sizes() == s.param.sizes() && g.dtype() == s.param.dtype(), "optimizer: gradient ", g.str(), " of '",
-               s.name, "' does not match the parameter ", s.param.str());
-  if (s.state.step == 0 && !s.state.a.defined()) {
-    allocate(s);
-    if (amp_.defined()) {
-      // The skips before this step (amp_update_scale has counted this step's already).
-      const std::array<double, 4> st = read_amp();
-      s.state.step = static_cast<int64_t>(st[ops::kAmpSkipped]) - (st[ops::kAmpInvScale] == 0.0 ? 1 : 0);
+void Optimizer::step_group(size_t begin, size_t end, double weight_decay) {
+  std::vector<Tensor> params, grads, a, b, hypers;
+  std::vector<int64_t> steps;
+  for (size_t i = begin; i < end; ++i) {
+    Slot& s = slots_[i];
+    const Tensor g = s.param.grad();
+    if (!g.defined()) continue;
+    STRATA_CHECK(g.sizes() == s.param.sizes() && g.dtype() == s.param.dtype(), "optimizer: gradient ", g.str(),
+                 " of '", s.name, "' does not match the parameter ", s.param.str());
+    if (s.state.step == 0 && !s.state.a.defined()) {
+      allocate(s);
+      if (amp_.defined()) {
+        // The skips before this step (amp_update_scale has counted this step's already).
+        const std::array<double, 4> st = read_amp();
+        s.state.step = static_cast<int64_t>(st[ops::kAmpSkipped]) - (st[ops::kAmpInvScale] == 0.0 ? 1 : 0);
+      }
     }
+    ++s.state.step;
+    if (capturing_) {
+      hypers.push_back(hyper_.narrow(0, static_cast<int64_t>(i), 1).view(Shape{2}));
+      stepped_.push_back(i);
+    }
+    params.push_back(s.param);
+    grads.push_back(g);
+    if (s.state.a.defined()) a.push_back(s.state.a);
+    if (s.state.b.defined()) b.push_back(s.state.b);
+    steps.push_back(s.state.step);
   }
-  ++s.state.step;
-  Tensor hyper;
-  if (capturing_) {
-    hyper = hyper_.narrow(0, static_cast<int64_t>(i), 1).view(Shape{2});
-    stepped_.push_back(i);
-  }
+  if (params.empty()) return;
   if (c_.kind == OptimizerKind::sgd) {
     ops::SgdOptions o;
     o.lr = lr_;
     o.momentum = c_.momentum;
-    o.weight_decay = s.weight_decay;
+    o.weight_decay = weight_decay;
     o.nesterov = c_.nesterov;
-    kernels_->sgd(s.param, g, s.state.a, o, hyper, amp_);
+    kernels_->sgd(params, grads, a, o, hypers, amp_);
   } else {
     ops::AdamOptions o;
     o.lr = lr_;
     o.beta1 = c_.beta1;
     o.beta2 = c_.beta2;
     o.eps = c_.eps;
-    o.weight_decay = s.weight_decay;
+    o.weight_decay = weight_decay;
     o.decoupled_weight_decay = c_.kind == OptimizerKind::adamw;
-    kernels_->adam(s.param, g, s.state.a, s.state.b, o, s.state.step, hyper, amp_);
+    kernels_->adam(params, grads, a, b, steps, o, hypers, amp_);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,16 +51,20 @@ struct OptimizerConfig {
 std::string describe(const OptimizerConfig& c);
 
 // The fused steps on one backend through one dispatch mode (tape policies: the op
-// front end; direct: the backend's functions with the arguments filled in).
+// front end; direct: the backend's functions with the arguments filled in). A step is a
+// parameter group's list in one call (ops::MultiSgdStepArgs): one multi-tensor launch or
+// a few on the cuda backend instead of one per parameter.
 class StepKernels {
  public:
   virtual ~StepKernels() = default;
-  // Direct mode only (both may be undefined): `hyper` f64 {lr, step} read when the kernel
-  // runs, `amp` dynamic loss scaling's state (ops::AmpUpdateScaleArgs).
-  virtual void sgd(const Tensor& param, const Tensor& grad, const Tensor& buf, const ops::SgdOptions& o,
-                   const Tensor& hyper, const Tensor& amp) = 0;
-  virtual void adam(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
-                    const ops::AdamOptions& o, int64_t step, const Tensor& hyper, const Tensor& amp) = 0;
+  // `bufs` empty without momentum. Direct mode only (empty / undefined otherwise):
+  // `hypers` one f64 {lr, step} per parameter read when the kernel runs, `amp` dynamic
+  // loss scaling's state (ops::AmpUpdateScaleArgs).
+  virtual void sgd(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> bufs,
+                   const ops::SgdOptions& o, std::span<const Tensor> hypers, const Tensor& amp) = 0;
+  virtual void adam(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> m,
+                    std::span<const Tensor> v, std::span<const int64_t> steps, const ops::AdamOptions& o,
+                    std::span<const Tensor> hypers, const Tensor& amp) = 0;
   virtual void fill(const Tensor& t, double value) = 0;
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;
   virtual std::string_view backend_name() const = 0;
@@ -74,7 +79,7 @@ class Optimizer {
  public:
   Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, std::shared_ptr<StepKernels> kernels);
 
-  // One update of every parameter that has a gradient.
+  // One update of every parameter that has a gradient: one list call per group.
   void step();
   // Direct and graph modes, dynamic loss scaling decided on the device: the gradients
   // are the scaled ones and `amp` the state amp_update_scale wrote this step; the
@@ -123,11 +128,11 @@ class Optimizer {
   struct Slot {
     std::string name;
     Tensor param;
-    double weight_decay;
     State state;
   };
   void allocate(Slot& s);
-  void step_slot(size_t i, const Tensor& grad);
+  // The slots [begin, end) (one group) that have a gradient, in one call.
+  void step_group(size_t begin, size_t end, double weight_decay);
   // Dynamic loss scaling: its state, and the steps it skipped so far (device reads;
   // 0 without it).
   std::array<double, 4> read_amp() const;

@@ -7,6 +7,7 @@
 // main input. Functions ending in '_' write into their arguments.
 // Instantiated for every dispatcher of the build in ops/*_ops.cpp.
 #include <cstdint>
+#include <span>
 
 #include "strata/core/tensor.h"
 #include "strata/ops/table/op_args.h"
@@ -103,6 +104,14 @@ template <class D> void sgd_step_(const D& d, const Tensor& param, const Tensor&
                                   const SgdOptions& o);
 template <class D> void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                                    const Tensor& exp_avg_sq, const AdamOptions& o, int64_t step);
+// A parameter group's steps in one call, each parameter stepped as sgd_step_ /
+// adam_step_ step it (MultiSgdStepArgs): lists of equal length, momentum_bufs empty
+// without momentum, Adam's step counts one per parameter.
+template <class D> void multi_sgd_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
+                                        std::span<const Tensor> momentum_bufs, const SgdOptions& o);
+template <class D> void multi_adam_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
+                                         std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
+                                         std::span<const int64_t> steps, const AdamOptions& o);
 // Dynamic loss scaling's update of `state` (f64 [4], see AmpUpdateScaleArgs) from the
 // gradients' sums ([P], floating), in place.
 template <class D> void amp_update_scale_(const D& d, const Tensor& grad_sums, const Tensor& state,

@@ -3,19 +3,20 @@
 namespace strata::ops {
 
 namespace {
-void check_param_like(std::string_view op, std::string_view arg, const Tensor& param, const Tensor& t) {
-  check_defined(op, "param", param);
+void check_param_like(std::string_view op, std::string_view param_name, std::string_view arg, const Tensor& param,
+                      const Tensor& t) {
+  check_defined(op, param_name, param);
   check_defined(op, arg, t);
-  check_same_shape(op, "param", param, arg, t);
-  check_same_dtype(op, "param", param, arg, t);
+  check_same_shape(op, param_name, param, arg, t);
+  check_same_dtype(op, param_name, param, arg, t);
 }
 }  // namespace
 
 template <class D>
 void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdOptions& o) {
   check_float("sgd_step", "param", param);
-  check_param_like("sgd_step", "grad", param, grad);
-  if (o.momentum != 0.0) check_param_like("sgd_step", "momentum_buf", param, momentum_buf);
+  check_param_like("sgd_step", "param", "grad", param, grad);
+  if (o.momentum != 0.0) check_param_like("sgd_step", "param", "momentum_buf", param, momentum_buf);
   STRATA_CHECK(!o.nesterov || o.momentum > 0, "sgd_step: nesterov needs momentum > 0");
   check_input(d, OpId::sgd_step, "param", param);
   check_input(d, OpId::sgd_step, "grad", grad);
@@ -27,15 +28,76 @@ template <class D>
 void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamOptions& o, int64_t step) {
   check_float("adam_step", "param", param);
-  check_param_like("adam_step", "grad", param, grad);
-  check_param_like("adam_step", "exp_avg", param, exp_avg);
-  check_param_like("adam_step", "exp_avg_sq", param, exp_avg_sq);
+  check_param_like("adam_step", "param", "grad", param, grad);
+  check_param_like("adam_step", "param", "exp_avg", param, exp_avg);
+  check_param_like("adam_step", "param", "exp_avg_sq", param, exp_avg_sq);
   STRATA_CHECK(step >= 1, "adam_step: step must be >= 1, got ", step);
   check_input(d, OpId::adam_step, "param", param);
   check_input(d, OpId::adam_step, "grad", grad);
   check_input(d, OpId::adam_step, "exp_avg", exp_avg);
   check_input(d, OpId::adam_step, "exp_avg_sq", exp_avg_sq);
   d.adam_step(AdamStepArgs{param, grad, exp_avg, exp_avg_sq, o, step});
+}
+
+namespace {
+std::string item(std::string_view list, size_t i) { return std::string(list) + "[" + std::to_string(i) + "]"; }
+
+void check_list_length(std::string_view op, std::string_view name, size_t n, size_t want) {
+  STRATA_CHECK(n == want, op, ": ", name, " has ", n, " entries, params ", want);
+}
+
+std::vector<TensorView> views_of(std::span<const Tensor> ts) { return {ts.begin(), ts.end()}; }
+}  // namespace
+
+template <class D>
+void multi_sgd_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
+                     std::span<const Tensor> momentum_bufs, const SgdOptions& o) {
+  constexpr std::string_view op = "multi_sgd_step";
+  const bool mom = o.momentum != 0.0;
+  check_list_length(op, "grads", grads.size(), params.size());
+  if (mom) check_list_length(op, "momentum_bufs (momentum is not 0)", momentum_bufs.size(), params.size());
+  STRATA_CHECK(!o.nesterov || o.momentum > 0, op, ": nesterov needs momentum > 0");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string p = item("params", i), g = item("grads", i), b = item("momentum_bufs", i);
+    check_defined(op, p, params[i]);
+    check_float(op, p, params[i]);
+    check_param_like(op, p, g, params[i], grads[i]);
+    if (mom) check_param_like(op, p, b, params[i], momentum_bufs[i]);
+    check_input(d, OpId::multi_sgd_step, p, params[i]);
+    check_input(d, OpId::multi_sgd_step, g, grads[i]);
+    if (mom) check_input(d, OpId::multi_sgd_step, b, momentum_bufs[i]);
+  }
+  const std::vector<TensorView> pv = views_of(params), gv = views_of(grads),
+                                bv = mom ? views_of(momentum_bufs) : std::vector<TensorView>();
+  d.multi_sgd_step(MultiSgdStepArgs{pv, gv, bv, {}, o});
+}
+
+template <class D>
+void multi_adam_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
+                      std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
+                      std::span<const int64_t> steps, const AdamOptions& o) {
+  constexpr std::string_view op = "multi_adam_step";
+  check_list_length(op, "grads", grads.size(), params.size());
+  check_list_length(op, "exp_avgs", exp_avgs.size(), params.size());
+  check_list_length(op, "exp_avg_sqs", exp_avg_sqs.size(), params.size());
+  check_list_length(op, "steps", steps.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string p = item("params", i), g = item("grads", i), m = item("exp_avgs", i),
+                      v = item("exp_avg_sqs", i);
+    check_defined(op, p, params[i]);
+    check_float(op, p, params[i]);
+    check_param_like(op, p, g, params[i], grads[i]);
+    check_param_like(op, p, m, params[i], exp_avgs[i]);
+    check_param_like(op, p, v, params[i], exp_avg_sqs[i]);
+    STRATA_CHECK(steps[i] >= 1, op, ": ", item("steps", i), " must be >= 1, got ", steps[i]);
+    check_input(d, OpId::multi_adam_step, p, params[i]);
+    check_input(d, OpId::multi_adam_step, g, grads[i]);
+    check_input(d, OpId::multi_adam_step, m, exp_avgs[i]);
+    check_input(d, OpId::multi_adam_step, v, exp_avg_sqs[i]);
+  }
+  const std::vector<TensorView> pv = views_of(params), gv = views_of(grads), mv = views_of(exp_avgs),
+                                vv = views_of(exp_avg_sqs);
+  d.multi_adam_step(MultiAdamStepArgs{pv, gv, mv, vv, {}, steps, o});
 }
 
 template <class D>
@@ -49,6 +111,11 @@ void amp_update_scale_(const D& d, const Tensor& grad_sums, const Tensor& state,
   template void sgd_step_<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const SgdOptions&);    \
   template void adam_step_<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,        \
                               const AdamOptions&, int64_t);                                              \
+  template void multi_sgd_step_<D>(const D&, std::span<const Tensor>, std::span<const Tensor>,              \
+                                   std::span<const Tensor>, const SgdOptions&);                           \
+  template void multi_adam_step_<D>(const D&, std::span<const Tensor>, std::span<const Tensor>,             \
+                                    std::span<const Tensor>, std::span<const Tensor>,                      \
+                                    std::span<const int64_t>, const AdamOptions&);                        \
   template void amp_update_scale_<D>(const D&, const Tensor&, const Tensor&, double, double, int64_t);
 STRATA_OPS_INSTANTIATE_ALL()
 

@@ -1,8 +1,11 @@
 // Fused optimizer steps, one pass over param/grad/state, PyTorch's formulas
-// (torch.optim.SGD and Adam/AdamW, single-tensor path), arithmetic in double.
+// (torch.optim.SGD and Adam/AdamW), arithmetic in double: a tensor's step, and a list's
+// steps in one multi-tensor launch.
 #include <cmath>
+#include <initializer_list>
 
 #include "strata/backends/cuda/kernels.cuh"
+#include "strata/ops/table/relu_mask.h"
 
 namespace strata::backends {
 
@@ -10,6 +13,21 @@ using namespace strata::ops;  // the op table's argument types
 
 namespace cuda {
 namespace {
+
+// One element's SGD step: what the single and the multi-tensor kernels both run, so
+// that the two give the same bits.
+__device__ __forceinline__ void sgd_update(float& p, float g, float* buf, const ops::SgdOptions& opt, double lr,
+                                           double gs) {
+  double d = static_cast<double>(g) * gs;
+  const double pv = p;
+  if (opt.weight_decay != 0.0) d += opt.weight_decay * pv;
+  if (opt.momentum != 0.0) {
+    const double b = opt.momentum * static_cast<double>(*buf) + d;
+    *buf = static_cast<float>(b);
+    d = opt.nesterov ? d + opt.momentum * b : b;
+  }
+  p = static_cast<float>(pv - lr * d);
+}
 
 struct SgdFn {
   float* p;
@@ -21,18 +39,41 @@ struct SgdFn {
   __device__ void operator()(int64_t, const int64_t* o) const {
     const double gs = amp ? amp[ops::kAmpInvScale] : 1.0;
     if (gs == 0.0) return;  // a gradient was not finite: the step is skipped
-    const double lr = hyper ? hyper[0] : opt.lr;
-    double d = static_cast<double>(g[o[1]]) * gs;
-    const double pv = p[o[0]];
-    if (opt.weight_decay != 0.0) d += opt.weight_decay * pv;
-    if (opt.momentum != 0.0) {
-      const double b = opt.momentum * static_cast<double>(buf[o[2]]) + d;
-      buf[o[2]] = static_cast<float>(b);
-      d = opt.nesterov ? d + opt.momentum * b : b;
-    }
-    p[o[0]] = static_cast<float>(pv - lr * d);
+    sgd_update(p[o[0]], g[o[1]], buf ? &buf[o[2]] : nullptr, opt, hyper ? hyper[0] : opt.lr, gs);
   }
 };
+
+// One element's Adam step (ss: lr / (1 - beta1^t), bc2s: sqrt(1 - beta2^t)).
+__device__ __forceinline__ void adam_update(float& p, float g, float& m, float& v, const ops::AdamOptions& opt,
+                                            double lr, double ss, double bc2s, double gs) {
+  double pv = p;
+  double gv = static_cast<double>(g) * gs;
+  if (opt.weight_decay != 0.0) {
+    if (opt.decoupled_weight_decay) {
+      pv *= 1.0 - lr * opt.weight_decay;
+    } else {
+      gv += opt.weight_decay * pv;
+    }
+  }
+  const double mv = opt.beta1 * static_cast<double>(m) + (1.0 - opt.beta1) * gv;
+  const double vv = opt.beta2 * static_cast<double>(v) + (1.0 - opt.beta2) * gv * gv;
+  m = static_cast<float>(mv);
+  v = static_cast<float>(vv);
+  const double denom = sqrt(vv) / bc2s + opt.eps;
+  p = static_cast<float>(pv - ss * mv / denom);
+}
+
+// Adam's learning rate and bias corrections at run time, from graph mode's {lr, step}
+// and loss scaling's skipped steps (the host's values hold without either).
+__device__ __forceinline__ void adam_run_time_hyper(const ops::AdamOptions& opt, const double* hyper,
+                                                    const double* amp, double step, double& lr, double& ss,
+                                                    double& bc2s) {
+  if (!hyper && !amp) return;
+  lr = hyper ? hyper[0] : opt.lr;
+  const double t = (hyper ? hyper[1] : step) - (amp ? amp[ops::kAmpSkipped] : 0.0);
+  ss = lr / (1.0 - pow(opt.beta1, t));
+  bc2s = sqrt(1.0 - pow(opt.beta2, t));
+}
 
 struct AdamFn {
   float* p;
@@ -48,28 +89,121 @@ struct AdamFn {
     const double gs = amp ? amp[ops::kAmpInvScale] : 1.0;
     if (gs == 0.0) return;  // a gradient was not finite: the step is skipped
     double lr = opt.lr, ss = step_size, bc2s = bc2_sqrt;
-    if (hyper || amp) {
-      lr = hyper ? hyper[0] : opt.lr;
-      const double t = (hyper ? hyper[1] : step) - (amp ? amp[ops::kAmpSkipped] : 0.0);
-      ss = lr / (1.0 - pow(opt.beta1, t));
-      bc2s = sqrt(1.0 - pow(opt.beta2, t));
-    }
-    double pv = p[o[0]];
-    double gv = static_cast<double>(g[o[1]]) * gs;
-    if (opt.weight_decay != 0.0) {
-      if (opt.decoupled_weight_decay) {
-        pv *= 1.0 - lr * opt.weight_decay;
-      } else {
-        gv += opt.weight_decay * pv;
-      }
-    }
-    const double mv = opt.beta1 * static_cast<double>(m[o[2]]) + (1.0 - opt.beta1) * gv;
-    const double vv = opt.beta2 * static_cast<double>(v[o[3]]) + (1.0 - opt.beta2) * gv * gv;
-    m[o[2]] = static_cast<float>(mv);
-    v[o[3]] = static_cast<float>(vv);
-    const double denom = sqrt(vv) / bc2s + opt.eps;
-    p[o[0]] = static_cast<float>(pv - ss * mv / denom);
+    adam_run_time_hyper(opt, hyper, amp, step, lr, ss, bc2s);
+    adam_update(p[o[0]], g[o[1]], m[o[2]], v[o[3]], opt, lr, ss, bc2s, gs);
   }
+};
+
+// ---- multi-tensor steps (PyTorch's fused optimizers, apex's multi_tensor_apply) ----
+// A list of dense parameters in one launch: each block steps one chunk of one tensor. The
+// tensors' table travels in the kernel's parameters (at most kListMax tensors a launch,
+// under the 4 KiB every CUDA version takes), so a captured step refers to no host memory.
+constexpr int64_t kListChunk = 4 * kThreads;  // elements per block
+
+struct SgdTensor {
+  float* p;
+  const float* g;
+  float* buf;           // null without momentum
+  const double* hyper;  // {lr, step} (graph mode), or null
+  int64_t n, first_block;
+};
+struct SgdList {
+  static constexpr int kMax = 64;
+  SgdTensor t[kMax];
+  int count;
+  ops::SgdOptions opt;
+  const double* amp;
+};
+static_assert(sizeof(SgdList) <= 4096, "SgdList must fit a kernel's parameters");
+
+struct AdamTensor {
+  float *p, *m, *v;
+  const float* g;
+  const double* hyper;
+  int64_t n, first_block;
+  double step_size, bc2_sqrt, step;  // the host's, see AdamFn
+};
+struct AdamList {
+  static constexpr int kMax = 40;
+  AdamTensor t[kMax];
+  int count;
+  ops::AdamOptions opt;
+  const double* amp;
+};
+static_assert(sizeof(AdamList) <= 4096, "AdamList must fit a kernel's parameters");
+
+// The tensor whose chunks include this block: the last one starting at or before it.
+template <class List>
+__device__ const auto& list_tensor(const List& l) {
+  int lo = 0, hi = l.count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (l.t[mid].first_block <= static_cast<int64_t>(blockIdx.x))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return l.t[lo];
+}
+
+__global__ void __launch_bounds__(kThreads) multi_sgd_kernel(const __grid_constant__ SgdList l) {
+  const double gs = l.amp ? l.amp[ops::kAmpInvScale] : 1.0;
+  if (gs == 0.0) return;
+  const SgdTensor& t = list_tensor(l);
+  const int64_t begin = (static_cast<int64_t>(blockIdx.x) - t.first_block) * kListChunk;
+  const int64_t end = begin + kListChunk < t.n ? begin + kListChunk : t.n;
+  const double lr = t.hyper ? t.hyper[0] : l.opt.lr;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    sgd_update(t.p[i], t.g[i], t.buf ? &t.buf[i] : nullptr, l.opt, lr, gs);
+}
+
+__global__ void __launch_bounds__(kThreads) multi_adam_kernel(const __grid_constant__ AdamList l) {
+  const double gs = l.amp ? l.amp[ops::kAmpInvScale] : 1.0;
+  if (gs == 0.0) return;
+  const AdamTensor& t = list_tensor(l);
+  const int64_t begin = (static_cast<int64_t>(blockIdx.x) - t.first_block) * kListChunk;
+  const int64_t end = begin + kListChunk < t.n ? begin + kListChunk : t.n;
+  double lr = l.opt.lr, ss = t.step_size, bc2s = t.bc2_sqrt;
+  adam_run_time_hyper(l.opt, t.hyper, l.amp, t.step, lr, ss, bc2s);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    adam_update(t.p[i], t.g[i], t.m[i], t.v[i], l.opt, lr, ss, bc2s, gs);
+}
+
+// Whether a list's kernel can step this parameter: its operands dense and alike in memory
+// order (the optimizer's state is allocated like the parameter); others take the single
+// step's strided kernel.
+bool listable(const TensorView& param, std::initializer_list<const TensorView*> others) {
+  if (!ops::dense_for_mask(param)) return false;
+  for (const TensorView* o : others)
+    if (!ops::same_memory_order(param, *o)) return false;
+  return true;
+}
+
+// Adds tensors to a list and launches it when full and at the end.
+template <class List, class Kernel>
+class ListLauncher {
+ public:
+  ListLauncher(Context& ctx, Kernel kernel, List first) : ctx_(ctx), kernel_(kernel), l_(first) { l_.count = 0; }
+  template <class Tensor>
+  void add(Tensor t) {
+    t.first_block = blocks_;
+    blocks_ += (t.n + kListChunk - 1) / kListChunk;
+    l_.t[l_.count++] = t;
+    if (l_.count == List::kMax) launch();
+  }
+  void launch() {
+    if (l_.count == 0) return;
+    kernel_<<<static_cast<unsigned>(blocks_), kThreads, 0, ctx_.stream>>>(l_);
+    STRATA_CUDA_CHECK(cudaGetLastError());
+    l_.count = 0;
+    blocks_ = 0;
+  }
+
+ private:
+  Context& ctx_;
+  Kernel kernel_;
+  List l_;
+  int64_t blocks_ = 0;
 };
 
 // Dynamic loss scaling's update: one thread (a model has a few hundred gradients).
@@ -127,6 +261,52 @@ void CudaBackend::adam_step(const AdamStepArgs& a) {
                               a.exp_avg_sq.ptr<float>(), a.o, a.o.lr / bc1, std::sqrt(bc2), hyper_of(a.hyper),
                               amp_of(a.amp, "adam_step"), static_cast<double>(a.step)});
   });
+}
+
+void CudaBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
+  SgdList first{};
+  first.opt = a.o;
+  first.amp = amp_of(a.amp, "multi_sgd_step");
+  ListLauncher list(*ctx_, multi_sgd_kernel, first);
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    const SgdStepArgs s = step_of(a, i);
+    dispatch_f32(s.param.dtype, "multi_sgd_step", [](auto) {});
+    const bool mom = a.o.momentum != 0.0;
+    STRATA_CHECK(!mom || s.momentum_buf.defined, "multi_sgd_step: momentum ", a.o.momentum, " needs momentum_bufs[", i,
+                 "]");
+    if (s.param.numel() == 0) continue;
+    if (!listable(s.param, {&s.grad, mom ? &s.momentum_buf : &s.param})) {
+      sgd_step(s);
+      continue;
+    }
+    list.add(SgdTensor{s.param.ptr<float>(), s.grad.ptr<const float>(), mom ? s.momentum_buf.ptr<float>() : nullptr,
+                       hyper_of(s.hyper), s.param.numel(), 0});
+  }
+  list.launch();
+}
+
+void CudaBackend::multi_adam_step(const MultiAdamStepArgs& a) {
+  AdamList first{};
+  first.opt = a.o;
+  first.amp = amp_of(a.amp, "multi_adam_step");
+  ListLauncher list(*ctx_, multi_adam_kernel, first);
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    const AdamStepArgs s = step_of(a, i);
+    dispatch_f32(s.param.dtype, "multi_adam_step", [](auto) {});
+    STRATA_CHECK(s.hyper.defined || s.amp.defined || s.step >= 1, "multi_adam_step: steps[", i,
+                 "] is 1-based, got ", s.step);
+    if (s.param.numel() == 0) continue;
+    if (!listable(s.param, {&s.grad, &s.exp_avg, &s.exp_avg_sq})) {
+      adam_step(s);
+      continue;
+    }
+    const double bc1 = 1.0 - std::pow(a.o.beta1, static_cast<double>(s.step));
+    const double bc2 = 1.0 - std::pow(a.o.beta2, static_cast<double>(s.step));
+    list.add(AdamTensor{s.param.ptr<float>(), s.exp_avg.ptr<float>(), s.exp_avg_sq.ptr<float>(),
+                        s.grad.ptr<const float>(), hyper_of(s.hyper), s.param.numel(), 0, a.o.lr / bc1, std::sqrt(bc2),
+                        static_cast<double>(s.step)});
+  }
+  list.launch();
 }
 
 void CudaBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {

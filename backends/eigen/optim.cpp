@@ -77,6 +77,15 @@ void EigenBackend::adam_step(const AdamStepArgs& args) {
   });
 }
 
+// A list: each parameter's single step (a loop over tensors costs a CPU nothing a kernel launch would).
+void EigenBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) sgd_step(step_of(a, i));
+}
+
+void EigenBackend::multi_adam_step(const MultiAdamStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) adam_step(step_of(a, i));
+}
+
 void EigenBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
   visit_float("amp_update_scale", a.grad_sums.dtype, [&](auto t) { loops::amp_update_scale<decltype(t)>(a); });
 }

@@ -4,6 +4,7 @@
 // initialisation that compiles, and a structured binding of that many names reaches
 // each one. Direct mode's memory planner reads which buffers each kernel call touches
 // through it (ops/direct/step_memory.h); an op added to the table needs nothing here.
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -29,7 +30,11 @@ constexpr int member_count() {
 
 template <class F, class M>
 void visit_if_view(F& f, M& m) {
-  if constexpr (std::is_same_v<std::remove_const_t<M>, TensorView>) f(m);
+  if constexpr (std::is_same_v<std::remove_const_t<M>, TensorView>) {
+    f(m);
+  } else if constexpr (std::is_same_v<std::remove_const_t<M>, std::span<const TensorView>>) {
+    for (const TensorView& v : m) f(v);  // a list's views (the multi-tensor optimizer steps)
+  }
 }
 
 }  // namespace detail
@@ -38,7 +43,8 @@ void visit_if_view(F& f, M& m) {
 template <class Args>
 inline constexpr int kArgMembers = detail::member_count<Args>();
 
-// Calls f(view) for each TensorView member of `a`, in declaration order.
+// Calls f(view) for each TensorView member of `a` and each view of its view lists, in
+// declaration order.
 template <class Args, class F>
 void for_each_view(const Args& a, F&& f) {
   static_assert(std::is_aggregate_v<Args>, "for_each_view: argument structs are aggregates");

@@ -3,7 +3,9 @@
 // function has the signature `void name(const Args&)`. Views are filled and
 // shape-checked by the front end (ops/) or a direct-mode plan before any backend
 // runs; backends may assume the shape rules hold.
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "strata/ops/table/tensor_view.h"
 
@@ -196,6 +198,33 @@ struct AdamStepArgs {
   TensorView hyper{};  // optional f64 {lr, step}, see SgdStepArgs
   TensorView amp{};    // optional f64 [4], see SgdStepArgs
 };
+
+// A parameter group's steps in one call (PyTorch's fused and foreach optimizers take a
+// group's lists alike): parameter i is stepped exactly as sgd_step / adam_step step it
+// with the i-th entries of the lists, and a backend may run the whole list as one kernel
+// (the cuda backend's multi-tensor kernels; the CPU backends loop over their single step).
+// Lists of equal length; momentum_bufs empty without momentum; hypers empty or one f64
+// {lr, step} per parameter (graph mode, see SgdStepArgs); steps: Adam's per parameter.
+struct MultiSgdStepArgs {
+  std::span<const TensorView> params, grads, momentum_bufs, hypers;
+  SgdOptions o{};
+  TensorView amp{};  // optional, see SgdStepArgs
+};
+struct MultiAdamStepArgs {
+  std::span<const TensorView> params, grads, exp_avgs, exp_avg_sqs, hypers;
+  std::span<const int64_t> steps;
+  AdamOptions o{};
+  TensorView amp{};  // optional, see SgdStepArgs
+};
+// The i-th parameter's single step of a list.
+inline SgdStepArgs step_of(const MultiSgdStepArgs& a, size_t i) {
+  return SgdStepArgs{a.params[i], a.grads[i], a.momentum_bufs.empty() ? TensorView() : a.momentum_bufs[i], a.o,
+                     a.hypers.empty() ? TensorView() : a.hypers[i], a.amp};
+}
+inline AdamStepArgs step_of(const MultiAdamStepArgs& a, size_t i) {
+  return AdamStepArgs{a.params[i], a.grads[i], a.exp_avgs[i], a.exp_avg_sqs[i], a.o, a.steps[i],
+                      a.hypers.empty() ? TensorView() : a.hypers[i], a.amp};
+}
 
 // Dynamic loss scaling on the device (direct and graph modes; GradScaler's rule).
 // state: f64 {scale, finite steps in a row, skipped steps, 1/scale or 0}. The kernel

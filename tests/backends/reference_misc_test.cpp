@@ -9,6 +9,8 @@
 #include "strata/core/dtype_dispatch.h"
 #include "reference_test_util.h"
 #include "support/coverage.h"
+#include "support/optimizer_lists.h"
+#include "strata/backends/api/registry.h"
 
 namespace strata::testing {
 namespace {
@@ -25,6 +27,8 @@ STRATA_COVERS(argmax, "values");
 STRATA_COVERS(copy, "values");
 STRATA_COVERS(sgd_step, "values");
 STRATA_COVERS(adam_step, "values");
+STRATA_COVERS(multi_sgd_step, "values");
+STRATA_COVERS(multi_adam_step, "values");
 STRATA_COVERS(amp_update_scale, "values");
 
 // ---------------------------------------------------------------- element-wise
@@ -374,6 +378,10 @@ TEST(ReferenceAdam, AdamAndAdamWMatchScalarFormulaOverSeveralSteps) {
 
 // GradScaler's rule over a run of steps: 2 finite steps double the scale (interval 2),
 // a NaN or inf halves it and counts a skip; 1/scale (or 0) is what the steps read.
+TEST(ReferenceOptim, MultiTensorStepsMatchSingleSteps) {
+  expect_multi_steps_match_single_steps(backends::registry().get("reference"), [](const Tensor& t) { return t; });
+}
+
 TEST(ReferenceAmp, UpdateScaleFollowsGradScalersRule) {
   ReferenceBackend ref;
   const Tensor state = Tensor::from_vector<double>({8.0, 0.0, 0.0, 0.0}, Shape{4});

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cpu_backend_test_util.h"
+#include "support/optimizer_lists.h"
 
 namespace strata::testing {
 namespace {
@@ -22,6 +23,8 @@ STRATA_COVERS(fill, "vs_reference");
 STRATA_COVERS(copy, "vs_reference");
 STRATA_COVERS(sgd_step, "vs_reference");
 STRATA_COVERS(adam_step, "vs_reference");
+STRATA_COVERS(multi_sgd_step, "vs_reference");
+STRATA_COVERS(multi_adam_step, "vs_reference");
 STRATA_COVERS(amp_update_scale, "vs_reference");
 
 class LossReduceOptimTest : public CpuBackendTest {};
@@ -214,6 +217,41 @@ TEST_P(LossReduceOptimTest, AdamStep) {
     STRATA_EXPECT_CLOSE(p, p_r, kTolReduction, "adam_step param");
     STRATA_EXPECT_CLOSE(m, m_r, kTolReduction, "adam_step exp_avg");
     STRATA_EXPECT_CLOSE(v, v_r, kTolReduction, "adam_step exp_avg_sq");
+  }
+}
+
+// The lists' steps against the backend's own single steps, bitwise, and against the
+// reference's single steps.
+TEST_P(LossReduceOptimTest, MultiTensorStepsMatchSingleSteps) {
+  expect_multi_steps_match_single_steps(be(), [](const Tensor& t) { return t; });
+  const std::vector<Tensor> p{rand_f32({3, 33}, 18000), rand_f32({2, 8, 3, 3}, 18001, kNHWC)};
+  const std::vector<Tensor> g{rand_f32({3, 33}, 18002), rand_f32({2, 8, 3, 3}, 18003, kNHWC)};
+  const std::vector<Tensor> m{rand_f32({3, 33}, 18004), rand_f32({2, 8, 3, 3}, 18005, kNHWC)};
+  const std::vector<Tensor> v{rand_f32({3, 33}, 18006, kNCHW, 0, 1), rand_f32({2, 8, 3, 3}, 18007, kNHWC, 0, 1)};
+  std::vector<Tensor> pr, mr, vr;
+  for (size_t i = 0; i < p.size(); ++i) {
+    pr.push_back(copy_of(p[i]));
+    mr.push_back(copy_of(m[i]));
+    vr.push_back(copy_of(v[i]));
+  }
+  const std::vector<ops::TensorView> pv(p.begin(), p.end()), gv(g.begin(), g.end()), mv(m.begin(), m.end()),
+      vv(v.begin(), v.end());
+  const std::vector<int64_t> steps{1, 4};
+  ops::AdamOptions o;
+  o.lr = 1e-2, o.weight_decay = 1e-2, o.decoupled_weight_decay = true;
+  be().multi_adam_step({pv, gv, mv, vv, {}, steps, o});
+  for (size_t i = 0; i < p.size(); ++i) ref_.adam_step({pr[i], g[i], mr[i], vr[i], o, steps[i]});
+  for (size_t i = 0; i < p.size(); ++i) {
+    STRATA_EXPECT_CLOSE(p[i], pr[i], kTolReduction, "multi_adam_step params[" + std::to_string(i) + "]");
+    STRATA_EXPECT_CLOSE(v[i], vr[i], kTolReduction, "multi_adam_step exp_avg_sqs[" + std::to_string(i) + "]");
+  }
+  ops::SgdOptions so;
+  so.lr = 0.05, so.momentum = 0.9, so.weight_decay = 1e-2;
+  be().multi_sgd_step({pv, gv, mv, {}, so});
+  for (size_t i = 0; i < p.size(); ++i) ref_.sgd_step({pr[i], g[i], mr[i], so});
+  for (size_t i = 0; i < p.size(); ++i) {
+    STRATA_EXPECT_CLOSE(p[i], pr[i], kTolReduction, "multi_sgd_step params[" + std::to_string(i) + "]");
+    STRATA_EXPECT_CLOSE(m[i], mr[i], kTolReduction, "multi_sgd_step momentum_bufs[" + std::to_string(i) + "]");
   }
 }
 

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "strata/backends/api/registry.h"
+#include "support/optimizer_lists.h"
 
 namespace strata::testing {
 namespace {
@@ -26,6 +28,8 @@ STRATA_COVERS(fill, "cuda_vs_reference");
 STRATA_COVERS(copy, "cuda_vs_reference");
 STRATA_COVERS(sgd_step, "cuda_vs_reference");
 STRATA_COVERS(adam_step, "cuda_vs_reference");
+STRATA_COVERS(multi_sgd_step, "cuda_vs_reference");
+STRATA_COVERS(multi_adam_step, "cuda_vs_reference");
 STRATA_COVERS(amp_update_scale, "cuda_vs_reference");
 
 class CudaElementwise : public CudaTest {};
@@ -220,6 +224,36 @@ TEST_F(CudaElementwise, SgdStep) {
     if (c.momentum != 0) {
       STRATA_EXPECT_CLOSE(buf.gpu, buf.cpu, kTolReduction, "sgd momentum_buf");
     }
+  }
+}
+
+// The multi-tensor kernels (several launches, strided tensors on the single kernel)
+// against the single kernels, which are checked against the reference above: bitwise.
+TEST_F(CudaElementwise, MultiTensorStepsMatchSingleSteps) {
+  expect_multi_steps_match_single_steps(backends::registry().get("cuda"), [](const Tensor& t) { return to_gpu(t); });
+  // And a list against the reference's single steps.
+  const std::vector<Pair> p{rand_pair({3, 33}, 301), rand_pair({2, 8, 3, 3}, 302, kNHWC)};
+  const std::vector<Pair> g{rand_pair({3, 33}, 303), rand_pair({2, 8, 3, 3}, 304, kNHWC)};
+  const std::vector<Pair> m{rand_pair({3, 33}, 305), rand_pair({2, 8, 3, 3}, 306, kNHWC)};
+  const std::vector<Pair> v{rand_pair({3, 33}, 307, kNCHW, 0.0, 0.01), rand_pair({2, 8, 3, 3}, 308, kNHWC, 0.0, 0.01)};
+  const auto gpu = [](const std::vector<Pair>& ps) {
+    std::vector<ops::TensorView> out;
+    for (const Pair& x : ps) out.emplace_back(x.gpu);
+    return out;
+  };
+  const std::vector<ops::TensorView> pv = gpu(p), gv = gpu(g), mv = gpu(m), vv = gpu(v);
+  const std::vector<int64_t> steps{1, 4};
+  const ops::AdamOptions ao{1e-3, 0.9, 0.999, 1e-8, 1e-2, true};
+  be().multi_adam_step({pv, gv, mv, vv, {}, steps, ao});
+  for (size_t i = 0; i < p.size(); ++i) ref_.adam_step({p[i].cpu, g[i].cpu, m[i].cpu, v[i].cpu, ao, steps[i]});
+  ops::SgdOptions so;
+  so.lr = 0.05, so.momentum = 0.9, so.weight_decay = 1e-2;
+  be().multi_sgd_step({pv, gv, mv, {}, so});
+  for (size_t i = 0; i < p.size(); ++i) ref_.sgd_step({p[i].cpu, g[i].cpu, m[i].cpu, so});
+  for (size_t i = 0; i < p.size(); ++i) {
+    STRATA_EXPECT_CLOSE(p[i].gpu, p[i].cpu, kTolReduction, "params[" + std::to_string(i) + "]");
+    STRATA_EXPECT_CLOSE(m[i].gpu, m[i].cpu, kTolReduction, "exp_avgs / momentum_bufs[" + std::to_string(i) + "]");
+    STRATA_EXPECT_CLOSE(v[i].gpu, v[i].cpu, kTolReduction, "exp_avg_sqs[" + std::to_string(i) + "]");
   }
 }
 

@@ -77,7 +77,7 @@ TEST_P(TrainTrace, IsChromeTraceJsonWithTheOpsInsideTheSpans) {
     }
   }
   for (const char* op : {"conv2d_fwd", "conv2d_bwd_weight", "linear_fwd", "relu_fwd", "max_pool2d_fwd",
-                         "softmax_xent_fwd", "sgd_step"})
+                         "softmax_xent_fwd", "multi_sgd_step"})
     EXPECT_TRUE(ops.count(op)) << op << " missing from the trace of " << GetParam() << " mode";
   EXPECT_EQ(spans, (std::set<std::string>{"step", "evaluate"}));
   EXPECT_EQ(steps.size(), 2u);  // 32 images, batch 16

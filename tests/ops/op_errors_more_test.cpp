@@ -70,6 +70,8 @@ TEST(OpErrors, ReductionsFillCopy) {
 STRATA_COVERS(sgd_step, "errors");
 STRATA_COVERS(adam_step, "errors");
 STRATA_COVERS(amp_update_scale, "errors");
+STRATA_COVERS(multi_sgd_step, "errors");
+STRATA_COVERS(multi_adam_step, "errors");
 TEST(OpErrors, OptimizerSteps) {
   auto d = reference_dispatch();
   Tensor p = rnd({5}), g = rnd({5});
@@ -84,6 +86,25 @@ TEST(OpErrors, OptimizerSteps) {
   EXPECT_STRATA_ERROR(ops::adam_step_(d, p, g, rnd({5}), rnd({5}), adam, 0), "adam_step", "step");
   EXPECT_STRATA_ERROR(ops::adam_step_(d, fake_cuda({5}), fake_cuda({5}), fake_cuda({5}), fake_cuda({5}), adam, 1),
                       "adam_step", "cuda:0");
+  // Lists: each entry's defect names its list and index.
+  const std::vector<Tensor> ps{rnd({5}), rnd({3})}, gs{rnd({5}), rnd({3})}, bufs{rnd({5}), rnd({3})};
+  EXPECT_STRATA_ERROR(ops::multi_sgd_step_(d, ps, std::vector<Tensor>{gs[0]}, bufs, sgd), "multi_sgd_step", "grads",
+                      "1 entries");
+  EXPECT_STRATA_ERROR(ops::multi_sgd_step_(d, ps, gs, std::vector<Tensor>{}, sgd), "multi_sgd_step", "momentum_bufs");
+  EXPECT_STRATA_ERROR(ops::multi_sgd_step_(d, ps, std::vector<Tensor>{gs[0], rnd({4})}, bufs, sgd), "multi_sgd_step",
+                      "grads[1]", "shape");
+  EXPECT_STRATA_ERROR(ops::multi_sgd_step_(d, std::vector<Tensor>{ps[0], Tensor()}, gs, bufs, sgd), "multi_sgd_step",
+                      "params[1]");
+  EXPECT_STRATA_ERROR(ops::multi_sgd_step_(d, std::vector<Tensor>{fake_cuda({5})}, std::vector<Tensor>{fake_cuda({5})},
+                                           std::vector<Tensor>{fake_cuda({5})}, sgd),
+                      "multi_sgd_step", "params[0]", "cuda:0");
+  const std::vector<int64_t> steps{1, 0};
+  EXPECT_STRATA_ERROR(ops::multi_adam_step_(d, ps, gs, bufs, gs, steps, adam), "multi_adam_step", "steps[1]");
+  EXPECT_STRATA_ERROR(ops::multi_adam_step_(d, ps, gs, bufs, std::vector<Tensor>{gs[0], rnd({3}, DType::f64)},
+                                            std::vector<int64_t>{1, 1}, adam),
+                      "multi_adam_step", "exp_avg_sqs[1]", "dtype");
+  EXPECT_STRATA_ERROR(ops::multi_adam_step_(d, ps, gs, bufs, gs, std::vector<int64_t>{1}, adam), "multi_adam_step",
+                      "steps", "1 entries");
   const Tensor state = Tensor::from_vector<double>({1024.0, 0.0, 0.0, 0.0}, Shape{4});
   EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5}), rnd({4})), "amp_update_scale", "state", "f64");
   EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5}), Tensor::from_vector<double>({1.0, 0.0}, Shape{2})),

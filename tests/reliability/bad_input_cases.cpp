@@ -304,6 +304,38 @@ std::vector<OpCase> all_cases() {
                  ops::adam_step_(d, a[0], a[1], a[2], a[3], ops::AdamOptions{}, 3);
                  return std::vector{a[0], a[2], a[3]};
                }});
+  v.push_back({"multi_sgd_step",
+               ops::OpId::multi_sgd_step,
+               "multi_sgd_step",
+               {{"params[0]", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[0]", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"momentum_bufs[0]", rnd({5}, DType::f32, 3), kAnyRank, {6}, DType::f64, true},
+                {"params[1]", rnd({2, 3}, DType::f32, 4), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[1]", rnd({2, 3}, DType::f32, 5), kAnyRank, {3, 2}},
+                {"momentum_bufs[1]", rnd({2, 3}, DType::f32, 6), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::SgdOptions o;
+                 o.momentum = 0.9;
+                 o.weight_decay = 1e-4;
+                 ops::multi_sgd_step_(d, std::vector{a[0], a[3]}, std::vector{a[1], a[4]}, std::vector{a[2], a[5]}, o);
+                 return std::vector{a[0], a[2], a[3], a[5]};
+               }});
+  v.push_back({"multi_adam_step",
+               ops::OpId::multi_adam_step,
+               "multi_adam_step",
+               {{"params[0]", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[0]", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"exp_avgs[0]", rnd({5}, DType::f32, 3), kAnyRank, {6}, DType::f64, true},
+                {"exp_avg_sqs[0]", pos({5}), kAnyRank, {6}, DType::f64, true},
+                {"params[1]", rnd({2, 3}, DType::f32, 4), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[1]", rnd({2, 3}, DType::f32, 5), kAnyRank, {3, 2}},
+                {"exp_avgs[1]", rnd({2, 3}, DType::f32, 6), kAnyRank, {6}, DType::f64, true},
+                {"exp_avg_sqs[1]", pos({2, 3}), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::multi_adam_step_(d, std::vector{a[0], a[4]}, std::vector{a[1], a[5]}, std::vector{a[2], a[6]},
+                                       std::vector{a[3], a[7]}, std::vector<int64_t>{3, 1}, ops::AdamOptions{});
+                 return std::vector{a[0], a[2], a[3], a[4], a[6], a[7]};
+               }});
   v.push_back({"amp_update_scale",
                ops::OpId::amp_update_scale,
                "amp_update_scale",
@@ -351,6 +383,8 @@ const std::vector<std::string> kCaseIds = {"conv2d",
                                            "to",
                                            "sgd_step",
                                            "adam_step",
+                                           "multi_sgd_step",
+                                           "multi_adam_step",
                                            "amp_update_scale"};
 
 OpCase case_by_id(const std::string& id) {

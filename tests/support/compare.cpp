@@ -32,7 +32,14 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 ::testing::AssertionResult bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
     return ::testing::AssertionFailure() << "shapes/dtypes differ: " << a.str() << " vs " << b.str();
-  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  // Dense host copies (a device tensor's bytes are read through a copy).
+  const auto host = [](const Tensor& t) {
+    if (t.device().is_cpu()) return t.contiguous();
+    Tensor h = Tensor::empty(t.sizes(), t.dtype(), Device::cpu());
+    copy_into(t, h);
+    return h;
+  };
+  const Tensor ca = host(a), cb = host(b);
   // Empty tensors have no storage: memcmp with a null pointer is undefined even for 0 bytes.
   if (ca.nbytes() != 0 && std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) != 0)
     return ::testing::AssertionFailure() << "values differ bitwise (" << a.str() << "), max |diff| "

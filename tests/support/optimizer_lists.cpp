@@ -1,0 +1,114 @@
+#include "support/optimizer_lists.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "strata/ops/table/op_args.h"
+#include "support/compare.h"
+#include "support/random.h"
+
+namespace strata::testing {
+namespace {
+
+using Place = std::function<Tensor(const Tensor&)>;
+
+// A list's tensors, new ones at each call, in the layouts named above: 70 parameters (a
+// cuda launch takes at most 64 of SGD's, 40 of Adam's).
+std::vector<Tensor> make_list(uint64_t seed, double lo, double hi, const Place& place) {
+  std::vector<Tensor> out;
+  for (int i = 0; i < 70; ++i) {
+    const uint64_t s = seed + static_cast<uint64_t>(i);
+    auto r = [&](const Shape& sizes, MemoryFormat fmt = MemoryFormat::contiguous) {
+      return place(random_tensor(sizes, DType::f32, s, lo, hi, fmt));
+    };
+    switch (i % 7) {
+      case 0: out.push_back(r({3, 33})); break;
+      case 1: out.push_back(r({2, 8, 3, 3}, MemoryFormat::channels_last)); break;
+      case 2: out.push_back(r({5, 4}).permute({1, 0})); break;  // strided: the single kernel's
+      case 3: out.push_back(r({0, 3})); break;
+      case 4: out.push_back(r({})); break;
+      case 5: out.push_back(r({1000 + i})); break;
+      default: out.push_back(r({4099})); break;  // several of a launch's chunks
+    }
+  }
+  return out;
+}
+
+struct Copies {
+  std::vector<Tensor> multi, single;
+};
+Copies placed(uint64_t seed, double lo, double hi, const Place& place) {
+  return {make_list(seed, lo, hi, place), make_list(seed, lo, hi, place)};
+}
+std::vector<ops::TensorView> views(const std::vector<Tensor>& ts) { return {ts.begin(), ts.end()}; }
+
+void expect_lists_equal(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << what << "[" << i << "]";
+}
+
+// A {lr, step} on the device (graph mode's form).
+Tensor hyper(double lr, double step, const Place& place) {
+  return place(Tensor::from_vector<double>({lr, step}, Shape{2}));
+}
+
+}  // namespace
+
+void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& place) {
+  const Tensor amp_taken = place(Tensor::from_vector<double>({1024.0, 3.0, 2.0, 1.0 / 1024.0}, Shape{4}));
+  const Tensor amp_skipped = place(Tensor::from_vector<double>({512.0, 0.0, 3.0, 0.0}, Shape{4}));
+  struct Form {
+    std::string name;
+    bool hypers;
+    const Tensor* amp;
+  };
+  const std::vector<Form> forms = {{"plain", false, nullptr}, {"device hyper", true, nullptr},
+                                   {"amp", false, &amp_taken}, {"amp skipped", true, &amp_skipped}};
+  uint64_t seed = 31000;
+  for (const Form& f : forms)
+    for (double momentum : {0.0, 0.9}) {
+      SCOPED_TRACE("sgd, " + f.name + ", momentum " + std::to_string(momentum));
+      Copies p = placed(seed += 100, -1, 1, place), g = placed(seed += 100, -1, 1, place);
+      Copies buf = placed(seed += 100, -0.1, 0.1, place);
+      std::vector<Tensor> hypers;
+      for (size_t i = 0; f.hypers && i < p.multi.size(); ++i) hypers.push_back(hyper(0.05, 1, place));
+      ops::SgdOptions o;
+      o.lr = f.hypers ? 123.0 : 0.05, o.momentum = momentum, o.weight_decay = 1e-2, o.nesterov = momentum != 0;
+      const std::vector<ops::TensorView> pv = views(p.multi), gv = views(g.multi), bv = views(buf.multi),
+                                         hv = views(hypers);
+      const ops::TensorView amp = f.amp ? ops::TensorView(*f.amp) : ops::TensorView();
+      b.multi_sgd_step(ops::MultiSgdStepArgs{pv, gv, momentum != 0 ? bv : std::vector<ops::TensorView>(), hv, o, amp});
+      for (size_t i = 0; i < p.single.size(); ++i)
+        b.sgd_step(ops::SgdStepArgs{p.single[i], g.single[i], momentum != 0 ? buf.single[i] : Tensor(), o,
+                                    f.hypers ? ops::TensorView(hypers[i]) : ops::TensorView(), amp});
+      expect_lists_equal(p.multi, p.single, "params");
+      expect_lists_equal(buf.multi, buf.single, "momentum_bufs");
+    }
+  for (const Form& f : forms)
+    for (bool adamw : {false, true}) {
+      SCOPED_TRACE(std::string(adamw ? "adamw, " : "adam, ") + f.name);
+      Copies p = placed(seed += 100, -1, 1, place), g = placed(seed += 100, -1, 1, place);
+      Copies m = placed(seed += 100, -0.1, 0.1, place), v = placed(seed += 100, 0, 0.01, place);
+      std::vector<Tensor> hypers;
+      std::vector<int64_t> steps;
+      for (size_t i = 0; i < p.multi.size(); ++i) {
+        steps.push_back(1 + static_cast<int64_t>(i % 5) + (f.amp ? 3 : 0));  // each its own count
+        if (f.hypers) hypers.push_back(hyper(1e-3, static_cast<double>(steps.back()), place));
+      }
+      ops::AdamOptions o;
+      o.lr = f.hypers ? 123.0 : 1e-3, o.weight_decay = 1e-2, o.decoupled_weight_decay = adamw;
+      const std::vector<ops::TensorView> pv = views(p.multi), gv = views(g.multi), mv = views(m.multi),
+                                         vv = views(v.multi), hv = views(hypers);
+      const ops::TensorView amp = f.amp ? ops::TensorView(*f.amp) : ops::TensorView();
+      b.multi_adam_step(ops::MultiAdamStepArgs{pv, gv, mv, vv, hv, steps, o, amp});
+      for (size_t i = 0; i < p.single.size(); ++i)
+        b.adam_step(ops::AdamStepArgs{p.single[i], g.single[i], m.single[i], v.single[i], o, steps[i],
+                                      f.hypers ? ops::TensorView(hypers[i]) : ops::TensorView(), amp});
+      expect_lists_equal(p.multi, p.single, "params");
+      expect_lists_equal(m.multi, m.single, "exp_avgs");
+      expect_lists_equal(v.multi, v.single, "exp_avg_sqs");
+    }
+}
+
+}  // namespace strata::testing
