@@ -119,7 +119,7 @@ struct Options {
   uint64_t seed = 1;
   double lr = 0.01;
   bool fuse = true;    // nn::ResNetConfig::fuse_eval and fuse_train
-  bool fold = false;   // nn::ResNetConfig::fold_batch_norm
+  std::optional<bool> fold;  // nn::ResNetConfig::fold_batch_norm (unset: its default)
   bool trace = false;  // one extra traced step in the tape modes
   bool trace_sync = false;  // and one with every op waited for (per-op device time)
 };
@@ -288,12 +288,16 @@ int main(int argc, char** argv) {
   app.add_flag("--cudnn-find", find_algos, "choose cuDNN engines by timing them once per shape (default: heuristics)");
   bool no_fuse = false;
   app.add_flag("--no-fuse", no_fuse,
-               "batch norm, ReLU and residual add as separate ops, forward and backward (default: fused into one "
-               "batch norm call, nn::ResNetConfig::fuse_eval and fuse_train)");
-  // Off by default until measured on the GPU (docs/results/cpu_libtorch.md has the CPU's numbers).
-  app.add_flag("--fold", o.fold,
+               "batch norm, ReLU and residual add as separate ops, forward and backward, and no folding unless "
+               "--fold (default: fused into one batch norm call, nn::ResNetConfig::fuse_eval and fuse_train)");
+  bool fold = false, no_fold = false;
+  app.add_flag("--fold", fold,
                "inference: batch norms folded into the convolutions, each block's convolutions with the bias, "
-               "residual add and ReLU in their own call (nn::ResNetConfig::fold_batch_norm; default: off)");
+               "residual add and ReLU in their own call (nn::ResNetConfig::fold_batch_norm; default: on for cuda, "
+               "off for a CPU backend)");
+  app.add_flag("--no-fold", no_fold, "inference: batch norms not folded (fused evaluation, or the separate ops "
+                                     "with --no-fuse)")
+      ->excludes("--fold");
   bool no_fused_epilogue = false;
   app.add_flag("--no-cudnn-epilogue", no_fused_epilogue,
                "with --fold: the convolution's epilogue as strata's kernel after cuDNN's convolution (default: "
@@ -334,7 +338,12 @@ int main(int argc, char** argv) {
     backends::Backend& be = backends::registry().get(o.backend);  // throws listing the built ones
     const bool cuda = be.device_type() == DeviceType::cuda;
     o.fuse = !no_fuse;
-    json settings = {{"backend", o.backend}, {"fuse", o.fuse}, {"fold_batch_norm", o.fold}};
+    if (fold || no_fold)
+      o.fold = fold;
+    else if (no_fuse)
+      o.fold = false;  // --no-fuse: the separate ops
+    json settings = {{"backend", o.backend}, {"fuse", o.fuse},
+                     {"fold_batch_norm", o.fold ? json(*o.fold) : json("default (on for cuda)")}};
     if (cuda) {
       auto& cb = backends::registry().impl<backends::CudaBackend>();
       cb.set_allow_tf32(tf32);

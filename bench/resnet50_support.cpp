@@ -101,7 +101,7 @@ json device_info(bool cuda) {
 }
 
 std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend, MemoryFormat fmt,
-                                         std::optional<DType> compute, bool fuse, bool fold) {
+                                         std::optional<DType> compute, bool fuse, std::optional<bool> fold) {
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = kImageNetClasses;

@@ -59,11 +59,12 @@ nlohmann::json device_info(bool cuda);
 
 // torchvision's ResNet-50 (1000 classes, kaiming_normal_fan_out, seed 0) in `mode` on
 // `backend`; `compute` = bf16/f16 for mixed precision (nn::ModelOptions::compute_dtype);
-// `fuse`: nn::ResNetConfig::fuse_eval and fuse_train; `fold`: nn::ResNetConfig::fold_batch_norm.
+// `fuse`: nn::ResNetConfig::fuse_eval and fuse_train; `fold`: nn::ResNetConfig::fold_batch_norm
+// (unset: the model's default for the backend's device).
 std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend,
                                          MemoryFormat fmt = MemoryFormat::contiguous,
                                          std::optional<DType> compute = std::nullopt, bool fuse = true,
-                                         bool fold = false);
+                                         std::optional<bool> fold = std::nullopt);
 // The benchmarks' optimizer: SGD, momentum 0.9, dampening 0, no weight decay.
 nn::OptimizerConfig sgd_config(double lr);
 

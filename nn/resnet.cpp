@@ -24,11 +24,14 @@ std::string describe(const ResNetConfig& c) {
          " classes, " + std::to_string(c.in_channels) + " input channels, " +
          (c.small_input ? "small-image stem 3x3/1 without max-pool" : "ImageNet stem 7x7/2 + max-pool") +
          (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) +
-         (c.fold_batch_norm ? ", batch norms folded into the convolutions for inference" : "") + ")";
+         (c.fold_batch_norm.value_or(false) ? ", batch norms folded into the convolutions for inference" : "") + ")";
 }
 
 template <class P, class Block>
-ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& c) : c_(c) {
+ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) {
+  // Defaults that depend on the device, resolved once: describe() names what runs.
+  c_.fold_batch_norm = c_.fold_batch_norm.value_or(p.device().type != DeviceType::cpu);
+  const ResNetConfig& c = c_;
   const Layout lay = layout_of(c.depth);
   STRATA_CHECK(lay.bottleneck == (Block::kExpansion == 4), "ResNet: depth ", c.depth, " needs another block type");
   STRATA_CHECK(c.num_classes > 0 && c.in_channels > 0, "ResNet: invalid num_classes=", c.num_classes,
@@ -47,9 +50,9 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& c) : c_(c) {
   bno.dtype = dt;
   bno.fuse_eval = c.fuse_eval;
   bno.fuse_train = c.fuse_train.value_or(p.device().type != DeviceType::cpu);
-  bno.fold_into_conv = c.fold_batch_norm;
+  bno.fold_into_conv = *c.fold_batch_norm;
   bn1_ = &register_module("bn1", std::make_unique<BatchNorm2d<P>>(p, base, bno));
-  if (c.fold_batch_norm) conv1_->fold_batch_norm(*bn1_);
+  if (*c.fold_batch_norm) conv1_->fold_batch_norm(*bn1_);
   relu_ = &register_module("relu", std::make_unique<ReLU<P>>(p));
   if (!c.small_input) maxpool_ = &register_module("maxpool", std::make_unique<MaxPool2d<P>>(p, 3, 2, 1));
   int64_t inplanes = base;

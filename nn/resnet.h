@@ -43,8 +43,11 @@ struct ResNetConfig {
   // folded into its weights and bias, and the ReLU and residual add in the same call
   // (Conv2d::fold_batch_norm): conv1 of the stem, then 2 (BasicBlock) or 3 (Bottleneck)
   // convolutions per block plus the downsample's. The parameters, the state dict and
-  // training keep the unfolded batch norms. Takes precedence over fuse_eval.
-  bool fold_batch_norm = false;
+  // training keep the unfolded batch norms. Takes precedence over fuse_eval. Unset: on a
+  // GPU, where it measured faster at every batch, dtype and dispatch mode measured (H100:
+  // docs/results/gpu_fused_eval.md); off on the CPU, where it measured within 4 % of
+  // fused evaluation (docs/results/cpu_libtorch.md).
+  std::optional<bool> fold_batch_norm;
 };
 
 // "ResNet-50 (torchvision v1.5, 1000 classes, 3 input channels, ImageNet stem)".

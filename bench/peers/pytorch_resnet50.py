@@ -32,6 +32,9 @@ Modes:
   compile        torch.compile(model) (inductor, default mode, static shapes) at
                  PyTorch's defaults as eager_default; the warmup steps include the
                  compilation (at least 3 are run). Only when asked for (--mode compile).
+  max-autotune   torch.compile(model, mode="max-autotune"): compile's, with inductor
+                 timing candidate kernels and CUDA graphs (its compilation takes
+                 minutes). Only when asked for (--mode max-autotune).
 The mode "eager_default" runs only the f32 configurations given by --default-configs.
 --device cpu runs on the CPU (host timing only) for smoke tests without a GPU.
 """
@@ -115,7 +118,7 @@ def apply_mode(mode):
     if mode == "eager":
         set_precision(tf32_conv=False)
         torch.backends.cudnn.deterministic = True
-    else:  # eager_default and compile: PyTorch's defaults
+    else:  # eager_default, compile and max-autotune: PyTorch's defaults
         set_precision(tf32_conv=True)
         torch.backends.cudnn.deterministic = False
 
@@ -176,6 +179,8 @@ def measure(cfg, mode, args, device):
             model.eval()
         if mode == "compile":
             model = torch.compile(model, dynamic=False)
+        elif mode == "max-autotune":
+            model = torch.compile(model, mode="max-autotune", dynamic=False)
 
         def autocast():
             return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg["bf16"])
@@ -197,7 +202,7 @@ def measure(cfg, mode, args, device):
             with torch.no_grad(), autocast():
                 return model(x)
 
-        for _ in range(max(args.warmup, 3) if mode == "compile" else args.warmup):
+        for _ in range(max(args.warmup, 3) if mode in ("compile", "max-autotune") else args.warmup):
             step()
         if cuda:
             torch.cuda.synchronize()
@@ -220,7 +225,8 @@ def measure(cfg, mode, args, device):
             del out
         med = quantile(dev, 0.5)
         r.update({
-            "status": "ok", "iters": len(dev), "warmup": max(args.warmup, 3) if mode == "compile" else args.warmup,
+            "status": "ok", "iters": len(dev),
+            "warmup": max(args.warmup, 3) if mode in ("compile", "max-autotune") else args.warmup,
             "device_ms": summary(dev), "host_ms": summary(host), "wall_ms": summary(wall),
             "img_per_s": b * 1000.0 / med,
             "peak_bytes": torch.cuda.max_memory_allocated() if cuda else None,
@@ -236,7 +242,7 @@ def measure(cfg, mode, args, device):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="all", help="comma-separated configurations, or 'all'")
-    ap.add_argument("--mode", default="all", choices=["eager", "eager_default", "compile", "all"])
+    ap.add_argument("--mode", default="all", choices=["eager", "eager_default", "compile", "max-autotune", "all"])
     ap.add_argument("--default-configs", default="infer_b256_224,train_b128_224",
                     help="configurations also run in eager_default (PyTorch's TF32 default)")
     ap.add_argument("--iters", type=int, default=30)

@@ -1,6 +1,8 @@
 #include "strata/nn/layers/conv2d.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "strata/autograd/functions.h"
@@ -90,7 +92,21 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
                  "a graph is being captured; call eval() before the capture to fold them again");
     refold();
   }
-  return run_fused(x, folded_w_, folded_b_, z, relu, true);
+  if (!is_floating(x.dtype()) || x.dtype() == folded_w_.dtype()) return run_fused(x, folded_w_, folded_b_, z, relu, true);
+  // Mixed precision: the folded parameters in x's dtype, so that no forward converts them.
+  auto it = std::find_if(folded_copies_.begin(), folded_copies_.end(),
+                         [&](const FoldedCopy& c) { return c.w.dtype() == x.dtype(); });
+  if (it == folded_copies_.end()) {
+    STRATA_CHECK(!ops::direct::capturing(), "Conv2d::forward_folded: no folded weights in ", dtype_name(x.dtype()),
+                 " yet and a graph is being captured; run a forward in ", dtype_name(x.dtype()), " before the capture");
+    FoldedCopy c{Tensor::empty_like(folded_w_, folded_w_.sizes(), x.dtype()),
+                 Tensor::empty_like(folded_b_, folded_b_.sizes(), x.dtype())};
+    copy_into(folded_w_, c.w);
+    copy_into(folded_b_, c.b);
+    folded_copies_.push_back(c);
+    it = std::prev(folded_copies_.end());
+  }
+  return run_fused(x, it->w, it->b, z, relu, true);
 }
 
 // Plans for the same x told apart by what they run: forward's key is 0; here bit 0 is
@@ -133,6 +149,10 @@ void Conv2d<P>::refold() {
   }
   detail::assign_host(folded_w_, fw);
   detail::assign_host(folded_b_, fb);
+  for (const FoldedCopy& c : folded_copies_) {  // in place: plans and graphs stay bound to them
+    copy_into(folded_w_, c.w);
+    copy_into(folded_b_, c.b);
+  }
   fold_stale_ = false;
 }
 
@@ -150,6 +170,11 @@ void Conv2d<P>::on_memory_format(MemoryFormat) {
   Tensor re = Tensor::empty_like(weight_, weight_.sizes());
   copy_into(folded_w_, re);
   folded_w_.set_data(re);
+  for (FoldedCopy& c : folded_copies_) {
+    Tensor low = Tensor::empty_like(weight_, weight_.sizes(), c.w.dtype());
+    copy_into(c.w, low);
+    c.w.set_data(low);
+  }
 }
 
 template <class P>

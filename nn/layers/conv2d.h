@@ -1,4 +1,5 @@
 #pragma once
+#include <vector>
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
 #include "strata/nn/layers/batch_norm.h"
@@ -37,7 +38,9 @@ class Conv2d final : public Module {
   // in evaluation with gradients off (folds()), forward_folded(x, z, relu) computes
   // relu?(bn(forward(x)) + z) as one convolution call with the folded parameters
   //   w' = w * s, b' = beta + (b - running_mean) * s, s = gamma / sqrt(running_var + eps)
-  // per output channel (computed in double, stored in the weight's dtype). They are kept
+  // per output channel (computed in double, stored in the weight's dtype, and for a
+  // mixed-precision forward in its input's dtype too, converted from those at each fold
+  // rather than at each forward). They are kept
   // beside the parameters, not registered: the state dict and the optimizers see only
   // the unfolded weight, bias and bn's tensors, and training (or evaluation with
   // gradients on) runs the separate convolution and batch norm on them. The folded copy
@@ -72,6 +75,10 @@ class Conv2d final : public Module {
   Tensor weight_, bias_;
   const BatchNorm2d<P>* fold_bn_ = nullptr;
   Tensor folded_w_, folded_b_;  // written in place, so direct plans and captured graphs stay bound
+  struct FoldedCopy {
+    Tensor w, b;
+  };
+  std::vector<FoldedCopy> folded_copies_;  // in the other dtypes forwards computed in (bf16, f16)
   bool fold_stale_ = true;
   [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
 };

@@ -161,6 +161,66 @@ TEST(NnFoldBatchNorm, StepsTakenInEvaluationModeAreFoldedAgain) {
   }
 }
 
+// Mixed precision: the folded parameters are kept in the compute dtype too, written at each
+// fold (not converted at each forward), so a step or a load must reach them: the prediction
+// after a training step differs from the one before and follows the unfolded model's, and so
+// after loading other weights. f64 compute on the reference (any machine) and bf16 on the
+// best CPU backend where it has bf16 convolutions.
+TEST(NnFoldBatchNorm, MixedPrecisionCopiesFollowEachFold) {
+  struct Case {
+    std::string backend;
+    DType compute;
+    double tol;
+  };
+  std::vector<Case> cases = {{"reference", DType::f64, kTolF32}};
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (backends::registry().get(best).supports(ops::OpId::conv2d_fwd, DType::bf16))
+    cases.push_back({best, DType::bf16, 3e-2});
+  const auto f32 = [](const Tensor& t) {
+    Tensor h = Tensor::empty(t.sizes(), DType::f32, Device::cpu());
+    copy_into(t, h);
+    return h;
+  };
+  for (const Case& k : cases)
+    for (ops::DispatchMode mode : {ops::DispatchMode::virtual_call, ops::DispatchMode::direct}) {
+      SCOPED_TRACE(k.backend + " " + std::string(dtype_name(k.compute)) + " " +
+                   std::string(ops::dispatch_mode_name(mode)));
+      nn::ModelOptions o;
+      o.compute_dtype = k.compute;
+      nn::ResNetConfig c = tiny_resnet(18);
+      c.fold_batch_norm = true;
+      auto folded = nn::make_resnet(c, mode, k.backend, o);
+      c.fold_batch_norm = c.fuse_eval = false;
+      auto plain = nn::make_resnet(c, mode, k.backend, o);
+      randomise_statistics(*folded, {plain.get()}, true);
+      const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 45);
+      const Tensor labels = Tensor::from_vector<int64_t>({1, 7}, Shape{2});
+      folded->eval();
+      plain->eval();
+      const Tensor before = f32(folded->predict(x));
+      EXPECT_TRUE(close(before, f32(plain->predict(x)), k.tol));
+      nn::OptimizerConfig oc;
+      oc.lr = 0.1;
+      auto opt_f = folded->make_optimizer(oc), opt_p = plain->make_optimizer(oc);
+      folded->train();
+      plain->train();
+      folded->train_step(x, labels, *opt_f);
+      plain->train_step(x, labels, *opt_p);
+      folded->eval();
+      plain->eval();
+      const Tensor after = f32(folded->predict(x));
+      EXPECT_FALSE(bitwise_equal(after, before)) << "the folded copies did not follow the step";
+      EXPECT_TRUE(close(after, f32(plain->predict(x)), k.tol));
+      nn::ResNetConfig oc18 = tiny_resnet(18, DType::f32, 78);
+      oc18.fuse_eval = false;
+      auto other = nn::make_resnet(oc18, mode, k.backend, o);
+      randomise_statistics(*other, {}, true);
+      folded->load_state_dict(other->state_dict());
+      other->eval();
+      EXPECT_TRUE(close(f32(folded->predict(x)), f32(other->predict(x)), k.tol));
+    }
+}
+
 // The state dict holds the unfolded parameters only (a checkpoint of a folded model is
 // the user's weights), and loading one into a folded model in evaluation folds it.
 TEST(NnFoldBatchNorm, StateDictKeepsTheUnfoldedWeightsAndLoadingFoldsThem) {
