@@ -1,6 +1,8 @@
 #pragma once
 // Element-wise ops as plain loops over any strides (see strided.h). Views sharing
 // one dense layout run as flat loops the compiler vectorises.
+#include <cstdint>
+
 #include "strata/backends/cpu/strided.h"
 #include "strata/core/dtype_dispatch.h"
 #include "strata/ops/table/op_args.h"
@@ -38,9 +40,53 @@ Args without_epilogue(Args a) {
   if constexpr (requires { a.relu_mask; }) a.relu_mask = {};
   return a;
 }
+// Dense outputs (every offset 0 .. n - 1 once, z in y's memory order): the epilogue and
+// fused training's ReLU mask (bit i of the mask: y[i] > 0) in one pass over blocks of 64
+// outputs (8 mask bytes), each block's values computed in a loop the compiler vectorises and
+// its mask packed while they are in cache, the blocks over the OpenMP threads where the
+// backend is built with them. False when the views are not dense alike.
+inline constexpr int64_t kParallelMaskBytes = 4096;  // 32768 elements, as the backends' other loops
+template <class T>
+bool dense_epilogue(const ops::TensorView& yv, const ops::TensorView& zv, bool relu, uint8_t* mask) {
+  if (!ops::dense_for_mask(yv) || (zv.defined && !ops::same_memory_order(yv, zv))) return false;
+  T* y = yv.ptr<T>();
+  const T* z = zv.defined ? zv.ptr<const T>() : nullptr;
+  const int64_t n = yv.numel();
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n >= 8 * kParallelMaskBytes)
+#endif
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t i0 = blk * kBlock, len = n - i0 < kBlock ? n - i0 : kBlock;
+    T* yb = y + i0;
+    if (z) {
+      const T* zb = z + i0;
+      for (int64_t j = 0; j < len; ++j) {
+        const T v = yb[j] + zb[j];
+        yb[j] = relu && !(v > T(0)) ? T(0) : v;
+      }
+    } else {
+      for (int64_t j = 0; j < len; ++j) yb[j] = yb[j] > T(0) ? yb[j] : T(0);
+    }
+    if (!mask) continue;
+    for (int64_t b = 0; b * 8 < len; ++b) {
+      uint8_t bits = 0;
+      for (int64_t j = 0; j < 8 && b * 8 + j < len; ++j)
+        bits |= static_cast<uint8_t>(static_cast<unsigned>(yb[b * 8 + j] > T(0)) << j);
+      mask[i0 / 8 + b] = bits;
+    }
+  }
+  return true;
+}
+
 // Fused training's ReLU mask (batch norm's relu_mask) is written from the result.
 template <class T, class Args>
 void epilogue(const Args& a) {
+  uint8_t* mask = nullptr;
+  if constexpr (requires { a.relu_mask; })
+    if (a.relu_mask.defined) mask = a.relu_mask.template ptr<uint8_t>();
+  if (dense_epilogue<T>(a.y, a.z, a.relu, mask)) return;
   T* y = a.y.template ptr<T>();
   const bool relu = a.relu;
   if (!a.z.defined) {

@@ -200,10 +200,11 @@ void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   });
 }
 
-// A fused forward's backward masks dy first (relu_mask.h).
+// A fused forward's backward masks dy first (relu_mask.h), into dx where no dz is asked
+// for: oneDNN's backward runs in place (diff_dst and diff_src one memory).
 void OneDnnBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
   require_f32("batch_norm_bwd", fused.x.dtype);
-  ops::masked_batch_norm_bwd<float>(fused, [&](const BatchNormBwdArgs& a) { plain_batch_norm_bwd(a); });
+  ops::masked_batch_norm_bwd<float>(fused, [&](const BatchNormBwdArgs& a) { plain_batch_norm_bwd(a); }, true);
 }
 
 void OneDnnBackend::plain_batch_norm_bwd(const BatchNormBwdArgs& a) {

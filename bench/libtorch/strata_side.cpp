@@ -204,7 +204,7 @@ std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>
     }
   }
   for (auto& c : out)
-    if (c.mode == "virtual" || c.mode == "static") c.trace = tracer(c.step);
+    if (c.mode.starts_with("virtual") || c.mode.starts_with("static")) c.trace = tracer(c.step);  // and variants
   return out;
 }
 
