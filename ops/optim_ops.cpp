@@ -10,36 +10,36 @@ void check_param_like(std::string_view op, std::string_view param_name, std::str
   check_same_shape(op, param_name, param, arg, t);
   check_same_dtype(op, param_name, param, arg, t);
 }
-}  // namespace
 
+// One parameter's operands of an SGD step, named as the op's messages call them (the
+// single step's "param", a list's "params[3]").
 template <class D>
-void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdOptions& o) {
-  check_float("sgd_step", "param", param);
-  check_param_like("sgd_step", "param", "grad", param, grad);
-  if (o.momentum != 0.0) check_param_like("sgd_step", "param", "momentum_buf", param, momentum_buf);
-  STRATA_CHECK(!o.nesterov || o.momentum > 0, "sgd_step: nesterov needs momentum > 0");
-  check_input(d, OpId::sgd_step, "param", param);
-  check_input(d, OpId::sgd_step, "grad", grad);
-  if (o.momentum != 0.0) check_input(d, OpId::sgd_step, "momentum_buf", momentum_buf);
-  d.sgd_step(SgdStepArgs{param, grad, momentum_buf, o});
+void check_sgd_operands(const D& d, OpId id, std::string_view op, std::string_view p, std::string_view g,
+                        std::string_view b, const Tensor& param, const Tensor& grad, const Tensor& buf, bool momentum) {
+  check_float(op, p, param);
+  check_param_like(op, p, g, param, grad);
+  if (momentum) check_param_like(op, p, b, param, buf);
+  check_input(d, id, p, param);
+  check_input(d, id, g, grad);
+  if (momentum) check_input(d, id, b, buf);
 }
 
+// One parameter's operands of an Adam step and its step count.
 template <class D>
-void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const AdamOptions& o, int64_t step) {
-  check_float("adam_step", "param", param);
-  check_param_like("adam_step", "param", "grad", param, grad);
-  check_param_like("adam_step", "param", "exp_avg", param, exp_avg);
-  check_param_like("adam_step", "param", "exp_avg_sq", param, exp_avg_sq);
-  STRATA_CHECK(step >= 1, "adam_step: step must be >= 1, got ", step);
-  check_input(d, OpId::adam_step, "param", param);
-  check_input(d, OpId::adam_step, "grad", grad);
-  check_input(d, OpId::adam_step, "exp_avg", exp_avg);
-  check_input(d, OpId::adam_step, "exp_avg_sq", exp_avg_sq);
-  d.adam_step(AdamStepArgs{param, grad, exp_avg, exp_avg_sq, o, step});
+void check_adam_operands(const D& d, OpId id, std::string_view op, std::string_view p, std::string_view g,
+                         std::string_view m, std::string_view v, std::string_view step_name, const Tensor& param,
+                         const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq, int64_t step) {
+  check_float(op, p, param);
+  check_param_like(op, p, g, param, grad);
+  check_param_like(op, p, m, param, exp_avg);
+  check_param_like(op, p, v, param, exp_avg_sq);
+  STRATA_CHECK(step >= 1, op, ": ", step_name, " must be >= 1, got ", step);
+  check_input(d, id, p, param);
+  check_input(d, id, g, grad);
+  check_input(d, id, m, exp_avg);
+  check_input(d, id, v, exp_avg_sq);
 }
 
-namespace {
 std::string item(std::string_view list, size_t i) { return std::string(list) + "[" + std::to_string(i) + "]"; }
 
 void check_list_length(std::string_view op, std::string_view name, size_t n, size_t want) {
@@ -50,6 +50,22 @@ std::vector<TensorView> views_of(std::span<const Tensor> ts) { return {ts.begin(
 }  // namespace
 
 template <class D>
+void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdOptions& o) {
+  STRATA_CHECK(!o.nesterov || o.momentum > 0, "sgd_step: nesterov needs momentum > 0");
+  check_sgd_operands(d, OpId::sgd_step, "sgd_step", "param", "grad", "momentum_buf", param, grad, momentum_buf,
+                     o.momentum != 0.0);
+  d.sgd_step(SgdStepArgs{param, grad, momentum_buf, o});
+}
+
+template <class D>
+void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const AdamOptions& o, int64_t step) {
+  check_adam_operands(d, OpId::adam_step, "adam_step", "param", "grad", "exp_avg", "exp_avg_sq", "step", param, grad,
+                      exp_avg, exp_avg_sq, step);
+  d.adam_step(AdamStepArgs{param, grad, exp_avg, exp_avg_sq, o, step});
+}
+
+template <class D>
 void multi_sgd_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
                      std::span<const Tensor> momentum_bufs, const SgdOptions& o) {
   constexpr std::string_view op = "multi_sgd_step";
@@ -57,16 +73,9 @@ void multi_sgd_step_(const D& d, std::span<const Tensor> params, std::span<const
   check_list_length(op, "grads", grads.size(), params.size());
   if (mom) check_list_length(op, "momentum_bufs (momentum is not 0)", momentum_bufs.size(), params.size());
   STRATA_CHECK(!o.nesterov || o.momentum > 0, op, ": nesterov needs momentum > 0");
-  for (size_t i = 0; i < params.size(); ++i) {
-    const std::string p = item("params", i), g = item("grads", i), b = item("momentum_bufs", i);
-    check_defined(op, p, params[i]);
-    check_float(op, p, params[i]);
-    check_param_like(op, p, g, params[i], grads[i]);
-    if (mom) check_param_like(op, p, b, params[i], momentum_bufs[i]);
-    check_input(d, OpId::multi_sgd_step, p, params[i]);
-    check_input(d, OpId::multi_sgd_step, g, grads[i]);
-    if (mom) check_input(d, OpId::multi_sgd_step, b, momentum_bufs[i]);
-  }
+  for (size_t i = 0; i < params.size(); ++i)
+    check_sgd_operands(d, OpId::multi_sgd_step, op, item("params", i), item("grads", i), item("momentum_bufs", i),
+                       params[i], grads[i], mom ? momentum_bufs[i] : Tensor(), mom);
   const std::vector<TensorView> pv = views_of(params), gv = views_of(grads),
                                 bv = mom ? views_of(momentum_bufs) : std::vector<TensorView>();
   d.multi_sgd_step(MultiSgdStepArgs{pv, gv, bv, {}, o});
@@ -81,20 +90,10 @@ void multi_adam_step_(const D& d, std::span<const Tensor> params, std::span<cons
   check_list_length(op, "exp_avgs", exp_avgs.size(), params.size());
   check_list_length(op, "exp_avg_sqs", exp_avg_sqs.size(), params.size());
   check_list_length(op, "steps", steps.size(), params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const std::string p = item("params", i), g = item("grads", i), m = item("exp_avgs", i),
-                      v = item("exp_avg_sqs", i);
-    check_defined(op, p, params[i]);
-    check_float(op, p, params[i]);
-    check_param_like(op, p, g, params[i], grads[i]);
-    check_param_like(op, p, m, params[i], exp_avgs[i]);
-    check_param_like(op, p, v, params[i], exp_avg_sqs[i]);
-    STRATA_CHECK(steps[i] >= 1, op, ": ", item("steps", i), " must be >= 1, got ", steps[i]);
-    check_input(d, OpId::multi_adam_step, p, params[i]);
-    check_input(d, OpId::multi_adam_step, g, grads[i]);
-    check_input(d, OpId::multi_adam_step, m, exp_avgs[i]);
-    check_input(d, OpId::multi_adam_step, v, exp_avg_sqs[i]);
-  }
+  for (size_t i = 0; i < params.size(); ++i)
+    check_adam_operands(d, OpId::multi_adam_step, op, item("params", i), item("grads", i), item("exp_avgs", i),
+                        item("exp_avg_sqs", i), item("steps", i), params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
+                        steps[i]);
   const std::vector<TensorView> pv = views_of(params), gv = views_of(grads), mv = views_of(exp_avgs),
                                 vv = views_of(exp_avg_sqs);
   d.multi_adam_step(MultiAdamStepArgs{pv, gv, mv, vv, {}, steps, o});

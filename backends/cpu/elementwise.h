@@ -45,7 +45,6 @@ Args without_epilogue(Args a) {
 // outputs (8 mask bytes), each block's values computed in a loop the compiler vectorises and
 // its mask packed while they are in cache, the blocks over the OpenMP threads where the
 // backend is built with them. False when the views are not dense alike.
-inline constexpr int64_t kParallelMaskBytes = 4096;  // 32768 elements, as the backends' other loops
 template <class T>
 bool dense_epilogue(const ops::TensorView& yv, const ops::TensorView& zv, bool relu, uint8_t* mask) {
   if (!ops::dense_for_mask(yv) || (zv.defined && !ops::same_memory_order(yv, zv))) return false;
@@ -55,7 +54,7 @@ bool dense_epilogue(const ops::TensorView& yv, const ops::TensorView& zv, bool r
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n >= 8 * kParallelMaskBytes)
+#pragma omp parallel for schedule(static) if (n >= ops::kMaskParallelAbove)
 #endif
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t i0 = blk * kBlock, len = n - i0 < kBlock ? n - i0 : kBlock;

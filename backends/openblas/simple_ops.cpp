@@ -58,6 +58,7 @@ void OpenBlasBackend::sgd_step(const SgdStepArgs& a) {
 void OpenBlasBackend::adam_step(const AdamStepArgs& a) {
   visit_float(kName, "adam_step", a.param.dtype, [&](auto t) { loops::adam_step<decltype(t)>(a); });
 }
+
 // A list: each parameter's single step (a loop over tensors costs a CPU nothing a kernel launch would).
 void OpenBlasBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
   for (size_t i = 0; i < a.params.size(); ++i) sgd_step(step_of(a, i));

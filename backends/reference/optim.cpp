@@ -86,7 +86,6 @@ void ReferenceBackend::adam_step(const AdamStepArgs& args) {
   });
 }
 
-// Dynamic loss scaling's update (ops::amp_update_scale_state), one element at a time.
 // A list: each parameter's single step (a loop over tensors costs a CPU nothing a kernel launch would).
 void ReferenceBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
   for (size_t i = 0; i < a.params.size(); ++i) sgd_step(step_of(a, i));
@@ -96,6 +95,7 @@ void ReferenceBackend::multi_adam_step(const MultiAdamStepArgs& a) {
   for (size_t i = 0; i < a.params.size(); ++i) adam_step(step_of(a, i));
 }
 
+// Dynamic loss scaling's update (ops::amp_update_scale_state), one element at a time.
 void ReferenceBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
   visit_float(a.grad_sums.dtype, "amp_update_scale", [&](auto tag) {
     using T = decltype(tag);

@@ -167,14 +167,13 @@ template <class P>
 void Conv2d<P>::on_memory_format(MemoryFormat) {
   // The folded weight takes the weight's layout (the one to_memory_format gave it).
   if (!folded_w_.defined() || folded_w_.strides() == weight_.strides()) return;
-  Tensor re = Tensor::empty_like(weight_, weight_.sizes());
-  copy_into(folded_w_, re);
-  folded_w_.set_data(re);
-  for (FoldedCopy& c : folded_copies_) {
-    Tensor low = Tensor::empty_like(weight_, weight_.sizes(), c.w.dtype());
-    copy_into(c.w, low);
-    c.w.set_data(low);
-  }
+  const auto relayout = [&](Tensor& t) {
+    Tensor re = Tensor::empty_like(weight_, weight_.sizes(), t.dtype());
+    copy_into(t, re);
+    t.set_data(re);
+  };
+  relayout(folded_w_);
+  for (FoldedCopy& c : folded_copies_) relayout(c.w);
 }
 
 template <class P>

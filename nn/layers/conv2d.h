@@ -1,7 +1,8 @@
 #pragma once
-#include <vector>
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
+#include <vector>
+
 #include "strata/nn/layers/batch_norm.h"
 #include "strata/nn/layers/direct_layer.h"
 

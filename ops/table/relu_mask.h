@@ -32,6 +32,10 @@ inline bool same_memory_order(const TensorView& a, const TensorView& b) {
 
 // ---- host loops for the CPU backends (the outputs are dense: offsets 0 .. n - 1) ----
 
+// Elements from which the mask loops (here and the CPU backends' epilogue) split over the
+// OpenMP threads of a backend built with them, as the backends' other loops do.
+inline constexpr int64_t kMaskParallelAbove = 32768;
+
 template <class T>
 void write_relu_mask(const T* y, int64_t n, uint8_t* mask) {
   for (int64_t b = 0; b < relu_mask_bytes(n); ++b) {
@@ -66,7 +70,7 @@ void masked_batch_norm_bwd(const BatchNormBwdArgs& a, Plain&& plain, bool in_pla
   // so the result does not depend on the threads.
   const int64_t bytes = relu_mask_bytes(n);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n >= 32768)
+#pragma omp parallel for schedule(static) if (n >= kMaskParallelAbove)
 #endif
   for (int64_t b = 0; b < bytes; ++b) {
     const unsigned m = mask[b];
