@@ -8,10 +8,13 @@
 // Memory Management for Deep Neural Net Inference", 2020): buffers are placed one by one,
 // each at the lowest offset where it fits between the buffers already placed that are
 // alive at the same time (best fit among the gaps, else above them), in three orders —
-// largest first, by breadth (the buffers of the fullest positions first), longest-lived
-// first — of which the smallest arena is kept. The result is at least the largest sum of
-// sizes alive at one position (the lower bound, also returned) and at most the sum of all
-// sizes. Direct mode's step memory (step_memory.h) lays its arenas out with it.
+// by breadth (the buffers of the fullest positions first), largest first, longest-lived
+// first — of which the smallest arena is kept; when none reaches the lower bound (the
+// largest sum of sizes alive at one position), the first two are refined by squeaky-wheel
+// optimisation (the buffers that ended above the bound placed earlier, for up to 64
+// placements each). The result is at least the lower bound (also returned) and at most
+// the sum of all sizes. Direct mode's step memory (step_memory.h) lays its arenas out
+// with it.
 #include <cstdint>
 #include <span>
 #include <vector>
