@@ -333,7 +333,7 @@ class ModelImpl final : public Model {
       return y;
     }
     std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, body);
-    CapturedStep& c = add_graph({key, [graph] { graph->launch(); }, in, Tensor(), {y}});
+    CapturedStep& c = add_graph({key, [graph] { graph->launch(); }, [graph] { return graph->stale(); }, in, Tensor(), {y}});
     c.launch();
     return y;
   }
@@ -411,17 +411,19 @@ class ModelImpl final : public Model {
     }
     opt.begin_capture();
     std::function<void()> launch;
+    std::function<bool()> stale;
     try {
       std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, [&] {
         body();
         step_optimizer(opt);
       });
       launch = [graph] { graph->launch(); };
+      stale = [graph] { return graph->stale(); };
     } catch (...) {
       opt.end_capture();
       throw;
     }
-    CapturedStep c{key, std::move(launch), in, tg, {r.loss, r.logits}};
+    CapturedStep c{key, std::move(launch), std::move(stale), in, tg, {r.loss, r.logits}};
     c.opt = &opt;
     c.opt_epoch = opt.state_epoch();
     c.stepped = opt.end_capture();
@@ -436,6 +438,7 @@ class ModelImpl final : public Model {
   struct CapturedStep {
     std::string key;
     std::function<void()> launch;  // owns the backend's graph
+    std::function<bool()> stale;   // the graph's CapturedStep::stale
     Tensor input, targets;         // the buffers it reads, kept alive
     std::vector<Tensor> outputs;   // predict: {logits}; train_step: {loss, logits}
     const Optimizer* opt = nullptr;  // train_step: the optimizer whose state the graph updates,
@@ -444,7 +447,10 @@ class ModelImpl final : public Model {
     std::vector<std::pair<Tensor, Tensor>> grads{};  // train_step: each parameter and its gradient's buffer
   };
   // The graph for `key` whose buffers (and optimizer state) are still the ones given;
-  // one whose buffers moved (an evicted buffer, a replaced optimizer state) is dropped.
+  // one whose buffers moved (an evicted buffer, a replaced optimizer state) is dropped,
+  // and so is a stale one (its backend replaced memory it replays: captured again, it
+  // lets the old memory go; a trainer's evaluation growing the cuDNN workspace after its
+  // training step was captured kept 432 MiB of old workspaces before).
   CapturedStep* find_graph(const std::string& key, const Tensor& in, const Tensor& tg, const Optimizer* opt) {
     for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
       if (it->key != key) continue;
@@ -452,7 +458,7 @@ class ModelImpl final : public Model {
         return a.defined() == b.defined() && (!a.defined() || a.data_ptr() == b.data_ptr());
       };
       if (same(it->input, in) && same(it->targets, tg) && it->opt == opt &&
-          (opt == nullptr || it->opt_epoch == opt->state_epoch()))
+          (opt == nullptr || it->opt_epoch == opt->state_epoch()) && !it->stale())
         return &*it;
       graphs_.erase(it);
       return nullptr;

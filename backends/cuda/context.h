@@ -8,6 +8,7 @@
 // threads (a data loader). Internal to backends/cuda.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -72,16 +73,20 @@ struct Context {
   size_t fused_epilogues = 0;   // conv2d epilogues (bias, residual, ReLU) run inside a cuDNN graph
   size_t epilogue_kernels = 0;  // ... and run by strata's kernel after the convolution
 
-  // The cuDNN workspace arena: one buffer, grown on demand, shared by every call.
-  // While CUDA graphs exist (graphs), a buffer they may have captured is kept when the
-  // arena grows or is released, and given back when the last graph goes.
+  // The cuDNN workspace arena: one buffer, grown on demand, shared by every call. Each
+  // buffer it takes is a generation. A CUDA graph replays the buffer that was current when
+  // its capture ended (one replaced during the capture went to the graph's pool): that
+  // buffer is kept while such a graph is alive, and given back with the last of them. A
+  // graph whose buffer was replaced since is stale (cuda::Graph::stale): its owner
+  // captures it again rather than keep an old buffer beside the new one.
   void* workspace(size_t bytes);
   // Gives the arena back to the caching allocator (empty_cache(), after the stream's
   // work that used it: the allocator reuses blocks in stream order).
   void release_workspace();
-  int graphs = 0;            // cuda::Graph objects alive
+  uint64_t workspace_generation() const { return ws_generation_; }
+  void graph_created(uint64_t generation) { ++graphs_on_[generation]; }
+  void graph_destroyed(uint64_t generation);
   size_t capture_pool = 0;   // the allocator's pool of the capture in progress
-  void graph_destroyed();
   size_t workspace_bytes() const { return ws_bytes_; }
 
   // Plans by key; `make` builds one on a miss. Plans live as long as the context.
@@ -93,9 +98,15 @@ struct Context {
   }
 
  private:
+  struct Retired {
+    void* p;
+    size_t bytes;
+  };
   void* ws_ = nullptr;
   size_t ws_bytes_ = 0;
-  std::vector<std::pair<void*, size_t>> retired_ws_;  // kept for graphs that may replay them
+  uint64_t ws_generation_ = 0;
+  std::map<uint64_t, int> graphs_on_;    // generation -> graphs alive that replay its buffer
+  std::map<uint64_t, Retired> retired_;  // replaced buffers kept for those graphs
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
 };
 

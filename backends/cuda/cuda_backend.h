@@ -15,6 +15,7 @@
 // default) restricts cuDNN to algorithms that give the same bits on every run,
 // which the dispatch modes' bitwise-equality tests rely on.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -96,6 +97,9 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
   ~Graph();
   void launch();
+  // Whether the cuDNN workspace it replays was replaced since its capture: it still
+  // replays correctly, but keeps the old buffer alive (Context::workspace).
+  bool stale() const;
 
  private:
   friend class strata::backends::CudaBackend;
@@ -104,6 +108,7 @@ class Graph {
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
   size_t pool_ = 0;
+  uint64_t workspace_generation_ = 0;
 };
 
 }  // namespace cuda

@@ -17,9 +17,11 @@ Graph::~Graph() {
   (void)cudaGetLastError();
   if (ctx_) {
     ctx_->allocator->release_pool(pool_);
-    ctx_->graph_destroyed();
+    ctx_->graph_destroyed(workspace_generation_);
   }
 }
+
+bool Graph::stale() const { return ctx_->workspace_generation() != workspace_generation_; }
 
 void Graph::launch() {
   STRATA_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), ctx_->stream));
@@ -57,7 +59,8 @@ std::unique_ptr<cuda::Graph> CudaBackend::end_capture() {
   ctx_->allocator->end_pool_capture();
   g->ctx_ = ctx_;
   g->pool_ = std::exchange(ctx_->capture_pool, 0);
-  ++ctx_->graphs;
+  g->workspace_generation_ = ctx_->workspace_generation();
+  ctx_->graph_created(g->workspace_generation_);
   g->graph_ = graph;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

@@ -21,6 +21,7 @@ template <class Impl>
 concept CapturesGraphs = requires(Impl& i, const Impl& ci) {
   i.begin_capture();
   i.end_capture()->launch();
+  { i.end_capture()->stale() } -> std::convertible_to<bool>;
   i.abort_capture();
   { ci.capture_broken() } -> std::convertible_to<bool>;
 };
@@ -77,6 +78,9 @@ class CapturedStep {
     graph_->launch();
     for (const auto& e : effects_) e();
   }
+  // Whether the backend's graph holds memory its backend has since replaced (the cuda
+  // backend's grown cuDNN workspace): capturing the step again gives it back.
+  bool stale() const { return graph_->stale(); }
 
  private:
   std::unique_ptr<Graph> graph_;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "strata/backends/cuda/context.h"
+#include "strata/core/allocator.h"
 #include "strata/nn/nn.h"
 #include "support/expect_error.h"
 
@@ -60,6 +62,39 @@ void expect_graph_equals_direct(const nn::ModelOptions& o) {
 }
 
 TEST_F(CudaGraphMode, ReplaysBitwiseEqualToDirectMode) { expect_graph_equals_direct({}); }
+
+// A graph keeps the cuDNN workspace it replays; when a later call grows the workspace
+// (a trainer's evaluation after its training step was captured), the graph is stale and
+// its next use captures it again, which lets the old workspace go: graph mode then holds
+// what direct mode holds. The replays stay direct mode's bits.
+TEST_F(CudaGraphMode, AGraphCapturedAgainLetsAReplacedWorkspaceGo) {
+  const std::vector<Tensor> inputs{random_tensor({2, 3, 64, 64}, DType::f32, 40),
+                                   random_tensor({2, 3, 64, 64}, DType::f32, 41),
+                                   random_tensor({2, 3, 64, 64}, DType::f32, 42)};
+  const std::vector<Tensor> direct = predictions(ops::DispatchMode::direct, inputs, {});
+  auto m = nn::make_resnet(resnet18(), ops::DispatchMode::graph, "cuda");
+  m->eval();
+  auto host = [](const Tensor& y) {
+    Tensor h = Tensor::empty(y.sizes(), y.dtype(), Device::cpu());
+    copy_into(y, h);
+    return h;
+  };
+  Tensor y0 = host(m->predict(inputs[0]));  // planned in direct mode
+  Tensor y1 = host(m->predict(inputs[1]));  // captured
+  backends::cuda::Context& ctx = backends::cuda::context();
+  Allocator& a = allocator_for(Device::cuda());
+  const size_t old_bytes = ctx.workspace_bytes();
+  ASSERT_GT(old_bytes, 0u) << "the convolutions used no workspace: nothing to replace";
+  const size_t before = a.stats().current_bytes;
+  ctx.workspace(old_bytes + (size_t{64} << 20));  // what a larger shape's convolution would ask
+  const size_t grown = a.stats().current_bytes;
+  EXPECT_EQ(grown, before + ctx.workspace_bytes()) << "the graph's workspace is kept beside the new one";
+  Tensor y2 = host(m->predict(inputs[2]));  // stale: captured again
+  EXPECT_EQ(a.stats().current_bytes, grown - old_bytes) << "the replaced workspace is given back";
+  EXPECT_TRUE(bitwise_equal(direct[0], y0));
+  EXPECT_TRUE(bitwise_equal(direct[1], y1));
+  EXPECT_TRUE(bitwise_equal(direct[2], y2));
+}
 
 TEST_F(CudaGraphMode, Bf16ChannelsLastReplaysBitwiseEqualToDirectMode) {
   nn::ModelOptions o;
