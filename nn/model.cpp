@@ -448,9 +448,8 @@ class ModelImpl final : public Model {
   };
   // The graph for `key` whose buffers (and optimizer state) are still the ones given;
   // one whose buffers moved (an evicted buffer, a replaced optimizer state) is dropped,
-  // and so is a stale one (its backend replaced memory it replays: captured again, it
-  // lets the old memory go; a trainer's evaluation growing the cuDNN workspace after its
-  // training step was captured kept 432 MiB of old workspaces before).
+  // and so is a stale one (its backend gave back memory it replays: the cuda backend's
+  // cuDNN workspace, when a call grew it), which is then captured again.
   CapturedStep* find_graph(const std::string& key, const Tensor& in, const Tensor& tg, const Optimizer* opt) {
     for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
       if (it->key != key) continue;

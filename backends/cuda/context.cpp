@@ -38,37 +38,19 @@ void throw_cublas(cublasStatus_t s, const char* call, const char* file, int line
 
 void* Context::workspace(size_t bytes) {
   if (bytes <= ws_bytes_) return ws_;
-  // The old buffer goes back to the caching allocator (work already queued on the stream
-  // still finishes before anything queued later reuses it), unless a graph replays it.
-  if (ws_ && graphs_on_.contains(ws_generation_))
-    retired_.emplace(ws_generation_, Retired{ws_, ws_bytes_});
-  else if (ws_)
-    allocator->deallocate(ws_, ws_bytes_);
-  ws_ = nullptr;
-  ws_bytes_ = 0;
+  release_workspace();
   const size_t want = bin_size(bytes);
   ws_ = allocator->allocate(want);
   ws_bytes_ = want;
-  ++ws_generation_;
   return ws_;
 }
 
 void Context::release_workspace() {
-  if (graphs_on_.contains(ws_generation_)) return;  // a graph replays calls that use it
-  if (ws_) allocator->deallocate(ws_, ws_bytes_);
+  if (!ws_) return;
+  allocator->deallocate(ws_, ws_bytes_);
   ws_ = nullptr;
   ws_bytes_ = 0;
   ++ws_generation_;
-}
-
-void Context::graph_destroyed(uint64_t generation) {
-  auto it = graphs_on_.find(generation);
-  if (it == graphs_on_.end() || --it->second > 0) return;
-  graphs_on_.erase(it);
-  if (auto r = retired_.find(generation); r != retired_.end()) {
-    allocator->deallocate(r->second.p, r->second.bytes);
-    retired_.erase(r);
-  }
 }
 
 namespace {

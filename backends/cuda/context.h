@@ -8,7 +8,6 @@
 // threads (a data loader). Internal to backends/cuda.
 #include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -74,18 +73,18 @@ struct Context {
   size_t epilogue_kernels = 0;  // ... and run by strata's kernel after the convolution
 
   // The cuDNN workspace arena: one buffer, grown on demand, shared by every call. Each
-  // buffer it takes is a generation. A CUDA graph replays the buffer that was current when
-  // its capture ended (one replaced during the capture went to the graph's pool): that
-  // buffer is kept while such a graph is alive, and given back with the last of them. A
-  // graph whose buffer was replaced since is stale (cuda::Graph::stale): its owner
-  // captures it again rather than keep an old buffer beside the new one.
+  // buffer it takes is a generation. A replaced buffer goes back to the caching
+  // allocator at once, as in direct mode (work queued before still finishes first: the
+  // allocator reuses blocks in stream order), so a CUDA graph captured with it is stale
+  // (cuda::Graph::stale) and must be captured again before its next launch; graph mode
+  // does. Keeping old buffers for such graphs instead held 432 MiB beside the current one
+  // in a trainer whose evaluation grew the workspace. (A buffer replaced during a
+  // capture goes to that graph's pool.)
   void* workspace(size_t bytes);
-  // Gives the arena back to the caching allocator (empty_cache(), after the stream's
-  // work that used it: the allocator reuses blocks in stream order).
+  // Gives the arena back to the caching allocator (empty_cache()); graphs captured
+  // with it are stale.
   void release_workspace();
   uint64_t workspace_generation() const { return ws_generation_; }
-  void graph_created(uint64_t generation) { ++graphs_on_[generation]; }
-  void graph_destroyed(uint64_t generation);
   size_t capture_pool = 0;   // the allocator's pool of the capture in progress
   size_t workspace_bytes() const { return ws_bytes_; }
 
@@ -98,15 +97,9 @@ struct Context {
   }
 
  private:
-  struct Retired {
-    void* p;
-    size_t bytes;
-  };
   void* ws_ = nullptr;
   size_t ws_bytes_ = 0;
   uint64_t ws_generation_ = 0;
-  std::map<uint64_t, int> graphs_on_;    // generation -> graphs alive that replay its buffer
-  std::map<uint64_t, Retired> retired_;  // replaced buffers kept for those graphs
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
 };
 

@@ -96,9 +96,10 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   ~Graph();
+  // Throws when stale.
   void launch();
-  // Whether the cuDNN workspace it replays was replaced since its capture: it still
-  // replays correctly, but keeps the old buffer alive (Context::workspace).
+  // Whether the cuDNN workspace it replays was given back since its capture (it grew, or
+  // empty_cache() ran): the step must be captured again (Context::workspace).
   bool stale() const;
 
  private:

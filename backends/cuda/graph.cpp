@@ -17,13 +17,14 @@ Graph::~Graph() {
   (void)cudaGetLastError();
   if (ctx_) {
     ctx_->allocator->release_pool(pool_);
-    ctx_->graph_destroyed(workspace_generation_);
   }
 }
 
 bool Graph::stale() const { return ctx_->workspace_generation() != workspace_generation_; }
 
 void Graph::launch() {
+  STRATA_CHECK(!stale(), "cuda: a graph whose cuDNN workspace was given back since its capture (the workspace grew, "
+                         "or empty_cache() ran) cannot be launched; capture the step again");
   STRATA_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), ctx_->stream));
 }
 
@@ -60,7 +61,6 @@ std::unique_ptr<cuda::Graph> CudaBackend::end_capture() {
   g->ctx_ = ctx_;
   g->pool_ = std::exchange(ctx_->capture_pool, 0);
   g->workspace_generation_ = ctx_->workspace_generation();
-  ctx_->graph_created(g->workspace_generation_);
   g->graph_ = graph;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

@@ -78,8 +78,9 @@ class CapturedStep {
     graph_->launch();
     for (const auto& e : effects_) e();
   }
-  // Whether the backend's graph holds memory its backend has since replaced (the cuda
-  // backend's grown cuDNN workspace): capturing the step again gives it back.
+  // Whether the backend's graph replays memory its backend has since given back (the
+  // cuda backend's cuDNN workspace, when a call grew it): the step must be captured again
+  // before its next launch.
   bool stale() const { return graph_->stale(); }
 
  private:

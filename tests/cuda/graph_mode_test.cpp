@@ -63,11 +63,11 @@ void expect_graph_equals_direct(const nn::ModelOptions& o) {
 
 TEST_F(CudaGraphMode, ReplaysBitwiseEqualToDirectMode) { expect_graph_equals_direct({}); }
 
-// A graph keeps the cuDNN workspace it replays; when a later call grows the workspace
-// (a trainer's evaluation after its training step was captured), the graph is stale and
-// its next use captures it again, which lets the old workspace go: graph mode then holds
-// what direct mode holds. The replays stay direct mode's bits.
-TEST_F(CudaGraphMode, AGraphCapturedAgainLetsAReplacedWorkspaceGo) {
+// When a call grows the cuDNN workspace (a trainer's evaluation after its training step
+// was captured), the old buffer goes back at once, as in direct mode, and graphs captured
+// with it are stale: graph mode captures the step again at its next use (with direct
+// mode's bits), and a stale graph refuses to launch instead of replaying a freed buffer.
+TEST_F(CudaGraphMode, AGrownWorkspaceIsGivenBackAndItsGraphsCapturedAgain) {
   const std::vector<Tensor> inputs{random_tensor({2, 3, 64, 64}, DType::f32, 40),
                                    random_tensor({2, 3, 64, 64}, DType::f32, 41),
                                    random_tensor({2, 3, 64, 64}, DType::f32, 42)};
@@ -87,13 +87,19 @@ TEST_F(CudaGraphMode, AGraphCapturedAgainLetsAReplacedWorkspaceGo) {
   ASSERT_GT(old_bytes, 0u) << "the convolutions used no workspace: nothing to replace";
   const size_t before = a.stats().current_bytes;
   ctx.workspace(old_bytes + (size_t{64} << 20));  // what a larger shape's convolution would ask
-  const size_t grown = a.stats().current_bytes;
-  EXPECT_EQ(grown, before + ctx.workspace_bytes()) << "the graph's workspace is kept beside the new one";
+  EXPECT_EQ(a.stats().current_bytes, before - old_bytes + ctx.workspace_bytes()) << "the old workspace is given back";
   Tensor y2 = host(m->predict(inputs[2]));  // stale: captured again
-  EXPECT_EQ(a.stats().current_bytes, grown - old_bytes) << "the replaced workspace is given back";
   EXPECT_TRUE(bitwise_equal(direct[0], y0));
   EXPECT_TRUE(bitwise_equal(direct[1], y1));
   EXPECT_TRUE(bitwise_equal(direct[2], y2));
+
+  backends::CudaBackend cuda;
+  cuda.begin_capture();
+  std::unique_ptr<backends::cuda::Graph> g = cuda.end_capture();
+  EXPECT_FALSE(g->stale());
+  ctx.workspace(ctx.workspace_bytes() + 1);
+  EXPECT_TRUE(g->stale());
+  EXPECT_STRATA_ERROR(g->launch(), "cannot be launched; capture the step again");
 }
 
 TEST_F(CudaGraphMode, Bf16ChannelsLastReplaysBitwiseEqualToDirectMode) {
