@@ -49,9 +49,10 @@ class Conv2dFusedNode final : public NodeT<D> {
 template <class D>
 class BatchNormNode final : public NodeT<D> {
  public:
-  BatchNormNode(const D& d, Tensor x, Tensor gamma, Tensor mean, Tensor invstd, bool training, Tensor mask)
+  BatchNormNode(const D& d, Tensor x, Tensor gamma, Tensor mean, Tensor invstd, bool training, Tensor mask,
+                ops::ChannelSumReducer* sync)
       : NodeT<D>(d), x_(std::move(x)), gamma_(std::move(gamma)), mean_(std::move(mean)), invstd_(std::move(invstd)),
-        mask_(std::move(mask)), training_(training) {}
+        mask_(std::move(mask)), training_(training), sync_(sync) {}
   std::string_view name() const override { return mask_.defined() ? "batch_norm_relu" : "batch_norm"; }
   std::vector<Tensor> apply(const Tensor& dy_in) override {
     const auto& e = this->next;
@@ -60,7 +61,8 @@ class BatchNormNode final : public NodeT<D> {
     const Tensor dy = mask_.defined() && !ops::same_memory_order(x_, dy_in)
                           ? ops::to(this->d_, dy_in, dy_in.dtype(), dy_in.device(), x_.suggested_format())
                           : dy_in;
-    ops::BatchNormGrads g = ops::batch_norm_bwd(this->d_, x_, dy, gamma_, mean_, invstd_, training_, mask_, want_dz);
+    ops::BatchNormGrads g =
+        ops::batch_norm_bwd(this->d_, x_, dy, gamma_, mean_, invstd_, training_, mask_, want_dz, sync_);
     if (e.size() > 3) return {g.dx, g.dgamma, g.dbeta, g.dz};
     return {g.dx, g.dgamma, g.dbeta};
   }
@@ -69,6 +71,7 @@ class BatchNormNode final : public NodeT<D> {
  private:
   Tensor x_, gamma_, mean_, invstd_, mask_;
   bool training_;
+  ops::ChannelSumReducer* sync_;  // the forward's group: its backward reduces over it too
 };
 
 template <class D>
@@ -111,17 +114,17 @@ Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& 
 template <class D>
 Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z,
-                  bool relu) {
+                  bool relu, ops::ChannelSumReducer* sync) {
   STRATA_CHECK(training || !(z.defined() || relu) || !GradMode::enabled(),
                "batch_norm: a fused evaluation has no backward; run it with gradients off, or in training");
   ops::BatchNormOut o =
-      ops::batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
+      ops::batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu, sync);
   if (z.defined())
     record<BatchNormNode<D>>(d, {&x, &gamma, &beta, &z}, o.y, x, gamma, o.save_mean, o.save_invstd, training,
-                             o.relu_mask);
+                             o.relu_mask, sync);
   else
     record<BatchNormNode<D>>(d, {&x, &gamma, &beta}, o.y, x, gamma, o.save_mean, o.save_invstd, training,
-                             o.relu_mask);
+                             o.relu_mask, sync);
   return o.y;
 }
 
@@ -137,7 +140,8 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
   template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&, \
                                   const Tensor&, bool);                                                  \
   template Tensor batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,    \
-                                const Tensor&, bool, double, double, const Tensor&, bool);               \
+                                const Tensor&, bool, double, double, const Tensor&, bool,                \
+                                ops::ChannelSumReducer*);                                                \
   template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);
 STRATA_AUTOGRAD_INSTANTIATE_ALL()
 

@@ -16,10 +16,12 @@ template <class D> ops::Conv2dSignature<D> conv2d;  // as ops::conv2d
 template <class D> Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b,
                                        const Conv2dParams& p, const Tensor& z, bool relu);
 // Training mode updates running_mean/running_var in place. z, relu: fused, y =
-// relu?(bn(x) + z) (ops::batch_norm); in evaluation only with gradients off.
+// relu?(bn(x) + z) (ops::batch_norm); in evaluation only with gradients off. sync:
+// synchronised statistics in training (ops::batch_norm), for the backward too.
 template <class D> Tensor batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                      const Tensor& running_mean, const Tensor& running_var, bool training,
-                                     double momentum, double eps, const Tensor& z = Tensor(), bool relu = false);
+                                     double momentum, double eps, const Tensor& z = Tensor(), bool relu = false,
+                                     ops::ChannelSumReducer* sync = nullptr);
 template <class D> Tensor relu(const D& d, const Tensor& x);
 template <class D> Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
 template <class D> Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);

@@ -53,6 +53,7 @@ struct Options {
   bool deterministic = false;
   int accumulate = 1;
   bool grad_views = true;
+  bool sync_bn = false;
 };
 
 // Rows [first, first+count) of a host batch (NCHW or NHWC: both keep an image's values together).
@@ -91,6 +92,7 @@ int run(const Options& o, const dist::RankInfo& info) {
   dist::DataParallelOptions dpo;
   dpo.bucket_bytes = static_cast<size_t>(o.bucket_mb * 1024 * 1024);
   dpo.gradient_as_bucket_view = o.grad_views;
+  dpo.sync_batch_norm = o.sync_bn;
   dist::DataParallel ddp(*model, pg, dpo);
   auto opt = model->make_optimizer(bench::sgd_config(o.lr));
 
@@ -167,6 +169,7 @@ int run(const Options& o, const dist::RankInfo& info) {
                         {"warmup", o.warmup}, {"ms_per_step", 1000 * mean_seconds / o.steps},
                         {"img_per_s", img_s}, {"img_per_s_per_gpu", img_s / info.world},
                         {"buckets", ddp.num_buckets()}, {"grad_views", o.grad_views},
+                        {"sync_bn", o.sync_bn}, {"synced_batch_norms", ddp.synced_batch_norms()},
                         {"bucket_copies_per_step", ddp.buckets().copies()}};
     std::printf("%s\n", j.dump().c_str());
     if (!o.record.empty()) {
@@ -176,6 +179,14 @@ int run(const Options& o, const dist::RankInfo& info) {
         double sum = 0, abs = 0;
         for (float f : v) sum += f, abs += std::fabs(f);
         rec["params"][name] = {sum, abs};
+      }
+      // Batch norms' running statistics: rank 0's, which --sync-bn makes the global batch's.
+      for (const auto& [name, b] : model->module().named_buffers()) {
+        if (b.dtype() != DType::f32) continue;
+        const std::vector<float> v = b.to_vector<float>();
+        double sum = 0, abs = 0;
+        for (float f : v) sum += f, abs += std::fabs(f);
+        rec["buffers"][name] = {sum, abs};
       }
       std::ofstream(o.record) << rec.dump() << "\n";
     }
@@ -210,6 +221,8 @@ int main(int argc, char** argv) {
   app.add_flag("--deterministic", o.deterministic, "deterministic cuDNN algorithms only");
   app.add_flag("!--no-grad-views", o.grad_views,
                "stage the gradients in the buckets by copies instead of keeping them there (dist/grad_buckets.h)");
+  app.add_flag("--sync-bn", o.sync_bn,
+               "batch norm statistics over every GPU's rows (PyTorch's SyncBatchNorm); one GPU: plain batch norm");
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
     std::optional<dist::RankInfo> info = dist::rank_from_env();

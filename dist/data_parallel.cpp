@@ -1,6 +1,7 @@
 #include "strata/dist/data_parallel.h"
 
 #include "strata/core/error.h"
+#include "strata/nn/layers/batch_norm.h"
 
 namespace strata::dist {
 
@@ -15,13 +16,17 @@ DataParallel::DataParallel(nn::Model& model, ProcessGroup& pg, const DataParalle
     if (t.device().is_cuda()) state.push_back(t);
   pg_.broadcast(state);
   buckets_ = std::make_unique<GradientBuckets>(model_, pg_, o);
+  if (o.sync_batch_norm) synced_ = nn::convert_sync_batch_norm(model_.module(), &pg_);
 }
 
-DataParallel::~DataParallel() = default;
+DataParallel::~DataParallel() {
+  if (synced_ > 0) nn::convert_sync_batch_norm(model_.module(), nullptr);
+}
 
 std::string DataParallel::describe() const {
   return std::to_string(pg_.world()) + " ranks, " + nn::group_thousands(model_.num_parameters()) + " parameters in " +
-         buckets_->describe() + ", NCCL all-reduce (average)";
+         buckets_->describe() + ", NCCL all-reduce (average)" +
+         (synced_ > 0 ? ", " + std::to_string(synced_) + " batch norms synchronised" : std::string());
 }
 
 }  // namespace strata::dist

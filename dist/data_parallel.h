@@ -16,7 +16,11 @@
 // averaged in f32.
 //
 // Batch norm statistics stay per GPU, as PyTorch's default; BN's running statistics
-// are those of each rank's own batches (rank 0's are the ones a checkpoint keeps).
+// are those of each rank's own batches (rank 0's are the ones a checkpoint keeps). With
+// DataParallelOptions::sync_batch_norm they are those of the union of the ranks' batches
+// (PyTorch's SyncBatchNorm): each batch norm's forward and backward sum their per-channel
+// statistics over the ranks (two all-reduces of 2C+1 doubles per batch norm and step), and
+// the running statistics agree on every rank.
 //
 // Construct it before the model's first step: direct mode's plans made before it keep
 // gradient buffers of their own, whose gradients are then copied into the buckets.
@@ -33,6 +37,7 @@ class DataParallel {
  public:
   // Broadcasts rank 0's parameters and buffers and lays out the gradient buckets over
   // `model`, installing its hooks (`model` and `pg` must outlive this object). Collective.
+  // With o.sync_batch_norm, also points the model's batch norms at `pg` (until destroyed).
   DataParallel(nn::Model& model, ProcessGroup& pg, const DataParallelOptions& o = {});
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
@@ -43,14 +48,17 @@ class DataParallel {
 
   const GradientBuckets& buckets() const { return *buckets_; }
   size_t num_buckets() const { return buckets_->num_buckets(); }
+  // The batch norms synchronised over the ranks (0 without sync_batch_norm).
+  int synced_batch_norms() const { return synced_; }
   // "2 ranks, 11,689,512 parameters in 2 gradient buckets of <= 25 MiB (f32), gradients
-  // as bucket views, NCCL all-reduce (average)".
+  // as bucket views, NCCL all-reduce (average)[, 20 batch norms synchronised]".
   std::string describe() const;
 
  private:
   nn::Model& model_;
   ProcessGroup& pg_;
   std::unique_ptr<GradientBuckets> buckets_;
+  int synced_ = 0;
 };
 
 }  // namespace strata::dist

@@ -44,6 +44,9 @@ struct DataParallelOptions {
   size_t bucket_bytes = kDefaultBucketBytes;
   // Gradients live in their buckets (see above); off: staged by copies in and out.
   bool gradient_as_bucket_view = true;
+  // dist::DataParallel: every batch norm of the model normalises over the rows of all ranks
+  // in training (PyTorch's SyncBatchNorm; nn::BatchNormOptions::sync). Off: each rank's own.
+  bool sync_batch_norm = false;
 };
 
 // What averaging the buckets asks of a group of ranks. Work is enqueued in call order.

@@ -240,6 +240,23 @@ void ProcessGroup::all_reduce_mean(void* data, size_t count, DType dt) {
   settle(r, "ncclAllReduce");
 }
 
+void ProcessGroup::all_reduce_sum(void* data, size_t count, DType dt) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  STRATA_DIST_CUDA(cudaStreamIsCapturing(impl_->compute, &capture));
+  begin();
+  ncclResult_t r;
+  {
+    std::lock_guard lk(impl_->mu);
+    STRATA_CHECK(!impl_->aborted, "dist: rank ", info_.rank, ": the communicator was aborted after an earlier failure");
+    r = ncclAllReduce(data, data, count, nccl_type(dt), ncclSum, impl_->comm, impl_->stream);
+  }
+  settle(r, "ncclAllReduce");
+  if (capture == cudaStreamCaptureStatusNone) return end("all-reduce of batch norm statistics");
+  // The join a capture needs; an event recorded during capture is no completion to poll.
+  STRATA_DIST_CUDA(cudaEventRecord(impl_->done, impl_->stream));
+  STRATA_DIST_CUDA(cudaStreamWaitEvent(impl_->compute, impl_->done, 0));
+}
+
 void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
   STRATA_DIST_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_->stream));
 }

@@ -30,6 +30,7 @@
 #include "strata/core/tensor.h"
 #include "strata/dist/grad_buckets.h"
 #include "strata/dist/rank_env.h"
+#include "strata/ops/table/channel_sum.h"
 
 namespace strata::dist {
 
@@ -40,7 +41,7 @@ struct ProcessGroupOptions {
   double timeout_seconds = 300;  // bound on joining and on every collective
 };
 
-class ProcessGroup final : public GradientReducer {
+class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer {
  public:
   // Joins the group (collective: every rank must construct one). Needs the cuda
   // backend's device (CUDA_VISIBLE_DEVICES already narrowed to this rank's GPU).
@@ -50,7 +51,7 @@ class ProcessGroup final : public GradientReducer {
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
   int rank() const { return info_.rank; }
-  int world() const override { return info_.world; }
+  int world() const override { return info_.world; }  // both interfaces
   const RankInfo& info() const { return info_; }
   double timeout_seconds() const { return o_.timeout_seconds; }
 
@@ -61,6 +62,13 @@ class ProcessGroup final : public GradientReducer {
   std::vector<double> all_reduce_sum(const std::vector<double>& values);
   // Every rank reaches this point before any leaves it.
   void barrier();
+  // Synchronised batch norm's sums (ops::ChannelSumReducer; `data` device memory): one
+  // ncclAllReduce(ncclSum) on the collective stream, ordered after the backend's work so far
+  // and before its later work by events, the host not blocked; the watchdog bounds it as it
+  // bounds the gradients' (see above). Inside a CUDA graph capture the events join the
+  // collective stream to the capture and the watchdog has nothing to watch: a replayed
+  // graph's collectives are not bounded.
+  void all_reduce_sum(void* data, size_t count, DType dt) override;
 
   // Gradient averaging (dist/data_parallel.h): `count` elements at `data` (device
   // memory, f32 or f64) replaced by the mean over ranks. Enqueued on the collective

@@ -45,14 +45,18 @@ struct BatchNormGrads {
 // Either mode may fuse what follows: y = relu?(bn(x) + z) (z optional, x's sizes and
 // dtype). Fused evaluation saves nothing for a backward; fused training saves the
 // statistics and, with relu, the ReLU mask that batch_norm_bwd takes.
+// sync (training only): the statistics of the rows of every replica of its group
+// (op_args.h); a group of one is the plain batch norm.
 template <class D> BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            const Tensor& running_mean, const Tensor& running_var, bool training,
                                            double momentum, double eps, const Tensor& z = Tensor(),
-                                           bool relu = false);
-// relu_mask: the fused forward's; want_dz: also return the gradient of its residual z.
+                                           bool relu = false, ChannelSumReducer* sync = nullptr);
+// relu_mask: the fused forward's; want_dz: also return the gradient of its residual z;
+// sync: the forward's (the gradient of the group's batch norm).
 template <class D> BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                                  const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                                                 const Tensor& relu_mask = Tensor(), bool want_dz = false);
+                                                 const Tensor& relu_mask = Tensor(), bool want_dz = false,
+                                                 ChannelSumReducer* sync = nullptr);
 
 template <class D> Tensor relu(const D& d, const Tensor& x);
 template <class D> Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy);

@@ -5,9 +5,9 @@ namespace strata::ops {
 template <class D>
 BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                         const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
-                        double eps, const Tensor& z, bool relu) {
+                        double eps, const Tensor& z, bool relu, ChannelSumReducer* sync) {
   const int64_t c =
-      validate_batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
+      validate_batch_norm(d, x, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu, sync);
   const DType st = batch_norm_param_dtype(x);
   const bool saves = training || !(z.defined() || relu);  // fused evaluation has no backward
   BatchNormOut out{Tensor::empty_like(x, x.sizes()), saves ? Tensor::empty(Shape{c}, st, x.device()) : Tensor(),
@@ -20,6 +20,7 @@ BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const 
   a.z = z;
   a.relu = relu;
   a.relu_mask = out.relu_mask;
+  a.sync = active_sync(sync);
   d.batch_norm_fwd(a);
   return out;
 }
@@ -27,8 +28,8 @@ BatchNormOut batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const 
 template <class D>
 BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                               const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                              const Tensor& relu_mask, bool want_dz) {
-  const int64_t c = validate_batch_norm_bwd(d, x, dy, gamma, save_mean, save_invstd, relu_mask);
+                              const Tensor& relu_mask, bool want_dz, ChannelSumReducer* sync) {
+  const int64_t c = validate_batch_norm_bwd(d, x, dy, gamma, save_mean, save_invstd, relu_mask, training, sync);
   const DType st = batch_norm_param_dtype(x);
   BatchNormGrads g{Tensor::empty_like(x, x.sizes()), Tensor::empty(Shape{c}, st, x.device()),
                    Tensor::empty(Shape{c}, st, x.device())};
@@ -38,6 +39,7 @@ BatchNormGrads batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, con
   a.training = training;
   a.relu_mask = relu_mask;
   if (relu_mask.defined()) a.dz = g.dz;
+  a.sync = active_sync(sync);
   d.batch_norm_bwd(a);
   return g;
 }
@@ -92,9 +94,10 @@ Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                                 \
   template BatchNormOut batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,      \
-                                      const Tensor&, bool, double, double, const Tensor&, bool);                 \
+                                      const Tensor&, bool, double, double, const Tensor&, bool,                  \
+                                      ChannelSumReducer*);                                                       \
   template BatchNormGrads batch_norm_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \
-                                            const Tensor&, bool, const Tensor&, bool);                           \
+                                            const Tensor&, bool, const Tensor&, bool, ChannelSumReducer*);       \
   template Tensor max_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);                                   \
   template Tensor max_pool2d_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&); \
   template Tensor avg_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);                                   \

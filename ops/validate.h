@@ -113,8 +113,11 @@ Shape validate_conv2d_bwd_bias(const D& d, const Tensor& dy) {
 template <class D>
 int64_t validate_batch_norm(const D& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                             const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
-                            double eps, const Tensor& z = Tensor(), bool relu = false) {
+                            double eps, const Tensor& z = Tensor(), bool relu = false,
+                            ChannelSumReducer* sync = nullptr) {
   const int64_t c = batch_norm_channels(x, gamma, beta, running_mean, running_var);
+  STRATA_CHECK(!sync || training, "batch_norm: sync (statistics over the replicas' rows) is for training; evaluation "
+               "normalises with the running statistics, pass no reducer");
   if (z.defined()) {
     check_same_shape("batch_norm", "input", x, "residual", z);
     check_same_dtype("batch_norm", "residual", z, "input", x);
@@ -129,7 +132,8 @@ int64_t validate_batch_norm(const D& d, const Tensor& x, const Tensor& gamma, co
   }
   STRATA_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
                "batch_norm: eps must be > 0 and momentum in [0,1], got eps ", eps, " momentum ", momentum);
-  if (training)
+  // Synchronised over two replicas or more, the statistics span two rows at least.
+  if (training && !active_sync(sync))
     STRATA_CHECK(x.numel() / c > 1, "batch_norm: training needs more than one value per channel, got input ",
                  x.str());
   for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"input", &x}, {"weight", &gamma},
@@ -141,7 +145,10 @@ int64_t validate_batch_norm(const D& d, const Tensor& x, const Tensor& gamma, co
 template <class D>
 int64_t validate_batch_norm_bwd(const D& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                 const Tensor& save_mean, const Tensor& save_invstd,
-                                const Tensor& relu_mask = Tensor()) {
+                                const Tensor& relu_mask = Tensor(), bool training = true,
+                                ChannelSumReducer* sync = nullptr) {
+  STRATA_CHECK(!sync || training, "batch_norm_bwd: sync (statistics over the replicas' rows) is for training; the "
+               "backward of an evaluation takes no reducer");
   if (relu_mask.defined()) {  // the backward of a fused forward (relu_mask.h)
     check_defined("batch_norm_bwd", "grad_output", dy);
     check_dtype("batch_norm_bwd", "relu_mask", relu_mask, DType::u8);

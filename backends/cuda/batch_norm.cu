@@ -1,6 +1,7 @@
 // Batch norm: f32 NCHW (and channels-last when Settings::cudnn_nhwc_batch_norm) on
-// cuDNN; the rest on strata's own kernels (batch_norm_kernels.cu). On cuDNN: training forward (batch statistics; running statistics updated
-// in place with the unbiased variance, as PyTorch), eval forward, and training
+// cuDNN; the rest, and every synchronised one, on strata's own kernels
+// (batch_norm_kernels.cu). On cuDNN: training forward (batch statistics; running statistics
+// updated in place with the unbiased variance, as PyTorch), eval forward, and training
 // backward from the saved mean and inverse standard deviation. Channels-last training
 // uses CUDNN_BATCHNORM_SPATIAL_PERSISTENT when Settings::persistent_batch_norm is on
 // (PyTorch's choice too; the plain spatial mode is many times slower on NHWC), else
@@ -206,7 +207,9 @@ bool bn_bwd_train_in(Context& ctx, const BatchNormBwdArgs& a, Layout l, cudnnBat
 void CudaBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   if (a.x.numel() == 0) return;
   const bool fused = a.z.defined || a.relu;
-  if (own_batch_norm(a.x, settings_) || (fused && !a.training)) return batch_norm_fwd_own(*ctx_, a);
+  // cuDNN's training forward computes and applies its statistics in one call: a synchronised
+  // one (op_args.h) needs strata's kernels, which exchange the sums between the two.
+  if (a.sync || own_batch_norm(a.x, settings_) || (fused && !a.training)) return batch_norm_fwd_own(*ctx_, a);
   dispatch_f32(a.x.dtype, "batch_norm_fwd", [](auto) {});
   BatchNormFwdArgs plain = a;
   plain.z = plain.relu_mask = {};
@@ -218,7 +221,7 @@ void CudaBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
 
 void CudaBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
   if (fused.x.numel() == 0) return;
-  if (own_batch_norm(fused.x, settings_)) return batch_norm_bwd_own(*ctx_, fused);
+  if (fused.sync || own_batch_norm(fused.x, settings_)) return batch_norm_bwd_own(*ctx_, fused);
   dispatch_f32(fused.x.dtype, "batch_norm_bwd", [](auto) {});
   BatchNormBwdArgs a = fused;
   DeviceBuffer masked;

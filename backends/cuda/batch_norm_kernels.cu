@@ -10,6 +10,10 @@
 // 1x1 planes) is read as rows of C with 16-byte vectors across channels; NCHW planes
 // are read plane by plane.
 //
+// Synchronised batch norm (op_args.h: sync): between the sums and the per-channel finish,
+// this replica's sums are gathered (bn_group_sums_kernel) and summed over the replicas by
+// the reducer, enqueued on the stream; the apply pass is the same.
+//
 // Fusion (op_args.h): the apply pass adds the residual z, applies the ReLU and writes
 // the ReLU mask (relu_mask.h) where a thread owns whole mask bytes (8 values: f16/bf16
 // vectors); elsewhere a second pass over y does it (batch_norm_epilogue.cu). The backward's
@@ -204,25 +208,54 @@ struct FloatVec {  // an optional strided f32 vector
 };
 FloatVec fvec(const TensorView& v) { return v.defined ? FloatVec{static_cast<float*>(v.data), v.strides[0]} : FloatVec{}; }
 
+// A synchronised batch norm's sums of this replica's rows (op_args.h), from the sums
+// passes' partials: group[c], group[C + c] and group[2C] = M. Forward: sum x and sum x^2,
+// unshifted in double (the sums pass shifts by the channel's first value, which differs
+// between replicas); backward: sum dy and sum dy * (x - mean) as they are (the mean is the
+// group's).
+template <class T, bool Bwd>
+__global__ void bn_group_sums_kernel(const T* x, const double* partial, int splits, BnShape g, double* group) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c == 0) group[2 * g.c] = static_cast<double>(g.m);
+  if (c >= g.c) return;
+  double s = 0.0, q = 0.0;
+  for (int k = 0; k < splits; ++k) s += partial[(k * 2 + 0) * g.c + c], q += partial[(k * 2 + 1) * g.c + c];
+  if constexpr (!Bwd) {
+    const double k = load(x[g.inner ? c : c * g.s]), m = static_cast<double>(g.m);
+    q += k * (2.0 * s + m * k);
+    s += m * k;
+  }
+  group[c] = s;
+  group[g.c + c] = q;
+}
+
 // The forward's per-channel coefficients: y = ((x - k) - d) * scale + beta with mean =
 // k + d (k the shift of the sums, so x - k is exact in float near the mean),
-// coef[4c..4c+3] = k, d, scale, beta. Training: statistics from the sums, running statistics updated
-// with the unbiased variance. Eval: from the running statistics.
+// coef[4c..4c+3] = k, d, scale, beta. Training: statistics from the sums (the group's when
+// `group` is given: bn_group_sums_kernel's, summed over the replicas), running statistics
+// updated with the unbiased variance. Eval: from the running statistics.
 template <class T>
-__global__ void bn_fwd_finish_kernel(const T* x, const double* partial, int splits, BnShape g, bool training, double eps,
-                                     double momentum, FloatVec gamma, FloatVec beta, FloatVec rm, FloatVec rv,
-                                     FloatVec save_mean, FloatVec save_invstd, float* coef) {
+__global__ void bn_fwd_finish_kernel(const T* x, const double* partial, int splits, const double* group, BnShape g,
+                                     bool training, double eps, double momentum, FloatVec gamma, FloatVec beta,
+                                     FloatVec rm, FloatVec rv, FloatVec save_mean, FloatVec save_invstd, float* coef) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= g.c) return;
   double mean, invstd, shift = 0.0;
   if (training) {
-    double s = 0.0, q = 0.0;
-    for (int k = 0; k < splits; ++k) s += partial[(k * 2 + 0) * g.c + c], q += partial[(k * 2 + 1) * g.c + c];
-    const double m = static_cast<double>(g.m);
     shift = load(x[g.inner ? c : c * g.s]);
-    const double d = s / m;
-    mean = shift + d;
-    const double var = fmax(q / m - d * d, 0.0);
+    double m, var;
+    if (group) {
+      m = group[2 * g.c];
+      mean = group[c] / m;
+      var = fmax(group[g.c + c] / m - mean * mean, 0.0);
+    } else {
+      double s = 0.0, q = 0.0;
+      for (int k = 0; k < splits; ++k) s += partial[(k * 2 + 0) * g.c + c], q += partial[(k * 2 + 1) * g.c + c];
+      m = static_cast<double>(g.m);
+      const double d = s / m;
+      mean = shift + d;
+      var = fmax(q / m - d * d, 0.0);
+    }
     invstd = 1.0 / sqrt(var + eps);
     if (rm.p) rm.set(c, static_cast<float>((1.0 - momentum) * rm.get(c, 0.f) + momentum * mean));
     if (rv.p) rv.set(c, static_cast<float>((1.0 - momentum) * rv.get(c, 0.f) + momentum * var * m / (m - 1.0)));
@@ -239,19 +272,22 @@ __global__ void bn_fwd_finish_kernel(const T* x, const double* partial, int spli
 }
 
 // The backward's: dx = a * dy - e + b * (x - mean), coef[4c..4c+3] = mean, a, b, e;
-// dgamma = sum(dy * (x - mean)) * invstd, dbeta = sum(dy). Eval mode (constant
+// dgamma = sum(dy * (x - mean)) * invstd, dbeta = sum(dy), of this replica's rows. The
+// coefficients take the group's sums and rows when `group` is given. Eval mode (constant
 // statistics): b = e = 0.
-__global__ void bn_bwd_finish_kernel(const double* partial, int splits, BnShape g, bool training, FloatVec gamma,
-                                     FloatVec mean_v, FloatVec invstd_v, FloatVec dgamma, FloatVec dbeta,
-                                     float* coef) {
+__global__ void bn_bwd_finish_kernel(const double* partial, int splits, const double* group, BnShape g, bool training,
+                                     FloatVec gamma, FloatVec mean_v, FloatVec invstd_v, FloatVec dgamma,
+                                     FloatVec dbeta, float* coef) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= g.c) return;
   double s = 0.0, q = 0.0;
   for (int k = 0; k < splits; ++k) s += partial[(k * 2 + 0) * g.c + c], q += partial[(k * 2 + 1) * g.c + c];
-  const double invstd = invstd_v.get(c, 1.f), m = static_cast<double>(g.m);
+  const double invstd = invstd_v.get(c, 1.f);
+  double m = static_cast<double>(g.m);
   const double a = gamma.get(c, 1.f) * invstd;
   dbeta.set(c, static_cast<float>(s));
   dgamma.set(c, static_cast<float>(q * invstd));
+  if (group) s = group[c], q = group[g.c + c], m = group[2 * g.c];
   coef[4 * c + 0] = mean_v.get(c, 0.f);
   coef[4 * c + 1] = static_cast<float>(a);
   coef[4 * c + 2] = training ? static_cast<float>(-a * invstd * invstd * q / m) : 0.f;
@@ -471,6 +507,19 @@ void run_apply(Context& ctx, const T* x, const T* dy, T* out, const float* coef,
 
 unsigned channel_blocks(int64_t c) { return static_cast<unsigned>((c + 255) / 256); }
 
+// A synchronised batch norm's exchange (op_args.h): this replica's sums from the partials,
+// summed over the group by `sync` on the stream. Empty without one.
+template <class T, bool Bwd>
+DeviceBuffer group_sums(Context& ctx, ops::ChannelSumReducer* sync, const T* x, const Sums& s, const BnShape& g) {
+  if (!sync) return {};
+  DeviceBuffer group(ctx, sizeof(double) * (2 * g.c + 1));
+  bn_group_sums_kernel<T, Bwd><<<channel_blocks(g.c), 256, 0, ctx.stream>>>(x, s.partial.as<double>(), s.splits, g,
+                                                                            group.as<double>());
+  STRATA_CUDA_CHECK_LAUNCH("bn_group_sums_kernel");
+  sync->all_reduce_sum(group.get(), static_cast<size_t>(2 * g.c + 1), DType::f64);
+  return group;
+}
+
 void check_params(const char* op, std::initializer_list<const TensorView*> params) {
   for (const TensorView* p : params)
     STRATA_CHECK(!p->defined || p->dtype == DType::f32, op, ": the cuda backend keeps batch norm parameters and "
@@ -511,10 +560,11 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
       const int v = vec_width<T>(g, {xp, yp, f.z ? static_cast<const void*>(f.z) : xp});
       Sums s;
       if (a.training) s = run_sums<T, false>(ctx, xp, nullptr, TensorView{}, g, v);
+      const DeviceBuffer group = group_sums<T, false>(ctx, a.training ? a.sync : nullptr, xp, s, g);
       bn_fwd_finish_kernel<T><<<channel_blocks(g.c), 256, 0, ctx.stream>>>(
-          xp, a.training ? s.partial.as<double>() : nullptr, s.splits, g, a.training, a.eps, a.momentum, fvec(a.gamma),
-          fvec(a.beta), fvec(a.running_mean), fvec(a.running_var), fvec(a.save_mean), fvec(a.save_invstd),
-          coef.as<float>());
+          xp, a.training ? s.partial.as<double>() : nullptr, s.splits, group.as<double>(), g, a.training, a.eps,
+          a.momentum, fvec(a.gamma), fvec(a.beta), fvec(a.running_mean), fvec(a.running_var), fvec(a.save_mean),
+          fvec(a.save_invstd), coef.as<float>());
       STRATA_CUDA_CHECK_LAUNCH("bn_fwd_finish_kernel");
       constexpr int kV = 16 / sizeof(T);
       // The mask's bytes need a thread's 8 values: f16/bf16 vectors. Else a second pass.
@@ -554,9 +604,10 @@ void batch_norm_bwd_own(Context& ctx, const BatchNormBwdArgs& a) {
       const int v = vec_width<T>(g, {xp, dyp, a.dx.defined ? static_cast<const void*>(dxp) : xp,
                                      dzp ? static_cast<const void*>(dzp) : xp});
       Sums s = run_sums<T, true>(ctx, xp, dyp, a.save_mean, g, v, mask, mask ? dzp : nullptr);
+      const DeviceBuffer group = group_sums<T, true>(ctx, a.training ? a.sync : nullptr, xp, s, g);
       bn_bwd_finish_kernel<<<channel_blocks(g.c), 256, 0, ctx.stream>>>(
-          s.partial.as<double>(), s.splits, g, a.training, fvec(a.gamma), fvec(a.save_mean), fvec(a.save_invstd),
-          fvec(a.dgamma), fvec(a.dbeta), coef.as<float>());
+          s.partial.as<double>(), s.splits, group.as<double>(), g, a.training, fvec(a.gamma), fvec(a.save_mean),
+          fvec(a.save_invstd), fvec(a.dgamma), fvec(a.dbeta), coef.as<float>());
       STRATA_CUDA_CHECK_LAUNCH("bn_bwd_finish_kernel");
       if (!a.dx.defined) return;
       // The sums pass wrote the masked dy to dz: the apply pass reads it instead.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "strata/backends/cpu/batch_norm.h"
 #include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/eigen/context.h"
 
@@ -93,7 +94,10 @@ void channel_sum(eigen::Device& dev, const Form& fm, const E& e, T scale, Vector
 
 }  // namespace
 
+// Synchronised (op_args.h): the shared CPU loops, which reduce between the statistics and
+// the normalisation.
 void EigenBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  if (a.sync) return loops::batch_norm_fwd(kName, a);
   if (loops::has_epilogue(a)) {  // the plain batch norm, then the fused residual add and ReLU
     batch_norm_fwd(loops::without_epilogue(a));
     return visit_float("batch_norm_fwd", a.y.dtype, [&](auto t) { loops::epilogue<decltype(t)>(a); });
@@ -152,6 +156,7 @@ void EigenBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
 //   eval:     dx = gamma * invstd * dy (the statistics are constants).
 // A fused forward's backward masks dy first (relu_mask.h).
 void EigenBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
+  if (fused.sync) return loops::batch_norm_bwd(kName, fused);
   visit_float("batch_norm_bwd", fused.x.dtype, [&](auto t) {
     using T = decltype(t);
     ops::masked_batch_norm_bwd<T>(fused, [&](const BatchNormBwdArgs& a) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "strata/backends/cpu/batch_norm.h"
 #include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/onednn/context.h"
 #include "strata/backends/cpu/strided.h"
@@ -124,7 +125,13 @@ struct BwdPlan : Plan {
 
 }  // namespace
 
+// Synchronised (op_args.h): the shared CPU loops, which reduce between the statistics and
+// the normalisation that oneDNN's primitive runs in one call.
 void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  if (a.sync) {
+    require_f32("batch_norm_fwd", a.x.dtype);
+    return loops::batch_norm_fwd(kName, a);
+  }
   if (loops::has_epilogue(a)) {  // one pass where eval_affine runs; else the batch norm, then the epilogue
     require_f32("batch_norm_fwd", a.x.dtype);
     if (!a.training && !a.relu_mask.defined && a.running_mean.defined && a.running_var.defined && eval_affine(a)) return;
@@ -204,6 +211,7 @@ void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
 // for: oneDNN's backward runs in place (diff_dst and diff_src one memory).
 void OneDnnBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
   require_f32("batch_norm_bwd", fused.x.dtype);
+  if (fused.sync) return loops::batch_norm_bwd(kName, fused);
   ops::masked_batch_norm_bwd<float>(fused, [&](const BatchNormBwdArgs& a) { plain_batch_norm_bwd(a); }, true);
 }
 

@@ -1,6 +1,9 @@
 // batch_norm over x [N,C,H,W] (any strides) or [N,C], per channel C. Statistics
-// are computed in double with two passes (mean, then squared deviations).
+// are computed in double with two passes (mean, then squared deviations); synchronised
+// ones (op_args.h) from the group's sums of x and x^2, in double.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/backends/reference/strided.h"
@@ -57,23 +60,45 @@ void ReferenceBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
     const BnShape s = bn_shape(a.x);
     const int64_t M = s.per_channel();
     if (a.training)
-      STRATA_CHECK(M > 1, "batch_norm_fwd: training needs more than one value per channel, got x ", a.x.sizes.str());
+      STRATA_CHECK(M > 1 || a.sync, "batch_norm_fwd: training needs more than one value per channel, got x ",
+                   a.x.sizes.str());
     else
       STRATA_CHECK(a.running_mean.defined && a.running_var.defined,
                    "batch_norm_fwd: eval mode needs running_mean and running_var");
+    // Synchronised: the group's sum x, sum x^2 and row count (op_args.h).
+    std::vector<double> group;
+    if (a.sync) {
+      group.assign(static_cast<size_t>(2 * s.C + 1), 0.0);
+      for (int64_t c = 0; c < s.C; ++c)
+        for_channel(s, c, a.x, a.x, [&](int64_t ox, int64_t) {
+          const double v = static_cast<double>(x[ox]);
+          group[c] += v;
+          group[s.C + c] += v * v;
+        });
+      group[2 * s.C] = static_cast<double>(M);
+      a.sync->all_reduce_sum(group.data(), group.size(), DType::f64);
+    }
     for (int64_t c = 0; c < s.C; ++c) {
       double mean, var;
       if (a.training) {
-        double sum = 0.0;
-        for_channel(s, c, a.x, a.x, [&](int64_t ox, int64_t) { sum += static_cast<double>(x[ox]); });
-        mean = sum / static_cast<double>(M);
-        double sq = 0.0;
-        for_channel(s, c, a.x, a.x, [&](int64_t ox, int64_t) {
-          const double d = static_cast<double>(x[ox]) - mean;
-          sq += d * d;
-        });
-        var = sq / static_cast<double>(M);  // biased: used to normalise
-        const double unbiased = sq / static_cast<double>(M - 1);
+        double unbiased;
+        if (a.sync) {
+          const double n = group[2 * s.C];
+          mean = group[c] / n;
+          var = std::max(group[s.C + c] / n - mean * mean, 0.0);
+          unbiased = var * n / (n - 1.0);
+        } else {
+          double sum = 0.0;
+          for_channel(s, c, a.x, a.x, [&](int64_t ox, int64_t) { sum += static_cast<double>(x[ox]); });
+          mean = sum / static_cast<double>(M);
+          double sq = 0.0;
+          for_channel(s, c, a.x, a.x, [&](int64_t ox, int64_t) {
+            const double d = static_cast<double>(x[ox]) - mean;
+            sq += d * d;
+          });
+          var = sq / static_cast<double>(M);  // biased: used to normalise
+          unbiased = sq / static_cast<double>(M - 1);
+        }
         const double m = a.momentum;
         if (a.running_mean.defined)
           set_param<T>(a.running_mean, c, (1.0 - m) * param<T>(a.running_mean, c, 0.0) + m * mean);
@@ -101,26 +126,43 @@ namespace {
 //   dbeta = sum dy, dgamma = sum dy * xhat,
 //   training: dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma)
 //   eval:     dx = gamma * invstd * dy (the statistics are constants).
+// Synchronised (op_args.h): M, sum dy and sum dy * xhat are the group's in dx, while
+// dgamma and dbeta stay this replica's.
 template <class T>
 void plain_batch_norm_bwd(const BatchNormBwdArgs& a) {
   const T* x = a.x.ptr<T>();
   const T* dy = a.dy.ptr<T>();
   const BnShape s = bn_shape(a.x);
-  const double M = static_cast<double>(s.per_channel());
+  double M = static_cast<double>(s.per_channel());
+  std::vector<double> sums(static_cast<size_t>(2 * s.C + 1));  // sum dy, sum dy * (x - mean), M
   for (int64_t c = 0; c < s.C; ++c) {
     const double mean = param<T>(a.save_mean, c, 0.0);
     const double invstd = param<T>(a.save_invstd, c, 1.0);
-    const double g = param<T>(a.gamma, c, 1.0);
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    double sum_dy = 0.0, sum_dy_xhat = 0.0, sum_dy_xmu = 0.0;
     for_channel(s, c, a.x, a.dy, [&](int64_t ox, int64_t ody) {
       const double d = static_cast<double>(dy[ody]);
       sum_dy += d;
       sum_dy_xhat += d * (static_cast<double>(x[ox]) - mean) * invstd;
+      sum_dy_xmu += d * (static_cast<double>(x[ox]) - mean);
     });
     set_param<T>(a.dgamma, c, sum_dy_xhat);
     set_param<T>(a.dbeta, c, sum_dy);
-    if (!a.dx.defined) continue;
-    T* dx = a.dx.ptr<T>();
+    sums[c] = sum_dy;
+    sums[s.C + c] = a.sync ? sum_dy_xmu : sum_dy_xhat;
+  }
+  if (a.sync) {
+    sums[2 * s.C] = M;
+    a.sync->all_reduce_sum(sums.data(), sums.size(), DType::f64);
+    M = sums[2 * s.C];
+    for (int64_t c = 0; c < s.C; ++c) sums[s.C + c] *= param<T>(a.save_invstd, c, 1.0);
+  }
+  if (!a.dx.defined) return;
+  T* dx = a.dx.ptr<T>();
+  for (int64_t c = 0; c < s.C; ++c) {
+    const double mean = param<T>(a.save_mean, c, 0.0);
+    const double invstd = param<T>(a.save_invstd, c, 1.0);
+    const double g = param<T>(a.gamma, c, 1.0);
+    const double sum_dy = sums[c], sum_dy_xhat = sums[s.C + c];
     for (int64_t n = 0; n < s.N; ++n)
       for (int64_t h = 0; h < s.H; ++h)
         for (int64_t w = 0; w < s.W; ++w) {

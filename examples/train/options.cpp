@@ -141,6 +141,10 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                   "data parallel: seconds a rank waits for the others (joining, each all-reduce) before it stops "
                   "with an error")
       ->check(CLI::PositiveNumber);
+  app->add_flag("--sync-bn", o.sync_bn,
+                "data parallel: batch norm statistics over the rows of every GPU (PyTorch's SyncBatchNorm; two "
+                "all-reduces per batch norm and step) instead of each GPU's own. In one process it changes nothing, "
+                "as SyncBatchNorm on one process");
   return app;
 }
 

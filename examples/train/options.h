@@ -62,6 +62,7 @@ struct TrainOptions {
   bool progress = true;
   int nproc = 1;              // data parallel: processes (GPUs) to start on this machine
   double dist_timeout = 300;  // data parallel: seconds a rank waits for the others
+  bool sync_bn = false;       // data parallel: batch norm statistics over every GPU's rows
 };
 
 // Everything the trainer needs, with every default resolved and checked.

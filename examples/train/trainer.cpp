@@ -154,7 +154,9 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
     if (const char* f = std::getenv(dist::kIdFileVar)) po.id_file = f;
     po.timeout_seconds = o.dist_timeout;
     pg_ = std::make_unique<dist::ProcessGroup>(ri, po);
-    ddp_ = std::make_unique<dist::DataParallel>(*model_, *pg_);
+    dist::DataParallelOptions dpo;
+    dpo.sync_batch_norm = o.sync_bn;
+    ddp_ = std::make_unique<dist::DataParallel>(*model_, *pg_, dpo);
   }
 #endif
 
@@ -215,10 +217,14 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
       env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());
 #if STRATA_HAVE_DIST
   if (ddp_)
-    add("data parallel: %s; batch %lld per GPU, %lld in all; batch norm statistics per GPU; timeout %g s\n",
+    add("data parallel: %s; batch %lld per GPU, %lld in all; batch norm statistics %s; timeout %g s\n",
         ddp_->describe().c_str(), static_cast<long long>(o.batch_size),
-        static_cast<long long>(o.batch_size * cfg_.world), o.dist_timeout);
+        static_cast<long long>(o.batch_size * cfg_.world),
+        o.sync_bn ? "over all GPUs' rows (--sync-bn)" : "per GPU", o.dist_timeout);
 #endif
+  if (o.sync_bn && cfg_.world == 1)
+    add("note: --sync-bn in one process is plain batch norm (the statistics of this process's rows), as PyTorch's "
+        "SyncBatchNorm on one process\n");
   if (o.backend == "null")
     add("note: backend null computes nothing: the losses and accuracies of this run are whatever "
         "memory held, not results; it measures strata's own overhead\n");

@@ -56,6 +56,7 @@ template <class P>
 Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   const bool training = is_training();
   if (training) count_batch();
+  ops::ChannelSumReducer* const sync = forward_sync();
   return direct_.forward_keyed(
       p_, x, training ? 1 : 0,
       [&](const auto& tape) {
@@ -64,14 +65,14 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
           // (f32), the output back in the input's dtype and layout, at two extra passes
           // over the activation.
           const Tensor xc = autograd::cast(tape, x, weight_.dtype(), MemoryFormat::contiguous);
-          const Tensor y =
-              autograd::batch_norm(tape, xc, weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
+          const Tensor y = autograd::batch_norm(tape, xc, weight_, bias_, running_mean_, running_var_, training,
+                                                o_.momentum, o_.eps, Tensor(), false, sync);
           return autograd::cast(tape, y, x.dtype(), x.suggested_format());
         }
         return autograd::batch_norm(tape, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum,
-                                    o_.eps);
+                                    o_.eps, Tensor(), false, sync);
       },
-      weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps);
+      weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps, Tensor(), false, sync);
 }
 
 template <class P>
@@ -92,6 +93,7 @@ Tensor BatchNorm2d<P>::forward_fused(const Tensor& x, const Tensor& z, bool relu
                "norm in ", dtype_name(x.dtype()), "; call forward");
   const bool training = is_training();
   if (training) count_batch();
+  ops::ChannelSumReducer* const sync = forward_sync();
   // Plans for the same x told apart by what follows: keys 2 and up (forward's are 0 and 1).
   const auto z_at = z.defined() ? reinterpret_cast<uintptr_t>(z.data_ptr()) : uintptr_t{0};
   const auto key = static_cast<int64_t>((z_at << 3) + (training ? 4 : 0) + (relu ? 3 : 2));
@@ -99,9 +101,9 @@ Tensor BatchNorm2d<P>::forward_fused(const Tensor& x, const Tensor& z, bool relu
       p_, x, key,
       [&](const auto& tape) {
         return autograd::batch_norm(tape, x, weight_, bias_, running_mean_, running_var_, training, o_.momentum,
-                                    o_.eps, z, relu);
+                                    o_.eps, z, relu, sync);
       },
-      weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps, z, relu);
+      weight_, bias_, running_mean_, running_var_, training, o_.momentum, o_.eps, z, relu, sync);
 }
 
 template <class P>
@@ -132,7 +134,7 @@ namespace detail {
 template <class Impl>
 void BatchNormStep<Impl>::plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
-                               double eps, const Tensor& z, bool relu) {
+                               double eps, const Tensor& z, bool relu, ops::ChannelSumReducer* sync) {
   impl_ = &impl;
   gamma_ = gamma;
   beta_ = beta;
@@ -142,13 +144,15 @@ void BatchNormStep<Impl>::plan(Impl& impl, const Tensor& x, const Tensor& gamma,
     bn_in = x_in_.y;
   }
   STRATA_CHECK(!(z.defined() || relu) || !x_in_.planned(), "BatchNorm2d: a fused batch norm between casts");
-  op_.plan(impl, bn_in, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu);
+  op_.plan(impl, bn_in, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu, sync);
   if (x_in_.planned()) y_out_.plan(impl, op_.y, x.dtype(), x.suggested_format());
 }
 
+// A plan serves every group (its buffers do not depend on one): this forward's is set.
 template <class Impl>
-template <class... Args>
-const Tensor& BatchNormStep<Impl>::run(const Args&...) {
+const Tensor& BatchNormStep<Impl>::run(const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double,
+                                       double, const Tensor&, bool, ops::ChannelSumReducer* sync) {
+  op_.set_sync(sync);
   x_in_.run();
   op_.forward();
   y_out_.run();
@@ -177,6 +181,16 @@ const Tensor& BatchNormStep<Impl>::run_backward() {
 }
 
 }  // namespace detail
+
+int convert_sync_batch_norm(Module& root, ops::ChannelSumReducer* group) {
+  int n = 0;
+  for (const auto& [name, m] : root.named_modules())
+    if (auto* bn = dynamic_cast<SyncableBatchNorm*>(m)) {
+      bn->set_sync(group);
+      ++n;
+    }
+  return n;
+}
 
 #define STRATA_NN_INSTANTIATE(P) template class BatchNorm2d<P>;
 STRATA_NN_INSTANTIATE_ALL()

@@ -25,7 +25,32 @@ struct BatchNormOptions {
   // evaluation with gradients off run the convolution alone; this takes precedence over
   // fuse_eval there.
   bool fold_into_conv = false;
+  // Synchronised batch norm (PyTorch's SyncBatchNorm): in training, the statistics are
+  // those of the rows of every replica of this group (data-parallel ranks: the union of
+  // their batches), the running statistics follow them, and the backward is the gradient of
+  // that batch norm (ops::BatchNormFwdArgs::sync). Null (the default): each replica's own
+  // rows, PyTorch's BatchNorm2d under DistributedDataParallel; a group of one replica is the
+  // same. Evaluation never communicates. dist::DataParallelOptions::sync_batch_norm sets it.
+  ops::ChannelSumReducer* sync = nullptr;
 };
+
+// The batch norms of a tree, whatever their dispatch policy: what convert_sync_batch_norm
+// finds.
+class SyncableBatchNorm {
+ public:
+  // The next forward on (direct mode's plans keep their buffers; a captured CUDA graph keeps
+  // what it captured: set it before graph mode's first step).
+  virtual void set_sync(ops::ChannelSumReducer* group) = 0;
+  virtual ops::ChannelSumReducer* sync() const = 0;
+
+ protected:
+  ~SyncableBatchNorm() = default;
+};
+
+// PyTorch's SyncBatchNorm.convert_sync_batchnorm: every batch norm of `root`'s tree
+// synchronises its training statistics over `group` (null: each replica's own again).
+// Returns how many batch norms it set.
+int convert_sync_batch_norm(Module& root, ops::ChannelSumReducer* group);
 
 namespace detail {
 // BatchNorm2d's direct step: the batch norm plan, between two casts when the backend has
@@ -34,11 +59,13 @@ template <class Impl>
 class BatchNormStep {
  public:
   // z, relu: fused evaluation (BatchNorm2d::forward_fused), never between casts.
+  // sync: the group of the forward that plans; run takes each forward's.
   void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-            const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z = Tensor(),
-            bool relu = false);
-  template <class... Args>
-  const Tensor& run(const Args&...);
+            const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z, bool relu,
+            ops::ChannelSumReducer* sync);
+  const Tensor& run(const Tensor& gamma, const Tensor& beta, const Tensor& running_mean, const Tensor& running_var,
+                    bool training, double momentum, double eps, const Tensor& z, bool relu,
+                    ops::ChannelSumReducer* sync);
   void plan_backward(const Tensor& dy, bool need_dx);
   const Tensor& run_backward();
   const Tensor& residual_grad() const { return op_.dz; }
@@ -56,7 +83,7 @@ struct BatchNormStepOf {
 }  // namespace detail
 
 template <class P>
-class BatchNorm2d final : public Module {
+class BatchNorm2d final : public Module, public SyncableBatchNorm {
  public:
   BatchNorm2d(const P& p, int64_t channels, const BatchNormOptions& o = {});
   std::string_view type_name() const override { return "BatchNorm2d"; }
@@ -81,11 +108,15 @@ class BatchNorm2d final : public Module {
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }
   const BatchNormOptions& options() const { return o_; }
+  void set_sync(ops::ChannelSumReducer* group) override { o_.sync = group; }
+  ops::ChannelSumReducer* sync() const override { return o_.sync; }
   int64_t num_batches_tracked() const;
   int64_t plans_made() const;
 
  private:
   void count_batch();
+  // The group this forward synchronises over: none in evaluation.
+  ops::ChannelSumReducer* forward_sync() const { return is_training() ? o_.sync : nullptr; }
 
   P p_;
   int64_t channels_;

@@ -82,12 +82,13 @@ class BatchNormPlan {
   Tensor y, save_mean, save_invstd, relu_mask, dx, dgamma, dbeta;
   Tensor dz;  // fused training with a residual: its gradient (dy itself without a ReLU)
   // z, relu: fused, y = relu?(bn(x) + z) (op_args.h); in evaluation no backward follows.
+  // sync: synchronised statistics (op_args.h); set_sync changes it between runs.
   void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
             const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z = Tensor(),
-            bool relu = false) {
+            bool relu = false, ChannelSumReducer* sync = nullptr) {
     impl_ = &impl;
     const int64_t c = validate_batch_norm(StaticDispatch<Impl>(impl), x, gamma, beta, running_mean, running_var,
-                                          training, momentum, eps, z, relu);
+                                          training, momentum, eps, z, relu, sync);
     x_ = x;
     gamma_ = gamma;
     beta_ = beta;
@@ -104,6 +105,13 @@ class BatchNormPlan {
     fwd_.z = z;
     fwd_.relu = relu;
     fwd_.relu_mask = relu_mask;
+    fwd_.sync = active_sync(sync);
+  }
+  // The group the next forward (and its backward) synchronises over, or none: the plan's
+  // buffers do not depend on it. Training only, as plan checks.
+  void set_sync(ChannelSumReducer* sync) {
+    STRATA_CHECK(!sync || fwd_.training, "batch_norm: sync (statistics over the replicas' rows) is for training");
+    fwd_.sync = active_sync(sync);
   }
   void plan_backward(const Tensor& dy) {
     STRATA_CHECK(fwd_.training || (!fwd_.z.defined && !fwd_.relu),
@@ -119,7 +127,10 @@ class BatchNormPlan {
     if (relu_mask.defined()) bwd_.dz = dz;
   }
   void forward() { run_kernel<OpId::batch_norm_fwd>(*impl_, fwd_); }
-  void backward() { run_kernel<OpId::batch_norm_bwd>(*impl_, bwd_); }
+  void backward() {
+    bwd_.sync = fwd_.sync;  // the gradient of the forward that ran
+    run_kernel<OpId::batch_norm_bwd>(*impl_, bwd_);
+  }
 
  private:
   Impl* impl_ = nullptr;

@@ -49,7 +49,7 @@ template <class Args, class F>
 void for_each_view(const Args& a, F&& f) {
   static_assert(std::is_aggregate_v<Args>, "for_each_view: argument structs are aggregates");
   constexpr int n = kArgMembers<Args>;
-  static_assert(n >= 1 && n <= 14, "for_each_view: add a case for an argument struct of this many members");
+  static_assert(n >= 1 && n <= 15, "for_each_view: add a case for an argument struct of this many members");
   auto each = [&](const auto&... m) { (detail::visit_if_view(f, m), ...); };
   if constexpr (n == 1) {
     const auto& [m1] = a;
@@ -90,9 +90,12 @@ void for_each_view(const Args& a, F&& f) {
   } else if constexpr (n == 13) {
     const auto& [m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13] = a;
     each(m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13);
-  } else {
+  } else if constexpr (n == 14) {
     const auto& [m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14] = a;
     each(m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14);
+  } else {
+    const auto& [m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15] = a;
+    each(m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "strata/ops/table/channel_sum.h"
 #include "strata/ops/table/tensor_view.h"
 
 #if defined(__CUDACC__)
@@ -58,6 +59,13 @@ struct BatchNormFwdArgs {
   TensorView z{};  // optional, x's sizes and dtype
   bool relu = false;
   TensorView relu_mask{};  // optional u8 output [relu_mask_bytes(x)], needs relu
+  // Synchronised batch norm (PyTorch's SyncBatchNorm; training only, null otherwise): the
+  // batch statistics are those of the rows of every replica in `sync`'s group. The backend
+  // computes its rows' per-channel sums as f64 [2C+1] = {sum x [C], sum x^2 [C], rows per
+  // channel M}, has `sync` sum them over the replicas (channel_sum.h) and normalises with
+  // mean = S/N and the biased variance Q/N - mean^2 (N the summed M); the running variance
+  // takes the unbiased N/(N-1) of it. Any M >= 1 here: N >= 2 over two replicas or more.
+  ChannelSumReducer* sync = nullptr;
 };
 struct BatchNormBwdArgs {
   TensorView x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta;
@@ -67,6 +75,13 @@ struct BatchNormBwdArgs {
   // receives that masked dy, the gradient of the forward's residual input z.
   TensorView relu_mask{};  // optional u8 input
   TensorView dz{};         // optional output with relu_mask, x's sizes, dtype and strides
+  // The backward of a synchronised forward (training only; save_mean and save_invstd are the
+  // group's statistics): the per-channel f64 [2C+1] = {sum dy [C], sum dy*(x - mean) [C], M}
+  // of this replica's rows (dy masked first) summed over the group give dx, the gradient of
+  // the group's batch norm: gamma*invstd*(dy - Sdy/N - (x - mean)*invstd^2*Sdyx/N). dgamma
+  // and dbeta stay this replica's own sums, as in PyTorch: data-parallel training averages
+  // them with the other gradients.
+  ChannelSumReducer* sync = nullptr;
 };
 
 struct ReluFwdArgs {

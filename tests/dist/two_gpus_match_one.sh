@@ -6,6 +6,11 @@
 #      parameter's sum and L1 norm after the last step);
 #  (b) one GPU with the doubled batch 2B: batch norm then normalises over 2B rows, not B,
 #      so the runs differ by that (relative 5e-2 on the losses);
+#  (c) with --sync-bn, one GPU with the doubled batch 2B much more tightly than (b): batch norm
+#      then normalises over the union of the ranks' rows, so the arithmetic is that of 2B rows
+#      up to float rounding in other summation orders (relative 1e-4 on the losses, the
+#      parameters' sums and L1 norms and the running statistics, and at most a tenth of (b)'s
+#      loss difference, which was 8.4e-4 on an H100 pair);
 #  and 2 ranks with the gradients kept in the buckets (the default) must match 2 ranks that
 #  stage them by copies (--no-grad-views) exactly: the same values averaged in the same layout.
 # Usage: two_gpus_match_one.sh <dist_resnet> [dispatch...]   (exit 77: fewer than 2 GPUs)
@@ -29,10 +34,13 @@ for mode in $modes; do
   # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} "$prog" $common --dispatch "$mode" --batch 64 \
     --record "$out/doubled_$mode.json"
+  # shellcheck disable=SC2086
+  "$prog" $common --dispatch "$mode" --batch 32 --nproc 2 --sync-bn --record "$out/sync_$mode.json"
   python3 - "$out" "$mode" <<'PY' || rc=1
 import json, sys
 out, mode = sys.argv[1], sys.argv[2]
-two, staged, acc, dbl = (json.load(open(f"{out}/{n}_{mode}.json")) for n in ("two", "staged", "accumulate", "doubled"))
+two, staged, acc, dbl, sync = (json.load(open(f"{out}/{n}_{mode}.json"))
+                               for n in ("two", "staged", "accumulate", "doubled", "sync"))
 def rel(a, b):
     return abs(a - b) / max(abs(a), abs(b), 1e-12)
 ok = True
@@ -46,14 +54,25 @@ check("2 GPUs, gradients as bucket views vs staged by copies, step losses and pa
           [rel(x, y) for k in two["params"] for x, y in zip(two["params"][k], staged["params"][k])]), 0.0)
 check("2 GPUs vs 1 GPU accumulating 2 half batches, step losses",
       max(rel(a, b) for a, b in zip(two["losses"], acc["losses"])), 1e-3)
+def checksums(a, b):  # the worst relative difference of the sums (not near 0) and L1 norms
+    return max(max(rel(x[0], y[0]) if abs(x[0]) > 1e-3 else 0.0, rel(x[1], y[1])) for x, y in ((a[k], b[k]) for k in a))
 check("2 GPUs vs 1 GPU accumulating 2 half batches, parameter sums and L1 norms",
-      max(max(rel(a[0], b[0]) if abs(a[0]) > 1e-3 else 0.0, rel(a[1], b[1]))
-          for a, b in ((two["params"][k], acc["params"][k]) for k in two["params"])), 1e-3)
-check("2 GPUs (batch 32 each) vs 1 GPU (batch 64), step losses",
-      max(rel(a, b) for a, b in zip(two["losses"], dbl["losses"])), 5e-2)
+      checksums(two["params"], acc["params"]), 1e-3)
+plain_gap = max(rel(a, b) for a, b in zip(two["losses"], dbl["losses"]))
+check("2 GPUs (batch 32 each) vs 1 GPU (batch 64), step losses", plain_gap, 5e-2)
+sync_gap = max(rel(a, b) for a, b in zip(sync["losses"], dbl["losses"]))
+check("2 GPUs --sync-bn (batch 32 each) vs 1 GPU (batch 64), step losses", sync_gap, 1e-4)
+check("2 GPUs --sync-bn vs 1 GPU (batch 64), step losses, against a tenth of per-GPU batch norm's difference",
+      sync_gap, plain_gap / 10)
+check("2 GPUs --sync-bn vs 1 GPU (batch 64), parameter sums and L1 norms", checksums(sync["params"], dbl["params"]), 1e-4)
+check("2 GPUs --sync-bn vs 1 GPU (batch 64), running statistics (rank 0's)",
+      checksums(sync["buffers"], dbl["buffers"]), 1e-4)
+print(f"{mode}: 2 GPUs vs 1 GPU at batch 64, worst step-loss difference: {plain_gap:.3e} per-GPU batch norm, "
+      f"{sync_gap:.3e} --sync-bn")
 print(f"{mode}: losses 2 GPUs   ", " ".join(f"{x:.5f}" for x in two["losses"]))
 print(f"{mode}: losses accumulate", " ".join(f"{x:.5f}" for x in acc["losses"]))
 print(f"{mode}: losses doubled   ", " ".join(f"{x:.5f}" for x in dbl["losses"]))
+print(f"{mode}: losses --sync-bn  ", " ".join(f"{x:.5f}" for x in sync["losses"]))
 sys.exit(0 if ok else 1)
 PY
 done

@@ -1,5 +1,5 @@
-// Quiet surprises, said out loud: more threads than CPUs, and a backend that computes
-// nothing.
+// Quiet surprises, said out loud: more threads than CPUs, a backend that computes
+// nothing, and synchronised batch norm in one process (plain batch norm, as PyTorch's).
 #include <filesystem>
 
 #include "cli_fixture.h"
@@ -38,6 +38,19 @@ TEST_F(HostileCli, TheNullBackendSaysAtOnceThatItComputesNothing) {
   r = train({"--backend", "null", "--checkpoint", (dir() / "null.safetensors").string()});
   EXPECT_TRUE(usage_error(r, {"--checkpoint", "backend 'null' computes nothing"}));
   EXPECT_FALSE(std::filesystem::exists(dir() / "null.safetensors"));
+}
+
+TEST_F(HostileCli, SyncBatchNormInOneProcessSaysItIsPlainBatchNorm) {
+  const Args resnet{"--model", "resnet18", "--width", "4", "--batch-size", "32"};
+  Args synced = resnet;
+  synced.push_back("--sync-bn");
+  const ProgramResult r = train(synced), plain = train(resnet);
+  ASSERT_TRUE(succeeded(r));
+  ASSERT_TRUE(succeeded(plain));
+  const size_t note = r.out.find("note: --sync-bn in one process is plain batch norm");
+  EXPECT_NE(note, std::string::npos) << r.out;
+  EXPECT_LT(note, r.out.find("epoch 1/1")) << "said after the results: " << r.out;
+  EXPECT_EQ(plain.out.find("--sync-bn"), std::string::npos) << plain.out;
 }
 
 }  // namespace

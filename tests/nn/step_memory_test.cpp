@@ -231,7 +231,7 @@ TEST(StepMemory, ArgumentViewsAreFoundWithoutAListPerOp) {
   ops::BatchNormFwdArgs bn;
   int views = 0;
   ops::for_each_view(bn, [&](const ops::TensorView&) { ++views; });
-  EXPECT_EQ(ops::kArgMembers<ops::BatchNormFwdArgs>, 14);
+  EXPECT_EQ(ops::kArgMembers<ops::BatchNormFwdArgs>, 15);  // the 10 views, eps, momentum, training, relu, sync
   EXPECT_EQ(views, 10);  // x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, z, relu_mask
   const Tensor a = random_tensor({2, 3}, DType::f32, 1), b = random_tensor({2, 3}, DType::f32, 2);
   const ops::AxpyArgs axpy{a, b, 2.0};

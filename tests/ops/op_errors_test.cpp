@@ -4,6 +4,7 @@
 
 #include "strata/autograd/functions.h"
 #include "support/op_fixtures.h"
+#include "support/replicas.h"
 
 namespace strata::testing {
 namespace {
@@ -102,6 +103,22 @@ TEST(OpErrors, BatchNormFusedTraining) {
   const Tensor xg = rnd({2, 3, 4, 4}).set_requires_grad(true);
   EXPECT_STRATA_ERROR(autograd::batch_norm(d, xg, c3, c3, c3, c3, false, 0.1, 1e-5, Tensor(), true), "batch_norm",
                       "fused evaluation", "gradients off");
+}
+
+// Synchronised batch norm (op_args.h: sync) is for training; a group of one replica is
+// plain batch norm, whose limits hold.
+TEST(OpErrors, BatchNormSync) {
+  auto d = reference_dispatch();
+  const Tensor x = rnd({2, 3, 4, 4}), c3 = rnd({3}), rv = random_tensor({3}, DType::f32, 3, 0.5, 2.0);
+  CountingGroup two(2), one(1);
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, x, c3, c3, c3, rv, false, 0.1, 1e-5, Tensor(), false, &two), "batch_norm",
+                      "sync", "training");
+  const ops::BatchNormOut o = ops::batch_norm(d, x, c3, c3, c3, rv, false, 0.1, 1e-5);
+  EXPECT_STRATA_ERROR(ops::batch_norm_bwd(d, x, x, c3, o.save_mean, o.save_invstd, false, Tensor(), false, &two),
+                      "batch_norm_bwd", "sync", "training");
+  EXPECT_STRATA_ERROR(ops::batch_norm(d, rnd({1, 3}), c3, c3, c3, rv, true, 0.1, 1e-5, Tensor(), false, &one),
+                      "batch_norm", "more than one value per channel");
+  EXPECT_EQ(two.calls + one.calls, 0);
 }
 
 STRATA_COVERS(relu_fwd, "errors");
