@@ -1,6 +1,7 @@
 #include "strata/backends/cuda/context.h"
 #include "strata/backends/cuda/lazy_libraries.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -38,7 +39,7 @@ void throw_cublas(cublasStatus_t s, const char* call, const char* file, int line
 
 void* Context::workspace(size_t bytes) {
   if (bytes <= ws_bytes_) return ws_;
-  release_workspace();
+  release_arena();
   const size_t want = bin_size(bytes);
   ws_ = allocator->allocate(want);
   ws_bytes_ = want;
@@ -46,11 +47,60 @@ void* Context::workspace(size_t bytes) {
 }
 
 void Context::release_workspace() {
+  {
+    std::lock_guard<std::mutex> lock(sc_mutex_);
+    if (sc_stack_.empty()) release_scratch_locked();
+  }
+  release_arena();
+}
+
+void Context::release_arena() {
   if (!ws_) return;
   allocator->deallocate(ws_, ws_bytes_);
   ws_ = nullptr;
   ws_bytes_ = 0;
   ++ws_generation_;
+}
+
+void Context::release_scratch_locked() {
+  if (!sc_) return;
+  allocator->deallocate(sc_, sc_bytes_);
+  sc_ = nullptr;
+  sc_bytes_ = 0;
+  ++ws_generation_;
+}
+
+void* Context::scratch_take(size_t bytes) {
+  constexpr size_t align = 256;  // what cudaMalloc gives, enough for any vector access
+  const size_t need = (bytes + align - 1) / align * align;
+  if (need == 0 || need > kScratchMax) return nullptr;
+  std::lock_guard<std::mutex> lock(sc_mutex_);
+  const size_t top = sc_stack_.empty() ? 0 : sc_stack_.back().end;
+  if (top + need > sc_bytes_) sc_want_ = std::min(kScratchMax, std::max(sc_want_, top + need));
+  if (sc_want_ > sc_bytes_) {
+    if (!sc_stack_.empty()) return top + need <= sc_bytes_ ? take_locked(top, need) : nullptr;
+    release_scratch_locked();
+    sc_bytes_ = bin_size(sc_want_);
+    sc_ = allocator->allocate(sc_bytes_);
+  }
+  return take_locked(top, need);
+}
+
+void* Context::take_locked(size_t top, size_t need) {
+  sc_stack_.push_back({top, top + need, true});
+  return static_cast<char*>(sc_) + top;
+}
+
+void Context::scratch_give(void* p) {
+  std::lock_guard<std::mutex> lock(sc_mutex_);
+  const size_t at = static_cast<size_t>(static_cast<char*>(p) - static_cast<char*>(sc_));
+  for (auto it = sc_stack_.rbegin(); it != sc_stack_.rend(); ++it) {
+    if (it->begin == at && it->live) {
+      it->live = false;
+      break;
+    }
+  }
+  while (!sc_stack_.empty() && !sc_stack_.back().live) sc_stack_.pop_back();
 }
 
 namespace {

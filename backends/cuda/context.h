@@ -7,8 +7,10 @@
 // locked); the allocators are, so copies and tensor allocation may come from other
 // threads (a data loader). Internal to backends/cuda.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -81,12 +83,27 @@ struct Context {
   // in a trainer whose evaluation grew the workspace. (A buffer replaced during a
   // capture goes to that graph's pool.)
   void* workspace(size_t bytes);
-  // Gives the arena back to the caching allocator (empty_cache()); graphs captured
-  // with it are stale.
+  // Gives the arena and the scratch (below) back to the caching allocator
+  // (empty_cache()); graphs captured with them are stale.
   void release_workspace();
   uint64_t workspace_generation() const { return ws_generation_; }
   size_t capture_pool = 0;   // the allocator's pool of the capture in progress
   size_t workspace_bytes() const { return ws_bytes_; }
+
+  // strata's own kernel temporaries (DeviceBuffer: channel sums, staged copies, masked
+  // gradients) come from a second kept buffer, handed out as a stack, so that a step
+  // makes no allocation for them: from the caching allocator they sat on top of direct
+  // mode's constant arena at the step's peak, where static mode's free lists hid them.
+  // A request that does not fit (larger than kScratchMax, or beyond the space left
+  // while others are live) goes to the caching allocator; the scratch then grows to the
+  // most that was asked of it, at the next call that finds it empty. Growth, like the
+  // workspace's, is a new generation: graphs captured with the old buffer are stale.
+  // Locked: copies from a loader thread stage through it too (same stream, so the
+  // buffer is reused in stream order).
+  static constexpr size_t kScratchMax = size_t{16} << 20;
+  void* scratch_take(size_t bytes);  // nullptr: not from the scratch
+  void scratch_give(void* p);
+  size_t scratch_bytes() const { return sc_bytes_; }
 
   // Plans by key; `make` builds one on a miss. Plans live as long as the context.
   template <class P, class Make>
@@ -99,7 +116,18 @@ struct Context {
  private:
   void* ws_ = nullptr;
   size_t ws_bytes_ = 0;
-  uint64_t ws_generation_ = 0;
+  std::atomic<uint64_t> ws_generation_{0};  // scratch growth may come from a loader thread's copy
+  void release_arena();  // the workspace's buffer alone
+  void release_scratch_locked();
+  void* take_locked(size_t top, size_t need);
+  std::mutex sc_mutex_;
+  void* sc_ = nullptr;
+  size_t sc_bytes_ = 0, sc_want_ = 0;
+  struct ScratchPiece {
+    size_t begin, end;
+    bool live;
+  };
+  std::vector<ScratchPiece> sc_stack_;  // in address order; dead pieces above the last live one are popped
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
 };
 
@@ -109,22 +137,27 @@ Context& context();
 // nullptr and the reason when no GPU is usable; never throws, never prints.
 Context* try_context(std::string* why);
 
-// Device memory from the caching allocator for the duration of one op. Freed
-// blocks are reused in stream order, so no synchronisation is needed.
+// Device memory for the duration of one op: from the context's scratch, else from the
+// caching allocator. Both are reused in stream order, so no synchronisation is needed.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(Context& ctx, size_t bytes) : ctx_(&ctx), bytes_(bytes) { p_ = ctx.allocator->allocate(bytes); }
-  ~DeviceBuffer() {
-    if (ctx_) ctx_->allocator->deallocate(p_, bytes_);
+  DeviceBuffer(Context& ctx, size_t bytes) : ctx_(&ctx), bytes_(bytes) {
+    p_ = ctx.scratch_take(bytes);
+    scratch_ = p_ != nullptr;
+    if (!scratch_) p_ = ctx.allocator->allocate(bytes);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ctx_(o.ctx_), p_(o.p_), bytes_(o.bytes_) { o.ctx_ = nullptr; }
+  ~DeviceBuffer() { give_back(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ctx_(o.ctx_), p_(o.p_), bytes_(o.bytes_), scratch_(o.scratch_) {
+    o.ctx_ = nullptr;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
-      if (ctx_) ctx_->allocator->deallocate(p_, bytes_);
+      give_back();
       ctx_ = o.ctx_;
       p_ = o.p_;
       bytes_ = o.bytes_;
+      scratch_ = o.scratch_;
       o.ctx_ = nullptr;
     }
     return *this;
@@ -136,9 +169,17 @@ class DeviceBuffer {
   }
 
  private:
+  void give_back() noexcept {
+    if (!ctx_) return;
+    if (scratch_)
+      ctx_->scratch_give(p_);
+    else
+      ctx_->allocator->deallocate(p_, bytes_);
+  }
   Context* ctx_ = nullptr;
   void* p_ = nullptr;
   size_t bytes_ = 0;
+  bool scratch_ = false;
 };
 
 enum class Layout { nchw, nhwc };

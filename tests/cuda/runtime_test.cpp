@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata/backends/api/registry.h"
+#include "strata/backends/cuda/context.h"
 #include "cuda_test_util.h"
 
 namespace strata::testing {
@@ -84,6 +85,54 @@ TEST_F(CudaRuntime, AllocatorCounters) {
   const AllocatorStats s2 = a.stats();
   EXPECT_LE(s2.reserved_bytes, s0.reserved_bytes + 0) << "empty_cache returns cached blocks";
   EXPECT_GE(s2.reserved_bytes, s2.current_bytes);
+}
+
+// strata's kernel temporaries come from a kept buffer as a stack (context.h): no
+// allocation while they fit, 256-byte steps, pieces freed out of order popped once those
+// above them are gone, requests beyond the scratch from the allocator, and growth to the
+// most asked at the next empty moment, which makes graphs captured before it stale.
+TEST_F(CudaRuntime, KernelTemporariesComeFromAStackOfScratch) {
+  using backends::cuda::Context;
+  using backends::cuda::DeviceBuffer;
+  Context& ctx = backends::cuda::context();
+  Allocator& a = allocator_for(Device::cuda());
+  { DeviceBuffer warm(ctx, size_t{1} << 20); }
+  const size_t cap = ctx.scratch_bytes();
+  ASSERT_GE(cap, size_t{1} << 20);
+  const size_t before = a.stats().current_bytes;
+  char* base = nullptr;
+  {
+    DeviceBuffer x(ctx, 1000), y(ctx, 3000);
+    base = x.as<char>();
+    EXPECT_EQ(a.stats().current_bytes, before) << "no allocation while the pieces fit";
+    EXPECT_EQ(y.as<char>() - x.as<char>(), 1024);
+    {
+      DeviceBuffer big(ctx, Context::kScratchMax + 1);
+      EXPECT_EQ(a.stats().current_bytes, before + Context::kScratchMax + 1) << "beyond the scratch: the allocator";
+    }
+    EXPECT_EQ(a.stats().current_bytes, before);
+    x = DeviceBuffer();  // freed below a live piece: its space stays taken until y goes
+    DeviceBuffer z(ctx, 10);
+    EXPECT_EQ(z.as<char>(), y.as<char>() + 3072);
+    // Does not fit beside x..z: from the allocator now; the scratch grows once it is empty
+    // (to kScratchMax, the most it may hold, so in a process whose earlier ops already grew
+    // it that far there is nothing to grow).
+    const size_t ask = Context::kScratchMax - 4352;
+    DeviceBuffer over(ctx, ask);
+    EXPECT_EQ(a.stats().current_bytes, before + (cap < Context::kScratchMax ? ask : 0));
+    EXPECT_EQ(ctx.scratch_bytes(), cap);
+  }
+  EXPECT_EQ(a.stats().current_bytes, before);
+  const uint64_t generation = ctx.workspace_generation();
+  {
+    DeviceBuffer w(ctx, 10);
+    EXPECT_EQ(ctx.scratch_bytes(), Context::kScratchMax) << "grown to the most asked, x, y, z and the piece that did not fit";
+    EXPECT_EQ(a.stats().current_bytes, before - cap + ctx.scratch_bytes()) << "the old scratch is given back";
+    if (cap < Context::kScratchMax) EXPECT_NE(ctx.workspace_generation(), generation) << "graphs captured with the old scratch are stale";
+    base = w.as<char>();
+  }
+  DeviceBuffer again(ctx, 4000);
+  EXPECT_EQ(again.as<char>(), base) << "the stack is empty again";
 }
 
 TEST_F(CudaRuntime, OutOfMemoryIsAClearError) {
