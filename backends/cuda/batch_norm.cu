@@ -1,6 +1,6 @@
 // Batch norm: f32 NCHW (and channels-last when Settings::cudnn_nhwc_batch_norm) on
 // cuDNN; the rest, and every synchronised one, on strata's own kernels
-// (batch_norm_kernels.cu). On cuDNN: training forward (batch statistics; running statistics
+// (batch_norm_own.cu). On cuDNN: training forward (batch statistics; running statistics
 // updated in place with the unbiased variance, as PyTorch), eval forward, and training
 // backward from the saved mean and inverse standard deviation. Channels-last training
 // uses CUDNN_BATCHNORM_SPATIAL_PERSISTENT when Settings::persistent_batch_norm is on

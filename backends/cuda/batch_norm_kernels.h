@@ -1,6 +1,6 @@
 #pragma once
-// strata's own batch norm kernels (batch_norm_kernels.cu), beside cuDNN's in
-// batch_norm.cu. Internal to backends/cuda.
+// strata's own batch norm kernels (batch_norm_own.cu runs their passes, declared in
+// batch_norm_passes.cuh), beside cuDNN's in batch_norm.cu. Internal to backends/cuda.
 #include "strata/backends/cuda/context.h"
 #include "strata/ops/table/op_args.h"
 

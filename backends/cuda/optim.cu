@@ -3,6 +3,7 @@
 // steps in one multi-tensor launch.
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/ops/table/relu_mask.h"
@@ -96,41 +97,58 @@ struct AdamFn {
 
 // ---- multi-tensor steps (PyTorch's fused optimizers, apex's multi_tensor_apply) ----
 // A list of dense parameters in one launch: each block steps one chunk of one tensor. The
-// tensors' table travels in the kernel's parameters (at most kListMax tensors a launch,
+// tensors' table travels in the kernel's parameters (at most Tensor::kMax tensors a launch,
 // under the 4 KiB every CUDA version takes), so a captured step refers to no host memory.
 constexpr int64_t kListChunk = 4 * kThreads;  // elements per block
 
+// A list's entry: one tensor's operands and host-side hyperparameters. run_time() gives what a
+// block reads from the device once (graph mode's {lr, step}, loss scaling's skipped steps),
+// update() one element's step with it, the same update the single step's kernel runs.
 struct SgdTensor {
+  using Options = ops::SgdOptions;
+  static constexpr int kMax = 64;
   float* p;
   const float* g;
   float* buf;           // null without momentum
   const double* hyper;  // {lr, step} (graph mode), or null
   int64_t n, first_block;
+  __device__ double run_time(const Options& opt, const double*) const { return hyper ? hyper[0] : opt.lr; }
+  __device__ void update(int64_t i, const Options& opt, double lr, double gs) const {
+    sgd_update(p[i], g[i], buf ? &buf[i] : nullptr, opt, lr, gs);
+  }
 };
-struct SgdList {
-  static constexpr int kMax = 64;
-  SgdTensor t[kMax];
-  int count;
-  ops::SgdOptions opt;
-  const double* amp;
-};
-static_assert(sizeof(SgdList) <= 4096, "SgdList must fit a kernel's parameters");
 
 struct AdamTensor {
+  using Options = ops::AdamOptions;
+  static constexpr int kMax = 40;
   float *p, *m, *v;
   const float* g;
   const double* hyper;
   int64_t n, first_block;
   double step_size, bc2_sqrt, step;  // the host's, see AdamFn
+  struct RunTime {
+    double lr, ss, bc2s;
+  };
+  __device__ RunTime run_time(const Options& opt, const double* amp) const {
+    RunTime r{opt.lr, step_size, bc2_sqrt};
+    adam_run_time_hyper(opt, hyper, amp, step, r.lr, r.ss, r.bc2s);
+    return r;
+  }
+  __device__ void update(int64_t i, const Options& opt, const RunTime& r, double gs) const {
+    adam_update(p[i], g[i], m[i], v[i], opt, r.lr, r.ss, r.bc2s, gs);
+  }
 };
-struct AdamList {
-  static constexpr int kMax = 40;
-  AdamTensor t[kMax];
+
+template <class Tensor>
+struct TensorList {
+  static constexpr int kMax = Tensor::kMax;
+  Tensor t[kMax];
   int count;
-  ops::AdamOptions opt;
+  typename Tensor::Options opt;
   const double* amp;
 };
-static_assert(sizeof(AdamList) <= 4096, "AdamList must fit a kernel's parameters");
+static_assert(sizeof(TensorList<SgdTensor>) <= 4096, "an SGD list must fit a kernel's parameters");
+static_assert(sizeof(TensorList<AdamTensor>) <= 4096, "an Adam list must fit a kernel's parameters");
 
 // The tensor whose chunks include this block: the last one starting at or before it.
 template <class List>
@@ -146,27 +164,15 @@ __device__ const auto& list_tensor(const List& l) {
   return l.t[lo];
 }
 
-__global__ void __launch_bounds__(kThreads) multi_sgd_kernel(const __grid_constant__ SgdList l) {
+template <class Tensor>
+__global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const __grid_constant__ TensorList<Tensor> l) {
   const double gs = l.amp ? l.amp[ops::kAmpInvScale] : 1.0;
   if (gs == 0.0) return;
-  const SgdTensor& t = list_tensor(l);
+  const Tensor& t = list_tensor(l);
   const int64_t begin = (static_cast<int64_t>(blockIdx.x) - t.first_block) * kListChunk;
   const int64_t end = begin + kListChunk < t.n ? begin + kListChunk : t.n;
-  const double lr = t.hyper ? t.hyper[0] : l.opt.lr;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-    sgd_update(t.p[i], t.g[i], t.buf ? &t.buf[i] : nullptr, l.opt, lr, gs);
-}
-
-__global__ void __launch_bounds__(kThreads) multi_adam_kernel(const __grid_constant__ AdamList l) {
-  const double gs = l.amp ? l.amp[ops::kAmpInvScale] : 1.0;
-  if (gs == 0.0) return;
-  const AdamTensor& t = list_tensor(l);
-  const int64_t begin = (static_cast<int64_t>(blockIdx.x) - t.first_block) * kListChunk;
-  const int64_t end = begin + kListChunk < t.n ? begin + kListChunk : t.n;
-  double lr = l.opt.lr, ss = t.step_size, bc2s = t.bc2_sqrt;
-  adam_run_time_hyper(l.opt, t.hyper, l.amp, t.step, lr, ss, bc2s);
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-    adam_update(t.p[i], t.g[i], t.m[i], t.v[i], l.opt, lr, ss, bc2s, gs);
+  const auto run_time = t.run_time(l.opt, l.amp);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) t.update(i, l.opt, run_time, gs);
 }
 
 // Whether a list's kernel can step this parameter: its operands dense and alike in memory
@@ -179,32 +185,31 @@ bool listable(const TensorView& param, std::initializer_list<const TensorView*> 
   return true;
 }
 
-// Adds tensors to a list and launches it when full and at the end.
-template <class List, class Kernel>
-class ListLauncher {
- public:
-  ListLauncher(Context& ctx, Kernel kernel, List first) : ctx_(ctx), kernel_(kernel), l_(first) { l_.count = 0; }
-  template <class Tensor>
-  void add(Tensor t) {
-    t.first_block = blocks_;
-    blocks_ += (t.n + kListChunk - 1) / kListChunk;
-    l_.t[l_.count++] = t;
-    if (l_.count == List::kMax) launch();
-  }
-  void launch() {
-    if (l_.count == 0) return;
-    kernel_<<<static_cast<unsigned>(blocks_), kThreads, 0, ctx_.stream>>>(l_);
+// A group's steps as multi-tensor launches of up to Tensor::kMax tensors each: entry(i)
+// gives parameter i's list entry, or none where it took the single step (or is empty).
+template <class Tensor, class Entry>
+void step_lists(Context& ctx, size_t count, const typename Tensor::Options& opt, const double* amp, Entry entry) {
+  TensorList<Tensor> l{};
+  l.opt = opt;
+  l.amp = amp;
+  int64_t blocks = 0;
+  const auto launch = [&] {
+    if (l.count == 0) return;
+    multi_tensor_kernel<Tensor><<<static_cast<unsigned>(blocks), kThreads, 0, ctx.stream>>>(l);
     STRATA_CUDA_CHECK(cudaGetLastError());
-    l_.count = 0;
-    blocks_ = 0;
+    l.count = 0;
+    blocks = 0;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    std::optional<Tensor> t = entry(i);
+    if (!t) continue;
+    t->first_block = blocks;
+    blocks += (t->n + kListChunk - 1) / kListChunk;
+    l.t[l.count++] = *t;
+    if (l.count == Tensor::kMax) launch();
   }
-
- private:
-  Context& ctx_;
-  Kernel kernel_;
-  List l_;
-  int64_t blocks_ = 0;
-};
+  launch();
+}
 
 // Dynamic loss scaling's update: one thread (a model has a few hundred gradients).
 template <class T>
@@ -264,49 +269,40 @@ void CudaBackend::adam_step(const AdamStepArgs& a) {
 }
 
 void CudaBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
-  SgdList first{};
-  first.opt = a.o;
-  first.amp = amp_of(a.amp, "multi_sgd_step");
-  ListLauncher list(*ctx_, multi_sgd_kernel, first);
-  for (size_t i = 0; i < a.params.size(); ++i) {
+  const bool mom = a.o.momentum != 0.0;
+  const auto entry = [&](size_t i) -> std::optional<SgdTensor> {
     const SgdStepArgs s = step_of(a, i);
     dispatch_f32(s.param.dtype, "multi_sgd_step", [](auto) {});
-    const bool mom = a.o.momentum != 0.0;
     STRATA_CHECK(!mom || s.momentum_buf.defined, "multi_sgd_step: momentum ", a.o.momentum, " needs momentum_bufs[", i,
                  "]");
-    if (s.param.numel() == 0) continue;
+    if (s.param.numel() == 0) return std::nullopt;
     if (!listable(s.param, {&s.grad, mom ? &s.momentum_buf : &s.param})) {
       sgd_step(s);
-      continue;
+      return std::nullopt;
     }
-    list.add(SgdTensor{s.param.ptr<float>(), s.grad.ptr<const float>(), mom ? s.momentum_buf.ptr<float>() : nullptr,
-                       hyper_of(s.hyper), s.param.numel(), 0});
-  }
-  list.launch();
+    return SgdTensor{s.param.ptr<float>(), s.grad.ptr<const float>(), mom ? s.momentum_buf.ptr<float>() : nullptr,
+                     hyper_of(s.hyper), s.param.numel(), 0};
+  };
+  step_lists<SgdTensor>(*ctx_, a.params.size(), a.o, amp_of(a.amp, "multi_sgd_step"), entry);
 }
 
 void CudaBackend::multi_adam_step(const MultiAdamStepArgs& a) {
-  AdamList first{};
-  first.opt = a.o;
-  first.amp = amp_of(a.amp, "multi_adam_step");
-  ListLauncher list(*ctx_, multi_adam_kernel, first);
-  for (size_t i = 0; i < a.params.size(); ++i) {
+  const auto entry = [&](size_t i) -> std::optional<AdamTensor> {
     const AdamStepArgs s = step_of(a, i);
     dispatch_f32(s.param.dtype, "multi_adam_step", [](auto) {});
     STRATA_CHECK(s.hyper.defined || s.amp.defined || s.step >= 1, "multi_adam_step: steps[", i,
                  "] is 1-based, got ", s.step);
-    if (s.param.numel() == 0) continue;
+    if (s.param.numel() == 0) return std::nullopt;
     if (!listable(s.param, {&s.grad, &s.exp_avg, &s.exp_avg_sq})) {
       adam_step(s);
-      continue;
+      return std::nullopt;
     }
     const double bc1 = 1.0 - std::pow(a.o.beta1, static_cast<double>(s.step));
     const double bc2 = 1.0 - std::pow(a.o.beta2, static_cast<double>(s.step));
-    list.add(AdamTensor{s.param.ptr<float>(), s.exp_avg.ptr<float>(), s.exp_avg_sq.ptr<float>(),
-                        s.grad.ptr<const float>(), hyper_of(s.hyper), s.param.numel(), 0, a.o.lr / bc1, std::sqrt(bc2),
-                        static_cast<double>(s.step)});
-  }
-  list.launch();
+    return AdamTensor{s.param.ptr<float>(), s.exp_avg.ptr<float>(), s.exp_avg_sq.ptr<float>(), s.grad.ptr<const float>(),
+                      hyper_of(s.hyper), s.param.numel(), 0, a.o.lr / bc1, std::sqrt(bc2), static_cast<double>(s.step)};
+  };
+  step_lists<AdamTensor>(*ctx_, a.params.size(), a.o, amp_of(a.amp, "multi_adam_step"), entry);
 }
 
 void CudaBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
