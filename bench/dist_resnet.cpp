@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--precision", o.precision, "fp32, bf16 or fp16 (mixed: f32 parameters)");
   app.add_flag("--channels-last", o.channels_last, "NHWC activations");
-  app.add_option("--dispatch", o.dispatch, "virtual, static or direct");
+  app.add_option("--dispatch", o.dispatch, "virtual, static, direct or graph");
   app.add_option("--lr", o.lr, "SGD learning rate (momentum 0.9)");
   app.add_option("--seed", o.seed, "data and initialisation seed");
   app.add_flag("--fresh-data", o.fresh_data, "a new random batch every step");

@@ -17,9 +17,12 @@ DataParallel::DataParallel(nn::Model& model, ProcessGroup& pg, const DataParalle
   pg_.broadcast(state);
   buckets_ = std::make_unique<GradientBuckets>(model_, pg_, o);
   if (o.sync_batch_norm) synced_ = nn::convert_sync_batch_norm(model_.module(), &pg_);
+  if (pg_.world() > 1)
+    model_.set_graph_launch_hook([this] { pg_.bound_queued_work("captured training step (its all-reduces)"); });
 }
 
 DataParallel::~DataParallel() {
+  model_.set_graph_launch_hook({});
   if (synced_ > 0) nn::convert_sync_batch_norm(model_.module(), nullptr);
 }
 

@@ -9,8 +9,10 @@
 //     the process group's own stream; the optimizer then takes the same step on every
 //     rank. The buckets (dist/grad_buckets.h) hold the gradients themselves (PyTorch's
 //     gradient_as_bucket_view), and each starts as soon as its gradients are complete,
-//     overlapped with the rest of backward, in every dispatch mode but graph mode's
-//     captured step, which refuses a gradient hook.
+//     overlapped with the rest of backward, in every dispatch mode; graph mode captures
+//     them with the rest of the step (NCCL calls inside the CUDA graph), and after each
+//     launch the process group's watchdog bounds the launched work as it bounds the
+//     all-reduces of the other modes.
 // The averaging happens in the gradients' dtype, which is the parameters' (f32, or f64):
 // mixed precision (bf16/f16 compute) keeps f32 master weights, so its gradients are
 // averaged in f32.

@@ -3,11 +3,14 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -69,7 +72,9 @@ struct ProcessGroup::Impl {
   std::deque<Pending> pending;
   std::vector<cudaEvent_t> spare;  // completed events, reused
   std::string failure;             // the watchdog's verdict, thrown by the main thread
-  bool failure_seen = false;
+  // Set once the main thread has thrown the verdict (or the group is destroyed); shared
+  // with the timer that ends a process whose main thread stays blocked after a failure.
+  std::shared_ptr<std::atomic<bool>> failure_seen = std::make_shared<std::atomic<bool>>(false);
   bool stop = false;
   std::condition_variable cv;
   std::thread watchdog;
@@ -125,6 +130,11 @@ void ProcessGroup::watch() {
     if (q == cudaSuccess) {
       m.spare.push_back(p.done);
       m.pending.pop_front();
+      // The next one's bound runs from its enqueue or from now, whichever is later: a host
+      // far ahead of the device (graph mode's single launch per step) queues work whose
+      // wait starts only when the work before it is done.
+      if (!m.pending.empty())
+        m.pending.front().deadline = std::max(m.pending.front().deadline, Clock::now() + timeout());
       m.cv.notify_all();
       continue;
     }
@@ -138,18 +148,24 @@ void ProcessGroup::watch() {
                                           : " did not finish within " + std::to_string(o_.timeout_seconds) + " s") +
                   ": another rank died or hangs; the NCCL communicator was aborted";
       m.aborted = true;
-      ncclCommAbort(m.comm);  // ends this rank's pending NCCL kernels, so the main thread's waits return
       m.pending.clear();
       m.cv.notify_all();
-      // The main thread reports the failure at its next collective. Should it stay blocked
-      // anyway (a device wait that the abort did not release), the process must not hang.
-      const auto grace = Clock::now() + std::chrono::seconds(10);
-      while (!m.failure_seen && !m.stop && Clock::now() < grace) m.cv.wait_for(lk, std::chrono::milliseconds(100));
-      if (!m.failure_seen && !m.stop) {
-        std::fprintf(stderr, "%s; the process stops here (its main thread stayed blocked)\n", m.failure.c_str());
+      // The main thread reports the failure at its next collective (or graph launch). Should
+      // it stay blocked anyway (a device wait that the abort did not release; a graph's
+      // NCCL kernels that keep the launch queue full), or the abort itself not return, the
+      // process must not hang: a timer of its own ends it.
+      std::thread([seen = m.failure_seen, msg = m.failure] {
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        if (seen->load()) return;
+        std::fprintf(stderr, "%s; the process stops here (its main thread stayed blocked)\n", msg.c_str());
         std::fflush(stderr);
         std::_Exit(1);
-      }
+      }).detach();
+      // Ends this rank's pending NCCL kernels, so the main thread's waits return. Outside
+      // the lock: the main thread may need it to reach the failure.
+      lk.unlock();
+      ncclCommAbort(m.comm);
+      lk.lock();
       continue;
     }
     lk.unlock();
@@ -161,12 +177,12 @@ void ProcessGroup::watch() {
 void ProcessGroup::check_failure() {
   std::lock_guard lk(impl_->mu);
   if (impl_->failure.empty()) return;
-  impl_->failure_seen = true;
-  impl_->cv.notify_all();
+  impl_->failure_seen->store(true);
   STRATA_FAIL(impl_->failure);
 }
 
 ProcessGroup::~ProcessGroup() {
+  impl_->failure_seen->store(true);
   if (impl_->watchdog.joinable()) {
     {
       std::lock_guard lk(impl_->mu);
@@ -241,8 +257,6 @@ void ProcessGroup::all_reduce_mean(void* data, size_t count, DType dt) {
 }
 
 void ProcessGroup::all_reduce_sum(void* data, size_t count, DType dt) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  STRATA_DIST_CUDA(cudaStreamIsCapturing(impl_->compute, &capture));
   begin();
   ncclResult_t r;
   {
@@ -251,10 +265,7 @@ void ProcessGroup::all_reduce_sum(void* data, size_t count, DType dt) {
     r = ncclAllReduce(data, data, count, nccl_type(dt), ncclSum, impl_->comm, impl_->stream);
   }
   settle(r, "ncclAllReduce");
-  if (capture == cudaStreamCaptureStatusNone) return end("all-reduce of batch norm statistics");
-  // The join a capture needs; an event recorded during capture is no completion to poll.
-  STRATA_DIST_CUDA(cudaEventRecord(impl_->done, impl_->stream));
-  STRATA_DIST_CUDA(cudaStreamWaitEvent(impl_->compute, impl_->done, 0));
+  end("all-reduce of batch norm statistics");
 }
 
 void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
@@ -262,22 +273,46 @@ void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
 }
 
 void ProcessGroup::end(const char* what) {
-  Impl& m = *impl_;
-  std::unique_lock lk(m.mu);
-  cudaEvent_t ev = nullptr;
-  if (!m.spare.empty()) {
-    ev = m.spare.back();
-    m.spare.pop_back();
-  } else {
-    STRATA_DIST_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  if (capturing()) {
+    // The join a capture needs; an event recorded during capture is no completion to poll
+    // (the graph-launch hook bounds each launch instead: bound_queued_work).
+    STRATA_DIST_CUDA(cudaEventRecord(impl_->done, impl_->stream));
+    STRATA_DIST_CUDA(cudaStreamWaitEvent(impl_->compute, impl_->done, 0));
+    return;
   }
-  STRATA_DIST_CUDA(cudaEventRecord(ev, m.stream));
   // The backend's next work (the optimizer) waits on the device; the host goes on, as
   // PyTorch's DDP does, and the watchdog bounds the wait.
-  STRATA_DIST_CUDA(cudaStreamWaitEvent(m.compute, ev, 0));
-  m.pending.push_back({ev, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double>(o_.timeout_seconds)),
-                       what});
+  watch_after(impl_->stream, true, what);
+}
+
+void ProcessGroup::bound_queued_work(const char* what) {
+  check_failure();
+  watch_after(impl_->compute, false, what);
+}
+
+bool ProcessGroup::capturing() const {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  STRATA_DIST_CUDA(cudaStreamIsCapturing(impl_->compute, &capture));
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+void ProcessGroup::watch_after(void* stream, bool join, const char* what) {
+  Impl& m = *impl_;
+  cudaEvent_t ev = nullptr;
+  {
+    std::lock_guard lk(m.mu);
+    if (!m.spare.empty()) {
+      ev = m.spare.back();
+      m.spare.pop_back();
+    }
+  }
+  // CUDA calls without the lock: with the device stuck (a dead peer) they may block until
+  // the launch queue drains, and the watchdog needs the lock to abort and release it.
+  if (!ev) STRATA_DIST_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  STRATA_DIST_CUDA(cudaEventRecord(ev, static_cast<cudaStream_t>(stream)));
+  if (join) STRATA_DIST_CUDA(cudaStreamWaitEvent(m.compute, ev, 0));
+  std::lock_guard lk(m.mu);
+  m.pending.push_back({ev, Clock::now() + timeout(), what});
   m.cv.notify_all();
 }
 

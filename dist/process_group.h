@@ -22,6 +22,7 @@
 // machines); one started by mpirun needs nothing more when strata has MPI.
 //
 // Public header: no CUDA or NCCL header is needed to use it.
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -65,9 +66,7 @@ class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer
   // Synchronised batch norm's sums (ops::ChannelSumReducer; `data` device memory): one
   // ncclAllReduce(ncclSum) on the collective stream, ordered after the backend's work so far
   // and before its later work by events, the host not blocked; the watchdog bounds it as it
-  // bounds the gradients' (see above). Inside a CUDA graph capture the events join the
-  // collective stream to the capture and the watchdog has nothing to watch: a replayed
-  // graph's collectives are not bounded.
+  // bounds the gradients' (see above).
   void all_reduce_sum(void* data, size_t count, DType dt) override;
 
   // Gradient averaging (dist/data_parallel.h): `count` elements at `data` (device
@@ -75,11 +74,17 @@ class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer
   // stream; orders itself after the backend's work so far at begin() and the
   // backend's later work after it at end(), which returns at once (see above).
   // begin() throws the watchdog's failure, if any.
+  // Inside a CUDA graph capture (graph mode's training step) the same calls are
+  // captured: the events fork the collective stream from the capture and join it back,
+  // and the watchdog has nothing to poll until the graph is launched; then
+  // bound_queued_work() hands it everything the backend's stream has queued (the
+  // launched graph, its collectives in it), bounded by the same timeout.
   void begin() override;
   void all_reduce_mean(void* data, size_t count, DType dt) override;
   // Copies `bytes` between device buffers on the collective stream (into the buckets).
   void copy(void* dst, const void* src, size_t bytes) override;
   void end(const char* what) override;
+  void bound_queued_work(const char* what);
 
   // Aborts the communicator: pending and later collectives of this rank fail. Safe
   // to call more than once.
@@ -87,6 +92,14 @@ class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer
 
  private:
   struct Impl;
+  bool capturing() const;           // the backend's stream is being captured
+  std::chrono::steady_clock::duration timeout() const {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(o_.timeout_seconds));
+  }
+  // An event after `stream`'s work so far, polled by the watchdog; `join`: the backend's
+  // stream waits for it.
+  void watch_after(void* stream, bool join, const char* what);
   void wait(const char* what);      // host wait, bounded
   void end_sync(const char* what);  // end() with a bounded host wait (broadcast, sums)
   void watch();                     // the watchdog thread

@@ -343,7 +343,10 @@ class ModelImpl final : public Model {
   // and launched from then on. Before each launch, outside the graph: the gradients are
   // released (zero_grad), the input and targets copied into their planned buffers, and
   // the optimizer's learning rate and step counts written to the device memory its
-  // captured kernels read. After it, .grad() again holds each gradient's arena buffer.
+  // captured kernels read. After it, .grad() again holds each gradient's arena buffer
+  // (or its bucket view: data-parallel averaging, the gradient hook, is captured between
+  // backward and the optimizer's step as direct mode runs it, and the graph-launch hook
+  // follows each launch).
   // Direct mode: backward, from the loss scale when dynamic loss scaling is on.
   void scaled_backward() {
     STRATA_CHECK(!s_.forward_only, "Model::train_step: the forward kept nothing for backward");
@@ -385,8 +388,6 @@ class ModelImpl final : public Model {
   }
 
   StepResult captured_train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) {
-    STRATA_CHECK(!gradient_hook_, "Model::train_step: graph mode does not capture a gradient hook (data-parallel "
-                                  "averaging) yet; train data-parallel in direct mode");
     opt.zero_grad();
     const Tensor in = to_input(x), tg = to_targets(targets);
     const std::string key = step_key("train_step", in, tg);
@@ -394,6 +395,7 @@ class ModelImpl final : public Model {
     if (CapturedStep* c = find_graph(key, in, tg, &opt)) {
       opt.advance_captured(c->stepped);
       c->launch();
+      run_graph_launch_hook();
       for (auto& [param, grad] : c->grads) param.set_grad(grad);
       s_.loss_value = c->outputs[0];
       s_.logits = c->outputs[1];
@@ -406,6 +408,7 @@ class ModelImpl final : public Model {
     };
     if (!s_.memory.known(key)) {
       Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{r.loss, r.logits}; });
+      run_gradient_hook();
       step_optimizer(opt);
       return r;
     }
@@ -415,6 +418,7 @@ class ModelImpl final : public Model {
     try {
       std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, [&] {
         body();
+        run_gradient_hook();
         step_optimizer(opt);
       });
       launch = [graph] { graph->launch(); };
@@ -431,6 +435,7 @@ class ModelImpl final : public Model {
       if (param.grad().defined()) c.grads.emplace_back(param, param.grad());
     opt.write_device_hyperparameters();
     add_graph(std::move(c)).launch();
+    run_graph_launch_hook();
     return r;
   }
 

@@ -31,8 +31,10 @@
 // launch, dropout draws a new mask at each launch (its seed and offset are read from
 // device memory written before it). Its forward, forward_loss and backward run as in
 // direct mode, and predict in train mode too. Dynamic loss scaling (f16) is captured:
-// the scale lives in device memory and a skipped step is decided there. Not captured
-// yet: a gradient hook (data-parallel averaging), refused by name.
+// the scale lives in device memory and a skipped step is decided there. The gradient
+// hooks are captured with it: data-parallel training's all-reduces (and synchronised
+// batch norm's) are NCCL calls inside the graph, each launch then bounded by the
+// graph-launch hook (dist/data_parallel.h).
 #include <functional>
 #include <memory>
 #include <optional>
@@ -145,13 +147,20 @@ class Model {
   // one takes over. A parameter not reported is complete when the gradient hook runs.
   // Empty: off.
   void set_param_ready_hook(std::function<void(const Tensor& param)> fn);
+  // Graph mode: called after each launch of a captured training step, whose gradient
+  // hooks ran inside the capture and so are not called again: data-parallel training
+  // bounds the launched collectives here (its watchdog). Empty: nothing is called.
+  void set_graph_launch_hook(std::function<void()> fn) { graph_launch_hook_ = std::move(fn); }
 
  protected:
   void run_gradient_hook() {
     if (gradient_hook_) gradient_hook_();
   }
+  void run_graph_launch_hook() {
+    if (graph_launch_hook_) graph_launch_hook_();
+  }
   std::string describe_;
-  std::function<void()> gradient_hook_;
+  std::function<void()> gradient_hook_, graph_launch_hook_;
   std::function<void(const Tensor&)> param_ready_;
 };
 

@@ -190,8 +190,6 @@ RunConfig resolve(const TrainOptions& in) {
   if (r.mode == ops::DispatchMode::graph) {
     STRATA_CHECK(backends::registry().get(o.backend).device_type() == DeviceType::cuda,
                  "--dispatch graph captures CUDA graphs: it needs --backend cuda, not '", o.backend, "'");
-    STRATA_CHECK(o.nproc == 1, "--dispatch graph: data-parallel training (--nproc ", o.nproc,
-                 ") is not captured yet; use --dispatch direct");
   }
   STRATA_CHECK(!o.tf32 || backends::registry().get(o.backend).device_type() == DeviceType::cuda,
                "--tf32 applies to the cuda backend only, not to '", o.backend, "'");

@@ -128,7 +128,9 @@ TEST_F(CudaRuntime, KernelTemporariesComeFromAStackOfScratch) {
     DeviceBuffer w(ctx, 10);
     EXPECT_EQ(ctx.scratch_bytes(), Context::kScratchMax) << "grown to the most asked, x, y, z and the piece that did not fit";
     EXPECT_EQ(a.stats().current_bytes, before - cap + ctx.scratch_bytes()) << "the old scratch is given back";
-    if (cap < Context::kScratchMax) EXPECT_NE(ctx.workspace_generation(), generation) << "graphs captured with the old scratch are stale";
+    if (cap < Context::kScratchMax) {
+      EXPECT_NE(ctx.workspace_generation(), generation) << "graphs captured with the old scratch are stale";
+    }
     base = w.as<char>();
   }
   DeviceBuffer again(ctx, 4000);

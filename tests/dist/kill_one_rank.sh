@@ -5,18 +5,27 @@
 #      30 s (it stops rank 0 at once);
 #  (2) rank 1 is frozen (SIGSTOP): rank 0's bounded wait (--timeout 20) must end in
 #      "did not finish within" and the job must exit non-zero within 20 + 30 s.
-# Usage: kill_one_rank.sh <dist_resnet>   (exit 77: fewer than 2 GPUs)
+# A second argument picks the dispatch mode (default direct); in graph mode the ranks
+# replay a captured step whose all-reduces run inside the graph.
+# Usage: kill_one_rank.sh <dist_resnet> [dispatch]   (exit 77: fewer than 2 GPUs)
 set -uo pipefail
 prog=$1
+dispatch=${2:-direct}
 gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -lt 2 ]; then echo "skipped: needs 2 GPUs, found ${gpus:-0}"; exit 77; fi
 dir=${DIST_CHECK_DIR:-$(mktemp -d)}
 fail=0
 # Running, and not a zombie waiting to be reaped (kill -0 succeeds on those).
-alive() { [ -r /proc/"$1"/stat ] && [ "$(cut -d' ' -f3 /proc/"$1"/stat)" != Z ]; }
+alive() {
+  local state
+  # One read: bash may reap the process between a test of the file and a read of it.
+  state=$(cut -d' ' -f3 /proc/"$1"/stat 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
 for how in KILL STOP; do
-  log="$dir/kill_$how.log"
-  "$prog" --model resnet18 --resolution 64 --batch 32 --steps 1000000 --warmup 0 --nproc 2 --timeout 20 >"$log" 2>&1 &
+  log="$dir/kill_${dispatch}_$how.log"
+  "$prog" --model resnet18 --resolution 64 --batch 32 --steps 1000000 --warmup 0 --nproc 2 --timeout 20 \
+    --dispatch "$dispatch" >"$log" 2>&1 &
   launcher=$!
   victim=
   for _ in $(seq 1 240); do
@@ -41,7 +50,7 @@ for how in KILL STOP; do
   rc=$?
   t1=$(date +%s.%N)
   secs=$(python3 -c "print(round($t1 - $t0, 1))")
-  echo "$how rank 1: the job exited with status $rc after $secs s (limit $limit s)"
+  echo "$dispatch, $how rank 1: the job exited with status $rc after $secs s (limit $limit s)"
   grep -E 'error|launcher' "$log" | head -5
   in_time=$(python3 -c "print(1 if $secs <= $limit else 0)")
   if [ "$rc" -eq 0 ] || [ "$in_time" != 1 ]; then echo "$how: FAIL"; fail=1; fi

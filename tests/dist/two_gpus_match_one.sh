@@ -17,6 +17,9 @@
 #      compared by neither mode);
 #  and 2 ranks with the gradients kept in the buckets (the default) must match 2 ranks that
 #  stage them by copies (--no-grad-views) exactly: the same values averaged in the same layout.
+#  When both direct and graph modes are given, graph mode's 2-GPU runs (the step, its
+#  all-reduces and synchronised batch norm's exchanges captured in one CUDA graph) must
+#  match direct mode's exactly: the same kernels and collectives on the same buffers.
 # Usage: two_gpus_match_one.sh <dist_resnet> [dispatch...]   (exit 77: fewer than 2 GPUs)
 set -euo pipefail
 prog=$1
@@ -88,4 +91,20 @@ print(f"{mode}: losses --sync-bn  ", " ".join(f"{x:.5f}" for x in sync["losses"]
 sys.exit(0 if ok else 1)
 PY
 done
+if [[ " $modes " == *" direct "* && " $modes " == *" graph "* ]]; then
+  python3 - "$out" <<'PY' || rc=1
+import json, sys
+out = sys.argv[1]
+ok = True
+for run in ("two", "staged", "sync"):
+    d, g = (json.load(open(f"{out}/{run}_{m}.json")) for m in ("direct", "graph"))
+    same = d["losses"] == g["losses"] and d["params"] == g["params"] and d.get("buffers") == g.get("buffers")
+    ok = ok and same
+    print(f"graph vs direct, 2 GPUs ({run}): step losses, parameter and buffer checksums",
+          "bitwise equal" if same else "DIFFER: FAIL")
+    if not same:
+        print("  direct", d["losses"], "\n  graph ", g["losses"])
+sys.exit(0 if ok else 1)
+PY
+fi
 exit $rc
