@@ -20,6 +20,7 @@ std::unique_ptr<Optimizer> Model::make_optimizer(const OptimizerConfig& c) {
 
 void Model::set_param_ready_hook(std::function<void(const Tensor&)> fn) {
   param_ready_ = std::move(fn);
+  drop_captured_steps();
   if (!param_ready_) {
     module().set_grad_ready_hook({});
     return;
@@ -311,6 +312,7 @@ class ModelImpl final : public Model {
   }
 
   Tensor input_buffer(const Shape& sizes) override { return Mode::input_buffer(s_, sizes); }
+  void drop_captured_steps() override { graphs_.clear(); }
   const ops::direct::StepMemoryStats& step_memory() const override { return s_.memory.last(); }
 
  private:

@@ -137,7 +137,13 @@ class Model {
   // reads them (the optimizer, the loss scaler's finiteness check): data-parallel
   // training averages them across processes here (dist/data_parallel.h), so every
   // rank takes the same step and skips the same ones. Empty: nothing is called.
-  void set_gradient_hook(std::function<void()> fn) { gradient_hook_ = std::move(fn); }
+  // Graph mode captures the hooks with the step: changing either drops the captured
+  // steps (a graph would go on running the old hook's work, e.g. the collectives of a
+  // process group being destroyed), and the next steps capture again.
+  void set_gradient_hook(std::function<void()> fn) {
+    gradient_hook_ = std::move(fn);
+    drop_captured_steps();
+  }
   // Called during backward with each parameter whose gradient is complete, while the
   // rest of backward still runs: data-parallel training starts averaging then
   // (dist/grad_buckets.h). Tape modes: every parameter, as the autograd engine adds its
@@ -153,6 +159,7 @@ class Model {
   void set_graph_launch_hook(std::function<void()> fn) { graph_launch_hook_ = std::move(fn); }
 
  protected:
+  virtual void drop_captured_steps() {}
   void run_gradient_hook() {
     if (gradient_hook_) gradient_hook_();
   }

@@ -279,7 +279,8 @@ TEST_F(CudaGraphMode, CheckpointResumesExactly) {
 // A gradient hook (data-parallel averaging's) runs inside the capture, between backward
 // and the optimizer's step: its device work replays with the step, the host calls it
 // only when a step is planned or captured, and the graph-launch hook follows every
-// launch. The hook here zeroes the classifier bias's gradient on the backend's stream.
+// launch; a hook removed drops the steps captured with it. The hook here zeroes the
+// classifier bias's gradient on the backend's stream.
 TEST_F(CudaGraphMode, AGradientHookIsCapturedWithTheStep) {
   struct Run {
     Trained t;
@@ -304,6 +305,11 @@ TEST_F(CudaGraphMode, AGradientHookIsCapturedWithTheStep) {
       m->set_graph_launch_hook([&r] { ++r.launches; });
     }
     train(*m, *opt, sgd(), batches(9), 0, 9, r.t);
+    // Without the hook the steps are captured again: a graph kept from before would go on
+    // zeroing the gradient (a data-parallel graph, on running a group's collectives).
+    m->set_gradient_hook({});
+    m->set_graph_launch_hook({});
+    train(*m, *opt, sgd(), batches(2), 0, 2, r.t);
     return r;
   };
   const Run direct = run(ops::DispatchMode::direct, true);
