@@ -247,25 +247,23 @@ void ProcessGroup::settle(int result, const char* call) {
 void ProcessGroup::all_reduce_mean(void* data, size_t count, DType dt) {
   STRATA_CHECK(dt == DType::f32 || dt == DType::f64, "dist: gradients are averaged in f32 or f64, got ",
                dtype_name(dt));
-  ncclResult_t r;
-  {
-    std::lock_guard lk(impl_->mu);
-    STRATA_CHECK(!impl_->aborted, "dist: rank ", info_.rank, ": the communicator was aborted after an earlier failure");
-    r = ncclAllReduce(data, data, count, nccl_type(dt), ncclAvg, impl_->comm, impl_->stream);
-  }
-  settle(r, "ncclAllReduce");
+  enqueue_all_reduce(data, count, dt, ncclAvg);
 }
 
 void ProcessGroup::all_reduce_sum(void* data, size_t count, DType dt) {
   begin();
+  enqueue_all_reduce(data, count, dt, ncclSum);
+  end("all-reduce of batch norm statistics");
+}
+
+void ProcessGroup::enqueue_all_reduce(void* data, size_t count, DType dt, int op) {
   ncclResult_t r;
   {
     std::lock_guard lk(impl_->mu);
     STRATA_CHECK(!impl_->aborted, "dist: rank ", info_.rank, ": the communicator was aborted after an earlier failure");
-    r = ncclAllReduce(data, data, count, nccl_type(dt), ncclSum, impl_->comm, impl_->stream);
+    r = ncclAllReduce(data, data, count, nccl_type(dt), static_cast<ncclRedOp_t>(op), impl_->comm, impl_->stream);
   }
   settle(r, "ncclAllReduce");
-  end("all-reduce of batch norm statistics");
 }
 
 void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
@@ -381,12 +379,7 @@ std::vector<double> ProcessGroup::all_reduce_sum(const std::vector<double>& valu
   begin();
   STRATA_DIST_CUDA(cudaMemcpyAsync(impl_->scratch, impl_->host, values.size() * sizeof(double),
                                    cudaMemcpyHostToDevice, impl_->stream));
-  ncclResult_t r;
-  {
-    std::lock_guard lk(impl_->mu);
-    r = ncclAllReduce(impl_->scratch, impl_->scratch, values.size(), ncclFloat64, ncclSum, impl_->comm, impl_->stream);
-  }
-  settle(r, "ncclAllReduce");
+  enqueue_all_reduce(impl_->scratch, values.size(), DType::f64, ncclSum);
   STRATA_DIST_CUDA(cudaMemcpyAsync(impl_->host, impl_->scratch, values.size() * sizeof(double),
                                    cudaMemcpyDeviceToHost, impl_->stream));
   end_sync("sum of the metrics over ranks");

@@ -92,6 +92,8 @@ class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer
 
  private:
   struct Impl;
+  // ncclAllReduce in place on the collective stream (`op`: an ncclRedOp_t), its result settled.
+  void enqueue_all_reduce(void* data, size_t count, DType dt, int op);
   bool capturing() const;           // the backend's stream is being captured
   std::chrono::steady_clock::duration timeout() const {
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(

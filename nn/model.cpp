@@ -325,7 +325,7 @@ class ModelImpl final : public Model {
     const std::string key = step_key("predict", in, Tensor());
     s_.forward_only = true;
     if (CapturedStep* c = find_graph(key, in, Tensor(), nullptr)) {
-      c->launch();
+      c->graph->launch();
       return c->outputs[0];
     }
     Tensor y;
@@ -334,9 +334,8 @@ class ModelImpl final : public Model {
       Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{y}; });
       return y;
     }
-    std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, body);
-    CapturedStep& c = add_graph({key, [graph] { graph->launch(); }, [graph] { return graph->stale(); }, in, Tensor(), {y}});
-    c.launch();
+    CapturedStep& c = add_graph({key, ops::direct::capture_step(*s_.p.impl, body), in, Tensor(), {y}});
+    c.graph->launch();
     return y;
   }
 
@@ -396,7 +395,7 @@ class ModelImpl final : public Model {
     s_.forward_only = false;
     if (CapturedStep* c = find_graph(key, in, tg, &opt)) {
       opt.advance_captured(c->stepped);
-      c->launch();
+      c->graph->launch();
       run_graph_launch_hook();
       for (auto& [param, grad] : c->grads) param.set_grad(grad);
       s_.loss_value = c->outputs[0];
@@ -415,28 +414,25 @@ class ModelImpl final : public Model {
       return r;
     }
     opt.begin_capture();
-    std::function<void()> launch;
-    std::function<bool()> stale;
+    std::unique_ptr<ops::direct::CapturedGraph> graph;
     try {
-      std::shared_ptr graph = ops::direct::capture_step(*s_.p.impl, [&] {
+      graph = ops::direct::capture_step(*s_.p.impl, [&] {
         body();
         run_gradient_hook();
         step_optimizer(opt);
       });
-      launch = [graph] { graph->launch(); };
-      stale = [graph] { return graph->stale(); };
     } catch (...) {
       opt.end_capture();
       throw;
     }
-    CapturedStep c{key, std::move(launch), std::move(stale), in, tg, {r.loss, r.logits}};
+    CapturedStep c{key, std::move(graph), in, tg, {r.loss, r.logits}};
     c.opt = &opt;
     c.opt_epoch = opt.state_epoch();
     c.stepped = opt.end_capture();
     for (const Tensor& param : s_.net->parameters())
       if (param.grad().defined()) c.grads.emplace_back(param, param.grad());
     opt.write_device_hyperparameters();
-    add_graph(std::move(c)).launch();
+    add_graph(std::move(c)).graph->launch();
     run_graph_launch_hook();
     return r;
   }
@@ -444,8 +440,7 @@ class ModelImpl final : public Model {
   // Graph mode: a captured step and what it was captured with.
   struct CapturedStep {
     std::string key;
-    std::function<void()> launch;  // owns the backend's graph
-    std::function<bool()> stale;   // the graph's CapturedStep::stale
+    std::unique_ptr<ops::direct::CapturedGraph> graph;
     Tensor input, targets;         // the buffers it reads, kept alive
     std::vector<Tensor> outputs;   // predict: {logits}; train_step: {loss, logits}
     const Optimizer* opt = nullptr;  // train_step: the optimizer whose state the graph updates,
@@ -464,7 +459,7 @@ class ModelImpl final : public Model {
         return a.defined() == b.defined() && (!a.defined() || a.data_ptr() == b.data_ptr());
       };
       if (same(it->input, in) && same(it->targets, tg) && it->opt == opt &&
-          (opt == nullptr || it->opt_epoch == opt->state_epoch()) && !it->stale())
+          (opt == nullptr || it->opt_epoch == opt->state_epoch()) && !it->graph->stale())
         return &*it;
       graphs_.erase(it);
       return nullptr;

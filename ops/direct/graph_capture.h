@@ -66,22 +66,30 @@ inline void before_each_launch(std::function<void()> write) {
   detail::t_capture->before.push_back(std::move(write));
 }
 
+// What a caller keeps of a captured step, whatever its backend's graph type.
+class CapturedGraph {
+ public:
+  virtual ~CapturedGraph() = default;
+  virtual void launch() = 0;
+  // Whether the backend's graph replays memory its backend has since given back (the
+  // cuda backend's cuDNN workspace, when a call grew it): the step must be captured again
+  // before its next launch.
+  virtual bool stale() const = 0;
+};
+
 // A captured step: the backend's graph and the host work each launch does around it.
 template <class Graph>
-class CapturedStep {
+class CapturedStep final : public CapturedGraph {
  public:
   CapturedStep(std::unique_ptr<Graph> g, std::vector<std::function<void()>> before,
                std::vector<std::function<void()>> effects)
       : graph_(std::move(g)), before_(std::move(before)), effects_(std::move(effects)) {}
-  void launch() {
+  void launch() override {
     for (const auto& w : before_) w();
     graph_->launch();
     for (const auto& e : effects_) e();
   }
-  // Whether the backend's graph replays memory its backend has since given back (the
-  // cuda backend's cuDNN workspace, when a call grew it): the step must be captured again
-  // before its next launch.
-  bool stale() const { return graph_->stale(); }
+  bool stale() const override { return graph_->stale(); }
 
  private:
   std::unique_ptr<Graph> graph_;
