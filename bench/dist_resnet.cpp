@@ -98,7 +98,7 @@ int run(const Options& o, const dist::RankInfo& info) {
 
   const Shape in_sizes{o.batch, 3, o.resolution, o.resolution};
   Tensor x = model->input_buffer(in_sizes);
-  Tensor labels = Tensor::empty(Shape{o.batch}, DType::i64, model->device());
+  Tensor labels = model->targets_buffer(Shape{o.batch});
   STRATA_CHECK(o.accumulate == 1 || info.world == 1, "--accumulate ", o.accumulate,
                " emulates several GPUs on one; run it without --nproc (world size is ", info.world, ")");
   // With --accumulate K this rank trains on K consecutive slices of the global batch.

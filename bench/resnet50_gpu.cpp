@@ -150,7 +150,7 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     const Shape in_sizes{c.batch, 3, c.resolution, c.resolution};
     Tensor x = model->input_buffer(in_sizes);
     copy_into(bench::random_images(c.batch, c.resolution, fmt, o.seed), x);
-    Tensor labels = Tensor::empty(Shape{c.batch}, DType::i64, model->device());
+    Tensor labels = model->targets_buffer(Shape{c.batch});  // read in place, as the input buffer
     copy_into(bench::random_labels(c.batch, o.seed + 1), labels);
     std::unique_ptr<nn::Optimizer> opt;
     if (c.train) {

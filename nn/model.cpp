@@ -108,6 +108,9 @@ struct ModelMode {
   static Tensor input_buffer(ModelState<P>& s, const Shape& sizes) {
     return Tensor::empty(sizes, s.dtype, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
+  static Tensor targets_buffer(ModelState<P>& s, const Shape& sizes, DType dt) {
+    return Tensor::empty(sizes, dt, s.p.device());
+  }
   static void backward(ModelState<P>& s, const autograd::LeafDone& ready, bool /*scaled*/ = false) {
     autograd::backward(s.loss_value, Tensor(), ready);
   }
@@ -157,6 +160,9 @@ struct ModelMode<Direct<Impl>> {
   // The planned input buffer for these sizes, in the compute dtype.
   static Tensor input_buffer(State& s, const Shape& sizes) {
     return s.input.get(sizes, s.compute, s.p.device(), layout_for(sizes.size(), s.fmt));
+  }
+  static Tensor targets_buffer(State& s, const Shape& sizes, DType dt) {
+    return s.targets.get(sizes, dt, s.p.device(), MemoryFormat::contiguous);
   }
   // The step's buffers in one arena, laid out from the step's recorded kernel calls.
   template <class Step, class Outputs>
@@ -312,6 +318,7 @@ class ModelImpl final : public Model {
   }
 
   Tensor input_buffer(const Shape& sizes) override { return Mode::input_buffer(s_, sizes); }
+  Tensor targets_buffer(const Shape& sizes) override { return Mode::targets_buffer(s_, sizes, targets_dtype()); }
   void drop_captured_steps() override { graphs_.clear(); }
   const ops::direct::StepMemoryStats& step_memory() const override { return s_.memory.last(); }
 
@@ -502,9 +509,9 @@ class ModelImpl final : public Model {
   }
   Tensor to_targets(const Tensor& t) {
     STRATA_CHECK(t.defined(), "Model: targets are undefined");
-    const DType dt = s_.loss.kind() == LossKind::cross_entropy ? DType::i64 : s_.dtype;
-    return Mode::convert(s_, t, dt, MemoryFormat::contiguous, s_.targets);
+    return Mode::convert(s_, t, targets_dtype(), MemoryFormat::contiguous, s_.targets);
   }
+  DType targets_dtype() const { return s_.loss.kind() == LossKind::cross_entropy ? DType::i64 : s_.dtype; }
 
   ModelState<P> s_;
   ops::DispatchMode mode_;

@@ -11,7 +11,7 @@
 // Inputs may live anywhere and have any dtype: they are converted to the model's
 // device, dtype and memory format. In direct mode they are copied into the model's
 // planned input buffers (what a hand-written cuDNN network does with cudaMemcpy);
-// write into input_buffer() to skip that copy. Tensors returned in direct mode are
+// write into input_buffer() and targets_buffer() to skip that copy. Tensors returned in direct mode are
 // planned buffers, overwritten by the next forward.
 //
 // Direct mode plans the memory of train_step, predict and forward_loss with gradients
@@ -119,6 +119,10 @@ class Model {
   // Direct mode: the planned input buffer for inputs of `sizes`, in the compute dtype
   // (write a batch here to avoid a copy). Tape modes: a fresh tensor on the device.
   virtual Tensor input_buffer(const Shape& sizes) = 0;
+  // The same for the loss's targets: class indices (i64) for cross-entropy, values in the
+  // parameters' dtype for bce_logits. Labels written here are read in place; others are
+  // copied into it first (a buffer of the model's beside the caller's).
+  virtual Tensor targets_buffer(const Shape& sizes) = 0;
   // Direct mode: the buffers of the latest newly planned step and the arena they share
   // (zeros before one, and in the tape modes).
   virtual const ops::direct::StepMemoryStats& step_memory() const = 0;

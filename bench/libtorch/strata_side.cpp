@@ -74,7 +74,7 @@ Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMod
   oc.momentum = 0.9;
   std::shared_ptr<nn::Optimizer> opt = model->make_optimizer(oc);
   std::mt19937_64 gen(1);
-  Tensor labels = Tensor::empty(Shape{w.batch}, DType::i64);
+  Tensor labels = model->targets_buffer(Shape{w.batch});  // read in place, as the input buffer
   for (int64_t i = 0; i < w.batch; ++i) labels.data<int64_t>()[i] = static_cast<int64_t>(gen() % 1000);
   c.step = [model, opt, x, labels] { model->train_step(x, labels, *opt); };
   return c;

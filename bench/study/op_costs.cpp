@@ -122,7 +122,7 @@ Setup make_setup(const Options& o, Point p, bool train, ops::DispatchMode mode, 
   s.model = bench::make_resnet50(mode, backend);
   s.x = s.model->input_buffer(Shape{p.batch, 3, p.resolution, p.resolution});
   copy_into(bench::random_images(p.batch, p.resolution, MemoryFormat::contiguous, o.seed), s.x);
-  s.labels = Tensor::empty(Shape{p.batch}, DType::i64, s.model->device());
+  s.labels = s.model->targets_buffer(Shape{p.batch});
   copy_into(bench::random_labels(p.batch, o.seed + 1), s.labels);
   if (train) {
     s.model->train();

@@ -138,7 +138,7 @@ int run_parity(const Options& o, const std::string& dir, const std::vector<std::
         nn::load_checkpoint(dir + "/parity_init.safetensors", model->module());
         model->train();
         auto opt = model->make_optimizer(bench::sgd_config(o.lr));
-        Tensor labels = Tensor::empty(Shape{batch}, DType::i64, model->device());
+        Tensor labels = model->targets_buffer(Shape{batch});
         json losses = json::array();
         for (int e = 0; e < epochs; ++e)
           for (int64_t s = 0; s < steps_per_epoch; ++s) {
