@@ -238,7 +238,9 @@ TEST_F(CudaConv, FusedEpilogue) {
           STRATA_EXPECT_CLOSE(f32(to_cpu(y)), y_ref, dt == DType::bf16 ? kTolBf16 : kTolGemm, "conv2d_fwd fused");
           const size_t fused = after.fused - before.fused, kernels = after.epilogue_kernels - before.epilogue_kernels;
           EXPECT_EQ(fused + kernels, 1u);
-          if (!in_cudnn) EXPECT_EQ(kernels, 1u);
+          if (!in_cudnn) {
+            EXPECT_EQ(kernels, 1u);
+          }
           if (in_cudnn)
             RecordProperty(c.name + (dt == DType::bf16 ? "_bf16" : "_f32") + (fmt == kNHWC ? "_nhwc" : "_nchw"),
                            fused ? "cudnn graph" : "strata kernel");

@@ -54,8 +54,9 @@ void run_step(ops::DispatchMode mode, MemoryFormat fmt, double tol_loss, double 
   // Channels-last: the weights (and their compute-dtype copies) are laid out as the
   // activations, so no convolution stages a weight or its gradient; only a call cuDNN
   // has no NHWC algorithm for (counted as a layout fallback) may copy.
-  if (fmt == kNHWC && backends::cuda::layout_fallbacks() == fallbacks)
+  if (fmt == kNHWC && backends::cuda::layout_fallbacks() == fallbacks) {
     EXPECT_EQ(backends::cuda::staging_copies() - staged, 0u) << "staging copies in a channels-last step";
+  }
   const nn::StepResult rc = cpu->forward_loss(x, y);
   cpu->backward();
 

@@ -131,10 +131,12 @@ TEST_P(NnMixedPrecisionLossScaling, IsExactAndSkipsOverflowingSteps) {
   EXPECT_EQ(overflow->skipped_steps(), 1);
   EXPECT_EQ(overflow->loss_scale(), huge / 2);
   const auto f = fresh->state_dict(), g = overflow->state_dict();
-  for (size_t i = 0; i < f.size(); ++i)
+  for (size_t i = 0; i < f.size(); ++i) {
     if (f[i].first.find("num_batches_tracked") == std::string::npos &&
-        f[i].first.find("running_") == std::string::npos)
+        f[i].first.find("running_") == std::string::npos) {
       EXPECT_TRUE(bitwise_equal(f[i].second, g[i].second)) << "skipped step changed " << f[i].first;
+    }
+  }
   nn::ModelOptions bad;
   bad.initial_loss_scale = -1.0;
   EXPECT_STRATA_ERROR(nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", bad), "initial_loss_scale", "-1");

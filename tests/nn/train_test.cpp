@@ -136,7 +136,9 @@ TEST(NnOptim, LoadingKeepsTheStateTensorsAndTheEpochSaysWhenTheyChange) {
     ASSERT_EQ(now.size(), saved.size());
     for (size_t i = 0; i < now.size(); ++i) {
       EXPECT_TRUE(bitwise_equal(now[i].second, saved[i].second)) << now[i].first;
-      if (!now[i].first.ends_with(".step")) EXPECT_EQ(now[i].second.data_ptr(), where[i]) << now[i].first;
+      if (!now[i].first.ends_with(".step")) {
+        EXPECT_EQ(now[i].second.data_ptr(), where[i]) << now[i].first;
+      }
     }
     opt.load_state_dict({});  // no state: dropped
     EXPECT_NE(opt.state_epoch(), stepped);
