@@ -80,8 +80,16 @@ void* Context::scratch_take(size_t bytes) {
   if (sc_want_ > sc_bytes_) {
     if (!sc_stack_.empty()) return top + need <= sc_bytes_ ? take_locked(top, need) : nullptr;
     release_scratch_locked();
-    sc_bytes_ = bin_size(sc_want_);
-    sc_ = allocator->allocate(sc_bytes_);
+    const size_t grown = bin_size(sc_want_);
+    try {
+      sc_ = allocator->allocate(grown);
+    } catch (const Error&) {
+      // Out of memory for the whole scratch: this request alone goes to the allocator,
+      // and the scratch is tried again at this request's size only.
+      sc_want_ = 0;
+      return nullptr;
+    }
+    sc_bytes_ = grown;
   }
   return take_locked(top, need);
 }
