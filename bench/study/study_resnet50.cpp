@@ -66,7 +66,9 @@ int main(int argc, char** argv) {
   CLI::App* sweep = app.add_subcommand("sweep", "time every point, kind and dispatch mode");
   add_common(sweep, o);
   sweep->add_option("--points", points, "<batch>x<resolution>,... (default: the seed's table points)");
-  sweep->add_option("--impls", impls, "virtual,static,direct,cudagraph");
+  sweep->add_option("--impls", impls,
+                    "virtual,static,direct,cudagraph; <mode>_unfused: the same mode without fusion (batch norm, "
+                    "ReLU and residual add as separate ops, no folding), the study's fused/unfused rows");
   sweep->add_option("--kinds", kinds, "eval,train");
   sweep->add_option("--min-repeats", o.repeats.min_repeats, "timed steps at least")->check(CLI::Range(1, 100000));
   sweep->add_option("--max-repeats", o.repeats.max_repeats, "timed steps at most")->check(CLI::Range(1, 100000));
@@ -106,7 +108,10 @@ int main(int argc, char** argv) {
   try {
     if (sweep->parsed()) {
       const auto iv = split(impls), kv = split(kinds);
-      check_members(iv, {"virtual", "static", "direct", "cudagraph"}, "impl");
+      check_members(iv,
+                    {"virtual", "static", "direct", "cudagraph", "virtual_unfused", "static_unfused",
+                     "direct_unfused", "cudagraph_unfused"},
+                    "impl");
       check_members(kv, {"eval", "train"}, "kind");
       return study::run_sweep(o, study::parse_points(points), iv, kv);
     }

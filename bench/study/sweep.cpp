@@ -1,10 +1,15 @@
 // study_resnet50 sweep: strata's ResNet-50 at each (batch, resolution) point, for
-// evaluation and training, in each dispatch mode, one JSON record per measurement.
+// evaluation and training, in each dispatch mode, one JSON record per measurement. The
+// model runs with the fusions on, as strata's defaults (fused training, fused or folded
+// evaluation); an impl "<mode>_unfused" runs the same mode with them off, for the
+// study's fused/unfused rows.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "strata/backends/api/registry.h"
 #include "strata/backends/cuda/cuda_backend.h"
@@ -28,9 +33,10 @@ std::string impl_name(ops::DispatchMode mode) {
   return mode == ops::DispatchMode::graph ? "cudagraph" : std::string(ops::dispatch_mode_name(mode));
 }
 
-json measure(const Options& o, Point p, bool train, ops::DispatchMode mode) {
-  json r = base_record("strata_" + impl_name(mode), train, p);
+json measure(const Options& o, Point p, bool train, ops::DispatchMode mode, bool fused) {
+  json r = base_record("strata_" + impl_name(mode) + (fused ? "" : "_unfused"), train, p);
   r["mode"] = std::string(ops::dispatch_mode_name(mode));
+  r["fused"] = fused;
   backends::Backend& be = backends::registry().get(o.backend);
   const bool cuda = be.device_type() == DeviceType::cuda;
   try {
@@ -39,7 +45,8 @@ json measure(const Options& o, Point p, bool train, ops::DispatchMode mode) {
       backends::cuda::empty_cache();  // each measurement starts from an empty cache, as PyTorch's
     }
     const auto t_build = std::chrono::steady_clock::now();
-    auto model = bench::make_resnet50(mode, o.backend);
+    auto model = bench::make_resnet50(mode, o.backend, MemoryFormat::contiguous, std::nullopt, fused,
+                                      fused ? std::nullopt : std::optional<bool>(false));
     Tensor x = model->input_buffer(Shape{p.batch, 3, p.resolution, p.resolution});
     const Tensor host = bench::random_images(p.batch, p.resolution, MemoryFormat::contiguous, o.seed);
     copy_into(host, x);
@@ -141,8 +148,10 @@ int run_sweep(const Options& o, const std::vector<Point>& points_in, const std::
         auto dominated = std::find_if(oom_at[key].begin(), oom_at[key].end(), [&](Point q) {
           return p.batch >= q.batch && p.resolution >= q.resolution;
         });
-        if (impl == "cudagraph" && !cuda) {
-          r = base_record("strata_cudagraph", train, p);
+        const bool fused = !impl.ends_with("_unfused");
+        const std::string mode_name = fused ? impl : impl.substr(0, impl.size() - std::string("_unfused").size());
+        if (mode_name == "cudagraph" && !cuda) {
+          r = base_record("strata_" + impl, train, p);
           r["status"] = "absent";
           r["note"] = "graph mode runs on the cuda backend only";
         } else if (since_start_s() > o.deadline_s) {
@@ -156,7 +165,8 @@ int run_sweep(const Options& o, const std::vector<Point>& points_in, const std::
                       std::to_string(dominated->resolution) + ", which ran out of memory";
         } else {
           // "cudagraph": strata's graph mode, beside PyTorch's CUDA-graph replay.
-          r = measure(o, p, train, impl == "cudagraph" ? ops::DispatchMode::graph : ops::parse_dispatch_mode(impl));
+          r = measure(o, p, train,
+                      mode_name == "cudagraph" ? ops::DispatchMode::graph : ops::parse_dispatch_mode(mode_name), fused);
           if (r["status"] == "oom") oom_at[key].push_back(p);
         }
         doc["records"].push_back(r);

@@ -22,7 +22,9 @@
 # docs/results/$(cat $OUT/CARD)/study/, then, on any machine:
 #   python3 tools/study/make_page.py       # CSV, plots and docs/RESULTS.md
 # Knobs: GRID (seed | default | full; tools/study/grid.py), POINTS (overrides GRID),
-# PART_BUDGET, MIN_REPEATS (10), MIN_SECONDS (0.6), WARMUP (3), PKG (.gpu), and for a
+# PART_BUDGET, MIN_REPEATS (10), MIN_SECONDS (0.6), WARMUP (3), PKG (.gpu), STRATA_IMPLS
+# (strata's sweep rows, default virtual,static,direct,cudagraph; <mode>_unfused rows too,
+# docs/study.md), and for a
 # smoke run of the parts on a machine without a GPU, BACKEND=reference (strata's
 # backend; the peers then run on the CPU), e.g.
 #   PKG=build-study BACKEND=reference POINTS=2x16 MIN_REPEATS=2 MIN_SECONDS=0 \
@@ -135,6 +137,7 @@ case "$part" in
     python3 tools/study/count_loc.py --json "$out/loc.json" 2>&1 | tee -a "$log"
     say "strata sweep"
     timeout $(($(left) + 60)) "$pkg/bin/study_resnet50" sweep --backend "$backend" --points "$points" "${common[@]}" \
+      ${STRATA_IMPLS:+--impls "$STRATA_IMPLS"} \
       --deadline $(($(left) - 60)) --json "$out/strata_sweep.json" 2>&1 | tee -a "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     say "strata parity"

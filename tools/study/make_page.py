@@ -15,7 +15,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from study_data import IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_MODES, find_cards, read_commented_csv, \
+from study_data import IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, STRATA_MODES, find_cards, read_commented_csv, \
     seed_points  # noqa: E402
 import plots  # noqa: E402
 from grid import SEED, SWEEP_BATCH, SWEEP_RESOLUTION  # noqa: E402
@@ -287,6 +287,31 @@ def sec_peers(card):
     return "\n".join(out)
 
 
+def sec_fusion(card):
+    """Each strata mode with its default fusions against the same mode without them
+    (`<mode>_unfused` rows: batch norm, ReLU and residual add as separate ops, no
+    folding); None when the sweep ran no unfused rows."""
+    pairs = [(m, m + "_unfused") for m in STRATA_BEST if m + "_unfused" in card.impls()]
+    if not pairs:
+        return None
+    rows = []
+    for kind in ("eval", "train"):
+        for b, r in card.points(kind):
+            for fused, unfused in pairs:
+                f, u = card.ok(fused, kind, b, r), card.ok(unfused, kind, b, r)
+                if not (f and u):
+                    continue
+                rows.append([kind, f"{b} × {r}", fused[len("strata_"):], num(f["device_ms"]), num(u["device_ms"]),
+                             rtxt(ratio(f["device_ms"], u["device_ms"])), num(f["peak_mib"]), num(u["peak_mib"])])
+    if not rows:
+        return "No point where both the fused and the unfused row of a mode ran.\n"
+    return ("Median device time of a step (ms) and peak memory (MiB) of each strata mode with its default "
+            "fusions (fused training, fused or folded evaluation) and without them (`<mode>_unfused`); "
+            "fused ÷ unfused below 1 is what fusion saves.\n\n" +
+            table(["kind", "batch × res", "mode", "fused ms", "unfused ms", "fused ÷ unfused", "fused peak MiB",
+                   "unfused peak MiB"], rows))
+
+
 def sec_copies(card, seed_text):
     # One implementation per framework: the modes of one framework copy alike.
     reps = [i for i in ("strata_virtual", "pytorch_eager", "libtorch") if i in card.impls()]
@@ -449,12 +474,14 @@ def page(cards, seed, seed_text, plot_files, out_path):
                 ("What each dispatch layer costs", sec_dispatch(card)),
                 ("One step, op by op (device idle vs busy)", sec_op_trace(card)),
                 ("Where strata wins or loses against each peer, and why", sec_peers(card)),
+                ("Fusion: each mode with and without it", sec_fusion(card)),
                 ("Host-to-device copies: pageable vs pinned", sec_copies(card, seed_text)),
                 ("Tails, memory, utilisation and energy at the paper's points", sec_tails(card)),
                 ("Accuracy parity on a short training run", sec_parity(card)),
                 ("Effort: lines of the ResNet definition", sec_loc(card)),
                 ("What ran, and what did not produce a number", sec_status(card))):
-            o.append(f"### {title}\n\n{body}")
+            if body is not None:  # a section with nothing to show for this card's data
+                o.append(f"### {title}\n\n{body}")
         pf = plot_files.get(card.slug)
         if pf:
             o.append("### Plots\n")
