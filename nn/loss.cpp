@@ -31,8 +31,8 @@ Tensor Loss<P>::forward(const Tensor& logits, const Tensor& targets) {
 }
 
 template <class P>
-Tensor Loss<P>::backward() {
-  return direct_.backward_of_loss("Loss");
+Tensor Loss<P>::backward(bool seeded) {
+  return direct_.backward_of_loss("Loss", seeded);
 }
 
 template <class P>
@@ -66,12 +66,12 @@ const Tensor& LossStep<Impl>::run(const Tensor&, LossKind) {
 }
 
 template <class Impl>
-const Tensor& LossStep<Impl>::run_backward() {
+const Tensor& LossStep<Impl>::run_backward(bool seeded) {
   if (kind_ == LossKind::cross_entropy) {
-    xent_.backward();
+    xent_.backward(seeded);
     return xent_.dlogits;
   }
-  bce_.backward();
+  bce_.backward(seeded);
   return bce_.dlogits;
 }
 

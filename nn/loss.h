@@ -5,7 +5,7 @@
 //                 multi-label tasks (torch.nn.BCEWithLogitsLoss)
 // Tape policies record the loss on the tape; in direct mode the loss is planned per
 // (logits, targets) pair like any layer, and backward() returns dL/dlogits (seeded
-// with a planned 1, as autograd::backward seeds the root).
+// with 1, as autograd::backward seeds the root, or with what the caller wrote into seed()).
 #include <string_view>
 
 #include "strata/nn/layers/direct_layer.h"
@@ -23,7 +23,7 @@ class LossStep {
  public:
   void plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind);
   const Tensor& run(const Tensor& targets, LossKind kind);
-  const Tensor& run_backward();  // dL/dlogits
+  const Tensor& run_backward(bool seeded = false);  // dL/dlogits; seeded: see Loss::backward
   const Tensor& seed() const { return kind_ == LossKind::cross_entropy ? xent_.dloss : bce_.dloss; }
 
  private:
@@ -45,10 +45,11 @@ class Loss {
   LossKind kind() const { return kind_; }
   // A rank-0 loss on the policy's device.
   Tensor forward(const Tensor& logits, const Tensor& targets);
-  // Direct mode: dL/dlogits of the latest forward.
-  Tensor backward();
-  // Direct mode: the rank-0 gradient the latest forward's backward starts from (1 once
-  // planned; dynamic loss scaling writes its scale there before each backward).
+  // Direct mode: dL/dlogits of the latest forward, from a seed of 1 written right before;
+  // `seeded`: from what the caller wrote into seed() since (dynamic loss scaling's scale).
+  Tensor backward(bool seeded = false);
+  // Direct mode: the rank-0 gradient the latest forward's backward starts from, a buffer
+  // of the step's memory that backward() fills with 1 unless told it is seeded.
   Tensor seed();
 
  private:

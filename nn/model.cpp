@@ -190,10 +190,8 @@ struct ModelMode<Direct<Impl>> {
     if (scaled) {
       const ops::CopyArgs seed{s.amp.narrow(0, ops::kAmpScale, 1).view(Shape{}), s.loss.seed()};
       ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, seed);
-    } else if (s.amp.defined()) {  // a train_step left its scale in the seed
-      ops::direct::run_kernel<ops::OpId::fill>(*s.p.impl, ops::FillArgs{s.loss.seed(), 1.0});
     }
-    const Tensor dlogits = s.loss.backward();
+    const Tensor dlogits = s.loss.backward(scaled);
     if (dlogits.dtype() == s.compute) {
       s.net->backward(dlogits);
       return;

@@ -42,7 +42,7 @@ class DirectLayer {
   }
   Tensor backward(Module& m, const Tensor& dy) { return m.Module::backward(dy); }
   Tensor backward_of_identity(Module& m, const Tensor& dy) { return m.Module::backward(dy); }
-  Tensor backward_of_loss(std::string_view who) {
+  Tensor backward_of_loss(std::string_view who, bool /*seeded*/ = false) {
     STRATA_FAIL(who, "::backward runs in direct mode only; in the tape modes call autograd::backward(loss)");
   }
   int64_t plans_made() const { return 0; }
@@ -78,8 +78,11 @@ class DirectLayer<Direct<Impl>, StepOf> {
 
   // The gradient through a forward that returned its input (Dropout in eval).
   const Tensor& backward_of_identity(const Module&, const Tensor& dy) { return dy; }
-  // dL/d(input) of the latest forward of a loss `who`: its step seeds its own gradient.
-  const Tensor& backward_of_loss(std::string_view who) { return latest(who).step.run_backward(); }
+  // dL/d(input) of the latest forward of a loss `who`: its step seeds its own gradient
+  // unless `seeded` (the caller wrote the seed).
+  const Tensor& backward_of_loss(std::string_view who, bool seeded = false) {
+    return latest(who).step.run_backward(seeded);
+  }
   // The latest forward's step (`who` names the module in the error when none ran).
   Step& latest_step(std::string_view who) { return latest(who).step; }
 

@@ -302,7 +302,9 @@ class AddPlan {
   AddArgs fwd_;
 };
 
-// Softmax cross-entropy; backward starts from a planned gradient of one.
+// Softmax cross-entropy; backward starts from a gradient of one, written into a planned
+// buffer right before it (a step's memory holds the seed only around the loss's backward,
+// not for the whole step); `seeded`: the caller wrote the seed itself (a loss scale).
 template <BackendImpl Impl>
 class SoftmaxXentPlan {
  public:
@@ -312,14 +314,16 @@ class SoftmaxXentPlan {
     validate_softmax_xent(StaticDispatch<Impl>(impl), logits, labels);
     loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
     probs = planned_empty(logits.sizes(), logits.dtype(), logits.device());
-    dloss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    dloss = planned_empty(Shape{}, logits.dtype(), logits.device());
     dlogits = planned_empty(logits.sizes(), logits.dtype(), logits.device());
     fwd_ = {logits, labels, loss, probs};
     bwd_ = {probs, labels, dloss, dlogits};
-    run_kernel<OpId::fill>(impl, FillArgs{dloss, 1.0});
   }
   void forward() { run_kernel<OpId::softmax_xent_fwd>(*impl_, fwd_); }
-  void backward() { run_kernel<OpId::softmax_xent_bwd>(*impl_, bwd_); }
+  void backward(bool seeded = false) {
+    if (!seeded) run_kernel<OpId::fill>(*impl_, FillArgs{dloss, 1.0});
+    run_kernel<OpId::softmax_xent_bwd>(*impl_, bwd_);
+  }
 
  private:
   Impl* impl_ = nullptr;
@@ -327,7 +331,7 @@ class SoftmaxXentPlan {
   SoftmaxXentBwdArgs bwd_;
 };
 
-// Binary cross-entropy with logits; backward starts from a planned gradient of one.
+// Binary cross-entropy with logits; its seed as SoftmaxXentPlan's.
 template <BackendImpl Impl>
 class BceLogitsPlan {
  public:
@@ -336,15 +340,16 @@ class BceLogitsPlan {
     impl_ = &impl;
     validate_bce_logits(StaticDispatch<Impl>(impl), logits, targets);
     loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
-    dloss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    dloss = planned_empty(Shape{}, logits.dtype(), logits.device());
     dlogits = planned_empty(logits.sizes(), logits.dtype(), logits.device());
     fwd_ = {logits, targets, loss};
     bwd_ = {logits, targets, dloss, dlogits};
-    const FillArgs one{dloss, 1.0};
-    run_kernel<OpId::fill>(impl, one);
   }
   void forward() { run_kernel<OpId::bce_logits_fwd>(*impl_, fwd_); }
-  void backward() { run_kernel<OpId::bce_logits_bwd>(*impl_, bwd_); }
+  void backward(bool seeded = false) {
+    if (!seeded) run_kernel<OpId::fill>(*impl_, FillArgs{dloss, 1.0});
+    run_kernel<OpId::bce_logits_bwd>(*impl_, bwd_);
+  }
 
  private:
   Impl* impl_ = nullptr;

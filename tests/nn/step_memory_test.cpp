@@ -8,7 +8,12 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/allocator.h"
 #include "strata/nn/layers/batch_norm.h"
+#include "strata/backends/api/registry.h"
+#include "strata/backends/reference/reference_backend.h"
 #include "strata/ops/direct/arena_plan.h"
+#include "strata/ops/direct/plans.h"
+#include "strata/ops/dispatch.h"
+#include "strata/ops/functional.h"
 #include "strata/ops/table/arg_views.h"
 #include "strata/ops/table/op_args.h"
 #include "nn_test_util.h"
@@ -183,6 +188,33 @@ TEST(StepMemory, TargetsInTheModelsBufferAreReadInPlace) {
   const size_t peak_copied = run(false, copied), peak_in_place = run(true, in_place);
   EXPECT_EQ(peak_copied - peak_in_place, y.nbytes()) << "the copy of the labels";
   EXPECT_EQ(copied, in_place);
+}
+
+// The loss's seed is a buffer of the step's memory, alive only around the loss's
+// backward, written there each step: 1, or what the caller wrote into it (dynamic loss
+// scaling's scale), which backward then starts from.
+TEST(StepMemory, TheLossSeedIsWrittenEachStepInTheStepsMemory) {
+  auto& impl = backends::registry().impl<backends::ReferenceBackend>();
+  const Tensor logits = random_tensor({3, 5}, DType::f64, 71), labels = random_labels(3, 5, 72);
+  ops::direct::StepMemory memory;
+  ops::direct::SoftmaxXentPlan<backends::ReferenceBackend> loss;
+  auto step = [&](bool seeded, bool plan) {
+    if (plan) loss.plan(impl, logits, labels);  // the recording pass, then at the arena's offsets
+    loss.forward();
+    if (seeded) ops::direct::run_kernel<ops::OpId::fill>(impl, ops::FillArgs{loss.dloss, 4.0});
+    loss.backward(seeded);
+  };
+  auto outputs = [&] { return std::vector<Tensor>{loss.dlogits}; };
+  memory.run("xent", Device::cpu(), [&] { step(false, true); }, outputs);
+  EXPECT_TRUE(memory.holds(loss.dloss)) << "the seed is planned with the step";
+  const Tensor one = loss.dlogits.clone();
+  // Something else in the seed's place between steps: the next backward writes 1 again.
+  ops::direct::run_kernel<ops::OpId::fill>(impl, ops::FillArgs{loss.dloss, -7.0});
+  memory.run("xent", Device::cpu(), [&] { step(false, false); }, outputs);
+  EXPECT_TRUE(bitwise_equal(loss.dlogits, one));
+  memory.run("xent", Device::cpu(), [&] { step(true, false); }, outputs);
+  const Tensor four = ops::scale(ops::StaticDispatch<backends::ReferenceBackend>(impl), one, 4.0);
+  EXPECT_TRUE(bitwise_equal(loss.dlogits, four)) << "backward starts from the seed the caller wrote";
 }
 
 // Full-size ResNet-50 training steps at points of the study's grid where each of the
