@@ -19,8 +19,10 @@
 // saved tensors) through planned_empty*. Parameter gradients, which .grad() takes over,
 // are planned to live to the step's end: they share memory with activations that died
 // before them, and whoever runs the next step copies those still held out of the arena
-// first (holds()). What a plan writes once and reads every step (a loss seed) stays an
-// ordinary allocation. Outside a planned step planned_empty* is Tensor::empty.
+// first (holds()). What a plan writes once and reads every step stays an ordinary
+// allocation; the loss's seed is instead written each step (ops/direct/plans.h), so that
+// it takes arena bytes only around the loss's backward. Outside a planned step
+// planned_empty* is Tensor::empty.
 //
 // The recording pass leaves host state alone: code that changes it during a step (a
 // gradient handed to .grad(), Dropout's random offset, a batch counter) asks
