@@ -4,7 +4,8 @@
 # batch 256 per GPU through strata on 1 and 2 GPUs and PyTorch DDP (torchrun) on 1 and 2, and
 # strata on 2 GPUs with the gradients staged by copies (--no-grad-views) beside the bucket views.
 # Meant to take under 8 minutes on 2 H100s (each section prints its start time). Knobs:
-# MODES (the checks' dispatch modes, default "direct static"), BENCH_MODES ("static direct"),
+# MODES (the checks' dispatch modes, default "direct graph": graph mode's runs are also checked
+# bitwise against direct mode's), BENCH_MODES ("direct graph"),
 # STEPS (30), WARMUP (5).
 # Pack first:  TARGETS="dist_resnet test_dist test_dist_buckets" tools/gpu/pack.sh
 # (the scripts this one runs are taken from $PKG when copied there, else from the tree).
@@ -31,11 +32,11 @@ warmup=${WARMUP:-5}
   echo "== CPU tests of dist/ on this machine"
   for t in test_dist test_dist_buckets; do "$pkg/bin/$t" --gtest_brief=1 2>&1 | tail -2; done
   echo "== 2 GPUs vs 1 GPU (ResNet-18) ($(date -u +%H:%M:%S))"
-  DIST_CHECK_DIR=$checks bash "$(pick tests/dist/two_gpus_match_one.sh)" "$prog" ${MODES:-direct static}
+  DIST_CHECK_DIR=$checks bash "$(pick tests/dist/two_gpus_match_one.sh)" "$prog" ${MODES:-direct graph}
   echo "== a dead or frozen rank ($(date -u +%H:%M:%S))"
-  DIST_CHECK_DIR=$checks bash "$(pick tests/dist/kill_one_rank.sh)" "$prog"
+  for mode in ${MODES:-direct graph}; do DIST_CHECK_DIR=$checks bash "$(pick tests/dist/kill_one_rank.sh)" "$prog" "$mode"; done
   echo "== ResNet-50 bf16 channels-last, batch 256 per GPU ($(date -u +%H:%M:%S))"
-  for mode in ${BENCH_MODES:-static direct}; do
+  for mode in ${BENCH_MODES:-direct graph}; do
     for n in 1 2; do
       "$prog" --model resnet50 --batch 256 --precision bf16 --channels-last --dispatch "$mode" --steps "$steps" \
         --warmup "$warmup" --nproc "$n" | tee -a "$out/strata_bench.log" | grep '^{' >>"$out/dist.jsonl"
