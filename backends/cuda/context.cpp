@@ -54,19 +54,15 @@ void Context::release_workspace() {
   release_arena();
 }
 
-void Context::release_arena() {
-  if (!ws_) return;
-  allocator->deallocate(ws_, ws_bytes_);
-  ws_ = nullptr;
-  ws_bytes_ = 0;
-  ++ws_generation_;
-}
+void Context::release_arena() { give_back_kept(ws_, ws_bytes_); }
 
-void Context::release_scratch_locked() {
-  if (!sc_) return;
-  allocator->deallocate(sc_, sc_bytes_);
-  sc_ = nullptr;
-  sc_bytes_ = 0;
+void Context::release_scratch_locked() { give_back_kept(sc_, sc_bytes_); }
+
+void Context::give_back_kept(void*& p, size_t& bytes) {
+  if (!p) return;
+  allocator->deallocate(p, bytes);
+  p = nullptr;
+  bytes = 0;
   ++ws_generation_;
 }
 
@@ -77,24 +73,20 @@ void* Context::scratch_take(size_t bytes) {
   std::lock_guard<std::mutex> lock(sc_mutex_);
   const size_t top = sc_stack_.empty() ? 0 : sc_stack_.back().end;
   if (top + need > sc_bytes_) sc_want_ = std::min(kScratchMax, std::max(sc_want_, top + need));
-  if (sc_want_ > sc_bytes_) {
-    if (!sc_stack_.empty()) return top + need <= sc_bytes_ ? take_locked(top, need) : nullptr;
+  if (sc_stack_.empty() && sc_want_ > sc_bytes_) {
     release_scratch_locked();
     const size_t grown = bin_size(sc_want_);
     try {
       sc_ = allocator->allocate(grown);
+      sc_bytes_ = grown;
     } catch (const Error&) {
       // Out of memory for the whole scratch: this request alone goes to the allocator,
       // and the scratch is tried again at this request's size only.
       sc_want_ = 0;
-      return nullptr;
     }
-    sc_bytes_ = grown;
   }
-  return take_locked(top, need);
-}
-
-void* Context::take_locked(size_t top, size_t need) {
+  // Does not fit (pieces live above, or the scratch at its most already): the allocator.
+  if (top + need > sc_bytes_) return nullptr;
   sc_stack_.push_back({top, top + need, true});
   return static_cast<char*>(sc_) + top;
 }

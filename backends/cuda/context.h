@@ -119,7 +119,7 @@ struct Context {
   std::atomic<uint64_t> ws_generation_{0};  // scratch growth may come from a loader thread's copy
   void release_arena();  // the workspace's buffer alone
   void release_scratch_locked();
-  void* take_locked(size_t top, size_t need);
+  void give_back_kept(void*& p, size_t& bytes);  // one of the two kept buffers; a new generation
   std::mutex sc_mutex_;
   void* sc_ = nullptr;
   size_t sc_bytes_ = 0, sc_want_ = 0;

@@ -133,6 +133,14 @@ TEST_F(CudaRuntime, KernelTemporariesComeFromAStackOfScratch) {
     }
     base = w.as<char>();
   }
+  {
+    // At its most the scratch cannot grow: what does not fit beside the live pieces goes to
+    // the allocator, not past the buffer's end.
+    DeviceBuffer half(ctx, Context::kScratchMax / 2 + 256);
+    const size_t now = a.stats().current_bytes;
+    DeviceBuffer more(ctx, Context::kScratchMax / 2);
+    EXPECT_EQ(a.stats().current_bytes, now + Context::kScratchMax / 2);
+  }
   DeviceBuffer again(ctx, 4000);
   EXPECT_EQ(again.as<char>(), base) << "the stack is empty again";
 }
