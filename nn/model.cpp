@@ -400,8 +400,7 @@ class ModelImpl final : public Model {
     s_.forward_only = false;
     if (CapturedStep* c = find_graph(key, in, tg, &opt)) {
       opt.advance_captured(c->stepped);
-      c->graph->launch();
-      run_graph_launch_hook();
+      launch_training(*c);
       for (auto& [param, grad] : c->grads) param.set_grad(grad);
       s_.loss_value = c->outputs[0];
       s_.logits = c->outputs[1];
@@ -437,8 +436,7 @@ class ModelImpl final : public Model {
     for (const Tensor& param : s_.net->parameters())
       if (param.grad().defined()) c.grads.emplace_back(param, param.grad());
     opt.write_device_hyperparameters();
-    add_graph(std::move(c)).graph->launch();
-    run_graph_launch_hook();
+    launch_training(add_graph(std::move(c)));
     return r;
   }
 
@@ -453,6 +451,12 @@ class ModelImpl final : public Model {
     std::vector<size_t> stepped{};   // train_step: the optimizer's slots the graph steps
     std::vector<std::pair<Tensor, Tensor>> grads{};  // train_step: each parameter and its gradient's buffer
   };
+  // A captured training step's launch, then the graph-launch hook: the step's gradient
+  // hooks ran inside the capture and are not called again.
+  void launch_training(CapturedStep& c) {
+    c.graph->launch();
+    run_graph_launch_hook();
+  }
   // The graph for `key` whose buffers (and optimizer state) are still the ones given;
   // one whose buffers moved (an evicted buffer, a replaced optimizer state) is dropped,
   // and so is a stale one (its backend gave back memory it replays: the cuda backend's

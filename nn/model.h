@@ -11,8 +11,8 @@
 // Inputs may live anywhere and have any dtype: they are converted to the model's
 // device, dtype and memory format. In direct mode they are copied into the model's
 // planned input buffers (what a hand-written cuDNN network does with cudaMemcpy);
-// write into input_buffer() and targets_buffer() to skip that copy. Tensors returned in direct mode are
-// planned buffers, overwritten by the next forward.
+// write into input_buffer() and targets_buffer() to skip that copy. Tensors returned in
+// direct mode are planned buffers, overwritten by the next forward.
 //
 // Direct mode plans the memory of train_step, predict and forward_loss with gradients
 // off (ops/direct/step_memory.h): the first call for an input shape records the step,

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "strata/backends/api/registry.h"
 #include "strata/backends/cuda/cuda_backend.h"
@@ -28,13 +29,16 @@ json base_record(const std::string& impl, bool train, Point p) {
           {"layout", "NCHW"}};
 }
 
+// The suffix of an impl that runs its mode without the fusions.
+constexpr std::string_view kUnfused = "_unfused";
+
 // The study's name of a mode: graph mode is the "cudagraph" row, beside PyTorch's replay.
 std::string impl_name(ops::DispatchMode mode) {
   return mode == ops::DispatchMode::graph ? "cudagraph" : std::string(ops::dispatch_mode_name(mode));
 }
 
 json measure(const Options& o, Point p, bool train, ops::DispatchMode mode, bool fused) {
-  json r = base_record("strata_" + impl_name(mode) + (fused ? "" : "_unfused"), train, p);
+  json r = base_record("strata_" + impl_name(mode) + std::string(fused ? "" : kUnfused), train, p);
   r["mode"] = std::string(ops::dispatch_mode_name(mode));
   r["fused"] = fused;
   backends::Backend& be = backends::registry().get(o.backend);
@@ -148,8 +152,8 @@ int run_sweep(const Options& o, const std::vector<Point>& points_in, const std::
         auto dominated = std::find_if(oom_at[key].begin(), oom_at[key].end(), [&](Point q) {
           return p.batch >= q.batch && p.resolution >= q.resolution;
         });
-        const bool fused = !impl.ends_with("_unfused");
-        const std::string mode_name = fused ? impl : impl.substr(0, impl.size() - std::string("_unfused").size());
+        const bool fused = !impl.ends_with(kUnfused);
+        const std::string mode_name = fused ? impl : impl.substr(0, impl.size() - kUnfused.size());
         if (mode_name == "cudagraph" && !cuda) {
           r = base_record("strata_" + impl, train, p);
           r["status"] = "absent";
