@@ -435,7 +435,7 @@ class ModelImpl final : public Model {
     c.stepped = opt.end_capture();
     for (const Tensor& param : s_.net->parameters())
       if (param.grad().defined()) c.grads.emplace_back(param, param.grad());
-    opt.write_device_hyperparameters();
+    opt.write_run_time_hyperparameters();
     launch_training(add_graph(std::move(c)));
     return r;
   }

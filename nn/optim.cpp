@@ -5,6 +5,8 @@
 #include <map>
 #include <utility>
 
+#include "strata/core/allocator.h"
+#include "strata/core/storage.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/kernel_call.h"
 
@@ -258,9 +260,12 @@ void Optimizer::begin_capture() {
   STRATA_CHECK(!capturing_, "optimizer: begin_capture while a capture is open");
   STRATA_CHECK(!slots_.empty(), "optimizer: nothing to capture (no parameters)");
   if (!hyper_.defined()) {
+    // Pinned: a captured step's copy of them is read by the device (a cuda graph refreshes
+    // it from this memory at each launch).
     const auto n = static_cast<int64_t>(slots_.size());
-    hyper_host_ = Tensor::empty(Shape{n, 2}, DType::f64, Device::cpu());
-    hyper_ = Tensor::empty(Shape{n, 2}, DType::f64, slots_.front().param.device());
+    hyper_ = Tensor::in_storage(
+        std::make_shared<Storage>(slots_.size() * 2 * sizeof(double), Device::cpu(), pinned_host_allocator()), 0,
+        Shape{n, 2}, DType::f64);
   }
   capturing_ = true;
   stepped_.clear();
@@ -274,17 +279,16 @@ std::vector<size_t> Optimizer::end_capture() {
 void Optimizer::advance_captured(const std::vector<size_t>& stepped) {
   for (size_t i : stepped) ++slots_.at(i).state.step;
   ++steps_;
-  write_device_hyperparameters();
+  write_run_time_hyperparameters();
 }
 
-void Optimizer::write_device_hyperparameters() {
-  STRATA_CHECK(hyper_.defined(), "optimizer: no device hyperparameters (no step was captured)");
-  auto* h = hyper_host_.data<double>();
+void Optimizer::write_run_time_hyperparameters() {
+  STRATA_CHECK(hyper_.defined(), "optimizer: no run-time hyperparameters (no step was captured)");
+  auto* h = hyper_.data<double>();
   for (size_t i = 0; i < slots_.size(); ++i) {
     h[2 * i] = lr_;
     h[2 * i + 1] = static_cast<double>(slots_[i].state.step);
   }
-  kernels_->copy(hyper_host_, hyper_);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

@@ -92,17 +92,20 @@ class Optimizer {
   void zero_grad(bool set_to_none = true);
 
   // Graph mode (nn/model.cpp captures a whole training step, this step included). While
-  // a capture runs, step() has its kernels read the learning rate and step counts from
-  // device memory and returns nothing else different; each launch of the captured step
-  // is preceded by advance_captured(): the counts of the parameters that stepped in the
-  // capture go up by one and the learning rate and counts are written to that memory,
-  // so a schedule (set_lr) takes effect without capturing again. The captured kernels
-  // refer to the state tensors: state_epoch() changes whenever they are replaced.
+  // a capture runs, step() has its kernels read the learning rate and step counts when
+  // they run, from a pinned host tensor that the step copies into its backend's scratch
+  // (a cuda graph copies what the tensor holds at each launch; no device memory outlives
+  // the step, so graph mode's peak is direct mode's), and returns nothing else different;
+  // each launch of the captured step is preceded by advance_captured(): the counts of the
+  // parameters that stepped in the capture go up by one and the learning rate and counts
+  // are written to that tensor, so a schedule (set_lr) takes effect without capturing
+  // again. The captured kernels refer to the state tensors: state_epoch() changes
+  // whenever they are replaced.
   void begin_capture();
   // The parameters (slot indices) that stepped since begin_capture.
   std::vector<size_t> end_capture();
   void advance_captured(const std::vector<size_t>& stepped);
-  void write_device_hyperparameters();
+  void write_run_time_hyperparameters();
   uint64_t state_epoch() const { return state_epoch_; }
 
   double lr() const { return lr_; }
@@ -144,8 +147,8 @@ class Optimizer {
   std::shared_ptr<StepKernels> kernels_;
   double lr_;
   int64_t steps_ = 0;
-  // Graph mode: {lr, step} per slot on the host and on the parameters' device.
-  Tensor hyper_host_, hyper_;
+  // Graph mode: {lr, step} per slot, in pinned host memory.
+  Tensor hyper_;
   bool capturing_ = false;
   std::vector<size_t> stepped_;
   uint64_t state_epoch_ = 0;

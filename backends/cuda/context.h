@@ -203,5 +203,8 @@ ops::TensorView make_temp(Context& ctx, DeviceBuffer& buf, const Shape& sizes, D
 
 // Any view to any view: dtypes, strides and devices (host<->device, device<->device).
 void copy_views(Context& ctx, const ops::TensorView& src, const ops::TensorView& dst);
+// Page-locked host memory (cudaHostAlloc, or registered): the device reads it by DMA after
+// an asynchronous copy returns.
+bool host_memory_is_pinned(const void* p);
 
 }  // namespace strata::backends::cuda

@@ -68,15 +68,6 @@ void host_unpack(const void* packed, const TensorView& v) {
   }
 }
 
-bool is_pinned(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return a.type == cudaMemoryTypeHost;
-}
-
 TensorView with_data(TensorView v, void* data, const Shape& strides, Device d) {
   v.data = data;
   v.strides = strides;
@@ -89,7 +80,7 @@ void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) 
     STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes(src), cudaMemcpyHostToDevice, ctx.stream));
     // Pageable sources are staged by the runtime before cudaMemcpyAsync returns;
     // pinned ones are read by DMA later, so wait to keep copy_into's contract.
-    if (is_pinned(src.data)) STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    if (host_memory_is_pinned(src.data)) STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     return;
   }
   // Stage the source's bytes (packed if it is not dense) and convert on the device.
@@ -98,7 +89,7 @@ void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) 
   TensorView staged;
   if (dense(src)) {
     STRATA_CUDA_CHECK(cudaMemcpyAsync(stage.get(), src.data, nbytes(src), cudaMemcpyHostToDevice, ctx.stream));
-    if (is_pinned(src.data)) STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    if (host_memory_is_pinned(src.data)) STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     staged = with_data(src, stage.get(), src.strides, dev);
   } else {
     std::vector<char> packed(nbytes(src));
@@ -160,6 +151,15 @@ void copy_views(Context& ctx, const TensorView& src, const TensorView& dst) {
     host_pack(src, packed.data());
     host_unpack(packed.data(), dst);
   }
+}
+
+bool host_memory_is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
 }
 
 }  // namespace strata::backends::cuda

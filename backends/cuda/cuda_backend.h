@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "strata/backends/api/backend.h"
 #include "strata/core/allocator.h"
@@ -60,6 +61,13 @@ struct ConvApiCounts {
   size_t fused = 0, epilogue_kernels = 0;
 };
 ConvApiCounts conv_api_counts();
+// The buffers the context keeps between calls (part of every peak): the cuDNN workspace
+// (the most any call needed, up to Settings::max_workspace_bytes) and the scratch of
+// strata's kernel temporaries (up to 16 MiB), in bytes.
+struct KeptBuffers {
+  size_t workspace = 0, scratch = 0;
+};
+KeptBuffers kept_buffers();
 
 struct Settings {
   bool allow_tf32 = false;     // f32 conv/linear on the tensor cores (TF32 inputs)
@@ -96,7 +104,11 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   ~Graph();
-  // Throws when stale.
+  // Throws when stale. Copies from pinned host memory captured in the step (the
+  // optimizer's learning rates and step counts, RunTimeHypers in optim.cu) copy what that
+  // memory holds at this call, as a direct-mode call would: each launch snapshots it into
+  // a slot of a ring of its own and points the copy's node there (a replay otherwise reads
+  // the host memory whenever it runs, after later writes of a host running ahead).
   void launch();
   // Whether the cuDNN workspace it replays was given back since its capture (it grew, or
   // empty_cache() ran): the step must be captured again (Context::workspace).
@@ -110,6 +122,18 @@ class Graph {
   void* exec_ = nullptr;   // cudaGraphExec_t
   size_t pool_ = 0;
   uint64_t workspace_generation_ = 0;
+  void find_host_reads();
+  struct HostRead {
+    void* node;  // cudaGraphNode_t
+    const void* src;
+    void* dst;
+    size_t bytes, offset;  // offset: in a ring slot
+  };
+  static constexpr size_t kRingSlots = 8;
+  std::vector<HostRead> host_reads_;
+  char* ring_ = nullptr;  // kRingSlots slots of slot_bytes_ (pinned)
+  size_t slot_bytes_ = 0, launches_ = 0;
+  std::vector<void*> slot_done_;  // cudaEvent_t per slot: after the launch that last read it
 };
 
 }  // namespace cuda

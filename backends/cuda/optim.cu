@@ -4,6 +4,8 @@
 #include <cmath>
 #include <initializer_list>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/ops/table/relu_mask.h"
@@ -229,14 +231,53 @@ const double* amp_of(const TensorView& s, const char* op) {
   return s.ptr<const double>();
 }
 
-// The device {lr, step} of a step's arguments, or null.
-const double* hyper_of(const TensorView& h) {
-  if (!h.defined) return nullptr;
-  STRATA_CHECK(h.device.is_cuda() && h.dtype == DType::f64 && h.numel() == 2 && h.is_contiguous(),
-               "optimizer step: hyper must be a dense f64 {lr, step} on the device, got ", h.sizes.str(), " ",
-               dtype_name(h.dtype), " on ", h.device.str());
-  return h.ptr<const double>();
-}
+// The {lr, step} pairs a step reads when its kernel runs, as device pointers: given on the
+// device, as they are; in pinned host memory (graph mode's optimizer keeps them there),
+// copied into this call's scratch on the stream, one copy for all of them. Inside a capture
+// that copy is a node of the graph, which cuda::Graph refills from the host memory at each
+// launch, so no device memory outlives the call; outside one the copy is waited for, as
+// copy_into's from pinned memory is (the host may change the values once the call returns).
+class RunTimeHypers {
+ public:
+  RunTimeHypers(Context& ctx, std::span<const TensorView> hypers, const char* op) : ptrs_(hypers.size(), nullptr) {
+    const char *lo = nullptr, *hi = nullptr;
+    for (size_t i = 0; i < hypers.size(); ++i) {
+      const TensorView& h = hypers[i];
+      if (!h.defined) continue;
+      STRATA_CHECK(h.dtype == DType::f64 && h.numel() == 2 && h.is_contiguous() && (h.device.is_cuda() || h.device.is_cpu()),
+                   op, ": hyper must be a dense f64 {lr, step}, got ", h.sizes.str(), " ", dtype_name(h.dtype), " on ",
+                   h.device.str());
+      const auto* p = static_cast<const char*>(h.data);
+      if (h.device.is_cuda()) {
+        ptrs_[i] = reinterpret_cast<const double*>(p);
+        continue;
+      }
+      STRATA_CHECK(host_memory_is_pinned(p), op, ": a hyper in host memory must be pinned (pinned_host_allocator()): "
+                                             "the step's copy of it is read by the device after the call returns");
+      lo = lo ? std::min(lo, p) : p;
+      hi = hi ? std::max(hi, p + 16) : p + 16;
+    }
+    if (!lo) return;
+    const auto bytes = static_cast<size_t>(hi - lo);
+    // The pairs are rows of one host tensor (the optimizer's); a span much larger than them
+    // would be pairs from unrelated allocations, which one copy must not read across.
+    STRATA_CHECK(bytes <= 16 * hypers.size(), op, ": the hypers in host memory must be rows of one tensor (they span ",
+                 bytes, " bytes for ", hypers.size(), " pairs)");
+    copy_ = DeviceBuffer(ctx, bytes);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(copy_.get(), lo, bytes, cudaMemcpyHostToDevice, ctx.stream));
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    STRATA_CUDA_CHECK(cudaStreamIsCapturing(ctx.stream, &status));
+    if (status == cudaStreamCaptureStatusNone) STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    for (size_t i = 0; i < hypers.size(); ++i)
+      if (hypers[i].defined && hypers[i].device.is_cpu())
+        ptrs_[i] = reinterpret_cast<const double*>(copy_.as<char>() + (static_cast<const char*>(hypers[i].data) - lo));
+  }
+  const double* operator[](size_t i) const { return ptrs_[i]; }
+
+ private:
+  DeviceBuffer copy_;
+  std::vector<const double*> ptrs_;
+};
 
 }  // namespace
 }  // namespace cuda
@@ -244,17 +285,19 @@ const double* hyper_of(const TensorView& h) {
 using namespace cuda;
 
 void CudaBackend::sgd_step(const SgdStepArgs& a) {
+  const RunTimeHypers hyper(*ctx_, {&a.hyper, 1}, "sgd_step");
   dispatch_f32(a.param.dtype, "sgd_step", [&](auto) {
     const bool mom = a.o.momentum != 0.0;
     STRATA_CHECK(!mom || a.momentum_buf.defined, "sgd_step: momentum ", a.o.momentum, " needs a momentum buffer");
     const TensorView& buf = mom ? a.momentum_buf : a.param;  // unused without momentum
     launch_elementwise(*ctx_, make_strided_in_memory_order<3>(a.param.sizes, {a.param.strides, a.grad.strides, buf.strides}, 0),
                        SgdFn{a.param.ptr<float>(), a.grad.ptr<float>(), mom ? buf.ptr<float>() : nullptr, a.o,
-                             hyper_of(a.hyper), amp_of(a.amp, "sgd_step")});
+                             hyper[0], amp_of(a.amp, "sgd_step")});
   });
 }
 
 void CudaBackend::adam_step(const AdamStepArgs& a) {
+  const RunTimeHypers hyper(*ctx_, {&a.hyper, 1}, "adam_step");
   dispatch_f32(a.param.dtype, "adam_step", [&](auto) {
     STRATA_CHECK(a.hyper.defined || a.amp.defined || a.step >= 1, "adam_step: step is 1-based, got ", a.step);
     const double bc1 = 1.0 - std::pow(a.o.beta1, static_cast<double>(a.step));
@@ -263,12 +306,13 @@ void CudaBackend::adam_step(const AdamStepArgs& a) {
                        make_strided_in_memory_order<4>(
                            a.param.sizes, {a.param.strides, a.grad.strides, a.exp_avg.strides, a.exp_avg_sq.strides}, 0),
                        AdamFn{a.param.ptr<float>(), a.grad.ptr<float>(), a.exp_avg.ptr<float>(),
-                              a.exp_avg_sq.ptr<float>(), a.o, a.o.lr / bc1, std::sqrt(bc2), hyper_of(a.hyper),
+                              a.exp_avg_sq.ptr<float>(), a.o, a.o.lr / bc1, std::sqrt(bc2), hyper[0],
                               amp_of(a.amp, "adam_step"), static_cast<double>(a.step)});
   });
 }
 
 void CudaBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
+  const RunTimeHypers hypers(*ctx_, a.hypers, "multi_sgd_step");
   const bool mom = a.o.momentum != 0.0;
   const auto entry = [&](size_t i) -> std::optional<SgdTensor> {
     const SgdStepArgs s = step_of(a, i);
@@ -281,12 +325,13 @@ void CudaBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
       return std::nullopt;
     }
     return SgdTensor{s.param.ptr<float>(), s.grad.ptr<const float>(), mom ? s.momentum_buf.ptr<float>() : nullptr,
-                     hyper_of(s.hyper), s.param.numel(), 0};
+                     a.hypers.empty() ? nullptr : hypers[i], s.param.numel(), 0};
   };
   step_lists<SgdTensor>(*ctx_, a.params.size(), a.o, amp_of(a.amp, "multi_sgd_step"), entry);
 }
 
 void CudaBackend::multi_adam_step(const MultiAdamStepArgs& a) {
+  const RunTimeHypers hypers(*ctx_, a.hypers, "multi_adam_step");
   const auto entry = [&](size_t i) -> std::optional<AdamTensor> {
     const AdamStepArgs s = step_of(a, i);
     dispatch_f32(s.param.dtype, "multi_adam_step", [](auto) {});
@@ -300,7 +345,7 @@ void CudaBackend::multi_adam_step(const MultiAdamStepArgs& a) {
     const double bc1 = 1.0 - std::pow(a.o.beta1, static_cast<double>(s.step));
     const double bc2 = 1.0 - std::pow(a.o.beta2, static_cast<double>(s.step));
     return AdamTensor{s.param.ptr<float>(), s.exp_avg.ptr<float>(), s.exp_avg_sq.ptr<float>(), s.grad.ptr<const float>(),
-                      hyper_of(s.hyper), s.param.numel(), 0, a.o.lr / bc1, std::sqrt(bc2), static_cast<double>(s.step)};
+                      a.hypers.empty() ? nullptr : hypers[i], s.param.numel(), 0, a.o.lr / bc1, std::sqrt(bc2), static_cast<double>(s.step)};
   };
   step_lists<AdamTensor>(*ctx_, a.params.size(), a.o, amp_of(a.amp, "multi_adam_step"), entry);
 }

@@ -188,9 +188,11 @@ struct SgdOptions {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   bool nesterov = false;
 };
-// Graph mode reads the learning rate and step count from memory on the parameter's
-// device, written before each launch, so that a captured step follows a schedule: the
-// optional `hyper` is f64 {lr, step} and, when given, replaces o.lr (and step).
+// Graph mode reads the learning rate and step count from memory written before each
+// launch, so that a captured step follows a schedule: the optional `hyper` is f64 {lr,
+// step} and, when given, replaces o.lr (and step). On the parameter's device, or in host
+// memory: a GPU backend then copies it in the call (from pinned memory only; a captured
+// copy reads what the memory holds at each launch of the graph).
 // Dynamic loss scaling on the device: the optional `amp` is AmpUpdateScaleArgs's state
 // of this step (after amp_update_scale ran): the gradient is read times amp[3] (1/scale),
 // and nothing is written when amp[3] is 0 (a gradient was not finite: the step is skipped).

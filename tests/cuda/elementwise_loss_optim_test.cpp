@@ -2,11 +2,15 @@
 // steps on the cuda backend against the reference.
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
 #include "strata/backends/api/registry.h"
+#include "strata/core/allocator.h"
+#include "strata/core/storage.h"
+#include "support/expect_error.h"
 #include "support/optimizer_lists.h"
 
 namespace strata::testing {
@@ -255,6 +259,25 @@ TEST_F(CudaElementwise, MultiTensorStepsMatchSingleSteps) {
     STRATA_EXPECT_CLOSE(m[i].gpu, m[i].cpu, kTolReduction, "exp_avgs / momentum_bufs[" + std::to_string(i) + "]");
     STRATA_EXPECT_CLOSE(v[i].gpu, v[i].cpu, kTolReduction, "exp_avg_sqs[" + std::to_string(i) + "]");
   }
+}
+
+// A step's hypers in host memory are copied by the call: from pinned memory only (the
+// device reads it after the call returns), and as rows of one tensor (one copy).
+TEST_F(CudaElementwise, HostHypersMustBePinnedRowsOfOneTensor) {
+  const Pair p = rand_pair({8}, 91), g = rand_pair({8}, 92);
+  const Tensor pageable = Tensor::from_vector<double>({0.1, 1.0}, Shape{2});
+  EXPECT_STRATA_ERROR(be().sgd_step(ops::SgdStepArgs{p.gpu, g.gpu, Tensor(), {}, pageable}), "sgd_step",
+                      "must be pinned");
+  auto pinned_pair = [] {
+    const Tensor t = Tensor::in_storage(std::make_shared<Storage>(4096, Device::cpu(), pinned_host_allocator()), 0,
+                                        Shape{2}, DType::f64);
+    t.data<double>()[0] = 0.1, t.data<double>()[1] = 1.0;
+    return t;
+  };
+  const Tensor a = pinned_pair(), b = pinned_pair();  // two allocations of a bin each, far apart
+  const std::vector<ops::TensorView> ps{p.gpu, p.gpu}, gs{g.gpu, g.gpu}, hs{a, b};
+  EXPECT_STRATA_ERROR(be().multi_sgd_step(ops::MultiSgdStepArgs{ps, gs, {}, hs, {}, {}}), "multi_sgd_step",
+                      "rows of one tensor");
 }
 
 TEST_F(CudaElementwise, AdamStep) {

@@ -201,6 +201,28 @@ TEST_F(CudaGraphMode, TrainStepReplaysBitwiseEqualToDirectMode) {
   EXPECT_FALSE(bitwise_equal(graph.losses[2], graph.losses[3]));
 }
 
+// Graph mode holds no device memory direct mode does not: the learning rate and step
+// counts its replays read live in pinned host memory, copied into the optimizer call's
+// scratch at each launch (they were 16 bytes per parameter on the device, beside the step).
+TEST_F(CudaGraphMode, TrainingHoldsTheDeviceMemoryOfDirectMode) {
+  const std::vector<Batch> data = batches(4);  // all of 2 images: plan, capture, two launches
+  const auto held = [&](ops::DispatchMode mode, nn::OptimizerKind kind) {
+    auto m = nn::make_resnet(resnet18(), mode, "cuda", {});
+    m->train();
+    nn::OptimizerConfig oc = kind == nn::OptimizerKind::sgd ? sgd() : adamw();
+    auto opt = m->make_optimizer(oc);
+    Trained t;
+    train(*m, *opt, oc, data, 0, data.size(), t);
+    return allocator_for(Device::cuda()).stats().current_bytes;
+  };
+  for (nn::OptimizerKind kind : {nn::OptimizerKind::sgd, nn::OptimizerKind::adamw}) {
+    SCOPED_TRACE(kind == nn::OptimizerKind::sgd ? "sgd" : "adamw");
+    (void)held(ops::DispatchMode::direct, kind);  // the cuDNN workspace and the scratch at their size
+    const size_t direct = held(ops::DispatchMode::direct, kind);
+    EXPECT_EQ(held(ops::DispatchMode::graph, kind), direct);
+  }
+}
+
 TEST_F(CudaGraphMode, Bf16ChannelsLastAdamWTrainStepReplaysBitwiseEqualToDirectMode) {
   nn::ModelOptions o;
   o.compute_dtype = DType::bf16;

@@ -464,6 +464,37 @@ TEST_F(CudaNormPoolLinear, MaxPoolChannelsLastTiesGoToTheFirstMaximum) {
     }
 }
 
+// A stem-sized channels-last backward keeps its window indices a few samples at a time in
+// the context's scratch: the call allocates nothing (from the allocator, its temporary sat
+// on top of direct mode's arena), and the chunks' seams change nothing (bit for bit the reference, ties included).
+TEST_F(CudaNormPoolLinear, MaxPoolChannelsLastBackwardKeepsItsIndicesInTheScratch) {
+  const Pool2dParams p = PP(3, 2, 1);
+  const Shape xs{5, 64, 360, 360}, ys = pool_out(xs, p);  // 2 MiB of indices per sample: chunks of 2, 2, 1
+  // Values from {-1, -0.5, 0, 0.5, 1}: ties in every window, and exact sums of gradients.
+  const auto tied = [](const Shape& s, uint64_t seed) {
+    std::vector<double> v(static_cast<size_t>(s.numel()));
+    std::mt19937_64 rng(seed);
+    for (double& e : v) e = static_cast<double>(static_cast<int>(rng() % 5) - 2) / 2.0;
+    Tensor out = Tensor::empty(s, DType::f32, Device::cpu(), kNHWC);
+    copy_into(Tensor::from_vector(v, s), out);
+    return out;
+  };
+  const Tensor x = tied(xs, 1490);
+  const Pair dy{tied(ys, 1491), to_gpu(tied(ys, 1491))};
+  const Tensor y_ref = cpu_nan(ys, kNHWC), dx_ref = cpu_nan(xs, kNHWC);
+  ref_.max_pool2d_fwd({x, y_ref, p});
+  ref_.max_pool2d_bwd({x, y_ref, dy.cpu, dx_ref, p});
+  const Tensor xg = to_gpu(x), y = gpu_nan(ys, kNHWC, DType::f32), dx = gpu_nan(xs, kNHWC, DType::f32);
+  be().max_pool2d_fwd({xg, y, p});
+  be().max_pool2d_bwd({xg, y, dy.gpu, dx, p});  // sizes the scratch
+  Allocator& a = allocator_for(Device::cuda());
+  a.reset_peak();
+  const size_t before = a.stats().current_bytes;
+  be().max_pool2d_bwd({xg, y, dy.gpu, dx, p});
+  EXPECT_EQ(a.stats().peak_bytes, before) << "the indices came from the allocator";
+  EXPECT_TRUE(bitwise_equal(to_cpu(dx), dx_ref)) << "max_pool2d_bwd";
+}
+
 TEST_F(CudaNormPoolLinear, GlobalAvgPool) {
   for (MemoryFormat fmt : {kNCHW, kNHWC}) {
     for (const Shape& xs : {Shape{2, 3, 5, 7}, Shape{1, 2048, 7, 7}, Shape{4, 64, 1, 1}}) {

@@ -14,6 +14,7 @@ dispatch=${2:-direct}
 gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -lt 2 ]; then echo "skipped: needs 2 GPUs, found ${gpus:-0}"; exit 77; fi
 dir=${DIST_CHECK_DIR:-$(mktemp -d)}
+mkdir -p "$dir"
 fail=0
 # Running, and not a zombie waiting to be reaped (kill -0 succeeds on those).
 alive() {

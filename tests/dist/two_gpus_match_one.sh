@@ -28,6 +28,7 @@ modes=${*:-direct}
 gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -lt 2 ]; then echo "skipped: needs 2 GPUs, found ${gpus:-0}"; exit 77; fi
 out=${DIST_CHECK_DIR:-$(mktemp -d)}
+mkdir -p "$out"
 common="--model resnet18 --resolution 64 --steps 6 --warmup 0 --fresh-data --precision fp32 --lr 0.05 --deterministic"
 rc=0
 for mode in $modes; do

@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "strata/core/allocator.h"
+#include "strata/core/storage.h"
 #include "strata/ops/table/op_args.h"
 #include "support/compare.h"
 #include "support/random.h"
@@ -48,9 +52,24 @@ void expect_lists_equal(const std::vector<Tensor>& got, const std::vector<Tensor
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], want[i])) << what << "[" << i << "]";
 }
 
-// A {lr, step} on the device (graph mode's form).
+// A {lr, step} on the device.
 Tensor hyper(double lr, double step, const Place& place) {
   return place(Tensor::from_vector<double>({lr, step}, Shape{2}));
+}
+
+// {lr, step} pairs as the rows of one pinned host tensor (graph mode's optimizer's form).
+std::vector<Tensor> host_hypers(const std::vector<std::pair<double, double>>& pairs) {
+  const auto n = static_cast<int64_t>(pairs.size());
+  const Tensor rows = Tensor::in_storage(
+      std::make_shared<Storage>(pairs.size() * 2 * sizeof(double), Device::cpu(), pinned_host_allocator()), 0,
+      Shape{n, 2}, DType::f64);
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < n; ++i) {
+    rows.data<double>()[2 * i] = pairs[static_cast<size_t>(i)].first;
+    rows.data<double>()[2 * i + 1] = pairs[static_cast<size_t>(i)].second;
+    out.push_back(rows.narrow(0, i, 1).view(Shape{2}));
+  }
+  return out;
 }
 
 }  // namespace
@@ -62,9 +81,11 @@ void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& pl
     std::string name;
     bool hypers;
     const Tensor* amp;
+    bool host = false;  // the hypers as rows of one pinned host tensor
   };
-  const std::vector<Form> forms = {{"plain", false, nullptr}, {"device hyper", true, nullptr},
-                                   {"amp", false, &amp_taken}, {"amp skipped", true, &amp_skipped}};
+  const std::vector<Form> forms = {{"plain", false, nullptr},         {"device hyper", true, nullptr},
+                                   {"host hyper", true, nullptr, true}, {"amp", false, &amp_taken},
+                                   {"amp skipped", true, &amp_skipped}, {"amp, host hyper", true, &amp_taken, true}};
   uint64_t seed = 31000;
   for (const Form& f : forms)
     for (double momentum : {0.0, 0.9}) {
@@ -72,7 +93,9 @@ void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& pl
       Copies p = placed(seed += 100, -1, 1, place), g = placed(seed += 100, -1, 1, place);
       Copies buf = placed(seed += 100, -0.1, 0.1, place);
       std::vector<Tensor> hypers;
-      for (size_t i = 0; f.hypers && i < p.multi.size(); ++i) hypers.push_back(hyper(0.05, 1, place));
+      if (f.host)
+        hypers = host_hypers(std::vector<std::pair<double, double>>(p.multi.size(), {0.05, 1.0}));
+      for (size_t i = 0; f.hypers && !f.host && i < p.multi.size(); ++i) hypers.push_back(hyper(0.05, 1, place));
       ops::SgdOptions o;
       o.lr = f.hypers ? 123.0 : 0.05, o.momentum = momentum, o.weight_decay = 1e-2, o.nesterov = momentum != 0;
       const std::vector<ops::TensorView> pv = views(p.multi), gv = views(g.multi), bv = views(buf.multi),
@@ -84,6 +107,15 @@ void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& pl
                                     f.hypers ? ops::TensorView(hypers[i]) : ops::TensorView(), amp});
       expect_lists_equal(p.multi, p.single, "params");
       expect_lists_equal(buf.multi, buf.single, "momentum_bufs");
+      if (f.hypers) {
+        // The hypers were read: the same step with their lr in the options gives the same bits.
+        Copies q = placed(seed - 200, -1, 1, place), qb = placed(seed, -0.1, 0.1, place);
+        ops::SgdOptions plain = o;
+        plain.lr = 0.05;
+        for (size_t i = 0; i < q.single.size(); ++i)
+          b.sgd_step(ops::SgdStepArgs{q.single[i], g.multi[i], momentum != 0 ? qb.single[i] : Tensor(), plain, {}, amp});
+        expect_lists_equal(p.multi, q.single, "params against the options' lr");
+      }
     }
   for (const Form& f : forms)
     for (bool adamw : {false, true}) {
@@ -92,10 +124,13 @@ void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& pl
       Copies m = placed(seed += 100, -0.1, 0.1, place), v = placed(seed += 100, 0, 0.01, place);
       std::vector<Tensor> hypers;
       std::vector<int64_t> steps;
+      std::vector<std::pair<double, double>> pairs;
       for (size_t i = 0; i < p.multi.size(); ++i) {
         steps.push_back(1 + static_cast<int64_t>(i % 5) + (f.amp ? 3 : 0));  // each its own count
-        if (f.hypers) hypers.push_back(hyper(1e-3, static_cast<double>(steps.back()), place));
+        pairs.emplace_back(1e-3, static_cast<double>(steps.back()));
+        if (f.hypers && !f.host) hypers.push_back(hyper(1e-3, static_cast<double>(steps.back()), place));
       }
+      if (f.host) hypers = host_hypers(pairs);
       ops::AdamOptions o;
       o.lr = f.hypers ? 123.0 : 1e-3, o.weight_decay = 1e-2, o.decoupled_weight_decay = adamw;
       const std::vector<ops::TensorView> pv = views(p.multi), gv = views(g.multi), mv = views(m.multi),
