@@ -44,16 +44,12 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void batch_norm_epilogue(Context& ctx, const TensorView& y, const TensorView& z, const TensorView& mask, bool relu) {
-  dispatch_float(y.dtype, "batch_norm_fwd", [&](auto t) {
+  dispatch_float_no_f64(y.dtype, "batch_norm_fwd", [&](auto t) {
     using T = decltype(t);
-    if constexpr (std::is_same_v<T, double>) {
-      STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
-    } else {
-      const int64_t n = y.numel();
-      bn_epilogue_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
-          y.ptr<T>(), z.defined ? z.ptr<const T>() : nullptr, mask.defined ? mask.ptr<uint8_t>() : nullptr, n, relu);
-      STRATA_CUDA_CHECK_LAUNCH("bn_epilogue_kernel");
-    }
+    const int64_t n = y.numel();
+    bn_epilogue_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
+        y.ptr<T>(), z.defined ? z.ptr<const T>() : nullptr, mask.defined ? mask.ptr<uint8_t>() : nullptr, n, relu);
+    STRATA_CUDA_CHECK_LAUNCH("bn_epilogue_kernel");
   });
 }
 
@@ -62,24 +58,20 @@ DeviceBuffer masked_grad(Context& ctx, const BatchNormBwdArgs& a, BatchNormBwdAr
   plain.relu_mask = {};
   plain.dz = {};
   DeviceBuffer tmp;
-  dispatch_float(a.dy.dtype, "batch_norm_bwd", [&](auto t) {
+  dispatch_float_no_f64(a.dy.dtype, "batch_norm_bwd", [&](auto t) {
     using T = decltype(t);
-    if constexpr (std::is_same_v<T, double>) {
-      STRATA_FAIL("batch_norm_bwd: the cuda backend has no f64 batch norm");
-    } else {
-      const int64_t n = a.dy.numel();
-      // Into dz when asked for, else into dx: cuDNN's backward then reads dy where it writes
-      // dx (tests/cuda check it), and no temporary the size of the activation is needed.
-      T* g = a.dz.defined ? a.dz.ptr<T>() : a.dx.defined ? a.dx.ptr<T>() : nullptr;
-      if (!g) {
-        tmp = DeviceBuffer(ctx, sizeof(T) * n);
-        g = tmp.as<T>();
-      }
-      bn_mask_grad_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
-          a.dy.ptr<const T>(), a.relu_mask.ptr<const uint8_t>(), g, n);
-      STRATA_CUDA_CHECK_LAUNCH("bn_mask_grad_kernel");
-      plain.dy.data = g;
+    const int64_t n = a.dy.numel();
+    // Into dz when asked for, else into dx: cuDNN's backward then reads dy where it writes
+    // dx (tests/cuda check it), and no temporary the size of the activation is needed.
+    T* g = a.dz.defined ? a.dz.ptr<T>() : a.dx.defined ? a.dx.ptr<T>() : nullptr;
+    if (!g) {
+      tmp = DeviceBuffer(ctx, sizeof(T) * n);
+      g = tmp.as<T>();
     }
+    bn_mask_grad_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
+        a.dy.ptr<const T>(), a.relu_mask.ptr<const uint8_t>(), g, n);
+    STRATA_CUDA_CHECK_LAUNCH("bn_mask_grad_kernel");
+    plain.dy.data = g;
   });
   return tmp;
 }

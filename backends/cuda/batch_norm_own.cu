@@ -76,25 +76,21 @@ void batch_norm_fwd_own(Context& ctx, const BatchNormFwdArgs& a) {
   const BnShape g = shape_of(x.view, l);
   DeviceBuffer coef(ctx, sizeof(float) * 4 * g.c);
   bool second_pass = false;
-  dispatch_float(a.x.dtype, "batch_norm_fwd", [&](auto t) {
+  dispatch_float_no_f64(a.x.dtype, "batch_norm_fwd", [&](auto t) {
     using T = decltype(t);
-    if constexpr (std::is_same_v<T, double>) {
-      STRATA_FAIL("batch_norm_fwd: the cuda backend has no f64 batch norm");
-    } else {
-      const T* xp = x.view.ptr<T>();
-      T* yp = y.view.ptr<T>();
-      const BnFusion<T> f{a.z.defined ? z.view.ptr<T>() : nullptr,
-                          a.relu_mask.defined ? a.relu_mask.ptr<uint8_t>() : nullptr, a.relu};
-      const int v = vec_width<T>(g, {xp, yp, f.z ? static_cast<const void*>(f.z) : xp});
-      BnSums s;
-      if (a.training) s = bn_sums<T, false>(ctx, xp, nullptr, TensorView{}, g, v);
-      const DeviceBuffer group = bn_group_sums<T, false>(ctx, a.training ? a.sync : nullptr, xp, s, g);
-      bn_fwd_finish<T>(ctx, a, xp, s, group, g, coef.as<float>());
-      constexpr int kV = 16 / sizeof(T);
-      // The mask's bytes need a thread's 8 values: f16/bf16 vectors. Else a second pass.
-      second_pass = f.mask && !(kV == 8 && v == kV);
-      bn_apply<T, false>(ctx, xp, nullptr, yp, coef.as<float>(), g, v, second_pass ? BnFusion<T>{} : f);
-    }
+    const T* xp = x.view.ptr<T>();
+    T* yp = y.view.ptr<T>();
+    const BnFusion<T> f{a.z.defined ? z.view.ptr<T>() : nullptr,
+                        a.relu_mask.defined ? a.relu_mask.ptr<uint8_t>() : nullptr, a.relu};
+    const int v = vec_width<T>(g, {xp, yp, f.z ? static_cast<const void*>(f.z) : xp});
+    BnSums s;
+    if (a.training) s = bn_sums<T, false>(ctx, xp, nullptr, TensorView{}, g, v);
+    const DeviceBuffer group = bn_group_sums<T, false>(ctx, a.training ? a.sync : nullptr, xp, s, g);
+    bn_fwd_finish<T>(ctx, a, xp, s, group, g, coef.as<float>());
+    constexpr int kV = 16 / sizeof(T);
+    // The mask's bytes need a thread's 8 values: f16/bf16 vectors. Else a second pass.
+    second_pass = f.mask && !(kV == 8 && v == kV);
+    bn_apply<T, false>(ctx, xp, nullptr, yp, coef.as<float>(), g, v, second_pass ? BnFusion<T>{} : f);
   });
   if (second_pass) batch_norm_epilogue(ctx, y.view, a.z.defined ? z.view : TensorView{}, a.relu_mask, a.relu);
   y.finish(ctx);
@@ -111,29 +107,25 @@ void batch_norm_bwd_own(Context& ctx, const BatchNormBwdArgs& a) {
   if (a.dz.defined) dz = stage_out(ctx, a.dz, l);
   const BnShape g = shape_of(x.view, l);
   DeviceBuffer coef(ctx, sizeof(float) * 4 * g.c);
-  dispatch_float(a.x.dtype, "batch_norm_bwd", [&](auto t) {
+  dispatch_float_no_f64(a.x.dtype, "batch_norm_bwd", [&](auto t) {
     using T = decltype(t);
-    if constexpr (std::is_same_v<T, double>) {
-      STRATA_FAIL("batch_norm_bwd: the cuda backend has no f64 batch norm");
-    } else {
-      const T* xp = x.view.ptr<T>();
-      const T* dyp = dy.view.ptr<T>();
-      T* dxp = a.dx.defined ? dx.view.ptr<T>() : nullptr;
-      T* dzp = a.dz.defined ? dz.view.ptr<T>() : nullptr;
-      const uint8_t* mask = a.relu_mask.defined ? a.relu_mask.ptr<const uint8_t>() : nullptr;
-      const int v = vec_width<T>(g, {xp, dyp, a.dx.defined ? static_cast<const void*>(dxp) : xp,
-                                     dzp ? static_cast<const void*>(dzp) : xp});
-      BnSums s = bn_sums<T, true>(ctx, xp, dyp, a.save_mean, g, v, mask, mask ? dzp : nullptr);
-      const DeviceBuffer group = bn_group_sums<T, true>(ctx, a.training ? a.sync : nullptr, xp, s, g);
-      bn_bwd_finish(ctx, a, s, group, g, coef.as<float>());
-      if (!a.dx.defined) return;
-      // The sums pass wrote the masked dy to dz: the apply pass reads it instead.
-      const bool via_dz = mask && dzp;
-      BnFusion<T> f;
-      f.mask = via_dz ? nullptr : const_cast<uint8_t*>(mask);
-      const T* gp = via_dz ? dzp : dyp;
-      bn_apply<T, true>(ctx, xp, gp, dxp, coef.as<float>(), g, v, f);
-    }
+    const T* xp = x.view.ptr<T>();
+    const T* dyp = dy.view.ptr<T>();
+    T* dxp = a.dx.defined ? dx.view.ptr<T>() : nullptr;
+    T* dzp = a.dz.defined ? dz.view.ptr<T>() : nullptr;
+    const uint8_t* mask = a.relu_mask.defined ? a.relu_mask.ptr<const uint8_t>() : nullptr;
+    const int v = vec_width<T>(g, {xp, dyp, a.dx.defined ? static_cast<const void*>(dxp) : xp,
+                                   dzp ? static_cast<const void*>(dzp) : xp});
+    BnSums s = bn_sums<T, true>(ctx, xp, dyp, a.save_mean, g, v, mask, mask ? dzp : nullptr);
+    const DeviceBuffer group = bn_group_sums<T, true>(ctx, a.training ? a.sync : nullptr, xp, s, g);
+    bn_bwd_finish(ctx, a, s, group, g, coef.as<float>());
+    if (!a.dx.defined) return;
+    // The sums pass wrote the masked dy to dz: the apply pass reads it instead.
+    const bool via_dz = mask && dzp;
+    BnFusion<T> f;
+    f.mask = via_dz ? nullptr : const_cast<uint8_t*>(mask);
+    const T* gp = via_dz ? dzp : dyp;
+    bn_apply<T, true>(ctx, xp, gp, dxp, coef.as<float>(), g, v, f);
   });
   if (a.dx.defined) dx.finish(ctx);
   if (a.dz.defined) dz.finish(ctx);

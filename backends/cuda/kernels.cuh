@@ -73,6 +73,14 @@ void dispatch_float(DType t, const char* op, F&& f) {
   }
   STRATA_FAIL(op, ": the cuda backend does not support dtype ", dtype_name(t));
 }
+// f32, f16 and bf16: strata's kernels that have no f64 form (batch norm's).
+template <class F>
+void dispatch_float_no_f64(DType t, const char* op, F&& f) {
+  STRATA_CHECK(t != DType::f64, op, ": the cuda backend has no f64 kernel for it (f32, f16 or bf16)");
+  dispatch_float(t, op, [&](auto v) {
+    if constexpr (!std::is_same_v<decltype(v), double>) f(v);
+  });
+}
 // f32 only (ops whose cuda implementation is f32-only; supports() says so).
 template <class F>
 void dispatch_f32(DType t, const char* op, F&& f) {
