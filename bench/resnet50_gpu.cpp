@@ -214,6 +214,9 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       r["fused_epilogues_per_step"] = static_cast<double>(now.fused - conv_api_before.fused) / steps;
       r["epilogue_kernels_per_step"] =
           static_cast<double>(now.epilogue_kernels - conv_api_before.epilogue_kernels) / steps;
+      const backends::cuda::KeptBuffers kept = backends::cuda::kept_buffers();  // in peak_bytes
+      r["cudnn_workspace_bytes"] = kept.workspace;
+      r["scratch_bytes"] = kept.scratch;
     }
     // One extra step under the op trace; with `sync` every op is waited for (its own
     // device time plus host time, serialised). Returns the summary and the enqueue time.

@@ -34,6 +34,10 @@ ConvApiCounts conv_api_counts() {
   const Context& c = context();
   return {c.graph_convs, c.legacy_convs, c.fused_epilogues, c.epilogue_kernels};
 }
+KeptBuffers kept_buffers() {
+  const Context& c = context();
+  return {c.workspace_bytes(), c.scratch_bytes()};
+}
 
 }  // namespace cuda
 

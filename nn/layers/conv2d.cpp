@@ -71,9 +71,7 @@ void Conv2d<P>::fold_batch_norm(const BatchNorm2d<P>& bn) {
   STRATA_CHECK(bn.running_mean().defined() && bn.running_mean().numel() == out_, "Conv2d::fold_batch_norm: ",
                extra_repr(), " has ", out_, " output channels, the batch norm ", bn.running_mean().str());
   fold_bn_ = &bn;
-  folded_w_ = detail::make_filled(weight_.device(), weight_.sizes(), weight_.dtype(), 0.0);
-  folded_b_ = detail::make_filled(weight_.device(), Shape{out_}, weight_.dtype(), 0.0);
-  fold_stale_ = true;
+  fold_stale_ = true;  // the copies are made at the first fold: a model that only trains holds none
 }
 
 template <class P>
@@ -146,6 +144,10 @@ void Conv2d<P>::refold() {
     const double s = gamma[k] / std::sqrt(var[k] + bn.options().eps);
     for (size_t i = k * per; i < (k + 1) * per; ++i) fw[i] = w[i] * s;
     fb[k] = beta[k] + (b[k] - mean[k]) * s;
+  }
+  if (!folded_w_.defined()) {  // once: later folds write in place
+    folded_w_ = Tensor::empty_like(weight_, weight_.sizes(), weight_.dtype());
+    folded_b_ = Tensor::empty_like(weight_, Shape{out_}, weight_.dtype());
   }
   detail::assign_host(folded_w_, fw);
   detail::assign_host(folded_b_, fb);

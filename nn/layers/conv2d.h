@@ -47,11 +47,13 @@ class Conv2d final : public Module {
   // gradients on) runs the separate convolution and batch norm on them. The folded copy
   // is recomputed when the module enters evaluation (eval()), after load_state_dict, and
   // at the first folded forward after a forward with gradients on (an optimizer step may
-  // have followed it); weights changed in place otherwise need eval() again.
+  // have followed it); weights changed in place otherwise need eval() again. The copies
+  // are made at the first fold (entering evaluation, or the first folded forward): a
+  // model that only trains holds none (ResNet-50 in f32: 90 MiB).
   void fold_batch_norm(const BatchNorm2d<P>& bn);
   bool folds() const;
   Tensor forward_folded(const Tensor& x, const Tensor& z, bool relu);
-  const Tensor& folded_weight() const { return folded_w_; }  // undefined before fold_batch_norm
+  const Tensor& folded_weight() const { return folded_w_; }  // undefined before the first fold
   const Tensor& folded_bias() const { return folded_b_; }
 
   const Tensor& weight() const { return weight_; }

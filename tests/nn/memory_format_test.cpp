@@ -54,6 +54,7 @@ TEST_P(NnMemoryFormat, FoldedWeightsFollowTheWeightsLayout) {
   nn::ResNetConfig c = tiny_resnet(18, DType::f64, 4);
   c.fold_batch_norm = true;
   auto m = nn::make_resnet(c, GetParam(), "reference", channels_last());
+  m->eval();  // folds: the copies are made then
   int folded = 0;
   nn::with_policy(GetParam(), "reference", [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
