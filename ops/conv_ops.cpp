@@ -11,11 +11,12 @@ Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, con
 
 template <class D>
 Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
-                    const Tensor& z, bool relu) {
+                    const Tensor& z, bool relu, const uint64_t* w_version) {
   Tensor y = Tensor::empty_like(x, validate_conv2d(d, x, w, b, p, z, relu));
   Conv2dFwdArgs a{x, w, b, y, p};
   a.z = z;
   a.relu = relu;
+  a.w_version = w_version;
   d.conv2d_fwd(a);
   return y;
 }
@@ -51,7 +52,7 @@ Tensor conv2d_bwd_bias(const D& d, const Tensor& dy) {
 #define STRATA_OPS_INSTANTIATE(D)                                                                              \
   template Conv2dSignature<D> conv2d<D>;                                                                      \
   template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&,    \
-                                  const Tensor&, bool);                                                       \
+                                  const Tensor&, bool, const uint64_t*);                                      \
   template Tensor conv2d_bwd_data<D>(const D&, const Tensor&, const Tensor&, const Shape&, const Conv2dParams&, \
                                      MemoryFormat);                                                           \
   template Tensor conv2d_bwd_weight<D>(const D&, const Tensor&, const Tensor&, const Shape&,                   \

@@ -1,8 +1,11 @@
 // conv2d on oneDNN: forward, backward data and backward weights primitives, each
 // planned with format_tag::any so oneDNN picks its fastest (usually blocked)
-// layouts; the plan caches the reorders between strata's strides and those.
+// layouts; the plan caches the reorders between strata's strides and those, and keeps
+// versioned weights (Conv2dFwdArgs::w_version: folded inference) in its layout.
 // f32, and bf16 where the CPU has it (f32 accumulation inside oneDNN).
+#include <cstdint>
 #include <initializer_list>
+#include <unordered_map>
 
 #include "strata/backends/onednn/context.h"
 #include "strata/backends/cpu/reduce.h"
@@ -66,9 +69,10 @@ void run_planned(Context& c, const dnnl::primitive& prim, const Args& args, std:
 dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, const memory::desc& wei,
                                                      const memory::desc& bias, const memory::desc& dst,
                                                      const Conv2dParams& p, const dnnl::engine& eng,
-                                                     const dnnl::primitive_attr& attr = {}) {
+                                                     const dnnl::primitive_attr& attr = {},
+                                                     prop_kind prop = prop_kind::forward_training) {
   const ConvGeom g = geom(p);
-  dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_direct, any_like(src),
+  dnnl::convolution_forward::desc d(prop, algorithm::convolution_direct, any_like(src),
                                     any_like(wei), bias.is_zero() ? bias : any_like(bias), any_like(dst), g.strides,
                                     g.dilates, g.pad_l, g.pad_r);
   return {d, attr, eng};
@@ -89,9 +93,21 @@ dnnl::primitive_attr epilogue_attr(const Conv2dFwdArgs& a) {
   return attr;
 }
 
+// Weights the primitive re-lays out, kept in its layout per weight buffer while their
+// version (Conv2dFwdArgs::w_version) holds: batch-1 inference re-laid every 3x3 weight out
+// at each call (10 of 117 ms on a 2-vCPU EPYC, docs/results/cpu_libtorch.md).
+struct KeptWeights {
+  uint64_t version = 0;
+  memory laid_out;
+};
+// More weight buffers than this seen by one plan: it starts over (addresses of freed
+// models' weights would otherwise pile up).
+constexpr size_t kKeptWeightsMax = 256;
+
 struct FwdPlan : Plan {
   dnnl::convolution_forward prim;
   Staged src, wei, bias, dst;
+  std::unordered_map<const void*, KeptWeights> kept;
   bool has_bias = false;
   Args args;
   // With a residual: z (strata's layout) reordered into the dst the sum post-op reads.
@@ -152,11 +168,17 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
     Context& c = *ctx_;
     Key key = conv_key(OpId::conv2d_fwd, a.p, a.x, a.w, a.b, a.y, a.z);
     key.add(int64_t{a.relu});
+    // Inference kernels for versioned (folded, evaluation-only) weights on channels-last
+    // activations: ResNet-50 at batch 1 took 47 against 63 ms with training's (2-vCPU EPYC);
+    // on NCHW activations they were slower (64 against 53 ms), so those keep training's.
+    const bool inference = a.w_version && a.x.dim() == 4 && a.x.is_channels_last();
+    key.add(int64_t{inference});
     auto& pl = c.plan<FwdPlan>(key, [&] {
       auto p = std::make_unique<FwdPlan>();
       const memory::desc src = md_of(a.x), wei = weights_md(a.w, a.p.groups), dst = md_of(a.y);
       const memory::desc bias = a.b.defined ? md_of(a.b) : memory::desc();
-      const auto pd = forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a));
+      const auto pd = forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a),
+                                 inference ? prop_kind::forward_inference : prop_kind::forward_training);
       p->prim = dnnl::convolution_forward(pd);
       p->src = Staged::make(src, pd.src_desc(), c.eng, true);
       p->wei = Staged::make(wei, pd.weights_desc(), c.eng, true);
@@ -175,13 +197,31 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
       return p;
     });
     const Operand dst{pl.dst, a.y.data};
+    if (a.w_version && pl.wei.reorders) {
+      // The weights in the primitive's layout from an earlier call, or re-laid out once now.
+      auto it = pl.kept.find(a.w.data);
+      if (it == pl.kept.end() || it->second.version != *a.w_version) {
+        if (it == pl.kept.end()) {
+          if (pl.kept.size() >= kKeptWeightsMax) pl.kept.clear();
+          it = pl.kept.emplace(a.w.data, KeptWeights{0, memory(pl.wei.inner.get_desc(), c.eng)}).first;
+        }
+        pl.wei.bind(a.w.data);
+        pl.wei.re.execute(c.strm, pl.wei.user, it->second.laid_out);
+        it->second.version = *a.w_version;
+      }
+      pl.args[DNNL_ARG_WEIGHTS] = it->second.laid_out;
+    } else if (pl.wei.reorders) {
+      pl.args[DNNL_ARG_WEIGHTS] = pl.wei.inner;
+    }
+    const bool wei_kept = a.w_version && pl.wei.reorders;
     if (pl.has_z) {
       const Operand src{pl.src, a.x.data}, wei{pl.wei, a.w.data}, bias{pl.bias, a.b.data};
       for (const Operand& in : {src, wei}) in.staged.bind(in.data);
       if (pl.has_bias) bias.staged.bind(bias.data);
       pl.dst.bind(a.y.data);
       pl.z.set_data_handle(a.z.data);
-      for (const Operand& in : {src, wei}) in.staged.pull(c.strm);
+      pl.src.pull(c.strm);
+      if (!wei_kept) pl.wei.pull(c.strm);
       if (pl.has_bias) pl.bias.pull(c.strm);
       // z already where dst is (an in-place residual in the primitive's own layout): nothing to copy.
       if (pl.dst.reorders || a.z.data != a.y.data) {
@@ -193,7 +233,11 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
       c.strm.wait();
       return;
     }
-    if (pl.has_bias)
+    if (wei_kept && pl.has_bias)
+      run_planned(c, pl.prim, pl.args, {{pl.src, a.x.data}, {pl.bias, a.b.data}}, dst);
+    else if (wei_kept)
+      run_planned(c, pl.prim, pl.args, {{pl.src, a.x.data}}, dst);
+    else if (pl.has_bias)
       run_planned(c, pl.prim, pl.args, {{pl.src, a.x.data}, {pl.wei, a.w.data}, {pl.bias, a.b.data}}, dst);
     else
       run_planned(c, pl.prim, pl.args, {{pl.src, a.x.data}, {pl.wei, a.w.data}}, dst);

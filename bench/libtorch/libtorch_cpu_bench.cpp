@@ -249,7 +249,8 @@ int main(int argc, char** argv) {
   app.add_option("--modes", modes, "strata dispatch modes; \"<mode>/unfused\": a ResNet without its batch norms "
                  "fused with the ReLU and add after them (nn::ResNetConfig::fuse_eval, fuse_train); "
                  "\"<mode>/folded\": with the batch norms folded into the convolutions for inference "
-                 "(nn::ResNetConfig::fold_batch_norm)")->delimiter(',');
+                 "(nn::ResNetConfig::fold_batch_norm); \"<mode>/folded_nhwc\": the same on a channels-last "
+                 "model")->delimiter(',');
   app.add_option("--rounds", rounds, "turns of each case (default: the workload's)");
   app.add_option("--json", json_path, "write every median and the environment here");
   app.add_flag("--no-libtorch", no_torch, "skip LibTorch (strata and the raw libraries only)");

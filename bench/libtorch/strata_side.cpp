@@ -42,12 +42,14 @@ Tensor filled(const Shape& s, float scale) {
 // How a ResNet case runs its batch norms, the suffix of the case's mode: "" fused with the
 // ReLU and residual add after them (nn::ResNetConfig::fuse_eval and fuse_train, the
 // defaults), "/unfused" the separate ops, "/folded" folded into the convolutions for
-// inference (nn::ResNetConfig::fold_batch_norm).
+// inference (nn::ResNetConfig::fold_batch_norm), "/folded_nhwc" the same on a channels-last
+// model (the input stays NCHW, as LibTorch's).
 struct Variant {
   std::string_view suffix;
-  bool fuse, fold;
+  bool fuse, fold, channels_last = false;
 };
-constexpr Variant kVariants[] = {{"/unfused", false, false}, {"/folded", true, true}, {"", true, false}};
+constexpr Variant kVariants[] = {
+    {"/unfused", false, false}, {"/folded_nhwc", true, true, true}, {"/folded", true, true}, {"", true, false}};
 
 Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMode mode, const Variant& v) {
   nn::ResNetConfig rc;
@@ -58,6 +60,7 @@ Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMod
   rc.fold_batch_norm = v.fold;
   nn::ModelOptions mo;
   if (w.bf16) mo.compute_dtype = DType::bf16;
+  if (v.channels_last) mo.memory_format = MemoryFormat::channels_last;
   std::shared_ptr<nn::Model> model = nn::make_resnet(rc, mode, backend, mo);
   Tensor x = model->input_buffer(Shape{w.batch, 3, w.resolution, w.resolution});
   copy_into(filled(x.sizes(), 1.7f), x);

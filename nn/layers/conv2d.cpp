@@ -1,6 +1,7 @@
 #include "strata/nn/layers/conv2d.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <vector>
@@ -114,13 +115,14 @@ Tensor Conv2d<P>::run_fused(const Tensor& x, const Tensor& w, const Tensor& b, c
                             bool folded) {
   const auto z_at = z.defined() ? reinterpret_cast<uintptr_t>(z.data_ptr()) : uintptr_t{0};
   const auto key = static_cast<int64_t>((z_at << 3) | (folded ? 4 : 0) | (relu ? 2 : 0) | 1);
+  const uint64_t* version = folded ? &fold_id_ : nullptr;  // the folded weights change only at a fold
   return direct_.forward_keyed(
       p_, x, key,
       [&](const auto& tape) {
         return autograd::conv2d_fused(tape, x, detail::compute_cast(tape, w, x), detail::compute_cast(tape, b, x), cp_,
-                                      z, relu);
+                                      z, relu, version);
       },
-      w, b, cp_, z, relu);
+      w, b, cp_, z, relu, version);
 }
 
 // In double on the host: one pass over the weights per fold (eval(), a load), not per
@@ -155,6 +157,10 @@ void Conv2d<P>::refold() {
     copy_into(folded_w_, c.w);
     copy_into(folded_b_, c.b);
   }
+  // Process-wide, never reused: a backend's copy of another model's weights that once sat
+  // at the same address cannot pass for these.
+  static std::atomic<uint64_t> next_fold_id{1};
+  fold_id_ = next_fold_id.fetch_add(1);
   fold_stale_ = false;
 }
 

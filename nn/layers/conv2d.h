@@ -83,6 +83,7 @@ class Conv2d final : public Module {
   };
   std::vector<FoldedCopy> folded_copies_;  // in the other dtypes forwards computed in (bf16, f16)
   bool fold_stale_ = true;
+  uint64_t fold_id_ = 0;  // ops::Conv2dFwdArgs::w_version of the folded weights: new at each fold
   [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
 };
 

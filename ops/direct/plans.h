@@ -28,7 +28,7 @@ class Conv2dPlan {
   Tensor y, dx, dw, db;
   // z, relu: the inference epilogue (op_args.h), y = relu?(conv(x, w) + b + z); no backward follows.
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
-            const Tensor& z = Tensor(), bool relu = false) {
+            const Tensor& z = Tensor(), bool relu = false, const uint64_t* w_version = nullptr) {
     impl_ = &impl;
     y = planned_empty_like(x, validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p, z, relu));
     x_ = x;
@@ -38,6 +38,7 @@ class Conv2dPlan {
     fwd_ = {x, w, b, y, p};
     fwd_.z = z;
     fwd_.relu = relu;
+    fwd_.w_version = w_version;
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
     check_conv2d_has_backward(fwd_.z.defined || fwd_.relu);

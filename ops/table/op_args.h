@@ -33,6 +33,11 @@ struct Conv2dFwdArgs {
   // in the convolution's own call. No backward follows it.
   TensorView z{};  // optional, y's sizes and dtype
   bool relu = false;
+  // Optional: w's contents are those a backend saw with the same w.data as long as
+  // *w_version is the same too (nn::Conv2d's folded weights: an id that changes at each
+  // fold, never reused); a backend may then keep w in its own layout between calls
+  // instead of re-laying it out at each one.
+  const uint64_t* w_version = nullptr;
 };
 struct Conv2dBwdDataArgs {
   TensorView dy, w, dx;

@@ -188,6 +188,49 @@ TEST_P(ConvTest, FusedEpilogue) {
   }
 }
 
+// Conv2dFwdArgs::w_version: with the same weight buffer and version a backend may reuse
+// the weights it re-laid out at an earlier call; a new version must be read anew. onednn
+// keeps them (its weights reordered into the primitive's layout), which the stale read
+// below shows; every backend reads new weights under a new version. Layouts where
+// oneDNN re-lays weights out: 3x3 and 1x1 with 16+ channels, NCHW and NHWC activations
+// (on NHWC, onednn also picks its inference kernels for versioned weights).
+TEST_P(ConvTest, VersionedWeightsAreReadAnewWhenTheirVersionChanges) {
+  const std::vector<ConvCase> cases = {
+      {"3x3_nchw", {1, 16, 9, 9}, 32, 3, 3, P(1, 1, 1, 1)},
+      {"3x3_stride2_nhwc", {2, 32, 9, 8}, 16, 3, 3, P(2, 2, 1, 1), kNHWC},
+      {"1x1_nhwc_batch1", {1, 64, 5, 5}, 32, 1, 1, P(1, 1, 0, 0), kNHWC},
+  };
+  uint64_t seed = 1000;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Shape ys = out_shape(c), ws{c.k, c.x[1], c.r, c.s};
+    const Tensor x = rand_f32(c.x, seed += 10, c.fmt), b = rand_f32({c.k}, seed + 1);
+    const Tensor w = rand_f32(ws, seed + 2, c.fmt);
+    const Tensor w0 = Tensor::empty(ws, DType::f32, Device::cpu(), c.fmt);
+    copy_into(w, w0);
+    uint64_t version = 7;
+    const auto run = [&](const Tensor& weights, const uint64_t* v) {
+      ops::Conv2dFwdArgs f{x, weights, b, Tensor(), c.p};
+      f.relu = true;
+      f.w_version = v;
+      const Tensor y = nan_tensor(ys, c.fmt);
+      f.y = y;
+      if (v)
+        be().conv2d_fwd(f);
+      else
+        ref_.conv2d_fwd(f);
+      return y;
+    };
+    const Tensor first = run(w, &version);
+    STRATA_EXPECT_CLOSE(first, run(w0, nullptr), kTolGemm, "versioned weights, first call");
+    copy_into(rand_f32(ws, seed + 3, c.fmt), w);  // new contents, same buffer and version
+    const Tensor again = run(w, &version);
+    if (GetParam() == "onednn") EXPECT_TRUE(bitwise_equal(again, first)) << "the kept weights were not used";
+    version = 8;
+    STRATA_EXPECT_CLOSE(run(w, &version), run(w, nullptr), kTolGemm, "a new version reads the new weights");
+  }
+}
+
 STRATA_CPU_BACKEND_SUITE(ConvTest);
 
 }  // namespace

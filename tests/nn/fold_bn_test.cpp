@@ -34,13 +34,13 @@ struct Pair {
   std::unique_ptr<nn::Model> folded, plain;
 };
 // The same ResNet twice, with non-trivial batch norms: folded, and with every op separate.
-Pair make_pair(int depth, ops::DispatchMode mode, const std::string& backend) {
+Pair make_pair(int depth, ops::DispatchMode mode, const std::string& backend, const nn::ModelOptions& o = {}) {
   nn::ResNetConfig c = tiny_resnet(depth);
   c.fold_batch_norm = true;
-  Pair p{nn::make_resnet(c, mode, backend), nullptr};
+  Pair p{nn::make_resnet(c, mode, backend, o), nullptr};
   c.fold_batch_norm = false;
   c.fuse_eval = false;
-  p.plain = nn::make_resnet(c, mode, backend);
+  p.plain = nn::make_resnet(c, mode, backend, o);
   randomise_statistics(*p.folded, {p.plain.get()}, true);
   return p;
 }
@@ -115,10 +115,17 @@ TEST(NnFoldBatchNorm, Bf16WithinItsRounding) {
 
 // Training runs the unfolded convolutions and batch norms, bitwise as a model that never
 // folded; back in evaluation the folded copy has followed the step.
+// On every CPU backend and both layouts: onednn keeps folded weights re-laid out between
+// predictions (ops::Conv2dFwdArgs::w_version), and must read them again after each fold.
 TEST(NnFoldBatchNorm, TrainingUsesTheUnfoldedParametersAndEvaluationFollowsIt) {
+  for (const std::string& backend : cpu_backends())
+  for (MemoryFormat fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last})
   for (ops::DispatchMode mode : {ops::DispatchMode::virtual_call, ops::DispatchMode::direct}) {
-    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
-    Pair p = make_pair(18, mode, "reference");
+    SCOPED_TRACE(backend + " " + std::string(ops::dispatch_mode_name(mode)) +
+                 (fmt == MemoryFormat::channels_last ? " channels-last" : ""));
+    nn::ModelOptions o;
+    o.memory_format = fmt;
+    Pair p = make_pair(18, mode, backend, o);
     const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 42);
     const Tensor labels = Tensor::from_vector<int64_t>({1, 7}, Shape{2});
     p.folded->eval();
