@@ -32,6 +32,7 @@ struct Direct {
   Direct() : impl(&backends::registry().impl<Impl>()) {}
   std::string_view backend_name() const { return Impl::kName; }
   Device device() const { return {Impl::kDevice, 0}; }
+  const backends::Capabilities& capabilities() const { return impl->capabilities(); }
   void synchronize() const { impl->synchronize(); }
 };
 

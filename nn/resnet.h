@@ -45,8 +45,9 @@ struct ResNetConfig {
   // convolutions per block plus the downsample's. The parameters, the state dict and
   // training keep the unfolded batch norms. Takes precedence over fuse_eval. Unset: on a
   // GPU, where it measured faster at every batch, dtype and dispatch mode measured (H100:
-  // docs/results/gpu_fused_eval.md); off on the CPU, where it measured within 4 % of
-  // fused evaluation (docs/results/cpu_libtorch.md).
+  // docs/results/gpu_fused_eval.md), and on a CPU backend that keeps the folded weights in
+  // its own layout (onednn: 0.8x fused evaluation's time at batch 1); off on the other CPU
+  // backends, where it measured within 4 % of fused evaluation (docs/results/cpu_libtorch.md).
   std::optional<bool> fold_batch_norm;
 };
 

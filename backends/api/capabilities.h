@@ -80,6 +80,13 @@ class Capabilities {
     for (ops::OpId o : list) ops_[static_cast<int>(o)].layouts = layouts;
     return *this;
   }
+  // The backend keeps a convolution's weights in its own layout between calls while
+  // ops::Conv2dFwdArgs::w_version holds (folded inference then skips a re-layout per call).
+  constexpr Capabilities& keep_versioned_weights() {
+    keeps_versioned_weights_ = true;
+    return *this;
+  }
+  constexpr bool keeps_versioned_weights() const { return keeps_versioned_weights_; }
 
   constexpr bool supports(ops::OpId op, DType dt) const { return ops_[static_cast<int>(op)].dtypes.contains(dt); }
   constexpr DTypeSet dtypes(ops::OpId op) const { return ops_[static_cast<int>(op)].dtypes; }
@@ -99,6 +106,7 @@ class Capabilities {
 
  private:
   std::array<OpSupport, ops::kNumOps> ops_{};
+  bool keeps_versioned_weights_ = false;
 };
 
 }  // namespace strata::backends

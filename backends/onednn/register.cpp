@@ -21,7 +21,8 @@ Capabilities onednn_table(bool bf16_native) {
       .op({OpId::relu_fwd, OpId::relu_bwd, OpId::add}, primitives)
       .op({OpId::axpy, OpId::dropout_fwd, OpId::dropout_bwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd,
            OpId::bce_logits_bwd, OpId::argmax},
-          kFloat);
+          kFloat)
+      .keep_versioned_weights();
   return c;
 }
 }  // namespace
