@@ -82,6 +82,11 @@ Tensor Tensor::empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt) {
   return placed(std::make_shared<Storage>(bytes, d, allocator_for(d)), 0, sizes, dt, fmt);
 }
 
+Tensor Tensor::empty_pinned(const Shape& sizes, DType dt, MemoryFormat fmt) {
+  const size_t bytes = checked_bytes("Tensor::empty_pinned", sizes, dt);
+  return placed(std::make_shared<Storage>(bytes, Device::cpu(), pinned_host_allocator()), 0, sizes, dt, fmt);
+}
+
 Tensor Tensor::in_storage(std::shared_ptr<Storage> storage, int64_t byte_offset, const Shape& sizes, DType dt,
                           MemoryFormat fmt) {
   STRATA_CHECK(storage != nullptr, "Tensor::in_storage: no storage");

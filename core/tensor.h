@@ -50,6 +50,9 @@ class Tensor {
   // Uninitialised memory from the device's allocator.
   static Tensor empty(const Shape& sizes, DType dt = DType::f32, Device d = Device::cpu(),
                       MemoryFormat fmt = MemoryFormat::contiguous);
+  // Host memory from pinned_host_allocator() (page-locked once a GPU backend installs
+  // one): what a device copies from by DMA, after the copy call returns.
+  static Tensor empty_pinned(const Shape& sizes, DType dt = DType::f32, MemoryFormat fmt = MemoryFormat::contiguous);
   // An output "like x": x's device, the format x suggests (rank 4 to rank 4 only),
   // the given sizes and dtype (x's by default).
   static Tensor empty_like(const Tensor& x, const Shape& sizes, DType dt);

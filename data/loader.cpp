@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "strata/core/allocator.h"
 #include "strata/data/random.h"
 
 namespace strata::data {
@@ -114,15 +113,7 @@ void Loader::start_epoch(int64_t epoch) {
 }
 
 Tensor Loader::allocate(const Shape& sizes, DType dt) const {
-  if (!opts_.pin_memory) return Tensor::empty(sizes, dt);
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(sizes.numel()) * dtype_size(dt), Device::cpu(),
-                                            pinned_host_allocator());
-  impl->sizes = sizes;
-  impl->strides = contiguous_strides(sizes);
-  impl->dtype = dt;
-  impl->device = Device::cpu();
-  return Tensor(std::move(impl));
+  return opts_.pin_memory ? Tensor::empty_pinned(sizes, dt) : Tensor::empty(sizes, dt);
 }
 
 Batch Loader::build(const Plan& plan, int64_t b) const {

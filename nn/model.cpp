@@ -348,8 +348,8 @@ class ModelImpl final : public Model {
   // graph, captured at the second call for a shape (the first plans it, as direct mode)
   // and launched from then on. Before each launch, outside the graph: the gradients are
   // released (zero_grad), the input and targets copied into their planned buffers, and
-  // the optimizer's learning rate and step counts written to the device memory its
-  // captured kernels read. After it, .grad() again holds each gradient's arena buffer
+  // the optimizer's learning rate and step counts written to the pinned host rows its
+  // captured step copies at each launch. After it, .grad() again holds each gradient's arena buffer
   // (or its bucket view: data-parallel averaging, the gradient hook, is captured between
   // backward and the optimizer's step as direct mode runs it, and the graph-launch hook
   // follows each launch).

@@ -5,8 +5,6 @@
 #include <map>
 #include <utility>
 
-#include "strata/core/allocator.h"
-#include "strata/core/storage.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/kernel_call.h"
 
@@ -262,10 +260,7 @@ void Optimizer::begin_capture() {
   if (!hyper_.defined()) {
     // Pinned: a captured step's copy of them is read by the device (a cuda graph refreshes
     // it from this memory at each launch).
-    const auto n = static_cast<int64_t>(slots_.size());
-    hyper_ = Tensor::in_storage(
-        std::make_shared<Storage>(slots_.size() * 2 * sizeof(double), Device::cpu(), pinned_host_allocator()), 0,
-        Shape{n, 2}, DType::f64);
+    hyper_ = Tensor::empty_pinned(Shape{static_cast<int64_t>(slots_.size()), 2}, DType::f64);
   }
   capturing_ = true;
   stepped_.clear();

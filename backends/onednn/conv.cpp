@@ -197,7 +197,8 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
       return p;
     });
     const Operand dst{pl.dst, a.y.data};
-    if (a.w_version && pl.wei.reorders) {
+    const bool wei_kept = a.w_version && pl.wei.reorders;
+    if (wei_kept) {
       // The weights in the primitive's layout from an earlier call, or re-laid out once now.
       auto it = pl.kept.find(a.w.data);
       if (it == pl.kept.end() || it->second.version != *a.w_version) {
@@ -213,7 +214,6 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
     } else if (pl.wei.reorders) {
       pl.args[DNNL_ARG_WEIGHTS] = pl.wei.inner;
     }
-    const bool wei_kept = a.w_version && pl.wei.reorders;
     if (pl.has_z) {
       const Operand src{pl.src, a.x.data}, wei{pl.wei, a.w.data}, bias{pl.bias, a.b.data};
       for (const Operand& in : {src, wei}) in.staged.bind(in.data);

@@ -9,8 +9,6 @@
 
 #include "strata/backends/api/registry.h"
 #include "strata/backends/cuda/cuda_backend.h"
-#include "strata/core/allocator.h"
-#include "strata/core/storage.h"
 #include "driver.h"
 #include "nvml.h"
 #include "resnet50_support.h"
@@ -57,13 +55,7 @@ int exit_status(const json& records, const char* driver) {
 }
 
 Tensor pinned_like(const Tensor& host) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(host.nbytes(), Device::cpu(), pinned_host_allocator());
-  impl->sizes = host.sizes();
-  impl->strides = host.strides();
-  impl->dtype = host.dtype();
-  impl->device = Device::cpu();
-  Tensor t(std::move(impl));
+  Tensor t = Tensor::empty_pinned(host.sizes(), host.dtype(), Tensor::format_like(host, host.sizes()));
   copy_into(host, t);
   return t;
 }

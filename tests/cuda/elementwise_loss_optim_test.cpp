@@ -8,8 +8,6 @@
 
 #include "cuda_test_util.h"
 #include "strata/backends/api/registry.h"
-#include "strata/core/allocator.h"
-#include "strata/core/storage.h"
 #include "support/expect_error.h"
 #include "support/optimizer_lists.h"
 
@@ -269,8 +267,7 @@ TEST_F(CudaElementwise, HostHypersMustBePinnedRowsOfOneTensor) {
   EXPECT_STRATA_ERROR(be().sgd_step(ops::SgdStepArgs{p.gpu, g.gpu, Tensor(), {}, pageable}), "sgd_step",
                       "must be pinned");
   auto pinned_pair = [] {
-    const Tensor t = Tensor::in_storage(std::make_shared<Storage>(4096, Device::cpu(), pinned_host_allocator()), 0,
-                                        Shape{2}, DType::f64);
+    const Tensor t = Tensor::empty_pinned(Shape{512}, DType::f64).narrow(0, 0, 2);  // 4 KiB each
     t.data<double>()[0] = 0.1, t.data<double>()[1] = 1.0;
     return t;
   };

@@ -7,8 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "strata/core/allocator.h"
-#include "strata/core/storage.h"
 #include "strata/ops/table/op_args.h"
 #include "support/compare.h"
 #include "support/random.h"
@@ -60,9 +58,7 @@ Tensor hyper(double lr, double step, const Place& place) {
 // {lr, step} pairs as the rows of one pinned host tensor (graph mode's optimizer's form).
 std::vector<Tensor> host_hypers(const std::vector<std::pair<double, double>>& pairs) {
   const auto n = static_cast<int64_t>(pairs.size());
-  const Tensor rows = Tensor::in_storage(
-      std::make_shared<Storage>(pairs.size() * 2 * sizeof(double), Device::cpu(), pinned_host_allocator()), 0,
-      Shape{n, 2}, DType::f64);
+  const Tensor rows = Tensor::empty_pinned(Shape{n, 2}, DType::f64);
   std::vector<Tensor> out;
   for (int64_t i = 0; i < n; ++i) {
     rows.data<double>()[2 * i] = pairs[static_cast<size_t>(i)].first;
