@@ -27,6 +27,7 @@ template <class D> Tensor relu(const D& d, const Tensor& x);
 template <class D> Tensor max_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
 template <class D> Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dParams& p);
 template <class D> Tensor global_avg_pool(const D& d, const Tensor& x);
+template <class D> Tensor space_to_depth(const D& d, const Tensor& x, const ops::SpaceToDepthParams& p);
 template <class D> Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b);
 template <class D> Tensor add(const D& d, const Tensor& a, const Tensor& b);
 template <class D> Tensor scale(const D& d, const Tensor& x, double alpha);

@@ -1,4 +1,4 @@
-// Backward formulas of relu, pooling, add, scale, dropout, reshape.
+// Backward formulas of relu, pooling, space_to_depth, add, scale, dropout, reshape.
 #include "strata/autograd/node_base.h"
 
 namespace strata::autograd {
@@ -43,6 +43,19 @@ class AvgPoolNode final : public NodeT<D> {
  private:
   Tensor x_;
   Pool2dParams p_;
+};
+
+template <class D>
+class SpaceToDepthNode final : public NodeT<D> {
+ public:
+  SpaceToDepthNode(const D& d, Tensor x, ops::SpaceToDepthParams p) : NodeT<D>(d), x_(std::move(x)), p_(p) {}
+  std::string_view name() const override { return "space_to_depth"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::space_to_depth_bwd(this->d_, dy, x_, p_)}; }
+  void release() override { x_ = Tensor(); }
+
+ private:
+  Tensor x_;  // for its sizes, layout and device
+  ops::SpaceToDepthParams p_;
 };
 
 template <class D>
@@ -162,6 +175,13 @@ Tensor global_avg_pool(const D& d, const Tensor& x) {
 }
 
 template <class D>
+Tensor space_to_depth(const D& d, const Tensor& x, const ops::SpaceToDepthParams& p) {
+  Tensor y = ops::space_to_depth(d, x, p);
+  record<SpaceToDepthNode<D>>(d, {&x}, y, x, p);
+  return y;
+}
+
+template <class D>
 Tensor add(const D& d, const Tensor& a, const Tensor& b) {
   Tensor y = ops::add(d, a, b);
   record<AddNode<D>>(d, {&a, &b}, y);
@@ -195,6 +215,7 @@ Tensor reshape(const D& d, const Tensor& x, const Shape& sizes) {
   template Tensor max_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);      \
   template Tensor avg_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);      \
   template Tensor global_avg_pool<D>(const D&, const Tensor&);                      \
+  template Tensor space_to_depth<D>(const D&, const Tensor&, const ops::SpaceToDepthParams&); \
   template Tensor add<D>(const D&, const Tensor&, const Tensor&);                   \
   template Tensor scale<D>(const D&, const Tensor&, double);                        \
   template Tensor dropout<D>(const D&, const Tensor&, double, uint64_t, uint64_t);  \

@@ -120,6 +120,7 @@ struct Options {
   double lr = 0.01;
   bool fuse = true;    // nn::ResNetConfig::fuse_eval and fuse_train
   std::optional<bool> fold;  // nn::ResNetConfig::fold_batch_norm (unset: its default)
+  std::optional<bool> s2d_stem, winograd;  // nn::ResNetConfig::space_to_depth_stem, winograd
   bool trace = false;  // one extra traced step in the tape modes
   bool trace_sync = false;  // and one with every op waited for (per-op device time)
 };
@@ -145,7 +146,7 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     auto t_build = std::chrono::steady_clock::now();
     auto model =
         bench::make_resnet50(mode, o.backend, fmt, c.bf16 ? std::optional<DType>(DType::bf16) : std::nullopt, o.fuse,
-                             o.fold);
+                             o.fold, o.s2d_stem, o.winograd);
     r["describe"] = model->describe();
     const Shape in_sizes{c.batch, 3, c.resolution, c.resolution};
     Tensor x = model->input_buffer(in_sizes);
@@ -301,6 +302,13 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fold", no_fold, "inference: batch norms not folded (fused evaluation, or the separate ops "
                                      "with --no-fuse)")
       ->excludes("--fold");
+  bool s2d = false, no_s2d = false, wino = false, no_wino = false;
+  app.add_flag("--s2d-stem", s2d, "with folding: the stem's convolution over 2x2 pixel blocks "
+                                  "(nn::ResNetConfig::space_to_depth_stem; default: on for cuda, off for a CPU backend)");
+  app.add_flag("--no-s2d-stem", no_s2d, "with folding: the stem's 7x7 stride-2 convolution as it is")->excludes("--s2d-stem");
+  app.add_flag("--winograd", wino, "with folding: 3x3 stride-1 convolutions may run a Winograd transform "
+                                   "(nn::ResNetConfig::winograd; default: on for onednn)");
+  app.add_flag("--no-winograd", no_wino, "with folding: no Winograd transform")->excludes("--winograd");
   bool no_fused_epilogue = false;
   app.add_flag("--no-cudnn-epilogue", no_fused_epilogue,
                "with --fold: the convolution's epilogue as strata's kernel after cuDNN's convolution (default: "
@@ -345,8 +353,12 @@ int main(int argc, char** argv) {
       o.fold = fold;
     else if (no_fuse)
       o.fold = false;  // --no-fuse: the separate ops
+    if (s2d || no_s2d) o.s2d_stem = s2d;
+    if (wino || no_wino) o.winograd = wino;
     json settings = {{"backend", o.backend}, {"fuse", o.fuse},
-                     {"fold_batch_norm", o.fold ? json(*o.fold) : json("default (on for cuda)")}};
+                     {"fold_batch_norm", o.fold ? json(*o.fold) : json("default (on for cuda)")},
+                     {"space_to_depth_stem", o.s2d_stem ? json(*o.s2d_stem) : json("default (on for cuda)")},
+                     {"winograd", o.winograd ? json(*o.winograd) : json("default (on for onednn)")}};
     if (cuda) {
       auto& cb = backends::registry().impl<backends::CudaBackend>();
       cb.set_allow_tf32(tf32);

@@ -101,13 +101,16 @@ json device_info(bool cuda) {
 }
 
 std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend, MemoryFormat fmt,
-                                         std::optional<DType> compute, bool fuse, std::optional<bool> fold) {
+                                         std::optional<DType> compute, bool fuse, std::optional<bool> fold,
+                                         std::optional<bool> s2d_stem, std::optional<bool> winograd) {
   nn::ResNetConfig rc;
   rc.depth = 50;
   rc.num_classes = kImageNetClasses;
   rc.fuse_eval = fuse;
   rc.fuse_train = fuse;
   rc.fold_batch_norm = fold;
+  rc.space_to_depth_stem = s2d_stem;
+  rc.winograd = winograd;
   nn::ModelOptions mo;
   mo.memory_format = fmt;
   mo.compute_dtype = compute;

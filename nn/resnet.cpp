@@ -24,7 +24,12 @@ std::string describe(const ResNetConfig& c) {
          " classes, " + std::to_string(c.in_channels) + " input channels, " +
          (c.small_input ? "small-image stem 3x3/1 without max-pool" : "ImageNet stem 7x7/2 + max-pool") +
          (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) +
-         (c.fold_batch_norm.value_or(false) ? ", batch norms folded into the convolutions for inference" : "") + ")";
+         (c.fold_batch_norm.value_or(false) ? ", batch norms folded into the convolutions for inference" : "") +
+         (c.fold_batch_norm.value_or(false) && c.space_to_depth_stem.value_or(false) && !c.small_input
+              ? ", the folded stem over 2x2 pixel blocks"
+              : "") +
+         (c.fold_batch_norm.value_or(false) && c.winograd.value_or(false) ? ", folded 3x3 convolutions by Winograd" : "") +
+         ")";
 }
 
 template <class P, class Block>
@@ -32,6 +37,8 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) 
   // Defaults that depend on the device, resolved once: describe() names what runs.
   c_.fold_batch_norm =
       c_.fold_batch_norm.value_or(p.device().type != DeviceType::cpu || p.capabilities().keeps_versioned_weights());
+  const bool cpu = p.device().type == DeviceType::cpu;
+  c_.winograd = c_.winograd.value_or(cpu && p.capabilities().keeps_versioned_weights()) && *c_.fold_batch_norm;
   const ResNetConfig& c = c_;
   const Layout lay = layout_of(c.depth);
   STRATA_CHECK(lay.bottleneck == (Block::kExpansion == 4), "ResNet: depth ", c.depth, " needs another block type");
@@ -72,6 +79,12 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) 
   fco.dtype = dt;
   fc_ = &register_module("fc", std::make_unique<Linear<P>>(p, inplanes, c.num_classes, fco));
   initialize(*this, c.init);
+  c_.space_to_depth_stem = *c.fold_batch_norm && !c.small_input &&
+                           c_.space_to_depth_stem.value_or(!cpu && conv1_->space_to_depth_fits());
+  if (*c.space_to_depth_stem) conv1_->set_folded_space_to_depth(true);
+  if (*c.winograd)
+    for (const auto& [name, m] : named_modules())
+      if (auto* conv = dynamic_cast<Conv2d<P>*>(m)) conv->set_folded_winograd(true);
 }
 
 template <class P, class Block>

@@ -49,6 +49,17 @@ struct ResNetConfig {
   // its own layout (onednn: 0.8x fused evaluation's time at batch 1); off on the other CPU
   // backends, where it measured within 4 % of fused evaluation (docs/results/cpu_libtorch.md).
   std::optional<bool> fold_batch_norm;
+  // With folding, in evaluation: the ImageNet stem's 7x7 stride-2 convolution as a stride-1
+  // convolution over the input's 2x2 pixel blocks (Conv2d::set_folded_space_to_depth; the
+  // small-image stem has stride 1 and keeps its form). Unset: on a GPU (ResNet-50 inference
+  // in 0.90x the time, H100 b256 bf16, docs/results/gpu_fused_eval.md), off on the CPU (onednn:
+  // 1.02-1.04x at batch 1, docs/results/cpu_libtorch.md).
+  std::optional<bool> space_to_depth_stem;
+  // With folding, in evaluation: the folded 3x3 stride-1 convolutions may run a Winograd
+  // transform (Conv2d::set_folded_winograd: fewer multiplies, larger rounding). Unset: on a
+  // CPU backend that keeps versioned weights (onednn: ResNet-50 batch 1 / 224² in 0.87-0.94x
+  // the time, docs/results/cpu_libtorch.md), off elsewhere (the cuda backend does not read it).
+  std::optional<bool> winograd;
 };
 
 // "ResNet-50 (torchvision v1.5, 1000 classes, 3 input channels, ImageNet stem)".

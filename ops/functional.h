@@ -70,6 +70,10 @@ template <class D> Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dPa
 template <class D> Tensor avg_pool2d_bwd(const D& d, const Tensor& dy, const Tensor& x_like, const Pool2dParams& p);
 template <class D> Tensor global_avg_pool(const D& d, const Tensor& x);
 template <class D> Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like);
+// x's block x block pixel blocks as channels (op_args.h); y in x's memory format.
+template <class D> Tensor space_to_depth(const D& d, const Tensor& x, const SpaceToDepthParams& p);
+template <class D> Tensor space_to_depth_bwd(const D& d, const Tensor& dy, const Tensor& x_like,
+                                             const SpaceToDepthParams& p);
 
 template <class D> Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b);
 template <class D> Tensor linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w);

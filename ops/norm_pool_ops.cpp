@@ -92,6 +92,22 @@ Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
   return dx;
 }
 
+template <class D>
+Tensor space_to_depth(const D& d, const Tensor& x, const SpaceToDepthParams& p) {
+  const SpaceToDepthParams r = validate_space_to_depth(d, x, p);
+  Tensor y = Tensor::empty_like(x, Shape{x.size(0), r.channels, r.out_h, r.out_w});
+  d.space_to_depth_fwd(SpaceToDepthArgs{x, y, r});
+  return y;
+}
+
+template <class D>
+Tensor space_to_depth_bwd(const D& d, const Tensor& dy, const Tensor& x_like, const SpaceToDepthParams& p) {
+  const SpaceToDepthParams r = validate_space_to_depth_bwd(d, dy, x_like, p);
+  Tensor dx = Tensor::empty_like(x_like, x_like.sizes(), dy.dtype());
+  d.space_to_depth_bwd(SpaceToDepthBwdArgs{dy, dx, r});
+  return dx;
+}
+
 #define STRATA_OPS_INSTANTIATE(D)                                                                                 \
   template BatchNormOut batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,      \
                                       const Tensor&, bool, double, double, const Tensor&, bool,                  \
@@ -103,7 +119,9 @@ Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
   template Tensor avg_pool2d<D>(const D&, const Tensor&, const Pool2dParams&);                                   \
   template Tensor avg_pool2d_bwd<D>(const D&, const Tensor&, const Tensor&, const Pool2dParams&);                \
   template Tensor global_avg_pool<D>(const D&, const Tensor&);                                                   \
-  template Tensor global_avg_pool_bwd<D>(const D&, const Tensor&, const Tensor&);
+  template Tensor global_avg_pool_bwd<D>(const D&, const Tensor&, const Tensor&);                               \
+  template Tensor space_to_depth<D>(const D&, const Tensor&, const SpaceToDepthParams&);                          \
+  template Tensor space_to_depth_bwd<D>(const D&, const Tensor&, const Tensor&, const SpaceToDepthParams&);
 STRATA_OPS_INSTANTIATE_ALL()
 
 }  // namespace strata::ops

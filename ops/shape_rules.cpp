@@ -107,6 +107,27 @@ Shape global_avg_pool_out_shape(const Tensor& x) {
   return Shape{x.size(0), x.size(1)};
 }
 
+SpaceToDepthParams space_to_depth_params(std::string_view op, const Tensor& x, const SpaceToDepthParams& p) {
+  check_rank(op, "input", x, 4);
+  STRATA_CHECK(x.numel() > 0, op, ": empty input ", x.str());
+  // Blocks past 64 x 64 pixels or padding past a block's rows are no stem's; the bounds
+  // keep every index below in int64.
+  STRATA_CHECK(p.block >= 1 && p.block <= 64 && p.pad_h >= 0 && p.pad_w >= 0 && p.pad_h < p.block * 64 &&
+                   p.pad_w < p.block * 64,
+               op, ": block must be in [1, 64] and padding in [0, 64 * block) (block ", p.block, ", padding ",
+               p.pad_h, "x", p.pad_w, ")");
+  const int64_t b = p.block, least = b * b * x.size(1);
+  SpaceToDepthParams r = p;
+  if (r.channels == 0) r.channels = least;
+  if (r.out_h == 0) r.out_h = (x.size(2) + p.pad_h + b - 1) / b;
+  if (r.out_w == 0) r.out_w = (x.size(3) + p.pad_w + b - 1) / b;
+  STRATA_CHECK(r.channels >= least, op, ": output channels ", r.channels, " must be at least block * block * C = ",
+               least, " for input ", x.sizes().str(), " and block ", b);
+  STRATA_CHECK(r.out_h > 0 && r.out_w > 0, op, ": output height and width must be positive, got ", r.out_h, "x",
+               r.out_w);
+  return r;
+}
+
 Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b) {
   constexpr std::string_view op = "linear";
   check_rank(op, "input", x, 2);

@@ -18,6 +18,9 @@ int64_t batch_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor& 
                             const Tensor& running_var);
 Shape pool2d_out_shape(std::string_view op, const Tensor& x, const Pool2dParams& p);
 Shape global_avg_pool_out_shape(const Tensor& x);
+// space_to_depth's parameters with their defaults resolved against input x (op_args.h);
+// the output is [N, channels, out_h, out_w].
+SpaceToDepthParams space_to_depth_params(std::string_view op, const Tensor& x, const SpaceToDepthParams& p);
 Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b);
 // logits_name: what messages call the first argument ("probs" for the backward).
 void check_softmax_xent(const Tensor& logits, const Tensor& labels, std::string_view logits_name = "logits");

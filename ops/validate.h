@@ -248,6 +248,29 @@ void validate_global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_
   check_device("global_avg_pool_bwd", "input", x_like, d.device(), d.backend_name());
 }
 
+// ---- space_to_depth: forward returns the parameters resolved (y's sizes in them).
+template <class D>
+SpaceToDepthParams validate_space_to_depth(const D& d, const Tensor& x, const SpaceToDepthParams& p) {
+  check_defined("space_to_depth", "input", x);
+  const SpaceToDepthParams r = space_to_depth_params("space_to_depth", x, p);
+  check_input(d, OpId::space_to_depth_fwd, "input", x);
+  return r;
+}
+
+template <class D>
+SpaceToDepthParams validate_space_to_depth_bwd(const D& d, const Tensor& dy, const Tensor& x_like,
+                                               const SpaceToDepthParams& p) {
+  check_defined("space_to_depth_bwd", "grad_output", dy);
+  check_defined("space_to_depth_bwd", "input", x_like);
+  const SpaceToDepthParams r = space_to_depth_params("space_to_depth_bwd", x_like, p);
+  const Shape out{x_like.size(0), r.channels, r.out_h, r.out_w};
+  STRATA_CHECK(dy.sizes() == out, "space_to_depth_bwd: grad_output ", dy.str(), " must be ", out.str(),
+               " for input ", x_like.str());
+  check_input(d, OpId::space_to_depth_bwd, "grad_output", dy);
+  check_device("space_to_depth_bwd", "input", x_like, d.device(), d.backend_name());
+  return r;
+}
+
 // ---- linear: forward returns y's sizes, bwd_data dx's; bwd_weight's dw is [out, in].
 template <class D>
 Shape validate_linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {

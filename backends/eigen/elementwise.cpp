@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "strata/backends/eigen/context.h"
+#include "strata/backends/cpu/space_to_depth.h"
 #include "strata/core/dtype_dispatch.h"
 
 namespace strata::backends {
@@ -160,6 +161,10 @@ void EigenBackend::fill(const FillArgs& a) {
     elementwise(*ctx_, "fill", false, [bits](auto y) { return y.constant(bits); }, Out<B>{a.y}, In<B>{a.y});
   });
 }
+
+// A rearrangement that computes nothing: the loop the other CPU backends share.
+void EigenBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) { loops::space_to_depth_fwd(a); }
+void EigenBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) { loops::space_to_depth_bwd(a); }
 
 void EigenBackend::copy(const CopyArgs& a) {
   STRATA_CHECK(a.x.device.is_cpu() && a.y.device.is_cpu(),

@@ -1,7 +1,8 @@
 // conv2d on oneDNN: forward, backward data and backward weights primitives, each
 // planned with format_tag::any so oneDNN picks its fastest (usually blocked)
 // layouts; the plan caches the reorders between strata's strides and those, and keeps
-// versioned weights (Conv2dFwdArgs::w_version: folded inference) in its layout.
+// versioned weights (Conv2dFwdArgs::w_version: folded inference) in its layout, where
+// Conv2dParams::winograd lets a 3x3 stride-1 one run oneDNN's Winograd kernels.
 // f32, and bf16 where the CPU has it (f32 accumulation inside oneDNN).
 #include <cstdint>
 #include <initializer_list>
@@ -70,9 +71,10 @@ dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, co
                                                      const memory::desc& bias, const memory::desc& dst,
                                                      const Conv2dParams& p, const dnnl::engine& eng,
                                                      const dnnl::primitive_attr& attr = {},
-                                                     prop_kind prop = prop_kind::forward_training) {
+                                                     prop_kind prop = prop_kind::forward_training,
+                                                     algorithm alg = algorithm::convolution_direct) {
   const ConvGeom g = geom(p);
-  dnnl::convolution_forward::desc d(prop, algorithm::convolution_direct, any_like(src),
+  dnnl::convolution_forward::desc d(prop, alg, any_like(src),
                                     any_like(wei), bias.is_zero() ? bias : any_like(bias), any_like(dst), g.strides,
                                     g.dilates, g.pad_l, g.pad_r);
   return {d, attr, eng};
@@ -108,6 +110,11 @@ struct FwdPlan : Plan {
   dnnl::convolution_forward prim;
   Staged src, wei, bias, dst;
   std::unordered_map<const void*, KeptWeights> kept;
+  memory::desc wei_want;  // the primitive's weight layout, the kept copies'
+  // oneDNN 2.6 reorders into its Winograd weight layout from plain [K, C, R, S] only: other
+  // weights go there through a plain copy (wei's inner) and this second reorder.
+  bool wei_via_plain = false;
+  dnnl::reorder plain_to_want;
   bool has_bias = false;
   Args args;
   // With a residual: z (strata's layout) reordered into the dst the sum post-op reads.
@@ -143,6 +150,9 @@ bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, 
          blocked == memory::desc(dims, memory::data_type::f32, memory::format_tag::ABcd16b16a);
 }
 
+// The smallest output plane (pixels) a Winograd convolution runs on (above).
+constexpr int64_t kWinogradPlane = 14 * 14;
+
 // oneDNN 2.6's jit_bf16 backward-weights kernel is far slower than its GEMM-based one on
 // small output planes at two threads, and faster on large ones (docs/tuning.md).
 constexpr int64_t kBf16GemmBelow = 256;
@@ -171,17 +181,43 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
     // Inference kernels for versioned (folded, evaluation-only) weights on channels-last
     // activations: ResNet-50 at batch 1 took 47 against 63 ms with training's (2-vCPU EPYC);
     // on NCHW activations they were slower (64 against 53 ms), so those keep training's.
-    const bool inference = a.w_version && a.x.dim() == 4 && a.x.is_channels_last();
-    key.add(int64_t{inference});
+    // Winograd (Conv2dParams::winograd) for versioned f32 3x3 stride-1 weights on output
+    // planes of 14x14 or more: ResNet-50's at batch 1 / 224² took 0.55-0.75x the time,
+    // reorders included, its 7x7 ones about the same, and at batch 8 / 32² (planes of 8x8 and
+    // less) the network took 1.5x (2-vCPU EPYC, docs/results/cpu_libtorch.md). No bf16 form.
+    const bool wino = a.w_version && a.p.winograd && a.x.dtype == DType::f32 && a.p.groups == 1 &&
+                      a.w.sizes[2] == 3 && a.w.sizes[3] == 3 && a.p.stride_h == 1 && a.p.stride_w == 1 &&
+                      a.p.dilation_h == 1 && a.p.dilation_w == 1 && a.y.sizes[2] * a.y.sizes[3] >= kWinogradPlane;
+    const bool inference = a.w_version && a.x.dim() == 4 && (a.x.is_channels_last() || wino);
+    key.add(int64_t{inference}).add(int64_t{wino});
     auto& pl = c.plan<FwdPlan>(key, [&] {
       auto p = std::make_unique<FwdPlan>();
       const memory::desc src = md_of(a.x), wei = weights_md(a.w, a.p.groups), dst = md_of(a.y);
       const memory::desc bias = a.b.defined ? md_of(a.b) : memory::desc();
-      const auto pd = forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a),
-                                 inference ? prop_kind::forward_inference : prop_kind::forward_training);
+      const prop_kind prop = inference ? prop_kind::forward_inference : prop_kind::forward_training;
+      const auto pd = [&] {
+        if (wino) {
+          try {
+            return forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a), prop, algorithm::convolution_winograd);
+          } catch (const dnnl::error&) {
+            // No Winograd kernel for this CPU or shape: the direct one.
+          }
+        }
+        return forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a), prop);
+      }();
       p->prim = dnnl::convolution_forward(pd);
       p->src = Staged::make(src, pd.src_desc(), c.eng, true);
-      p->wei = Staged::make(wei, pd.weights_desc(), c.eng, true);
+      p->wei_want = pd.weights_desc();
+      try {
+        p->wei = Staged::make(wei, p->wei_want, c.eng, true);
+      } catch (const dnnl::error&) {
+        if (!a.w_version || a.p.groups != 1) throw;
+        const memory::desc plain(wei.dims(), wei.data_type(), memory::format_tag::abcd);
+        if (wei == plain) throw;
+        p->wei = Staged::make(wei, plain, c.eng, true);
+        p->wei_via_plain = true;
+        p->plain_to_want = dnnl::reorder(p->wei.inner, memory(p->wei_want, c.eng));
+      }
       p->dst = Staged::make(dst, pd.dst_desc(), c.eng, false);
       p->args = {{DNNL_ARG_SRC, p->src.arg()}, {DNNL_ARG_WEIGHTS, p->wei.arg()}, {DNNL_ARG_DST, p->dst.arg()}};
       if (a.b.defined) {
@@ -204,10 +240,15 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
       if (it == pl.kept.end() || it->second.version != *a.w_version) {
         if (it == pl.kept.end()) {
           if (pl.kept.size() >= kKeptWeightsMax) pl.kept.clear();
-          it = pl.kept.emplace(a.w.data, KeptWeights{0, memory(pl.wei.inner.get_desc(), c.eng)}).first;
+          it = pl.kept.emplace(a.w.data, KeptWeights{0, memory(pl.wei_want, c.eng)}).first;
         }
         pl.wei.bind(a.w.data);
-        pl.wei.re.execute(c.strm, pl.wei.user, it->second.laid_out);
+        if (pl.wei_via_plain) {
+          pl.wei.re.execute(c.strm, pl.wei.user, pl.wei.inner);
+          pl.plain_to_want.execute(c.strm, pl.wei.inner, it->second.laid_out);
+        } else {
+          pl.wei.re.execute(c.strm, pl.wei.user, it->second.laid_out);
+        }
         it->second.version = *a.w_version;
       }
       pl.args[DNNL_ARG_WEIGHTS] = it->second.laid_out;

@@ -11,6 +11,7 @@
 #include "strata/backends/cpu/loss.h"
 #include "strata/backends/cpu/optim.h"
 #include "strata/backends/cpu/reduce.h"
+#include "strata/backends/cpu/space_to_depth.h"
 
 namespace strata::backends {
 
@@ -110,6 +111,8 @@ void OneDnnBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
 }
 
 void OneDnnBackend::fill(const FillArgs& a) { loops::fill(a); }
+void OneDnnBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) { loops::space_to_depth_fwd(a); }
+void OneDnnBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) { loops::space_to_depth_bwd(a); }
 
 namespace {
 struct ReorderPlan : Plan {

@@ -5,6 +5,7 @@
 #include "strata/backends/cpu/loss.h"
 #include "strata/backends/cpu/optim.h"
 #include "strata/backends/cpu/reduce.h"
+#include "strata/backends/cpu/space_to_depth.h"
 #include "strata/backends/openblas/openblas_backend.h"
 
 namespace strata::backends {
@@ -79,5 +80,7 @@ void OpenBlasBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
 
 void OpenBlasBackend::fill(const FillArgs& a) { loops::fill(a); }
 void OpenBlasBackend::copy(const CopyArgs& a) { loops::copy(kName, a); }
+void OpenBlasBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) { loops::space_to_depth_fwd(a); }
+void OpenBlasBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) { loops::space_to_depth_bwd(a); }
 
 }  // namespace strata::backends

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string_view>
 
@@ -43,13 +44,20 @@ Tensor filled(const Shape& s, float scale) {
 // ReLU and residual add after them (nn::ResNetConfig::fuse_eval and fuse_train, the
 // defaults), "/unfused" the separate ops, "/folded" folded into the convolutions for
 // inference (nn::ResNetConfig::fold_batch_norm), "/folded_nhwc" the same on a channels-last
-// model (the input stays NCHW, as LibTorch's).
+// model (the input stays NCHW, as LibTorch's); "/folded_nhwc_direct" that without Winograd
+// transforms (nn::ResNetConfig::winograd, on by default for onednn), "/folded_nhwc_s2d" with
+// the stem over 2x2 pixel blocks (nn::ResNetConfig::space_to_depth_stem).
 struct Variant {
   std::string_view suffix;
   bool fuse, fold, channels_last = false;
+  std::optional<bool> winograd = std::nullopt, s2d_stem = std::nullopt;
 };
-constexpr Variant kVariants[] = {
-    {"/unfused", false, false}, {"/folded_nhwc", true, true, true}, {"/folded", true, true}, {"", true, false}};
+const Variant kVariants[] = {{"/unfused", false, false},
+                             {"/folded_nhwc_direct", true, true, true, false},
+                             {"/folded_nhwc_s2d", true, true, true, std::nullopt, true},
+                             {"/folded_nhwc", true, true, true},
+                             {"/folded", true, true},
+                             {"", true, false}};
 
 Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMode mode, const Variant& v) {
   nn::ResNetConfig rc;
@@ -58,6 +66,8 @@ Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMod
   rc.fuse_eval = v.fuse;
   rc.fuse_train = v.fuse;
   rc.fold_batch_norm = v.fold;
+  rc.winograd = v.winograd;
+  rc.space_to_depth_stem = v.s2d_stem;
   nn::ModelOptions mo;
   if (w.bf16) mo.compute_dtype = DType::bf16;
   if (v.channels_last) mo.memory_format = MemoryFormat::channels_last;

@@ -21,20 +21,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-
-def timed(f, n=30):
-    for _ in range(5):
-        f()
-    ts = []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        f()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+from cuda_events import median_ms as timed
 
 
 def main():

@@ -24,6 +24,7 @@ Conv2d<P>::Conv2d(const P& p, int64_t in_channels, int64_t out_channels, int ker
   cp_.pad_h = cp_.pad_w = o.padding;
   cp_.dilation_h = cp_.dilation_w = o.dilation;
   cp_.groups = o.groups;
+  folded_cp_ = cp_;
   const Device dev = p_.device();
   weight_ = register_parameter(
       "weight", detail::make_filled(dev, Shape{out_channels, in_channels / o.groups, kernel_size, kernel_size}, o.dtype, 0.0));
@@ -64,7 +65,72 @@ bool Conv2d<P>::fuses() const {
 template <class P>
 Tensor Conv2d<P>::forward_fused(const Tensor& x, const Tensor& z, bool relu) {
   STRATA_CHECK(fuses(), "Conv2d::forward_fused: runs with gradients off and fuse_epilogue on; call forward");
-  return run_fused(x, weight_, bias_, z, relu, false);
+  return run_fused(x, weight_, bias_, z, relu, false, cp_);
+}
+
+template <class P>
+bool Conv2d<P>::space_to_depth_fits() const {
+  const int s = cp_.stride_h;
+  return cp_.groups == 1 && cp_.dilation_h == 1 && cp_.dilation_w == 1 && cp_.stride_w == s && s >= 2 &&
+         cp_.pad_w == cp_.pad_h && in_ * s * s <= 16 && kernel_ > 1;
+}
+
+template <class P>
+void Conv2d<P>::set_folded_space_to_depth(bool on) {
+  STRATA_CHECK(!on || space_to_depth_fits(), "Conv2d::set_folded_space_to_depth: ", extra_repr(),
+               " does not fit the space-to-depth form (it needs groups 1, no dilation, the same stride >= 2 and "
+               "padding both ways, and at most 16 / stride^2 input channels)");
+  STRATA_CHECK(!folded_w_.defined(), "Conv2d::set_folded_space_to_depth: ", extra_repr(),
+               " has folded its weights already; choose the form before the first fold");
+  s2d_ = on;
+  const bool wino = folded_cp_.winograd;
+  folded_cp_ = cp_;
+  folded_cp_.winograd = wino;
+  if (!on) return;
+  const int s = cp_.stride_h;
+  s2d_kernel_ = (kernel_ + s - 1) / s;
+  s2d_p_ = ops::SpaceToDepthParams{};
+  s2d_p_.block = s;
+  s2d_p_.pad_h = s2d_p_.pad_w = cp_.pad_h;
+  s2d_p_.channels = (in_ * s * s + 7) / 8 * 8;  // tensor-core engines want a multiple of 8 (12 ran 1.5x slower)
+  folded_cp_.stride_h = folded_cp_.stride_w = 1;
+  folded_cp_.pad_h = folded_cp_.pad_w = 0;
+}
+
+template <class P>
+void Conv2d<P>::set_folded_winograd(bool on) {
+  folded_cp_.winograd = on;
+}
+
+// Output row y of the convolution reads padded rows s*y + t, t < k; with t = s*a + d that
+// is block row y + a, row d inside the block: blocks y .. y + ceil(k/s) - 1 (ops::space_to_depth).
+template <class P>
+Tensor Conv2d<P>::to_blocks(const Tensor& x) {
+  STRATA_CHECK(x.dim() == 4 && x.size(1) == in_, "Conv2d: input ", x.str(), " must be [N, ", in_, ", H, W] for ",
+               extra_repr());
+  const int64_t s = cp_.stride_h, span = 2 * int64_t{cp_.pad_h} - kernel_;
+  STRATA_CHECK(x.size(2) + span >= 0 && x.size(3) + span >= 0, "Conv2d: input ", x.str(),
+               " is smaller than the kernel of ", extra_repr());
+  ops::SpaceToDepthParams q = s2d_p_;
+  q.out_h = (x.size(2) + span) / s + s2d_kernel_;
+  q.out_w = (x.size(3) + span) / s + s2d_kernel_;
+  return s2d_direct_.forward(p_, x, [&](const auto& tape) { return autograd::space_to_depth(tape, x, q); }, q);
+}
+
+// w [out, in, k, k] (row-major) -> [out, channels, kb, kb] with kb = ceil(k / s):
+// w'[o, (dy * s + dx) * in + c, a, b] = w[o, c, s * a + dy, s * b + dx], zero past the kernel.
+template <class P>
+std::vector<double> Conv2d<P>::rearranged_for_blocks(const std::vector<double>& w) const {
+  const int64_t s = cp_.stride_h, k = kernel_, kb = s2d_kernel_, ch = s2d_p_.channels;
+  std::vector<double> r(static_cast<size_t>(out_ * ch * kb * kb), 0.0);
+  for (int64_t o = 0; o < out_; ++o)
+    for (int64_t c = 0; c < in_; ++c)
+      for (int64_t u = 0; u < k; ++u)
+        for (int64_t v = 0; v < k; ++v) {
+          const int64_t a = u / s, dy = u % s, b = v / s, dx = v % s, cb = (dy * s + dx) * in_ + c;
+          r[static_cast<size_t>(((o * ch + cb) * kb + a) * kb + b)] = w[static_cast<size_t>(((o * in_ + c) * k + u) * k + v)];
+        }
+  return r;
 }
 
 template <class P>
@@ -91,7 +157,9 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
                  "a graph is being captured; call eval() before the capture to fold them again");
     refold();
   }
-  if (!is_floating(x.dtype()) || x.dtype() == folded_w_.dtype()) return run_fused(x, folded_w_, folded_b_, z, relu, true);
+  const Tensor input = s2d_ ? to_blocks(x) : x;
+  if (!is_floating(x.dtype()) || x.dtype() == folded_w_.dtype())
+    return run_fused(input, folded_w_, folded_b_, z, relu, true, folded_cp_);
   // Mixed precision: the folded parameters in x's dtype, so that no forward converts them.
   auto it = std::find_if(folded_copies_.begin(), folded_copies_.end(),
                          [&](const FoldedCopy& c) { return c.w.dtype() == x.dtype(); });
@@ -105,24 +173,24 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
     folded_copies_.push_back(c);
     it = std::prev(folded_copies_.end());
   }
-  return run_fused(x, it->w, it->b, z, relu, true);
+  return run_fused(input, it->w, it->b, z, relu, true, folded_cp_);
 }
 
 // Plans for the same x told apart by what they run: forward's key is 0; here bit 0 is
 // set, bit 1 is the ReLU, bit 2 the folded weights, the rest the residual's address.
 template <class P>
 Tensor Conv2d<P>::run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu,
-                            bool folded) {
+                            bool folded, const ops::Conv2dParams& cp) {
   const auto z_at = z.defined() ? reinterpret_cast<uintptr_t>(z.data_ptr()) : uintptr_t{0};
   const auto key = static_cast<int64_t>((z_at << 3) | (folded ? 4 : 0) | (relu ? 2 : 0) | 1);
   const uint64_t* version = folded ? &fold_id_ : nullptr;  // the folded weights change only at a fold
   return direct_.forward_keyed(
       p_, x, key,
       [&](const auto& tape) {
-        return autograd::conv2d_fused(tape, x, detail::compute_cast(tape, w, x), detail::compute_cast(tape, b, x), cp_,
+        return autograd::conv2d_fused(tape, x, detail::compute_cast(tape, w, x), detail::compute_cast(tape, b, x), cp,
                                       z, relu, version);
       },
-      w, b, cp_, z, relu, version);
+      w, b, cp, z, relu, version);
 }
 
 // In double on the host: one pass over the weights per fold (eval(), a load), not per
@@ -147,8 +215,10 @@ void Conv2d<P>::refold() {
     for (size_t i = k * per; i < (k + 1) * per; ++i) fw[i] = w[i] * s;
     fb[k] = beta[k] + (b[k] - mean[k]) * s;
   }
+  if (s2d_) fw = rearranged_for_blocks(fw);
   if (!folded_w_.defined()) {  // once: later folds write in place
-    folded_w_ = Tensor::empty_like(weight_, weight_.sizes(), weight_.dtype());
+    const Shape sizes = s2d_ ? Shape{out_, s2d_p_.channels, s2d_kernel_, s2d_kernel_} : weight_.sizes();
+    folded_w_ = Tensor::empty_like(weight_, sizes, weight_.dtype());
     folded_b_ = Tensor::empty_like(weight_, Shape{out_}, weight_.dtype());
   }
   detail::assign_host(folded_w_, fw);
@@ -174,9 +244,10 @@ void Conv2d<P>::on_train(bool on) {
 template <class P>
 void Conv2d<P>::on_memory_format(MemoryFormat) {
   // The folded weight takes the weight's layout (the one to_memory_format gave it).
-  if (!folded_w_.defined() || folded_w_.strides() == weight_.strides()) return;
+  if (!folded_w_.defined()) return;
   const auto relayout = [&](Tensor& t) {
-    Tensor re = Tensor::empty_like(weight_, weight_.sizes(), t.dtype());
+    Tensor re = Tensor::empty_like(weight_, t.sizes(), t.dtype());
+    if (re.strides() == t.strides()) return;
     copy_into(t, re);
     t.set_data(re);
   };

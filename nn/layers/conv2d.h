@@ -53,8 +53,27 @@ class Conv2d final : public Module {
   void fold_batch_norm(const BatchNorm2d<P>& bn);
   bool folds() const;
   Tensor forward_folded(const Tensor& x, const Tensor& z, bool relu);
-  const Tensor& folded_weight() const { return folded_w_; }  // undefined before the first fold
+  // The weight the folded forward runs (rearranged in the space-to-depth form); undefined
+  // before the first fold.
+  const Tensor& folded_weight() const { return folded_w_; }
   const Tensor& folded_bias() const { return folded_b_; }
+
+  // Forms of the folded forward (evaluation only: training, the parameters and the state
+  // dict are unchanged), set before the first fold.
+  // Space-to-depth: a stride-s convolution of at most 16 / (s * s) input channels (the
+  // ImageNet stem's 7x7 stride 2 over 3) runs as a stride-1 convolution over x's s x s
+  // pixel blocks (ops::space_to_depth, the channels padded to a multiple of 8), with the
+  // folded weight rearranged to [out, blocks' channels, ceil(k / s), ceil(k / s)] at each
+  // fold. No convolution engine of cuDNN runs 3 input channels well: the stem took 1.84 ms
+  // against 0.77 ms in this form (H100, b256 bf16, docs/results/gpu_fused_eval.md).
+  // Refused where it does not fit (space_to_depth_fits: groups 1, no dilation, the same
+  // stride s >= 2 and padding both ways).
+  bool space_to_depth_fits() const;
+  void set_folded_space_to_depth(bool on);
+  bool folded_space_to_depth() const { return s2d_; }
+  // Winograd: the folded forward's Conv2dParams::winograd (a backend may run a 3x3 stride-1
+  // convolution by a Winograd transform; onednn does).
+  void set_folded_winograd(bool on);
 
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }  // undefined without bias
@@ -67,14 +86,22 @@ class Conv2d final : public Module {
   void on_memory_format(MemoryFormat fmt) override;
 
  private:
-  Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded);
+  Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded,
+                   const ops::Conv2dParams& cp);
   void refold();
+  // The space-to-depth form's input: x's pixel blocks, as many as the convolution reads.
+  Tensor to_blocks(const Tensor& x);
+  std::vector<double> rearranged_for_blocks(const std::vector<double>& w) const;
 
   P p_;
   int64_t in_, out_;
   int kernel_;
   bool fuse_epilogue_;
   ops::Conv2dParams cp_;
+  ops::Conv2dParams folded_cp_;  // the folded forward's: cp_, or stride 1 and no padding over x's blocks
+  bool s2d_ = false;
+  ops::SpaceToDepthParams s2d_p_;  // block, padding and channels; the output's size per input
+  int64_t s2d_kernel_ = 0;         // ceil(kernel / stride)
   Tensor weight_, bias_;
   const BatchNorm2d<P>* fold_bn_ = nullptr;
   Tensor folded_w_, folded_b_;  // written in place, so direct plans and captured graphs stay bound
@@ -85,6 +112,7 @@ class Conv2d final : public Module {
   bool fold_stale_ = true;
   uint64_t fold_id_ = 0;  // ops::Conv2dFwdArgs::w_version of the folded weights: new at each fold
   [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::SpaceToDepthPlan>> s2d_direct_;
 };
 
 }  // namespace strata::nn

@@ -215,6 +215,32 @@ class AvgPool2dPlan {
 };
 
 template <BackendImpl Impl>
+class SpaceToDepthPlan {
+ public:
+  Tensor y, dx;
+  void plan(Impl& impl, const Tensor& x, const SpaceToDepthParams& p) {
+    impl_ = &impl;
+    const SpaceToDepthParams r = validate_space_to_depth(StaticDispatch<Impl>(impl), x, p);
+    y = planned_empty_like(x, Shape{x.size(0), r.channels, r.out_h, r.out_w});
+    x_ = x;
+    fwd_ = {x, y, r};
+  }
+  void plan_backward(const Tensor& dy) {
+    validate_space_to_depth_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p);
+    dx = planned_empty_like(x_, fwd_.x.sizes, dy.dtype());
+    bwd_ = {dy, dx, fwd_.p};
+  }
+  void forward() { run_kernel<OpId::space_to_depth_fwd>(*impl_, fwd_); }
+  void backward() { run_kernel<OpId::space_to_depth_bwd>(*impl_, bwd_); }
+
+ private:
+  Impl* impl_ = nullptr;
+  Tensor x_;
+  SpaceToDepthArgs fwd_;
+  SpaceToDepthBwdArgs bwd_;
+};
+
+template <BackendImpl Impl>
 class GlobalAvgPoolPlan {
  public:
   Tensor y, dx;

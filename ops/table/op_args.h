@@ -23,6 +23,12 @@ struct Conv2dParams {
   int pad_h = 0, pad_w = 0;
   int dilation_h = 1, dilation_w = 1;
   int groups = 1;
+  // An algorithm permission, as ATen's ConvParams carries allow_tf32: a forward with
+  // versioned weights (Conv2dFwdArgs::w_version, evaluation) may compute a 3x3 stride-1
+  // convolution by a Winograd transform where the backend has one (fewer multiplies,
+  // larger rounding: Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks",
+  // 2016). Other calls ignore it.
+  bool winograd = false;
 };
 
 struct Conv2dFwdArgs {
@@ -181,6 +187,28 @@ struct ReduceArgs {
 struct ArgmaxArgs {
   TensorView x, y;  // x [N,C] -> y i64 [N]; first maximum wins
 };
+// space_to_depth (a pixel unshuffle with padding): x [N, C, H, W] read as blocks of
+// block x block pixels of x padded by pad_h above and pad_w left (zeros outside x):
+//   y[n, (dy * block + dx) * C + c, i, j] = x[n, c, i * block + dy - pad_h, j * block + dx - pad_w]
+// y [N, channels, out_h, out_w]: channels >= block * block * C (the ones past that are
+// zero), any out_h, out_w >= 1; 0 for each means the least that holds every pixel of x
+// (block * block * C, ceil((H + pad_h) / block), ceil((W + pad_w) / block)). A
+// stride-`block` convolution of x is a stride-1 convolution of y with a rearranged weight
+// (nn::Conv2d's space-to-depth form). The bwd row is its adjoint, dx[n, c, h, w] = dy at
+// x's element's position, zero where no position holds it.
+struct SpaceToDepthParams {
+  int block = 2, pad_h = 0, pad_w = 0;
+  int64_t channels = 0, out_h = 0, out_w = 0;
+};
+struct SpaceToDepthArgs {
+  TensorView x, y;
+  SpaceToDepthParams p;  // with y's sizes filled in
+};
+struct SpaceToDepthBwdArgs {
+  TensorView dy, dx;
+  SpaceToDepthParams p;
+};
+
 struct FillArgs {
   TensorView y;
   double value = 0.0;

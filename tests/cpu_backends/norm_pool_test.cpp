@@ -6,6 +6,7 @@
 
 #include "cpu_backend_test_util.h"
 #include "strata/ops/table/relu_mask.h"
+#include "support/space_to_depth_cases.h"
 
 namespace strata::testing {
 namespace {
@@ -18,6 +19,8 @@ STRATA_COVERS(avg_pool2d_fwd, "vs_reference");
 STRATA_COVERS(avg_pool2d_bwd, "vs_reference");
 STRATA_COVERS(global_avg_pool_fwd, "vs_reference");
 STRATA_COVERS(global_avg_pool_bwd, "vs_reference");
+STRATA_COVERS(space_to_depth_fwd, "vs_reference");
+STRATA_COVERS(space_to_depth_bwd, "vs_reference");
 
 class NormPoolTest : public CpuBackendTest {};
 
@@ -297,6 +300,29 @@ TEST_P(NormPoolTest, GlobalAvgPool) {
     be().global_avg_pool_bwd({dy, dx});
     ref_.global_avg_pool_bwd({dy, dx_r});
     STRATA_EXPECT_CLOSE(dx, dx_r, kTolReduction, "global_avg_pool_bwd");
+  }
+}
+
+// Data movement: every dtype a model computes in, both layouts, equal bit for bit.
+TEST_P(NormPoolTest, SpaceToDepthMatchesReference) {
+  uint64_t seed = 5200;
+  for (const DType dt : {DType::f32, DType::bf16}) {
+    if (!be().capabilities().supports(ops::OpId::space_to_depth_fwd, dt)) continue;
+    for (const MemoryFormat fmt : {kNCHW, kNHWC})
+      for (const SpaceToDepthCase& c : space_to_depth_cases()) {
+        SCOPED_TRACE(c.x.str() + " " + std::string(dtype_name(dt)) + (fmt == kNHWC ? " nhwc" : " nchw"));
+        const auto empty = [&](const Shape& s) { return Tensor::empty(s, dt, Device::cpu(), fmt); };
+        const Tensor x = random_tensor(c.x, dt, seed += 10, -1, 1, fmt);
+        const Tensor y = empty(c.y()), y_r = empty(c.y());
+        be().space_to_depth_fwd({x, y, c.params()});
+        ref_.space_to_depth_fwd({x, y_r, c.params()});
+        EXPECT_TRUE(bitwise_equal(y, y_r));
+        const Tensor dy = random_tensor(c.y(), dt, seed + 1, -1, 1, fmt);
+        const Tensor dx = empty(c.x), dx_r = empty(c.x);
+        be().space_to_depth_bwd({dy, dx, c.params()});
+        ref_.space_to_depth_bwd({dy, dx_r, c.params()});
+        EXPECT_TRUE(bitwise_equal(dx, dx_r));
+      }
   }
 }
 

@@ -6,7 +6,9 @@
 // order, as in tests/cuda/conv_test.cpp); bf16 3e-2 (the folded weights are rounded to
 // bf16 once, the unfolded model rounds after the convolution, the batch norm, the add).
 // A folded step runs no batch norm, ReLU or add kernels.
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -27,8 +29,10 @@ class CudaFold : public ::testing::Test {
   }
 };
 
-std::unique_ptr<nn::Model> resnet50(ops::DispatchMode mode, bool fold, const nn::ModelOptions& o) {
+std::unique_ptr<nn::Model> resnet50(ops::DispatchMode mode, bool fold, const nn::ModelOptions& o,
+                                    std::optional<bool> s2d_stem = std::nullopt) {
   nn::ResNetConfig c;
+  c.space_to_depth_stem = s2d_stem;
   c.depth = 50;
   c.num_classes = 100;
   c.init.seed = 4;
@@ -101,6 +105,35 @@ TEST_F(CudaFold, ResNet50FoldedMatchesUnfoldedInEveryMode) {
                        std::to_string(fused) + "/" + std::to_string(fused + kernels));
     }
   }
+}
+
+// The space-to-depth stem (on by default on the GPU) against the folded 7x7 stem, both
+// folded, in the modes that plan and capture; the trace shows the rearrangement ran once.
+TEST_F(CudaFold, SpaceToDepthStemMatchesTheStem) {
+  nn::ModelOptions bf16;
+  bf16.compute_dtype = DType::bf16;
+  bf16.memory_format = MemoryFormat::channels_last;
+  for (const auto& [o, tol] : {std::pair{nn::ModelOptions{}, 1e-4}, std::pair{bf16, kTolBf16}})
+    for (ops::DispatchMode mode : {ops::DispatchMode::virtual_call, ops::DispatchMode::direct,
+                                   ops::DispatchMode::graph}) {
+      SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)) + (o.compute_dtype ? " bf16" : " f32"));
+      auto blocks = resnet50(mode, true, o), stem = resnet50(mode, true, o, false);
+      randomise_batch_norms(*blocks, *stem);
+      blocks->eval();
+      stem->eval();
+      const Tensor x = random_tensor({3, 3, 67, 61}, DType::f32, 82);
+      const Tensor want = host_f32(stem->predict(x));
+      for (int i = 0; i < 3; ++i) {
+        ops::take_trace();
+        ops::set_trace_enabled(true);
+        const Tensor got = host_f32(blocks->predict(x));
+        ops::set_trace_enabled(false);
+        EXPECT_TRUE(close(got, want, tol)) << "call " << i;
+        int rearranged = 0;
+        for (const ops::TraceEvent& e : ops::take_trace()) rearranged += e.op == ops::OpId::space_to_depth_fwd;
+        if (mode != ops::DispatchMode::graph || i == 0) EXPECT_EQ(rearranged, 1) << "call " << i;
+      }
+    }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "support/space_to_depth_cases.h"
 #include "strata/ops/table/relu_mask.h"
 
 namespace strata::testing {
@@ -22,6 +23,8 @@ STRATA_COVERS(avg_pool2d_fwd, "cuda_vs_reference");
 STRATA_COVERS(avg_pool2d_bwd, "cuda_vs_reference");
 STRATA_COVERS(global_avg_pool_fwd, "cuda_vs_reference");
 STRATA_COVERS(global_avg_pool_bwd, "cuda_vs_reference");
+STRATA_COVERS(space_to_depth_fwd, "cuda_vs_reference");
+STRATA_COVERS(space_to_depth_bwd, "cuda_vs_reference");
 STRATA_COVERS(linear_fwd, "cuda_vs_reference");
 STRATA_COVERS(linear_bwd_data, "cuda_vs_reference");
 STRATA_COVERS(linear_bwd_weight, "cuda_vs_reference");
@@ -510,6 +513,37 @@ TEST_F(CudaNormPoolLinear, GlobalAvgPool) {
       STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "global_avg_pool_bwd");
     }
   }
+}
+
+// Data movement: equal to the reference bit for bit, in f32 and bf16, dense and sliced
+// views, both layouts, 32-bit indexing and the stem's shape at a real batch (the vector
+// kernel for channels-last block tensors, the element one for the rest).
+TEST_F(CudaNormPoolLinear, SpaceToDepth) {
+  std::vector<SpaceToDepthCase> cases = space_to_depth_cases();
+  cases.push_back({{8, 3, 224, 224}, 2, 3, 16, 115, 115});
+  for (const DType dt : {DType::f32, DType::bf16})
+    for (MemoryFormat fmt : {kNCHW, kNHWC})
+      for (bool slice : {false, true})
+        for (const SpaceToDepthCase& c : cases) {
+          SCOPED_TRACE(c.x.str() + (fmt == kNHWC ? " nhwc " : " nchw ") + std::string(dtype_name(dt)) +
+                       (slice ? " sliced" : ""));
+          const auto as = [&](const Pair& f) {
+            if (dt == DType::f32) return f;
+            Pair q{Tensor::empty_like(f.cpu, f.cpu.sizes(), dt), Tensor::empty_like(f.gpu, f.gpu.sizes(), dt)};
+            copy_into(f.cpu, q.cpu);
+            copy_into(q.cpu, q.gpu);
+            return q;
+          };
+          const Pair x = as(slice ? rand_slice_pair(c.x, 1600, fmt) : rand_pair(c.x, 1600, fmt));
+          const Pair y = as(nan_pair(c.y(), fmt, slice));
+          be().space_to_depth_fwd({x.gpu, y.gpu, c.params()});
+          ref_.space_to_depth_fwd({x.cpu, y.cpu, c.params()});
+          EXPECT_TRUE(bitwise_equal(to_cpu(y.gpu), y.cpu)) << "space_to_depth_fwd";
+          const Pair dy = as(rand_pair(c.y(), 1601, fmt)), dx = as(nan_pair(c.x, fmt, slice));
+          be().space_to_depth_bwd({dy.gpu, dx.gpu, c.params()});
+          ref_.space_to_depth_bwd({dy.cpu, dx.cpu, c.params()});
+          EXPECT_TRUE(bitwise_equal(to_cpu(dx.gpu), dx.cpu)) << "space_to_depth_bwd";
+        }
 }
 
 // ---- linear -----------------------------------------------------------------------

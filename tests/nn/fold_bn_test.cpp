@@ -113,6 +113,112 @@ TEST(NnFoldBatchNorm, Bf16WithinItsRounding) {
   }
 }
 
+// The space-to-depth stem (ResNetConfig::space_to_depth_stem): the folded ImageNet stem
+// runs as ops::space_to_depth and a 4x4 stride-1 convolution over the 2x2 blocks, with
+// the folded weight rearranged. The same model without it, within f32's rounding, in every
+// mode and layout, odd sizes and batch 1; the trace shows the form ran.
+TEST(NnFoldBatchNorm, SpaceToDepthStemMatchesTheStemInEveryMode) {
+  for (const std::string& backend : cpu_backends())
+  for (MemoryFormat fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last})
+  for (ops::DispatchMode mode : kAllModes)
+  for (const Shape& xs : {Shape{2, 3, 19, 17}, Shape{1, 3, 16, 16}}) {
+    SCOPED_TRACE(backend + " " + std::string(ops::dispatch_mode_name(mode)) +
+                 (fmt == MemoryFormat::channels_last ? " channels-last " : " ") + xs.str());
+    nn::ModelOptions o;
+    o.memory_format = fmt;
+    nn::ResNetConfig c = tiny_resnet(18);
+    c.small_input = false;
+    c.fold_batch_norm = true;
+    c.winograd = false;
+    c.space_to_depth_stem = true;
+    auto blocks = nn::make_resnet(c, mode, backend, o);
+    c.space_to_depth_stem = false;
+    auto stem = nn::make_resnet(c, mode, backend, o);
+    randomise_statistics(*blocks, {stem.get()}, true);
+    blocks->eval();
+    stem->eval();
+    const Tensor x = random_tensor(xs, DType::f32, 47);
+    Tensor yb, ys;
+    const std::vector<std::string> block_ops = traced_ops(*blocks, x, yb);
+    const std::vector<std::string> stem_ops = traced_ops(*stem, x, ys);
+    EXPECT_TRUE(close(yb, ys, kTolF32));
+    EXPECT_EQ(count(block_ops, "space_to_depth_fwd"), 1);
+    EXPECT_EQ(count(stem_ops, "space_to_depth_fwd"), 0);
+    EXPECT_EQ(count(block_ops, "conv2d_fwd"), count(stem_ops, "conv2d_fwd"));
+    Tensor again;
+    traced_ops(*blocks, x, again);
+    EXPECT_TRUE(bitwise_equal(again, yb));
+  }
+}
+
+// The rearranged weight: [out, 16, 4, 4] for 7x7 stride 2 over 3 channels, and a clear
+// error where the form does not fit or comes after the first fold.
+TEST(NnFoldBatchNorm, SpaceToDepthFormOfTheFoldedWeight) {
+  nn::ResNetConfig c = tiny_resnet(18);
+  c.small_input = false;
+  c.fold_batch_norm = true;
+  c.space_to_depth_stem = true;
+  auto m = nn::make_resnet(c, ops::DispatchMode::virtual_call, "reference");
+  m->eval();
+  nn::with_policy(ops::DispatchMode::virtual_call, "reference", [&](const auto& p) {
+    using P = std::decay_t<decltype(p)>;
+    std::vector<nn::Conv2d<P>*> convs;
+    for (auto& [name, mod] : m->module().named_modules())
+      if (auto* conv = dynamic_cast<nn::Conv2d<P>*>(mod)) convs.push_back(conv);
+    ASSERT_FALSE(convs.empty());
+    nn::Conv2d<P>& stem = *convs.front();
+    EXPECT_TRUE(stem.folded_space_to_depth());
+    EXPECT_EQ(stem.folded_weight().sizes(), (Shape{8, 16, 4, 4}));
+    EXPECT_EQ(stem.weight().sizes(), (Shape{8, 3, 7, 7}));
+    EXPECT_STRATA_ERROR(stem.set_folded_space_to_depth(false), "set_folded_space_to_depth", "before the first fold");
+    EXPECT_STRATA_ERROR(convs[1]->set_folded_space_to_depth(true), "set_folded_space_to_depth", "does not fit");
+  });
+}
+
+// Winograd (ResNetConfig::winograd, on by default where the backend keeps versioned
+// weights: onednn) for the folded 3x3 stride-1 convolutions, in both layouts (channels-last
+// weights reach oneDNN's Winograd layout through a plain copy) and after a training step's
+// refold. Stated tolerance: relative error 1e-4 against the direct convolutions (Winograd's
+// transforms round more). The reference backend has no Winograd form: bitwise the same.
+TEST(NnFoldBatchNorm, WinogradWithinItsRounding) {
+  for (const std::string& backend : cpu_backends())
+  for (MemoryFormat fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
+    SCOPED_TRACE(backend + (fmt == MemoryFormat::channels_last ? " channels-last" : ""));
+    nn::ModelOptions o;
+    o.memory_format = fmt;
+    nn::ResNetConfig c = tiny_resnet(18);
+    c.base_channels = 16;  // oneDNN's Winograd kernels take channels in blocks of 16
+    c.fold_batch_norm = true;
+    c.winograd = true;
+    auto wino = nn::make_resnet(c, ops::DispatchMode::direct, backend, o);
+    c.winograd = false;
+    auto direct = nn::make_resnet(c, ops::DispatchMode::direct, backend, o);
+    randomise_statistics(*wino, {direct.get()}, true);
+    const Tensor x = random_tensor({2, 3, 16, 16}, DType::f32, 48);  // layer1 at 16x16: Winograd
+    const Tensor labels = Tensor::from_vector<int64_t>({2, 5}, Shape{2});
+    wino->eval();
+    direct->eval();
+    const auto check = [&](const char* when) {
+      const Tensor yw = host(wino->predict(x)), yd = host(direct->predict(x));
+      if (backend == "reference")
+        EXPECT_TRUE(bitwise_equal(yw, yd)) << when;
+      else
+        EXPECT_TRUE(close(yw, yd, 1e-4)) << when;
+    };
+    check("before training");
+    nn::OptimizerConfig oc;
+    oc.lr = 0.1;
+    auto opt_w = wino->make_optimizer(oc), opt_d = direct->make_optimizer(oc);
+    wino->train();
+    direct->train();
+    wino->train_step(x, labels, *opt_w);
+    direct->train_step(x, labels, *opt_d);
+    wino->eval();
+    direct->eval();
+    check("after a step");
+  }
+}
+
 // Training runs the unfolded convolutions and batch norms, bitwise as a model that never
 // folded; back in evaluation the folded copy has followed the step.
 // On every CPU backend and both layouts: onednn keeps folded weights re-laid out between

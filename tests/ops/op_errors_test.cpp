@@ -166,5 +166,32 @@ TEST(OpErrors, Pooling) {
   EXPECT_STRATA_ERROR(ops::global_avg_pool_bwd(d, rnd({1, 4}), x), "global_avg_pool_bwd", "grad_output");
 }
 
+STRATA_COVERS(space_to_depth_fwd, "errors");
+STRATA_COVERS(space_to_depth_bwd, "errors");
+TEST(OpErrors, SpaceToDepth) {
+  auto d = reference_dispatch();
+  ops::SpaceToDepthParams p;
+  EXPECT_STRATA_ERROR(ops::space_to_depth(d, rnd({3, 8, 8}), p), "space_to_depth", "rank 4");
+  EXPECT_STRATA_ERROR(ops::space_to_depth(d, fake_cuda({1, 3, 8, 8}), p), "space_to_depth", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::space_to_depth(d, rnd({1, 3, 0, 8}), p), "space_to_depth", "empty");
+  ops::SpaceToDepthParams bad = p;
+  bad.block = 0;
+  EXPECT_STRATA_ERROR(ops::space_to_depth(d, rnd({1, 3, 8, 8}), bad), "space_to_depth", "block");
+  bad = p;
+  bad.pad_w = -1;
+  EXPECT_STRATA_ERROR(ops::space_to_depth(d, rnd({1, 3, 8, 8}), bad), "space_to_depth", "padding");
+  bad = p;
+  bad.channels = 11;  // 2 * 2 * 3 = 12 needed
+  EXPECT_STRATA_ERROR(ops::space_to_depth(d, rnd({1, 3, 8, 8}), bad), "space_to_depth", "at least");
+  bad = p;
+  bad.out_h = -2;
+  EXPECT_STRATA_ERROR(ops::space_to_depth(d, rnd({1, 3, 8, 8}), bad), "space_to_depth", "positive");
+  // The defaults: 12 channels, ceil(8 / 2) = 4 blocks each way.
+  EXPECT_EQ(ops::space_to_depth(d, rnd({1, 3, 8, 8}), p).sizes(), (Shape{1, 12, 4, 4}));
+  const Tensor x = rnd({1, 3, 8, 8});
+  EXPECT_STRATA_ERROR(ops::space_to_depth_bwd(d, rnd({1, 12, 4, 5}), x, p), "space_to_depth_bwd", "grad_output");
+  EXPECT_STRATA_ERROR(ops::space_to_depth_bwd(d, Tensor(), x, p), "space_to_depth_bwd", "grad_output");
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -163,6 +163,20 @@ std::vector<OpCase> all_cases() {
                {{"grad_output", rnd({2, 3}), kAnyRank, {2, 4}, DType::i32},
                 {"input", rnd({2, 3, 4, 4}, DType::f32, 2), kAll & ~kDtype, {2, 4, 4, 4}}},
                [](const D& d, const auto& a) { return std::vector{ops::global_avg_pool_bwd(d, a[0], a[1])}; }});
+  ops::SpaceToDepthParams sp;  // 2x2 blocks, padding 1: [2, 3, 6, 6] -> [2, 12, 4, 4]
+  sp.pad_h = sp.pad_w = 1;
+  sp.channels = 12;
+  v.push_back({"space_to_depth",
+               ops::OpId::space_to_depth_fwd,
+               "space_to_depth",
+               {{"input", rnd({2, 3, 6, 6}), kAll & ~kDtype, {2, 4, 6, 6}}},
+               [sp](const D& d, const auto& a) { return std::vector{ops::space_to_depth(d, a[0], sp)}; }});
+  v.push_back({"space_to_depth_bwd",
+               ops::OpId::space_to_depth_bwd,
+               "space_to_depth_bwd",
+               {{"grad_output", rnd({2, 12, 4, 4}), kAll & ~kDtype, {2, 12, 4, 5}},
+                {"input", rnd({2, 3, 6, 6}, DType::f32, 2), kAll & ~kDtype, {2, 4, 6, 6}}},
+               [sp](const D& d, const auto& a) { return std::vector{ops::space_to_depth_bwd(d, a[0], a[1], sp)}; }});
   v.push_back({"linear",
                ops::OpId::linear_fwd,
                "linear",
@@ -363,6 +377,8 @@ const std::vector<std::string> kCaseIds = {"conv2d",
                                            "avg_pool2d_bwd",
                                            "global_avg_pool",
                                            "global_avg_pool_bwd",
+                                           "space_to_depth",
+                                           "space_to_depth_bwd",
                                            "linear",
                                            "linear_bwd_data",
                                            "linear_bwd_weight",

@@ -6,7 +6,8 @@
 #   VARIANTS  default "fused unfused"; each one of: fused (the defaults: fused training,
 #             folded inference), unfused (--no-fuse: the separate ops), folded (--fold),
 #             unfolded (--no-fold: fused evaluation), folded_find (--fold --cudnn-find),
-#             before (the defaults on the packed build in $BEFORE_PKG: a build before a change)
+#             no_s2d (--no-s2d-stem: the folded stem's 7x7 stride-2 convolution as it is),
+#             nondet (--nondeterministic: cuDNN's non-deterministic engines allowed, PyTorch's default), before (the defaults on the packed build in $BEFORE_PKG: a build before a change)
 #   TRACE_VARIANTS  the variants traced (default "fused unfused"; "" none)
 #   CONFIGS  resnet50_gpu configurations (default: train_b256_224_nhwc_bf16)
 #   MODES    resnet50_gpu modes (default: graph; "all" for every mode)
@@ -47,6 +48,8 @@ bench() {
     folded) flag=(--fold) ;;
     unfolded) flag=(--no-fold) ;;
     folded_find) flag=(--fold --cudnn-find) ;;
+    no_s2d) flag=(--no-s2d-stem) ;;
+    nondet) flag=(--nondeterministic) ;;
     before) p=${BEFORE_PKG:?before needs BEFORE_PKG, a packed build} ;;
     *) echo "fusion.sh: unknown variant '$variant'" | tee -a "$log"; return 1 ;;
   esac
