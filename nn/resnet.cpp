@@ -25,9 +25,7 @@ std::string describe(const ResNetConfig& c) {
          (c.small_input ? "small-image stem 3x3/1 without max-pool" : "ImageNet stem 7x7/2 + max-pool") +
          (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) +
          (c.fold_batch_norm.value_or(false) ? ", batch norms folded into the convolutions for inference" : "") +
-         (c.fold_batch_norm.value_or(false) && c.space_to_depth_stem.value_or(false) && !c.small_input
-              ? ", the folded stem over 2x2 pixel blocks"
-              : "") +
+         (c.space_to_depth_stem.value_or(false) && !c.small_input ? ", the stem over 2x2 pixel blocks" : "") +
          (c.fold_batch_norm.value_or(false) && c.winograd.value_or(false) ? ", folded 3x3 convolutions by Winograd" : "") +
          ")";
 }
@@ -79,9 +77,8 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) 
   fco.dtype = dt;
   fc_ = &register_module("fc", std::make_unique<Linear<P>>(p, inplanes, c.num_classes, fco));
   initialize(*this, c.init);
-  c_.space_to_depth_stem = *c.fold_batch_norm && !c.small_input &&
-                           c_.space_to_depth_stem.value_or(!cpu && conv1_->space_to_depth_fits());
-  if (*c.space_to_depth_stem) conv1_->set_folded_space_to_depth(true);
+  c_.space_to_depth_stem = !c.small_input && c_.space_to_depth_stem.value_or(!cpu && conv1_->space_to_depth_fits());
+  if (*c.space_to_depth_stem) conv1_->set_space_to_depth(true);
   if (*c.winograd)
     for (const auto& [name, m] : named_modules())
       if (auto* conv = dynamic_cast<Conv2d<P>*>(m)) conv->set_folded_winograd(true);

@@ -49,11 +49,11 @@ struct ResNetConfig {
   // its own layout (onednn: 0.8x fused evaluation's time at batch 1); off on the other CPU
   // backends, where it measured within 4 % of fused evaluation (docs/results/cpu_libtorch.md).
   std::optional<bool> fold_batch_norm;
-  // With folding, in evaluation: the ImageNet stem's 7x7 stride-2 convolution as a stride-1
-  // convolution over the input's 2x2 pixel blocks (Conv2d::set_folded_space_to_depth; the
-  // small-image stem has stride 1 and keeps its form). Unset: on a GPU (ResNet-50 inference
-  // in 0.90x the time, H100 b256 bf16, docs/results/gpu_fused_eval.md), off on the CPU (onednn:
-  // 1.02-1.04x at batch 1, docs/results/cpu_libtorch.md).
+  // The ImageNet stem's 7x7 stride-2 convolution as a stride-1 convolution over the input's
+  // 2x2 pixel blocks, in training and evaluation (Conv2d::set_space_to_depth; the parameters
+  // keep the 7x7 form; the small-image stem has stride 1 and keeps its form). Unset: on a GPU
+  // (ResNet-50 inference in 0.90x the time, H100 b256 bf16, docs/results/gpu_fused_eval.md),
+  // off on the CPU (onednn: 1.02-1.04x at batch 1, docs/results/cpu_libtorch.md).
   std::optional<bool> space_to_depth_stem;
   // With folding, in evaluation: the folded 3x3 stride-1 convolutions may run a Winograd
   // transform (Conv2d::set_folded_winograd: fewer multiplies, larger rounding). Unset: on a

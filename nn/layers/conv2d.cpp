@@ -48,6 +48,8 @@ std::string Conv2d<P>::extra_repr() const {
 template <class P>
 Tensor Conv2d<P>::forward(const Tensor& x) {
   if (autograd::GradMode::enabled()) fold_stale_ = true;  // an optimizer step may follow
+  latest_blocks_ = s2d_;
+  if (s2d_) return forward_blocks(x);
   return direct_.forward(
       p_, x,
       [&](const auto& tape) {
@@ -76,11 +78,11 @@ bool Conv2d<P>::space_to_depth_fits() const {
 }
 
 template <class P>
-void Conv2d<P>::set_folded_space_to_depth(bool on) {
-  STRATA_CHECK(!on || space_to_depth_fits(), "Conv2d::set_folded_space_to_depth: ", extra_repr(),
+void Conv2d<P>::set_space_to_depth(bool on) {
+  STRATA_CHECK(!on || space_to_depth_fits(), "Conv2d::set_space_to_depth: ", extra_repr(),
                " does not fit the space-to-depth form (it needs groups 1, no dilation, the same stride >= 2 and "
                "padding both ways, and at most 16 / stride^2 input channels)");
-  STRATA_CHECK(!folded_w_.defined(), "Conv2d::set_folded_space_to_depth: ", extra_repr(),
+  STRATA_CHECK(!folded_w_.defined(), "Conv2d::set_space_to_depth: ", extra_repr(),
                " has folded its weights already; choose the form before the first fold");
   s2d_ = on;
   const bool wino = folded_cp_.winograd;
@@ -93,8 +95,11 @@ void Conv2d<P>::set_folded_space_to_depth(bool on) {
   s2d_p_.block = s;
   s2d_p_.pad_h = s2d_p_.pad_w = cp_.pad_h;
   s2d_p_.channels = (in_ * s * s + 7) / 8 * 8;  // tensor-core engines want a multiple of 8 (12 ran 1.5x slower)
-  folded_cp_.stride_h = folded_cp_.stride_w = 1;
-  folded_cp_.pad_h = folded_cp_.pad_w = 0;
+  blocks_cp_ = cp_;
+  blocks_cp_.stride_h = blocks_cp_.stride_w = 1;
+  blocks_cp_.pad_h = blocks_cp_.pad_w = 0;
+  folded_cp_ = blocks_cp_;
+  folded_cp_.winograd = wino;
 }
 
 template <class P>
@@ -105,7 +110,7 @@ void Conv2d<P>::set_folded_winograd(bool on) {
 // Output row y of the convolution reads padded rows s*y + t, t < k; with t = s*a + d that
 // is block row y + a, row d inside the block: blocks y .. y + ceil(k/s) - 1 (ops::space_to_depth).
 template <class P>
-Tensor Conv2d<P>::to_blocks(const Tensor& x) {
+ops::SpaceToDepthParams Conv2d<P>::block_params(const Tensor& x) const {
   STRATA_CHECK(x.dim() == 4 && x.size(1) == in_, "Conv2d: input ", x.str(), " must be [N, ", in_, ", H, W] for ",
                extra_repr());
   const int64_t s = cp_.stride_h, span = 2 * int64_t{cp_.pad_h} - kernel_;
@@ -114,7 +119,36 @@ Tensor Conv2d<P>::to_blocks(const Tensor& x) {
   ops::SpaceToDepthParams q = s2d_p_;
   q.out_h = (x.size(2) + span) / s + s2d_kernel_;
   q.out_w = (x.size(3) + span) / s + s2d_kernel_;
+  return q;
+}
+
+// The weight [out, in, k, k] as an image of `in` channels: its s x s blocks without padding
+// are the rearranged weight (rearranged_for_blocks, the folded form's, computes the same).
+template <class P>
+ops::SpaceToDepthParams Conv2d<P>::weight_block_params() const {
+  ops::SpaceToDepthParams q = s2d_p_;
+  q.pad_h = q.pad_w = 0;
+  q.out_h = q.out_w = s2d_kernel_;
+  return q;
+}
+
+template <class P>
+Tensor Conv2d<P>::to_blocks(const Tensor& x) {
+  const ops::SpaceToDepthParams q = block_params(x);
   return s2d_direct_.forward(p_, x, [&](const auto& tape) { return autograd::space_to_depth(tape, x, q); }, q);
+}
+
+template <class P>
+Tensor Conv2d<P>::forward_blocks(const Tensor& x) {
+  const ops::SpaceToDepthParams qx = block_params(x), qw = weight_block_params();
+  return s2d_conv_direct_.forward(
+      p_, x,
+      [&](const auto& tape) {
+        const Tensor xs = autograd::space_to_depth(tape, x, qx);
+        const Tensor ws = autograd::space_to_depth(tape, detail::compute_cast(tape, weight_, x), qw);
+        return autograd::conv2d(tape, xs, ws, detail::compute_cast(tape, bias_, x), blocks_cp_);
+      },
+      weight_, bias_, blocks_cp_, qx, qw);
 }
 
 // w [out, in, k, k] (row-major) -> [out, channels, kb, kb] with kb = ceil(k / s):
@@ -264,12 +298,12 @@ void Conv2d<P>::on_load() {
 
 template <class P>
 Tensor Conv2d<P>::backward(const Tensor& dy) {
-  return direct_.backward(*this, dy);
+  return latest_blocks_ ? s2d_conv_direct_.backward(*this, dy) : direct_.backward(*this, dy);
 }
 
 template <class P>
 int64_t Conv2d<P>::plans_made() const {
-  return direct_.plans_made();
+  return direct_.plans_made() + s2d_direct_.plans_made() + s2d_conv_direct_.plans_made();
 }
 
 #define STRATA_NN_INSTANTIATE(P) template class Conv2d<P>;

@@ -8,6 +8,66 @@
 
 namespace strata::nn {
 
+namespace detail {
+// Conv2d's space-to-depth form in direct mode: x and the weight (cast to x's dtype) to
+// their pixel blocks (ops::space_to_depth), a stride-1 convolution of them; backward the
+// gradients through the adjoints of the rearrangements (the weight's into its gradient's
+// home).
+template <backends::BackendImpl Impl>
+class SpaceToDepthConvStep {
+ public:
+  void plan(Impl& impl, const Tensor& x, const Tensor& weight, const Tensor& bias, const ops::Conv2dParams& cp,
+            const ops::SpaceToDepthParams& qx, const ops::SpaceToDepthParams& qw) {
+    impl_ = &impl;
+    weight_ = weight;
+    bias_ = bias;
+    xs_.plan(impl, x, qx);
+    wc_ = w_.plan(impl, weight, x);
+    ws_.plan(impl, wc_, qw);
+    op_.plan(impl, xs_.y, ws_.y, b_.plan(impl, bias, x), cp);
+  }
+  template <class... Args>
+  const Tensor& run(const Args&...) {
+    w_.refresh();
+    b_.refresh();
+    xs_.forward();
+    ws_.forward();
+    op_.forward();
+    return op_.y;
+  }
+  void plan_backward(const Tensor& dy, bool need_dx) {
+    need_dx_ = need_dx;
+    op_.plan_backward(dy, need_dx);
+    if (need_dx) xs_.plan_backward(op_.dx);
+    ws_.plan_backward_into(op_.dw, ops::direct::planned_grad(wc_, wc_.sizes(), wc_.dtype()));
+    w_.plan_grad(*impl_, ws_.dx);
+    b_.plan_grad(*impl_, op_.db);
+  }
+  const Tensor& run_backward() {
+    backward_into_grads(*impl_, {{weight_, w_.grad(ws_.dx)}, {bias_, b_.grad(op_.db)}}, [&] {
+      op_.backward();
+      if (need_dx_) xs_.backward();
+      ws_.backward();
+      w_.convert_grad(ws_.dx);
+      b_.convert_grad(op_.db);
+    });
+    return need_dx_ ? xs_.dx : no_dx_;
+  }
+
+ private:
+  Impl* impl_ = nullptr;
+  bool need_dx_ = false;
+  Tensor weight_, bias_, wc_, no_dx_;
+  ops::direct::SpaceToDepthPlan<Impl> xs_, ws_;
+  ops::direct::Conv2dPlan<Impl> op_;
+  ops::direct::ParamCast<Impl> w_, b_;
+};
+struct SpaceToDepthConvStepOf {
+  template <backends::BackendImpl Impl>
+  using type = SpaceToDepthConvStep<Impl>;
+};
+}  // namespace detail
+
 struct Conv2dOptions {
   int stride = 1, padding = 0, dilation = 1, groups = 1;
   bool bias = true;
@@ -58,19 +118,19 @@ class Conv2d final : public Module {
   const Tensor& folded_weight() const { return folded_w_; }
   const Tensor& folded_bias() const { return folded_b_; }
 
-  // Forms of the folded forward (evaluation only: training, the parameters and the state
-  // dict are unchanged), set before the first fold.
   // Space-to-depth: a stride-s convolution of at most 16 / (s * s) input channels (the
   // ImageNet stem's 7x7 stride 2 over 3) runs as a stride-1 convolution over x's s x s
-  // pixel blocks (ops::space_to_depth, the channels padded to a multiple of 8), with the
-  // folded weight rearranged to [out, blocks' channels, ceil(k / s), ceil(k / s)] at each
-  // fold. No convolution engine of cuDNN runs 3 input channels well: the stem took 1.84 ms
-  // against 0.77 ms in this form (H100, b256 bf16, docs/results/gpu_fused_eval.md).
-  // Refused where it does not fit (space_to_depth_fits: groups 1, no dilation, the same
-  // stride s >= 2 and padding both ways).
+  // pixel blocks (ops::space_to_depth, the channels padded to a multiple of 8), its weight
+  // rearranged to [out, blocks' channels, ceil(k / s), ceil(k / s)]: in training by the same
+  // op (its gradient comes back through the op's adjoint), folded at each fold. The
+  // parameters and the state dict keep the plain form; forward_fused (the unfolded
+  // epilogue) runs it. No convolution engine of cuDNN runs 3 input channels well: the stem
+  // took 1.84 ms against 0.77 ms in this form (H100, b256 bf16, docs/results/gpu_fused_eval.md).
+  // Set before the first fold. Refused where it does not fit (space_to_depth_fits: groups 1,
+  // no dilation, the same stride s >= 2 and padding both ways).
   bool space_to_depth_fits() const;
-  void set_folded_space_to_depth(bool on);
-  bool folded_space_to_depth() const { return s2d_; }
+  void set_space_to_depth(bool on);
+  bool space_to_depth() const { return s2d_; }
   // Winograd: the folded forward's Conv2dParams::winograd (a backend may run a 3x3 stride-1
   // convolution by a Winograd transform; onednn does).
   void set_folded_winograd(bool on);
@@ -89,8 +149,12 @@ class Conv2d final : public Module {
   Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded,
                    const ops::Conv2dParams& cp);
   void refold();
-  // The space-to-depth form's input: x's pixel blocks, as many as the convolution reads.
+  // The space-to-depth form: x's pixel blocks (as many as the convolution reads), the
+  // weight's, and the training forward over them.
+  ops::SpaceToDepthParams block_params(const Tensor& x) const;
+  ops::SpaceToDepthParams weight_block_params() const;
   Tensor to_blocks(const Tensor& x);
+  Tensor forward_blocks(const Tensor& x);
   std::vector<double> rearranged_for_blocks(const std::vector<double>& w) const;
 
   P p_;
@@ -98,8 +162,10 @@ class Conv2d final : public Module {
   int kernel_;
   bool fuse_epilogue_;
   ops::Conv2dParams cp_;
-  ops::Conv2dParams folded_cp_;  // the folded forward's: cp_, or stride 1 and no padding over x's blocks
+  ops::Conv2dParams folded_cp_;  // the folded forward's: cp_, or blocks_cp_; with the Winograd permission
+  ops::Conv2dParams blocks_cp_;  // the space-to-depth form's: stride 1, no padding
   bool s2d_ = false;
+  bool latest_blocks_ = false;  // the latest forward ran the space-to-depth form (its backward follows)
   ops::SpaceToDepthParams s2d_p_;  // block, padding and channels; the output's size per input
   int64_t s2d_kernel_ = 0;         // ceil(kernel / stride)
   Tensor weight_, bias_;
@@ -113,6 +179,7 @@ class Conv2d final : public Module {
   uint64_t fold_id_ = 0;  // ops::Conv2dFwdArgs::w_version of the folded weights: new at each fold
   [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
   [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::SpaceToDepthPlan>> s2d_direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::SpaceToDepthConvStepOf> s2d_conv_direct_;
 };
 
 }  // namespace strata::nn

@@ -225,9 +225,13 @@ class SpaceToDepthPlan {
     x_ = x;
     fwd_ = {x, y, r};
   }
-  void plan_backward(const Tensor& dy) {
+  void plan_backward(const Tensor& dy) { plan_backward_into(dy, planned_empty_like(x_, fwd_.x.sizes, dy.dtype())); }
+  // Into a buffer of the caller's (a parameter's gradient, planned_grad).
+  void plan_backward_into(const Tensor& dy, const Tensor& into) {
     validate_space_to_depth_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p);
-    dx = planned_empty_like(x_, fwd_.x.sizes, dy.dtype());
+    STRATA_CHECK(into.sizes() == x_.sizes() && into.dtype() == dy.dtype(), "space_to_depth_bwd: gradient buffer ",
+                 into.str(), " must be the input's sizes in grad_output's dtype (internal error)");
+    dx = into;
     bwd_ = {dy, dx, fwd_.p};
   }
   void forward() { run_kernel<OpId::space_to_depth_fwd>(*impl_, fwd_); }
