@@ -42,6 +42,7 @@ struct Options {
   int steps = 30, warmup = 5;
   std::string precision = "bf16";
   bool channels_last = false;
+  bool no_s2d_stem = false;  // nn::ResNetConfig::space_to_depth_stem off (default: on for a GPU)
   std::string dispatch = "direct";
   double lr = 0.01;
   uint64_t seed = 1;
@@ -82,6 +83,7 @@ int run(const Options& o, const dist::RankInfo& info) {
   rc.depth = o.model == "resnet18" ? 18 : 50;
   rc.num_classes = bench::kImageNetClasses;
   rc.small_input = o.resolution <= 64;
+  if (o.no_s2d_stem) rc.space_to_depth_stem = false;
   rc.init.seed = o.seed + static_cast<uint64_t>(info.rank);  // the broadcast must make them equal
   nn::ModelOptions mo;
   mo.compute_dtype = nn::parse_precision(o.precision);
@@ -206,6 +208,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--precision", o.precision, "fp32, bf16 or fp16 (mixed: f32 parameters)");
   app.add_flag("--channels-last", o.channels_last, "NHWC activations");
+  app.add_flag("--no-s2d-stem", o.no_s2d_stem,
+               "the ImageNet stem (resolution above 64) as its 7x7 convolution, not over 2x2 pixel blocks");
   app.add_option("--dispatch", o.dispatch, "virtual, static, direct or graph");
   app.add_option("--lr", o.lr, "SGD learning rate (momentum 0.9)");
   app.add_option("--seed", o.seed, "data and initialisation seed");
