@@ -303,9 +303,9 @@ int main(int argc, char** argv) {
                                      "with --no-fuse)")
       ->excludes("--fold");
   bool s2d = false, no_s2d = false, wino = false, no_wino = false;
-  app.add_flag("--s2d-stem", s2d, "with folding: the stem's convolution over 2x2 pixel blocks "
+  app.add_flag("--s2d-stem", s2d, "the stem's convolution over 2x2 pixel blocks, in training and inference "
                                   "(nn::ResNetConfig::space_to_depth_stem; default: on for cuda, off for a CPU backend)");
-  app.add_flag("--no-s2d-stem", no_s2d, "with folding: the stem's 7x7 stride-2 convolution as it is")->excludes("--s2d-stem");
+  app.add_flag("--no-s2d-stem", no_s2d, "the stem's 7x7 stride-2 convolution as it is")->excludes("--s2d-stem");
   app.add_flag("--winograd", wino, "with folding: 3x3 stride-1 convolutions may run a Winograd transform "
                                    "(nn::ResNetConfig::winograd; default: on for onednn)");
   app.add_flag("--no-winograd", no_wino, "with folding: no Winograd transform")->excludes("--winograd");

@@ -1,6 +1,7 @@
 #pragma once
-// Calls f(T{}) with T the C++ type of a DType. Used by code that loops over
-// elements of any dtype (copies, host conversion); not by backends' hot paths.
+// Calls f(T{}) with T the C++ type of a DType (visit_dtype) or the unsigned integer of its
+// width (visit_bits). Used by code that loops over elements of any dtype (copies,
+// rearrangements, host conversion) to pick its loop, once per call.
 #include <limits>
 #include <type_traits>
 
@@ -21,6 +22,24 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     case DType::u8: return f(uint8_t{});
   }
   STRATA_FAIL("visit_dtype: unknown dtype");
+}
+
+// The unsigned integer of N bytes: moving it moves an element of any dtype that wide exactly.
+template <size_t N>
+using bits_t = std::conditional_t<N == 1, uint8_t,
+                                  std::conditional_t<N == 2, uint16_t, std::conditional_t<N == 4, uint32_t, uint64_t>>>;
+
+// f(B{}) with B the unsigned integer as wide as t's elements: for code that moves elements
+// without reading them (rearrangements), one instance per width rather than per dtype.
+template <class F>
+decltype(auto) visit_bits(DType t, F&& f) {
+  switch (dtype_size(t)) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+  }
+  STRATA_FAIL("visit_bits: no integer as wide as ", dtype_name(t), "'s elements");
 }
 
 // Element conversion through the widest type that keeps both exact where possible.

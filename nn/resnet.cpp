@@ -33,9 +33,8 @@ std::string describe(const ResNetConfig& c) {
 template <class P, class Block>
 ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) {
   // Defaults that depend on the device, resolved once: describe() names what runs.
-  c_.fold_batch_norm =
-      c_.fold_batch_norm.value_or(p.device().type != DeviceType::cpu || p.capabilities().keeps_versioned_weights());
   const bool cpu = p.device().type == DeviceType::cpu;
+  c_.fold_batch_norm = c_.fold_batch_norm.value_or(!cpu || p.capabilities().keeps_versioned_weights());
   c_.winograd = c_.winograd.value_or(cpu && p.capabilities().keeps_versioned_weights()) && *c_.fold_batch_norm;
   const ResNetConfig& c = c_;
   const Layout lay = layout_of(c.depth);

@@ -95,7 +95,7 @@ Tensor global_avg_pool_bwd(const D& d, const Tensor& dy, const Tensor& x_like) {
 template <class D>
 Tensor space_to_depth(const D& d, const Tensor& x, const SpaceToDepthParams& p) {
   const SpaceToDepthParams r = validate_space_to_depth(d, x, p);
-  Tensor y = Tensor::empty_like(x, Shape{x.size(0), r.channels, r.out_h, r.out_w});
+  Tensor y = Tensor::empty_like(x, space_to_depth_out_shape(x, r));
   d.space_to_depth_fwd(SpaceToDepthArgs{x, y, r});
   return y;
 }

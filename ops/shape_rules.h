@@ -21,6 +21,9 @@ Shape global_avg_pool_out_shape(const Tensor& x);
 // space_to_depth's parameters with their defaults resolved against input x (op_args.h);
 // the output is [N, channels, out_h, out_w].
 SpaceToDepthParams space_to_depth_params(std::string_view op, const Tensor& x, const SpaceToDepthParams& p);
+inline Shape space_to_depth_out_shape(const Tensor& x, const SpaceToDepthParams& resolved) {
+  return Shape{x.size(0), resolved.channels, resolved.out_h, resolved.out_w};
+}
 Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b);
 // logits_name: what messages call the first argument ("probs" for the backward).
 void check_softmax_xent(const Tensor& logits, const Tensor& labels, std::string_view logits_name = "logits");

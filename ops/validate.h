@@ -263,7 +263,7 @@ SpaceToDepthParams validate_space_to_depth_bwd(const D& d, const Tensor& dy, con
   check_defined("space_to_depth_bwd", "grad_output", dy);
   check_defined("space_to_depth_bwd", "input", x_like);
   const SpaceToDepthParams r = space_to_depth_params("space_to_depth_bwd", x_like, p);
-  const Shape out{x_like.size(0), r.channels, r.out_h, r.out_w};
+  const Shape out = space_to_depth_out_shape(x_like, r);
   STRATA_CHECK(dy.sizes() == out, "space_to_depth_bwd: grad_output ", dy.str(), " must be ", out.str(),
                " for input ", x_like.str());
   check_input(d, OpId::space_to_depth_bwd, "grad_output", dy);

@@ -4,8 +4,7 @@
 // are +0 in every dtype strata has).
 #include <cstdint>
 
-#include "strata/core/dtype.h"
-#include "strata/core/error.h"
+#include "strata/core/dtype_dispatch.h"
 #include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {
@@ -50,13 +49,7 @@ void space_to_depth_pass(const ops::TensorView& im, const ops::TensorView& bt, c
 
 inline void space_to_depth_by_width(const ops::TensorView& im, const ops::TensorView& bt,
                                     const ops::SpaceToDepthParams& p, bool forward) {
-  switch (dtype_size(im.dtype)) {
-    case 1: return space_to_depth_pass<uint8_t>(im, bt, p, forward);
-    case 2: return space_to_depth_pass<uint16_t>(im, bt, p, forward);
-    case 4: return space_to_depth_pass<uint32_t>(im, bt, p, forward);
-    case 8: return space_to_depth_pass<uint64_t>(im, bt, p, forward);
-    default: STRATA_FAIL("space_to_depth: no loop for elements of ", dtype_size(im.dtype), " bytes");
-  }
+  visit_bits(im.dtype, [&](auto e) { space_to_depth_pass<decltype(e)>(im, bt, p, forward); });
 }
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 
 #include "strata/backends/cuda/cuda_backend.h"
 #include "strata/backends/cuda/kernels.cuh"
+#include "strata/core/dtype_dispatch.h"
 
 namespace strata::backends {
 
@@ -173,13 +174,7 @@ void run(Context& ctx, const TensorView& im, const TensorView& bt, const SpaceTo
 }
 
 void by_width(Context& ctx, const TensorView& im, const TensorView& bt, const SpaceToDepthParams& p, bool forward) {
-  switch (dtype_size(im.dtype)) {
-    case 1: return run<uint8_t>(ctx, im, bt, p, forward);
-    case 2: return run<uint16_t>(ctx, im, bt, p, forward);
-    case 4: return run<uint32_t>(ctx, im, bt, p, forward);
-    case 8: return run<uint64_t>(ctx, im, bt, p, forward);
-    default: STRATA_FAIL("space_to_depth: no kernel for elements of ", dtype_size(im.dtype), " bytes");
-  }
+  visit_bits(im.dtype, [&](auto e) { run<decltype(e)>(ctx, im, bt, p, forward); });
 }
 
 }  // namespace

@@ -120,10 +120,6 @@ namespace {
 // The type Eigen stores a dtype's elements as: half types travel as their bits.
 template <class S>
 using Storage = std::conditional_t<std::is_same_v<S, f16_t> || std::is_same_v<S, bf16_t>, uint16_t, S>;
-// Same-size unsigned integers: moving bits copies any dtype exactly.
-template <size_t N>
-using Bits = std::conditional_t<N == 1, uint8_t, std::conditional_t<N == 2, uint16_t,
-                                std::conditional_t<N == 4, uint32_t, uint64_t>>>;
 
 template <class S>
 S from_storage(Storage<S> v) {
@@ -154,7 +150,7 @@ struct Convert {
 void EigenBackend::fill(const FillArgs& a) {
   visit_dtype(a.y.dtype, [&](auto t) {
     using S = decltype(t);
-    using B = Bits<sizeof(S)>;
+    using B = bits_t<sizeof(S)>;
     B bits;
     const S v = convert_element<S>(a.value);
     std::memcpy(&bits, &v, sizeof bits);
@@ -172,8 +168,8 @@ void EigenBackend::copy(const CopyArgs& a) {
                a.y.device.str(), " (x ", dtype_name(a.x.dtype), a.x.sizes.str(), ", y ", dtype_name(a.y.dtype),
                a.y.sizes.str(), ")");
   if (a.x.dtype == a.y.dtype) {
-    visit_dtype(a.x.dtype, [&](auto t) {
-      using B = Bits<sizeof(decltype(t))>;
+    visit_bits(a.x.dtype, [&](auto t) {
+      using B = decltype(t);
       elementwise(*ctx_, "copy", false, [](auto x) { return x; }, Out<B>{a.y}, In<B>{a.x});
     });
     return;

@@ -24,7 +24,6 @@ Conv2d<P>::Conv2d(const P& p, int64_t in_channels, int64_t out_channels, int ker
   cp_.pad_h = cp_.pad_w = o.padding;
   cp_.dilation_h = cp_.dilation_w = o.dilation;
   cp_.groups = o.groups;
-  folded_cp_ = cp_;
   const Device dev = p_.device();
   weight_ = register_parameter(
       "weight", detail::make_filled(dev, Shape{out_channels, in_channels / o.groups, kernel_size, kernel_size}, o.dtype, 0.0));
@@ -85,26 +84,43 @@ void Conv2d<P>::set_space_to_depth(bool on) {
   STRATA_CHECK(!folded_w_.defined(), "Conv2d::set_space_to_depth: ", extra_repr(),
                " has folded its weights already; choose the form before the first fold");
   s2d_ = on;
-  const bool wino = folded_cp_.winograd;
-  folded_cp_ = cp_;
-  folded_cp_.winograd = wino;
-  if (!on) return;
-  const int s = cp_.stride_h;
-  s2d_kernel_ = (kernel_ + s - 1) / s;
-  s2d_p_ = ops::SpaceToDepthParams{};
-  s2d_p_.block = s;
-  s2d_p_.pad_h = s2d_p_.pad_w = cp_.pad_h;
-  s2d_p_.channels = (in_ * s * s + 7) / 8 * 8;  // tensor-core engines want a multiple of 8 (12 ran 1.5x slower)
-  blocks_cp_ = cp_;
-  blocks_cp_.stride_h = blocks_cp_.stride_w = 1;
-  blocks_cp_.pad_h = blocks_cp_.pad_w = 0;
-  folded_cp_ = blocks_cp_;
-  folded_cp_.winograd = wino;
 }
 
 template <class P>
 void Conv2d<P>::set_folded_winograd(bool on) {
-  folded_cp_.winograd = on;
+  winograd_ = on;
+}
+
+template <class P>
+int64_t Conv2d<P>::block_kernel() const {
+  return (kernel_ + cp_.stride_h - 1) / cp_.stride_h;
+}
+
+// The channels padded to a multiple of 8: tensor-core engines want one (12 ran 1.5x slower).
+template <class P>
+ops::SpaceToDepthParams Conv2d<P>::blocks(int pad, int64_t out_h, int64_t out_w) const {
+  ops::SpaceToDepthParams q;
+  q.block = cp_.stride_h;
+  q.pad_h = q.pad_w = pad;
+  q.channels = (in_ * q.block * q.block + 7) / 8 * 8;
+  q.out_h = out_h;
+  q.out_w = out_w;
+  return q;
+}
+
+template <class P>
+ops::Conv2dParams Conv2d<P>::blocks_cp() const {
+  ops::Conv2dParams p = cp_;
+  p.stride_h = p.stride_w = 1;
+  p.pad_h = p.pad_w = 0;
+  return p;
+}
+
+template <class P>
+ops::Conv2dParams Conv2d<P>::folded_cp() const {
+  ops::Conv2dParams p = s2d_ ? blocks_cp() : cp_;
+  p.winograd = winograd_;
+  return p;
 }
 
 // Output row y of the convolution reads padded rows s*y + t, t < k; with t = s*a + d that
@@ -116,20 +132,14 @@ ops::SpaceToDepthParams Conv2d<P>::block_params(const Tensor& x) const {
   const int64_t s = cp_.stride_h, span = 2 * int64_t{cp_.pad_h} - kernel_;
   STRATA_CHECK(x.size(2) + span >= 0 && x.size(3) + span >= 0, "Conv2d: input ", x.str(),
                " is smaller than the kernel of ", extra_repr());
-  ops::SpaceToDepthParams q = s2d_p_;
-  q.out_h = (x.size(2) + span) / s + s2d_kernel_;
-  q.out_w = (x.size(3) + span) / s + s2d_kernel_;
-  return q;
+  return blocks(cp_.pad_h, (x.size(2) + span) / s + block_kernel(), (x.size(3) + span) / s + block_kernel());
 }
 
 // The weight [out, in, k, k] as an image of `in` channels: its s x s blocks without padding
 // are the rearranged weight (rearranged_for_blocks, the folded form's, computes the same).
 template <class P>
 ops::SpaceToDepthParams Conv2d<P>::weight_block_params() const {
-  ops::SpaceToDepthParams q = s2d_p_;
-  q.pad_h = q.pad_w = 0;
-  q.out_h = q.out_w = s2d_kernel_;
-  return q;
+  return blocks(0, block_kernel(), block_kernel());
 }
 
 template <class P>
@@ -146,23 +156,24 @@ Tensor Conv2d<P>::forward_blocks(const Tensor& x) {
       [&](const auto& tape) {
         const Tensor xs = autograd::space_to_depth(tape, x, qx);
         const Tensor ws = autograd::space_to_depth(tape, detail::compute_cast(tape, weight_, x), qw);
-        return autograd::conv2d(tape, xs, ws, detail::compute_cast(tape, bias_, x), blocks_cp_);
+        return autograd::conv2d(tape, xs, ws, detail::compute_cast(tape, bias_, x), blocks_cp());
       },
-      weight_, bias_, blocks_cp_, qx, qw);
+      weight_, bias_, blocks_cp(), qx, qw);
 }
 
 // w [out, in, k, k] (row-major) -> [out, channels, kb, kb] with kb = ceil(k / s):
 // w'[o, (dy * s + dx) * in + c, a, b] = w[o, c, s * a + dy, s * b + dx], zero past the kernel.
 template <class P>
 std::vector<double> Conv2d<P>::rearranged_for_blocks(const std::vector<double>& w) const {
-  const int64_t s = cp_.stride_h, k = kernel_, kb = s2d_kernel_, ch = s2d_p_.channels;
+  const int64_t s = cp_.stride_h, k = kernel_, kb = block_kernel(), ch = weight_block_params().channels;
   std::vector<double> r(static_cast<size_t>(out_ * ch * kb * kb), 0.0);
   for (int64_t o = 0; o < out_; ++o)
     for (int64_t c = 0; c < in_; ++c)
       for (int64_t u = 0; u < k; ++u)
         for (int64_t v = 0; v < k; ++v) {
           const int64_t a = u / s, dy = u % s, b = v / s, dx = v % s, cb = (dy * s + dx) * in_ + c;
-          r[static_cast<size_t>(((o * ch + cb) * kb + a) * kb + b)] = w[static_cast<size_t>(((o * in_ + c) * k + u) * k + v)];
+          r[static_cast<size_t>(((o * ch + cb) * kb + a) * kb + b)] =
+              w[static_cast<size_t>(((o * in_ + c) * k + u) * k + v)];
         }
   return r;
 }
@@ -193,7 +204,7 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
   }
   const Tensor input = s2d_ ? to_blocks(x) : x;
   if (!is_floating(x.dtype()) || x.dtype() == folded_w_.dtype())
-    return run_fused(input, folded_w_, folded_b_, z, relu, true, folded_cp_);
+    return run_fused(input, folded_w_, folded_b_, z, relu, true, folded_cp());
   // Mixed precision: the folded parameters in x's dtype, so that no forward converts them.
   auto it = std::find_if(folded_copies_.begin(), folded_copies_.end(),
                          [&](const FoldedCopy& c) { return c.w.dtype() == x.dtype(); });
@@ -207,7 +218,7 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
     folded_copies_.push_back(c);
     it = std::prev(folded_copies_.end());
   }
-  return run_fused(input, it->w, it->b, z, relu, true, folded_cp_);
+  return run_fused(input, it->w, it->b, z, relu, true, folded_cp());
 }
 
 // Plans for the same x told apart by what they run: forward's key is 0; here bit 0 is
@@ -251,7 +262,8 @@ void Conv2d<P>::refold() {
   }
   if (s2d_) fw = rearranged_for_blocks(fw);
   if (!folded_w_.defined()) {  // once: later folds write in place
-    const Shape sizes = s2d_ ? Shape{out_, s2d_p_.channels, s2d_kernel_, s2d_kernel_} : weight_.sizes();
+    const Shape sizes = s2d_ ? Shape{out_, weight_block_params().channels, block_kernel(), block_kernel()}
+                             : weight_.sizes();
     folded_w_ = Tensor::empty_like(weight_, sizes, weight_.dtype());
     folded_b_ = Tensor::empty_like(weight_, Shape{out_}, weight_.dtype());
   }

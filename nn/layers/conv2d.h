@@ -8,66 +8,6 @@
 
 namespace strata::nn {
 
-namespace detail {
-// Conv2d's space-to-depth form in direct mode: x and the weight (cast to x's dtype) to
-// their pixel blocks (ops::space_to_depth), a stride-1 convolution of them; backward the
-// gradients through the adjoints of the rearrangements (the weight's into its gradient's
-// home).
-template <backends::BackendImpl Impl>
-class SpaceToDepthConvStep {
- public:
-  void plan(Impl& impl, const Tensor& x, const Tensor& weight, const Tensor& bias, const ops::Conv2dParams& cp,
-            const ops::SpaceToDepthParams& qx, const ops::SpaceToDepthParams& qw) {
-    impl_ = &impl;
-    weight_ = weight;
-    bias_ = bias;
-    xs_.plan(impl, x, qx);
-    wc_ = w_.plan(impl, weight, x);
-    ws_.plan(impl, wc_, qw);
-    op_.plan(impl, xs_.y, ws_.y, b_.plan(impl, bias, x), cp);
-  }
-  template <class... Args>
-  const Tensor& run(const Args&...) {
-    w_.refresh();
-    b_.refresh();
-    xs_.forward();
-    ws_.forward();
-    op_.forward();
-    return op_.y;
-  }
-  void plan_backward(const Tensor& dy, bool need_dx) {
-    need_dx_ = need_dx;
-    op_.plan_backward(dy, need_dx);
-    if (need_dx) xs_.plan_backward(op_.dx);
-    ws_.plan_backward_into(op_.dw, ops::direct::planned_grad(wc_, wc_.sizes(), wc_.dtype()));
-    w_.plan_grad(*impl_, ws_.dx);
-    b_.plan_grad(*impl_, op_.db);
-  }
-  const Tensor& run_backward() {
-    backward_into_grads(*impl_, {{weight_, w_.grad(ws_.dx)}, {bias_, b_.grad(op_.db)}}, [&] {
-      op_.backward();
-      if (need_dx_) xs_.backward();
-      ws_.backward();
-      w_.convert_grad(ws_.dx);
-      b_.convert_grad(op_.db);
-    });
-    return need_dx_ ? xs_.dx : no_dx_;
-  }
-
- private:
-  Impl* impl_ = nullptr;
-  bool need_dx_ = false;
-  Tensor weight_, bias_, wc_, no_dx_;
-  ops::direct::SpaceToDepthPlan<Impl> xs_, ws_;
-  ops::direct::Conv2dPlan<Impl> op_;
-  ops::direct::ParamCast<Impl> w_, b_;
-};
-struct SpaceToDepthConvStepOf {
-  template <backends::BackendImpl Impl>
-  using type = SpaceToDepthConvStep<Impl>;
-};
-}  // namespace detail
-
 struct Conv2dOptions {
   int stride = 1, padding = 0, dilation = 1, groups = 1;
   bool bias = true;
@@ -151,8 +91,12 @@ class Conv2d final : public Module {
   void refold();
   // The space-to-depth form: x's pixel blocks (as many as the convolution reads), the
   // weight's, and the training forward over them.
+  int64_t block_kernel() const;  // ceil(kernel / stride)
+  ops::SpaceToDepthParams blocks(int pad, int64_t out_h, int64_t out_w) const;
   ops::SpaceToDepthParams block_params(const Tensor& x) const;
   ops::SpaceToDepthParams weight_block_params() const;
+  ops::Conv2dParams blocks_cp() const;  // over the blocks: stride 1, no padding
+  ops::Conv2dParams folded_cp() const;  // the folded forward's, with the Winograd permission
   Tensor to_blocks(const Tensor& x);
   Tensor forward_blocks(const Tensor& x);
   std::vector<double> rearranged_for_blocks(const std::vector<double>& w) const;
@@ -162,12 +106,9 @@ class Conv2d final : public Module {
   int kernel_;
   bool fuse_epilogue_;
   ops::Conv2dParams cp_;
-  ops::Conv2dParams folded_cp_;  // the folded forward's: cp_, or blocks_cp_; with the Winograd permission
-  ops::Conv2dParams blocks_cp_;  // the space-to-depth form's: stride 1, no padding
-  bool s2d_ = false;
+  bool s2d_ = false;            // set_space_to_depth
+  bool winograd_ = false;       // set_folded_winograd
   bool latest_blocks_ = false;  // the latest forward ran the space-to-depth form (its backward follows)
-  ops::SpaceToDepthParams s2d_p_;  // block, padding and channels; the output's size per input
-  int64_t s2d_kernel_ = 0;         // ceil(kernel / stride)
   Tensor weight_, bias_;
   const BatchNorm2d<P>* fold_bn_ = nullptr;
   Tensor folded_w_, folded_b_;  // written in place, so direct plans and captured graphs stay bound

@@ -213,6 +213,11 @@ struct Conv2dStepOf {
   template <backends::BackendImpl Impl>
   using type = WeightedStep<Impl, ops::direct::Conv2dPlan<Impl>>;
 };
+// Conv2d's space-to-depth form: the same step over a convolution of pixel blocks.
+struct SpaceToDepthConvStepOf {
+  template <backends::BackendImpl Impl>
+  using type = WeightedStep<Impl, ops::direct::SpaceToDepthConv2dPlan<Impl>>;
+};
 struct LinearStepOf {
   template <backends::BackendImpl Impl>
   using type = WeightedStep<Impl, ops::direct::LinearPlan<Impl>>;

@@ -221,7 +221,7 @@ class SpaceToDepthPlan {
   void plan(Impl& impl, const Tensor& x, const SpaceToDepthParams& p) {
     impl_ = &impl;
     const SpaceToDepthParams r = validate_space_to_depth(StaticDispatch<Impl>(impl), x, p);
-    y = planned_empty_like(x, Shape{x.size(0), r.channels, r.out_h, r.out_w});
+    y = planned_empty_like(x, space_to_depth_out_shape(x, r));
     x_ = x;
     fwd_ = {x, y, r};
   }
@@ -242,6 +242,49 @@ class SpaceToDepthPlan {
   Tensor x_;
   SpaceToDepthArgs fwd_;
   SpaceToDepthBwdArgs bwd_;
+};
+
+// A convolution of pixel blocks: x and w to their blocks (qx, qw; ops::space_to_depth), a
+// convolution (p) over them; backward through both rearrangements' adjoints, w's gradient
+// into its gradient's home as Conv2dPlan's (nn::Conv2d's space-to-depth form).
+template <BackendImpl Impl>
+class SpaceToDepthConv2dPlan {
+ public:
+  Tensor y, dx, dw, db;
+  void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+            const SpaceToDepthParams& qx, const SpaceToDepthParams& qw) {
+    w_ = w;
+    xs_.plan(impl, x, qx);
+    ws_.plan(impl, w, qw);
+    conv_.plan(impl, xs_.y, ws_.y, b, p);
+    y = conv_.y;
+  }
+  void plan_backward(const Tensor& dy, bool need_dx) {
+    conv_.plan_backward(dy, need_dx);
+    dx = Tensor();
+    if (need_dx) {
+      xs_.plan_backward(conv_.dx);
+      dx = xs_.dx;
+    }
+    ws_.plan_backward_into(conv_.dw, planned_grad(w_, w_.sizes(), w_.dtype()));
+    dw = ws_.dx;
+    db = conv_.db;
+  }
+  void forward() {
+    xs_.forward();
+    ws_.forward();
+    conv_.forward();
+  }
+  void backward() {
+    conv_.backward();
+    if (dx.defined()) xs_.backward();
+    ws_.backward();
+  }
+
+ private:
+  Tensor w_;
+  SpaceToDepthPlan<Impl> xs_, ws_;
+  Conv2dPlan<Impl> conv_;
 };
 
 template <BackendImpl Impl>

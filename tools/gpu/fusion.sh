@@ -6,7 +6,7 @@
 #   VARIANTS  default "fused unfused"; each one of: fused (the defaults: fused training,
 #             folded inference), unfused (--no-fuse: the separate ops), folded (--fold),
 #             unfolded (--no-fold: fused evaluation), folded_find (--fold --cudnn-find),
-#             no_s2d (--no-s2d-stem: the folded stem's 7x7 stride-2 convolution as it is),
+#             no_s2d (--no-s2d-stem: the stem's 7x7 stride-2 convolution as it is),
 #             nondet (--nondeterministic: cuDNN's non-deterministic engines allowed, PyTorch's default), before (the defaults on the packed build in $BEFORE_PKG: a build before a change)
 #   TRACE_VARIANTS  the variants traced (default "fused unfused"; "" none)
 #   CONFIGS  resnet50_gpu configurations (default: train_b256_224_nhwc_bf16)
