@@ -4,6 +4,7 @@
 
 #include "reference_test_util.h"
 #include "support/coverage.h"
+#include "support/pool_params.h"
 #include "strata/core/factories.h"
 #include "strata/ops/table/relu_mask.h"
 
@@ -270,21 +271,12 @@ TEST_P(PoolGradcheck, GlobalAvgPool) {
 INSTANTIATE_TEST_SUITE_P(Reference, PoolGradcheck, ::testing::ValuesIn(kPoolCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
-Pool2dParams pool(int k, int s, int p, bool include_pad = true) {
-  Pool2dParams q;
-  q.kernel_h = q.kernel_w = k;
-  q.stride_h = q.stride_w = s;
-  q.pad_h = q.pad_w = p;
-  q.count_include_pad = include_pad;
-  return q;
-}
-
 TEST(ReferencePool, MaxPoolValuesPaddingNeverWins) {
   ReferenceBackend ref;
   // All inputs negative: a zero-padded max would return 0 at the borders; -inf padding must not.
   const Tensor x = from_values({-1, -2, -3, -4, -5, -6, -7, -8, -9}, {1, 1, 3, 3});
   const Tensor y = nan_tensor({1, 1, 2, 2});
-  ref.max_pool2d_fwd({x, y, pool(2, 2, 1)});
+  ref.max_pool2d_fwd({x, y, square_pool(2, 2, 1)});
   // Windows (padded by one): {-1}, {-2,-3}, {-4,-7}, {-5,-6,-8,-9}.
   EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{-1, -2, -4, -5}));
 }
@@ -294,20 +286,20 @@ TEST(ReferencePool, MaxPoolGradientGoesToFirstMaximum) {
   // One 3x3 window, maximum 5 at (0,2), (1,1) and (2,0): the first in row-major order is (0,2).
   const Tensor x = from_values({1, 2, 5, 3, 5, 4, 5, 0, 1}, {1, 1, 3, 3}, DType::f64, kNHWC);
   const Tensor y = nan_tensor({1, 1, 1, 1});
-  ref.max_pool2d_fwd({x, y, pool(3, 1, 0)});
+  ref.max_pool2d_fwd({x, y, square_pool(3, 1, 0)});
   EXPECT_EQ(y.item(), 5.0);
   const Tensor dy = from_values({7}, {1, 1, 1, 1});
   const Tensor dx = nan_tensor({1, 1, 3, 3});
-  ref.max_pool2d_bwd({x, y, dy, dx, pool(3, 1, 0)});
+  ref.max_pool2d_bwd({x, y, dy, dx, square_pool(3, 1, 0)});
   EXPECT_EQ(dx.to_vector<double>(), (std::vector<double>{0, 0, 7, 0, 0, 0, 0, 0, 0}));
 
   // Overlapping windows (stride 1) that share their maximum accumulate its gradient.
   const Tensor x2 = from_values({0, 0, 0, 0, 9, 0, 0, 0, 0}, {1, 1, 3, 3});
   const Tensor y2 = nan_tensor({1, 1, 2, 2});
-  ref.max_pool2d_fwd({x2, y2, pool(2, 1, 0)});
+  ref.max_pool2d_fwd({x2, y2, square_pool(2, 1, 0)});
   const Tensor dy2 = from_values({1, 2, 3, 4}, {1, 1, 2, 2});
   const Tensor dx2 = nan_tensor({1, 1, 3, 3});
-  ref.max_pool2d_bwd({x2, y2, dy2, dx2, pool(2, 1, 0)});
+  ref.max_pool2d_bwd({x2, y2, dy2, dx2, square_pool(2, 1, 0)});
   EXPECT_EQ(dx2.to_vector<double>(), (std::vector<double>{0, 0, 0, 0, 10, 0, 0, 0, 0}));
 }
 
@@ -316,20 +308,20 @@ TEST(ReferencePool, AvgPoolCountIncludePadAsPyTorch) {
   // torch.nn.functional.avg_pool2d(torch.ones(1,1,3,3), 3, 1, 1): corners 4/9, edges 6/9, centre 1.
   const Tensor x = from_values(std::vector<double>(9, 1.0), {1, 1, 3, 3});
   const Tensor y = nan_tensor({1, 1, 3, 3});
-  ref.avg_pool2d_fwd({x, y, pool(3, 1, 1, true)});
+  ref.avg_pool2d_fwd({x, y, square_pool(3, 1, 1, true)});
   const double c = 4.0 / 9, e = 6.0 / 9;
   const std::vector<double> want{c, e, c, e, 1, e, c, e, c};
   const auto got = y.to_vector<double>();
   for (int i = 0; i < 9; ++i) EXPECT_NEAR(got[i], want[i], 1e-15) << i;
   // count_include_pad=False: every window averages only real ones.
-  ref.avg_pool2d_fwd({x, y, pool(3, 1, 1, false)});
+  ref.avg_pool2d_fwd({x, y, square_pool(3, 1, 1, false)});
   for (double v : y.to_vector<double>()) EXPECT_NEAR(v, 1.0, 1e-15);
 
   // With padding the divisor stays the full kernel area (windows partly in the
   // padding), 4x4 input, k3 s2 p1: window (0,0) covers rows/cols -1..1.
   const Tensor x4 = from_values(std::vector<double>(16, 1.0), {1, 1, 4, 4});
   const Tensor y4 = nan_tensor({1, 1, 2, 2});
-  ref.avg_pool2d_fwd({x4, y4, pool(3, 2, 1, true)});
+  ref.avg_pool2d_fwd({x4, y4, square_pool(3, 2, 1, true)});
   // Window (0,0) covers rows/cols -1..1: 4 real ones / 9. Window (1,1) covers 1..3: 9/9.
   const auto g4 = y4.to_vector<double>();
   EXPECT_NEAR(g4[0], 4.0 / 9, 1e-15);
@@ -339,7 +331,7 @@ TEST(ReferencePool, AvgPoolCountIncludePadAsPyTorch) {
   // 5x5 input, k2 s2 p1: windows start at -1, 1, 3.
   const Tensor x5 = from_values(std::vector<double>(25, 1.0), {1, 1, 5, 5});
   const Tensor y5 = nan_tensor({1, 1, 3, 3});
-  ref.avg_pool2d_fwd({x5, y5, pool(2, 2, 1, true)});
+  ref.avg_pool2d_fwd({x5, y5, square_pool(2, 2, 1, true)});
   const auto g5 = y5.to_vector<double>();
   EXPECT_NEAR(g5[0], 1.0 / 4, 1e-15);  // rows -1..0, cols -1..0
   EXPECT_NEAR(g5[1], 2.0 / 4, 1e-15);  // rows -1..0, cols 1..2

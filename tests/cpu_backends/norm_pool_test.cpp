@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu_backend_test_util.h"
+#include "support/pool_params.h"
 #include "strata/ops/table/relu_mask.h"
 #include "support/space_to_depth_cases.h"
 
@@ -200,15 +201,6 @@ TEST_P(NormPoolTest, BatchNormFusedTraining) {
 
 // ---------------------------------------------------------------- pooling
 
-Pool2dParams pool(int k, int s, int pad, bool include_pad = true) {
-  Pool2dParams p;
-  p.kernel_h = p.kernel_w = k, p.stride_h = p.stride_w = s, p.pad_h = p.pad_w = pad, p.count_include_pad = include_pad;
-  return p;
-}
-Shape pool_out(const Shape& x, const Pool2dParams& p) {
-  return {x[0], x[1], (x[2] + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1,
-          (x[3] + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1};
-}
 
 // Values from {-1, -0.5, 0, 0.5, 1}: windows full of ties, where only the
 // "first maximum in row-major order" rule decides where the gradient goes.
@@ -254,25 +246,26 @@ void check_avg_pool(Backend& be, ReferenceBackend& ref, const std::string& name,
 
 TEST_P(NormPoolTest, MaxPool) {
   uint64_t seed = 3000;
-  check_max_pool(be(), ref_, "3x3_s2_p1_odd", rand_f32({2, 3, 9, 9}, seed), pool(3, 2, 1), kNCHW, seed + 1);
-  check_max_pool(be(), ref_, "2x2_s2_batch1", rand_f32({1, 2, 6, 6}, seed + 2), pool(2, 2, 0), kNCHW, seed + 3);
-  check_max_pool(be(), ref_, "3x3_s1_p1_overlap", rand_f32({1, 3, 5, 5}, seed + 4), pool(3, 1, 1), kNCHW, seed + 5);
-  check_max_pool(be(), ref_, "nhwc_3x3_s2_p1", rand_f32({2, 8, 7, 7}, seed + 6, kNHWC), pool(3, 2, 1), kNHWC,
+  check_max_pool(be(), ref_, "3x3_s2_p1_odd", rand_f32({2, 3, 9, 9}, seed), square_pool(3, 2, 1), kNCHW, seed + 1);
+  check_max_pool(be(), ref_, "2x2_s2_batch1", rand_f32({1, 2, 6, 6}, seed + 2), square_pool(2, 2, 0), kNCHW, seed + 3);
+  check_max_pool(be(), ref_, "3x3_s1_p1_overlap", rand_f32({1, 3, 5, 5}, seed + 4), square_pool(3, 1, 1), kNCHW,
+                 seed + 5);
+  check_max_pool(be(), ref_, "nhwc_3x3_s2_p1", rand_f32({2, 8, 7, 7}, seed + 6, kNHWC), square_pool(3, 2, 1), kNHWC,
                  seed + 7);
-  check_max_pool(be(), ref_, "ties_first_max_wins", tied_tensor({2, 4, 8, 8}, seed + 8, kNCHW), pool(3, 2, 1), kNCHW,
-                 seed + 9);
-  check_max_pool(be(), ref_, "ties_nhwc", tied_tensor({1, 16, 6, 6}, seed + 10, kNHWC), pool(2, 1, 0), kNHWC,
+  check_max_pool(be(), ref_, "ties_first_max_wins", tied_tensor({2, 4, 8, 8}, seed + 8, kNCHW), square_pool(3, 2, 1),
+                 kNCHW, seed + 9);
+  check_max_pool(be(), ref_, "ties_nhwc", tied_tensor({1, 16, 6, 6}, seed + 10, kNHWC), square_pool(2, 1, 0), kNHWC,
                  seed + 11);
-  check_max_pool(be(), ref_, "resnet_stem_pool_2x64x16x16", rand_f32({2, 64, 16, 16}, seed + 12), pool(3, 2, 1),
+  check_max_pool(be(), ref_, "resnet_stem_pool_2x64x16x16", rand_f32({2, 64, 16, 16}, seed + 12), square_pool(3, 2, 1),
                  kNCHW, seed + 13);
 }
 
 TEST_P(NormPoolTest, AvgPool) {
   uint64_t seed = 4000;
   for (bool include : {true, false}) {
-    check_avg_pool(be(), ref_, "3x3_s2_p1_odd", {2, 3, 9, 8}, pool(3, 2, 1, include), kNCHW, seed += 10);
-    check_avg_pool(be(), ref_, "2x2_s2_batch1", {1, 2, 6, 6}, pool(2, 2, 0, include), kNCHW, seed += 10);
-    check_avg_pool(be(), ref_, "nhwc_3x3_s1_p1", {2, 8, 5, 5}, pool(3, 1, 1, include), kNHWC, seed += 10);
+    check_avg_pool(be(), ref_, "3x3_s2_p1_odd", {2, 3, 9, 8}, square_pool(3, 2, 1, include), kNCHW, seed += 10);
+    check_avg_pool(be(), ref_, "2x2_s2_batch1", {1, 2, 6, 6}, square_pool(2, 2, 0, include), kNCHW, seed += 10);
+    check_avg_pool(be(), ref_, "nhwc_3x3_s1_p1", {2, 8, 5, 5}, square_pool(3, 1, 1, include), kNHWC, seed += 10);
   }
 }
 

@@ -67,6 +67,13 @@ inline Tensor to_cpu(const Tensor& g) {
   return c;
 }
 
+// A CPU f32 copy of t in t's layout (half-precision values are exact in f32).
+inline Tensor f32_of(const Tensor& t) {
+  Tensor o = Tensor::empty(t.sizes(), DType::f32, Device::cpu(), format_of(t));
+  copy_into(t, o);
+  return o;
+}
+
 // Tensors full of NaN, so a test notices any element an op forgets to write.
 inline Tensor cpu_nan(const Shape& sizes, MemoryFormat fmt = kNCHW, DType dt = DType::f32) {
   Tensor t = Tensor::empty(sizes, dt, Device::cpu(), fmt);

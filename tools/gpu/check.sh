@@ -48,7 +48,7 @@ if [ -x "$san" ]; then
   [ "$san_rc" -ne 0 ] && status=1
   # racecheck on strata's own kernels (shared-memory reductions).
   echo "== compute-sanitizer racecheck"
-  race_filter=${RACE_FILTER:-CudaElementwise.*:CudaNormPoolLinear.GlobalAvgPool:CudaNormPoolLinear.BatchNorm*:CudaNormPoolLinear.Linear:CudaRuntime.Copy*}
+  race_filter=${RACE_FILTER:-CudaElementwise.*:CudaPool.GlobalAvgPool:CudaNormPoolLinear.BatchNorm*:CudaNormPoolLinear.Linear:CudaRuntime.Copy*}
   start=$(date +%s)
   timeout "${RACE_TIMEOUT:-90}" "$san" --tool racecheck --error-exitcode 9 --print-limit 20 \
     "$pkg/bin/test_cuda_backend" --gtest_filter="$race_filter" >"$out/racecheck.log" 2>&1
