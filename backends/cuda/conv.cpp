@@ -240,8 +240,8 @@ void with_layout_fallback(Context& ctx, Layout l, F&& f) {
 // The forward direction applies its bias and inference epilogue `e` (op_args.h) to its
 // output before finishing it: inside the cuDNN graph when an engine runs the fused graph
 // under the engine policy (conv_graph.h), otherwise as one strata kernel after the
-// convolution. Only a residual or ReLU asks for the fused graph: a plain bias keeps the
-// convolution's own plan, which serves the training steps too.
+// convolution. A bias alone asks for the fused graph too (a downsampling convolution's
+// folded batch norm: its own pass over y cost more than the convolution).
 template <class Ops>
 std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, const TensorView& y,
                     const GraphEpilogue& e, Layout l, const Conv2dParams& cp, const Settings& st) {
@@ -251,7 +251,7 @@ std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, cons
   Staged sx = stage(x, Role::x), sw = stage(w, Role::w), sy = stage(y, Role::y);
   Staged& out = Ops::kWrites == Role::x ? sx : (Ops::kWrites == Role::w ? sw : sy);
   const bool epilogue = e.z.defined || e.relu;
-  if (epilogue && st.cudnn_graph && st.cudnn_fused_epilogue &&
+  if ((epilogue || e.bias.defined) && st.cudnn_graph && st.cudnn_fused_epilogue &&
       graph_conv(ctx, Ops::kDir, sx.view, sw.view, sy.view, l, cp, st, &e).empty()) {
     out.finish(ctx);
     return {};
@@ -263,8 +263,10 @@ std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, cons
     Ops::run(ctx.cudnn, p, Scalars(x.dtype), ws, sx.view.data, sw.view.data, sy.view.data);
     ++ctx.legacy_convs;
   }
-  if (e.bias.defined || epilogue) conv_epilogue(ctx, out.view, e.bias, e.z, e.relu);
-  if (epilogue) ++ctx.epilogue_kernels;
+  if (e.bias.defined || epilogue) {
+    conv_epilogue(ctx, out.view, e.bias, e.z, e.relu);
+    ++ctx.epilogue_kernels;
+  }
   out.finish(ctx);
   return {};
 }

@@ -295,12 +295,15 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
       chain.push_back(pointwise_op(mode, *cur, operand, out, keep));
       cur = &out;
     };
-    if (e->bias.defined) {
-      keep.push_back(tensor_desc(bias_4d(e->bias), kUidB));
-      step(CUDNN_POINTWISE_ADD, &keep.back());
-    }
+    // The residual before the bias: in this order cuDNN's pre-compiled engines run the
+    // whole graph on sm_90 (bias first, only runtime-compiled engines took it, which the
+    // policy rejects: docs/results/gpu_fused_eval.md, "The residual before the bias").
     if (e->z.defined) {
       keep.push_back(tensor_desc(e->z, kUidZ));
+      step(CUDNN_POINTWISE_ADD, &keep.back());
+    }
+    if (e->bias.defined) {
+      keep.push_back(tensor_desc(bias_4d(e->bias), kUidB));
       step(CUDNN_POINTWISE_ADD, &keep.back());
     }
     if (e->relu) step(CUDNN_POINTWISE_RELU_FWD, nullptr);

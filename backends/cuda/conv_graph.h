@@ -25,7 +25,7 @@ struct GraphEpilogue {
 // bwd_data x is dx and the output; for bwd_weight w is dw and the output), all dense
 // in layout `l`. Returns "" when the convolution was enqueued, otherwise why no
 // execution plan qualifies under `s` (the caller then uses the legacy API).
-// With `epilogue` (forward only) the plan is one cuDNN graph conv -> add bias -> add z ->
+// With `epilogue` (forward only) the plan is one cuDNN graph conv -> add z -> add bias ->
 // ReLU, intermediates in f32 and only y written; it qualifies under the same engine
 // policy, so where only runtime-compiled fusion engines take it the caller runs the
 // convolution alone and then the epilogue (conv_epilogue). The graph rather than

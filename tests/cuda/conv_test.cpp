@@ -184,6 +184,9 @@ TEST_F(CudaConv, GraphAndLegacyApis) {
 // cuDNN graph where an engine runs the fused graph under the engine policy, and through
 // strata's epilogue kernel after the convolution (cudnn_fused_epilogue off). The counters
 // say which ran: every call is one or the other, and with the setting off, the kernel.
+// A folded ResNet's epilogues in bf16 channels-last (bias with the residual and the ReLU,
+// or a downsampling convolution's bias alone) run inside cuDNN's graph on sm_90 and
+// later, with the residual added before the bias (conv_graph.cpp).
 TEST_F(CudaConv, FusedEpilogue) {
   struct Case {
     std::string name;
@@ -196,6 +199,8 @@ TEST_F(CudaConv, FusedEpilogue) {
   const std::vector<Case> cases = {
       {"resnet_3x3_bias_z_relu", {2, 64, 14, 14}, 64, 3, P(1, 1, 1, 1), true, true, true, false},
       {"resnet_1x1_s2_z", {2, 64, 14, 14}, 128, 1, P(2, 2, 0, 0), false, true, false, false},
+      {"resnet_1x1_s2_bias", {2, 64, 14, 14}, 128, 1, P(2, 2, 0, 0), true, false, false, false},
+      {"resnet_1x1_bias_z_relu", {2, 64, 14, 14}, 256, 1, P(1, 1, 0, 0), true, true, true, false},
       {"resnet_1x1_relu", {1, 256, 7, 7}, 64, 1, P(1, 1, 0, 0), true, false, true, false},
       {"odd_batch1_relu_z", {1, 8, 7, 9}, 24, 3, P(1, 1, 1, 1), true, true, true, false},
       {"z_other_layout", {2, 16, 9, 9}, 32, 3, P(2, 2, 1, 1), true, true, true, true},
@@ -241,6 +246,8 @@ TEST_F(CudaConv, FusedEpilogue) {
           if (!in_cudnn) {
             EXPECT_EQ(kernels, 1u);
           }
+          if (in_cudnn && dt == DType::bf16 && fmt == kNHWC && c.name.starts_with("resnet_") && c.bias && sm90_or_later())
+            EXPECT_EQ(fused, 1u) << "ResNet's bf16 channels-last epilogue outside cuDNN's graph";
           if (in_cudnn)
             RecordProperty(c.name + (dt == DType::bf16 ? "_bf16" : "_f32") + (fmt == kNHWC ? "_nhwc" : "_nchw"),
                            fused ? "cudnn graph" : "strata kernel");

@@ -7,6 +7,7 @@
 //
 // Tolerances are relative, norm-wise (support/compare.h), per op family, for f32
 // with TF32 off:
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,6 +46,13 @@ inline constexpr MemoryFormat kNHWC = MemoryFormat::channels_last;
 inline const std::string& gpu_skip_reason() {
   static const std::string why = backends::cuda::unavailable_reason();
   return why;
+}
+
+// Whether device 0 is a Hopper or later (compute capability 9.0+): where cuDNN's
+// pre-compiled fused engines are what the tests expect to run.
+inline bool sm90_or_later() {
+  int major = 0;
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess && major >= 9;
 }
 
 inline MemoryFormat format_of(const Tensor& t) { return t.is_channels_last() && !t.is_contiguous() ? kNHWC : kNCHW; }
