@@ -6,6 +6,7 @@
 // f32, and bf16 where the CPU has it (f32 accumulation inside oneDNN).
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <unordered_map>
 
 #include "strata/backends/onednn/context.h"
@@ -150,6 +151,20 @@ bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, 
          blocked == memory::desc(dims, memory::data_type::f32, memory::format_tag::ABcd16b16a);
 }
 
+// x's pixels a 1x1 stride-s convolution without padding reads, as an [N, C, OH, OW] view
+// (y's sizes) with x's strides times s along H and W; none where oneDNN refuses the view.
+std::optional<memory::desc> every_strided_pixel(const TensorView& x, const TensorView& y, const Conv2dParams& p) {
+  const Shape st = x.is_channels_last() ? channels_last_strides(x.sizes)
+                   : x.is_contiguous()  ? contiguous_strides(x.sizes)
+                                        : x.strides;
+  try {
+    return md_strided({y.sizes[0], x.sizes[1], y.sizes[2], y.sizes[3]},
+                      {st[0], st[1], st[2] * p.stride_h, st[3] * p.stride_w}, dnnl_dt(x.dtype));
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
 // The smallest output plane (pixels) a Winograd convolution runs on (above).
 constexpr int64_t kWinogradPlane = 14 * 14;
 
@@ -189,21 +204,34 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
                       a.w.sizes[2] == 3 && a.w.sizes[3] == 3 && a.p.stride_h == 1 && a.p.stride_w == 1 &&
                       a.p.dilation_h == 1 && a.p.dilation_w == 1 && a.y.sizes[2] * a.y.sizes[3] >= kWinogradPlane;
     const bool inference = a.w_version && a.x.dim() == 4 && (a.x.is_channels_last() || wino);
+    // A 1x1 stride-s convolution without padding reads every s-th pixel: in inference it runs
+    // as the stride-1 convolution of those pixels, which the source's reorder gathers. oneDNN
+    // 2.6's brgconv_1x1 took 1.8x the time of that for ResNet-50's 28x28 -> 14x14
+    // downsampling at batch 1 (2-vCPU EPYC, docs/results/cpu_libtorch.md).
+    const bool gather_1x1 = inference && a.p.groups == 1 && a.w.sizes[2] == 1 && a.w.sizes[3] == 1 &&
+                        (a.p.stride_h > 1 || a.p.stride_w > 1) && a.p.pad_h == 0 && a.p.pad_w == 0 &&
+                        a.p.dilation_h == 1 && a.p.dilation_w == 1;
     key.add(int64_t{inference}).add(int64_t{wino});
     auto& pl = c.plan<FwdPlan>(key, [&] {
       auto p = std::make_unique<FwdPlan>();
-      const memory::desc src = md_of(a.x), wei = weights_md(a.w, a.p.groups), dst = md_of(a.y);
+      // oneDNN takes no view whose rows or images overlap the next ones' span (odd sizes
+      // with more than one image): those keep the strided convolution.
+      const std::optional<memory::desc> pixels = gather_1x1 ? every_strided_pixel(a.x, a.y, a.p) : std::nullopt;
+      const memory::desc src = pixels ? *pixels : md_of(a.x);
+      const memory::desc wei = weights_md(a.w, a.p.groups), dst = md_of(a.y);
+      Conv2dParams cp = a.p;
+      if (pixels) cp.stride_h = cp.stride_w = 1;
       const memory::desc bias = a.b.defined ? md_of(a.b) : memory::desc();
       const prop_kind prop = inference ? prop_kind::forward_inference : prop_kind::forward_training;
       const auto pd = [&] {
         if (wino) {
           try {
-            return forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a), prop, algorithm::convolution_winograd);
+            return forward_pd(src, wei, bias, dst, cp, c.eng, epilogue_attr(a), prop, algorithm::convolution_winograd);
           } catch (const dnnl::error&) {
             // No Winograd kernel for this CPU or shape: the direct one.
           }
         }
-        return forward_pd(src, wei, bias, dst, a.p, c.eng, epilogue_attr(a), prop);
+        return forward_pd(src, wei, bias, dst, cp, c.eng, epilogue_attr(a), prop);
       }();
       p->prim = dnnl::convolution_forward(pd);
       p->src = Staged::make(src, pd.src_desc(), c.eng, true);

@@ -185,7 +185,9 @@ json report(const Workload& w, const std::vector<Timed>& t, bool trace) {
   double torch_med = NAN, raw_med = NAN;
   for (const auto& tc : t) {
     const double m = quantile(tc.samples_s, 0.5);
-    if (tc.c.impl == "libtorch" && (std::isnan(torch_med) || tc.c.mode == "no_grad")) torch_med = m;
+    // strata against LibTorch's fastest no_grad form (or its only case).
+    if (tc.c.impl == "libtorch" && (std::isnan(torch_med) || (tc.c.mode.starts_with("no_grad") && m < torch_med)))
+      torch_med = m;
     if (tc.c.impl == "raw" && tc.c.backend == "onednn" && tiny) raw_med = m;
   }
   std::printf("\n## %s (%zu samples per case; median, p10-p90)\n", w.name.c_str(),

@@ -1,6 +1,7 @@
 // LibTorch's side of libtorch_cpu_bench: ResNet-50 as torchvision v1.5 defines it (the
 // study's LibTorch definition; torchvision is not part of LibTorch), a single 3x3
-// convolution and relu, each timed as PyTorch eager runs them (NCHW, f32, default algorithms).
+// convolution and relu, each timed as PyTorch eager runs them (NCHW, f32, default algorithms);
+// ResNet-50 inference also channels-last in the compute dtype.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -62,11 +63,24 @@ std::vector<Case> libtorch_cases(const Workload& w) {
       model->eval();
       auto x = filled({w.batch, 3, w.resolution, w.resolution}, 1.7f);
       const bool bf16 = w.bf16;
-      return {make(bf16 ? "no_grad autocast" : "no_grad", [model, x, bf16]() mutable {
-        torch::NoGradGuard g;
-        AutocastBf16 a(bf16);
-        model->forward(x);
-      })};
+      // And as a user tuning LibTorch for CPU inference runs it: weights and input
+      // channels-last (its oneDNN NHWC kernels), in the compute dtype (no autocast casts).
+      ResNet50 tuned;
+      tuned->eval();
+      if (bf16) tuned->to(torch::kBFloat16);
+      for (auto& p : tuned->parameters())
+        if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+      auto xt = x.to(bf16 ? torch::kBFloat16 : torch::kFloat).contiguous(at::MemoryFormat::ChannelsLast);
+      return {make(bf16 ? "no_grad autocast" : "no_grad",
+                   [model, x, bf16]() mutable {
+                     torch::NoGradGuard g;
+                     AutocastBf16 a(bf16);
+                     model->forward(x);
+                   }),
+              make(bf16 ? "no_grad bf16 channels_last" : "no_grad channels_last", [tuned, xt]() mutable {
+                torch::NoGradGuard g;
+                tuned->forward(xt);
+              })};
     }
     case Kind::resnet_train: {
       ResNet50 model;

@@ -193,12 +193,19 @@ TEST_P(ConvTest, FusedEpilogue) {
 // keeps them (its weights reordered into the primitive's layout), which the stale read
 // below shows; every backend reads new weights under a new version. Layouts where
 // oneDNN re-lays weights out: 3x3 and 1x1 with 16+ channels, NCHW and NHWC activations
-// (on NHWC, onednn also picks its inference kernels for versioned weights).
+// (on NHWC, onednn also picks its inference kernels for versioned weights, and runs a
+// strided 1x1 convolution as a stride-1 one over the pixels it reads).
 TEST_P(ConvTest, VersionedWeightsAreReadAnewWhenTheirVersionChanges) {
   const std::vector<ConvCase> cases = {
       {"3x3_nchw", {1, 16, 9, 9}, 32, 3, 3, P(1, 1, 1, 1)},
       {"3x3_stride2_nhwc", {2, 32, 9, 8}, 16, 3, 3, P(2, 2, 1, 1), kNHWC},
       {"1x1_nhwc_batch1", {1, 64, 5, 5}, 32, 1, 1, P(1, 1, 0, 0), kNHWC},
+      // onednn's inference runs these as the stride-1 convolution of the pixels read, but
+      // the odd sizes with two images (a view oneDNN refuses) as they are.
+      {"1x1_stride2_nhwc_batch2", {2, 32, 8, 6}, 48, 1, 1, P(2, 2, 0, 0), kNHWC},
+      {"1x1_stride2_nhwc_odd", {2, 32, 9, 8}, 48, 1, 1, P(2, 2, 0, 0), kNHWC},
+      {"1x1_stride2_nhwc_batch1", {1, 64, 7, 7}, 16, 1, 1, P(2, 2, 0, 0), kNHWC},
+      {"1x1_stride3x2_nhwc", {1, 16, 10, 7}, 32, 1, 1, P(3, 2, 0, 0), kNHWC},
   };
   uint64_t seed = 1000;
   for (const ConvCase& c : cases) {
