@@ -105,8 +105,10 @@ Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, con
 
 template <class D>
 Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
-                    const Tensor& z, bool relu, const uint64_t* w_version) {
-  Tensor y = ops::conv2d_fused(d, x, w, b, p, z, relu, w_version);
+                    const Tensor& z, bool relu, const uint64_t* w_version, bool into_z) {
+  STRATA_CHECK(!into_z || !GradMode::enabled(), "conv2d_fused: the output written over the residual runs with "
+               "gradients off");
+  Tensor y = ops::conv2d_fused(d, x, w, b, p, z, relu, w_version, into_z);
   record<Conv2dFusedNode<D>>(d, {&x, &w, &b, &z}, y);
   return y;
 }
@@ -138,7 +140,7 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
 #define STRATA_AUTOGRAD_INSTANTIATE(D)                                                                   \
   template ops::Conv2dSignature<D> conv2d<D>;                                                           \
   template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&, \
-                                  const Tensor&, bool, const uint64_t*);                                 \
+                                  const Tensor&, bool, const uint64_t*, bool);                           \
   template Tensor batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,    \
                                 const Tensor&, bool, double, double, const Tensor&, bool,                \
                                 ops::ChannelSumReducer*);                                                \

@@ -15,7 +15,7 @@ template <class D> ops::Conv2dSignature<D> conv2d;  // as ops::conv2d
 // As ops::conv2d_fused (the inference epilogue); a backward through it is refused.
 template <class D> Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b,
                                        const Conv2dParams& p, const Tensor& z, bool relu,
-                                       const uint64_t* w_version = nullptr);
+                                       const uint64_t* w_version = nullptr, bool into_z = false);
 // Training mode updates running_mean/running_var in place. z, relu: fused, y =
 // relu?(bn(x) + z) (ops::batch_norm); in evaluation only with gradients off. sync:
 // synchronised statistics in training (ops::batch_norm), for the backward too.

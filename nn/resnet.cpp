@@ -27,6 +27,8 @@ std::string describe(const ResNetConfig& c) {
          (c.fold_batch_norm.value_or(false) ? ", batch norms folded into the convolutions for inference" : "") +
          (c.space_to_depth_stem.value_or(false) && !c.small_input ? ", the stem over 2x2 pixel blocks" : "") +
          (c.fold_batch_norm.value_or(false) && c.winograd.value_or(false) ? ", folded 3x3 convolutions by Winograd" : "") +
+         (c.fold_batch_norm.value_or(false) && c.residual_in_place.value_or(false) ? ", residuals accumulated in place"
+                                                                                  : "") +
          ")";
 }
 
@@ -36,6 +38,8 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) 
   const bool cpu = p.device().type == DeviceType::cpu;
   c_.fold_batch_norm = c_.fold_batch_norm.value_or(!cpu || p.capabilities().keeps_versioned_weights());
   c_.winograd = c_.winograd.value_or(cpu && p.capabilities().keeps_versioned_weights()) && *c_.fold_batch_norm;
+  c_.residual_in_place =
+      c_.residual_in_place.value_or(p.capabilities().accumulates_residual_in_place()) && *c_.fold_batch_norm;
   const ResNetConfig& c = c_;
   const Layout lay = layout_of(c.depth);
   STRATA_CHECK(lay.bottleneck == (Block::kExpansion == 4), "ResNet: depth ", c.depth, " needs another block type");
@@ -66,7 +70,7 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) 
     auto stage = std::make_unique<detail::Stage<Block>>();
     for (int b = 0; b < lay.blocks[s]; ++b) {
       const int stride = (s > 0 && b == 0) ? 2 : 1;
-      stage->add(std::make_unique<Block>(p, inplanes, planes, stride, bno));
+      stage->add(std::make_unique<Block>(p, inplanes, planes, stride, bno)).set_residual_in_place(*c_.residual_in_place);
       inplanes = planes * Block::kExpansion;
     }
     layers_[s] = &register_module("layer" + std::to_string(s + 1), std::move(stage));

@@ -60,6 +60,12 @@ struct ResNetConfig {
   // CPU backend that keeps versioned weights (onednn: ResNet-50 batch 1 / 224² in 0.87-0.94x
   // the time, docs/results/cpu_libtorch.md), off elsewhere (the cuda backend does not read it).
   std::optional<bool> winograd;
+  // With folding, in evaluation: each block's last convolution writes its output over the
+  // residual (ResidualBlockBase::set_residual_in_place: the block inputs and downsample
+  // outputs are the network's own temporaries), where the backend accumulates a residual in
+  // place. Unset: on where it does (onednn: no copy of the residual per block; ResNet-50 at
+  // batch 1 / 224²: docs/results/cpu_libtorch.md).
+  std::optional<bool> residual_in_place;
 };
 
 // "ResNet-50 (torchvision v1.5, 1000 classes, 3 input channels, ImageNet stem)".

@@ -11,8 +11,10 @@ Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, con
 
 template <class D>
 Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
-                    const Tensor& z, bool relu, const uint64_t* w_version) {
-  Tensor y = Tensor::empty_like(x, validate_conv2d(d, x, w, b, p, z, relu));
+                    const Tensor& z, bool relu, const uint64_t* w_version, bool into_z) {
+  const Shape out = validate_conv2d(d, x, w, b, p, z, relu);
+  if (into_z) validate_conv2d_into_z(d, x, z);
+  Tensor y = into_z ? z : Tensor::empty_like(x, out);
   Conv2dFwdArgs a{x, w, b, y, p};
   a.z = z;
   a.relu = relu;
@@ -52,7 +54,7 @@ Tensor conv2d_bwd_bias(const D& d, const Tensor& dy) {
 #define STRATA_OPS_INSTANTIATE(D)                                                                              \
   template Conv2dSignature<D> conv2d<D>;                                                                      \
   template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&,    \
-                                  const Tensor&, bool, const uint64_t*);                                      \
+                                  const Tensor&, bool, const uint64_t*, bool);                                \
   template Tensor conv2d_bwd_data<D>(const D&, const Tensor&, const Tensor&, const Shape&, const Conv2dParams&, \
                                      MemoryFormat);                                                           \
   template Tensor conv2d_bwd_weight<D>(const D&, const Tensor&, const Tensor&, const Shape&,                   \

@@ -24,9 +24,11 @@ template <class D> Conv2dSignature<D> conv2d;  // a function template, declared 
 // The convolution's inference epilogue in the same call (op_args.h): relu?(conv2d(x, w, b) + z),
 // z optional with the output's sizes and dtype. No autograd: gradients must be off around it.
 // w_version: Conv2dFwdArgs's (a backend may keep w in its own layout while it is the same).
+// into_z: the output is z itself, written over (validate_conv2d_into_z: a backend that
+// accumulates in place); for a caller that no longer needs z.
 template <class D> Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b,
                                        const Conv2dParams& p, const Tensor& z, bool relu,
-                                       const uint64_t* w_version = nullptr);
+                                       const uint64_t* w_version = nullptr, bool into_z = false);
 template <class D> Tensor conv2d_bwd_data(const D& d, const Tensor& dy, const Tensor& w, const Shape& x_sizes,
                                           const Conv2dParams& p, MemoryFormat fmt = MemoryFormat::contiguous);
 // dw in layout fmt: the weight's, so that a channels-last network's weights and their

@@ -75,6 +75,18 @@ Shape validate_conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor
   return out;
 }
 
+// The inference epilogue written over its residual (ops::conv2d_fused's into_z): a backend
+// that accumulates in place, and z the output's dense buffer in x's layout, apart from x.
+template <class D>
+void validate_conv2d_into_z(const D& d, const Tensor& x, const Tensor& z) {
+  STRATA_CHECK(d.capabilities().accumulates_residual_in_place(), "conv2d: the output written over the residual "
+               "needs a backend that accumulates in place (Capabilities::accumulates_residual_in_place)");
+  STRATA_CHECK(z.defined(), "conv2d: the output written over the residual needs a residual");
+  STRATA_CHECK(x.suggested_format() == MemoryFormat::channels_last ? z.is_channels_last() : z.is_contiguous(),
+               "conv2d: the residual ", z.str(), " written over must be dense in the input's layout");
+  STRATA_CHECK(z.data_ptr() != x.data_ptr(), "conv2d: the residual written over must not be the input");
+}
+
 // A convolution whose forward ran the epilogue has no backward (it is the inference form).
 inline void check_conv2d_has_backward(bool epilogue) {
   STRATA_CHECK(!epilogue, "conv2d: no backward through a convolution with a fused residual add or "

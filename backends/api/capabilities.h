@@ -87,6 +87,14 @@ class Capabilities {
     return *this;
   }
   constexpr bool keeps_versioned_weights() const { return keeps_versioned_weights_; }
+  // conv2d_fwd with y the residual z itself (the same view) adds the convolution to it:
+  // y = relu?(conv(x, w) + b + y) (onednn: its sum post-op accumulates into the output,
+  // so no copy of z into y comes first).
+  constexpr Capabilities& accumulate_residual_in_place() {
+    accumulates_residual_in_place_ = true;
+    return *this;
+  }
+  constexpr bool accumulates_residual_in_place() const { return accumulates_residual_in_place_; }
 
   constexpr bool supports(ops::OpId op, DType dt) const { return ops_[static_cast<int>(op)].dtypes.contains(dt); }
   constexpr DTypeSet dtypes(ops::OpId op) const { return ops_[static_cast<int>(op)].dtypes; }
@@ -107,6 +115,7 @@ class Capabilities {
  private:
   std::array<OpSupport, ops::kNumOps> ops_{};
   bool keeps_versioned_weights_ = false;
+  bool accumulates_residual_in_place_ = false;
 };
 
 }  // namespace strata::backends

@@ -22,7 +22,8 @@ Capabilities onednn_table(bool bf16_native) {
       .op({OpId::axpy, OpId::dropout_fwd, OpId::dropout_bwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd,
            OpId::bce_logits_bwd, OpId::argmax},
           kFloat)
-      .keep_versioned_weights();
+      .keep_versioned_weights()
+      .accumulate_residual_in_place();
   return c;
 }
 }  // namespace

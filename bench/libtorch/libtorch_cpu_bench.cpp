@@ -254,7 +254,8 @@ int main(int argc, char** argv) {
                  "(nn::ResNetConfig::fold_batch_norm); \"<mode>/folded_nhwc\": the same on a channels-last "
                  "model; \"<mode>/folded_nhwc_direct\": that without Winograd (nn::ResNetConfig::winograd); "
                  "\"<mode>/folded_nhwc_s2d\": with the stem over 2x2 pixel blocks "
-                 "(nn::ResNetConfig::space_to_depth_stem)")->delimiter(',');
+                 "(nn::ResNetConfig::space_to_depth_stem); \"<mode>/folded_nhwc_copy\": each residual copied "
+                 "into a new output, not accumulated in place (nn::ResNetConfig::residual_in_place)")->delimiter(',');
   app.add_option("--rounds", rounds, "turns of each case (default: the workload's)");
   app.add_option("--json", json_path, "write every median and the environment here");
   app.add_flag("--no-libtorch", no_torch, "skip LibTorch (strata and the raw libraries only)");

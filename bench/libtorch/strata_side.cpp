@@ -46,14 +46,17 @@ Tensor filled(const Shape& s, float scale) {
 // inference (nn::ResNetConfig::fold_batch_norm), "/folded_nhwc" the same on a channels-last
 // model (the input stays NCHW, as LibTorch's); "/folded_nhwc_direct" that without Winograd
 // transforms (nn::ResNetConfig::winograd, on by default for onednn), "/folded_nhwc_s2d" with
-// the stem over 2x2 pixel blocks (nn::ResNetConfig::space_to_depth_stem).
+// the stem over 2x2 pixel blocks (nn::ResNetConfig::space_to_depth_stem), "/folded_nhwc_copy"
+// with each residual copied into a new output rather than accumulated in place
+// (nn::ResNetConfig::residual_in_place, on by default for onednn).
 struct Variant {
   std::string_view suffix;
   bool fuse, fold, channels_last = false;
-  std::optional<bool> winograd = std::nullopt, s2d_stem = std::nullopt;
+  std::optional<bool> winograd = std::nullopt, s2d_stem = std::nullopt, residual_in_place = std::nullopt;
 };
 const Variant kVariants[] = {{"/unfused", false, false},
                              {"/folded_nhwc_direct", true, true, true, false},
+                             {"/folded_nhwc_copy", true, true, true, std::nullopt, std::nullopt, false},
                              {"/folded_nhwc_s2d", true, true, true, std::nullopt, true},
                              {"/folded_nhwc", true, true, true},
                              {"/folded", true, true},
@@ -68,6 +71,7 @@ Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMod
   rc.fold_batch_norm = v.fold;
   rc.winograd = v.winograd;
   rc.space_to_depth_stem = v.s2d_stem;
+  rc.residual_in_place = v.residual_in_place;
   nn::ModelOptions mo;
   if (w.bf16) mo.compute_dtype = DType::bf16;
   if (v.channels_last) mo.memory_format = MemoryFormat::channels_last;

@@ -72,7 +72,7 @@ Tensor BasicBlock<P>::forward(const Tensor& x) {
   if (conv1_->folds()) {  // evaluation, batch norms folded: each conv with what follows it
     const Tensor out = conv1_->forward_folded(x, Tensor(), true);
     const Tensor identity = downsample_ ? downsample_->conv().forward_folded(x, Tensor(), false) : x;
-    return conv2_->forward_folded(out, identity, true);
+    return conv2_->forward_folded(out, identity, true, residual_in_place_);
   }
   const Tensor h = conv1_->forward(x);
   if (bn1_->fuses(h)) {  // each batch norm with the ReLU and residual add after it
@@ -136,7 +136,7 @@ Tensor Bottleneck<P>::forward(const Tensor& x) {
     Tensor out = conv1_->forward_folded(x, Tensor(), true);
     out = conv2_->forward_folded(out, Tensor(), true);
     const Tensor identity = downsample_ ? downsample_->conv().forward_folded(x, Tensor(), false) : x;
-    return conv3_->forward_folded(out, identity, true);
+    return conv3_->forward_folded(out, identity, true, residual_in_place_);
   }
   const Tensor h = conv1_->forward(x);
   if (bn1_->fuses(h)) {  // each batch norm with the ReLU and residual add after it

@@ -30,6 +30,16 @@ class ResidualBlockBase : public Module {
   virtual Module* last_bn() = 0;
   // The downsample's conv, or nullptr.
   virtual Module* downsample_conv() = 0;
+
+  // Folded evaluation may write the block's output over its residual (the downsample's
+  // output, or the block's input itself) where the backend accumulates a residual in place
+  // (Conv2d::forward_folded's z_dead). Only for a block whose input no one reads after it:
+  // ResNet sets it on its own blocks (ResNetConfig::residual_in_place); off by default.
+  void set_residual_in_place(bool on) { residual_in_place_ = on; }
+  bool residual_in_place() const { return residual_in_place_; }
+
+ protected:
+  bool residual_in_place_ = false;
 };
 
 // y = a + b, and in direct mode the gradient sum of the two branches.

@@ -192,7 +192,7 @@ bool Conv2d<P>::folds() const {
 }
 
 template <class P>
-Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
+Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu, bool z_dead) {
   STRATA_CHECK(folds(), "Conv2d::forward_folded: runs in evaluation with gradients off, after fold_batch_norm; "
                "call forward and the batch norm's forward");
   if (fold_stale_) {
@@ -203,8 +203,12 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
     refold();
   }
   const Tensor input = s2d_ ? to_blocks(x) : x;
+  const bool into_z = z_dead && z.defined() && p_.capabilities().accumulates_residual_in_place() &&
+                      z.dtype() == x.dtype() && z.data_ptr() != input.data_ptr() &&
+                      (input.suggested_format() == MemoryFormat::channels_last ? z.is_channels_last()
+                                                                               : z.is_contiguous());
   if (!is_floating(x.dtype()) || x.dtype() == folded_w_.dtype())
-    return run_fused(input, folded_w_, folded_b_, z, relu, true, folded_cp());
+    return run_fused(input, folded_w_, folded_b_, z, relu, true, folded_cp(), into_z);
   // Mixed precision: the folded parameters in x's dtype, so that no forward converts them.
   auto it = std::find_if(folded_copies_.begin(), folded_copies_.end(),
                          [&](const FoldedCopy& c) { return c.w.dtype() == x.dtype(); });
@@ -218,24 +222,25 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu) {
     folded_copies_.push_back(c);
     it = std::prev(folded_copies_.end());
   }
-  return run_fused(input, it->w, it->b, z, relu, true, folded_cp());
+  return run_fused(input, it->w, it->b, z, relu, true, folded_cp(), into_z);
 }
 
 // Plans for the same x told apart by what they run: forward's key is 0; here bit 0 is
-// set, bit 1 is the ReLU, bit 2 the folded weights, the rest the residual's address.
+// set, bit 1 is the ReLU, bit 2 the folded weights, bit 3 the output written over the
+// residual, the rest the residual's address.
 template <class P>
 Tensor Conv2d<P>::run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu,
-                            bool folded, const ops::Conv2dParams& cp) {
+                            bool folded, const ops::Conv2dParams& cp, bool into_z) {
   const auto z_at = z.defined() ? reinterpret_cast<uintptr_t>(z.data_ptr()) : uintptr_t{0};
-  const auto key = static_cast<int64_t>((z_at << 3) | (folded ? 4 : 0) | (relu ? 2 : 0) | 1);
+  const auto key = static_cast<int64_t>((z_at << 4) | (into_z ? 8 : 0) | (folded ? 4 : 0) | (relu ? 2 : 0) | 1);
   const uint64_t* version = folded ? &fold_id_ : nullptr;  // the folded weights change only at a fold
   return direct_.forward_keyed(
       p_, x, key,
       [&](const auto& tape) {
         return autograd::conv2d_fused(tape, x, detail::compute_cast(tape, w, x), detail::compute_cast(tape, b, x), cp,
-                                      z, relu, version);
+                                      z, relu, version, into_z);
       },
-      w, b, cp, z, relu, version);
+      w, b, cp, z, relu, version, into_z);
 }
 
 // In double on the host: one pass over the weights per fold (eval(), a load), not per

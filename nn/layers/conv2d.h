@@ -52,7 +52,11 @@ class Conv2d final : public Module {
   // model that only trains holds none (ResNet-50 in f32: 90 MiB).
   void fold_batch_norm(const BatchNorm2d<P>& bn);
   bool folds() const;
-  Tensor forward_folded(const Tensor& x, const Tensor& z, bool relu);
+  // z_dead: the caller no longer reads z, so the output may be written over it where the
+  // backend accumulates a residual in place (Capabilities::accumulates_residual_in_place:
+  // onednn, whose residual otherwise goes through a copy into the output first) and z is
+  // the output's dense buffer in x's dtype and layout; the returned tensor is then z.
+  Tensor forward_folded(const Tensor& x, const Tensor& z, bool relu, bool z_dead = false);
   // The weight the folded forward runs (rearranged in the space-to-depth form); undefined
   // before the first fold.
   const Tensor& folded_weight() const { return folded_w_; }
@@ -87,7 +91,7 @@ class Conv2d final : public Module {
 
  private:
   Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded,
-                   const ops::Conv2dParams& cp);
+                   const ops::Conv2dParams& cp, bool into_z = false);
   void refold();
   // The space-to-depth form: x's pixel blocks (as many as the convolution reads), the
   // weight's, and the training forward over them.

@@ -27,10 +27,14 @@ class Conv2dPlan {
  public:
   Tensor y, dx, dw, db;
   // z, relu: the inference epilogue (op_args.h), y = relu?(conv(x, w) + b + z); no backward follows.
+  // into_z: y is z, written over (ops::conv2d_fused).
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
-            const Tensor& z = Tensor(), bool relu = false, const uint64_t* w_version = nullptr) {
+            const Tensor& z = Tensor(), bool relu = false, const uint64_t* w_version = nullptr, bool into_z = false) {
     impl_ = &impl;
-    y = planned_empty_like(x, validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p, z, relu));
+    const StaticDispatch<Impl> d(impl);
+    const Shape out = validate_conv2d(d, x, w, b, p, z, relu);
+    if (into_z) validate_conv2d_into_z(d, x, z);
+    y = into_z ? z : planned_empty_like(x, out);
     x_ = x;
     w_ = w;
     z_ = z;

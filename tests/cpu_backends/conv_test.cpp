@@ -188,6 +188,45 @@ TEST_P(ConvTest, FusedEpilogue) {
   }
 }
 
+// Capabilities::accumulates_residual_in_place: y given as the residual z itself (the same
+// view) adds the convolution to it, as the separate ops with y apart would; versioned
+// weights too (folded inference), both layouts, batch 1, stride and padding. A backend
+// without the capability is asked nothing (ops::conv2d_fused refuses it: tests/ops).
+TEST_P(ConvTest, ResidualAccumulatedInPlace) {
+  if (!be().capabilities().accumulates_residual_in_place()) GTEST_SKIP() << GetParam() << " does not accumulate in place";
+  const std::vector<ConvCase> cases = {
+      {"1x1_nhwc_batch1", {1, 64, 5, 5}, 32, 1, 1, P(1, 1, 0, 0), kNHWC},
+      {"3x3_nhwc_odd", {2, 16, 7, 9}, 16, 3, 3, P(1, 1, 1, 1), kNHWC},
+      {"1x1_stride2_nhwc", {2, 32, 8, 6}, 48, 1, 1, P(2, 2, 0, 0), kNHWC},
+      {"3x3_nchw_stride2", {2, 8, 9, 9}, 16, 3, 3, P(2, 2, 1, 1)},
+  };
+  uint64_t seed = 1300;
+  for (const ConvCase& c : cases)
+    for (bool versioned : {false, true}) {
+      SCOPED_TRACE(c.name + (versioned ? " versioned" : ""));
+      const Shape ys = out_shape(c);
+      const Tensor x = rand_f32(c.x, seed += 10, c.fmt), w = rand_f32({c.k, c.x[1], c.r, c.s}, seed + 1, c.fmt);
+      const Tensor b = rand_f32({c.k}, seed + 2), z = rand_f32(ys, seed + 3, c.fmt);
+      const uint64_t version = 3;
+      ops::Conv2dFwdArgs f{x, w, b, nan_tensor(ys, c.fmt), c.p};
+      f.relu = true;
+      f.w_version = versioned ? &version : nullptr;
+      const Tensor want = nan_tensor(ys, c.fmt);
+      f.z = z;
+      f.y = want;
+      ref_.conv2d_fwd(f);
+      const Tensor zy = Tensor::empty(ys, DType::f32, Device::cpu(), c.fmt);
+      copy_into(z, zy);
+      f.z = zy;
+      f.y = zy;
+      be().conv2d_fwd(f);
+      STRATA_EXPECT_CLOSE(zy, want, kTolGemm, "conv2d_fwd with y = z");
+      copy_into(z, zy);  // again through the same plan
+      be().conv2d_fwd(f);
+      STRATA_EXPECT_CLOSE(zy, want, kTolGemm, "conv2d_fwd with y = z, second call");
+    }
+}
+
 // Conv2dFwdArgs::w_version: with the same weight buffer and version a backend may reuse
 // the weights it re-laid out at an earlier call; a new version must be read anew. onednn
 // keeps them (its weights reordered into the primitive's layout), which the stale read

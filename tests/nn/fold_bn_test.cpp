@@ -79,6 +79,70 @@ TEST(NnFoldBatchNorm, MatchesTheUnfoldedModelInEveryModeWithOnlyConvolutions) {
   }
 }
 
+// ResNetConfig::residual_in_place: on a backend that accumulates a residual in place
+// (onednn), each block's last convolution writes over its residual instead of copying it
+// into a new output first. The predictions are bitwise those of the copying model in every
+// mode, channels-last and not, called again (direct mode's plans), and the caller's input is
+// untouched; a block told so (ResNet tells its own) returns its input's storage, one that
+// was not told leaves its input alone.
+TEST(NnFoldBatchNorm, ResidualsAccumulatedInPlaceAreTheCopiedOnes) {
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (!backends::registry().get(best).capabilities().accumulates_residual_in_place())
+    GTEST_SKIP() << best << " does not accumulate a residual in place";
+  for (MemoryFormat fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last})
+    for (ops::DispatchMode mode : kAllModes) {
+      SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)) +
+                   (fmt == MemoryFormat::channels_last ? " channels-last" : " contiguous"));
+      nn::ModelOptions o;
+      o.memory_format = fmt;
+      nn::ResNetConfig c = tiny_resnet(50);
+      c.fold_batch_norm = true;
+      c.residual_in_place = true;
+      auto in_place = nn::make_resnet(c, mode, best, o);
+      c.residual_in_place = false;
+      auto copied = nn::make_resnet(c, mode, best, o);
+      randomise_statistics(*in_place, {copied.get()}, true);
+      EXPECT_NE(in_place->describe().find("residuals accumulated in place"), std::string::npos);
+      EXPECT_EQ(copied->describe().find("residuals accumulated in place"), std::string::npos);
+      in_place->eval();
+      copied->eval();
+      const Tensor x = random_tensor({2, 3, 9, 11}, DType::f32, 43), x_before = host(x);
+      const Tensor want = host(copied->predict(x));
+      for (int call = 0; call < 2; ++call) {
+        EXPECT_TRUE(bitwise_equal(host(in_place->predict(x)), want)) << "call " << call;
+        EXPECT_TRUE(bitwise_equal(x, x_before)) << "call " << call;
+      }
+    }
+  // A block's own forward, in a tape mode: written over its input only when told so.
+  nn::ResNetConfig c = tiny_resnet(50);
+  c.fold_batch_norm = true;
+  nn::ModelOptions o;
+  o.memory_format = MemoryFormat::channels_last;
+  auto m = nn::make_resnet(c, ops::DispatchMode::static_call, best, o);
+  m->eval();
+  autograd::NoGradGuard no_grad;
+  nn::with_policy(ops::DispatchMode::static_call, best, [&](const auto& p) {
+    using P = std::decay_t<decltype(p)>;
+    nn::Bottleneck<P>* identity_block = nullptr;  // one without a downsample
+    for (auto& [name, mod] : m->module().named_modules())
+      if (auto* b = dynamic_cast<nn::Bottleneck<P>*>(mod); b && !b->downsample_conv()) identity_block = b;
+    ASSERT_NE(identity_block, nullptr);
+    EXPECT_TRUE(identity_block->residual_in_place());  // ResNet's default on this backend
+    const int64_t ch = identity_block->branch_convs().front()->parameters().front().size(1);
+    const Tensor x = random_tensor({1, ch, 5, 4}, DType::f32, 44, -1, 1, MemoryFormat::channels_last);
+    const Tensor x_before = host(x);
+    const Tensor y = identity_block->forward(x);
+    EXPECT_EQ(y.data_ptr(), x.data_ptr()) << "the block did not write over its input";
+    EXPECT_FALSE(bitwise_equal(x, x_before));
+    identity_block->set_residual_in_place(false);
+    const Tensor x2 = random_tensor({1, ch, 5, 4}, DType::f32, 45, -1, 1, MemoryFormat::channels_last);
+    const Tensor x2_before = host(x2);
+    const Tensor y2 = identity_block->forward(x2);
+    EXPECT_NE(y2.data_ptr(), x2.data_ptr());
+    EXPECT_TRUE(bitwise_equal(x2, x2_before)) << "a block not told so wrote over its input";
+  });
+}
+
 // bf16 compute (mixed precision, f32 parameters) where the best CPU backend has bf16
 // convolutions (onednn on AVX512_BF16): stated tolerance 3e-2, bf16's rounding of the folded
 // weights and of each activation (the unfolded model rounds after the convolution, the batch

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "strata/autograd/functions.h"
+#include "support/compare.h"
 #include "support/op_fixtures.h"
 #include "support/replicas.h"
 
@@ -50,6 +51,12 @@ TEST(OpErrors, Conv2dEpilogue) {
                       "f64");
   EXPECT_STRATA_ERROR(ops::conv2d_fused(d, x, w, b, p, fake_cuda({2, 4, 6, 6}), false), "conv2d", "residual",
                       "cuda:0");
+  // The output written over the residual: only where the backend accumulates in place.
+  const Tensor z = rnd({2, 4, 6, 6}), z_before = Tensor::empty_like(z, z.sizes());
+  copy_into(z, z_before);
+  EXPECT_STRATA_ERROR(ops::conv2d_fused(d, x, w, b, p, z, true, nullptr, true), "conv2d", "residual",
+                      "accumulates in place");
+  EXPECT_TRUE(bitwise_equal(z, z_before)) << "a refused call wrote the residual";
 }
 
 STRATA_COVERS(batch_norm_fwd, "errors");
