@@ -1,6 +1,8 @@
 // max, average and global average pooling and space_to_depth on the cuda backend
 // against the reference, forward and backward, NCHW and NHWC, f32 and half types.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -136,6 +138,44 @@ TEST_F(CudaPool, MaxPoolChannelsLastTiesGoToTheFirstMaximum) {
       be().max_pool2d_fwd({xg, y, p});
       be().max_pool2d_bwd({xg, y, dyg, dx, p});
       EXPECT_TRUE(bitwise_equal(f32_of(to_cpu(dx)), dx_ref)) << "max_pool2d_bwd";
+    }
+}
+
+// The channels-last forward against the reference: NaN propagates from any window position
+// (cuDNN need not keep its payload), borders and padding of odd sizes, strides 1, 2 and 3,
+// kernels 3 and 2, channel counts on and off a 16-byte vector, f32 and bf16 exactly.
+TEST_F(CudaPool, MaxPoolChannelsLastForward) {
+  struct Case {
+    Shape x;
+    Pool2dParams p;
+  };
+  const std::vector<Case> cases = {{{2, 16, 9, 11}, square_pool(3, 2, 1)}, {{1, 8, 7, 7}, square_pool(3, 1, 1)},
+                                   {{3, 24, 10, 8}, square_pool(3, 3, 0)}, {{1, 16, 6, 6}, square_pool(2, 2, 0)},
+                                   {{2, 6, 9, 9}, square_pool(3, 2, 1)}};
+  uint64_t seed = 1600;
+  for (DType dt : {DType::f32, DType::bf16})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + c.x.str() + " k" + std::to_string(c.p.kernel_h) + " s" +
+                   std::to_string(c.p.stride_h));
+      const Shape ys = pool_out(c.x, c.p);
+      std::vector<double> v(static_cast<size_t>(c.x.numel()));
+      std::mt19937_64 rng(seed += 10);
+      for (double& e : v) e = static_cast<double>(static_cast<int>(rng() % 256) - 128) / 64.0;  // exact in bf16
+      for (size_t i = 5; i < v.size(); i += 37) v[i] = std::nan("");
+      Tensor xh = Tensor::empty(c.x, dt, Device::cpu(), kNHWC), x32 = Tensor::empty(c.x, DType::f32, Device::cpu(), kNHWC);
+      copy_into(Tensor::from_vector(v, c.x), xh);
+      copy_into(xh, x32);
+      const Tensor y_ref = cpu_nan(ys, kNHWC), y = gpu_nan(ys, kNHWC, dt);
+      ref_.max_pool2d_fwd({x32, y_ref, c.p});
+      be().max_pool2d_fwd({to_gpu(xh), y, c.p});
+      // Equal values, NaN where the reference has NaN (cuDNN's path need not keep a NaN's payload).
+      const Tensor got = f32_of(to_cpu(y)).contiguous(), want = y_ref.contiguous();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const float a = got.data<float>()[i], b = want.data<float>()[i];
+        if (std::isnan(a) != std::isnan(b) || (!std::isnan(b) && std::memcmp(&a, &b, sizeof a) != 0)) ++wrong;
+      }
+      EXPECT_EQ(wrong, 0) << "max_pool2d_fwd: values that differ from the reference's";
     }
 }
 
