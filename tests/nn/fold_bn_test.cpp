@@ -7,6 +7,8 @@
 // training, evaluation with gradients on and the state dict see only them, and the folded
 // copy follows every change to them.
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,19 @@ Pair make_pair(int depth, ops::DispatchMode mode, const std::string& backend, co
   p.plain = nn::make_resnet(c, mode, backend, o);
   randomise_statistics(*p.folded, {p.plain.get()}, true);
   return p;
+}
+
+// The same ResNet twice, `option` on in the first and off in the second.
+struct Twins {
+  std::unique_ptr<nn::Model> on, off;
+};
+Twins twins(nn::ResNetConfig c, std::optional<bool> nn::ResNetConfig::*option, ops::DispatchMode mode,
+            const std::string& backend, const nn::ModelOptions& o = {}) {
+  c.*option = true;
+  Twins t{nn::make_resnet(c, mode, backend, o), nullptr};
+  c.*option = false;
+  t.off = nn::make_resnet(c, mode, backend, o);
+  return t;
 }
 
 Tensor host(const Tensor& t) {
@@ -97,10 +112,7 @@ TEST(NnFoldBatchNorm, ResidualsAccumulatedInPlaceAreTheCopiedOnes) {
       o.memory_format = fmt;
       nn::ResNetConfig c = tiny_resnet(50);
       c.fold_batch_norm = true;
-      c.residual_in_place = true;
-      auto in_place = nn::make_resnet(c, mode, best, o);
-      c.residual_in_place = false;
-      auto copied = nn::make_resnet(c, mode, best, o);
+      auto [in_place, copied] = twins(c, &nn::ResNetConfig::residual_in_place, mode, best, o);
       randomise_statistics(*in_place, {copied.get()}, true);
       EXPECT_NE(in_place->describe().find("residuals accumulated in place"), std::string::npos);
       EXPECT_EQ(copied->describe().find("residuals accumulated in place"), std::string::npos);
@@ -194,10 +206,7 @@ TEST(NnFoldBatchNorm, SpaceToDepthStemMatchesTheStemInEveryMode) {
     c.small_input = false;
     c.fold_batch_norm = true;
     c.winograd = false;
-    c.space_to_depth_stem = true;
-    auto blocks = nn::make_resnet(c, mode, backend, o);
-    c.space_to_depth_stem = false;
-    auto stem = nn::make_resnet(c, mode, backend, o);
+    auto [blocks, stem] = twins(c, &nn::ResNetConfig::space_to_depth_stem, mode, backend, o);
     randomise_statistics(*blocks, {stem.get()}, true);
     blocks->eval();
     stem->eval();
@@ -231,10 +240,7 @@ TEST(NnFoldBatchNorm, SpaceToDepthStemTrainsAsTheStem) {
     o.memory_format = fmt;
     nn::ResNetConfig c = tiny_resnet(18);
     c.small_input = false;
-    c.space_to_depth_stem = true;
-    auto blocks = nn::make_resnet(c, mode, backend, o);
-    c.space_to_depth_stem = false;
-    auto stem = nn::make_resnet(c, mode, backend, o);
+    auto [blocks, stem] = twins(c, &nn::ResNetConfig::space_to_depth_stem, mode, backend, o);
     const Tensor x = random_tensor({4, 3, 35, 33}, DType::f32, 49);
     const Tensor labels = Tensor::from_vector<int64_t>({4, 1, 7, 2}, Shape{4});
     auto opt_b = blocks->make_optimizer({}), opt_s = stem->make_optimizer({});
@@ -326,10 +332,7 @@ TEST(NnFoldBatchNorm, WinogradWithinItsRounding) {
     nn::ResNetConfig c = tiny_resnet(18);
     c.base_channels = 16;  // oneDNN's Winograd kernels take channels in blocks of 16
     c.fold_batch_norm = true;
-    c.winograd = true;
-    auto wino = nn::make_resnet(c, ops::DispatchMode::direct, backend, o);
-    c.winograd = false;
-    auto direct = nn::make_resnet(c, ops::DispatchMode::direct, backend, o);
+    auto [wino, direct] = twins(c, &nn::ResNetConfig::winograd, ops::DispatchMode::direct, backend, o);
     randomise_statistics(*wino, {direct.get()}, true);
     const Tensor x = random_tensor({2, 3, 16, 16}, DType::f32, 48);  // layer1 at 16x16: Winograd
     const Tensor labels = Tensor::from_vector<int64_t>({2, 5}, Shape{2});
