@@ -76,14 +76,23 @@ Shape validate_conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor
 }
 
 // The inference epilogue written over its residual (ops::conv2d_fused's into_z): a backend
-// that accumulates in place, and z the output's dense buffer in x's layout, apart from x.
+// that accumulates in place, and z the output's dense buffer in x's dtype and layout, apart
+// from x. conv2d_into_z_fits says whether a call would pass.
+inline bool dense_in_layout_of(const Tensor& z, const Tensor& x) {
+  return x.suggested_format() == MemoryFormat::channels_last ? z.is_channels_last() : z.is_contiguous();
+}
+template <class D>
+bool conv2d_into_z_fits(const D& d, const Tensor& x, const Tensor& z) {
+  return d.capabilities().accumulates_residual_in_place() && z.defined() && z.dtype() == x.dtype() &&
+         dense_in_layout_of(z, x) && z.data_ptr() != x.data_ptr();
+}
 template <class D>
 void validate_conv2d_into_z(const D& d, const Tensor& x, const Tensor& z) {
   STRATA_CHECK(d.capabilities().accumulates_residual_in_place(), "conv2d: the output written over the residual "
                "needs a backend that accumulates in place (Capabilities::accumulates_residual_in_place)");
   STRATA_CHECK(z.defined(), "conv2d: the output written over the residual needs a residual");
-  STRATA_CHECK(x.suggested_format() == MemoryFormat::channels_last ? z.is_channels_last() : z.is_contiguous(),
-               "conv2d: the residual ", z.str(), " written over must be dense in the input's layout");
+  STRATA_CHECK(dense_in_layout_of(z, x), "conv2d: the residual ", z.str(),
+               " written over must be dense in the input's layout");
   STRATA_CHECK(z.data_ptr() != x.data_ptr(), "conv2d: the residual written over must not be the input");
 }
 

@@ -10,6 +10,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/nn/init.h"
 #include "strata/ops/direct/graph_capture.h"
+#include "strata/ops/validate.h"
 
 namespace strata::nn {
 
@@ -203,10 +204,7 @@ Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu, bo
     refold();
   }
   const Tensor input = s2d_ ? to_blocks(x) : x;
-  const bool into_z = z_dead && z.defined() && p_.capabilities().accumulates_residual_in_place() &&
-                      z.dtype() == x.dtype() && z.data_ptr() != input.data_ptr() &&
-                      (input.suggested_format() == MemoryFormat::channels_last ? z.is_channels_last()
-                                                                               : z.is_contiguous());
+  const bool into_z = z_dead && ops::conv2d_into_z_fits(p_, input, z);
   if (!is_floating(x.dtype()) || x.dtype() == folded_w_.dtype())
     return run_fused(input, folded_w_, folded_b_, z, relu, true, folded_cp(), into_z);
   // Mixed precision: the folded parameters in x's dtype, so that no forward converts them.
