@@ -18,8 +18,13 @@ from collections import defaultdict
 
 
 def kernels(path):
-    lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    try:
+        lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+    except OSError as e:
+        sys.exit(f"ncu_pass: cannot read {path}: {e.strerror}")
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        sys.exit(f"ncu_pass: {path} holds no Nsight Compute raw CSV (no header line starting with \"ID\")")
     rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))[1:]  # the second row holds units
 
     def num(r, k):
