@@ -17,9 +17,10 @@ import sys
 import tarfile
 import tempfile
 
+from checks import expect, finish
+
 REPO, STRATA_TRAIN = sys.argv[1], sys.argv[2]
 SCRIPT = os.path.join(REPO, "tools", "get-data.sh")
-failures = []
 
 
 def run(args, env_extra=None):
@@ -29,16 +30,6 @@ def run(args, env_extra=None):
     env.update(env_extra or {})
     p = subprocess.run([SCRIPT] + args, capture_output=True, text=True, env=env, timeout=120)
     return p.returncode, p.stdout + p.stderr
-
-
-def expect(cond, what, output=""):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-        if output:
-            print(output)
-    else:
-        print("ok:", what)
 
 
 def idx_gz(path, magic_dims, payload):
@@ -174,7 +165,4 @@ with tempfile.TemporaryDirectory() as tmp:
     expect(rc == 0 and f"--dataset voc --data-dir {voc}/VOCdevkit/VOC2007" in out,
            "voc2007 from file://: both archives unpacked, naming DIR/VOCdevkit/VOC2007", out)
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all checks passed")
+finish()

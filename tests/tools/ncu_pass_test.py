@@ -2,7 +2,8 @@
 """tools/gpu/ncu_pass.py: on a made-up Nsight Compute raw CSV (log lines before the header,
 a units row, numbers with thousands separators, three batches' input conversions) it prints
 the chosen batch's kernels from its conversion to the next, values as read, and a summary by
-kind; a batch the file does not hold exits non-zero naming the file.
+kind; a batch the file does not hold, a metric not collected, a value that is not a number,
+no CSV and no file exit non-zero with a message naming the file.
 
 usage: ncu_pass_test.py REPO_ROOT
 """
@@ -13,16 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, finish
+
 TOOL = os.path.join(sys.argv[1], "tools", "gpu", "ncu_pass.py")
-failures = []
-
-
-def expect(cond, what, output=""):
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
-        if output:
-            print(output)
 
 
 CONVERT = "void strata::elementwise_kernel<2, strata::<unnamed>::ConvertFn<float, __nv_bfloat16>>(Strided<T1>, T2)"
@@ -68,6 +62,16 @@ with tempfile.TemporaryDirectory() as d:
     expect(rc != 0 and "ncu.csv" in err and "whole batches" in err, "a batch the file does not hold: named error",
            out + err)
     with open(path, "w") as f:
+        f.write("\n".join(lines[:2] + [lines[2].replace(',"dram__bytes_write.sum"', "")] + lines[3:]) + "\n")
+    rc, out, err = run()
+    expect(rc != 0 and "no column dram__bytes_write.sum" in err and "Traceback" not in err,
+           "a metric not collected: named error", out + err)
+    with open(path, "w") as f:
+        f.write("\n".join(line.replace('"600,000"', '"n/a"') for line in lines) + "\n")
+    rc, out, err = run()
+    expect(rc != 0 and "gpu__time_duration.sum" in err and "'n/a'" in err and "Traceback" not in err,
+           "a value that is not a number: named error", out + err)
+    with open(path, "w") as f:
         f.write("==PROF== nothing profiled\n")
     rc, out, err = run()
     expect(rc != 0 and "no Nsight Compute raw CSV" in err and "Traceback" not in err, "no header: named error",
@@ -76,6 +80,4 @@ with tempfile.TemporaryDirectory() as d:
     rc, out, err = run()
     expect(rc != 0 and "cannot read" in err and "Traceback" not in err, "a missing file: named error", out + err)
 
-if failures:
-    print(f"{len(failures)} failed")
-    sys.exit(1)
+finish()

@@ -12,21 +12,14 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, finish
+
 TOOL = os.path.join(sys.argv[1], "tools", "plot-metrics.py")
-failures = []
 
 
 def run(args):
     p = subprocess.run([sys.executable, TOOL] + args, capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout + p.stderr
-
-
-def expect(cond, what, output=""):
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
-        if output:
-            print(output)
 
 
 def line(run_id, epoch, train_loss, test_loss, train_acc, test_acc, **extra):
@@ -87,7 +80,4 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run([m])
     expect(rc == 2 and "give the PNG" in out, "no PNG: usage error, exit 2", out)
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all checks passed")
+finish()

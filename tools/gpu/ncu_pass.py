@@ -16,6 +16,8 @@ import re
 import sys
 from collections import defaultdict
 
+METRICS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum")
+
 
 def kernels(path):
     try:
@@ -25,16 +27,19 @@ def kernels(path):
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         sys.exit(f"ncu_pass: {path} holds no Nsight Compute raw CSV (no header line starting with \"ID\")")
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))[1:]  # the second row holds units
+    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
+    missing = [k for k in ("Kernel Name",) + METRICS if k not in (reader.fieldnames or [])]
+    if missing:
+        sys.exit(f"ncu_pass: {path} has no column {', '.join(missing)} (run ncu with --metrics {','.join(METRICS)})")
+    rows = list(reader)[1:]  # the second row holds units
 
     def num(r, k):
         try:
-            return float(r.get(k, "").replace(",", ""))
+            return float(r[k].replace(",", ""))
         except ValueError:
-            return 0.0
+            sys.exit(f"ncu_pass: {path}: {k} of kernel {r['Kernel Name'][:60]} is '{r[k]}', not a number")
 
-    return [(re.sub(r"\(.*", "", r["Kernel Name"]), num(r, "gpu__time_duration.sum"), num(r, "dram__bytes_read.sum"),
-             num(r, "dram__bytes_write.sum")) for r in rows]
+    return [(re.sub(r"\(.*", "", r["Kernel Name"]), *(num(r, k) for k in METRICS)) for r in rows]
 
 
 def kind(name):
