@@ -20,16 +20,16 @@ Layout layout_of(int depth) {
 }  // namespace
 
 std::string describe(const ResNetConfig& c) {
+  const bool folded = c.fold_batch_norm.value_or(false);
+  const auto with = [](bool on, const char* what) { return std::string(on ? what : ""); };
   return "ResNet-" + std::to_string(c.depth) + " (torchvision v1.5, " + std::to_string(c.num_classes) +
          " classes, " + std::to_string(c.in_channels) + " input channels, " +
          (c.small_input ? "small-image stem 3x3/1 without max-pool" : "ImageNet stem 7x7/2 + max-pool") +
          (c.base_channels != 64 ? ", base width " + std::to_string(c.base_channels) : std::string()) +
-         (c.fold_batch_norm.value_or(false) ? ", batch norms folded into the convolutions for inference" : "") +
-         (c.space_to_depth_stem.value_or(false) && !c.small_input ? ", the stem over 2x2 pixel blocks" : "") +
-         (c.fold_batch_norm.value_or(false) && c.winograd.value_or(false) ? ", folded 3x3 convolutions by Winograd" : "") +
-         (c.fold_batch_norm.value_or(false) && c.residual_in_place.value_or(false) ? ", residuals accumulated in place"
-                                                                                  : "") +
-         ")";
+         with(folded, ", batch norms folded into the convolutions for inference") +
+         with(c.space_to_depth_stem.value_or(false) && !c.small_input, ", the stem over 2x2 pixel blocks") +
+         with(folded && c.winograd.value_or(false), ", folded 3x3 convolutions by Winograd") +
+         with(folded && c.residual_in_place.value_or(false), ", residuals accumulated in place") + ")";
 }
 
 template <class P, class Block>
@@ -70,7 +70,8 @@ ResNetT<P, Block>::ResNetT(const P& p, const ResNetConfig& config) : c_(config) 
     auto stage = std::make_unique<detail::Stage<Block>>();
     for (int b = 0; b < lay.blocks[s]; ++b) {
       const int stride = (s > 0 && b == 0) ? 2 : 1;
-      stage->add(std::make_unique<Block>(p, inplanes, planes, stride, bno)).set_residual_in_place(*c_.residual_in_place);
+      Block& block = stage->add(std::make_unique<Block>(p, inplanes, planes, stride, bno));
+      block.set_residual_in_place(*c_.residual_in_place);
       inplanes = planes * Block::kExpansion;
     }
     layers_[s] = &register_module("layer" + std::to_string(s + 1), std::move(stage));

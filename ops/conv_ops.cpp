@@ -12,8 +12,7 @@ Tensor conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, con
 template <class D>
 Tensor conv2d_fused(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
                     const Tensor& z, bool relu, const uint64_t* w_version, bool into_z) {
-  const Shape out = validate_conv2d(d, x, w, b, p, z, relu);
-  if (into_z) validate_conv2d_into_z(d, x, z);
+  const Shape out = validate_conv2d(d, x, w, b, p, z, relu, into_z);
   Tensor y = into_z ? z : Tensor::empty_like(x, out);
   Conv2dFwdArgs a{x, w, b, y, p};
   a.z = z;

@@ -57,23 +57,6 @@ void check_elementwise_pair(const D& d, OpId op, std::string_view a_name, const 
 
 // ---- conv2d: forward returns y's sizes; the backward ones check the output the
 // caller allocated (dx in the input's sizes, dw in the weight's).
-// z, relu: the inference epilogue (op_args.h), y = relu?(conv(x, w) + b + z).
-template <class D>
-Shape validate_conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
-                      const Tensor& z = Tensor(), bool relu = false) {
-  const Shape out = conv2d_out_shape(x, w, b, p);
-  check_input(d, OpId::conv2d_fwd, "input", x);
-  check_input(d, OpId::conv2d_fwd, "weight", w);
-  if (b.defined()) check_input(d, OpId::conv2d_fwd, "bias", b);
-  if (z.defined()) {
-    STRATA_CHECK(z.sizes() == out, "conv2d: residual ", z.str(), " must have the output's sizes ", out.str(),
-                 " (input ", x.str(), ", weight ", w.str(), ")");
-    check_same_dtype("conv2d", "residual", z, "input", x);
-    check_input(d, OpId::conv2d_fwd, "residual", z);
-  }
-  if (z.defined() || relu) check_float("conv2d", "input", x);
-  return out;
-}
 
 // The inference epilogue written over its residual (ops::conv2d_fused's into_z): a backend
 // that accumulates in place, and z the output's dense buffer in x's dtype and layout, apart
@@ -94,6 +77,26 @@ void validate_conv2d_into_z(const D& d, const Tensor& x, const Tensor& z) {
   STRATA_CHECK(dense_in_layout_of(z, x), "conv2d: the residual ", z.str(),
                " written over must be dense in the input's layout");
   STRATA_CHECK(z.data_ptr() != x.data_ptr(), "conv2d: the residual written over must not be the input");
+}
+
+// z, relu: the inference epilogue (op_args.h), y = relu?(conv(x, w) + b + z); into_z: y
+// written over z (validate_conv2d_into_z).
+template <class D>
+Shape validate_conv2d(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+                      const Tensor& z = Tensor(), bool relu = false, bool into_z = false) {
+  const Shape out = conv2d_out_shape(x, w, b, p);
+  check_input(d, OpId::conv2d_fwd, "input", x);
+  check_input(d, OpId::conv2d_fwd, "weight", w);
+  if (b.defined()) check_input(d, OpId::conv2d_fwd, "bias", b);
+  if (z.defined()) {
+    STRATA_CHECK(z.sizes() == out, "conv2d: residual ", z.str(), " must have the output's sizes ", out.str(),
+                 " (input ", x.str(), ", weight ", w.str(), ")");
+    check_same_dtype("conv2d", "residual", z, "input", x);
+    check_input(d, OpId::conv2d_fwd, "residual", z);
+  }
+  if (z.defined() || relu) check_float("conv2d", "input", x);
+  if (into_z) validate_conv2d_into_z(d, x, z);
+  return out;
 }
 
 // A convolution whose forward ran the epilogue has no backward (it is the inference form).

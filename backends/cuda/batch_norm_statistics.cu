@@ -51,9 +51,7 @@ struct GradMoments {
   }
 };
 
-// The sums over all splits of one channel's partials, in split order: where every reader
-// of the sums pass starts (the group's exchange and both finish kernels).
-// The per-channel kernels after the sums pass: a block is kFinishChannels channels
+// The per-channel kernels after the sums pass (the group's exchange and both finish kernels): a block is kFinishChannels channels
 // (threadIdx.x) by kFinishLanes lanes (threadIdx.y) that share the summing of each channel's
 // splits. One thread per channel summing its ~200 splits in sequence took 27-36 us a call
 // (53 calls each way in a ResNet-50 training step: 3.1 of 39 ms on an H200, docs/tuning.md).
@@ -299,7 +297,6 @@ __global__ void bn_bwd_finish_kernel(const double* partial, int splits, const do
   coef[4 * c + 2] = training ? static_cast<float>(-a * invstd * invstd * q / m) : 0.f;
   coef[4 * c + 3] = training ? static_cast<float>(a * s / m) : 0.f;
 }
-
 
 }  // namespace
 

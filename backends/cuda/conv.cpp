@@ -250,8 +250,8 @@ std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, cons
   };
   Staged sx = stage(x, Role::x), sw = stage(w, Role::w), sy = stage(y, Role::y);
   Staged& out = Ops::kWrites == Role::x ? sx : (Ops::kWrites == Role::w ? sw : sy);
-  const bool epilogue = e.z.defined || e.relu;
-  if ((epilogue || e.bias.defined) && st.cudnn_graph && st.cudnn_fused_epilogue &&
+  const bool epilogue = e.bias.defined || e.z.defined || e.relu;
+  if (epilogue && st.cudnn_graph && st.cudnn_fused_epilogue &&
       graph_conv(ctx, Ops::kDir, sx.view, sw.view, sy.view, l, cp, st, &e).empty()) {
     out.finish(ctx);
     return {};
@@ -263,7 +263,7 @@ std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, cons
     Ops::run(ctx.cudnn, p, Scalars(x.dtype), ws, sx.view.data, sw.view.data, sy.view.data);
     ++ctx.legacy_convs;
   }
-  if (e.bias.defined || epilogue) {
+  if (epilogue) {
     conv_epilogue(ctx, out.view, e.bias, e.z, e.relu);
     ++ctx.epilogue_kernels;
   }

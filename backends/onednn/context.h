@@ -120,16 +120,19 @@ inline memory::data_type dnnl_dt(DType dt) {
 // Memory descriptor of a view with its own sizes, strides and dtype (f32 or bf16);
 // rank 0 becomes [1]. Contiguous and channels-last views get the canonical strides
 // of their layout (size-1 dims included), so they match oneDNN's plain formats exactly.
+// A view's strides with those of size-1 dims made its layout's canonical ones when it is
+// contiguous or channels-last (as they are, otherwise).
+inline Shape canonical_strides(const ops::TensorView& v) {
+  if (v.is_contiguous()) return contiguous_strides(v.sizes);
+  if (v.is_channels_last()) return channels_last_strides(v.sizes);
+  return v.strides;
+}
 inline memory::desc md_of(const ops::TensorView& v) {
   const memory::data_type dt = dnnl_dt(v.dtype);
   if (v.dim() == 0) return memory::desc(Dims{1}, dt, Dims{1});
   const Dims dims(v.sizes.begin(), v.sizes.end());
-  if (v.is_contiguous()) {
-    const Shape st = contiguous_strides(v.sizes);
-    return memory::desc(dims, dt, Dims(st.begin(), st.end()));
-  }
-  if (v.is_channels_last()) {
-    const Shape st = channels_last_strides(v.sizes);
+  if (v.is_contiguous() || v.is_channels_last()) {
+    const Shape st = canonical_strides(v);
     return memory::desc(dims, dt, Dims(st.begin(), st.end()));
   }
   Dims strides(v.strides.begin(), v.strides.end());

@@ -154,9 +154,7 @@ bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, 
 // x's pixels a 1x1 stride-s convolution without padding reads, as an [N, C, OH, OW] view
 // (y's sizes) with x's strides times s along H and W; none where oneDNN refuses the view.
 std::optional<memory::desc> every_strided_pixel(const TensorView& x, const TensorView& y, const Conv2dParams& p) {
-  const Shape st = x.is_channels_last() ? channels_last_strides(x.sizes)
-                   : x.is_contiguous()  ? contiguous_strides(x.sizes)
-                                        : x.strides;
+  const Shape st = canonical_strides(x);
   try {
     return md_strided({y.sizes[0], x.sizes[1], y.sizes[2], y.sizes[3]},
                       {st[0], st[1], st[2] * p.stride_h, st[3] * p.stride_w}, dnnl_dt(x.dtype));
@@ -209,8 +207,8 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
     // 2.6's brgconv_1x1 took 1.8x the time of that for ResNet-50's 28x28 -> 14x14
     // downsampling at batch 1 (2-vCPU EPYC, docs/results/cpu_libtorch.md).
     const bool gather_1x1 = inference && a.p.groups == 1 && a.w.sizes[2] == 1 && a.w.sizes[3] == 1 &&
-                        (a.p.stride_h > 1 || a.p.stride_w > 1) && a.p.pad_h == 0 && a.p.pad_w == 0 &&
-                        a.p.dilation_h == 1 && a.p.dilation_w == 1;
+                            (a.p.stride_h > 1 || a.p.stride_w > 1) && a.p.pad_h == 0 && a.p.pad_w == 0 &&
+                            a.p.dilation_h == 1 && a.p.dilation_w == 1;
     key.add(int64_t{inference}).add(int64_t{wino});
     auto& pl = c.plan<FwdPlan>(key, [&] {
       auto p = std::make_unique<FwdPlan>();

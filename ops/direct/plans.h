@@ -31,9 +31,7 @@ class Conv2dPlan {
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
             const Tensor& z = Tensor(), bool relu = false, const uint64_t* w_version = nullptr, bool into_z = false) {
     impl_ = &impl;
-    const StaticDispatch<Impl> d(impl);
-    const Shape out = validate_conv2d(d, x, w, b, p, z, relu);
-    if (into_z) validate_conv2d_into_z(d, x, z);
+    const Shape out = validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p, z, relu, into_z);
     y = into_z ? z : planned_empty_like(x, out);
     x_ = x;
     w_ = w;

@@ -193,7 +193,8 @@ TEST_P(ConvTest, FusedEpilogue) {
 // weights too (folded inference), both layouts, batch 1, stride and padding. A backend
 // without the capability is asked nothing (ops::conv2d_fused refuses it: tests/ops).
 TEST_P(ConvTest, ResidualAccumulatedInPlace) {
-  if (!be().capabilities().accumulates_residual_in_place()) GTEST_SKIP() << GetParam() << " does not accumulate in place";
+  if (!be().capabilities().accumulates_residual_in_place())
+    GTEST_SKIP() << GetParam() << " does not accumulate in place";
   const std::vector<ConvCase> cases = {
       {"1x1_nhwc_batch1", {1, 64, 5, 5}, 32, 1, 1, P(1, 1, 0, 0), kNHWC},
       {"3x3_nhwc_odd", {2, 16, 7, 9}, 16, 3, 3, P(1, 1, 1, 1), kNHWC},

@@ -162,7 +162,8 @@ TEST_F(CudaPool, MaxPoolChannelsLastForward) {
       std::mt19937_64 rng(seed += 10);
       for (double& e : v) e = static_cast<double>(static_cast<int>(rng() % 256) - 128) / 64.0;  // exact in bf16
       for (size_t i = 5; i < v.size(); i += 37) v[i] = std::nan("");
-      Tensor xh = Tensor::empty(c.x, dt, Device::cpu(), kNHWC), x32 = Tensor::empty(c.x, DType::f32, Device::cpu(), kNHWC);
+      const Tensor xh = Tensor::empty(c.x, dt, Device::cpu(), kNHWC);
+      const Tensor x32 = Tensor::empty(c.x, DType::f32, Device::cpu(), kNHWC);
       copy_into(Tensor::from_vector(v, c.x), xh);
       copy_into(xh, x32);
       const Tensor y_ref = cpu_nan(ys, kNHWC), y = gpu_nan(ys, kNHWC, dt);

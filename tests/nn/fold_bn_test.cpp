@@ -295,7 +295,8 @@ TEST(NnFoldBatchNorm, SpaceToDepthFormGivesTheInputGradient) {
     return out;
   };
   const auto plain = run(nn::Direct<Impl>(), false);
-  for (const auto& got : {run(nn::Direct<Impl>(), true), run(ops::VirtualDispatch(backends::registry().get("reference")), true)})
+  const ops::VirtualDispatch reference(backends::registry().get("reference"));
+  for (const auto& got : {run(nn::Direct<Impl>(), true), run(reference, true)})
     for (size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(bitwise_equal(got[i], plain[i])) << "output " << i;
 }
 
