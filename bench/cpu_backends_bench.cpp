@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
   // on a shared 2-core machine that made its conv 3-4x slower and a tiny primitive
   // cost milliseconds. Measure with OMP_WAIT_POLICY=passive there.
   const char* wait = std::getenv("OMP_WAIT_POLICY");
-  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait ? wait : "(unset: active)");
+  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait ? wait : "(unset: libgomp default, spin then sleep)");
   if (print_version_if_asked(argc, argv, "cpu_backends_bench")) return kExitSuccess;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return kExitUsage;

@@ -29,9 +29,10 @@
 // (oneDNN and LibTorch's OpenMP pools) and OPENBLAS_NUM_THREADS (OpenBLAS's own
 // pool); LibTorch's intra-op count is then set to OMP_NUM_THREADS with
 // torch::set_num_threads (it otherwise picks its own default). bench/libtorch/run.sh
-// runs 1 and 2 threads with OMP_WAIT_POLICY=passive.
+// runs 1 and 2 threads, OMP_WAIT_POLICY left to libgomp's default unless WAIT_POLICY says
+// otherwise (why: run.sh).
 //
-//   OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=passive
+//   OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
 //     libtorch_cpu_bench --json out.json [--workloads relu64,conv3x3_fwd] [--rounds 8]
 #include <omp.h>
 #include <time.h>
@@ -280,7 +281,7 @@ int main(int argc, char** argv) {
   libtorch_set_threads(threads);
   json env = {{"OMP_NUM_THREADS", env_or("OMP_NUM_THREADS", "(unset)")},
               {"OPENBLAS_NUM_THREADS", env_or("OPENBLAS_NUM_THREADS", "(unset)")},
-              {"OMP_WAIT_POLICY", env_or("OMP_WAIT_POLICY", "(unset: active)")},
+              {"OMP_WAIT_POLICY", env_or("OMP_WAIT_POLICY", "(unset: libgomp default, spin then sleep)")},
               {"GLIBC_TUNABLES", env_or("GLIBC_TUNABLES", "(unset)")},
               {"omp_get_max_threads", threads},
               {"openblas_get_num_threads", openblas_threads()},

@@ -4,7 +4,8 @@ allocator setting, as bench/libtorch/run.sh writes them):
 
   summarize.py [--cpu] results/*.json     (--cpu: process CPU time instead of wall time)
 
-  1. strata time / LibTorch time (median over median) per workload, backend and mode;
+  1. strata time / LibTorch time (median over median; LibTorch's fastest no_grad form, as
+     the bench compares) per workload, backend and mode;
   2. openblas convolution GFLOP/s against OpenBLAS's own sgemm of the same size;
   3. the tiny op: relu on 64 floats (and 65536, which strata hands to oneDNN), strata
      minus the raw oneDNN execute.
@@ -21,6 +22,8 @@ def load(paths):
         env = d["environment"]
         label = f'{env["omp_get_max_threads"]} thr'
         label += ", malloc default" if env.get("GLIBC_TUNABLES", "(unset)") == "(unset)" else ", malloc keeps memory"
+        policy = env.get("OMP_WAIT_POLICY", "(unset)")
+        label += "" if policy.startswith("(unset") else f", OMP_WAIT_POLICY={policy}"
         runs.append((label, env, {w["workload"]: w["rows"] for w in d["workloads"]}))
     return runs
 
@@ -39,12 +42,23 @@ def fmt_ms(s):
     return "–" if s is None else f"{s * 1e3:.1f}"
 
 
+def libtorch_ms(rows):
+    """LibTorch's fastest no_grad form of a workload (or its only case), as the bench compares."""
+    forms = [r for r in rows if r["impl"] == "libtorch"]
+    fastest = None
+    for r in forms:
+        if fastest is None or (r["mode"].startswith("no_grad") and r[KEY] < fastest[KEY]):
+            fastest = r
+    return None if fastest is None else fastest[KEY]
+
+
 def ratios(runs):
-    # Only the columns some run measured (--backends, --modes).
+    # Only the columns some run measured (--backends, --modes), the plain modes first.
     present = {(r["backend"], r["mode"]) for _, _, w in runs for rows in w.values() for r in rows
                if r["impl"] == "strata"}
-    cols = [(b, m) for b in ["onednn", "openblas", "eigen"] for m in ["virtual", "static", "direct"]
-            if (b, m) in present]
+    plain = ["virtual", "static", "direct"]
+    cols = [(b, m) for b in ["onednn", "openblas", "eigen"] for m in plain if (b, m) in present]
+    cols += sorted(c for c in present if c[1] not in plain)
     print("| workload | run | LibTorch ms | " + " | ".join(f"{b} {m}" for b, m in cols) + " |")
     print("|---|---|---:|" + "---:|" * len(cols))
     workloads = []
@@ -55,7 +69,7 @@ def ratios(runs):
             rows = w.get(wl)
             if not rows:
                 continue
-            torch = med(rows, "libtorch")
+            torch = libtorch_ms(rows)
             cells = []
             for b, m in cols:
                 s = med(rows, "strata", b, m)
@@ -69,6 +83,8 @@ def gflops(r):
 
 
 def gemm(runs):
+    if not any("conv3x3_fwd" in w for _, _, w in runs):
+        return
     print("| run | OpenBLAS sgemm GFLOP/s, beside fwd / beside fwd+bwd | openblas conv fwd: GFLOP/s (% of sgemm), "
           "virtual / static / direct | conv fwd+bwd: GFLOP/s (% of sgemm) |")
     print("|---|---:|---|---|")
@@ -93,6 +109,8 @@ def gemm(runs):
 
 
 def tiny(runs):
+    if not any(wl in w for _, _, w in runs for wl in ["relu64", "relu65536"]):
+        return
     print("| relu on | run | raw oneDNN execute µs | strata onednn virtual / static / direct µs | strata − raw µs "
           "| + tape (virtual / static) µs | LibTorch no grad / grad µs |")
     print("|---|---|---:|---|---|---|---|")
@@ -121,11 +139,9 @@ def main():
         print(f"- {label}: load {env['loadavg_start']} at start; OMP_WAIT_POLICY={env['OMP_WAIT_POLICY']}; "
               f"{env['libtorch']}; " + "; ".join(env["describe"]))
     print()
-    ratios(runs)
-    print()
-    gemm(runs)
-    print()
-    tiny(runs)
+    for table in (ratios, gemm, tiny):
+        print()
+        table(runs)
 
 
 if __name__ == "__main__":
