@@ -1,5 +1,7 @@
 #pragma once
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "strata/core/allocator.h"
@@ -24,12 +26,18 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  // Counts the in-place writes reported through Tensor::note_write (PyTorch's version
+  // counter): a layer that keeps copies derived from a tensor compares it to know that
+  // they are stale.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
   Allocator* alloc_ = nullptr;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace strata

@@ -131,6 +131,15 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(t.storage->data()) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
+uint64_t Tensor::version() const {
+  const TensorImpl& t = impl();
+  return t.storage ? t.storage->version() : 0;
+}
+
+void Tensor::note_write() const {
+  if (impl_ && impl_->storage) impl_->storage->bump_version();
+}
+
 bool Tensor::is_contiguous() const { return is_contiguous_layout(sizes(), strides()); }
 bool Tensor::is_channels_last() const { return is_channels_last_layout(sizes(), strides()); }
 
@@ -275,6 +284,7 @@ Tensor& Tensor::set_requires_grad(bool r) {
 void copy_into(const Tensor& src, const Tensor& dst) {
   STRATA_CHECK(src.sizes() == dst.sizes(), "copy: source ", src.str(), " and destination ", dst.str(),
                " differ in shape");
+  dst.note_write();
   if (src.device().is_cpu() && dst.device().is_cpu()) return cpu_copy(src, dst);
   STRATA_CHECK(g_cuda_copy != nullptr, "copy: from ", src.str(), " to ", dst.str(),
                " needs the cuda backend, which is not built or found no GPU");

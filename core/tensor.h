@@ -82,6 +82,12 @@ class Tensor {
   std::string str() const;  // "f32[8,3,32,32] on cpu"
 
   void* data_ptr() const;
+  // In-place writes: copy_into, the ops' in-place forms (fill_, axpy_, the optimizer steps)
+  // and Model::train_step report theirs here; a write through data() or data_ptr() must be
+  // reported by hand. Copies derived from a tensor (Conv2d's folded weights) compare
+  // version() with the one they were made from. Per storage: a write to any view counts.
+  uint64_t version() const;
+  void note_write() const;
   template <class T>
   T* data() const {
     STRATA_CHECK(dtype_of<T>::value == dtype(), "Tensor::data: asked for ", dtype_name(dtype_of<T>::value),

@@ -329,6 +329,9 @@ class ModelImpl final : public Model {
     const Tensor in = to_input(x);
     const std::string key = step_key("predict", in, Tensor());
     s_.forward_only = true;
+    // A capture may not refold, and a replay runs no forward() that would: folded copies are
+    // brought up to date first.
+    s_.net->refresh_derived();
     if (CapturedStep* c = find_graph(key, in, Tensor(), nullptr)) {
       c->graph->launch();
       return c->outputs[0];
@@ -455,6 +458,7 @@ class ModelImpl final : public Model {
   // hooks ran inside the capture and are not called again.
   void launch_training(CapturedStep& c) {
     c.graph->launch();
+    for (const auto& [param, grad] : c.grads) param.note_write();  // the replayed optimizer step wrote them
     run_graph_launch_hook();
   }
   // The graph for `key` whose buffers (and optimizer state) are still the ones given;

@@ -24,6 +24,12 @@ void Module::train(bool on) {
   for (auto& m : unlisted_) m->train(on);
 }
 
+void Module::refresh_derived() {
+  on_refresh_derived();
+  for (auto& [name, child] : children_) child->refresh_derived();
+  for (auto& m : unlisted_) m->refresh_derived();
+}
+
 void Module::set_grad_ready_hook(const std::function<void(const Module&)>& fn) {
   grad_ready_ = fn;
   for (auto& [name, child] : children_) child->set_grad_ready_hook(fn);

@@ -78,6 +78,12 @@ class Module {
   // tensor is written unless the whole dict fits.
   void load_state_dict(const StateDict& sd, bool strict = true);
 
+  // Recursive: layers that keep copies derived from their parameters (Conv2d's folded
+  // weights) bring them up to date, in place, where a parameter was written since they were
+  // made (Tensor::version). forward() does it itself; graph mode calls this before replaying
+  // a captured evaluation, which runs no forward().
+  void refresh_derived();
+
   // Sets every parameter's .grad() to undefined (PyTorch's set_to_none).
   void zero_grad();
   // Every 4-D parameter and buffer re-laid out in `fmt`, in place (every handle sees it),
@@ -116,6 +122,8 @@ class Module {
     return ref;
   }
   virtual void on_train(bool) {}
+  // This module's part of refresh_derived().
+  virtual void on_refresh_derived() {}
   // Called on every module of the tree after load_state_dict wrote its tensors.
   virtual void on_load() {}
   // After to_memory_format re-laid this module's parameters out: tensors the module keeps

@@ -235,6 +235,8 @@ void Optimizer::step_group(size_t begin, size_t end, double weight_decay) {
     steps.push_back(s.state.step);
   }
   if (params.empty()) return;
+  // Copies derived from the parameters (Conv2d's folded weights) see the step by their version.
+  for (const Tensor& p : params) p.note_write();
   if (c_.kind == OptimizerKind::sgd) {
     ops::SgdOptions o;
     o.lr = lr_;

@@ -54,6 +54,7 @@ void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor
   STRATA_CHECK(!o.nesterov || o.momentum > 0, "sgd_step: nesterov needs momentum > 0");
   check_sgd_operands(d, OpId::sgd_step, "sgd_step", "param", "grad", "momentum_buf", param, grad, momentum_buf,
                      o.momentum != 0.0);
+  param.note_write();
   d.sgd_step(SgdStepArgs{param, grad, momentum_buf, o});
 }
 
@@ -62,6 +63,7 @@ void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tenso
                 const AdamOptions& o, int64_t step) {
   check_adam_operands(d, OpId::adam_step, "adam_step", "param", "grad", "exp_avg", "exp_avg_sq", "step", param, grad,
                       exp_avg, exp_avg_sq, step);
+  param.note_write();
   d.adam_step(AdamStepArgs{param, grad, exp_avg, exp_avg_sq, o, step});
 }
 
@@ -78,6 +80,7 @@ void multi_sgd_step_(const D& d, std::span<const Tensor> params, std::span<const
                        params[i], grads[i], mom ? momentum_bufs[i] : Tensor(), mom);
   const std::vector<TensorView> pv = views_of(params), gv = views_of(grads),
                                 bv = mom ? views_of(momentum_bufs) : std::vector<TensorView>();
+  for (const Tensor& p : params) p.note_write();
   d.multi_sgd_step(MultiSgdStepArgs{pv, gv, bv, {}, o});
 }
 
@@ -96,6 +99,7 @@ void multi_adam_step_(const D& d, std::span<const Tensor> params, std::span<cons
                         steps[i]);
   const std::vector<TensorView> pv = views_of(params), gv = views_of(grads), mv = views_of(exp_avgs),
                                 vv = views_of(exp_avg_sqs);
+  for (const Tensor& p : params) p.note_write();
   d.multi_adam_step(MultiAdamStepArgs{pv, gv, mv, vv, {}, steps, o});
 }
 

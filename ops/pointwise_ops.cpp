@@ -37,6 +37,7 @@ Tensor scale(const D& d, const Tensor& x, double alpha) {
 template <class D>
 void axpy_(const D& d, const Tensor& x, const Tensor& y, double alpha) {
   check_elementwise_pair(d, OpId::axpy, "x", x, "y", y);
+  y.note_write();
   d.axpy(AxpyArgs{x, y, alpha});
 }
 
@@ -97,6 +98,7 @@ Tensor argmax(const D& d, const Tensor& x) {
 template <class D>
 void fill_(const D& d, const Tensor& y, double value) {
   check_input(d, OpId::fill, "output", y);
+  y.note_write();
   d.fill(FillArgs{y, value});
 }
 
@@ -110,6 +112,7 @@ Tensor full(const D& d, const Shape& sizes, DType dt, double value) {
 template <class D>
 void copy_(const D& d, const Tensor& src, const Tensor& dst) {
   validate_copy(d, src, dst);
+  dst.note_write();
   d.copy(CopyArgs{src, dst});
 }
 

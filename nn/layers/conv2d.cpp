@@ -196,7 +196,7 @@ template <class P>
 Tensor Conv2d<P>::forward_folded(const Tensor& x, const Tensor& z, bool relu, bool z_dead) {
   STRATA_CHECK(folds(), "Conv2d::forward_folded: runs in evaluation with gradients off, after fold_batch_norm; "
                "call forward and the batch norm's forward");
-  if (fold_stale_) {
+  if (!fold_current()) {
     // A captured step replays without calling forward: it cannot refold, so refuse
     // rather than capture stale weights.
     STRATA_CHECK(!ops::direct::capturing(), "Conv2d::forward_folded: the weights changed since they were folded and "
@@ -281,6 +281,25 @@ void Conv2d<P>::refold() {
   static std::atomic<uint64_t> next_fold_id{1};
   fold_id_ = next_fold_id.fetch_add(1);
   fold_stale_ = false;
+  folded_from_ = fold_sources();
+}
+
+template <class P>
+typename Conv2d<P>::FoldSources Conv2d<P>::fold_sources() const {
+  const auto source = [](const Tensor& t) {
+    return t.defined() ? std::pair<const void*, uint64_t>{t.data_ptr(), t.version()}
+                       : std::pair<const void*, uint64_t>{nullptr, 0};
+  };
+  return {source(weight_), source(bias_), source(fold_bn_->weight()), source(fold_bn_->bias()),
+          source(fold_bn_->running_mean()), source(fold_bn_->running_var())};
+}
+
+// Graph mode's captured evaluation replays the folded copies without calling forward (and
+// refuses to capture a refold): written in place here first, it captures and replays the
+// current weights.
+template <class P>
+void Conv2d<P>::on_refresh_derived() {
+  if (folds() && !fold_current()) refold();
 }
 
 template <class P>

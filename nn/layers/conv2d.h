@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 // Conv2d: y = conv2d(x, weight, bias), weight [out, in/groups, k, k], bias [out]
 // (optional), as torch.nn.Conv2d with square kernel, stride, padding and dilation.
 #include <vector>
@@ -88,11 +89,17 @@ class Conv2d final : public Module {
   void on_train(bool on) override;
   void on_load() override;
   void on_memory_format(MemoryFormat fmt) override;
+  void on_refresh_derived() override;
 
  private:
   Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded,
                    const ops::Conv2dParams& cp, bool into_z = false);
   void refold();
+  // Each tensor the folded copies are made from (the weight, the bias, the batch norm's four),
+  // as its memory and its version: a change to either means they are stale.
+  using FoldSources = std::array<std::pair<const void*, uint64_t>, 6>;
+  FoldSources fold_sources() const;
+  bool fold_current() const { return !fold_stale_ && fold_sources() == folded_from_; }
   // The space-to-depth form: x's pixel blocks (as many as the convolution reads), the
   // weight's, and the training forward over them.
   int64_t block_kernel() const;  // ceil(kernel / stride)
@@ -121,6 +128,7 @@ class Conv2d final : public Module {
   };
   std::vector<FoldedCopy> folded_copies_;  // in the other dtypes forwards computed in (bf16, f16)
   bool fold_stale_ = true;
+  FoldSources folded_from_{};  // fold_sources() at the latest fold
   uint64_t fold_id_ = 0;  // ops::Conv2dFwdArgs::w_version of the folded weights: new at each fold
   [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
   [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::SpaceToDepthPlan>> s2d_direct_;

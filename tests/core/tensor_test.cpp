@@ -36,6 +36,26 @@ TEST(Tensor, SetDataIsSeenByEveryHandleAndKeepsTheGradient) {
   EXPECT_STRATA_ERROR(a.set_data(Tensor::empty({2, 3, 4, 5}, DType::f64)), "Tensor::set_data", "f64[2,3,4,5]");
 }
 
+// The version counts the writes reported to it (copy_into reports its own), per storage:
+// a view's write is its base's; a write through data() is not seen until reported.
+TEST(Tensor, VersionCountsReportedWritesPerStorage) {
+  const Tensor a = testing::random_tensor({4, 6}, DType::f32, 5);
+  const Tensor b = Tensor::empty({4, 6});
+  const Tensor view = b.narrow(0, 1, 2);
+  const uint64_t a0 = a.version(), b0 = b.version();
+  copy_into(a, b);
+  EXPECT_EQ(b.version(), b0 + 1) << "copy_into reports its destination";
+  EXPECT_EQ(a.version(), a0) << "the source is only read";
+  copy_into(testing::random_tensor({2, 6}, DType::f32, 6), view);
+  EXPECT_EQ(view.version(), b0 + 2);
+  EXPECT_EQ(b.version(), b0 + 2) << "a view's write is its storage's";
+  b.data<float>()[0] = 1.0f;
+  EXPECT_EQ(b.version(), b0 + 2) << "a write through data() is not seen";
+  b.note_write();
+  EXPECT_EQ(b.version(), b0 + 3);
+  EXPECT_EQ(Tensor::empty({4, 6}).version(), 0u);
+}
+
 TEST(Tensor, ChannelsLastIsAStrideOrder) {
   Tensor t = Tensor::empty({2, 3, 4, 5}, DType::f32, Device::cpu(), MemoryFormat::channels_last);
   EXPECT_EQ(t.strides(), (Shape{60, 1, 15, 3}));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/backends/api/registry.h"
 #include "strata/nn/nn.h"
 #include "strata/ops/trace.h"
@@ -140,6 +141,38 @@ TEST_F(CudaFold, SpaceToDepthStemMatchesTheStem) {
         if (mode != ops::DispatchMode::graph || i == 0) EXPECT_EQ(rearranged, 1) << "call " << i;
       }
     }
+}
+
+// Weights written during evaluation (copy_into, gradients off) between graph mode's captured
+// predictions: the replay, which runs no forward(), replays the folded copies of the new
+// weights (Module::refresh_derived), and so does the capture after a write; f32 and bf16
+// channels-last (the bf16 folded copies follow too).
+TEST_F(CudaFold, GraphModeReplaysWeightsWrittenInEvaluation) {
+  nn::ModelOptions bf16;
+  bf16.compute_dtype = DType::bf16;
+  bf16.memory_format = MemoryFormat::channels_last;
+  for (const auto& [o, tol] : {std::pair{nn::ModelOptions{}, 1e-4}, std::pair{bf16, kTolBf16}}) {
+    SCOPED_TRACE(o.compute_dtype ? "bf16" : "f32");
+    auto folded = resnet50(ops::DispatchMode::graph, true, o), plain = resnet50(ops::DispatchMode::direct, false, o);
+    randomise_batch_norms(*folded, *plain);
+    folded->eval();
+    plain->eval();
+    const Tensor x = random_tensor({2, 3, 64, 64}, DType::f32, 83);
+    autograd::NoGradGuard no_grad;
+    uint64_t seed = 900;
+    for (int call = 0; call < 4; ++call) {  // plan, capture, replay, replay
+      if (call == 1 || call == 3) {
+        seed += 100;
+        for (nn::Model* m : {folded.get(), plain.get()}) {
+          uint64_t s = seed;
+          for (auto& [name, t] : m->module().named_parameters())
+            if (name.find("conv") != std::string::npos)
+              copy_into(random_tensor(t.sizes(), DType::f32, s++, -0.05, 0.05), t);
+        }
+      }
+      EXPECT_TRUE(close(host_f32(folded->predict(x)), host_f32(plain->predict(x)), tol)) << "call " << call;
+    }
+  }
 }
 
 }  // namespace

@@ -443,6 +443,45 @@ TEST(NnFoldBatchNorm, StepsTakenInEvaluationModeAreFoldedAgain) {
   }
 }
 
+// Weights written in place during evaluation, gradients off (weight surgery, pruning, a
+// hand-made update), and an optimizer step taken with no forward before it: the next
+// prediction folds them again, in every mode (Tensor::version).
+TEST(NnFoldBatchNorm, WeightsWrittenInEvaluationAreFoldedAgain) {
+  for (ops::DispatchMode mode : {ops::DispatchMode::static_call, ops::DispatchMode::direct}) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    Pair p = make_pair(18, mode, "reference");
+    const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 44);
+    p.folded->eval();
+    p.plain->eval();
+    Tensor before = host(p.folded->predict(x));
+    autograd::NoGradGuard no_grad;
+    const auto convs = [](nn::Model& m) {
+      std::vector<Tensor> out;
+      for (auto& [name, t] : m.module().named_parameters())
+        if (name.find("conv") != std::string::npos) out.push_back(t);
+      return out;
+    };
+    for (nn::Model* m : {p.folded.get(), p.plain.get()}) {
+      uint64_t seed = 50;
+      for (const Tensor& w : convs(*m)) copy_into(random_tensor(w.sizes(), DType::f32, seed++, -0.2, 0.2), w);
+    }
+    Tensor after = host(p.folded->predict(x));
+    EXPECT_FALSE(close(after, before, 1e-3)) << "the written weights changed nothing the prediction sees";
+    EXPECT_TRUE(close(after, host(p.plain->predict(x)), kTolF32)) << "after copy_into";
+    before = after;
+    for (nn::Model* m : {p.folded.get(), p.plain.get()}) {
+      uint64_t seed = 90;
+      for (Tensor w : convs(*m)) w.set_grad(random_tensor(w.sizes(), DType::f32, seed++, -1.0, 1.0));
+      nn::OptimizerConfig oc;
+      oc.lr = 0.05;
+      m->make_optimizer(oc)->step();
+    }
+    after = host(p.folded->predict(x));
+    EXPECT_FALSE(close(after, before, 1e-3)) << "the step changed nothing the prediction sees";
+    EXPECT_TRUE(close(after, host(p.plain->predict(x)), kTolF32)) << "after an optimizer step alone";
+  }
+}
+
 // Mixed precision: the folded parameters are kept in the compute dtype too, written at each
 // fold (not converted at each forward), so a step or a load must reach them: the prediction
 // after a training step differs from the one before and follows the unfolded model's, and so

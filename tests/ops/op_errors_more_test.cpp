@@ -114,5 +114,36 @@ TEST(OpErrors, OptimizerSteps) {
   EXPECT_STRATA_ERROR(ops::amp_update_scale_(d, rnd({5}), state, 2.0, 0.5, 0), "amp_update_scale", "interval");
 }
 
+// The in-place ops report the tensor they write (Tensor::version; copies derived from a
+// parameter, folded weights, compare it), not the ones they read; a refused call writes
+// nothing and reports nothing.
+TEST(InPlaceOps, ReportTheirWritesAndRefusalsDoNot) {
+  auto d = reference_dispatch();
+  const Tensor p = rnd({5}), g = rnd({5}), buf = rnd({5}), m = rnd({5}), v = rnd({5}, DType::f32, 9);
+  const auto writes = [](const Tensor& t, auto&& call) {
+    const uint64_t before = t.version();
+    call();
+    return t.version() - before;
+  };
+  EXPECT_EQ(writes(p, [&] { ops::fill_(d, p, 0.5); }), 1u);
+  EXPECT_EQ(writes(p, [&] { ops::axpy_(d, g, p, 2.0); }), 1u);
+  EXPECT_EQ(writes(g, [&] { ops::axpy_(d, g, p, 2.0); }), 0u) << "x is only read";
+  EXPECT_EQ(writes(p, [&] { ops::copy_(d, g, p); }), 1u);
+  ops::SgdOptions sgd;
+  sgd.momentum = 0.9;
+  EXPECT_EQ(writes(p, [&] { ops::sgd_step_(d, p, g, buf, sgd); }), 1u);
+  EXPECT_EQ(writes(p, [&] { ops::adam_step_(d, p, g, m, v, ops::AdamOptions{}, 1); }), 1u);
+  const std::vector<Tensor> ps{p, rnd({3})}, gs{g, rnd({3})}, bufs{buf, rnd({3})};
+  EXPECT_EQ(writes(ps[1], [&] { ops::multi_sgd_step_(d, ps, gs, bufs, sgd); }), 1u);
+  EXPECT_EQ(writes(gs[1], [&] { ops::multi_sgd_step_(d, ps, gs, bufs, sgd); }), 0u) << "gradients are only read";
+  const std::vector<Tensor> ms{m, rnd({3})}, vs{v, rnd({3}, DType::f32, 9)};
+  const std::vector<int64_t> steps{2, 1};
+  EXPECT_EQ(writes(ps[0], [&] { ops::multi_adam_step_(d, ps, gs, ms, vs, steps, ops::AdamOptions{}); }), 1u);
+  EXPECT_EQ(writes(p, [&] {
+              EXPECT_STRATA_ERROR(ops::sgd_step_(d, p, rnd({4}), buf, sgd), "sgd_step", "grad");
+            }),
+            0u);
+}
+
 }  // namespace
 }  // namespace strata::testing
