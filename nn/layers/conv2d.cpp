@@ -53,8 +53,7 @@ Tensor Conv2d<P>::forward(const Tensor& x) {
   return direct_.forward(
       p_, x,
       [&](const auto& tape) {
-        return autograd::conv2d(tape, x, detail::compute_cast(tape, weight_, x), detail::compute_cast(tape, bias_, x),
-                                cp_);
+        return autograd::conv2d(tape, x, weight_cast_(tape, weight_, x), bias_cast_(tape, bias_, x), cp_);
       },
       weight_, bias_, cp_);
 }
@@ -235,8 +234,8 @@ Tensor Conv2d<P>::run_fused(const Tensor& x, const Tensor& w, const Tensor& b, c
   return direct_.forward_keyed(
       p_, x, key,
       [&](const auto& tape) {
-        return autograd::conv2d_fused(tape, x, detail::compute_cast(tape, w, x), detail::compute_cast(tape, b, x), cp,
-                                      z, relu, version, into_z);
+        return autograd::conv2d_fused(tape, x, weight_cast_(tape, w, x), bias_cast_(tape, b, x), cp, z, relu, version,
+                                      into_z);
       },
       w, b, cp, z, relu, version, into_z);
 }

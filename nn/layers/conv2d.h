@@ -121,6 +121,7 @@ class Conv2d final : public Module {
   bool winograd_ = false;       // set_folded_winograd
   bool latest_blocks_ = false;  // the latest forward ran the space-to-depth form (its backward follows)
   Tensor weight_, bias_;
+  detail::EvalCast weight_cast_, bias_cast_;  // mixed-precision evaluation of the plain form, tape modes
   const BatchNorm2d<P>* fold_bn_ = nullptr;
   Tensor folded_w_, folded_b_;  // written in place, so direct plans and captured graphs stay bound
   struct FoldedCopy {

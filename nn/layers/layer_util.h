@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/nn/module.h"
 #include "strata/nn/plan_cache.h"
 #include "strata/nn/policy.h"
@@ -72,5 +73,35 @@ Tensor compute_cast(const P& p, const Tensor& t, const Tensor& x) {
   if (!t.defined() || t.dtype() == x.dtype() || !is_floating(x.dtype())) return t;
   return autograd::cast(p, t, x.dtype(), t.dim() == 4 ? x.suggested_format() : MemoryFormat::contiguous);
 }
+
+// compute_cast for one parameter of a layer, kept in evaluation with gradients off: the
+// converted copy is reused while the parameter's memory and version (Tensor::version) are
+// the ones it was made from, instead of converting at every call (a bf16 ResNet-50's
+// classifier weight took 0.83 of a 21.5 ms batch-1 forward on a 2-vCPU CPU). With
+// gradients on, a plain compute_cast: the cast is on the tape. The copy stays with the
+// layer until the next conversion (a bf16 ResNet-50's unfolded weights: 51 MB).
+class EvalCast {
+ public:
+  template <class P>
+  Tensor operator()(const P& p, const Tensor& t, const Tensor& x) {
+    if (!t.defined() || t.dtype() == x.dtype() || !is_floating(x.dtype()) || autograd::GradMode::enabled())
+      return compute_cast(p, t, x);
+    const MemoryFormat fmt = t.dim() == 4 ? x.suggested_format() : MemoryFormat::contiguous;
+    if (!kept_.defined() || kept_.dtype() != x.dtype() || fmt_ != fmt || from_ != t.data_ptr() ||
+        version_ != t.version()) {
+      kept_ = compute_cast(p, t, x);
+      fmt_ = fmt;
+      from_ = t.data_ptr();
+      version_ = t.version();
+    }
+    return kept_;
+  }
+
+ private:
+  Tensor kept_;
+  MemoryFormat fmt_ = MemoryFormat::contiguous;
+  const void* from_ = nullptr;
+  uint64_t version_ = 0;
+};
 
 }  // namespace strata::nn::detail

@@ -27,7 +27,7 @@ Tensor Linear<P>::forward(const Tensor& x) {
   return direct_.forward(
       p_, x,
       [&](const auto& tape) {
-        return autograd::linear(tape, x, detail::compute_cast(tape, weight_, x), detail::compute_cast(tape, bias_, x));
+        return autograd::linear(tape, x, weight_cast_(tape, weight_, x), bias_cast_(tape, bias_, x));
       },
       weight_, bias_);
 }

@@ -27,6 +27,7 @@ class Linear final : public Module {
   P p_;
   int64_t in_, out_;
   Tensor weight_, bias_;
+  detail::EvalCast weight_cast_, bias_cast_;  // mixed-precision evaluation in the tape modes
   [[no_unique_address]] detail::DirectLayer<P, detail::LinearStepOf> direct_;
 };
 

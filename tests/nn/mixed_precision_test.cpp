@@ -10,11 +10,13 @@
 #include <cmath>
 #include <optional>
 
+#include "strata/autograd/grad_mode.h"
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/core/allocator.h"
 #include "strata/nn/layers/batch_norm.h"
 #include "strata/nn/layers/conv2d.h"
 #include "strata/nn/layers/linear.h"
+#include "strata/ops/trace.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {
@@ -87,6 +89,47 @@ TEST_P(NnMixedPrecision, TrainsAndPredictsInTheMastersDtype) {
   EXPECT_LT(last, 0.5 * first) << "25 steps on one batch should at least halve the loss";
   const Tensor p = m->predict(x);
   EXPECT_EQ(p.dtype(), DType::f64);
+}
+
+// Evaluation with gradients off converts each weight to the compute dtype once (the tape
+// modes keep the copy, nn::detail::EvalCast; direct mode plans its conversions), and a
+// weight written since is converted again: the prediction after a write is bitwise that of
+// a fresh model holding the same weights.
+TEST_P(NnMixedPrecision, EvaluationConvertsTheWeightsOnceUntilTheyChange) {
+  nn::ModelOptions o;
+  o.compute_dtype = DType::f32;
+  auto m = nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", o);
+  m->eval();
+  autograd::NoGradGuard no_grad;
+  const Tensor x = random_tensor({2, 3, 12, 12}, DType::f32, 51);
+  int copies = 0;
+  const auto predict = [&](nn::Model& model) {
+    ops::take_trace();
+    ops::set_trace_enabled(true);
+    const Tensor y = model.predict(x).clone();
+    ops::set_trace_enabled(false);
+    copies = 0;
+    for (const ops::TraceEvent& e : ops::take_trace()) copies += e.op == ops::OpId::copy;
+    return y;
+  };
+  const Tensor first = predict(*m);
+  const int first_copies = copies;
+  EXPECT_TRUE(close(predict(*m), first, 0.0)) << "the kept copies give the converted weights' answer";
+  if (GetParam() != ops::DispatchMode::direct) {
+    int weights = 1;  // the classifier's bias, and every convolution and classifier weight
+    for (const auto& [name, t] : m->module().named_parameters()) weights += t.dim() >= 2;
+    EXPECT_EQ(first_copies - copies, weights) << "each weight converted at the first prediction only";
+  }
+  const nn::StateDict params = m->module().named_parameters();
+  const Tensor* fc = nn::find_entry(params, "fc.weight");
+  ASSERT_NE(fc, nullptr);
+  copy_into(random_tensor(fc->sizes(), DType::f64, 52, -0.3, 0.3), *fc);
+  auto fresh = nn::make_resnet(tiny_resnet(18, DType::f64, 9), GetParam(), "reference", o);
+  fresh->load_state_dict(m->state_dict());
+  fresh->eval();
+  const Tensor after = predict(*m);
+  EXPECT_FALSE(close(after, first, 1e-3)) << "the written weight changed nothing the prediction sees";
+  EXPECT_TRUE(close(after, predict(*fresh), 0.0));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModes, NnMixedPrecision, ::testing::ValuesIn(kAllModes),
