@@ -59,7 +59,8 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
   }
 // Eight chains pinned to registers each iteration: without it GCC interchanged the AVX-512
 // loops; with AVX2's sixteen registers the pinning itself made GCC shuffle them through memory.
-#define STRATA_PIN_ZMM __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7));
+#define STRATA_PIN_ZMM \
+  __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7));
 #define STRATA_FMA512(i) a##i = _mm512_fmadd_ps(a##i, b, c);
 #define STRATA_FMA256(i) a##i = _mm256_fmadd_ps(a##i, b, c);
 #define STRATA_DOT_BF16(i) a##i = _mm512_dpbf16_ps(a##i, b, c);
@@ -164,7 +165,8 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "about how long each peak is run, per repetition")
       ->check(CLI::Range(0.01, 60.0));
   app.add_option("--json", json_path, "write the numbers here too");
-  app.add_flag("--avx2", force_avx2, "the f32 peak with AVX2 FMA even where AVX-512 exists (a 256-bit kernel's ceiling)");
+  app.add_flag("--avx2", force_avx2,
+               "the f32 peak with AVX2 FMA even where AVX-512 exists (a 256-bit kernel's ceiling)");
   app.set_version_flag("--version", strata::version_line("cpu_peak"));
   STRATA_CLI11_PARSE(app, argc, argv);
 
