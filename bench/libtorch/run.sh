@@ -13,9 +13,9 @@
 #
 # OMP_WAIT_POLICY: WAIT_POLICY=passive|active sets it; by default it is unset, libgomp's
 # default, as a new user runs either library. Under passive every parallel region wakes a
-# sleeping thread (27-67 us on a 2-vCPU VM against 1-6 us by default: cpu_peak), and
+# sleeping thread (39-90 us on a 2-vCPU VM against 0.7-8 us by default: cpu_peak), and
 # LibTorch, with about three times strata's calls per ResNet-50 forward, paid more of it:
-# its bf16 batch-1 forward took 46-50 ms under passive against 31-34 ms by default
+# its bf16 batch-1 forward took 42-43 ms under passive against 33-35 ms by default
 # (docs/results/cpu_libtorch.md). passive is for a machine shared with other processes,
 # where spinning threads steal their cores (docs/threads.md), not for this comparison.
 #
