@@ -136,6 +136,8 @@ uint64_t Tensor::version() const {
   return t.storage ? t.storage->version() : 0;
 }
 
+Tensor::Stamp Tensor::stamp() const { return impl_ ? Stamp{data_ptr(), version()} : Stamp{}; }
+
 void Tensor::note_write() const {
   if (impl_ && impl_->storage) impl_->storage->bump_version();
 }

@@ -88,6 +88,15 @@ class Tensor {
   // version() with the one they were made from. Per storage: a write to any view counts.
   uint64_t version() const;
   void note_write() const;
+  // What a copy derived from this tensor is made from: its memory and its version. While the
+  // stamp stays the same, nothing reported a write and no set_data moved it (an undefined
+  // tensor's stamp is {}).
+  struct Stamp {
+    const void* data = nullptr;
+    uint64_t version = 0;
+    bool operator==(const Stamp&) const = default;
+  };
+  Stamp stamp() const;
   template <class T>
   T* data() const {
     STRATA_CHECK(dtype_of<T>::value == dtype(), "Tensor::data: asked for ", dtype_name(dtype_of<T>::value),

@@ -88,7 +88,8 @@ class TapeKernels final : public StepKernels {
   D d_;
 };
 
-// No front end: the optimizer checked shapes and dtypes when it allocated the state.
+// No front end: the optimizer checked shapes and dtypes when it allocated the state, and the
+// steps report their writes here as the front end's would (Tensor::note_write).
 template <class Impl>
 class DirectKernels final : public StepKernels {
  public:
@@ -97,6 +98,7 @@ class DirectKernels final : public StepKernels {
            const ops::SgdOptions& o, std::span<const Tensor> hypers, const Tensor& amp) override {
     views(p, p_), views(g, g_), views(bufs, a_), views(hypers, h_);
     const ops::MultiSgdStepArgs a{p_, g_, a_, h_, o, view_or_none(amp)};
+    for (const Tensor& t : p) t.note_write();
     ops::direct::run_kernel<ops::OpId::multi_sgd_step>(*impl_, a);
   }
   void adam(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> m,
@@ -104,14 +106,17 @@ class DirectKernels final : public StepKernels {
             std::span<const Tensor> hypers, const Tensor& amp) override {
     views(p, p_), views(g, g_), views(m, a_), views(v, b_), views(hypers, h_);
     const ops::MultiAdamStepArgs a{p_, g_, a_, b_, h_, steps, o, view_or_none(amp)};
+    for (const Tensor& t : p) t.note_write();
     ops::direct::run_kernel<ops::OpId::multi_adam_step>(*impl_, a);
   }
   void fill(const Tensor& t, double value) override {
     const ops::FillArgs a{t, value};
+    t.note_write();
     ops::direct::run_kernel<ops::OpId::fill>(*impl_, a);
   }
   void copy(const Tensor& src, const Tensor& dst) override {
     const ops::CopyArgs a{src, dst};
+    dst.note_write();
     ops::direct::run_kernel<ops::OpId::copy>(*impl_, a);
   }
   std::string_view backend_name() const override { return Impl::kName; }
@@ -235,8 +240,6 @@ void Optimizer::step_group(size_t begin, size_t end, double weight_decay) {
     steps.push_back(s.state.step);
   }
   if (params.empty()) return;
-  // Copies derived from the parameters (Conv2d's folded weights) see the step by their version.
-  for (const Tensor& p : params) p.note_write();
   if (c_.kind == OptimizerKind::sgd) {
     ops::SgdOptions o;
     o.lr = lr_;

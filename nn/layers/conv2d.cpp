@@ -285,12 +285,8 @@ void Conv2d<P>::refold() {
 
 template <class P>
 typename Conv2d<P>::FoldSources Conv2d<P>::fold_sources() const {
-  const auto source = [](const Tensor& t) {
-    return t.defined() ? std::pair<const void*, uint64_t>{t.data_ptr(), t.version()}
-                       : std::pair<const void*, uint64_t>{nullptr, 0};
-  };
-  return {source(weight_), source(bias_), source(fold_bn_->weight()), source(fold_bn_->bias()),
-          source(fold_bn_->running_mean()), source(fold_bn_->running_var())};
+  return {weight_.stamp(), bias_.stamp(), fold_bn_->weight().stamp(), fold_bn_->bias().stamp(),
+          fold_bn_->running_mean().stamp(), fold_bn_->running_var().stamp()};
 }
 
 // Graph mode's captured evaluation replays the folded copies without calling forward (and

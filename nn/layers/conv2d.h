@@ -95,9 +95,9 @@ class Conv2d final : public Module {
   Tensor run_fused(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z, bool relu, bool folded,
                    const ops::Conv2dParams& cp, bool into_z = false);
   void refold();
-  // Each tensor the folded copies are made from (the weight, the bias, the batch norm's four),
-  // as its memory and its version: a change to either means they are stale.
-  using FoldSources = std::array<std::pair<const void*, uint64_t>, 6>;
+  // The stamps of the tensors the folded copies are made from (the weight, the bias, the
+  // batch norm's four): a changed one means they are stale.
+  using FoldSources = std::array<Tensor::Stamp, 6>;
   FoldSources fold_sources() const;
   bool fold_current() const { return !fold_stale_ && fold_sources() == folded_from_; }
   // The space-to-depth form: x's pixel blocks (as many as the convolution reads), the
