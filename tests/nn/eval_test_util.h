@@ -2,6 +2,7 @@
 // Shared helpers of the inference-fusion tests (fused evaluation, batch-norm folding):
 // models with non-trivial batch norms, and the ops a call ran.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,15 +59,20 @@ inline std::vector<std::string> traced_ops(nn::Model& m, const Tensor& x, Tensor
   });
 }
 
+// The reference backend and, when another one is built, the best CPU backend.
+inline std::vector<std::string> cpu_backends() {
+  std::vector<std::string> out = {"reference"};
+  const std::string best(backends::registry().best(DeviceType::cpu));
+  if (best != "reference") out.push_back(best);
+  return out;
+}
+
 // Every case of the fusion tests: the reference backend (bitwise against the separate ops)
 // and, when another one is built, the best CPU backend (within rounding), ResNet-18 and -50
 // (tiny_resnet), every dispatch mode; run(backend, config, mode) under a trace naming them.
 template <class Run>
 void for_each_fusion_case(Run&& run) {
-  std::vector<std::string> backends = {"reference"};
-  const std::string best(backends::registry().best(DeviceType::cpu));
-  if (best != "reference") backends.push_back(best);
-  for (const std::string& backend : backends)
+  for (const std::string& backend : cpu_backends())
     for (int depth : {18, 50})
       for (ops::DispatchMode mode : kAllModes) {
         SCOPED_TRACE(backend + " ResNet-" + std::to_string(depth) + " " + std::string(ops::dispatch_mode_name(mode)));
@@ -76,6 +82,34 @@ void for_each_fusion_case(Run&& run) {
 
 inline int count(const std::vector<std::string>& v, const std::string& s) {
   return static_cast<int>(std::count(v.begin(), v.end(), s));
+}
+
+// Batch-norm folding (tests/nn/fold_*_test.cpp). f32 tolerance of a folded model against the
+// unfolded one's separate ops: relative error 1e-5 (the folded weights are rounded once to f32,
+// and the convolution sums them in another order).
+inline constexpr double kFoldTolF32 = 1e-5;
+
+struct FoldPair {
+  std::unique_ptr<nn::Model> folded, plain;
+};
+// The same ResNet twice, with non-trivial batch norms: folded, and with every op separate.
+inline FoldPair make_fold_pair(int depth, ops::DispatchMode mode, const std::string& backend,
+                               const nn::ModelOptions& o = {}) {
+  nn::ResNetConfig c = tiny_resnet(depth);
+  c.fold_batch_norm = true;
+  FoldPair p{nn::make_resnet(c, mode, backend, o), nullptr};
+  c.fold_batch_norm = false;
+  c.fuse_eval = false;
+  p.plain = nn::make_resnet(c, mode, backend, o);
+  randomise_statistics(*p.folded, {p.plain.get()}, true);
+  return p;
+}
+
+// A copy of t on the host, in its dtype.
+inline Tensor host(const Tensor& t) {
+  Tensor h = Tensor::empty(t.sizes(), t.dtype(), Device::cpu());
+  copy_into(t, h);
+  return h;
 }
 
 }  // namespace strata::testing
