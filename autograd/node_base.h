@@ -4,7 +4,7 @@
 #include "strata/autograd/functions.h"
 #include "strata/autograd/node.h"
 #include "strata/ops/dispatch.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 
 namespace strata::autograd::detail {
 

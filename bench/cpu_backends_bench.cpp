@@ -26,7 +26,7 @@
 #include "strata/core/exit_status.h"
 #include "strata/core/tensor.h"
 #include "strata/core/version.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 
 #ifdef STRATA_BENCH_CBLAS
 #include <cblas.h>

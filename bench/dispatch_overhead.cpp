@@ -44,7 +44,7 @@
 #include "strata/ops/direct/plans.h"
 #include "strata/ops/dispatch.h"
 #include "strata/ops/functional.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 
 using namespace strata;
 

@@ -1,7 +1,7 @@
 # strata_add_backend(<name> CLASS <C++ class> HEADER <header> SOURCES ... [LIBS ...])
-# Adds the library strata_backend_<name>, records it for the generated registry and
-# static-dispatch list, and says so at configure time.
-# HEADER is the class header under the source tree (backends/<name>/...); the generated files include
+# Adds the library strata_backend_<name>, records it for the generated registry (and strata::backends
+# defines STRATA_HAVE_BACKEND_<NAME> for backends/static_backends.h), and says so at configure time.
+# HEADER is the class header under the source tree (backends/<name>/...); the generated registry includes
 # it as "strata/<HEADER>", as every header is included.
 set_property(GLOBAL PROPERTY STRATA_BACKENDS "")
 
@@ -48,8 +48,6 @@ function(strata_generate_backend_files out_dir)
   set(decls "")
   set(calls "")
   set(includes "")
-  set(types "")
-  set(defines "")
   foreach(e IN LISTS entries)
     string(REPLACE "|" ";" parts "${e}")
     list(GET parts 0 name)
@@ -58,15 +56,9 @@ function(strata_generate_backend_files out_dir)
     string(APPEND decls "BackendFactoryResult make_backend_${name}();\n")
     string(APPEND calls "  r.add_factory(\"${name}\", ::strata::backends::${cls}::kDevice, &make_backend_${name});\n")
     string(APPEND includes "#include \"strata/${header}\"\n")
-    string(APPEND types "X(::strata::backends::${cls}) ")
-    string(TOUPPER "${name}" upper)
-    string(APPEND defines "#define STRATA_HAVE_BACKEND_${upper} 1\n")
   endforeach()
   set(STRATA_BACKEND_DECLS "${decls}")
   set(STRATA_BACKEND_CALLS "${calls}")
   set(STRATA_BACKEND_INCLUDES "${includes}")
-  set(STRATA_BACKEND_TYPES "${types}")
-  set(STRATA_BACKEND_DEFINES "${defines}")
   configure_file(${PROJECT_SOURCE_DIR}/cmake/builtin_backends.cpp.in ${out_dir}/builtin_backends.cpp @ONLY)
-  configure_file(${PROJECT_SOURCE_DIR}/cmake/static_backends.h.in ${out_dir}/strata_generated/static_backends.h @ONLY)
 endfunction()

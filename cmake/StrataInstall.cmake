@@ -31,7 +31,6 @@ foreach(dir IN LISTS _strata_header_dirs)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata/${dir}
           FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*.cuh" EXCLUDE)
 endforeach()
-install(DIRECTORY ${STRATA_GENERATED_DIR}/strata_generated DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata)
 # The umbrella header: a consumer writes #include <strata/strata.h>; only the include dir itself is
 # on its path, never include/strata, whose folder names are generic.
 install(FILES ${PROJECT_SOURCE_DIR}/strata/strata.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata)

@@ -17,7 +17,7 @@
 #include "strata/backends/api/registry.h"
 #include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/dispatch.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 
 namespace strata::nn {
 

@@ -6,7 +6,7 @@
 #include "strata/ops/dispatch.h"
 #include "strata/ops/functional.h"
 #include "strata/ops/validate.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 
 #define STRATA_OPS_STATIC_INSTANTIATE(Impl) STRATA_OPS_INSTANTIATE(::strata::ops::StaticDispatch<Impl>)
 #define STRATA_OPS_INSTANTIATE_ALL()                   \

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench/libtorch/cases.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 
 #ifdef STRATA_HAVE_BACKEND_OPENBLAS
 #include <cblas.h>

@@ -14,7 +14,7 @@
 #include "strata/nn/nn.h"
 #include "strata/ops/direct/plans.h"
 #include "strata/ops/trace.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 #ifdef STRATA_HAVE_BACKEND_ONEDNN
 #include "strata/backends/onednn/onednn_backend.h"
 #endif

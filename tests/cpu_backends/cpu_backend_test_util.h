@@ -18,7 +18,7 @@
 #include "strata/backends/api/backend.h"
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/core/tensor.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 #include "support/compare.h"
 #include "support/coverage.h"
 #include "support/random.h"

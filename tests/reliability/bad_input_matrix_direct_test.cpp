@@ -12,7 +12,7 @@
 
 #include "bad_input_cases.h"
 #include "strata/ops/direct/plans.h"
-#include "strata/strata_generated/static_backends.h"
+#include "strata/backends/static_backends.h"
 
 namespace strata::testing {
 namespace {

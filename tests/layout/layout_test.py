@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""The source tree's layout rules, checked on the tree as it is (no build folder):
+
+- includes: every `#include "strata/..."` in a source or header resolves to a file from the
+  repository root (strata/<layer> are committed links), so an editor, clangd or any tool that reads
+  the tree without configuring it follows every include;
+- the links themselves: strata/<layer> points at the layer's folder.
+
+usage: layout_test.py <repository root>
+"""
+import os
+import re
+import sys
+
+SOURCE_EXT = (".h", ".cpp", ".cu", ".cuh", ".def", ".in")
+SKIP_DIRS = {".git", "__pycache__"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(strata/[^"]+)"', re.M)
+LAYERS = ("core", "ops", "backends", "autograd", "nn", "data", "onnx", "dist")
+
+
+def source_files(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        top = rel.split(os.sep)[0]
+        # build folders (build, build-asan, ...) and hidden folders are not the tree; the strata/
+        # links would only repeat the layers.
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
+                       and not (rel == "." and (d.startswith("build") or d == "strata" or d == "runs"))]
+        if top.startswith("build"):
+            continue
+        for f in filenames:
+            if f.endswith(SOURCE_EXT):
+                yield os.path.join(dirpath, f)
+
+
+def main():
+    root = os.path.abspath(sys.argv[1])
+    failures = []
+    for layer in LAYERS:
+        link = os.path.join(root, "strata", layer)
+        if not (os.path.islink(link) and os.path.realpath(link) == os.path.realpath(os.path.join(root, layer))):
+            failures.append(f"strata/{layer} is not a link to the layer folder {layer}/")
+    checked = 0
+    for path in source_files(root):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for m in INCLUDE.finditer(text):
+            checked += 1
+            if not os.path.isfile(os.path.join(root, m.group(1))):
+                line = text.count("\n", 0, m.start()) + 1
+                failures.append(f"{os.path.relpath(path, root)}:{line}: \"{m.group(1)}\" does not resolve "
+                                "from the repository root without a build")
+    if checked < 100:
+        failures.append(f"only {checked} strata/ includes found: is {root} the repository root?")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{checked} includes checked, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
