@@ -45,4 +45,22 @@ template <class D> Tensor cast(const D& d, const Tensor& x, DType dt);
 // ... and in layout fmt (rank 4; the gradient returns in x's layout).
 template <class D> Tensor cast(const D& d, const Tensor& x, DType dt, MemoryFormat fmt);
 
+// The formulas of ops/table/pointwise.def, recorded: y = f(x) and y = f(a, b), their
+// backward the row's derivative. One function per row, as in ops/functional.h:
+// autograd::exp(d, x), autograd::clamp(d, x, lo, hi), autograd::mul(d, a, b), ...
+template <class D> Tensor unary(const D& d, ops::UnaryFn fn, const Tensor& x, double p0 = 0.0, double p1 = 0.0);
+template <class D> Tensor binary(const D& d, ops::BinaryFn fn, const Tensor& a, const Tensor& b);
+#define STRATA_UNARY(name, params, fwd, bwd, domain)                                                       \
+  template <class D, class... P>                                                                           \
+  Tensor name(const D& d, const Tensor& x, P... p) {                                                       \
+    static_assert(sizeof...(P) == (params), #name " takes " #params " scalar parameter(s)");              \
+    return unary(d, ops::UnaryFn::name, x, ops::detail::nth_param(0, p...), ops::detail::nth_param(1, p...)); \
+  }
+#define STRATA_BINARY(name, fwd, bwd_a, bwd_b, domain) \
+  template <class D>                                   \
+  Tensor name(const D& d, const Tensor& a, const Tensor& b) { return binary(d, ops::BinaryFn::name, a, b); }
+#include "strata/ops/table/pointwise.def"
+#undef STRATA_BINARY
+#undef STRATA_UNARY
+
 }  // namespace strata::autograd

@@ -8,7 +8,7 @@
 #include "strata/autograd/node.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/graph_capture.h"
-#include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/direct/memory_plans.h"
 #include "strata/ops/direct/step_memory.h"
 
 namespace strata::nn {
@@ -150,8 +150,7 @@ struct ModelMode<Direct<Impl>> {
   static Tensor convert(State& s, const Tensor& x, DType dt, MemoryFormat fmt, BufferSet& bufs) {
     if (bufs.holds(x)) return x;
     const Tensor buf = bufs.get(x.sizes(), dt, s.p.device(), fmt);
-    const ops::CopyArgs a{x, buf};
-    ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, a);
+    ops::direct::copy_now(*s.p.impl, x, buf);
     return buf;
   }
   static Tensor output_in_params_dtype(State& s, const Tensor& y, BufferSet& bufs) {
@@ -179,7 +178,7 @@ struct ModelMode<Direct<Impl>> {
       const Tensor g = param.grad();
       if (!s.memory.holds(g)) continue;
       Tensor copy = Tensor::empty_like(g, g.sizes());
-      ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, ops::CopyArgs{g, copy});
+      ops::direct::copy_now(*s.p.impl, g, copy);
       param.set_grad(copy);
     }
   }
@@ -188,8 +187,7 @@ struct ModelMode<Direct<Impl>> {
   // `scaled`: the loss times the loss scale (its device value is the seed).
   static void backward(State& s, const autograd::LeafDone&, bool scaled = false) {
     if (scaled) {
-      const ops::CopyArgs seed{s.amp.narrow(0, ops::kAmpScale, 1).view(Shape{}), s.loss.seed()};
-      ops::direct::run_kernel<ops::OpId::copy>(*s.p.impl, seed);
+      ops::direct::copy_now(*s.p.impl, s.amp.narrow(0, ops::kAmpScale, 1).view(Shape{}), s.loss.seed());
     }
     const Tensor dlogits = s.loss.backward(scaled);
     if (dlogits.dtype() == s.compute) {
@@ -378,12 +376,8 @@ class ModelImpl final : public Model {
           for (size_t j = 0; j < grads.size(); ++j)
             s_.sum_views.push_back(s_.grad_sums.narrow(0, static_cast<int64_t>(j), 1).view(Shape{}));
         }
-        for (size_t j = 0; j < grads.size(); ++j) {
-          const ops::ReduceArgs a{grads[j]->grad(), s_.sum_views[j]};
-          ops::direct::run_kernel<ops::OpId::sum>(*s_.p.impl, a);
-        }
-        const ops::AmpUpdateScaleArgs u{s_.grad_sums, s_.amp, 2.0, 0.5, kGrowthInterval};
-        ops::direct::run_kernel<ops::OpId::amp_update_scale>(*s_.p.impl, u);
+        for (size_t j = 0; j < grads.size(); ++j) ops::direct::sum_now(*s_.p.impl, grads[j]->grad(), s_.sum_views[j]);
+        ops::direct::amp_update_scale_now(*s_.p.impl, s_.grad_sums, s_.amp, 2.0, 0.5, kGrowthInterval);
         opt.step(s_.amp);
         return;
       }

@@ -6,7 +6,8 @@
 #include <utility>
 
 #include "strata/nn/policy.h"
-#include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/direct/memory_plans.h"
+#include "strata/ops/direct/optim_plans.h"
 
 namespace strata::nn {
 
@@ -88,44 +89,29 @@ class TapeKernels final : public StepKernels {
   D d_;
 };
 
-// No front end: the optimizer checked shapes and dtypes when it allocated the state, and the
-// steps report their writes here as the front end's would (Tensor::note_write).
+// Direct and graph modes: the steps' direct plans (ops/direct/optim_plans.h), which validate a
+// group's lists when they change and report the parameters' writes as the front end does.
 template <class Impl>
 class DirectKernels final : public StepKernels {
  public:
   explicit DirectKernels(Impl& impl) : impl_(&impl) {}
   void sgd(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> bufs,
            const ops::SgdOptions& o, std::span<const Tensor> hypers, const Tensor& amp) override {
-    views(p, p_), views(g, g_), views(bufs, a_), views(hypers, h_);
-    const ops::MultiSgdStepArgs a{p_, g_, a_, h_, o, view_or_none(amp)};
-    for (const Tensor& t : p) t.note_write();
-    ops::direct::run_kernel<ops::OpId::multi_sgd_step>(*impl_, a);
+    sgd_.run(*impl_, p, g, bufs, o, hypers, amp);
   }
   void adam(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> m,
             std::span<const Tensor> v, std::span<const int64_t> steps, const ops::AdamOptions& o,
             std::span<const Tensor> hypers, const Tensor& amp) override {
-    views(p, p_), views(g, g_), views(m, a_), views(v, b_), views(hypers, h_);
-    const ops::MultiAdamStepArgs a{p_, g_, a_, b_, h_, steps, o, view_or_none(amp)};
-    for (const Tensor& t : p) t.note_write();
-    ops::direct::run_kernel<ops::OpId::multi_adam_step>(*impl_, a);
+    adam_.run(*impl_, p, g, m, v, steps, o, hypers, amp);
   }
-  void fill(const Tensor& t, double value) override {
-    const ops::FillArgs a{t, value};
-    t.note_write();
-    ops::direct::run_kernel<ops::OpId::fill>(*impl_, a);
-  }
-  void copy(const Tensor& src, const Tensor& dst) override {
-    const ops::CopyArgs a{src, dst};
-    dst.note_write();
-    ops::direct::run_kernel<ops::OpId::copy>(*impl_, a);
-  }
+  void fill(const Tensor& t, double value) override { ops::direct::fill_now(*impl_, t, value); }
+  void copy(const Tensor& src, const Tensor& dst) override { ops::direct::copy_now(*impl_, src, dst); }
   std::string_view backend_name() const override { return Impl::kName; }
 
  private:
-  static ops::TensorView view_or_none(const Tensor& t) { return t.defined() ? ops::TensorView(t) : ops::TensorView(); }
-  static void views(std::span<const Tensor> ts, std::vector<ops::TensorView>& out) { out.assign(ts.begin(), ts.end()); }
   Impl* impl_;
-  std::vector<ops::TensorView> p_, g_, a_, b_, h_;  // kept: no allocation once the lists have their size
+  ops::direct::MultiSgdStepPlan<Impl> sgd_;
+  ops::direct::MultiAdamStepPlan<Impl> adam_;
 };
 
 }  // namespace

@@ -129,4 +129,37 @@ template <class D> void multi_adam_step_(const D& d, std::span<const Tensor> par
 template <class D> void amp_update_scale_(const D& d, const Tensor& grad_sums, const Tensor& state,
                                           double growth = 2.0, double backoff = 0.5, int64_t interval = 2000);
 
+// The formulas of ops/table/pointwise.def: y = f(x) with the formula's scalar parameters, its
+// gradient, y = f(a, b) (a and b of one shape) and the gradients asked for.
+template <class D> Tensor unary(const D& d, UnaryFn fn, const Tensor& x, double p0 = 0.0, double p1 = 0.0);
+template <class D> Tensor unary_bwd(const D& d, UnaryFn fn, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                    double p0 = 0.0, double p1 = 0.0);
+template <class D> Tensor binary(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b);
+struct BinaryGrads {
+  Tensor da, db;
+};
+template <class D> BinaryGrads binary_bwd(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b, const Tensor& y,
+                                          const Tensor& dy, bool want_da = true, bool want_db = true);
+// One function per row: ops::exp(d, x), ops::clamp(d, x, lo, hi), ops::mul(d, a, b), ...
+// (a row with parameters takes them after x, as many as the row says).
+namespace detail {
+template <class... P>
+double nth_param(int i, P... p) {
+  const double ps[] = {0.0, static_cast<double>(p)...};
+  return i < static_cast<int>(sizeof...(P)) ? ps[i + 1] : 0.0;
+}
+}  // namespace detail
+#define STRATA_UNARY(name, params, fwd, bwd, domain)                                           \
+  template <class D, class... P>                                                               \
+  Tensor name(const D& d, const Tensor& x, P... p) {                                           \
+    static_assert(sizeof...(P) == (params), #name " takes " #params " scalar parameter(s)");  \
+    return unary(d, UnaryFn::name, x, detail::nth_param(0, p...), detail::nth_param(1, p...)); \
+  }
+#define STRATA_BINARY(name, fwd, bwd_a, bwd_b, domain) \
+  template <class D>                                   \
+  Tensor name(const D& d, const Tensor& a, const Tensor& b) { return binary(d, BinaryFn::name, a, b); }
+#include "strata/ops/table/pointwise.def"
+#undef STRATA_BINARY
+#undef STRATA_UNARY
+
 }  // namespace strata::ops

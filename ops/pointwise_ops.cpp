@@ -28,7 +28,7 @@ Tensor add(const D& d, const Tensor& a, const Tensor& b) {
 
 template <class D>
 Tensor scale(const D& d, const Tensor& x, double alpha) {
-  check_input(d, OpId::scale, "input", x);
+  validate_scale(d, x);
   Tensor y = Tensor::empty_like(x, x.sizes());
   d.scale(ScaleArgs{x, y, alpha});
   return y;
@@ -36,15 +36,14 @@ Tensor scale(const D& d, const Tensor& x, double alpha) {
 
 template <class D>
 void axpy_(const D& d, const Tensor& x, const Tensor& y, double alpha) {
-  check_elementwise_pair(d, OpId::axpy, "x", x, "y", y);
+  validate_axpy(d, x, y);
   y.note_write();
   d.axpy(AxpyArgs{x, y, alpha});
 }
 
 template <class D>
 DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset) {
-  STRATA_CHECK(p >= 0.0 && p < 1.0, "dropout: p must be in [0, 1), got ", p);
-  check_input(d, OpId::dropout_fwd, "input", x);
+  validate_dropout(d, x, p);
   DropoutOut out{Tensor::empty_like(x, x.sizes()), Tensor::empty_like(x, x.sizes(), DType::u8)};
   DropoutFwdArgs a{x, out.y, out.mask};
   a.p = p;
@@ -56,11 +55,7 @@ DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_
 
 template <class D>
 Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p) {
-  check_defined("dropout_bwd", "grad_output", dy);
-  check_dtype("dropout_bwd", "mask", mask, DType::u8);
-  check_same_shape("dropout_bwd", "grad_output", dy, "mask", mask);
-  check_input(d, OpId::dropout_bwd, "grad_output", dy);
-  check_device("dropout_bwd", "mask", mask, d.device(), d.backend_name());
+  validate_dropout_bwd(d, dy, mask);
   Tensor dx = Tensor::empty_like(dy, dy.sizes());
   DropoutBwdArgs a{dy, mask, dx};
   a.p = p;
@@ -70,7 +65,7 @@ Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p) {
 
 template <class D>
 Tensor sum(const D& d, const Tensor& x) {
-  check_input(d, OpId::sum, "input", x);
+  validate_reduce_all(d, OpId::sum, x);
   Tensor y = Tensor::empty(Shape{}, x.dtype(), x.device());
   d.sum(ReduceArgs{x, y});
   return y;
@@ -78,8 +73,7 @@ Tensor sum(const D& d, const Tensor& x) {
 
 template <class D>
 Tensor mean(const D& d, const Tensor& x) {
-  check_input(d, OpId::mean, "input", x);
-  STRATA_CHECK(x.numel() > 0, "mean: empty input ", x.str());
+  validate_reduce_all(d, OpId::mean, x);
   Tensor y = Tensor::empty(Shape{}, x.dtype(), x.device());
   d.mean(ReduceArgs{x, y});
   return y;
@@ -87,9 +81,7 @@ Tensor mean(const D& d, const Tensor& x) {
 
 template <class D>
 Tensor argmax(const D& d, const Tensor& x) {
-  check_rank("argmax", "input", x, 2);
-  check_input(d, OpId::argmax, "input", x);
-  STRATA_CHECK(x.size(1) > 0, "argmax: no classes in ", x.str());
+  validate_argmax(d, x);
   Tensor y = Tensor::empty(Shape{x.size(0)}, DType::i64, x.device());
   d.argmax(ArgmaxArgs{x, y});
   return y;
@@ -97,7 +89,7 @@ Tensor argmax(const D& d, const Tensor& x) {
 
 template <class D>
 void fill_(const D& d, const Tensor& y, double value) {
-  check_input(d, OpId::fill, "output", y);
+  validate_fill(d, y);
   y.note_write();
   d.fill(FillArgs{y, value});
 }

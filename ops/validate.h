@@ -11,6 +11,8 @@
 // format Tensor::empty_like gives (the input's Tensor::suggested_format()), after
 // the validation returned: an argument list that also reads an input's dtype would
 // read it, undefined, before the check.
+#include <span>
+#include <string>
 #include <utility>
 
 #include "strata/backends/api/capabilities.h"
@@ -402,6 +404,192 @@ void validate_bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& tar
   check_input(d, OpId::bce_logits_bwd, "logits", logits);
   check_input(d, OpId::bce_logits_bwd, "targets", targets);
   check_input(d, OpId::bce_logits_bwd, "grad_output", dloss);
+}
+
+// ---- the optimizer steps: operands named as the op's messages call them (the single step's
+// "param", a list's "params[3]").
+namespace detail {
+inline void check_param_like(std::string_view op, std::string_view param_name, std::string_view arg, const Tensor& param,
+                      const Tensor& t) {
+  check_defined(op, param_name, param);
+  check_defined(op, arg, t);
+  check_same_shape(op, param_name, param, arg, t);
+  check_same_dtype(op, param_name, param, arg, t);
+}
+
+// One parameter's operands of an SGD step, named as the op's messages call them (the
+// single step's "param", a list's "params[3]").
+template <class D>
+void check_sgd_operands(const D& d, OpId id, std::string_view op, std::string_view p, std::string_view g,
+                        std::string_view b, const Tensor& param, const Tensor& grad, const Tensor& buf, bool momentum) {
+  check_float(op, p, param);
+  check_param_like(op, p, g, param, grad);
+  if (momentum) check_param_like(op, p, b, param, buf);
+  check_input(d, id, p, param);
+  check_input(d, id, g, grad);
+  if (momentum) check_input(d, id, b, buf);
+}
+
+// One parameter's operands of an Adam step and its step count.
+template <class D>
+void check_adam_operands(const D& d, OpId id, std::string_view op, std::string_view p, std::string_view g,
+                         std::string_view m, std::string_view v, std::string_view step_name, const Tensor& param,
+                         const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq, int64_t step) {
+  check_float(op, p, param);
+  check_param_like(op, p, g, param, grad);
+  check_param_like(op, p, m, param, exp_avg);
+  check_param_like(op, p, v, param, exp_avg_sq);
+  STRATA_CHECK(step >= 1, op, ": ", step_name, " must be >= 1, got ", step);
+  check_input(d, id, p, param);
+  check_input(d, id, g, grad);
+  check_input(d, id, m, exp_avg);
+  check_input(d, id, v, exp_avg_sq);
+}
+
+inline std::string item(std::string_view list, size_t i) { return std::string(list) + "[" + std::to_string(i) + "]"; }
+
+inline void check_list_length(std::string_view op, std::string_view name, size_t n, size_t want) {
+  STRATA_CHECK(n == want, op, ": ", name, " has ", n, " entries, params ", want);
+}
+
+}  // namespace detail
+
+template <class D>
+void validate_sgd_step(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
+                       const SgdOptions& o) {
+  STRATA_CHECK(!o.nesterov || o.momentum > 0, "sgd_step: nesterov needs momentum > 0");
+  detail::check_sgd_operands(d, OpId::sgd_step, "sgd_step", "param", "grad", "momentum_buf", param, grad,
+                             momentum_buf, o.momentum != 0.0);
+}
+template <class D>
+void validate_adam_step(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                        const Tensor& exp_avg_sq, int64_t step) {
+  detail::check_adam_operands(d, OpId::adam_step, "adam_step", "param", "grad", "exp_avg", "exp_avg_sq", "step",
+                              param, grad, exp_avg, exp_avg_sq, step);
+}
+template <class D>
+void validate_multi_sgd_step(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
+                             std::span<const Tensor> momentum_bufs, const SgdOptions& o) {
+  constexpr std::string_view op = "multi_sgd_step";
+  const bool mom = o.momentum != 0.0;
+  detail::check_list_length(op, "grads", grads.size(), params.size());
+  if (mom) detail::check_list_length(op, "momentum_bufs (momentum is not 0)", momentum_bufs.size(), params.size());
+  STRATA_CHECK(!o.nesterov || o.momentum > 0, op, ": nesterov needs momentum > 0");
+  for (size_t i = 0; i < params.size(); ++i)
+    detail::check_sgd_operands(d, OpId::multi_sgd_step, op, detail::item("params", i), detail::item("grads", i),
+                               detail::item("momentum_bufs", i), params[i], grads[i],
+                               mom ? momentum_bufs[i] : Tensor(), mom);
+}
+template <class D>
+void validate_multi_adam_step(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
+                              std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
+                              std::span<const int64_t> steps) {
+  constexpr std::string_view op = "multi_adam_step";
+  detail::check_list_length(op, "grads", grads.size(), params.size());
+  detail::check_list_length(op, "exp_avgs", exp_avgs.size(), params.size());
+  detail::check_list_length(op, "exp_avg_sqs", exp_avg_sqs.size(), params.size());
+  detail::check_list_length(op, "steps", steps.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    detail::check_adam_operands(d, OpId::multi_adam_step, op, detail::item("params", i), detail::item("grads", i),
+                                detail::item("exp_avgs", i), detail::item("exp_avg_sqs", i),
+                                detail::item("steps", i), params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
+                                steps[i]);
+}
+
+// ---- the small ops (pointwise_ops.cpp), one place each, also for the direct plans that run them
+// (ops/direct/memory_plans.h, dropout_plan.h).
+template <class D>
+void validate_scale(const D& d, const Tensor& x) {
+  check_input(d, OpId::scale, "input", x);
+}
+template <class D>
+void validate_axpy(const D& d, const Tensor& x, const Tensor& y) {
+  check_elementwise_pair(d, OpId::axpy, "x", x, "y", y);
+}
+template <class D>
+void validate_dropout(const D& d, const Tensor& x, double p) {
+  STRATA_CHECK(p >= 0.0 && p < 1.0, "dropout: p must be in [0, 1), got ", p);
+  check_input(d, OpId::dropout_fwd, "input", x);
+}
+template <class D>
+void validate_dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask) {
+  check_defined("dropout_bwd", "grad_output", dy);
+  check_dtype("dropout_bwd", "mask", mask, DType::u8);
+  check_same_shape("dropout_bwd", "grad_output", dy, "mask", mask);
+  check_input(d, OpId::dropout_bwd, "grad_output", dy);
+  check_device("dropout_bwd", "mask", mask, d.device(), d.backend_name());
+}
+// sum and mean of every element into a rank-0 y (given: the direct call's; checked when defined).
+template <class D>
+void validate_reduce_all(const D& d, OpId op, const Tensor& x, const Tensor& y = Tensor()) {
+  check_input(d, op, "input", x);
+  if (op == OpId::mean) STRATA_CHECK(x.numel() > 0, "mean: empty input ", x.str());
+  if (!y.defined()) return;
+  STRATA_CHECK(y.dim() == 0 || y.numel() == 1, op_name(op), ": output ", y.str(), " must hold one element");
+  check_same_dtype(op_name(op), "input", x, "output", y);
+  check_device(op_name(op), "output", y, d.device(), d.backend_name());
+}
+template <class D>
+void validate_argmax(const D& d, const Tensor& x) {
+  check_rank("argmax", "input", x, 2);
+  check_input(d, OpId::argmax, "input", x);
+  STRATA_CHECK(x.size(1) > 0, "argmax: no classes in ", x.str());
+}
+template <class D>
+void validate_fill(const D& d, const Tensor& y) {
+  check_input(d, OpId::fill, "output", y);
+}
+
+// ---- the formulas of pointwise.def (unary_fwd, unary_bwd, binary_fwd, binary_bwd): messages
+// name the formula ("exp: ..."); the tensors are floating, on the backend's device, of a dtype
+// its table lists for the op.
+template <class D>
+void validate_unary(const D& d, UnaryFn fn, const Tensor& x, double p0, double p1) {
+  const std::string_view op = unary_name(fn);
+  check_defined(op, "input", x);
+  check_float(op, "input", x);
+  if (fn == UnaryFn::clamp) STRATA_CHECK(p0 <= p1, "clamp: min ", p0, " is greater than max ", p1);
+  check_input(d, OpId::unary_fwd, "input", x);
+}
+template <class D>
+void validate_unary_bwd(const D& d, UnaryFn fn, const Tensor& x, const Tensor& y, const Tensor& dy) {
+  const std::string_view op = unary_name(fn);
+  check_defined(op, "input", x);
+  check_defined(op, "output", y);
+  check_defined(op, "grad_output", dy);
+  check_float(op, "input", x);
+  check_same_shape(op, "input", x, "grad_output", dy);
+  check_same_shape(op, "input", x, "output", y);
+  check_same_dtype(op, "input", x, "grad_output", dy);
+  check_same_dtype(op, "input", x, "output", y);
+  check_input(d, OpId::unary_bwd, "input", x);
+  check_input(d, OpId::unary_bwd, "output", y);
+  check_input(d, OpId::unary_bwd, "grad_output", dy);
+}
+template <class D>
+void validate_binary(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b) {
+  const std::string_view op = binary_name(fn);
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  check_float(op, "a", a);
+  check_same_shape(op, "a", a, "b", b);
+  check_same_dtype(op, "a", a, "b", b);
+  check_input(d, OpId::binary_fwd, "a", a);
+  check_input(d, OpId::binary_fwd, "b", b);
+}
+template <class D>
+void validate_binary_bwd(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b, const Tensor& y,
+                         const Tensor& dy) {
+  validate_binary(d, fn, a, b);
+  const std::string_view op = binary_name(fn);
+  check_defined(op, "output", y);
+  check_defined(op, "grad_output", dy);
+  check_same_shape(op, "a", a, "output", y);
+  check_same_shape(op, "a", a, "grad_output", dy);
+  check_same_dtype(op, "a", a, "output", y);
+  check_same_dtype(op, "a", a, "grad_output", dy);
+  check_input(d, OpId::binary_bwd, "output", y);
+  check_input(d, OpId::binary_bwd, "grad_output", dy);
 }
 
 }  // namespace strata::ops

@@ -41,14 +41,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // Dropout keeps its mask position (seed, offset) outside the state dict
 // (nn/layers/activation.h); the trainer seeds it and saves it for exact resume.
-// fn(name, Dropout<P>&) for every Dropout module of the model.
+// fn(name, DropoutDraws&) for every Dropout module of the model, whatever its dispatch mode.
 template <class Fn>
 void for_each_dropout(nn::Model& m, Fn&& fn) {
-  nn::with_policy(m.mode(), m.backend_name(), [&](const auto& p) {
-    using P = std::decay_t<decltype(p)>;
-    for (auto& [name, mod] : m.module().named_modules())
-      if (auto* d = dynamic_cast<nn::Dropout<P>*>(mod)) fn(name, *d);
-  });
+  for (auto& [name, mod] : m.module().named_modules())
+    if (auto* d = dynamic_cast<nn::DropoutDraws*>(mod)) fn(name, *d);
 }
 
 uint64_t dropout_seed(uint64_t seed, int64_t index) {

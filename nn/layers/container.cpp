@@ -16,36 +16,6 @@ Tensor Flatten<P>::backward(const Tensor& dy) {
   return direct_.backward(*this, dy);
 }
 
-namespace detail {
-
-template <class Impl>
-void FlattenStep<Impl>::plan(Impl& impl, const Tensor& x, const Shape& out) {
-  impl_ = &impl;
-  in_sizes_ = x.sizes();
-  if (x.is_contiguous()) {
-    y_ = x.view(out);
-    return;
-  }
-  copies_ = true;
-  Tensor c = ops::direct::planned_empty(x.sizes(), x.dtype(), x.device());
-  copy_ = ops::CopyArgs{x, c};
-  y_ = c.view(out);
-}
-
-template <class Impl>
-const Tensor& FlattenStep<Impl>::run(const Shape&) {
-  if (copies_) ops::direct::run_kernel<ops::OpId::copy>(*impl_, copy_);
-  return y_;
-}
-
-template <class Impl>
-void FlattenStep<Impl>::plan_backward(const Tensor& dy, bool) {
-  STRATA_CHECK(dy.is_contiguous(), "Flatten.backward: grad_output ", dy.str(), " must be contiguous");
-  dx_ = dy.view(in_sizes_);
-}
-
-}  // namespace detail
-
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
   for (Module* m : layers_) h = m->forward(h);

@@ -3,30 +3,14 @@
 #include <memory>
 
 #include "strata/nn/layers/direct_layer.h"
+#include "strata/ops/direct/reshape_plan.h"
 
 namespace strata::nn {
 
 namespace detail {
-// Flatten's direct step: a view of x, or a planned contiguous copy when x is not
-// contiguous; the gradient a view of dy, rebound when dy moves.
-template <class Impl>
-class FlattenStep {
- public:
-  void plan(Impl& impl, const Tensor& x, const Shape& out);
-  const Tensor& run(const Shape& out);
-  void plan_backward(const Tensor& dy, bool need_dx);
-  const Tensor& run_backward() { return dx_; }
-
- private:
-  Impl* impl_ = nullptr;
-  Shape in_sizes_;
-  Tensor y_, dx_;
-  ops::CopyArgs copy_;
-  bool copies_ = false;
-};
 struct FlattenStepOf {
   template <backends::BackendImpl Impl>
-  using type = FlattenStep<Impl>;
+  using type = ops::direct::ReshapePlan<Impl>;
 };
 }  // namespace detail
 

@@ -9,7 +9,7 @@
 #include "strata/nn/module.h"
 #include "strata/nn/plan_cache.h"
 #include "strata/nn/policy.h"
-#include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/direct/memory_plans.h"
 
 namespace strata::nn::detail {
 
@@ -27,8 +27,7 @@ void release_grad_buffer(Impl& impl, Tensor param, const Tensor& buf) {
   const Tensor g = param.grad();
   if (!g.defined() || !buf.defined() || g.data_ptr() != buf.data_ptr()) return;
   Tensor copy = Tensor::empty_like(g, g.sizes());
-  const ops::CopyArgs a{g, copy};
-  ops::direct::run_kernel<ops::OpId::copy>(impl, a);
+  ops::direct::copy_now(impl, g, copy);
   param.set_grad(copy);
 }
 
@@ -42,8 +41,7 @@ void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
     return;
   }
   Tensor sum = Tensor::empty_like(existing, existing.sizes());
-  const ops::AddArgs a{existing, g, sum};
-  ops::direct::run_kernel<ops::OpId::add>(impl, a);
+  ops::direct::add_now(impl, existing, g, sum);
   param.set_grad(sum);
 }
 

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "strata/ops/table/channel_sum.h"
+#include "strata/ops/table/pointwise.h"
 #include "strata/ops/table/tensor_view.h"
 
 #if defined(__CUDACC__)
@@ -152,6 +153,28 @@ struct ScaleArgs {
 struct AxpyArgs {
   TensorView x, y;
   double alpha = 1.0;
+};
+
+// The element-wise formulas of pointwise.def, one op for each family: y = f(x) (fn, with
+// the formula's scalar parameters p0, p1), y = f(a, b); views of one shape, any strides.
+// The backward reads whichever of x and y its formula names (both are given).
+struct UnaryFwdArgs {
+  TensorView x, y;
+  UnaryFn fn = UnaryFn::neg;
+  double p0 = 0.0, p1 = 0.0;
+};
+struct UnaryBwdArgs {
+  TensorView x, y, dy, dx;
+  UnaryFn fn = UnaryFn::neg;
+  double p0 = 0.0, p1 = 0.0;
+};
+struct BinaryFwdArgs {
+  TensorView a, b, y;
+  BinaryFn fn = BinaryFn::mul;
+};
+struct BinaryBwdArgs {
+  TensorView a, b, y, dy, da, db;  // da, db optional: the gradients asked for
+  BinaryFn fn = BinaryFn::mul;
 };
 
 struct DropoutFwdArgs {

@@ -4,7 +4,10 @@
 - includes: every `#include "strata/..."` in a source or header resolves to a file from the
   repository root (strata/<layer> are committed links), so an editor, clangd or any tool that reads
   the tree without configuring it follows every include;
-- the links themselves: strata/<layer> points at the layer's folder.
+- the links themselves: strata/<layer> points at the layer's folder;
+- nn/ holds modules, models and optimizers' bookkeeping only: it never calls a backend kernel
+  itself (no run_kernel, no op of the table called on a backend object); every op it runs goes
+  through the front end (ops::, autograd::) or a plan of ops/direct/, which validate it.
 
 usage: layout_test.py <repository root>
 """
@@ -33,6 +36,29 @@ def source_files(root):
                 yield os.path.join(dirpath, f)
 
 
+def op_names(root):
+    with open(os.path.join(root, "ops", "table", "op_table.def"), encoding="utf-8") as fh:
+        return re.findall(r"^STRATA_OP\((\w+),", fh.read(), re.M)
+
+
+def nn_kernel_calls(root):
+    ops = op_names(root)
+    if len(ops) < 10:
+        return [f"only {len(ops)} ops read from ops/table/op_table.def"]
+    # a backend object (impl, impl_, p.impl, backend, ...) calling an op of the table, or run_kernel
+    call = re.compile(r"\b\w*(impl|backend)\w*\s*(->|\.)\s*(" + "|".join(ops) + r")\s*\(|\brun_kernel\s*<|"
+                      r"\bKernel<\s*ops::OpId")
+    found = []
+    for path in source_files(os.path.join(root, "nn")):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for n, line in enumerate(fh, 1):
+                code = line.split("//")[0]
+                if call.search(code):
+                    found.append(f"{os.path.relpath(path, root)}:{n}: a backend kernel called from nn/ "
+                                 f"(run it through ops:: or a plan of ops/direct/): {line.strip()}")
+    return found
+
+
 def main():
     root = os.path.abspath(sys.argv[1])
     failures = []
@@ -50,6 +76,7 @@ def main():
                 line = text.count("\n", 0, m.start()) + 1
                 failures.append(f"{os.path.relpath(path, root)}:{line}: \"{m.group(1)}\" does not resolve "
                                 "from the repository root without a build")
+    failures += nn_kernel_calls(root)
     if checked < 100:
         failures.append(f"only {checked} strata/ includes found: is {root} the repository root?")
     for f in failures:

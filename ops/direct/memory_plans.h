@@ -1,0 +1,74 @@
+#pragma once
+// Direct mode's one-off calls outside a layer's plan: the copies, adds, fills, sums and the loss
+// scale's update that a model, its layers and its optimizer make around a planned step
+// (converting an input into its planned buffer, moving a gradient out of the arena or adding
+// it to the one a parameter holds, seeding a scaled loss).
+// Each validates with the front end's own function (ops/validate.h) and runs its kernel at
+// once (run_kernel: traced, recorded by a memory plan, captured in graph mode alike), so these
+// ops are defined once for every mode and nn/ never calls a backend kernel itself.
+#include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/dispatch.h"
+#include "strata/ops/validate.h"
+
+namespace strata::ops::direct {
+
+using backends::BackendImpl;
+
+// dst = src (any dtypes, layouts and devices the backend's copy takes); reported as a write of dst.
+template <BackendImpl Impl>
+void copy_now(Impl& impl, const Tensor& src, const Tensor& dst) {
+  validate_copy(StaticDispatch<Impl>(impl), src, dst);
+  dst.note_write();
+  run_kernel<OpId::copy>(impl, CopyArgs{src, dst});
+}
+
+// y = a + b (the engine's accumulation of a gradient, ops::add).
+template <BackendImpl Impl>
+void add_now(Impl& impl, const Tensor& a, const Tensor& b, const Tensor& y) {
+  const StaticDispatch<Impl> d(impl);
+  validate_add(d, a, b);
+  check_elementwise_pair(d, OpId::add, "a", a, "output", y);
+  run_kernel<OpId::add>(impl, AddArgs{a, b, y});
+}
+
+// Every element of t = value.
+template <BackendImpl Impl>
+void fill_now(Impl& impl, const Tensor& t, double value) {
+  validate_fill(StaticDispatch<Impl>(impl), t);
+  t.note_write();
+  run_kernel<OpId::fill>(impl, FillArgs{t, value});
+}
+
+// y (one element, x's dtype) = the sum of x's elements.
+template <BackendImpl Impl>
+void sum_now(Impl& impl, const Tensor& x, const Tensor& y) {
+  validate_reduce_all(StaticDispatch<Impl>(impl), OpId::sum, x, y);
+  run_kernel<OpId::sum>(impl, ReduceArgs{x, y});
+}
+
+// Dynamic loss scaling's update of `state` from the gradients' sums (AmpUpdateScaleArgs).
+template <BackendImpl Impl>
+void amp_update_scale_now(Impl& impl, const Tensor& grad_sums, const Tensor& state, double growth, double backoff,
+                          int64_t interval) {
+  validate_amp_update_scale(StaticDispatch<Impl>(impl), grad_sums, state, growth, backoff, interval);
+  run_kernel<OpId::amp_update_scale>(impl, AmpUpdateScaleArgs{grad_sums, state, growth, backoff, interval});
+}
+
+// A copy planned once (validated at plan) and run many times: the same two buffers each step
+// (a non-contiguous input flattened into its planned buffer).
+template <BackendImpl Impl>
+class CopyPlan {
+ public:
+  void plan(Impl& impl, const Tensor& src, const Tensor& dst) {
+    validate_copy(StaticDispatch<Impl>(impl), src, dst);
+    impl_ = &impl;
+    args_ = CopyArgs{src, dst};
+  }
+  void run() { run_kernel<OpId::copy>(*impl_, args_); }
+
+ private:
+  Impl* impl_ = nullptr;
+  CopyArgs args_;
+};
+
+}  // namespace strata::ops::direct
