@@ -313,6 +313,7 @@ class ModelImpl final : public Model {
     return y;
   }
 
+  Tensor network_input(const Tensor& x) override { return to_input(x); }
   Tensor input_buffer(const Shape& sizes) override { return Mode::input_buffer(s_, sizes); }
   Tensor targets_buffer(const Shape& sizes) override { return Mode::targets_buffer(s_, sizes, targets_dtype()); }
   void drop_captured_steps() override { graphs_.clear(); }
@@ -489,6 +490,7 @@ class ModelImpl final : public Model {
   // In direct mode also the planned input buffer the step reads (the layers' plans are
   // keyed on it), so that a step over a new buffer for the same shape is planned anew.
   std::string step_key(std::string_view what, const Tensor& x, const Tensor& targets) {
+    latest_input_sizes_ = x.sizes();  // a planned step that replays converts no input
     if constexpr (!is_direct_v<P>) return {};  // the tape modes plan nothing
     std::string k(what);
     k += s_.net->is_training() ? " train " : " eval ";
@@ -505,6 +507,7 @@ class ModelImpl final : public Model {
   }
   Tensor to_input(const Tensor& x) {
     STRATA_CHECK(x.defined(), "Model: input is undefined");
+    latest_input_sizes_ = x.sizes();
     return Mode::convert(s_, x, s_.compute, layout_for(x.dim(), s_.fmt), s_.input);
   }
   Tensor to_targets(const Tensor& t) {

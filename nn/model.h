@@ -41,6 +41,7 @@
 #include <string>
 #include <string_view>
 
+#include "strata/nn/evaluate.h"
 #include "strata/nn/init.h"
 #include "strata/nn/lenet.h"
 #include "strata/nn/loss.h"
@@ -137,6 +138,35 @@ class Model {
   // One line for every run's log: the model, its parameter count, the init policy,
   // the dispatch mode, the backend, the dtype and the loss.
   const std::string& describe() const { return describe_; }
+  // verbose: that line, then one row per module of the network (its dotted name, its type and
+  // configuration, its output shape, its parameters with its children's) and the total, as
+  // Keras's summary() and torchinfo print (nn/summary.cpp says how the shapes are found). The
+  // shapes are those for inputs of `input` sizes ([N, C, H, W] or [N, features]); empty: those
+  // of the latest input the model was given; shapes are left out when there is neither. It runs
+  // the network forward with gradients off in eval mode (the train/eval state is restored):
+  // call it between steps, not between forward_loss and backward. Not verbose: describe().
+  std::string describe(bool verbose, const Shape& input = {});
+  // The loss and accuracy over one whole pass of `loader` (nn/evaluate.h): any loader with
+  // start_epoch(int64_t) and next() returning an optional batch of `images` and `targets`.
+  template <class Loader>
+  EvalResult evaluate(Loader& loader, const EvalObserver& observe = {}) {
+    loader.start_epoch(0);
+    return nn::evaluate(
+        *this,
+        [&loader]() -> std::optional<EvalBatch> {
+          auto b = loader.next();
+          if (!b) return std::nullopt;
+          return EvalBatch{b->images, b->targets};
+        },
+        observe);
+  }
+  // x converted to what the network's first layer takes (device, compute dtype, memory
+  // format), as forward() does before running the network; in direct mode the planned input
+  // buffer, which x is copied into.
+  virtual Tensor network_input(const Tensor& x) = 0;
+  // The sizes of the latest input given to forward, forward_loss, train_step or predict
+  // (empty before one).
+  const Shape& latest_input_sizes() const { return latest_input_sizes_; }
   // Called by train_step once the step's gradients are complete and before anything
   // reads them (the optimizer, the loss scaler's finiteness check): data-parallel
   // training averages them across processes here (dist/data_parallel.h), so every
@@ -171,6 +201,7 @@ class Model {
     if (graph_launch_hook_) graph_launch_hook_();
   }
   std::string describe_;
+  Shape latest_input_sizes_;
   std::function<void()> gradient_hook_, graph_launch_hook_;
   std::function<void(const Tensor&)> param_ready_;
 };

@@ -142,7 +142,7 @@ void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
   STRATA_CHECK(a.training || (a.running_mean.defined && a.running_var.defined),
                "onednn: batch_norm_fwd in eval mode needs running_mean and running_var");
   if (!a.training && eval_affine(a)) return;
-  guarded("batch_norm_fwd", [&] {
+  guarded("batch_norm_fwd", loops::elementwise_work(a.x.numel()), [&] {
     Context& c = *ctx_;
     const int64_t ch = a.x.sizes[1];
     Key key(OpId::batch_norm_fwd);
@@ -216,7 +216,7 @@ void OneDnnBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
 }
 
 void OneDnnBackend::plain_batch_norm_bwd(const BatchNormBwdArgs& a) {
-  guarded("batch_norm_bwd", [&] {
+  guarded("batch_norm_bwd", loops::elementwise_work(a.x.numel()), [&] {
     Context& c = *ctx_;
     const int64_t ch = a.x.sizes[1];
     Key key(OpId::batch_norm_bwd);

@@ -5,6 +5,9 @@
 // Written against oneDNN 2.6's C++ API (operation descriptors + primitive_desc).
 #include <dnnl.hpp>
 #include <dnnl_debug.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -13,8 +16,10 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "strata/backends/api/backend.h"
+#include "strata/backends/cpu/threads.h"
 #include "strata/backends/onednn/onednn_backend.h"
 #include "strata/core/error.h"
 
@@ -188,6 +193,12 @@ struct Context {
 void reduce(Context& c, const Key& key, dnnl::algorithm alg, const memory::desc& src, const memory::desc& dst,
             const void* src_ptr, void* dst_ptr);
 
+// A convolution's work: each output (or output-gradient) element takes one multiply-add per
+// weight of its output channel, in all three passes.
+inline loops::Work conv_work(const ops::TensorView& out, const ops::TensorView& w) {
+  return loops::product_work(w.sizes[0] > 0 ? out.numel() * (w.numel() / w.sizes[0]) : 0);
+}
+
 // Runs f, turning a oneDNN error into strata::Error naming the op, the failed call
 // and its status.
 template <class F>
@@ -197,6 +208,49 @@ void guarded(std::string_view op, F&& f) {
   } catch (const dnnl::error& e) {
     STRATA_FAIL("onednn: ", op, ": ", e.what(), " (status: ", dnnl_status2str(e.status), ")");
   }
+}
+
+// The calling thread's OpenMP team size (omp_set_num_threads: a per-thread setting) lowered
+// to `n` for the scope, then put back; no change when n is not below it.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int n) {
+#ifdef _OPENMP
+    saved_ = omp_get_max_threads();
+    if (n < saved_) omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+  }
+  ~ScopedOmpThreads() {
+#ifdef _OPENMP
+    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+#endif
+  }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+  // The pool's size as this thread sees it (1 without OpenMP).
+  static int max_threads() {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+  }
+
+ private:
+  int saved_ = 1;
+};
+
+// guarded() for a primitive call of `work`: the primitive is made (on first use) and run
+// with the threads the work is worth (backends/cpu/threads.h), so small work stays on the
+// calling thread. oneDNN reads the team size when it makes a primitive (its blocking and
+// thread split) and when it runs it; a primitive's shape fixes its work, so both see the same
+// count, and oneDNN's own primitive cache keys on the count.
+template <class F>
+void guarded(std::string_view op, const loops::Work& work, F&& f) {
+  ScopedOmpThreads threads(loops::threads_for(work, ScopedOmpThreads::max_threads()));
+  guarded(op, std::forward<F>(f));
 }
 
 inline void require_f32(std::string_view op, DType dt) {

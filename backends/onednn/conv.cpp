@@ -187,7 +187,7 @@ void unblock_1x1(const float* src, float* dst, int64_t o, int64_t i) {
 
 void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   require_f32_or_bf16("conv2d_fwd", a.x.dtype);
-  guarded("conv2d_fwd", [&] {
+  guarded("conv2d_fwd", conv_work(a.y, a.w), [&] {
     Context& c = *ctx_;
     Key key = conv_key(OpId::conv2d_fwd, a.p, a.x, a.w, a.b, a.y, a.z);
     key.add(int64_t{a.relu});
@@ -313,7 +313,7 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
 
 void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   require_f32_or_bf16("conv2d_bwd_data", a.dy.dtype);
-  guarded("conv2d_bwd_data", [&] {
+  guarded("conv2d_bwd_data", conv_work(a.dy, a.w), [&] {
     Context& c = *ctx_;
     auto& pl = c.plan<BwdDataPlan>(conv_key(OpId::conv2d_bwd_data, a.p, a.dy, a.w, a.dx), [&] {
       auto p = std::make_unique<BwdDataPlan>();
@@ -337,7 +337,7 @@ void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
 
 void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
   require_f32_or_bf16("conv2d_bwd_weight", a.x.dtype);
-  guarded("conv2d_bwd_weight", [&] {
+  guarded("conv2d_bwd_weight", conv_work(a.dy, a.dw), [&] {
     Context& c = *ctx_;
     auto& pl = c.plan<BwdWeightPlan>(conv_key(OpId::conv2d_bwd_weight, a.p, a.x, a.dy, a.dw), [&] {
       auto p = std::make_unique<BwdWeightPlan>();

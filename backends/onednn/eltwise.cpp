@@ -69,14 +69,15 @@ struct BinaryPlan : Plan {
 void OneDnnBackend::relu_fwd(const ReluFwdArgs& a) {
   require_f32_or_bf16("relu_fwd", a.x.dtype);
   if (a.x.dtype == DType::f32 && a.x.numel() < kLoopBelow) return loops::relu_fwd<float>(a);
-  guarded("relu_fwd", [&] { eltwise(*ctx_, OpId::relu_fwd, algorithm::eltwise_relu, a.x, a.y); });
+  guarded("relu_fwd", loops::elementwise_work(a.x.numel()),
+          [&] { eltwise(*ctx_, OpId::relu_fwd, algorithm::eltwise_relu, a.x, a.y); });
 }
 
 // dx = dy where y > 0: eltwise_relu_use_dst_for_bwd with alpha 0 is exactly that.
 void OneDnnBackend::relu_bwd(const ReluBwdArgs& a) {
   require_f32_or_bf16("relu_bwd", a.dy.dtype);
   if (a.dy.dtype == DType::f32 && a.dy.numel() < kLoopBelow) return loops::relu_bwd<float>(a);
-  guarded("relu_bwd", [&] {
+  guarded("relu_bwd", loops::elementwise_work(a.dy.numel()), [&] {
     Context& c = *ctx_;
     Key key(OpId::relu_bwd);
     key.views(a.y, a.dy, a.dx);
@@ -108,7 +109,7 @@ void OneDnnBackend::relu_bwd(const ReluBwdArgs& a) {
 void OneDnnBackend::add(const AddArgs& a) {
   require_f32_or_bf16("add", a.a.dtype);
   if (a.a.dtype == DType::f32 && a.a.numel() < kLoopBelow) return loops::add<float>(a);
-  guarded("add", [&] {
+  guarded("add", loops::elementwise_work(a.y.numel()), [&] {
     Context& c = *ctx_;
     Key key(OpId::add);
     key.views(a.a, a.b, a.y);
@@ -150,7 +151,7 @@ struct ScalePlan : Plan {
 void OneDnnBackend::scale(const ScaleArgs& a) {
   require_f32("scale", a.x.dtype);
   if (a.x.numel() < kLoopBelow) return loops::scale<float>(a);
-  guarded("scale", [&] {
+  guarded("scale", loops::elementwise_work(a.x.numel()), [&] {
     Context& c = *ctx_;
     Key key(OpId::scale);
     key.views(a.x, a.y);
@@ -178,7 +179,7 @@ void OneDnnBackend::scale(const ScaleArgs& a) {
 // small probabilities).
 void OneDnnBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
   require_f32("softmax_xent_fwd", a.logits.dtype);
-  guarded("softmax_xent_fwd", [&] {
+  guarded("softmax_xent_fwd", loops::elementwise_work(a.logits.numel()), [&] {
     Context& c = *ctx_;
     if (a.probs.defined) {
       Key key(OpId::softmax_xent_fwd);

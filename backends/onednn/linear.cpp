@@ -68,7 +68,7 @@ void matmul(Context& c, const Key& key, const memory::desc& src, const memory::d
 // y [N,out] = x [N,in] * w^T [in,out] + b [1,out]
 void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
   require_f32_or_bf16("linear_fwd", a.x.dtype);
-  guarded("linear_fwd", [&] {
+  guarded("linear_fwd", loops::product_work(a.y.numel() * a.w.sizes[1]), [&] {
     Key key(OpId::linear_fwd);
     key.views(a.x, a.w, a.b, a.y);
     const memory::desc bias =
@@ -81,7 +81,7 @@ void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
 // dx [N,in] = dy [N,out] * w [out,in]
 void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
   require_f32_or_bf16("linear_bwd_data", a.dy.dtype);
-  guarded("linear_bwd_data", [&] {
+  guarded("linear_bwd_data", loops::product_work(a.dx.numel() * a.w.sizes[0]), [&] {
     Key key(OpId::linear_bwd_data);
     key.views(a.dy, a.w, a.dx);
     matmul(*ctx_, key, md_of(a.dy), md_of(a.w), memory::desc(), md_of(a.dx), a.dy.data, a.w.data, nullptr,
@@ -92,7 +92,7 @@ void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
 // dw [out,in] = dy^T [out,N] * x [N,in]; db [out] = sum over N of dy.
 void OneDnnBackend::linear_bwd_weight(const LinearBwdWeightArgs& a) {
   require_f32_or_bf16("linear_bwd_weight", a.x.dtype);
-  guarded("linear_bwd_weight", [&] {
+  guarded("linear_bwd_weight", loops::product_work(a.dw.numel() * a.x.sizes[0]), [&] {
     Key key(OpId::linear_bwd_weight);
     key.views(a.x, a.dy, a.dw);
     matmul(*ctx_, key, md_transposed(a.dy), md_of(a.x), memory::desc(), md_of(a.dw), a.dy.data, a.x.data, nullptr,

@@ -128,7 +128,7 @@ void backward(Context& c, Key& key, algorithm alg, const TensorView* x, const Te
 
 void OneDnnBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
   require_f32_or_bf16("max_pool2d_fwd", a.x.dtype);
-  guarded("max_pool2d_fwd", [&] {
+  guarded("max_pool2d_fwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::max_pool2d_fwd);
     key.views(a.x, a.y);
     add_params(key, a.p);
@@ -138,7 +138,7 @@ void OneDnnBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
 
 void OneDnnBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
   require_f32_or_bf16("max_pool2d_bwd", a.x.dtype);
-  guarded("max_pool2d_bwd", [&] {
+  guarded("max_pool2d_bwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::max_pool2d_bwd);
     key.views(a.x, a.dy, a.dx);
     add_params(key, a.p);
@@ -148,7 +148,7 @@ void OneDnnBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
 
 void OneDnnBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
   require_f32_or_bf16("avg_pool2d_fwd", a.x.dtype);
-  guarded("avg_pool2d_fwd", [&] {
+  guarded("avg_pool2d_fwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::avg_pool2d_fwd);
     key.views(a.x, a.y);
     add_params(key, a.p);
@@ -158,7 +158,7 @@ void OneDnnBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
 
 void OneDnnBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
   require_f32_or_bf16("avg_pool2d_bwd", a.dy.dtype);
-  guarded("avg_pool2d_bwd", [&] {
+  guarded("avg_pool2d_bwd", loops::elementwise_work(a.dx.numel()), [&] {
     Key key(OpId::avg_pool2d_bwd);
     key.views(a.dy, a.dx);
     add_params(key, a.p);
@@ -168,7 +168,7 @@ void OneDnnBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
 
 void OneDnnBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
   require_f32_or_bf16("global_avg_pool_fwd", a.x.dtype);
-  guarded("global_avg_pool_fwd", [&] {
+  guarded("global_avg_pool_fwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::global_avg_pool_fwd);
     key.views(a.x, a.y);
     forward(*ctx_, key, algorithm::pooling_avg_include_padding, a.x, a.y, md_nc11(a.y, a.x), plane(a.x));
@@ -177,7 +177,7 @@ void OneDnnBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
 
 void OneDnnBackend::global_avg_pool_bwd(const GlobalAvgPoolBwdArgs& a) {
   require_f32_or_bf16("global_avg_pool_bwd", a.dy.dtype);
-  guarded("global_avg_pool_bwd", [&] {
+  guarded("global_avg_pool_bwd", loops::elementwise_work(a.dx.numel()), [&] {
     Key key(OpId::global_avg_pool_bwd);
     key.views(a.dy, a.dx);
     backward(*ctx_, key, algorithm::pooling_avg_include_padding, nullptr, a.dy, md_nc11(a.dy, a.dx), a.dx,

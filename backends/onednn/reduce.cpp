@@ -61,12 +61,14 @@ void reduce_all(Context& c, OpId op, algorithm alg, const ReduceArgs& a, Loop&& 
 
 void OneDnnBackend::sum(const ReduceArgs& a) {
   require_f32("sum", a.x.dtype);
-  guarded("sum", [&] { reduce_all(*ctx_, OpId::sum, algorithm::reduction_sum, a, [&] { loops::sum<float>(a); }); });
+  guarded("sum", loops::elementwise_work(a.x.numel()), [&] {
+    reduce_all(*ctx_, OpId::sum, algorithm::reduction_sum, a, [&] { loops::sum<float>(a); });
+  });
 }
 
 void OneDnnBackend::mean(const ReduceArgs& a) {
   require_f32("mean", a.x.dtype);
-  guarded("mean", [&] {
+  guarded("mean", loops::elementwise_work(a.x.numel()), [&] {
     reduce_all(*ctx_, OpId::mean, algorithm::reduction_mean, a, [&] { loops::mean<float>(a); });
   });
 }

@@ -125,7 +125,7 @@ void OneDnnBackend::copy(const CopyArgs& a) {
   const bool relayout = a.x.dtype == DType::f32 && a.y.dtype == DType::f32 && a.x.device.is_cpu() &&
                         a.y.device.is_cpu() && a.x.numel() > 1 && !loops::same_layout(a.x, a.y);
   if (!relayout) return loops::copy(kName, a);
-  guarded("copy", [&] {
+  guarded("copy", loops::elementwise_work(a.x.numel()), [&] {
     Context& c = *ctx_;
     Key key(OpId::copy);
     key.views(a.x, a.y);

@@ -17,7 +17,8 @@
 // GPU utilisation, power and energy from NVML over the timed steps. Points run
 // cheapest first; nothing new starts after --deadline seconds; a point at least as
 // large as one that ran out of memory is not tried. "cudagraph" is strata's graph mode
-// (inference on the cuda backend; reported absent for training and on the CPU).
+// (training and inference steps captured and replayed on the cuda backend; reported absent
+// on the CPU).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -59,15 +59,6 @@ double mean_average_precision(const std::vector<float>& scores, const std::vecto
   return counted ? sum / static_cast<double>(counted) : std::nan("");
 }
 
-int64_t count_correct(const float* logits, const int64_t* labels, int64_t n, int64_t classes) {
-  int64_t correct = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float* row = logits + i * classes;
-    correct += std::max_element(row, row + classes) - row == labels[i];
-  }
-  return correct;
-}
-
 std::string to_json_line(const EpochMetrics& m) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::ordered_json j;

@@ -35,9 +35,6 @@ std::optional<double> average_precision(const float* scores, const float* target
 double mean_average_precision(const std::vector<float>& scores, const std::vector<float>& targets, int64_t n,
                               int64_t classes);
 
-// Number of rows of [n, classes] logits whose argmax (first maximum) equals the label.
-int64_t count_correct(const float* logits, const int64_t* labels, int64_t n, int64_t classes);
-
 struct EpochMetrics {
   std::string run_id, time;
   int64_t epoch = 0;  // 1-based

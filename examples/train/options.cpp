@@ -13,6 +13,7 @@
 #include "strata/backends/api/registry.h"
 #include "strata/core/version.h"
 #include "examples/train/presets.h"
+#include "examples/train/resources.h"
 #include "strata/nn/init.h"
 #include "strata/nn/lenet.h"
 #include "strata/nn/optim.h"
@@ -229,8 +230,8 @@ void apply_thread_count(int threads, char** argv) {
   if (const int cpus = available_cpus(); threads > cpus && std::getenv("STRATA_TRAIN_REEXECUTED") == nullptr)
     std::fprintf(stderr,
                  "warning: --threads %d is more than the %d CPUs this process may run on: the threads will take "
-                 "turns on them and every parallel op waits for the last (docs/threads.md); kept as asked\n",
-                 threads, cpus);
+                 "turns on them and every parallel op waits for the last (%s); kept as asked\n",
+                 threads, cpus, resource_path("docs/threads.md").c_str());
   const std::string n = std::to_string(threads);
   auto equals = [&](const char* var) {
     const char* v = std::getenv(var);

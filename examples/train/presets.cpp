@@ -8,6 +8,7 @@
 #include "strata/data/stl10.h"
 #include "strata/data/voc.h"
 #include "examples/train/checkpoint_meta.h"
+#include "examples/train/resources.h"
 
 namespace strata::train {
 
@@ -16,12 +17,13 @@ namespace {
 std::vector<std::string> names_of(const char* const* first, size_t n) { return {first, first + n}; }
 
 std::vector<DatasetPreset> make_presets() {
+  const std::string get_data = resource_path("tools/get-data.sh");
   std::vector<DatasetPreset> v;
   DatasetPreset fm;
   fm.name = "fashion-mnist";
   fm.default_dir = data::kDebianFashionMnistDir;
   fm.format = "DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (IDX)";
-  fm.get_data = "Debian's dataset-fashion-mnist (tools/setup-deps.sh installs it)";
+  fm.get_data = "Debian's dataset-fashion-mnist (" + resource_path("tools/setup-deps.sh") + " installs it)";
   fm.idx = true;
   fm.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
@@ -31,7 +33,7 @@ std::vector<DatasetPreset> make_presets() {
   DatasetPreset mn = fm;
   mn.name = "mnist";
   mn.default_dir = "";
-  mn.get_data = "tools/get-data.sh mnist DIR";
+  mn.get_data = get_data + " mnist DIR";
   mn.class_names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
   mn.normalize = data::norm::mnist();
   v.push_back(mn);
@@ -40,7 +42,7 @@ std::vector<DatasetPreset> make_presets() {
   c10.name = "cifar10";
   c10.format = "DIR/data_batch_{1..5}.bin and DIR/test_batch.bin, or the same in DIR/cifar-10-batches-bin/ "
                "(CIFAR-10 binary version)";
-  c10.get_data = "tools/get-data.sh cifar10 DIR";
+  c10.get_data = get_data + " cifar10 DIR";
   c10.channels = 3;
   c10.class_names = names_of(data::kCifar10Classes, 10);
   c10.normalize = data::norm::cifar10();
@@ -51,7 +53,7 @@ std::vector<DatasetPreset> make_presets() {
   DatasetPreset stl = c10;
   stl.name = "stl10";
   stl.format = "DIR/{train,test}_{X,y}.bin, or the same in DIR/stl10_binary/ (STL-10 binary version)";
-  stl.get_data = "tools/get-data.sh stl10 DIR";
+  stl.get_data = get_data + " stl10 DIR";
   stl.class_names = names_of(data::kStl10Classes, 10);
   stl.normalize = data::norm::stl10();
   v.push_back(stl);
@@ -60,7 +62,7 @@ std::vector<DatasetPreset> make_presets() {
   voc.name = "voc";
   voc.format = "DIR/ImageSets/Main/<set>.txt, DIR/Annotations/<id>.xml, DIR/JPEGImages/<id>.jpg: DIR is a "
                "PASCAL VOC year, e.g. VOCdevkit/VOC2007 (sets: --voc-train-set, --voc-test-set)";
-  voc.get_data = "tools/get-data.sh voc2007 D, then --data-dir D/VOCdevkit/VOC2007";
+  voc.get_data = get_data + " voc2007 D, then --data-dir D/VOCdevkit/VOC2007";
   voc.task = Task::multilabel;
   voc.channels = 3;
   voc.num_classes = data::kVocNumClasses;

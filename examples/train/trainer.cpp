@@ -347,28 +347,19 @@ void Trainer::restore(const std::string& path) {
 
 EvalResult Trainer::evaluate() {
   ops::TraceSpan span("evaluate");
-  model_->eval();
-  autograd::NoGradGuard no_grad;
   EvalResult r;
-  double loss_sum = 0;
-  int64_t correct = 0;
   std::vector<float> scores, targets;
-  test_loader_->start_epoch(0);
-  while (auto b = test_loader_->next()) {
-    const int64_t n = b->images.size(0);
-    const nn::StepResult out = model_->forward_loss(b->images, b->targets);
-    loss_sum += out.loss.item() * static_cast<double>(n);
-    const std::vector<float> logits = out.logits.to_vector<float>();
-    if (preset_.task == Task::classification) {
-      correct += count_correct(logits.data(), b->targets.data<int64_t>(), n, preset_.num_classes);
-    } else {
-      scores.insert(scores.end(), logits.begin(), logits.end());
-      const std::vector<float> t = b->targets.to_vector<float>();
-      targets.insert(targets.end(), t.begin(), t.end());
-    }
-    r.images += n;
-  }
-  model_->train();
+  nn::EvalObserver keep_scores;  // mAP needs every score in one place
+  if (preset_.task == Task::multilabel)
+    keep_scores = [&](const Tensor& logits, const Tensor& t) {
+      const std::vector<float> l = logits.to_vector<float>(), v = t.to_vector<float>();
+      scores.insert(scores.end(), l.begin(), l.end());
+      targets.insert(targets.end(), v.begin(), v.end());
+    };
+  const nn::EvalResult e = model_->evaluate(*test_loader_, keep_scores);
+  double loss_sum = e.loss_sum;
+  int64_t correct = e.correct;
+  r.images = e.examples;
   if (preset_.task == Task::classification) {  // sharded: the sums over the ranks
     const std::vector<double> t =
         sum_over_ranks({loss_sum, static_cast<double>(correct), static_cast<double>(r.images)});
@@ -441,7 +432,7 @@ RunResult Trainer::run() {
       seen_ += n;
       if (!multilabel) {
         const std::vector<float> logits = r.logits.to_vector<float>();
-        correct_ += count_correct(logits.data(), b->targets.data<int64_t>(), n, preset_.num_classes);
+        correct_ += nn::count_correct(logits.data(), b->targets.data<int64_t>(), n, preset_.num_classes);
       }
       images += n;
       ++step_;

@@ -1,4 +1,4 @@
-# cmake -DSTEP=install|find_package|components|pkg_config|static|library_build|library_run -DSTRATA_BUILD_DIR=
+# cmake -DSTEP=install|find_package|components|pkg_config|share|static|library_build|library_run -DSTRATA_BUILD_DIR=
 #       -DSOURCE_DIR= -DWORK_DIR= -DPROJECT_DIR= -DGENERATOR= -DCXX= [-DLIBRARY_DIR= | -DPROGRAM= -DMODE= -DDATA_DIR=]
 #       -P run_consumer.cmake
 set(prefix ${WORK_DIR}/prefix)
@@ -52,10 +52,40 @@ elseif(STEP STREQUAL "pkg_config")
   run(${PKG_CONFIG} --cflags --libs strata)
   string(STRIP "${LAST_OUT}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
-  file(GLOB libdir LIST_DIRECTORIES true ${prefix}/lib*)
-  list(FILTER libdir EXCLUDE REGEX "\\.")
-  run(${CXX} -I${PROJECT_DIR}/include ${PROJECT_DIR}/main.cpp ${flags} -Wl,-rpath,${libdir} -o ${WORK_DIR}/consumer_pkg_config)
+  # Only the .pc file's flags: the program must start as built, finding the shared libraries through the
+  # run path that Libs gives, with no LD_LIBRARY_PATH and no -rpath of the test's own.
+  run(${CXX} -I${PROJECT_DIR}/include ${PROJECT_DIR}/main.cpp ${flags} -o ${WORK_DIR}/consumer_pkg_config)
+  unset(ENV{LD_LIBRARY_PATH})
   expect_consumer_ok(${WORK_DIR}/consumer_pkg_config)
+elseif(STEP STREQUAL "share")
+  # The installed strata_train names the installed copies of what its help and errors point to, and they exist.
+  file(REAL_PATH ${prefix}/share/strata share)
+  run(${prefix}/bin/strata_train --help)
+  set(help "${LAST_OUT}")
+  foreach(f tools/get-data.sh tools/setup-deps.sh)
+    if(NOT EXISTS ${share}/${f})
+      message(FATAL_ERROR "${f} is not installed under ${share}")
+    endif()
+    string(FIND "${help}" "${share}/${f}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "the installed strata_train --help does not name ${share}/${f}:\n${help}")
+    endif()
+  endforeach()
+  if(NOT EXISTS ${share}/docs/threads.md)
+    message(FATAL_ERROR "docs/threads.md is not installed under ${share}")
+  endif()
+  string(FIND "${help}" "${SOURCE_DIR}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "the installed strata_train --help names the source tree ${SOURCE_DIR}:\n${help}")
+  endif()
+  run(${share}/tools/get-data.sh --help)  # installed as a program
+  execute_process(COMMAND ${prefix}/bin/strata_train --dataset mnist RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  string(FIND "${out}${err}" "${share}/tools/get-data.sh mnist DIR" at)
+  if(NOT rc EQUAL 2 OR at EQUAL -1)
+    message(FATAL_ERROR "strata_train --dataset mnist without --data-dir must exit 2 naming the installed "
+                        "get-data.sh (rc ${rc}):\n${out}${err}")
+  endif()
 elseif(STEP STREQUAL "static")
   set(work ${WORK_DIR}_static)
   file(REMOVE_RECURSE ${work})

@@ -51,14 +51,6 @@ TEST(TrainMetrics, MeanAveragePrecisionOverClassesSkipsClassesWithoutPositives) 
   EXPECT_THROW(mean_average_precision(scores, targets, 4, 3), Error);
 }
 
-TEST(TrainMetrics, CountCorrectUsesTheFirstMaximum) {
-  const float logits[] = {0.1f, 0.9f, 0.0f,  //
-                          2.0f, 2.0f, 1.0f,  //
-                          -1.f, -2.f, -0.5f};
-  const int64_t labels[] = {1, 1, 2};
-  EXPECT_EQ(train::count_correct(logits, labels, 3, 3), 2);  // row 1's tie goes to class 0
-}
-
 train::EpochMetrics sample_metrics() {
   train::EpochMetrics m;
   m.run_id = "20261127T140305Z-3f9a2c";

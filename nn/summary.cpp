@@ -1,0 +1,126 @@
+// Model::describe(verbose): the per-module table that Keras's model.summary() and torchinfo
+// print: name, type and configuration, output shape, parameters.
+//
+// Output shapes are observed, not declared: modules have no shape rule of their own, and their
+// forward() calls each other directly (typed networks are not Sequentials), so nothing can hook
+// a child's call. The model runs forward once on zeros of the input sizes (predict: gradients
+// off, eval mode); then each module's children are run one after another, in the order they
+// were registered, on the module's input. A Sequential runs its children exactly so. For any
+// other module the chain is kept only when it ends in the module's own output shape without an
+// error (LeNet and ResNet's stem, stages and head are such chains; a residual block is not, and
+// its children's shapes are shown as "-"). A module whose forward takes its children in another
+// order but the same shapes in and out would be shown with the chain's shapes: every layer here
+// registers its children in the order its forward calls them.
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/factories.h"
+#include "strata/nn/layers/container.h"
+#include "strata/nn/model.h"
+#include "strata/nn/restore_training.h"
+
+namespace strata::nn {
+
+namespace {
+
+struct Row {
+  std::string name;  // dotted path; "" for the network itself
+  int depth = 0;
+  std::string what;  // "Linear(in_features=16, ...)"
+  std::string shape = "-";
+  int64_t params = 0;
+};
+
+std::string what_of(const Module& m) {
+  const std::string extra = m.extra_repr();
+  return std::string(m.type_name()) + (extra.empty() ? "" : "(" + extra + ")");
+}
+
+// Rows for `m` and its descendants, depth first; out: m's output shape when known.
+void rows_of(const Module& m, const std::string& name, int depth, std::vector<Row>& rows) {
+  rows.push_back({name, depth, what_of(m), "-", m.num_parameters()});
+  for (const auto& [child_name, child] : m.children())
+    rows_of(*child, name.empty() ? child_name : name + "." + child_name, depth + 1, rows);
+}
+
+// Fills the shapes of m's descendants, whose rows follow `at` (m's row) in `rows`: the chain of
+// m's children from `in` (see the top of the file). Returns the row after m's subtree.
+size_t shapes_below(Module& m, const Tensor& in, const Shape& out, std::vector<Row>& rows, size_t at) {
+  size_t next = at + 1;
+  std::vector<std::pair<size_t, Tensor>> inputs;  // each child's row and its input
+  bool chain = !m.children().empty();
+  Tensor h = in;
+  for (const auto& [child_name, child] : m.children()) {
+    inputs.emplace_back(next, h);
+    size_t end = next + 1;
+    while (end < rows.size() && rows[end].depth > rows[next].depth) ++end;
+    if (chain) {
+      try {
+        h = child->forward(h);
+      } catch (const Error&) {
+        chain = false;
+      }
+    }
+    next = end;
+  }
+  if (!chain || !(dynamic_cast<const Sequential*>(&m) != nullptr || h.sizes() == out)) return next;
+  // The chain holds: each child's output and, below it, its own children.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto& [row, x] = inputs[i];
+    const Tensor& y = i + 1 < inputs.size() ? inputs[i + 1].second : h;
+    rows[row].shape = y.sizes().str();
+    Module& child = *m.children()[i].second;
+    if (!child.children().empty()) shapes_below(child, x, y.sizes(), rows, row);
+  }
+  return next;
+}
+
+
+}  // namespace
+
+std::string Model::describe(bool verbose, const Shape& input) {
+  if (!verbose) return describe_;
+  std::vector<Row> rows;
+  rows_of(module(), "", 0, rows);
+  rows[0].name = "(model)";
+  const Shape sizes = !input.empty() ? input : latest_input_sizes_;
+  if (!sizes.empty()) {
+    detail::RestoreTraining restore(module());
+    module().eval();
+    autograd::NoGradGuard no_grad;
+    const Tensor x = zeros(sizes, dtype());
+    const Shape out = predict(x).sizes();
+    rows[0].shape = out.str();
+    shapes_below(module(), network_input(x), out, rows, 0);
+  }
+  size_t name_w = 5, what_w = 4, shape_w = 12;
+  for (const Row& r : rows) {
+    name_w = std::max(name_w, r.name.size() + 2 * static_cast<size_t>(r.depth));
+    what_w = std::max(what_w, r.what.size());
+    shape_w = std::max(shape_w, r.shape.size());
+  }
+  what_w = std::min<size_t>(what_w, 60);
+  auto line = [&](const std::string& name, const std::string& what, const std::string& shape,
+                  const std::string& params) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%-*s  %-*s  %-*s  %s\n", static_cast<int>(name_w), name.c_str(),
+                  static_cast<int>(what_w), what.substr(0, what_w).c_str(), static_cast<int>(shape_w), shape.c_str(),
+                  params.c_str());
+    return std::string(buf);
+  };
+  std::string s = describe_ + "\n";
+  s += line("layer", "type", "output shape", "parameters");
+  for (const Row& r : rows)
+    s += line(std::string(2 * static_cast<size_t>(r.depth), ' ') + r.name, r.what, r.shape,
+              group_thousands(r.params));
+  s += "total parameters: " + group_thousands(module().num_parameters());
+  if (!sizes.empty())
+    s += " | shapes for input " + sizes.str();
+  else
+    s += " | no output shapes: give an input shape, or run the model once";
+  return s + "\n";
+}
+
+}  // namespace strata::nn
