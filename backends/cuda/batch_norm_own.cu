@@ -1,8 +1,7 @@
 // strata's own batch norm kernels: every channels-last batch norm, and every f16/bf16
 // one (activations in f16/bf16, statistics and affine parameters in f32, as mixed
 // precision wants them). cuDNN keeps f32 NCHW, where it is fast; its f32 NHWC kernels
-// take ~8x their NCHW time on an H100 ([32,64,56,56]: 0.48/0.75 vs 0.06/0.16 ms
-// fwd/bwd), which made channels-last training 3.3x slower than NCHW.
+// are several times slower than its NCHW ones (docs/tuning.md).
 //
 // Three passes (batch_norm_passes.cuh), each one read of the activation: per-channel sums
 // (fixed-order partials in double, then a per-channel finish: deterministic, independent

@@ -53,8 +53,7 @@ struct GradMoments {
 
 // The per-channel kernels after the sums pass (the group's exchange and both finish kernels): a block is kFinishChannels channels
 // (threadIdx.x) by kFinishLanes lanes (threadIdx.y) that share the summing of each channel's
-// splits. One thread per channel summing its ~200 splits in sequence took 27-36 us a call
-// (53 calls each way in a ResNet-50 training step: 3.1 of 39 ms on an H200, docs/tuning.md).
+// splits (one thread per channel summing them in sequence was slow: docs/tuning.md).
 constexpr int kFinishChannels = 32, kFinishLanes = 16;
 unsigned finish_blocks(int64_t c) { return static_cast<unsigned>((c + kFinishChannels - 1) / kFinishChannels); }
 const dim3 kFinishThreads(kFinishChannels, kFinishLanes);
@@ -301,8 +300,7 @@ __global__ void bn_bwd_finish_kernel(const double* partial, int splits, const do
 }  // namespace
 
 // Two blocks per SM, each thread at least 8 rows: the blocks the kernel's registers keep
-// resident at once, so the grid runs in one wave (four per SM, two waves, left a tail that
-// cost 2.2 ms of a ResNet-50 bf16 training step; docs/tuning.md).
+// resident at once, so the grid runs in one wave (two waves left a tail: docs/tuning.md).
 template <class T, bool Bwd>
 BnSums bn_sums(Context& ctx, const T* x, const T* dy, const ops::TensorView& mean, const BnShape& g, int v,
                const uint8_t* mask, T* gout) {

@@ -63,8 +63,8 @@ struct DropoutBwdFn {
 // ---- binary ops: y = op(a, b) ------------------------------------------------------
 // add, relu (b unused) and relu's backward, each defined once for both paths: when
 // every operand is dense in one memory order (the coalesced indexing is a single
-// dimension of stride 1) and 16-byte aligned, 16-byte vectors (scalar 2-byte accesses
-// left bf16 residual adds and relus at ~1.2 TB/s on an H100); otherwise any strides.
+// dimension of stride 1) and 16-byte aligned, 16-byte vectors (scalar 2-byte accesses left
+// bf16 adds and relus far below the memory's bandwidth: docs/tuning.md); otherwise any strides.
 template <class T>
 struct AddOp {
   __device__ T operator()(T a, T b) const { return store<T>(load(a) + load(b)); }

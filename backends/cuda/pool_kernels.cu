@@ -1,6 +1,5 @@
 // Max pooling's backward on dense channels-last tensors in strata's kernels: cuDNN's took
-// 1.73 ms for a ResNet-50 stem's [256, 64, 112, 112] bf16 on an H100, five times the time
-// of its memory traffic. Two passes, a few samples at a time: each output window's first
+// five times the time of its memory traffic (docs/tuning.md). Two passes, a few samples at a time: each output window's first
 // maximum per channel, as its index inside the window (one byte), then each input value
 // gathers the gradients of the windows whose maximum it is, in a fixed window order
 // (deterministic). The first maximum in row-major order takes the gradient, NaN

@@ -1,9 +1,8 @@
 // space_to_depth and its adjoint (op_args.h): one thread per element of the tensor
 // written, visited in that tensor's memory order (channels innermost when it is
 // channels-last), so writes coalesce; a channels-last block tensor whose pixels are whole
-// 16-byte vectors gets one thread per pixel instead, writing vectors (the ResNet stem's
-// [256, 16, 115, 115] bf16 took 0.2 ms one element per thread, its index arithmetic the
-// bound). Data movement only: the kernel is chosen by the element's width, not its dtype
+// 16-byte vectors gets one thread per pixel instead, writing vectors (one element per thread
+// was bound by its index arithmetic: docs/tuning.md). Data movement only: the kernel is chosen by the element's width, not its dtype
 // (zero bits are +0 in every dtype).
 #include <cstdint>
 

@@ -48,9 +48,8 @@ void put(const TensorView& v, int64_t c, double value) {
 const normalization_flags kAffine = normalization_flags::use_scale | normalization_flags::use_shift;
 
 // Eval mode is a per-channel affine map, y = x * s[c] + t[c] with s = gamma * invstd
-// and t = beta - mean * s. oneDNN 2.6 has only its non-JIT ncsp implementation for
-// plain NCHW (about 11 ms of a 90 ms ResNet-50 batch-1 inference at one thread in
-// bench/libtorch), so dense NCHW and NHWC tensors run this loop instead, split over
+// and t = beta - mean * s. oneDNN 2.6 has only its slow non-JIT ncsp implementation for
+// plain NCHW (docs/tuning.md), so dense NCHW and NHWC tensors run this loop instead, split over
 // oneDNN's OpenMP threads. A fused evaluation's residual add and ReLU (op_args.h) run in
 // the same pass when z has x's layout. Returns false for other layouts (oneDNN runs those).
 bool eval_affine(const BatchNormFwdArgs& a) {

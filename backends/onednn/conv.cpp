@@ -98,7 +98,7 @@ dnnl::primitive_attr epilogue_attr(const Conv2dFwdArgs& a) {
 
 // Weights the primitive re-lays out, kept in its layout per weight buffer while their
 // version (Conv2dFwdArgs::w_version) holds: batch-1 inference re-laid every 3x3 weight out
-// at each call (10 of 117 ms on a 2-vCPU EPYC, docs/results/cpu_libtorch.md).
+// at each call otherwise (docs/tuning.md).
 struct KeptWeights {
   uint64_t version = 0;
   memory laid_out;

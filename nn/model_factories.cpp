@@ -1,0 +1,36 @@
+// The built-in networks as Models (nn/model.h), and the precision names the programs take.
+#include "strata/nn/model.h"
+
+#include "strata/nn/lenet.h"
+#include "strata/nn/policy.h"
+#include "strata/nn/resnet.h"
+
+namespace strata::nn {
+
+std::optional<DType> parse_precision(std::string_view name) {
+  if (name == "fp32") return std::nullopt;
+  if (name == "bf16") return DType::bf16;
+  if (name == "fp16") return DType::f16;
+  STRATA_FAIL("unknown precision '", name, "' (known: fp32, bf16, fp16)");
+}
+
+std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode, std::string_view backend,
+                                   const ModelOptions& o) {
+  STRATA_CHECK(!o.init, "make_resnet: the init policy comes from ResNetConfig::init, not ModelOptions::init");
+  return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
+    using P = std::decay_t<decltype(p)>;
+    return detail::wrap_module(p, make_resnet_module(p, c), c.dtype, o, describe(c), describe(c.init), mode);
+  });
+}
+
+std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode, std::string_view backend,
+                                  const ModelOptions& o) {
+  STRATA_CHECK(!o.init, "make_lenet: the init policy comes from LeNetConfig::init, not ModelOptions::init");
+  return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
+    using P = std::decay_t<decltype(p)>;
+    return detail::wrap_module(p, std::make_unique<LeNet<P>>(p, c), c.dtype, o, describe(c), describe(c.init),
+                               mode);
+  });
+}
+
+}  // namespace strata::nn
