@@ -130,3 +130,5 @@ template <class D> void amp_update_scale_(const D& d, const Tensor& grad_sums, c
                                           double growth = 2.0, double backoff = 0.5, int64_t interval = 2000);
 
 }  // namespace strata::ops
+
+#include "strata/ops/adaptive_optim.h"  // IWYU pragma: export (RMSprop, Adagrad, Adadelta)
