@@ -30,21 +30,10 @@ class AdaptiveOptimTest : public CpuBackendTest {
 // options' lr a decoy; step 3 with loss scaling: the gradient scaled by 256 and read times
 // 1/256, one skipped step before it (Adagrad's count passed as attempts plus skips).
 TEST_P(AdaptiveOptimTest, StepsMatchTheReference) {
-  struct Layout {
-    std::string name;
-    Shape sizes;
-    MemoryFormat fmt;
-    bool transposed;
-  };
-  const std::vector<Layout> layouts = {{"3x33", {3, 33}, kNCHW, false},
-                                       {"nhwc_2x8x3x3", {2, 8, 3, 3}, kNHWC, false},
-                                       {"transposed_5x4", {5, 4}, kNCHW, true},
-                                       {"one_element", {1}, kNCHW, false},
-                                       {"large_70001", {70001}, kNCHW, false}};
   const Tensor amp = Tensor::from_vector<double>({256.0, 0.0, 1.0, 1.0 / 256.0}, Shape{4});
   uint64_t seed = 51000;
   for (const AdaptiveCase& c : adaptive_cases())
-    for (const Layout& l : layouts) {
+    for (const ParamLayout& l : param_layouts({70001})) {
       SCOPED_TRACE(c.name + ", " + l.name);
       const Tensor base = rand_f32(l.sizes, seed += 10, l.fmt);
       const Tensor p = l.transposed ? copy_of(base).permute({1, 0}) : copy_of(base);

@@ -37,21 +37,10 @@ std::vector<Tensor> gpu_copies(const std::vector<Tensor>& ts) {
 // options' lr a decoy; step 3 with loss scaling on the device (the gradient scaled by 256,
 // read times 1/256; one step skipped before, which Adagrad's count discounts).
 TEST_F(CudaAdaptiveOptim, StepsMatchTheReference) {
-  struct Layout {
-    std::string name;
-    Shape sizes;
-    MemoryFormat fmt;
-    bool transposed;
-  };
-  const std::vector<Layout> layouts = {{"3x33", {3, 33}, kNCHW, false},
-                                       {"nhwc_2x8x3x3", {2, 8, 3, 3}, kNHWC, false},
-                                       {"transposed_5x4", {5, 4}, kNCHW, true},
-                                       {"one_element", {1}, kNCHW, false},
-                                       {"large_1000x10", {1000, 10}, kNCHW, false}};
   const Tensor amp = to_gpu(Tensor::from_vector<double>({256.0, 0.0, 1.0, 1.0 / 256.0}, Shape{4}));
   uint64_t seed = 71000;
   for (const AdaptiveCase& c : adaptive_cases())
-    for (const Layout& l : layouts) {
+    for (const ParamLayout& l : param_layouts({1000, 10})) {
       SCOPED_TRACE(c.name + ", " + l.name);
       const Tensor base = random_tensor(l.sizes, DType::f32, seed += 10, -1, 1, l.fmt);
       const Tensor cpu = l.transposed ? base.permute({1, 0}) : base;

@@ -174,12 +174,7 @@ TEST(NnAdaptiveOptim, StateDictNamesAndChecks) {
 // Two steps, a checkpoint, and two more: a fresh model and optimizer (another dispatch
 // mode) loaded from it end bitwise where the uninterrupted run does.
 TEST(NnAdaptiveOptim, CheckpointResumesBitwise) {
-  nn::ResNetConfig rc;
-  rc.depth = 18;
-  rc.num_classes = 10;
-  rc.small_input = true;
-  rc.base_channels = 8;
-  rc.init.seed = 11;
+  const nn::ResNetConfig rc = tiny_resnet(18);
   const Tensor x = random_tensor({2, 3, 8, 8}, DType::f32, 1);
   const Tensor y = random_labels(2, 10, 2);
   for (const AdaptiveCase& c : adaptive_cases()) {

@@ -22,6 +22,14 @@ std::vector<AdaptiveCase> adaptive_cases() {
   return v;
 }
 
+std::vector<ParamLayout> param_layouts(const Shape& large) {
+  return {{"3x33", {3, 33}, MemoryFormat::contiguous, false},
+          {"nhwc_2x8x3x3", {2, 8, 3, 3}, MemoryFormat::channels_last, false},
+          {"transposed_5x4", {5, 4}, MemoryFormat::contiguous, true},
+          {"one_element", {1}, MemoryFormat::contiguous, false},
+          {"large_" + large.str(), large, MemoryFormat::contiguous, false}};
+}
+
 int state_count(const AdaptiveCase& c) {
   switch (c.kind) {
     case Adaptive::rmsprop: return 1 + (c.rmsprop.momentum != 0.0) + c.rmsprop.centered;

@@ -29,6 +29,16 @@ struct AdaptiveCase {
 // another rho and eps. Learning rates large enough that a wrong term shows.
 std::vector<AdaptiveCase> adaptive_cases();
 
+// The layouts a model's parameters come in: contiguous, channels-last, a transposed view
+// (of `sizes`, stored transposed), one element, and a large one of `large` sizes.
+struct ParamLayout {
+  std::string name;
+  Shape sizes;
+  MemoryFormat fmt;
+  bool transposed;
+};
+std::vector<ParamLayout> param_layouts(const Shape& large);
+
 // A case's state tensors per parameter, in the order its op takes them (RMSprop:
 // square_avg, then momentum_buf and grad_avg where its options keep them).
 int state_count(const AdaptiveCase& c);

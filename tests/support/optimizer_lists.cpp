@@ -69,20 +69,39 @@ std::vector<Tensor> host_hypers(const std::vector<std::pair<double, double>>& pa
   return out;
 }
 
+// The run-time forms a step is taken in: plain, graph mode's hypers (on the device, or as
+// rows of one pinned host tensor), loss scaling's state (a step taken, a step skipped).
+struct Form {
+  std::string name;
+  bool hypers;
+  const Tensor* amp;
+  bool host = false;  // the hypers as rows of one pinned host tensor
+};
+class Forms {
+ public:
+  explicit Forms(const Place& place)
+      : taken_(place(Tensor::from_vector<double>({1024.0, 3.0, 2.0, 1.0 / 1024.0}, Shape{4}))),
+        skipped_(place(Tensor::from_vector<double>({512.0, 0.0, 3.0, 0.0}, Shape{4}))),
+        forms_{{"plain", false, nullptr},
+               {"device hyper", true, nullptr},
+               {"host hyper", true, nullptr, true},
+               {"amp", false, &taken_},
+               {"amp skipped", true, &skipped_},
+               {"amp, host hyper", true, &taken_, true}} {}
+  Forms(const Forms&) = delete;
+  Forms& operator=(const Forms&) = delete;
+  auto begin() const { return forms_.begin(); }
+  auto end() const { return forms_.end(); }
+
+ private:
+  Tensor taken_, skipped_;
+  std::vector<Form> forms_;
+};
+
 }  // namespace
 
 void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& place) {
-  const Tensor amp_taken = place(Tensor::from_vector<double>({1024.0, 3.0, 2.0, 1.0 / 1024.0}, Shape{4}));
-  const Tensor amp_skipped = place(Tensor::from_vector<double>({512.0, 0.0, 3.0, 0.0}, Shape{4}));
-  struct Form {
-    std::string name;
-    bool hypers;
-    const Tensor* amp;
-    bool host = false;  // the hypers as rows of one pinned host tensor
-  };
-  const std::vector<Form> forms = {{"plain", false, nullptr},         {"device hyper", true, nullptr},
-                                   {"host hyper", true, nullptr, true}, {"amp", false, &amp_taken},
-                                   {"amp skipped", true, &amp_skipped}, {"amp, host hyper", true, &amp_taken, true}};
+  const Forms forms(place);
   uint64_t seed = 31000;
   for (const Form& f : forms)
     for (double momentum : {0.0, 0.9}) {
@@ -144,17 +163,7 @@ void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& pl
 }
 
 void expect_adaptive_multi_steps_match_single_steps(backends::Backend& b, const Place& place) {
-  const Tensor amp_taken = place(Tensor::from_vector<double>({1024.0, 3.0, 2.0, 1.0 / 1024.0}, Shape{4}));
-  const Tensor amp_skipped = place(Tensor::from_vector<double>({512.0, 0.0, 3.0, 0.0}, Shape{4}));
-  struct Form {
-    std::string name;
-    bool hypers;
-    const Tensor* amp;
-    bool host = false;  // the hypers as rows of one pinned host tensor
-  };
-  const std::vector<Form> forms = {{"plain", false, nullptr},         {"device hyper", true, nullptr},
-                                   {"host hyper", true, nullptr, true}, {"amp", false, &amp_taken},
-                                   {"amp skipped", true, &amp_skipped}, {"amp, host hyper", true, &amp_taken, true}};
+  const Forms forms(place);
   uint64_t seed = 41000;
   for (const AdaptiveCase& c : adaptive_cases())
     for (const Form& f : forms) {
