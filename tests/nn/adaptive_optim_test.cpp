@@ -151,8 +151,12 @@ TEST(NnAdaptiveOptim, StateDictNamesAndChecks) {
       const size_t n = 1 + (c.rmsprop.momentum != 0) + c.rmsprop.centered;
       EXPECT_EQ(want.size(), n + 1);
       EXPECT_EQ(want[0], "w.square_avg");
-      if (c.rmsprop.centered) EXPECT_EQ(want[n - 1], "w.grad_avg");
-      if (c.rmsprop.momentum != 0) EXPECT_EQ(want[1], "w.momentum_buffer");
+      if (c.rmsprop.centered) {
+        EXPECT_EQ(want[n - 1], "w.grad_avg");
+      }
+      if (c.rmsprop.momentum != 0) {
+        EXPECT_EQ(want[1], "w.momentum_buffer");
+      }
     }
     if (c.kind == Adaptive::adagrad) {
       EXPECT_EQ(want, (std::vector<std::string>{"w.sum", "w.step"}));
