@@ -1,6 +1,7 @@
 #include "strata/nn/optim.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -24,11 +25,15 @@ std::vector<ParamGroup> param_groups(Module& m, double weight_decay, bool no_dec
   return {decay, no_decay};
 }
 
+namespace {
+constexpr OptimizerKind kKinds[] = {OptimizerKind::sgd,     OptimizerKind::adam,    OptimizerKind::adamw,
+                                    OptimizerKind::rmsprop, OptimizerKind::adagrad, OptimizerKind::adadelta};
+}  // namespace
+
 OptimizerKind parse_optimizer_kind(std::string_view s) {
-  if (s == "sgd") return OptimizerKind::sgd;
-  if (s == "adam") return OptimizerKind::adam;
-  if (s == "adamw") return OptimizerKind::adamw;
-  STRATA_FAIL("optimizer: unknown kind '", s, "' (known: sgd, adam, adamw)");
+  for (OptimizerKind k : kKinds)
+    if (s == optimizer_kind_name(k)) return k;
+  STRATA_FAIL("optimizer: unknown kind '", s, "' (known: sgd, adam, adamw, rmsprop, adagrad, adadelta)");
 }
 
 std::string_view optimizer_kind_name(OptimizerKind k) {
@@ -36,21 +41,71 @@ std::string_view optimizer_kind_name(OptimizerKind k) {
     case OptimizerKind::sgd: return "sgd";
     case OptimizerKind::adam: return "adam";
     case OptimizerKind::adamw: return "adamw";
+    case OptimizerKind::rmsprop: return "rmsprop";
+    case OptimizerKind::adagrad: return "adagrad";
+    case OptimizerKind::adadelta: return "adadelta";
   }
   return "?";
 }
 
+double default_lr(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::sgd: return 0.1;
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: return 1e-3;
+    case OptimizerKind::rmsprop:
+    case OptimizerKind::adagrad: return 1e-2;
+    case OptimizerKind::adadelta: return 1.0;
+  }
+  return 0.0;
+}
+
 std::string describe(const OptimizerConfig& c) {
   char buf[256];
-  if (c.kind == OptimizerKind::sgd)
-    std::snprintf(buf, sizeof buf, "sgd (lr %g, momentum %g%s, weight_decay %g%s)", c.lr, c.momentum,
-                  c.nesterov ? ", nesterov" : "", c.weight_decay, c.no_decay_bn_bias ? ", none on BN/bias" : "");
-  else
-    std::snprintf(buf, sizeof buf, "%s (lr %g, betas %g/%g, eps %g, weight_decay %g%s)",
-                  std::string(optimizer_kind_name(c.kind)).c_str(), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
-                  c.no_decay_bn_bias ? ", none on BN/bias" : "");
+  const char* bn = c.no_decay_bn_bias ? ", none on BN/bias" : "";
+  switch (c.kind) {
+    case OptimizerKind::sgd:
+      std::snprintf(buf, sizeof buf, "sgd (lr %g, momentum %g%s, weight_decay %g%s)", c.lr, c.momentum,
+                    c.nesterov ? ", nesterov" : "", c.weight_decay, bn);
+      break;
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw:
+      std::snprintf(buf, sizeof buf, "%s (lr %g, betas %g/%g, eps %g, weight_decay %g%s)",
+                    std::string(optimizer_kind_name(c.kind)).c_str(), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+                    bn);
+      break;
+    case OptimizerKind::rmsprop:
+      std::snprintf(buf, sizeof buf, "rmsprop (lr %g, alpha %g, eps %g, momentum %g%s, weight_decay %g%s)", c.lr,
+                    c.rmsprop.alpha, c.rmsprop.eps, c.rmsprop.momentum, c.rmsprop.centered ? ", centered" : "",
+                    c.weight_decay, bn);
+      break;
+    case OptimizerKind::adagrad:
+      std::snprintf(buf, sizeof buf, "adagrad (lr %g, lr_decay %g, eps %g, initial_accumulator_value %g, "
+                    "weight_decay %g%s)", c.lr, c.adagrad.lr_decay, c.adagrad.eps,
+                    c.adagrad.initial_accumulator_value, c.weight_decay, bn);
+      break;
+    case OptimizerKind::adadelta:
+      std::snprintf(buf, sizeof buf, "adadelta (lr %g, rho %g, eps %g, weight_decay %g%s)", c.lr, c.adadelta.rho,
+                    c.adadelta.eps, c.weight_decay, bn);
+      break;
+  }
   return buf;
 }
+
+namespace {
+
+// The options of a step of group weight decay `wd` at learning rate `lr`.
+ops::RmspropOptions rmsprop_options(const OptimizerConfig& c, double lr, double wd) {
+  return {lr, c.rmsprop.alpha, c.rmsprop.eps, wd, c.rmsprop.momentum, c.rmsprop.centered};
+}
+ops::AdagradOptions adagrad_options(const OptimizerConfig& c, double lr, double wd) {
+  return {lr, c.adagrad.lr_decay, wd, c.adagrad.eps};
+}
+ops::AdadeltaOptions adadelta_options(const OptimizerConfig& c, double lr, double wd) {
+  return {lr, c.adadelta.rho, c.adadelta.eps, wd};
+}
+
+}  // namespace
 
 namespace {
 
@@ -74,6 +129,24 @@ class TapeKernels final : public StepKernels {
             std::span<const Tensor> hypers, const Tensor& amp) override {
     check_direct_only(hypers, amp);
     ops::multi_adam_step_(d_, p, g, m, v, steps, o);
+  }
+  void rmsprop(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
+               std::span<const Tensor> bufs, std::span<const Tensor> avgs, const ops::RmspropOptions& o,
+               std::span<const Tensor> hypers, const Tensor& amp) override {
+    check_direct_only(hypers, amp);
+    ops::multi_rmsprop_step_(d_, p, g, sq, bufs, avgs, o);
+  }
+  void adagrad(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sums,
+               std::span<const int64_t> steps, const ops::AdagradOptions& o, std::span<const Tensor> hypers,
+               const Tensor& amp) override {
+    check_direct_only(hypers, amp);
+    ops::multi_adagrad_step_(d_, p, g, sums, steps, o);
+  }
+  void adadelta(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
+                std::span<const Tensor> acc, const ops::AdadeltaOptions& o, std::span<const Tensor> hypers,
+                const Tensor& amp) override {
+    check_direct_only(hypers, amp);
+    ops::multi_adadelta_step_(d_, p, g, sq, acc, o);
   }
   void fill(const Tensor& t, double value) override { ops::fill_(d_, t, value); }
   void copy(const Tensor& src, const Tensor& dst) override { copy_into(src, dst); }
@@ -104,6 +177,21 @@ class DirectKernels final : public StepKernels {
             std::span<const Tensor> hypers, const Tensor& amp) override {
     adam_.run(*impl_, p, g, m, v, steps, o, hypers, amp);
   }
+  void rmsprop(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
+               std::span<const Tensor> bufs, std::span<const Tensor> avgs, const ops::RmspropOptions& o,
+               std::span<const Tensor> hypers, const Tensor& amp) override {
+    rmsprop_.run(*impl_, p, g, sq, bufs, avgs, o, hypers, amp);
+  }
+  void adagrad(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sums,
+               std::span<const int64_t> steps, const ops::AdagradOptions& o, std::span<const Tensor> hypers,
+               const Tensor& amp) override {
+    adagrad_.run(*impl_, p, g, sums, steps, o, hypers, amp);
+  }
+  void adadelta(std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
+                std::span<const Tensor> acc, const ops::AdadeltaOptions& o, std::span<const Tensor> hypers,
+                const Tensor& amp) override {
+    adadelta_.run(*impl_, p, g, sq, acc, o, hypers, amp);
+  }
   void fill(const Tensor& t, double value) override { ops::direct::fill_now(*impl_, t, value); }
   void copy(const Tensor& src, const Tensor& dst) override { ops::direct::copy_now(*impl_, src, dst); }
   std::string_view backend_name() const override { return Impl::kName; }
@@ -112,6 +200,9 @@ class DirectKernels final : public StepKernels {
   Impl* impl_;
   ops::direct::MultiSgdStepPlan<Impl> sgd_;
   ops::direct::MultiAdamStepPlan<Impl> adam_;
+  ops::direct::MultiRmspropStepPlan<Impl> rmsprop_;
+  ops::direct::MultiAdagradStepPlan<Impl> adagrad_;
+  ops::direct::MultiAdadeltaStepPlan<Impl> adadelta_;
 };
 
 }  // namespace
@@ -127,9 +218,56 @@ std::shared_ptr<StepKernels> make_step_kernels(ops::DispatchMode mode, std::stri
   });
 }
 
+namespace {
+
+// The state a kind keeps per parameter, in the order its kernels take it, with PyTorch's
+// names (torch.optim's state keys) and first values.
+std::vector<Optimizer::StateSpec> specs_of(const OptimizerConfig& c) {
+  switch (c.kind) {
+    case OptimizerKind::sgd:
+      if (c.momentum != 0.0) return {{"momentum_buffer"}};
+      return {};
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: return {{"exp_avg"}, {"exp_avg_sq"}};
+    case OptimizerKind::rmsprop: {
+      std::vector<Optimizer::StateSpec> s{{"square_avg"}};
+      if (c.rmsprop.momentum != 0.0) s.push_back({"momentum_buffer"});
+      if (c.rmsprop.centered) s.push_back({"grad_avg"});
+      return s;
+    }
+    case OptimizerKind::adagrad: return {{"sum", c.adagrad.initial_accumulator_value}};
+    case OptimizerKind::adadelta: return {{"square_avg"}, {"acc_delta"}};
+  }
+  return {};
+}
+
+// The options' ranges, named as torch.optim names them, with the config's weight decay
+// and each group's (which replaces it).
+void check_config(const OptimizerConfig& c, const std::vector<ParamGroup>& groups) {
+  const std::string who = "optimizer " + std::string(optimizer_kind_name(c.kind));
+  std::vector<double> decays{c.weight_decay};
+  for (const ParamGroup& g : groups) decays.push_back(g.weight_decay);
+  for (double wd : decays) {
+    if (c.kind == OptimizerKind::rmsprop) ops::check_rmsprop_options(who, rmsprop_options(c, c.lr, wd));
+    if (c.kind == OptimizerKind::adagrad) ops::check_adagrad_options(who, adagrad_options(c, c.lr, wd));
+    if (c.kind == OptimizerKind::adadelta) ops::check_adadelta_options(who, adadelta_options(c, c.lr, wd));
+  }
+  const double init = c.adagrad.initial_accumulator_value;
+  STRATA_CHECK(c.kind != OptimizerKind::adagrad || (std::isfinite(init) && init >= 0.0), who,
+               ": initial_accumulator_value must be a finite number >= 0, got ", init);
+}
+
+}  // namespace
+
 Optimizer::Optimizer(const OptimizerConfig& c, std::vector<ParamGroup> groups, std::shared_ptr<StepKernels> kernels)
-    : c_(c), groups_(std::move(groups)), kernels_(std::move(kernels)), lr_(c.lr), state_epoch_(new_state_epoch()) {
+    : c_(c),
+      specs_(specs_of(c)),
+      groups_(std::move(groups)),
+      kernels_(std::move(kernels)),
+      lr_(c.lr),
+      state_epoch_(new_state_epoch()) {
   STRATA_CHECK(kernels_ != nullptr, "optimizer: no step kernels");
+  check_config(c, groups_);
   STRATA_CHECK(c.lr >= 0.0, "optimizer: lr must be >= 0, got ", c.lr);
   STRATA_CHECK(c.kind != OptimizerKind::sgd || c.momentum >= 0.0, "optimizer: momentum must be >= 0, got ",
                c.momentum);
@@ -149,16 +287,11 @@ void Optimizer::allocate(Slot& s) {
                "its state must exist before the capture (graph mode runs a step in direct mode first)");
   state_epoch_ = new_state_epoch();
   const Tensor& p = s.param;
-  auto zeros = [&] {
+  s.state.bufs.clear();
+  for (const StateSpec& spec : specs_) {
     Tensor t = Tensor::empty_like(p, p.sizes());  // the parameter's layout: its kernels read both alike
-    kernels_->fill(t, 0.0);
-    return t;
-  };
-  if (c_.kind == OptimizerKind::sgd) {
-    if (c_.momentum != 0.0) s.state.a = zeros();
-  } else {
-    s.state.a = zeros();
-    s.state.b = zeros();
+    kernels_->fill(t, spec.init);
+    s.state.bufs.push_back(t);
   }
 }
 
@@ -198,7 +331,8 @@ int64_t Optimizer::skipped_total() const {
 }
 
 void Optimizer::step_group(size_t begin, size_t end, double weight_decay) {
-  std::vector<Tensor> params, grads, a, b, hypers;
+  std::vector<Tensor> params, grads, hypers;
+  std::vector<std::vector<Tensor>> state(specs_.size());  // the kernels' state lists, in specs_ order
   std::vector<int64_t> steps;
   for (size_t i = begin; i < end; ++i) {
     Slot& s = slots_[i];
@@ -206,7 +340,7 @@ void Optimizer::step_group(size_t begin, size_t end, double weight_decay) {
     if (!g.defined()) continue;
     STRATA_CHECK(g.sizes() == s.param.sizes() && g.dtype() == s.param.dtype(), "optimizer: gradient ", g.str(),
                  " of '", s.name, "' does not match the parameter ", s.param.str());
-    if (s.state.step == 0 && !s.state.a.defined()) {
+    if (s.state.step == 0 && s.state.bufs.empty()) {
       allocate(s);
       if (amp_.defined()) {
         // The skips before this step (amp_update_scale has counted this step's already).
@@ -221,27 +355,49 @@ void Optimizer::step_group(size_t begin, size_t end, double weight_decay) {
     }
     params.push_back(s.param);
     grads.push_back(g);
-    if (s.state.a.defined()) a.push_back(s.state.a);
-    if (s.state.b.defined()) b.push_back(s.state.b);
+    for (size_t k = 0; k < s.state.bufs.size(); ++k) state[k].push_back(s.state.bufs[k]);
     steps.push_back(s.state.step);
   }
   if (params.empty()) return;
-  if (c_.kind == OptimizerKind::sgd) {
-    ops::SgdOptions o;
-    o.lr = lr_;
-    o.momentum = c_.momentum;
-    o.weight_decay = weight_decay;
-    o.nesterov = c_.nesterov;
-    kernels_->sgd(params, grads, a, o, hypers, amp_);
-  } else {
-    ops::AdamOptions o;
-    o.lr = lr_;
-    o.beta1 = c_.beta1;
-    o.beta2 = c_.beta2;
-    o.eps = c_.eps;
-    o.weight_decay = weight_decay;
-    o.decoupled_weight_decay = c_.kind == OptimizerKind::adamw;
-    kernels_->adam(params, grads, a, b, steps, o, hypers, amp_);
+  const auto list = [&](size_t k) {
+    return k < state.size() ? std::span<const Tensor>(state[k]) : std::span<const Tensor>();
+  };
+  switch (c_.kind) {
+    case OptimizerKind::sgd: {
+      ops::SgdOptions o;
+      o.lr = lr_;
+      o.momentum = c_.momentum;
+      o.weight_decay = weight_decay;
+      o.nesterov = c_.nesterov;
+      kernels_->sgd(params, grads, list(0), o, hypers, amp_);
+      break;
+    }
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: {
+      ops::AdamOptions o;
+      o.lr = lr_;
+      o.beta1 = c_.beta1;
+      o.beta2 = c_.beta2;
+      o.eps = c_.eps;
+      o.weight_decay = weight_decay;
+      o.decoupled_weight_decay = c_.kind == OptimizerKind::adamw;
+      kernels_->adam(params, grads, list(0), list(1), steps, o, hypers, amp_);
+      break;
+    }
+    case OptimizerKind::rmsprop: {
+      // square_avg, then momentum_buffer and grad_avg where the options keep them (state_specs).
+      const bool mom = c_.rmsprop.momentum != 0.0;
+      kernels_->rmsprop(params, grads, list(0), mom ? list(1) : std::span<const Tensor>(),
+                        c_.rmsprop.centered ? list(mom ? 2 : 1) : std::span<const Tensor>(),
+                        rmsprop_options(c_, lr_, weight_decay), hypers, amp_);
+      break;
+    }
+    case OptimizerKind::adagrad:
+      kernels_->adagrad(params, grads, list(0), steps, adagrad_options(c_, lr_, weight_decay), hypers, amp_);
+      break;
+    case OptimizerKind::adadelta:
+      kernels_->adadelta(params, grads, list(0), list(1), adadelta_options(c_, lr_, weight_decay), hypers, amp_);
+      break;
   }
 }
 
@@ -293,13 +449,9 @@ StateDict Optimizer::state_dict() const {
   for (const Slot& s : slots_) {
     const int64_t taken = s.state.step - skipped;  // loss scaling's skips are no steps
     if (s.state.step == 0 || taken <= 0) continue;
-    if (c_.kind == OptimizerKind::sgd) {
-      if (s.state.a.defined()) out.emplace_back(s.name + ".momentum_buffer", s.state.a);
-      continue;
-    }
-    out.emplace_back(s.name + ".exp_avg", s.state.a);
-    out.emplace_back(s.name + ".exp_avg_sq", s.state.b);
-    out.emplace_back(s.name + ".step", Tensor::from_vector(std::vector<int64_t>{taken}, Shape{}));
+    for (size_t k = 0; k < s.state.bufs.size(); ++k) out.emplace_back(s.name + "." + specs_[k].name, s.state.bufs[k]);
+    if (c_.kind != OptimizerKind::sgd)  // torch.optim.SGD keeps no count
+      out.emplace_back(s.name + ".step", Tensor::from_vector(std::vector<int64_t>{taken}, Shape{}));
   }
   return out;
 }
@@ -319,28 +471,38 @@ void Optimizer::load_state_dict(const StateDict& sd) {
                   want.str() + " expected";
     return it->second;
   };
+  const bool counts = c_.kind != OptimizerKind::sgd;
+  std::string needs;  // "exp_avg, exp_avg_sq and step"
+  for (const StateSpec& spec : specs_) needs += (needs.empty() ? "" : ", ") + spec.name;
+  if (counts) needs += " and step";
   struct Found {
     Slot* slot;
-    const Tensor *a, *b, *step;
+    std::vector<const Tensor*> bufs;
+    const Tensor* step = nullptr;
+    bool any = false;
   };
   std::vector<Found> found;
   for (Slot& s : slots_) {
-    Found f{&s, nullptr, nullptr, nullptr};
-    if (c_.kind == OptimizerKind::sgd) {
-      f.a = take(s, ".momentum_buffer", s.param.sizes());
-    } else {
-      f.a = take(s, ".exp_avg", s.param.sizes());
-      f.b = take(s, ".exp_avg_sq", s.param.sizes());
+    Found f{&s, {}};
+    size_t have = 0;
+    for (const StateSpec& spec : specs_) {
+      f.bufs.push_back(take(s, "." + spec.name, s.param.sizes()));
+      have += f.bufs.back() != nullptr;
+    }
+    if (counts) {
       f.step = take(s, ".step", Shape{});
-      if ((f.a != nullptr) != (f.b != nullptr) || (f.a != nullptr) != (f.step != nullptr))
-        problems += "\n  incomplete adam state for '" + s.name + "' (needs exp_avg, exp_avg_sq and step)";
-      // A state is saved only after a step; PyTorch stores the count as a float. A
-      // value outside [1, 2^53] is corruption and would overflow the next ++step.
-      if (f.step && f.step->numel() == 1) {
-        const double v = f.step->to_vector<double>()[0];
-        if (!(v >= 1 && v <= 9007199254740992.0 && v == static_cast<double>(static_cast<int64_t>(v))))
-          problems += "\n  '" + s.name + ".step' = " + std::to_string(v) + " is not a step count >= 1";
-      }
+      have += f.step != nullptr;
+    }
+    f.any = have > 0;
+    if (f.any && have != specs_.size() + (counts ? 1 : 0))
+      problems += "\n  incomplete " + std::string(optimizer_kind_name(c_.kind)) + " state for '" + s.name +
+                  "' (needs " + needs + ")";
+    // A state is saved only after a step; PyTorch stores the count as a float. A
+    // value outside [1, 2^53] is corruption and would overflow the next ++step.
+    if (f.step && f.step->numel() == 1) {
+      const double v = f.step->to_vector<double>()[0];
+      if (!(v >= 1 && v <= 9007199254740992.0 && v == static_cast<double>(static_cast<int64_t>(v))))
+        problems += "\n  '" + s.name + ".step' = " + std::to_string(v) + " is not a step count >= 1";
     }
     found.push_back(f);
   }
@@ -351,15 +513,14 @@ void Optimizer::load_state_dict(const StateDict& sd) {
   const int64_t skipped = skipped_total();
   for (Found& f : found) {
     State st;
-    if (f.a) {
+    if (f.any) {
       // Into the state tensors already there when there are (a captured step refers to them).
-      if (!f.slot->state.a.defined() || (f.b && !f.slot->state.b.defined())) allocate(*f.slot);
+      if (f.slot->state.bufs.size() != specs_.size()) allocate(*f.slot);
       st = f.slot->state;
-      copy_into(*f.a, st.a);
-      if (f.b) copy_into(*f.b, st.b);
+      for (size_t k = 0; k < specs_.size(); ++k) copy_into(*f.bufs[k], st.bufs[k]);
       st.step = (f.step ? f.step->to_vector<int64_t>().at(0) : 1) + skipped;
     }
-    if (!st.a.defined() && f.slot->state.a.defined()) state_epoch_ = new_state_epoch();  // state dropped
+    if (st.bufs.empty() && !f.slot->state.bufs.empty()) state_epoch_ = new_state_epoch();  // state dropped
     f.slot->state = st;
   }
 }

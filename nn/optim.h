@@ -1,7 +1,8 @@
 #pragma once
-// Optimizers on the fused optimizer ops (ops::sgd_step_, ops::adam_step_): SGD with
+// Optimizers on the fused optimizer ops (ops::sgd_step_, ops::adam_step_, ...): SGD with
 // momentum, Nesterov and weight decay (torch.optim.SGD, dampening 0), Adam and AdamW
-// (torch.optim.Adam / AdamW, per-parameter step counts for bias correction).
+// (torch.optim.Adam / AdamW, per-parameter step counts for bias correction), RMSprop,
+// Adagrad and Adadelta (torch.optim's, ops/table/optim_args.h).
 // The optimizer reads each parameter's .grad(), which every dispatch mode fills
 // (the tape through autograd::backward, direct mode through the modules' backward),
 // so one optimizer serves all modes; a parameter without a gradient is skipped, as
@@ -32,13 +33,31 @@ struct ParamGroup {
 // usual practice since Goyal et al. 2017.
 std::vector<ParamGroup> param_groups(Module& m, double weight_decay, bool no_decay_bn_bias);
 
-enum class OptimizerKind { sgd, adam, adamw };
-OptimizerKind parse_optimizer_kind(std::string_view s);  // "sgd" | "adam" | "adamw"
+enum class OptimizerKind { sgd, adam, adamw, rmsprop, adagrad, adadelta };
+// "sgd" | "adam" | "adamw" | "rmsprop" | "adagrad" | "adadelta"
+OptimizerKind parse_optimizer_kind(std::string_view s);
 std::string_view optimizer_kind_name(OptimizerKind k);
+// torch.optim's default learning rate of a kind (SGD's: strata's 0.1; torch.optim.SGD's
+// is 1e-3 since PyTorch 2.2 and was required before).
+double default_lr(OptimizerKind k);
+
+// The options of RMSprop, Adagrad and Adadelta beyond the learning rate and weight decay
+// (which come from OptimizerConfig and the parameter group), torch.optim's defaults.
+struct RmspropConfig {
+  double alpha = 0.99, eps = 1e-8, momentum = 0.0;
+  bool centered = false;
+};
+struct AdagradConfig {
+  double lr_decay = 0.0, eps = 1e-10, initial_accumulator_value = 0.0;
+};
+struct AdadeltaConfig {
+  double rho = 0.9, eps = 1e-6;
+};
 
 // Defaults are torch.optim's (SGD momentum 0, dampening 0, no Nesterov; Adam betas
-// 0.9/0.999, eps 1e-8; weight decay 0) except lr, which torch.optim.SGD requires and
-// Adam defaults to 1e-3: set it. describe() prints every value used.
+// 0.9/0.999, eps 1e-8; weight decay 0; RMSprop, Adagrad, Adadelta in their structs)
+// except lr, which torch.optim.SGD requires and the others default to default_lr(kind):
+// set it. describe() prints every value used.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::sgd;
   double lr = 0.1;
@@ -47,6 +66,9 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
   double weight_decay = 0.0;
   bool no_decay_bn_bias = false;
+  RmspropConfig rmsprop{};
+  AdagradConfig adagrad{};
+  AdadeltaConfig adadelta{};
 };
 std::string describe(const OptimizerConfig& c);
 
@@ -65,6 +87,17 @@ class StepKernels {
   virtual void adam(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> m,
                     std::span<const Tensor> v, std::span<const int64_t> steps, const ops::AdamOptions& o,
                     std::span<const Tensor> hypers, const Tensor& amp) = 0;
+  // `bufs` empty without momentum, `grad_avgs` unless centered.
+  virtual void rmsprop(std::span<const Tensor> params, std::span<const Tensor> grads,
+                       std::span<const Tensor> square_avgs, std::span<const Tensor> bufs,
+                       std::span<const Tensor> grad_avgs, const ops::RmspropOptions& o, std::span<const Tensor> hypers,
+                       const Tensor& amp) = 0;
+  virtual void adagrad(std::span<const Tensor> params, std::span<const Tensor> grads, std::span<const Tensor> sums,
+                       std::span<const int64_t> steps, const ops::AdagradOptions& o, std::span<const Tensor> hypers,
+                       const Tensor& amp) = 0;
+  virtual void adadelta(std::span<const Tensor> params, std::span<const Tensor> grads,
+                        std::span<const Tensor> square_avgs, std::span<const Tensor> acc_deltas,
+                        const ops::AdadeltaOptions& o, std::span<const Tensor> hypers, const Tensor& amp) = 0;
   virtual void fill(const Tensor& t, double value) = 0;
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;
   virtual std::string_view backend_name() const = 0;
@@ -115,17 +148,27 @@ class Optimizer {
   const OptimizerConfig& config() const { return c_; }
   const std::vector<ParamGroup>& groups() const { return groups_; }
 
-  // "<param>.momentum_buffer" (sgd with momentum), "<param>.exp_avg", "<param>.exp_avg_sq",
-  // "<param>.step" (i64 scalar, host) for adam/adamw; entries exist once a
-  // parameter has stepped. load_state_dict() checks names, shapes, and that every
-  // entry names a parameter of this optimizer.
+  // PyTorch's state names: "<param>.momentum_buffer" (sgd with momentum); "<param>.exp_avg",
+  // ".exp_avg_sq" (adam/adamw); ".square_avg", ".momentum_buffer" (with momentum),
+  // ".grad_avg" (centered) for rmsprop; ".sum" (adagrad); ".square_avg", ".acc_delta"
+  // (adadelta); and "<param>.step" (i64 scalar, host) for all but sgd. Entries exist once a
+  // parameter has stepped. load_state_dict() checks names, shapes, and that every entry
+  // names a parameter of this optimizer.
   StateDict state_dict() const;
   void load_state_dict(const StateDict& sd);
   std::string describe() const;
 
+  // A kind's state tensors per parameter, in the order its kernels take them: their
+  // names in state_dict() and first value.
+  struct StateSpec {
+    std::string name;
+    double init = 0.0;
+  };
+  const std::vector<StateSpec>& state_specs() const { return specs_; }
+
  private:
   struct State {
-    Tensor a, b;  // momentum_buffer | exp_avg, exp_avg_sq
+    std::vector<Tensor> bufs;  // one per StateSpec, once allocated
     int64_t step = 0;
   };
   struct Slot {
@@ -142,6 +185,7 @@ class Optimizer {
   int64_t skipped_total() const;
 
   OptimizerConfig c_;
+  std::vector<StateSpec> specs_;
   std::vector<ParamGroup> groups_;
   std::vector<Slot> slots_;
   std::shared_ptr<StepKernels> kernels_;

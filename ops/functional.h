@@ -163,3 +163,5 @@ double nth_param(int i, P... p) {
 #undef STRATA_UNARY
 
 }  // namespace strata::ops
+
+#include "strata/ops/adaptive_optim.h"  // IWYU pragma: export (RMSprop, Adagrad, Adadelta)

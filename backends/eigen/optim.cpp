@@ -3,6 +3,7 @@
 // torch.optim.SGD (dampening 0) and torch.optim.Adam / AdamW, as in the reference.
 #include <cmath>
 
+#include "strata/backends/cpu/adaptive_optim.h"
 #include "strata/backends/cpu/optim.h"
 #include "strata/backends/eigen/context.h"
 
@@ -84,6 +85,21 @@ void EigenBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
 
 void EigenBackend::multi_adam_step(const MultiAdamStepArgs& a) {
   for (size_t i = 0; i < a.params.size(); ++i) adam_step(step_of(a, i));
+}
+
+// RMSprop, Adagrad, Adadelta: the shared CPU loops (one pass over the operands each,
+// which Eigen's expressions, one per tensor written, would not beat).
+void EigenBackend::rmsprop_step(const RmspropStepArgs& a) { loops::step_in(kName, "rmsprop_step", a); }
+void EigenBackend::adagrad_step(const AdagradStepArgs& a) { loops::step_in(kName, "adagrad_step", a); }
+void EigenBackend::adadelta_step(const AdadeltaStepArgs& a) { loops::step_in(kName, "adadelta_step", a); }
+void EigenBackend::multi_rmsprop_step(const MultiRmspropStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) rmsprop_step(step_of(a, i));
+}
+void EigenBackend::multi_adagrad_step(const MultiAdagradStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) adagrad_step(step_of(a, i));
+}
+void EigenBackend::multi_adadelta_step(const MultiAdadeltaStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) adadelta_step(step_of(a, i));
 }
 
 void EigenBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "strata/backends/onednn/context.h"
+#include "strata/backends/cpu/adaptive_optim.h"
 #include "strata/backends/cpu/copy.h"
 #include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/cpu/loss.h"
@@ -104,6 +105,38 @@ void OneDnnBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
 
 void OneDnnBackend::multi_adam_step(const MultiAdamStepArgs& a) {
   for (size_t i = 0; i < a.params.size(); ++i) adam_step(step_of(a, i));
+}
+
+// RMSprop, Adagrad, Adadelta: in parts over the threads as above, else one loop.
+namespace {
+template <class A, class... Views>
+void loop_step(const A& a, std::string_view op, Views... views) {
+  const bool loop_dtype = a.param.dtype == DType::f32 || a.param.dtype == DType::f64;
+  if (loop_dtype && run_in_parts(a, a.param, std::make_tuple(views...))) return;
+  loops::step_in(OneDnnBackend::kName, op, a);
+}
+}  // namespace
+
+void OneDnnBackend::rmsprop_step(const RmspropStepArgs& a) {
+  using A = RmspropStepArgs;
+  loop_step(a, "rmsprop_step", &A::param, &A::grad, &A::square_avg, &A::momentum_buf, &A::grad_avg);
+}
+void OneDnnBackend::adagrad_step(const AdagradStepArgs& a) {
+  using A = AdagradStepArgs;
+  loop_step(a, "adagrad_step", &A::param, &A::grad, &A::sum);
+}
+void OneDnnBackend::adadelta_step(const AdadeltaStepArgs& a) {
+  using A = AdadeltaStepArgs;
+  loop_step(a, "adadelta_step", &A::param, &A::grad, &A::square_avg, &A::acc_delta);
+}
+void OneDnnBackend::multi_rmsprop_step(const MultiRmspropStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) rmsprop_step(step_of(a, i));
+}
+void OneDnnBackend::multi_adagrad_step(const MultiAdagradStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) adagrad_step(step_of(a, i));
+}
+void OneDnnBackend::multi_adadelta_step(const MultiAdadeltaStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) adadelta_step(step_of(a, i));
 }
 
 void OneDnnBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {

@@ -1,5 +1,6 @@
 // The openblas backend's element-wise ops, losses, reductions, copy and optimizer
 // steps: the shared plain loops of backends/cpu, for f32 and f64.
+#include "strata/backends/cpu/adaptive_optim.h"
 #include "strata/backends/cpu/copy.h"
 #include "strata/backends/cpu/elementwise.h"
 #include "strata/backends/cpu/loss.h"
@@ -67,6 +68,19 @@ void OpenBlasBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
 
 void OpenBlasBackend::multi_adam_step(const MultiAdamStepArgs& a) {
   for (size_t i = 0; i < a.params.size(); ++i) adam_step(step_of(a, i));
+}
+
+void OpenBlasBackend::rmsprop_step(const RmspropStepArgs& a) { loops::step_in(kName, "rmsprop_step", a); }
+void OpenBlasBackend::adagrad_step(const AdagradStepArgs& a) { loops::step_in(kName, "adagrad_step", a); }
+void OpenBlasBackend::adadelta_step(const AdadeltaStepArgs& a) { loops::step_in(kName, "adadelta_step", a); }
+void OpenBlasBackend::multi_rmsprop_step(const MultiRmspropStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) rmsprop_step(step_of(a, i));
+}
+void OpenBlasBackend::multi_adagrad_step(const MultiAdagradStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) adagrad_step(step_of(a, i));
+}
+void OpenBlasBackend::multi_adadelta_step(const MultiAdadeltaStepArgs& a) {
+  for (size_t i = 0; i < a.params.size(); ++i) adadelta_step(step_of(a, i));
 }
 
 void OpenBlasBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {

@@ -90,10 +90,13 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--eval-batch-size", o.eval_batch_size, "evaluation batch size")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  app->add_option("--lr", o.lr, "peak learning rate (default: lenet sgd 0.05, resnet sgd 0.1)")
+  app->add_option("--lr", o.lr,
+                  "peak learning rate (default: lenet sgd 0.05, resnet sgd 0.1, the other optimizers torch.optim's)")
       ->check(finite_in(0.0, 1e6, true));
-  app->add_option("--optimizer", o.optimizer, "sgd | adam | adamw (default: sgd)");
-  app->add_option("--momentum", o.momentum, "SGD momentum")->check(finite_in(0.0, 1.0));
+  app->add_option("--optimizer", o.optimizer,
+                  "sgd | adam | adamw | rmsprop | adagrad | adadelta (default: sgd; torch.optim's defaults)");
+  app->add_option("--momentum", o.momentum, "momentum of sgd (default 0.9) and rmsprop (default 0)")
+      ->check(finite_in(0.0, 1.0));
   app->add_flag("--nesterov", o.nesterov, "Nesterov momentum");
   app->add_option("--weight-decay", o.weight_decay,
                   "weight decay (default: lenet 0, resnet 5e-4 without decay on BN and biases)")
@@ -201,9 +204,12 @@ RunConfig resolve(const TrainOptions& in) {
   const bool lenet = o.model == "lenet";
   if (o.batch_size == 0) o.batch_size = lenet ? 64 : 128;
   r.optimizer = o.optimizer.empty() ? "sgd" : o.optimizer;
-  nn::parse_optimizer_kind(r.optimizer);
-  const bool adam = r.optimizer != "sgd";
-  r.lr = o.lr > 0 ? o.lr : (adam ? 1e-3 : (lenet ? 0.05 : 0.1));
+  const nn::OptimizerKind kind = nn::parse_optimizer_kind(r.optimizer);
+  const bool sgd = kind == nn::OptimizerKind::sgd;
+  r.lr = o.lr > 0 ? o.lr : (sgd ? (lenet ? 0.05 : 0.1) : nn::default_lr(kind));
+  STRATA_CHECK(o.momentum < 0 || sgd || kind == nn::OptimizerKind::rmsprop,
+               "--momentum applies to the sgd and rmsprop optimizers, not to '", r.optimizer, "'");
+  if (o.momentum < 0) o.momentum = sgd ? 0.9 : 0.0;
   r.weight_decay = o.weight_decay >= 0 ? o.weight_decay : (lenet ? 0.0 : 5e-4);
   STRATA_CHECK(o.schedule == "constant" || o.schedule == "cosine" || o.schedule == "step", "unknown schedule '",
                o.schedule, "' (known: constant, cosine, step)");

@@ -38,7 +38,7 @@ struct TrainOptions {
   int64_t eval_batch_size = 256;
   double lr = 0;           // 0 -> the model's default
   std::string optimizer;   // "" -> the model's default
-  double momentum = 0.9;
+  double momentum = -1;    // < 0 -> sgd 0.9, rmsprop 0 (torch.optim.RMSprop's)
   bool nesterov = false;
   double weight_decay = -1;  // < 0 -> the model's default
   std::string schedule = "cosine";

@@ -161,6 +161,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   oc.kind = nn::parse_optimizer_kind(cfg_.optimizer);
   oc.lr = cfg_.lr;
   oc.momentum = o.momentum;
+  oc.rmsprop.momentum = oc.kind == nn::OptimizerKind::rmsprop ? o.momentum : 0.0;
   oc.nesterov = o.nesterov;
   oc.weight_decay = cfg_.weight_decay;
   oc.no_decay_bn_bias = o.model != "lenet";
@@ -171,7 +172,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
   uint64_t state_bytes = 0, param_bytes = 0;
   for (const auto& [n, t] : model_->state_dict()) state_bytes += t.nbytes();
   for (const auto& [n, t] : model_->module().named_parameters()) param_bytes += t.nbytes();
-  const uint64_t slots = oc.kind == nn::OptimizerKind::sgd ? (oc.momentum > 0 ? 1 : 0) : 2;
+  const uint64_t slots = opt_->state_specs().size();
   std::vector<std::filesystem::path> inputs = train_set_->source_files();
   for (auto& f : test_set_->source_files()) inputs.push_back(std::move(f));
   if (cfg_.rank == 0)  // the only rank that writes

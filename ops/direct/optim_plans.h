@@ -11,6 +11,7 @@
 #include "strata/ops/direct/kernel_call.h"
 #include "strata/ops/dispatch.h"
 #include "strata/ops/validate.h"
+#include "strata/ops/validate_adaptive_optim.h"
 
 namespace strata::ops::direct {
 
@@ -90,6 +91,63 @@ class MultiAdamStepPlan {
  private:
   detail::ListsKey key_;
   std::vector<TensorView> p_, g_, m_, v_, h_;
+};
+
+template <backends::BackendImpl Impl>
+class MultiRmspropStepPlan {
+ public:
+  void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
+           std::span<const Tensor> bufs, std::span<const Tensor> avgs, const RmspropOptions& o,
+           std::span<const Tensor> hypers, const Tensor& amp) {
+    if (key_.update(p, g, sq, bufs, avgs) || o.momentum != momentum_ || o.centered != centered_) {
+      validate_multi_rmsprop_step(StaticDispatch<Impl>(impl), p, g, sq, bufs, avgs, o);
+      momentum_ = o.momentum;
+      centered_ = o.centered;
+    }
+    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sq, s_), detail::views_into(bufs, b_),
+        detail::views_into(avgs, a_), detail::views_into(hypers, h_);
+    for (const Tensor& t : p) t.note_write();
+    run_kernel<OpId::multi_rmsprop_step>(impl, MultiRmspropStepArgs{p_, g_, s_, b_, a_, h_, o, detail::view_or_none(amp)});
+  }
+
+ private:
+  detail::ListsKey key_;
+  double momentum_ = -1.0;
+  bool centered_ = false;
+  std::vector<TensorView> p_, g_, s_, b_, a_, h_;
+};
+
+template <backends::BackendImpl Impl>
+class MultiAdagradStepPlan {
+ public:
+  void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sums,
+           std::span<const int64_t> steps, const AdagradOptions& o, std::span<const Tensor> hypers, const Tensor& amp) {
+    if (key_.update(p, g, sums)) validate_multi_adagrad_step(StaticDispatch<Impl>(impl), p, g, sums, steps, o);
+    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sums, s_), detail::views_into(hypers, h_);
+    for (const Tensor& t : p) t.note_write();
+    run_kernel<OpId::multi_adagrad_step>(impl, MultiAdagradStepArgs{p_, g_, s_, h_, steps, o, detail::view_or_none(amp)});
+  }
+
+ private:
+  detail::ListsKey key_;
+  std::vector<TensorView> p_, g_, s_, h_;
+};
+
+template <backends::BackendImpl Impl>
+class MultiAdadeltaStepPlan {
+ public:
+  void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
+           std::span<const Tensor> acc, const AdadeltaOptions& o, std::span<const Tensor> hypers, const Tensor& amp) {
+    if (key_.update(p, g, sq, acc)) validate_multi_adadelta_step(StaticDispatch<Impl>(impl), p, g, sq, acc, o);
+    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sq, s_), detail::views_into(acc, a_),
+        detail::views_into(hypers, h_);
+    for (const Tensor& t : p) t.note_write();
+    run_kernel<OpId::multi_adadelta_step>(impl, MultiAdadeltaStepArgs{p_, g_, s_, a_, h_, o, detail::view_or_none(amp)});
+  }
+
+ private:
+  detail::ListsKey key_;
+  std::vector<TensorView> p_, g_, s_, a_, h_;
 };
 
 }  // namespace strata::ops::direct

@@ -383,3 +383,6 @@ STRATA_HOST_DEVICE inline bool dropout_keep(uint64_t seed, uint64_t i, double p)
 }
 
 }  // namespace strata::ops
+
+// RMSprop, Adagrad and Adadelta's argument structs and element updates.
+#include "strata/ops/table/optim_args.h"  // IWYU pragma: export

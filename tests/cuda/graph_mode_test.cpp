@@ -193,6 +193,20 @@ nn::OptimizerConfig adamw() {
   return oc;
 }
 
+// RMSprop (centered, with momentum), Adagrad (lr_decay: its count read at each launch),
+// Adadelta, each with weight decay.
+nn::OptimizerConfig adaptive(nn::OptimizerKind kind) {
+  nn::OptimizerConfig oc;
+  oc.kind = kind;
+  oc.lr = kind == nn::OptimizerKind::rmsprop ? 1e-3 : nn::default_lr(kind);
+  oc.weight_decay = 1e-4;
+  oc.rmsprop.momentum = 0.9;
+  oc.rmsprop.centered = true;
+  oc.adagrad.lr_decay = 0.01;
+  oc.adagrad.initial_accumulator_value = 0.1;
+  return oc;
+}
+
 TEST_F(CudaGraphMode, TrainStepReplaysBitwiseEqualToDirectMode) {
   const Trained direct = trained(ops::DispatchMode::direct, {}, sgd(), 9);
   const Trained graph = trained(ops::DispatchMode::graph, {}, sgd(), 9);
@@ -223,6 +237,15 @@ TEST_F(CudaGraphMode, TrainingHoldsTheDeviceMemoryOfDirectMode) {
   }
 }
 
+TEST_F(CudaGraphMode, AdaptiveOptimizersTrainStepReplaysBitwiseEqualToDirectMode) {
+  for (nn::OptimizerKind kind : {nn::OptimizerKind::rmsprop, nn::OptimizerKind::adagrad, nn::OptimizerKind::adadelta}) {
+    SCOPED_TRACE(nn::optimizer_kind_name(kind));
+    const Trained graph = trained(ops::DispatchMode::graph, {}, adaptive(kind), 9);
+    expect_same(trained(ops::DispatchMode::direct, {}, adaptive(kind), 9), graph);
+    EXPECT_FALSE(bitwise_equal(graph.losses[2], graph.losses[3]));
+  }
+}
+
 TEST_F(CudaGraphMode, Bf16ChannelsLastAdamWTrainStepReplaysBitwiseEqualToDirectMode) {
   nn::ModelOptions o;
   o.compute_dtype = DType::bf16;
@@ -249,7 +272,7 @@ TEST_F(CudaGraphMode, LossScalingDecidesOnTheDeviceAsDirectModeDoes) {
     train(*m, *opt, oc, batches(static_cast<int>(kSteps)), 0, kSteps, t);
     return std::tuple{t, m->loss_scale(), m->skipped_steps()};
   };
-  for (const nn::OptimizerConfig& oc : {sgd(), adamw()}) {
+  for (const nn::OptimizerConfig& oc : {sgd(), adamw(), adaptive(nn::OptimizerKind::adagrad)}) {
     SCOPED_TRACE(nn::describe(oc));
     const auto [direct, direct_scale, direct_skips] = run(ops::DispatchMode::direct, oc);
     const auto [graph, graph_scale, graph_skips] = run(ops::DispatchMode::graph, oc);

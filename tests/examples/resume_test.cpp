@@ -110,7 +110,9 @@ TEST_P(TrainResume, ContinuesExactlyAsAnUninterruptedRun) {
 INSTANTIATE_TEST_SUITE_P(Cases, TrainResume,
                          ::testing::Values(ResumeCase{"direct", "sgd", 3, 4},      // mid-epoch 1, steps 4 redone
                                            ResumeCase{"virtual", "adam", 0, 7},    // epoch-end checkpoint (step 5)
-                                           ResumeCase{"static", "adamw", 4, 9}),  // mid-epoch 2 (step 8)
+                                           ResumeCase{"static", "adamw", 4, 9},   // mid-epoch 2 (step 8)
+                                           ResumeCase{"direct", "rmsprop", 3, 7},  // mid-epoch 2 (step 6)
+                                           ResumeCase{"static", "adagrad", 4, 9}), // mid-epoch 2 (step 8)
                          [](const auto& info) { return std::string(info.param.dispatch) + "_" + info.param.optimizer; });
 
 TEST(TrainResumeErrors, ACheckpointOfAnotherModelIsRefusedWithTheReason) {

@@ -350,6 +350,93 @@ std::vector<OpCase> all_cases() {
                                        std::vector{a[3], a[7]}, std::vector<int64_t>{3, 1}, ops::AdamOptions{});
                  return std::vector{a[0], a[2], a[3], a[4], a[6], a[7]};
                }});
+  // RMSprop with momentum and centered (every state tensor read); its centered average
+  // small enough that square_avg - grad_avg^2 stays positive.
+  v.push_back({"rmsprop_step",
+               ops::OpId::rmsprop_step,
+               "rmsprop_step",
+               {{"param", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grad", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"square_avg", pos({5}), kAnyRank, {6}, DType::f64, true},
+                {"momentum_buf", rnd({5}, DType::f32, 3), kAnyRank, {6}, DType::f64, true},
+                {"grad_avg", random_tensor({5}, DType::f32, 4, -0.5, 0.5), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::RmspropOptions o;
+                 o.momentum = 0.9, o.centered = true, o.weight_decay = 1e-4;
+                 ops::rmsprop_step_(d, a[0], a[1], a[2], a[3], a[4], o);
+                 return std::vector{a[0], a[2], a[3], a[4]};
+               }});
+  v.push_back({"adagrad_step",
+               ops::OpId::adagrad_step,
+               "adagrad_step",
+               {{"param", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grad", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"sum", pos({5}), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::AdagradOptions o;
+                 o.lr_decay = 0.01;
+                 ops::adagrad_step_(d, a[0], a[1], a[2], o, 3);
+                 return std::vector{a[0], a[2]};
+               }});
+  v.push_back({"adadelta_step",
+               ops::OpId::adadelta_step,
+               "adadelta_step",
+               {{"param", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grad", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"square_avg", pos({5}), kAnyRank, {6}, DType::f64, true},
+                {"acc_delta", pos({5}), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::adadelta_step_(d, a[0], a[1], a[2], a[3], ops::AdadeltaOptions{});
+                 return std::vector{a[0], a[2], a[3]};
+               }});
+  v.push_back({"multi_rmsprop_step",
+               ops::OpId::multi_rmsprop_step,
+               "multi_rmsprop_step",
+               {{"params[0]", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[0]", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"square_avgs[0]", pos({5}), kAnyRank, {6}, DType::f64, true},
+                {"momentum_bufs[0]", rnd({5}, DType::f32, 3), kAnyRank, {6}, DType::f64, true},
+                {"params[1]", rnd({2, 3}, DType::f32, 4), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[1]", rnd({2, 3}, DType::f32, 5), kAnyRank, {3, 2}},
+                {"square_avgs[1]", pos({2, 3}), kAnyRank, {6}, DType::f64, true},
+                {"momentum_bufs[1]", rnd({2, 3}, DType::f32, 6), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::RmspropOptions o;
+                 o.momentum = 0.9;
+                 ops::multi_rmsprop_step_(d, std::vector{a[0], a[4]}, std::vector{a[1], a[5]}, std::vector{a[2], a[6]},
+                                          std::vector{a[3], a[7]}, std::vector<Tensor>{}, o);
+                 return std::vector{a[0], a[2], a[3], a[4], a[6], a[7]};
+               }});
+  v.push_back({"multi_adagrad_step",
+               ops::OpId::multi_adagrad_step,
+               "multi_adagrad_step",
+               {{"params[0]", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[0]", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"sums[0]", pos({5}), kAnyRank, {6}, DType::f64, true},
+                {"params[1]", rnd({2, 3}, DType::f32, 4), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[1]", rnd({2, 3}, DType::f32, 5), kAnyRank, {3, 2}},
+                {"sums[1]", pos({2, 3}), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::multi_adagrad_step_(d, std::vector{a[0], a[3]}, std::vector{a[1], a[4]}, std::vector{a[2], a[5]},
+                                          std::vector<int64_t>{3, 1}, ops::AdagradOptions{});
+                 return std::vector{a[0], a[2], a[3], a[5]};
+               }});
+  v.push_back({"multi_adadelta_step",
+               ops::OpId::multi_adadelta_step,
+               "multi_adadelta_step",
+               {{"params[0]", rnd({5}), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[0]", rnd({5}, DType::f32, 2), kAnyRank, {4}},
+                {"square_avgs[0]", pos({5}), kAnyRank, {6}, DType::f64, true},
+                {"acc_deltas[0]", pos({5}), kAnyRank, {6}, DType::f64, true},
+                {"params[1]", rnd({2, 3}, DType::f32, 4), kAnyRank & ~kSizes, {}, DType::i32, true},
+                {"grads[1]", rnd({2, 3}, DType::f32, 5), kAnyRank, {3, 2}},
+                {"square_avgs[1]", pos({2, 3}), kAnyRank, {6}, DType::f64, true},
+                {"acc_deltas[1]", pos({2, 3}), kAnyRank, {6}, DType::f64, true}},
+               [](const D& d, const auto& a) {
+                 ops::multi_adadelta_step_(d, std::vector{a[0], a[4]}, std::vector{a[1], a[5]},
+                                           std::vector{a[2], a[6]}, std::vector{a[3], a[7]}, ops::AdadeltaOptions{});
+                 return std::vector{a[0], a[2], a[3], a[4], a[6], a[7]};
+               }});
   v.push_back({"amp_update_scale",
                ops::OpId::amp_update_scale,
                "amp_update_scale",
@@ -401,6 +488,12 @@ const std::vector<std::string> kCaseIds = {"conv2d",
                                            "adam_step",
                                            "multi_sgd_step",
                                            "multi_adam_step",
+                                           "rmsprop_step",
+                                           "adagrad_step",
+                                           "adadelta_step",
+                                           "multi_rmsprop_step",
+                                           "multi_adagrad_step",
+                                           "multi_adadelta_step",
                                            "amp_update_scale"};
 
 OpCase case_by_id(const std::string& id) {

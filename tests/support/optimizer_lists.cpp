@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "strata/ops/table/op_args.h"
+#include "support/adaptive_optim_cases.h"
 #include "support/compare.h"
 #include "support/random.h"
 
@@ -68,20 +69,39 @@ std::vector<Tensor> host_hypers(const std::vector<std::pair<double, double>>& pa
   return out;
 }
 
+// The run-time forms a step is taken in: plain, graph mode's hypers (on the device, or as
+// rows of one pinned host tensor), loss scaling's state (a step taken, a step skipped).
+struct Form {
+  std::string name;
+  bool hypers;
+  const Tensor* amp;
+  bool host = false;  // the hypers as rows of one pinned host tensor
+};
+class Forms {
+ public:
+  explicit Forms(const Place& place)
+      : taken_(place(Tensor::from_vector<double>({1024.0, 3.0, 2.0, 1.0 / 1024.0}, Shape{4}))),
+        skipped_(place(Tensor::from_vector<double>({512.0, 0.0, 3.0, 0.0}, Shape{4}))),
+        forms_{{"plain", false, nullptr},
+               {"device hyper", true, nullptr},
+               {"host hyper", true, nullptr, true},
+               {"amp", false, &taken_},
+               {"amp skipped", true, &skipped_},
+               {"amp, host hyper", true, &taken_, true}} {}
+  Forms(const Forms&) = delete;
+  Forms& operator=(const Forms&) = delete;
+  auto begin() const { return forms_.begin(); }
+  auto end() const { return forms_.end(); }
+
+ private:
+  Tensor taken_, skipped_;
+  std::vector<Form> forms_;
+};
+
 }  // namespace
 
 void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& place) {
-  const Tensor amp_taken = place(Tensor::from_vector<double>({1024.0, 3.0, 2.0, 1.0 / 1024.0}, Shape{4}));
-  const Tensor amp_skipped = place(Tensor::from_vector<double>({512.0, 0.0, 3.0, 0.0}, Shape{4}));
-  struct Form {
-    std::string name;
-    bool hypers;
-    const Tensor* amp;
-    bool host = false;  // the hypers as rows of one pinned host tensor
-  };
-  const std::vector<Form> forms = {{"plain", false, nullptr},         {"device hyper", true, nullptr},
-                                   {"host hyper", true, nullptr, true}, {"amp", false, &amp_taken},
-                                   {"amp skipped", true, &amp_skipped}, {"amp, host hyper", true, &amp_taken, true}};
+  const Forms forms(place);
   uint64_t seed = 31000;
   for (const Form& f : forms)
     for (double momentum : {0.0, 0.9}) {
@@ -139,6 +159,64 @@ void expect_multi_steps_match_single_steps(backends::Backend& b, const Place& pl
       expect_lists_equal(p.multi, p.single, "params");
       expect_lists_equal(m.multi, m.single, "exp_avgs");
       expect_lists_equal(v.multi, v.single, "exp_avg_sqs");
+    }
+}
+
+void expect_adaptive_multi_steps_match_single_steps(backends::Backend& b, const Place& place) {
+  const Forms forms(place);
+  uint64_t seed = 41000;
+  for (const AdaptiveCase& c : adaptive_cases())
+    for (const Form& f : forms) {
+      SCOPED_TRACE(c.name + ", " + f.name);
+      const uint64_t first = seed += 1000;
+      // Parameters, gradients and each state (square averages and sums >= 0, above the
+      // squared averages RMSprop's centered form subtracts).
+      const auto make = [&](int which) {
+        const bool positive = which == 2 || (which > 2 && c.kind == Adaptive::adadelta);
+        return placed(first + 100 * static_cast<uint64_t>(which), which < 2 ? -1 : positive ? 0.01 : -0.05,
+                      which < 2 ? 1 : positive ? 0.02 : 0.05, place);
+      };
+      Copies p = make(0), g = make(1);
+      std::vector<Copies> st;
+      for (int k = 0; k < state_count(c); ++k) st.push_back(make(2 + k));
+      const size_t n = p.multi.size();
+      std::vector<int64_t> steps;
+      std::vector<std::pair<double, double>> pairs;
+      std::vector<Tensor> hypers;
+      for (size_t i = 0; i < n; ++i) {
+        steps.push_back(1 + static_cast<int64_t>(i % 5) + (f.amp ? 3 : 0));
+        pairs.emplace_back(case_lr(c), static_cast<double>(steps.back()));
+        if (f.hypers && !f.host) hypers.push_back(hyper(case_lr(c), static_cast<double>(steps.back()), place));
+      }
+      if (f.host) hypers = host_hypers(pairs);
+      const Tensor amp = f.amp ? *f.amp : Tensor();
+      const double lr = f.hypers ? 123.0 : case_lr(c);  // a decoy where the hypers are read
+      const auto state_of = [&](size_t i, bool multi) {
+        std::vector<Tensor> s;
+        for (const Copies& k : st) s.push_back(multi ? k.multi[i] : k.single[i]);
+        return s;
+      };
+      std::vector<std::vector<Tensor>> multi_state;
+      for (size_t i = 0; i < n; ++i) multi_state.push_back(state_of(i, true));
+      adaptive_multi_step(b, c, p.multi, g.multi, multi_state, steps, hypers, amp, lr);
+      for (size_t i = 0; i < n; ++i)
+        adaptive_step(b, c, p.single[i], g.single[i], state_of(i, false), steps[i], f.hypers ? hypers[i] : Tensor(),
+                      amp, lr);
+      expect_lists_equal(p.multi, p.single, "params");
+      for (size_t k = 0; k < st.size(); ++k)
+        expect_lists_equal(st[k].multi, st[k].single, "state " + std::to_string(k));
+      if (f.hypers) {
+        // The hypers were read: the plain step at their lr gives the same bits.
+        Copies q = make(0);
+        std::vector<Copies> qs;
+        for (int k = 0; k < state_count(c); ++k) qs.push_back(make(2 + k));
+        for (size_t i = 0; i < n; ++i) {
+          std::vector<Tensor> s;
+          for (const Copies& k : qs) s.push_back(k.single[i]);
+          adaptive_step(b, c, q.single[i], g.multi[i], s, steps[i], Tensor(), amp, case_lr(c));
+        }
+        expect_lists_equal(p.multi, q.single, "params against the options' lr");
+      }
     }
 }
 

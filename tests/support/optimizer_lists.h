@@ -15,5 +15,8 @@ namespace strata::testing {
 // `place` puts a host tensor on the backend's device in the same memory format (the
 // identity for a CPU backend).
 void expect_multi_steps_match_single_steps(backends::Backend& b, const std::function<Tensor(const Tensor&)>& place);
+// The same for RMSprop, Adagrad and Adadelta in each of adaptive_cases()'s configurations.
+void expect_adaptive_multi_steps_match_single_steps(backends::Backend& b,
+                                                    const std::function<Tensor(const Tensor&)>& place);
 
 }  // namespace strata::testing
