@@ -19,7 +19,7 @@ std::string failed_call(const char* call, const char* file, int line) {
   std::string_view c(call), f(file);
   c = c.substr(0, c.find('('));
   if (const size_t slash = f.rfind('/'); slash != std::string_view::npos) f.remove_prefix(slash + 1);
-  return detail::concat(c, " (strata ", f, ":", line, ")");
+  return strata::detail::concat(c, " (strata ", f, ":", line, ")");
 }
 }  // namespace
 

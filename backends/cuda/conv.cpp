@@ -142,7 +142,7 @@ void choose_algo(Context& ctx, ConvPlan& p, DType dt, const Settings& s, void* x
   int n = 0;
   const cudnnStatus_t hs = Ops::heuristics(ctx.cudnn, p, &n, res);
   if (hs != CUDNN_STATUS_SUCCESS) {
-    p.unusable = detail::concat(Ops::kName, ": cuDNN's algorithm heuristics failed for ", shapes, ": ",
+    p.unusable = strata::detail::concat(Ops::kName, ": cuDNN's algorithm heuristics failed for ", shapes, ": ",
                                 cudnnGetErrorString(hs));
     return;
   }
@@ -157,7 +157,7 @@ void choose_algo(Context& ctx, ConvPlan& p, DType dt, const Settings& s, void* x
     int m = 0;
     const cudnnStatus_t fs = Ops::find(ctx.cudnn, p, x, w, y, &m, timed, wsp, ws);
     if (fs != CUDNN_STATUS_SUCCESS) {
-      p.unusable = detail::concat(Ops::kName, ": cudnnFind for ", shapes, " failed: ", cudnnGetErrorString(fs));
+      p.unusable = strata::detail::concat(Ops::kName, ": cudnnFind for ", shapes, " failed: ", cudnnGetErrorString(fs));
       return;
     }
     for (int i = 0; i < m; ++i) res[i] = timed[i];
@@ -173,7 +173,7 @@ void choose_algo(Context& ctx, ConvPlan& p, DType dt, const Settings& s, void* x
     p.ws = std::max(ws, res[i].memory);
     return;
   }
-  p.unusable = detail::concat(Ops::kName, ": cuDNN offers no algorithm for ", shapes,
+  p.unusable = strata::detail::concat(Ops::kName, ": cuDNN offers no algorithm for ", shapes,
                               s.deterministic ? " that is deterministic" : "", " within a workspace of ",
                               s.max_workspace_bytes, " bytes", fma_only(dt, s) ? " without TF32" : "");
 }
