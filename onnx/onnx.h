@@ -28,6 +28,7 @@
 // exported strata model comes back with its own state dict names), else after the node.
 // A model exported by strata and imported again computes bitwise the same outputs.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,10 +60,14 @@ struct Imported {
   std::string producer;  // "name version" of the program that wrote the file
 };
 
-// `source` names the bytes in error messages.
+// `source` names the bytes in error messages. Initializers kept in external files (ONNX's
+// external data, as torch.onnx.export(..., dynamo=True) writes them: "m.onnx.data" beside
+// "m.onnx") are read from `data_folder`, the model file's folder, and never from outside
+// it; with no folder (the default) the model must be self-contained.
 Imported import_model(std::string_view bytes, ops::DispatchMode mode, std::string_view backend,
-                      std::string_view source = "<memory>");
-// Reads a regular file of at most 2 GiB (protobuf's limit), then import_model.
+                      std::string_view source = "<memory>", const std::filesystem::path& data_folder = {});
+// Reads a regular file of at most 2 GiB (protobuf's limit), then import_model with the
+// file's folder for external data.
 Imported load_model(const std::string& path, ops::DispatchMode mode, std::string_view backend);
 
 }  // namespace strata::onnx
