@@ -21,7 +21,9 @@
 // Import builds an nn::Graph (nn/layers/graph.h) of strata layers that runs in every
 // dispatch mode on any backend, from a graph of the ops above (opsets 11 to 23; also
 // Identity, Dropout at inference, Reshape to [N, features], ReduceMean over H and W,
-// MatMul by a constant and an Add of a constant as its bias).
+// MatMul by a constant and an Add of a constant as its bias), with initializers inline or
+// in external data files beside the model (onnx/external_data.h), so the graphs of
+// PyTorch's dynamo exporter (opset 18+, ReduceMean + Reshape, "m.onnx.data") import too.
 // Every op, attribute or tensor it cannot express is named in one strata::Error, none
 // left out; a malformed file is an error too, never a crash. The module's parameters are
 // named after the initializers when they share a "<prefix>.<role>" pattern (so an
