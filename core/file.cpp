@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <optional>
 
 #include "strata/core/error.h"
 
@@ -89,7 +90,11 @@ std::optional<std::string> file_kind(const fs::path& path) {
   return std::string("a path that cannot be examined (") + std::strerror(errno) + ")";
 }
 
-std::vector<uint8_t> read_regular_file(const fs::path& path, uint64_t max_bytes) {
+namespace {
+
+// Opens the regular file `path` for reading and gives its size; refuses anything else
+// (see read_regular_file).
+uint64_t open_regular(const fs::path& path, std::optional<Fd>& fd) {
   // stat first: opening a device node can have effects of its own (a tape rewinds).
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail_open(path, errno);
@@ -97,12 +102,35 @@ std::vector<uint8_t> read_regular_file(const fs::path& path, uint64_t max_bytes)
                ", not a regular file");
   // O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not wait
   // for a writer; fstat below then refuses it.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (fd.get() < 0) fail_open(path, errno);
-  if (::fstat(fd.get(), &st) != 0) STRATA_FAIL("cannot read ", quoted(path), ": fstat: ", std::strerror(errno));
+  fd.emplace(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (fd->get() < 0) fail_open(path, errno);
+  if (::fstat(fd->get(), &st) != 0) STRATA_FAIL("cannot read ", quoted(path), ": fstat: ", std::strerror(errno));
   STRATA_CHECK(S_ISREG(st.st_mode), "cannot read ", quoted(path), ": it is ", kind_of(st.st_mode),
                ", not a regular file");
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// Reads out.size() bytes at `offset` of the open file of `size` bytes.
+void read_at(int fd, const fs::path& path, uint64_t offset, std::span<uint8_t> out, uint64_t size) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const size_t want = std::min<size_t>(out.size() - done, size_t{1} << 30);
+    const ssize_t n = ::pread(fd, out.data() + done, want, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      STRATA_FAIL("error reading ", quoted(path), ": ", std::strerror(errno));
+    }
+    STRATA_CHECK(n > 0, "error reading ", quoted(path), ": it ended at byte ", offset + done, " of its ", size,
+                 " bytes (it shrank while being read)");
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_regular_file(const fs::path& path, uint64_t max_bytes) {
+  std::optional<Fd> fd;
+  const uint64_t size = open_regular(path, fd);
   STRATA_CHECK(size <= max_bytes, "cannot read ", quoted(path), ": its ", size, " bytes exceed the limit of ",
                max_bytes, " bytes for this kind of file");
   std::vector<uint8_t> out;
@@ -111,26 +139,24 @@ std::vector<uint8_t> read_regular_file(const fs::path& path, uint64_t max_bytes)
   } catch (const std::bad_alloc&) {
     STRATA_FAIL("cannot read ", quoted(path), ": its ", size, " bytes do not fit in memory");
   }
-  size_t done = 0;
-  while (done < size) {
-    const size_t want = std::min<size_t>(size - done, size_t{1} << 30);
-    const ssize_t n = ::read(fd.get(), out.data() + done, want);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      STRATA_FAIL("error reading ", quoted(path), ": ", std::strerror(errno));
-    }
-    STRATA_CHECK(n > 0, "error reading ", quoted(path), ": it ended after ", done, " of its ", size,
-                 " bytes (it shrank while being read)");
-    done += static_cast<size_t>(n);
-  }
+  read_at(fd->get(), path, 0, out, size);
   uint8_t extra = 0;
   ssize_t n;
   do {
-    n = ::read(fd.get(), &extra, 1);
+    n = ::pread(fd->get(), &extra, 1, static_cast<off_t>(size));
   } while (n < 0 && (errno == EINTR || errno == EAGAIN));
   STRATA_CHECK(n == 0, "error reading ", quoted(path), ": it holds more than the ", size,
                " bytes its size says (it grew while being read, or is a kernel file such as those of /proc)");
   return out;
+}
+
+uint64_t read_file_range(const fs::path& path, uint64_t offset, std::span<uint8_t> out) {
+  std::optional<Fd> fd;
+  const uint64_t size = open_regular(path, fd);
+  STRATA_CHECK(offset <= size && out.size() <= size - offset, "cannot read ", quoted(path), ": ", out.size(),
+               " bytes from offset ", offset, " lie past its end (it holds ", size, " bytes)");
+  read_at(fd->get(), path, offset, out, size);
+  return size;
 }
 
 std::optional<FileId> file_id(const fs::path& path) {

@@ -2,7 +2,7 @@
 // Files as strata reads and writes them: one place for what a path may be.
 //
 // Reading: every reader of the project (dataset files, images, checkpoints) goes
-// through read_regular_file. It refuses what is not a regular file — a directory, a
+// through read_regular_file (or read_file_range for part of a file). It refuses what is not a regular file — a directory, a
 // FIFO, a device node such as /dev/zero or /dev/urandom, a socket — before reading a
 // byte (a FIFO is opened non-blocking, so a missing writer cannot hang it), and it
 // never reads more than the size the open descriptor reports: a file that grows,
@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,12 @@ inline constexpr uint64_t kNoSizeLimit = std::numeric_limits<uint64_t>::max();
 // files above `max_bytes` (naming both sizes), and reads exactly the size fstat
 // reports.
 std::vector<uint8_t> read_regular_file(const std::filesystem::path& path, uint64_t max_bytes = kNoSizeLimit);
+
+// Fills `out` with the bytes of the regular file `path` from byte `offset` (a part of a
+// file that holds many: ONNX's external data), with read_regular_file's refusals; a range
+// that does not lie within the file is an error naming the range and the file's size,
+// checked before a byte is read. Returns the file's size.
+uint64_t read_file_range(const std::filesystem::path& path, uint64_t offset, std::span<uint8_t> out);
 
 // The identity (device, inode) of an existing file, so "is this the same file" holds
 // through symbolic links, hard links and other spellings of a path.

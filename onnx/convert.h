@@ -1,5 +1,6 @@
 #pragma once
 // Internal to onnx/: the four conversions around ir::Graph.
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,13 +22,14 @@ struct WriteInfo {
 std::string write_model(const ir::Graph& g, const WriteInfo& info);
 
 // An ONNX model's graph in strata's terms (proto_read.cpp): every op, attribute and
-// tensor it cannot express is collected, and one strata::Error names them all.
+// tensor it cannot express is collected, and one strata::Error names them all. External
+// data is read from `data_folder` (external_data.h; empty: the model must be self-contained).
 struct ReadResult {
   ir::Graph graph;
   int64_t opset = 0;
   std::string producer;
 };
-ReadResult read_model(std::string_view bytes, std::string_view source);
+ReadResult read_model(std::string_view bytes, std::string_view source, const std::filesystem::path& data_folder);
 
 // The module that runs g (to_module.cpp).
 std::unique_ptr<nn::Module> module_of_graph(const ir::Graph& g, ops::DispatchMode mode, std::string_view backend);

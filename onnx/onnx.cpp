@@ -37,8 +37,8 @@ void save_model(const nn::Module& m, const std::string& path, const ExportOption
 }
 
 Imported import_model(std::string_view bytes, ops::DispatchMode mode, std::string_view backend,
-                      std::string_view source) {
-  detail::ReadResult r = detail::read_model(bytes, source);
+                      std::string_view source, const std::filesystem::path& data_folder) {
+  detail::ReadResult r = detail::read_model(bytes, source, data_folder);
   Imported out;
   out.module = detail::module_of_graph(r.graph, mode, backend);
   out.input_sizes = r.graph.input_sizes;
@@ -52,8 +52,9 @@ Imported import_model(std::string_view bytes, ops::DispatchMode mode, std::strin
 // Through core's bounded reader (regular files only, never past protobuf's 2 GiB limit).
 Imported load_model(const std::string& path, ops::DispatchMode mode, std::string_view backend) {
   const std::vector<uint8_t> bytes = read_regular_file(path, kMaxFileBytes);
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   return import_model(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), mode, backend,
-                      ::strata::quoted(path));
+                      ::strata::quoted(path), folder.empty() ? std::filesystem::path(".") : folder);
 }
 
 }  // namespace strata::onnx

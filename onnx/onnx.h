@@ -21,13 +21,16 @@
 // Import builds an nn::Graph (nn/layers/graph.h) of strata layers that runs in every
 // dispatch mode on any backend, from a graph of the ops above (opsets 11 to 23; also
 // Identity, Dropout at inference, Reshape to [N, features], ReduceMean over H and W,
-// MatMul by a constant and an Add of a constant as its bias).
+// MatMul by a constant and an Add of a constant as its bias), with initializers inline or
+// in external data files beside the model (onnx/external_data.h), so the graphs of
+// PyTorch's dynamo exporter (opset 18+, ReduceMean + Reshape, "m.onnx.data") import too.
 // Every op, attribute or tensor it cannot express is named in one strata::Error, none
 // left out; a malformed file is an error too, never a crash. The module's parameters are
 // named after the initializers when they share a "<prefix>.<role>" pattern (so an
 // exported strata model comes back with its own state dict names), else after the node.
 // A model exported by strata and imported again computes bitwise the same outputs.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,10 +62,14 @@ struct Imported {
   std::string producer;  // "name version" of the program that wrote the file
 };
 
-// `source` names the bytes in error messages.
+// `source` names the bytes in error messages. Initializers kept in external files (ONNX's
+// external data, as torch.onnx.export(..., dynamo=True) writes them: "m.onnx.data" beside
+// "m.onnx") are read from `data_folder`, the model file's folder, and never from outside
+// it; with no folder (the default) the model must be self-contained.
 Imported import_model(std::string_view bytes, ops::DispatchMode mode, std::string_view backend,
-                      std::string_view source = "<memory>");
-// Reads a regular file of at most 2 GiB (protobuf's limit), then import_model.
+                      std::string_view source = "<memory>", const std::filesystem::path& data_folder = {});
+// Reads a regular file of at most 2 GiB (protobuf's limit), then import_model with the
+// file's folder for external data.
 Imported load_model(const std::string& path, ops::DispatchMode mode, std::string_view backend);
 
 }  // namespace strata::onnx

@@ -2,6 +2,10 @@
 
 #include <bit>
 #include <cstring>
+#include <new>
+#include <optional>
+
+#include "strata/core/file.h"
 
 namespace strata::onnx::detail {
 
@@ -18,16 +22,37 @@ std::string data_type_name(int32_t t) {
   return "data type " + std::to_string(t);
 }
 
-TensorData read_tensor(const pb::TensorProto& t) {
+namespace {
+
+// Bytes per element of the types read, 0 for the others.
+size_t element_bytes(int32_t data_type) {
+  switch (data_type) {
+    case pb::TensorProto::FLOAT: return 4;
+    case pb::TensorProto::INT64: return 8;
+    case pb::TensorProto::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+// Values given in the typed field that holds the type's data.
+size_t typed_values(const pb::TensorProto& t) {
+  switch (t.data_type()) {
+    case pb::TensorProto::FLOAT: return static_cast<size_t>(t.float_data_size());
+    case pb::TensorProto::INT64: return static_cast<size_t>(t.int64_data_size());
+    case pb::TensorProto::BOOL: return static_cast<size_t>(t.int32_data_size());
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+TensorData read_tensor(const pb::TensorProto& t, ExternalData& external) {
   static_assert(std::endian::native == std::endian::little, "ONNX raw_data is little-endian");
   TensorData out;
   auto fail = [&](std::string why) {
     out.problem = std::move(why);
     return out;
   };
-  if (t.data_location() == pb::TensorProto::EXTERNAL)
-    return fail("keeps its data in an external file; strata reads self-contained models "
-                "(onnx.save_model(model, path, save_as_external_data=False))");
   if (t.has_segment()) return fail("is segmented; strata reads whole tensors");
   if (t.dims_size() > kMaxDims) return fail("has " + std::to_string(t.dims_size()) + " dimensions (at most 6)");
   Shape dims;
@@ -37,48 +62,72 @@ TensorData read_tensor(const pb::TensorProto& t) {
     dims.push_back(d);
     if (__builtin_mul_overflow(n, d, &n) || n > kMaxDim) return fail("has too many elements " + dims.str());
   }
+  const size_t elem = element_bytes(t.data_type());
+  if (elem == 0)
+    return fail("has data type " + data_type_name(t.data_type()) + " (strata reads FLOAT, INT64 and BOOL)");
+  const std::string what = dims.str() + " " + data_type_name(t.data_type());
+  const size_t bytes = static_cast<size_t>(n) * elem;
+
+  // Where the bytes are: an external file, raw_data, or the type's own field. Each is
+  // checked to hold exactly the tensor before anything is allocated.
+  const bool is_external = t.data_location() == pb::TensorProto::EXTERNAL;
+  std::optional<ExternalRange> ext;
   const bool raw = t.has_raw_data();
   const size_t raw_size = t.raw_data().size();
-  switch (t.data_type()) {
-    case pb::TensorProto::FLOAT: {
-      const size_t given = raw ? raw_size / 4 : static_cast<size_t>(t.float_data_size());
-      if ((raw && raw_size % 4 != 0) || given != static_cast<size_t>(n))
-        return fail("holds " + std::to_string(raw ? raw_size : given) + (raw ? " bytes" : " values") + " for " +
-                    dims.str() + " FLOAT (" + std::to_string(n) + " values)");
-      out.f32 = Tensor::empty(dims, DType::f32);
-      if (n == 0) return out;
-      if (raw)
-        std::memcpy(out.f32.data_ptr(), t.raw_data().data(), raw_size);
-      else
-        std::memcpy(out.f32.data_ptr(), t.float_data().data(), static_cast<size_t>(n) * 4);
-      return out;
+  if (is_external) {
+    if (raw || typed_values(t) > 0) return fail("keeps its data in an external file and in the model too");
+    ExternalEntries entries;
+    for (const auto& e : t.external_data()) entries.emplace_back(e.key(), e.value());
+    try {
+      ext = external.locate(entries, bytes);
+    } catch (const Error& e) {
+      return fail(what + " in external data: " + e.what());
     }
-    case pb::TensorProto::INT64: {
-      const size_t given = raw ? raw_size / 8 : static_cast<size_t>(t.int64_data_size());
-      if ((raw && raw_size % 8 != 0) || given != static_cast<size_t>(n))
-        return fail("holds " + std::to_string(raw ? raw_size : given) + (raw ? " bytes" : " values") + " for " +
-                    dims.str() + " INT64 (" + std::to_string(n) + " values)");
-      out.is_i64 = true;
-      out.i64.resize(static_cast<size_t>(n));
-      if (n == 0) return out;
-      if (raw)
-        std::memcpy(out.i64.data(), t.raw_data().data(), raw_size);
-      else
-        std::memcpy(out.i64.data(), t.int64_data().data(), static_cast<size_t>(n) * 8);
-      return out;
+  } else if (t.external_data_size() > 0) {
+    return fail("has external_data entries but data_location DEFAULT (is the model damaged?)");
+  } else if (raw ? raw_size != bytes : typed_values(t) != static_cast<size_t>(n)) {
+    return fail("holds " + std::to_string(raw ? raw_size : typed_values(t)) + (raw ? " bytes" : " values") + " for " +
+                what + " (" + std::to_string(n) + " values)");
+  }
+  // The tensor's bytes as in raw_data, little-endian.
+  auto fill = [&](void* dst) {
+    if (bytes == 0) return;
+    if (ext)
+      read_file_range(ext->file, ext->offset, std::span<uint8_t>(static_cast<uint8_t*>(dst), bytes));
+    else if (raw)
+      std::memcpy(dst, t.raw_data().data(), bytes);
+    else if (t.data_type() == pb::TensorProto::FLOAT)
+      std::memcpy(dst, t.float_data().data(), bytes);
+    else if (t.data_type() == pb::TensorProto::INT64)
+      std::memcpy(dst, t.int64_data().data(), bytes);
+    else
+      for (int64_t i = 0; i < n; ++i) static_cast<uint8_t*>(dst)[i] = t.int32_data(static_cast<int>(i)) != 0;
+  };
+  try {
+    switch (t.data_type()) {
+      case pb::TensorProto::FLOAT:
+        out.f32 = Tensor::empty(dims, DType::f32);
+        fill(out.f32.data_ptr());
+        return out;
+      case pb::TensorProto::INT64:
+        out.is_i64 = true;
+        out.i64.resize(static_cast<size_t>(n));
+        fill(out.i64.data());
+        return out;
+      default: {  // BOOL, as 0/1 integers (Dropout's training_mode)
+        std::vector<uint8_t> b(bytes);
+        fill(b.data());
+        out.is_i64 = true;
+        for (uint8_t v : b) out.i64.push_back(v != 0);
+        return out;
+      }
     }
-    case pb::TensorProto::BOOL: {  // as 0/1 integers (Dropout's training_mode)
-      const size_t given = raw ? raw_size : static_cast<size_t>(t.int32_data_size());
-      if (given != static_cast<size_t>(n))
-        return fail("holds " + std::to_string(given) + " values for " + dims.str() + " BOOL");
-      out.is_i64 = true;
-      for (int64_t i = 0; i < n; ++i)
-        out.i64.push_back(raw ? static_cast<uint8_t>(t.raw_data()[static_cast<size_t>(i)]) != 0
-                              : t.int32_data(static_cast<int>(i)) != 0);
-      return out;
-    }
-    default:
-      return fail("has data type " + data_type_name(t.data_type()) + " (strata reads FLOAT, INT64 and BOOL)");
+  } catch (const Error& e) {  // out of memory, or the external file changed since it was checked
+    out = TensorData();
+    return fail(what + (ext ? " in external data: " : ": ") + e.what());
+  } catch (const std::bad_alloc&) {
+    out = TensorData();
+    return fail(what + ": " + std::to_string(bytes) + " bytes do not fit in memory");
   }
 }
 

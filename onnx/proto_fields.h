@@ -10,20 +10,21 @@
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/onnx/external_data.h"
 
 namespace strata::onnx::detail {
 
 namespace pb = ::onnx;
 
 // The contents of a TensorProto: f32 data (FLOAT) or i64 values (INT64, BOOL as 0/1), or
-// why neither.
+// why neither. Data kept in an external file is read through `external`.
 struct TensorData {
   Tensor f32;                 // FLOAT: CPU, contiguous
   std::vector<int64_t> i64;   // INT64
   bool is_i64 = false;
   std::string problem;        // non-empty: the tensor cannot be used
 };
-TensorData read_tensor(const pb::TensorProto& t);
+TensorData read_tensor(const pb::TensorProto& t, ExternalData& external);
 // "FLOAT", "INT64", ... for messages.
 std::string data_type_name(int32_t data_type);
 

@@ -63,7 +63,7 @@ void Reader::read_constant(const pb::TensorProto& t, const std::string& what) {
   if (name.empty()) return problem(what + " has no name");
   if (constants_.count(name) || bad_constants_.count(name) || ranks_.count(name))
     return problem(what + " '" + name + "' is defined twice");
-  TensorData d = read_tensor(t);
+  TensorData d = read_tensor(t, external_);
   if (!d.problem.empty())
     bad_constants_[name] = what + " '" + name + "' " + d.problem;
   else
@@ -264,6 +264,8 @@ void Reader::read_graph(const pb::GraphProto& graph) {
   g_.output = out;
 }
 
-ReadResult read_model(std::string_view bytes, std::string_view source) { return Reader(source).read(bytes); }
+ReadResult read_model(std::string_view bytes, std::string_view source, const std::filesystem::path& data_folder) {
+  return Reader(source, data_folder).read(bytes);
+}
 
 }  // namespace strata::onnx::detail

@@ -2,6 +2,7 @@
 // Internal to onnx/: the reader of ONNX files behind detail::read_model (convert.h).
 // proto_read.cpp holds the model, graph, constant and value bookkeeping; read_nodes.cpp
 // one reader per ONNX op. Every problem is collected, none thrown, until report().
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -26,7 +27,8 @@ struct Window {
 
 class Reader {
  public:
-  explicit Reader(std::string_view source) : source_(source) {}
+  // External data is read from `data_folder` (empty: the model must be self-contained).
+  Reader(std::string_view source, const std::filesystem::path& data_folder) : source_(source), external_(data_folder) {}
   ReadResult read(std::string_view bytes);
 
  private:
@@ -86,6 +88,7 @@ class Reader {
   void read_constant_node(Attrs& a, const std::string& output);
 
   std::string source_, where_;
+  ExternalData external_;
   ir::Graph g_;
   std::vector<std::string> problems_;
   std::map<std::string, std::vector<std::string>> unsupported_;  // op type -> nodes

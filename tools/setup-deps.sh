@@ -12,6 +12,7 @@ pkgs=(build-essential cmake ninja-build pkg-config ccache
       libdnnl-dev ocl-icd-opencl-dev opencl-headers  # Debian's oneDNN CMake package requires OpenCL
       libcli11-dev nlohmann-json3-dev
       libonnx-dev libprotobuf-dev python3-onnx  # ONNX export/import (onnx/), onnx.checker in ctest
+      nettle-dev  # SHA-1 of ONNX external data checksums (onnx/external_data.cpp)
       libopenmpi-dev openmpi-bin  # mpirun jobs get NCCL's unique id over MPI (dist/mpi_bootstrap.cpp); its tests run mpirun
       zlib1g-dev libturbojpeg0-dev libpugixml-dev
       libstb-dev  # stb_image: PNG and PGM/PPM input of strata_infer (data/image_file.cpp)

@@ -6,6 +6,8 @@ tools/gpu/onnx.sh (which says the order of the steps).
     python3 bench/peers/onnx_resnet50.py ort --onnx strata_r50.onnx --io strata_io.safetensors
     # torchvision's ResNet-50 through torch.onnx.export; its input and PyTorch's logits
     python3 bench/peers/onnx_resnet50.py torch-export --onnx tv_r50.onnx --io tv_io.safetensors
+    # the same through the dynamo exporter (PyTorch 2.9+'s default): tv_r50.onnx + tv_r50.onnx.data
+    python3 bench/peers/onnx_resnet50.py torch-export --dynamo --onnx tv_r50.onnx --io tv_io.safetensors
     # every "output*" tensor strata_onnx_run wrote, against the io file's logits
     python3 bench/peers/onnx_resnet50.py compare --io tv_io.safetensors --got tv_strata.safetensors
 
@@ -63,24 +65,34 @@ def torch_export(args, device):
     import onnx
     model = random_resnet50(args.seed).eval()
     x = torch.empty(args.batch, 3, 224, 224).uniform_(-2.0, 2.0)
-    r = {"step": "torchvision -> torch.onnx.export", "onnx": os.path.basename(args.onnx)}
+    r = {"step": f"torchvision -> torch.onnx.export{'(dynamo=True)' if args.dynamo else ''}",
+         "onnx": os.path.basename(args.onnx)}
     common = dict(input_names=["input"], output_names=["output"],
                   dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
-    try:  # the TorchScript exporter (Conv+BatchNorm folded, Flatten, Gemm), opset 17
-        torch.onnx.export(model, (x,), args.onnx, opset_version=17, dynamo=False, **common)
-        r["exporter"] = "torchscript, opset 17"
-    except Exception as e:  # noqa: BLE001 - PyTorch without it: the dynamo exporter
-        r["torchscript_exporter"] = f"{type(e).__name__}: {e}"[:300]
-        prog = torch.onnx.export(model, (x,), dynamo=True, dynamic_shapes=({0: torch.export.Dim("batch")},),
-                                 input_names=["input"], output_names=["output"])
-        prog.save(args.onnx, external_data=False)
-        r["exporter"] = "dynamo"
-    m = onnx.load(args.onnx)
+    if args.dynamo:  # PyTorch 2.9+'s default exporter as users call it: names, shapes and external data its own
+        torch.onnx.export(model, (x,), args.onnx, dynamo=True, external_data=True)
+        r["exporter"] = "dynamo (external data)"
+    else:
+        try:  # the TorchScript exporter (Conv+BatchNorm folded, Flatten, Gemm), opset 17
+            torch.onnx.export(model, (x,), args.onnx, opset_version=17, dynamo=False, **common)
+            r["exporter"] = "torchscript, opset 17"
+        except Exception as e:  # noqa: BLE001 - PyTorch without it: the dynamo exporter
+            r["torchscript_exporter"] = f"{type(e).__name__}: {e}"[:300]
+            prog = torch.onnx.export(model, (x,), dynamo=True, dynamic_shapes=({0: torch.export.Dim("batch")},),
+                                     input_names=["input"], output_names=["output"])
+            prog.save(args.onnx, external_data=False)
+            r["exporter"] = "dynamo"
+    m = onnx.load(args.onnx, load_external_data=False)
     ops = {}
     for n in m.graph.node:
         ops[n.op_type] = ops.get(n.op_type, 0) + 1
-    r.update({"opset": [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")], "ops": ops,
-              "initializers": len(m.graph.initializer), "onnx": onnx.__version__})
+    external = [t for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    files = sorted({e.value for t in external for e in t.external_data if e.key == "location"})
+    r.update({"opset": [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")], "ir": m.ir_version,
+              "ops": ops, "initializers": len(m.graph.initializer), "external_initializers": len(external),
+              "external_files": files, "conv_with_bias": sum(1 for n in m.graph.node
+                                                            if n.op_type == "Conv" and len(n.input) > 2 and n.input[2]),
+              "onnx": onnx.__version__})
     model = model.to(device)
     with torch.no_grad():
         logits = model(x.to(device)).cpu()
@@ -114,6 +126,8 @@ def main():
     ap.add_argument("--device", default="auto")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--dynamo", action="store_true",
+                    help="torch-export: the dynamo exporter (torch.onnx.export(dynamo=True), external data, fixed batch)")
     ap.add_argument("--tolerance", type=float, default=1e-4)
     args = ap.parse_args()
     device = setup(args.device)

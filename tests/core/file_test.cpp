@@ -89,6 +89,22 @@ TEST_F(FileTest, MissingFilesAndSizeLimitsAreNamed) {
   EXPECT_EQ(read_regular_file(dir_ / "big", 1000).size(), 1000u);
 }
 
+TEST_F(FileTest, ReadsARangeOfAFileWithinItsSizeOnly) {
+  std::string bytes(5000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 13 + 1);
+  const fs::path p = write("blob.data", bytes);
+  std::vector<uint8_t> got(1000);
+  EXPECT_EQ(read_file_range(p, 3001, got), 5000u);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), bytes.begin() + 3001, [](uint8_t a, char b) { return a == uint8_t(b); }));
+  EXPECT_EQ(read_file_range(p, 5000, {}), 5000u);  // an empty range at the end
+  EXPECT_STRATA_ERROR(read_file_range(p, 4001, got), "blob.data", "1000 bytes from offset 4001 lie past its end",
+                      "it holds 5000 bytes");
+  EXPECT_STRATA_ERROR(read_file_range(p, UINT64_MAX, got), "lie past its end");
+  EXPECT_STRATA_ERROR(read_file_range(dir_ / "absent", 0, got), "absent", "no such file");
+  for (const SpecialFile& s : make_special_files(dir_))
+    EXPECT_STRATA_ERROR(read_file_range(s.path, 0, got), s.path.c_str(), "not a regular file");
+}
+
 TEST_F(FileTest, AKernelFileThatClaimsNoSizeIsRefusedNotReadUnbounded) {
   // /proc files report size 0 and hold more: read to their size, they would be cut
   // silently; the reader says so instead.

@@ -8,7 +8,10 @@ batch norm kept and folded; each file must pass onnx.checker.check_model(full_ch
 and strict shape inference with type checks, have opset 17, one input [batch, C, S, S]
 named "input" and initializers named as a state dict (no num_batches_tracked). Each is then
 imported and run by strata_onnx_run in every dispatch mode on a random batch of 3: the
-outputs must be finite, [3, classes] and bitwise equal across the modes.
+outputs must be finite, [3, classes] and bitwise equal across the modes. Each file is then
+saved again by onnx.save_model with its initializers of 1 KiB or more in an external data
+file beside it (ONNX's own writer of external data): strata_onnx_run must compute bitwise
+the same outputs from it.
 """
 import json
 import os
@@ -91,8 +94,21 @@ def main():
                 assert ys[0].shape == (3, classes), ys[0].shape
                 assert np.isfinite(ys[0]).all()
                 assert all(np.array_equal(ys[0], o) for o in ys[1:]), "dispatch modes disagree"
+                # The same model with ONNX's external data, in a folder of its own.
+                ext_dir = os.path.join(work, "external", os.path.basename(path)[:-5])
+                os.makedirs(ext_dir, exist_ok=True)
+                ext = os.path.join(ext_dir, "model.onnx")
+                onnx.save_model(onnx.load(path), ext, save_as_external_data=True, all_tensors_to_one_file=True,
+                                location="model.onnx.data", size_threshold=1024)
+                kept = [t.name for t in onnx.load(ext, load_external_data=False).graph.initializer
+                        if t.data_location == onnx.TensorProto.EXTERNAL]
+                assert kept, "no initializer went to the external file"
+                ext_out = os.path.join(work, f"{name}_external_out.safetensors")
+                subprocess.run([run, "--onnx", ext, "--input", io, "--output", ext_out, "--backend", "reference",
+                                "--dispatch", "direct"], check=True, stdout=subprocess.DEVNULL)
+                assert np.array_equal(read_safetensors(ext_out)["output"], ys[0]), "external data changed the output"
                 print(f"ok   {os.path.basename(path)}: {nodes} nodes, {inits} initializers; onnx.checker, strict "
-                      f"shape inference, strata_onnx_run in 3 modes")
+                      f"shape inference, strata_onnx_run in 3 modes; {len(kept)} initializers as external data")
             except Exception as e:  # report every model, then fail
                 failures += 1
                 print(f"FAIL {os.path.basename(path)}: {type(e).__name__}: {e}")

@@ -2,6 +2,8 @@
 // ONNX models written by hand with ONNX's protobuf classes, for the import tests.
 #include <onnx/onnx_pb.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -103,6 +105,42 @@ inline void set_string(::onnx::NodeProto& n, const std::string& name, const std:
   auto& a = attr(n, name);
   a.set_type(::onnx::AttributeProto::STRING);
   a.set_s(v);
+}
+
+inline void set_entry(::onnx::TensorProto& t, const std::string& key, const std::string& value) {
+  auto* e = t.add_external_data();
+  e->set_key(key);
+  e->set_value(value);
+}
+
+// Moves the raw_data of the initializers `names` of m into the file `location` of `folder`
+// (created, with its subfolders), in the order given, each at the next multiple of `align`
+// (the gaps hold 0xAB), as ONNX's external data: data_location EXTERNAL, location, offset
+// and length. The other initializers stay inline.
+inline void move_to_external_file(::onnx::ModelProto& m, const std::filesystem::path& folder,
+                                  const std::string& location, const std::vector<std::string>& names,
+                                  size_t align = 64) {
+  std::string data;
+  for (const std::string& name : names) {
+    ::onnx::TensorProto* t = nullptr;
+    for (auto& i : *m.mutable_graph()->mutable_initializer())
+      if (i.name() == name) t = &i;
+    if (!t) throw std::runtime_error("move_to_external_file: no initializer " + name);
+    data.resize((data.size() + align - 1) / align * align, '\xAB');
+    set_entry(*t, "location", location);
+    set_entry(*t, "offset", std::to_string(data.size()));
+    set_entry(*t, "length", std::to_string(t->raw_data().size()));
+    data += t->raw_data();
+    t->clear_raw_data();
+    t->set_data_location(::onnx::TensorProto::EXTERNAL);
+  }
+  const std::filesystem::path path = folder / location;
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+inline void save(const ::onnx::ModelProto& m, const std::filesystem::path& path) {
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
 }
 
 // x [N,3,8,8] -> Conv(4, 3x3, pad 1, bias) -> BatchNormalization -> Relu -> GlobalAveragePool

@@ -1,7 +1,9 @@
 #pragma once
 // Shared by the ONNX tests: models to export and what makes their batch norm non-trivial.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -81,6 +83,20 @@ inline nn::ResNetConfig small_resnet(int depth, bool small_input, int64_t base =
   c.init.seed = 7;
   return c;
 }
+
+// Tests that write files: a fresh folder root_ named after the running test, removed after it.
+class OnnxFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("strata_onnx_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::filesystem::path root_;
+};
 
 inline onnx::ExportOptions export_options(Shape item, bool fold = false) {
   onnx::ExportOptions o;

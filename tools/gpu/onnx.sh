@@ -3,7 +3,7 @@
 # packed into .gpu/ by tools/gpu/pack.sh together with Debian's ONNX and protobuf libraries
 # (the GPU machine has neither):
 #   TARGETS="export_resnet50 strata_export strata_onnx_run" \
-#     CARRY_LIBS="onnx_proto protobuf turbojpeg pugixml stb" tools/gpu/pack.sh    # here
+#     CARRY_LIBS="onnx_proto protobuf nettle turbojpeg pugixml stb" tools/gpu/pack.sh    # here
 #   tools/gpu/onnx.sh                                                              # there (carry .gpu)
 # (a) strata -> onnxruntime: strata's ResNet-50 (random batch-norm statistics) and its f32
 #     logits on the GPU (export_resnet50 export), exported by strata_export with batch norm
@@ -13,6 +13,10 @@
 # (b) PyTorch -> strata: torchvision's ResNet-50 through torch.onnx.export and PyTorch's
 #     logits on the GPU; strata_onnx_run imports the file and runs it on the GPU in every
 #     dispatch mode.
+# (c) PyTorch -> strata through the dynamo exporter (torch.onnx.export(dynamo=True), PyTorch
+#     2.9+'s default): opset 18+, weights in "<model>.onnx.data" beside the model, batch norm
+#     folded, ReduceMean + Reshape, a fixed batch; strata_onnx_run imports it on the GPU in
+#     every dispatch mode.
 # Every comparison passes at a relative L2 error <= 1e-4 with all argmax equal
 # (bench/peers/onnx_resnet50.py). Writes onnx.json (every comparison) and onnx.log to $OUT
 # (or /tmp/strata-gpu); exit status 0 when all pass.
@@ -76,7 +80,19 @@ step "strata_onnx_run on PyTorch's export (cuda, every mode)" "$pkg/bin/strata_o
 step "strata vs PyTorch" python3 "$peer" compare --io "$tmp/tv_io.safetensors" --got "$tmp/tv_strata_out.safetensors" \
   --what "torch.onnx.export -> strata (cuda)" --json "$tmp/b_strata_vs_torch.json" || status=1
 
-python3 - "$out/onnx.json" "$tmp"/[ab]_*.json <<'PY' | tee -a "$log"
+# (c) torchvision -> torch.onnx.export(dynamo=True) -> strata (a folder of its own: model + external data)
+mkdir -p "$tmp/dynamo"
+step "torch.onnx.export(dynamo=True) of torchvision's ResNet-50, PyTorch's logits" python3 "$peer" torch-export \
+  --dynamo --onnx "$tmp/dynamo/tv_r50.onnx" --io "$tmp/dyn_io.safetensors" --json "$tmp/c_torch_export.json" || status=1
+ls -l "$tmp/dynamo" 2>&1 | tee -a "$log"
+step "strata_onnx_run on PyTorch's dynamo export (cuda, every mode)" "$pkg/bin/strata_onnx_run" \
+  --onnx "$tmp/dynamo/tv_r50.onnx" --input "$tmp/dyn_io.safetensors" --output "$tmp/dyn_strata_out.safetensors" \
+  --backend cuda --dispatch all || status=1
+step "strata vs PyTorch (dynamo export)" python3 "$peer" compare --io "$tmp/dyn_io.safetensors" \
+  --got "$tmp/dyn_strata_out.safetensors" --what "torch.onnx.export(dynamo=True) -> strata (cuda)" \
+  --json "$tmp/c_strata_vs_torch.json" || status=1
+
+python3 - "$out/onnx.json" "$tmp"/[abc]_*.json <<'PY' | tee -a "$log"
 import json, sys
 rows = []
 for p in sys.argv[2:]:

@@ -4,7 +4,7 @@
 #   BUILD_DIR  build folder (default build-gpu)
 #   TARGETS    ninja targets (default: the cuda backend's tests)
 #   CARRY_LIBS libraries of this machine that the packed programs load and the GPU machine
-#              lacks, by name without lib/.so (e.g. "onnx_proto protobuf" for strata::onnx's
+#              lacks, by name without lib/.so (e.g. "onnx_proto protobuf nettle" for strata::onnx's
 #              programs): copied into .gpu/lib from where the packed programs resolve them
 set -euo pipefail
 cd "$(dirname "$0")/../.."
