@@ -32,16 +32,19 @@ inline backends::ViewLayout view_layout(const Tensor& t) {
 
 // A tensor argument the backend reads: defined, on the backend's device, of a dtype
 // (and, for a spatial op's 4-D operands, a layout) the backend's table lists for `op`.
+// `shown`: the name the messages give the op when it is not the table's (a formula of
+// pointwise.def runs as unary_fwd but is called "exp" in its messages).
 template <class D>
-void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t) {
-  check_defined(op_name(op), arg, t);
-  check_device(op_name(op), arg, t, d.device(), d.backend_name());
+void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t, std::string_view shown = {}) {
+  const std::string_view name = shown.empty() ? op_name(op) : shown;
+  check_defined(name, arg, t);
+  check_device(name, arg, t, d.device(), d.backend_name());
   const backends::Capabilities& caps = d.capabilities();
-  STRATA_CHECK(caps.supports(op, t.dtype()), op_name(op), ": backend '", d.backend_name(), "' does not support ",
+  STRATA_CHECK(caps.supports(op, t.dtype()), name, ": backend '", d.backend_name(), "' does not support ",
                dtype_name(t.dtype()), " (", arg, " ", t.str(), ")");
   if (t.dim() == 4 && is_spatial(op_kind(op)) && !caps.accepts_every_layout(op))
-    STRATA_CHECK(caps.accepts(op, view_layout(t)), op_name(op), ": backend '", d.backend_name(),
-                 "' does not take ", backends::layout_name(view_layout(t)), " operands (", arg, " ", t.str(), ")");
+    STRATA_CHECK(caps.accepts(op, view_layout(t)), name, ": backend '", d.backend_name(), "' does not take ",
+                 backends::layout_name(view_layout(t)), " operands (", arg, " ", t.str(), ")");
 }
 
 // Two tensor arguments of an element-wise op: defined, of the same sizes and dtype,
@@ -409,8 +412,8 @@ void validate_bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& tar
 // ---- the optimizer steps: operands named as the op's messages call them (the single step's
 // "param", a list's "params[3]").
 namespace detail {
-inline void check_param_like(std::string_view op, std::string_view param_name, std::string_view arg, const Tensor& param,
-                      const Tensor& t) {
+inline void check_param_like(std::string_view op, std::string_view param_name, std::string_view arg,
+                             const Tensor& param, const Tensor& t) {
   check_defined(op, param_name, param);
   check_defined(op, arg, t);
   check_same_shape(op, param_name, param, arg, t);
@@ -549,7 +552,7 @@ void validate_unary(const D& d, UnaryFn fn, const Tensor& x, double p0, double p
   check_defined(op, "input", x);
   check_float(op, "input", x);
   if (fn == UnaryFn::clamp) STRATA_CHECK(p0 <= p1, "clamp: min ", p0, " is greater than max ", p1);
-  check_input(d, OpId::unary_fwd, "input", x);
+  check_input(d, OpId::unary_fwd, "input", x, op);
 }
 template <class D>
 void validate_unary_bwd(const D& d, UnaryFn fn, const Tensor& x, const Tensor& y, const Tensor& dy) {
@@ -562,9 +565,9 @@ void validate_unary_bwd(const D& d, UnaryFn fn, const Tensor& x, const Tensor& y
   check_same_shape(op, "input", x, "output", y);
   check_same_dtype(op, "input", x, "grad_output", dy);
   check_same_dtype(op, "input", x, "output", y);
-  check_input(d, OpId::unary_bwd, "input", x);
-  check_input(d, OpId::unary_bwd, "output", y);
-  check_input(d, OpId::unary_bwd, "grad_output", dy);
+  check_input(d, OpId::unary_bwd, "input", x, op);
+  check_input(d, OpId::unary_bwd, "output", y, op);
+  check_input(d, OpId::unary_bwd, "grad_output", dy, op);
 }
 template <class D>
 void validate_binary(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b) {
@@ -574,8 +577,8 @@ void validate_binary(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b) 
   check_float(op, "a", a);
   check_same_shape(op, "a", a, "b", b);
   check_same_dtype(op, "a", a, "b", b);
-  check_input(d, OpId::binary_fwd, "a", a);
-  check_input(d, OpId::binary_fwd, "b", b);
+  check_input(d, OpId::binary_fwd, "a", a, op);
+  check_input(d, OpId::binary_fwd, "b", b, op);
 }
 template <class D>
 void validate_binary_bwd(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b, const Tensor& y,
@@ -588,8 +591,8 @@ void validate_binary_bwd(const D& d, BinaryFn fn, const Tensor& a, const Tensor&
   check_same_shape(op, "a", a, "grad_output", dy);
   check_same_dtype(op, "a", a, "output", y);
   check_same_dtype(op, "a", a, "grad_output", dy);
-  check_input(d, OpId::binary_bwd, "output", y);
-  check_input(d, OpId::binary_bwd, "grad_output", dy);
+  check_input(d, OpId::binary_bwd, "output", y, op);
+  check_input(d, OpId::binary_bwd, "grad_output", dy, op);
 }
 
 }  // namespace strata::ops

@@ -18,7 +18,7 @@ TEST(OpErrors, PointwiseUnary) {
   const Tensor x = rnd({2, 3});
   EXPECT_STRATA_ERROR(ops::exp(d, Tensor()), "exp", "input", "undefined");
   EXPECT_STRATA_ERROR(ops::log(d, Tensor::empty({3}, DType::i64)), "log", "input");
-  EXPECT_STRATA_ERROR(ops::sqrt(d, fake_cuda({3})), "unary_fwd", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::sqrt(d, fake_cuda({3})), "sqrt", "input", "cuda:0");
   EXPECT_STRATA_ERROR(ops::clamp(d, x, 1.0, -1.0), "clamp", "min 1", "max -1");
   EXPECT_STRATA_ERROR(ops::unary_bwd(d, ops::UnaryFn::tanh, x, x, rnd({3, 2})), "tanh", "grad_output", "shape");
   EXPECT_STRATA_ERROR(ops::unary_bwd(d, ops::UnaryFn::tanh, x, x, rnd({2, 3}, DType::f64)), "tanh", "dtype");
@@ -30,7 +30,7 @@ TEST(OpErrors, PointwiseBinary) {
   EXPECT_STRATA_ERROR(ops::mul(d, a, rnd({3, 2})), "mul", "a", "b", "[2,3]", "[3,2]");
   EXPECT_STRATA_ERROR(ops::div(d, a, rnd({2, 3}, DType::f64)), "div", "dtype");
   EXPECT_STRATA_ERROR(ops::sub(d, a, Tensor()), "sub", "b", "undefined");
-  EXPECT_STRATA_ERROR(ops::maximum(d, fake_cuda({2, 3}), fake_cuda({2, 3})), "binary_fwd", "cuda:0");
+  EXPECT_STRATA_ERROR(ops::maximum(d, fake_cuda({2, 3}), fake_cuda({2, 3})), "maximum", "cuda:0");
   EXPECT_STRATA_ERROR(ops::binary_bwd(d, ops::BinaryFn::mul, a, a, a, rnd({2, 2})), "mul", "grad_output");
 }
 

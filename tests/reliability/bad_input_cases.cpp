@@ -202,6 +202,37 @@ std::vector<OpCase> all_cases() {
                "add",
                {{"a", rnd({2, 3}), kAnyRank, {3, 2}}, {"b", rnd({2, 3}, DType::f32, 2), kAnyRank, {2, 4}}},
                [](const D& d, const auto& a) { return std::vector{ops::add(d, a[0], a[1])}; }});
+  // The formulas of pointwise.def, one of each family (their messages name the formula).
+  v.push_back({"exp",
+               ops::OpId::unary_fwd,
+               "exp",
+               {{"input", rnd({2, 3}), kAnyRank & ~kSizes, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::exp(d, a[0])}; }});
+  v.push_back({"tanh_bwd",
+               ops::OpId::unary_bwd,
+               "tanh",
+               {{"input", rnd({2, 3}), kAnyRank, {3, 2}},
+                {"output", rnd({2, 3}, DType::f32, 2), kAnyRank, {2, 4}},
+                {"grad_output", rnd({2, 3}, DType::f32, 3), kAnyRank, {3, 3}}},
+               [](const D& d, const auto& a) {
+                 return std::vector{ops::unary_bwd(d, ops::UnaryFn::tanh, a[0], a[1], a[2])};
+               }});
+  v.push_back({"mul",
+               ops::OpId::binary_fwd,
+               "mul",
+               {{"a", rnd({2, 3}), kAnyRank, {3, 2}}, {"b", rnd({2, 3}, DType::f32, 2), kAnyRank, {2, 4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::mul(d, a[0], a[1])}; }});
+  v.push_back({"div_bwd",
+               ops::OpId::binary_bwd,
+               "div",
+               {{"a", rnd({2, 3}), kAnyRank, {3, 2}},
+                {"b", pos({2, 3}), kAnyRank, {2, 4}},
+                {"output", rnd({2, 3}, DType::f32, 2), kAnyRank, {1, 6}},
+                {"grad_output", rnd({2, 3}, DType::f32, 3), kAnyRank, {3, 3}}},
+               [](const D& d, const auto& a) {
+                 const ops::BinaryGrads g = ops::binary_bwd(d, ops::BinaryFn::div, a[0], a[1], a[2], a[3]);
+                 return std::vector{g.da, g.db};
+               }});
   v.push_back({"scale",
                ops::OpId::scale,
                "scale",
@@ -470,6 +501,10 @@ const std::vector<std::string> kCaseIds = {"conv2d",
                                            "linear_bwd_data",
                                            "linear_bwd_weight",
                                            "add",
+                                           "exp",
+                                           "tanh_bwd",
+                                           "mul",
+                                           "div_bwd",
                                            "scale",
                                            "axpy",
                                            "dropout",

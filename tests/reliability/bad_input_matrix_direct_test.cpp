@@ -13,6 +13,7 @@
 #include "bad_input_cases.h"
 #include "strata/ops/direct/plans.h"
 #include "strata/backends/static_backends.h"
+#include "strata/ops/direct/dropout_plan.h"
 
 namespace strata::testing {
 namespace {
@@ -29,6 +30,7 @@ std::vector<std::string> direct_args(const std::string& id) {
   if (id == "relu" || id == "max_pool2d" || id == "avg_pool2d" || id == "global_avg_pool") return {"input"};
   if (id == "linear") return {"input", "weight", "bias"};
   if (id == "add") return {"a", "b"};
+  if (id == "dropout") return {"input"};
   if (id == "softmax_xent") return {"logits", "labels"};
   if (id == "bce_logits") return {"logits", "targets"};
   if (id == "conv2d_bwd_data" || id == "conv2d_bwd_weight" || id == "batch_norm_bwd" || id == "relu_bwd" ||
@@ -97,6 +99,9 @@ void plan_case(const std::string& id, Impl& impl, const std::vector<Tensor>& a) 
     p.plan_backward(a[1], /*need_dx=*/false);
   } else if (id == "add") {
     dp::AddPlan<Impl>().plan(impl, a[0], a[1]);
+  } else if (id == "dropout") {
+    ops::direct::DropoutCounter counter;
+    dp::DropoutPlan<Impl>().plan(impl, a[0], 0.3, &counter, 0);
   } else if (id == "softmax_xent") {
     dp::SoftmaxXentPlan<Impl>().plan(impl, a[0], a[1]);
   } else if (id == "bce_logits") {
