@@ -1,18 +1,20 @@
-# strata_add_backend(<name> CLASS <C++ class> HEADER <header> SOURCES ... [LIBS ...])
+# strata_add_backend(<name> CLASS <C++ class> HEADER <header> [PROBE] SOURCES ... [LIBS ...])
 # Adds the library strata_backend_<name>, records it for the generated registry (and strata::backends
 # defines STRATA_HAVE_BACKEND_<NAME> for backends/static_backends.h), and says so at configure time.
+# PROBE: the backend defines `std::string probe_backend_<name>()`, the registry's cheap "can it run
+# here" (Registry::Probe).
 # HEADER is the class header under the source tree (backends/<name>/...); the generated registry includes
 # it as "strata/<HEADER>", as every header is included.
 set_property(GLOBAL PROPERTY STRATA_BACKENDS "")
 
 function(strata_add_backend name)
-  cmake_parse_arguments(B "" "CLASS;HEADER" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(B "PROBE" "CLASS;HEADER" "SOURCES;LIBS" ${ARGN})
   set(target strata_backend_${name})
   add_library(${target} ${B_SOURCES})
   add_library(strata::backend_${name} ALIAS ${target})
   target_link_libraries(${target} PUBLIC strata_op_table PRIVATE ${B_LIBS})
   set_target_properties(${target} PROPERTIES EXPORT_NAME backend_${name})
-  set_property(GLOBAL APPEND PROPERTY STRATA_BACKENDS "${name}|${B_CLASS}|${B_HEADER}")
+  set_property(GLOBAL APPEND PROPERTY STRATA_BACKENDS "${name}|${B_CLASS}|${B_HEADER}|${B_PROBE}")
   install(TARGETS ${target} EXPORT strataTargets)
   message(STATUS "strata: backend '${name}' will be built")
 endfunction()
@@ -53,8 +55,15 @@ function(strata_generate_backend_files out_dir)
     list(GET parts 0 name)
     list(GET parts 1 cls)
     list(GET parts 2 header)
+    list(GET parts 3 probe)
     string(APPEND decls "BackendFactoryResult make_backend_${name}();\n")
-    string(APPEND calls "  r.add_factory(\"${name}\", ::strata::backends::${cls}::kDevice, &make_backend_${name});\n")
+    set(probe_arg "")
+    if(probe)
+      string(APPEND decls "std::string probe_backend_${name}();\n")
+      set(probe_arg ", &probe_backend_${name}")
+    endif()
+    string(APPEND calls
+           "  r.add_factory(\"${name}\", ::strata::backends::${cls}::kDevice, &make_backend_${name}${probe_arg});\n")
     string(APPEND includes "#include \"strata/${header}\"\n")
   endforeach()
   set(STRATA_BACKEND_DECLS "${decls}")

@@ -72,6 +72,15 @@ class IgnoreFileSizeSignal {
   bool ok_ = false;
 };
 
+// The pid a FileLock holder wrote into its lock file ("" if none).
+std::string pid_in(int fd) {
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  return pid;
+}
+
 }  // namespace
 
 std::string quoted(const fs::path& path) {
@@ -176,8 +185,26 @@ bool same_file(const fs::path& a, const fs::path& b) {
 }
 
 void check_output_file(const fs::path& path, uint64_t bytes, std::string_view what) {
-  if (const auto kind = file_kind(path); kind && *kind != "a regular file")
-    STRATA_FAIL(what, " ", quoted(path), " is ", *kind, ", not a regular file: refusing to write over it");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      STRATA_FAIL(what, " ", quoted(path), " is ", kind_of(st.st_mode),
+                  ", not a regular file: refusing to write over it");
+  } else if (errno != ENOENT && errno != ENOTDIR) {
+    const int e = errno;
+    std::string detail;
+    if (e == ENAMETOOLONG) {  // say which limit: a name's, or the whole path's
+      const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+      const long name_max = ::pathconf(parent.c_str(), _PC_NAME_MAX);
+      const size_t name = path.filename().native().size();
+      detail = name_max > 0 && name > static_cast<size_t>(name_max)
+                   ? " (its name has " + std::to_string(name) + " bytes; this file system allows " +
+                         std::to_string(name_max) + ")"
+                   : " (the path has " + std::to_string(path.native().size()) + " bytes)";
+    }
+    STRATA_FAIL(what, " ", quoted(path), " cannot be written: ", std::strerror(e), detail,
+                " (checked before starting, so nothing is lost)");
+  }
   const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(parent, ec);
@@ -200,19 +227,47 @@ void check_output_file(const fs::path& path, uint64_t bytes, std::string_view wh
                 " bytes): ", std::strerror(err), " (checked before starting, so nothing is lost)");
 }
 
+std::vector<fs::path> remove_stale_temporaries(const fs::path& path, std::chrono::seconds min_age) {
+  std::vector<fs::path> removed;
+  std::error_code ec;
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const std::string prefix = path.filename().string() + ".tmp.";
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code tec;
+    const auto written = fs::last_write_time(it->path(), tec);
+    if (tec || now - written < min_age) continue;
+    if (fs::remove(it->path(), tec)) removed.push_back(it->path());
+  }
+  return removed;
+}
+
 FileLock::FileLock(const fs::path& path, std::string_view what) : lock_path_(path.string() + ".lock") {
+  bool existed = false;
   for (int attempt = 0;; ++attempt) {
-    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    STRATA_CHECK(attempt < 100, what, " ", quoted(path), ": cannot lock ", quoted(lock_path_),
+                 ": it keeps being replaced");
+    // Created here, or found: a file found and then locked was left by a holder that died.
+    int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    existed = fd < 0 && errno == EEXIST;
+    if (existed) {
+      fd = ::open(lock_path_.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0 && errno == ENOENT) continue;  // its holder let go in between
+    }
     if (fd < 0)
       STRATA_FAIL(what, " ", quoted(path), ": cannot create its lock file ", quoted(lock_path_), ": ",
                   std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int e = errno;
-      char buf[32] = {};
-      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      const std::string holder = pid_in(fd);
       ::close(fd);
-      std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
       if (e == EWOULDBLOCK)
         STRATA_FAIL(what, " ", quoted(path), " is being written by another process",
                     holder.empty() ? std::string() : " (pid " + holder + ")", ", which holds the lock ",
@@ -230,9 +285,9 @@ FileLock::FileLock(const fs::path& path, std::string_view what) : lock_path_(pat
       break;
     }
     ::close(fd);
-    STRATA_CHECK(attempt < 100, what, " ", quoted(path), ": cannot lock ", quoted(lock_path_),
-                 ": it keeps being replaced");
   }
+  // (An empty file found is one another process has just created, not locked yet.)
+  if (existed) stale_holder_ = pid_in(fd_);
   // The pid only serves the second writer's message: the lock holds without it.
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, pid.data(), pid.size(), 0);

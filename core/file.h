@@ -12,6 +12,7 @@
 // file that only one process may write is held with a FileLock.
 //
 // Every failure is a strata::Error naming the file and the reason.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -63,8 +64,18 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
 // ("<path>.tmp.<pid>") can be given `bytes` bytes (posix_fallocate), written and
 // synced. The trial file is removed. A read-only folder, a full disk or a file-size
 // limit therefore fails here, naming the path and the reason, instead of after the
-// first epoch.
+// first epoch. A path that cannot even be examined (a name longer than the file
+// system allows, a folder without search permission) is refused with that cause alone.
 void check_output_file(const std::filesystem::path& path, uint64_t bytes, std::string_view what);
+
+// The temporaries "<path>.tmp.<pid>" (check_output_file's trial, safetensors' atomic
+// save) whose writer no longer runs (kill(pid, 0) says ESRCH) and that were last
+// written at least `min_age` ago: removes them (best effort) and returns those removed.
+// A writer in another PID namespace looks dead from here but keeps its file fresh:
+// `min_age` spares it, unless the caller holds the path's FileLock, which such a
+// writer would need too.
+std::vector<std::filesystem::path> remove_stale_temporaries(const std::filesystem::path& path,
+                                                            std::chrono::seconds min_age);
 
 // An advisory lock (flock, exclusive) on "<path>.lock" for the lifetime of the
 // object, so two processes never write `path` at once. The lock file holds the
@@ -80,10 +91,14 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
 
   const std::filesystem::path& lock_path() const { return lock_path_; }
+  // The pid that a holder killed while holding the lock left in its file, when this
+  // lock took such a file over; "" otherwise.
+  const std::string& stale_holder() const { return stale_holder_; }
 
  private:
   std::filesystem::path lock_path_;
   int fd_ = -1;
+  std::string stale_holder_;
 };
 
 }  // namespace strata

@@ -42,7 +42,10 @@ int main(int argc, char** argv) {
   double lr = 0.5;
   uint64_t seed = 1;
   app.add_option("--backend", backend, "backend name (default: the best available)");
-  app.add_option("--dispatch", dispatch, "virtual | static | direct")->capture_default_str();
+  app.add_option("--dispatch", dispatch,
+                 "virtual | static | direct | graph (graph: the cuda backend captures each step into a CUDA graph and "
+                 "replays it)")
+      ->capture_default_str();
   app.add_option("--steps", steps, "SGD steps")->capture_default_str()->check(CLI::Range(10, 1000000));
   app.add_option("--lr", lr, "learning rate")->capture_default_str();
   app.add_option("--seed", seed, "data and init seed")->capture_default_str();
@@ -56,8 +59,8 @@ int main(int argc, char** argv) {
     auto model = nn::make_model(
         [](const auto& p) { return nn::sequential(nn::linear(p, 16, 32), nn::relu(p), nn::linear(p, 32, 4)); },
         ops::parse_dispatch_mode(dispatch), backend);
-    std::printf("strata demo: %s\nbackends built: %s\n", model->describe().c_str(),
-                backends::registry().describe().c_str());
+    std::printf("strata demo: %s\nbackends: %s\n", model->describe().c_str(),
+                backends::registry().describe_usable().c_str());
     auto opt = model->make_optimizer({.lr = lr});
     const auto t0 = std::chrono::steady_clock::now();
     for (int step = 0; step < steps; ++step) {

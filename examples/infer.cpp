@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     auto model = train::build_model(spec, ops::parse_dispatch_mode(dispatch), backend);
     // The model's tensors only (an optimizer's state in the file is left alone).
     const nn::CheckpointInfo loaded =
-        nn::load_checkpoint(ck, checkpoint, model->module(), nullptr, {allow_non_finite});
+        nn::load_checkpoint(ck, checkpoint, model->module(), nullptr, {allow_non_finite, "--allow-non-finite"});
     for (const std::string& w : loaded.warnings)
       std::fprintf(stderr, "strata_infer: warning: %s (loaded: --allow-non-finite)\n", w.c_str());
     model->eval();

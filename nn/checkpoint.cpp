@@ -119,7 +119,7 @@ CheckpointInfo load_checkpoint(const safetensors::Contents& c, const std::string
   if (optimizer)
     for (std::string& s : non_finite_tensors(optim)) bad.push_back("optimizer state " + s);
   STRATA_CHECK(bad.empty() || options.allow_non_finite, "checkpoint: ", path, ": ", join_lines(bad),
-               ": it was saved from a diverged run (refused; it can be loaded anyway on request)");
+               ": it was saved from a diverged run (refused; ", options.allow_with, " loads it anyway)");
   for (const std::string& s : bad) info.warnings.push_back("checkpoint " + path + ": " + s);
   try {
     model.load_state_dict(weights, true);

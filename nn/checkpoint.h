@@ -13,7 +13,8 @@
 // means a diverged run. Saving one is refused (the previous checkpoint at the path
 // stays as it was); loading one is refused naming the file and the tensors, unless
 // LoadOptions::allow_non_finite, which loads it and returns the same words as
-// warnings.
+// warnings. The refusal names how to ask for that (LoadOptions::allow_with: a
+// program's option, "--allow-non-finite").
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct CheckpointInfo {
 
 struct LoadOptions {
   bool allow_non_finite = false;
+  // What sets allow_non_finite, for the refusal's message: a command-line option in a program.
+  std::string allow_with = "nn::LoadOptions::allow_non_finite";
 };
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer, int64_t step,

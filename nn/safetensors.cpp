@@ -1,7 +1,6 @@
 #include "strata/nn/safetensors.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,36 +203,6 @@ Contents parse(std::string_view bytes, std::string_view source) {
   return out;
 }
 
-namespace {
-
-// Temporaries of saves whose process died (SIGKILL, a crash) are never read; after a
-// successful save of the same path, those whose writer is gone and that have not been
-// touched for a minute are removed. Both conditions: a writer in another PID namespace
-// (a container sharing the directory) looks dead from here but keeps its file fresh.
-void remove_stale_temporaries(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  const std::string prefix = p.filename().string() + ".tmp.";
-  const auto now = fs::file_time_type::clock::now();
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
-    if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(digits));
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    std::error_code tec;
-    const auto written = fs::last_write_time(it->path(), tec);
-    if (tec || now - written < std::chrono::minutes(1)) continue;
-    fs::remove(it->path(), tec);  // best effort: the save itself already succeeded
-  }
-}
-
-}  // namespace
-
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -272,7 +241,8 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     ::fsync(dfd);
     ::close(dfd);
   }
-  remove_stale_temporaries(path);
+  // Temporaries of saves whose process died (SIGKILL, a crash) are never read.
+  remove_stale_temporaries(path, std::chrono::minutes(1));
 }
 
 void save(const std::string& path, const StateDict& tensors, const Metadata& metadata) {

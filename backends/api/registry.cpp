@@ -10,23 +10,25 @@ Registry::Entry* Registry::entry(std::string_view name) const {
   return nullptr;
 }
 
-void Registry::add_factory(std::string name, DeviceType device, Factory make) {
+void Registry::add_factory(std::string name, DeviceType device, Factory make, Probe probe) {
   std::lock_guard lock(mutex_);
   STRATA_CHECK(entry(name) == nullptr, "registry: backend '", name, "' registered twice");
-  entries_.push_back(std::make_unique<Entry>(Entry{std::move(name), device, make, nullptr, {}}));
+  entries_.push_back(std::make_unique<Entry>(Entry{std::move(name), device, make, nullptr, {}, probe, {}}));
 }
 
 void Registry::add(std::unique_ptr<Backend> b) {
   std::lock_guard lock(mutex_);
   STRATA_CHECK(entry(b->name()) == nullptr, "registry: backend '", b->name(), "' registered twice");
   const DeviceType device = b->device_type();
-  entries_.push_back(std::make_unique<Entry>(Entry{std::string(b->name()), device, nullptr, std::move(b), {}}));
+  entries_.push_back(
+      std::make_unique<Entry>(Entry{std::string(b->name()), device, nullptr, std::move(b), {}, nullptr, {}}));
 }
 
 void Registry::add_unavailable(std::string name, std::string reason) {
   std::lock_guard lock(mutex_);
   STRATA_CHECK(entry(name) == nullptr, "registry: backend '", name, "' registered twice");
-  entries_.push_back(std::make_unique<Entry>(Entry{std::move(name), DeviceType::cpu, nullptr, nullptr, std::move(reason)}));
+  entries_.push_back(std::make_unique<Entry>(
+      Entry{std::move(name), DeviceType::cpu, nullptr, nullptr, std::move(reason), nullptr, {}}));
 }
 
 // Called with mutex_ held.
@@ -54,7 +56,7 @@ Backend& Registry::get(std::string_view name) const {
       STRATA_FAIL("backend '", name, "' is built but unavailable: ", e->why);
     }
   }
-  STRATA_FAIL("backend '", name, "' is not built into this strata; built: ", describe());
+  STRATA_FAIL("backend '", name, "' is not built into this strata; ", describe_usable());
 }
 
 std::vector<std::string> Registry::names() const {
@@ -76,16 +78,30 @@ std::vector<Backend*> Registry::for_device(DeviceType t) const {
 
 std::string Registry::describe() const {
   std::lock_guard lock(mutex_);
-  std::string ready, idle, unavailable;
+  std::string built, unavailable;
   for (const auto& e : entries_) {
-    if (e->backend) ready += (ready.empty() ? "" : ", ") + e->name;
-    else if (e->make) idle += (idle.empty() ? "" : ", ") + e->name;
-    else unavailable += " " + e->name + " (" + e->why + ")";
+    built += (built.empty() ? "" : ", ") + e->name;
+    if (!e->make && !e->backend) unavailable += (unavailable.empty() ? "" : ", ") + e->name + " (" + e->why + ")";
   }
-  std::string s = ready;
-  if (!idle.empty()) s += (s.empty() ? "" : "; ") + std::string("not initialised yet: ") + idle;
-  if (!unavailable.empty()) s += (s.empty() ? "" : "; ") + std::string("unavailable:") + unavailable;
-  return s;
+  return "built: " + built + (unavailable.empty() ? "" : "; unavailable here: " + unavailable);
+}
+
+std::string Registry::describe_usable() const {
+  std::lock_guard lock(mutex_);
+  std::string built, usable, unavailable;
+  for (const auto& e : entries_) {
+    built += (built.empty() ? "" : ", ") + e->name;
+    std::string why = e->why;  // set once the factory has failed
+    if (!e->make && !e->backend && why.empty()) why = "its factory gave no reason";
+    if (e->make && e->probe) {
+      if (!e->probed) e->probed = e->probe();
+      why = *e->probed;
+    }
+    if (why.empty()) usable += (usable.empty() ? "" : ", ") + e->name;
+    else unavailable += (unavailable.empty() ? "" : ", ") + e->name + " (" + why + ")";
+  }
+  return "built: " + built + "; usable here: " + (usable.empty() ? "none" : usable) +
+         (unavailable.empty() ? "" : "; unavailable here: " + unavailable);
 }
 
 std::string_view Registry::best(std::optional<DeviceType> device) const {

@@ -117,17 +117,8 @@ struct Init {
 
 Init initialise() {
   Init r;
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    r.why = std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
-    return r;
-  }
-  if (n == 0) {
-    r.why = "no CUDA device";
-    return r;
-  }
+  r.why = no_device_reason();
+  if (!r.why.empty()) return r;
   try {
     auto* c = new Context;  // never destroyed, see context.h
     c->device = 0;
@@ -162,6 +153,16 @@ const Init& init_once() {
 }
 
 }  // namespace
+
+std::string no_device_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+  }
+  return n == 0 ? "no CUDA device" : "";
+}
 
 Context* try_context(std::string* why) {
   const Init& i = init_once();

@@ -136,6 +136,10 @@ struct Context {
 Context& context();
 // nullptr and the reason when no GPU is usable; never throws, never prints.
 Context* try_context(std::string* why);
+// Why there is no device to initialise ("" when the driver counts one or more): the
+// driver's device count only, no context (the registry's probe, and try_context's first
+// check).
+std::string no_device_reason();
 
 // Device memory for the duration of one op: from the context's scratch, else from the
 // caching allocator. Both are reused in stream order, so no synchronisation is needed.

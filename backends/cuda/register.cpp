@@ -71,6 +71,8 @@ void* CudaBackend::stream() const { return ctx_->stream; }
 void* CudaBackend::cudnn_handle() const { return ctx_->cudnn; }
 void* CudaBackend::cublas_handle() const { return ctx_->cublas; }
 
+std::string probe_backend_cuda() { return cuda::no_device_reason(); }
+
 BackendFactoryResult make_backend_cuda() {
   std::string why;
   if (!cuda::try_context(&why)) return {nullptr, why};

@@ -6,7 +6,9 @@
 //       --resume runs/r18.safetensors        # continue exactly where it stopped
 //
 // stdout is the run's log (its first lines name the backend, dispatch mode,
-// precision, init policy, seed and dataset sizes); the progress bar goes to stderr.
+// precision, init policy, seed and dataset sizes); the progress bar, warnings and
+// notes about the run's surroundings (a resume with other options, a stale lock taken
+// over) go to stderr.
 // Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error (a bad
 // command line, or options this build cannot honour, found before any data is read).
 // STRATA_TRACE=1 writes the op trace when it ends (examples/train/trace_file.h).
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
   }
 #endif
   try {
-    Trainer trainer(cfg, stdout, stderr);
+    Trainer trainer(cfg, stdout, stderr, stderr);
     trainer.run();
     write_trace_file("strata_train", stderr);
     return strata::kExitSuccess;

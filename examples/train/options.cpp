@@ -84,29 +84,41 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                   "fp32 | bf16 | fp16 (mixed precision: half activations, f32 master weights; fp16 with dynamic loss "
                   "scaling, decided on the device in direct/graph; the backend must support the dtype)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
-  app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: fashion-mnist 3)")
-      ->check(CLI::Range(1, 100000));
+  std::string epochs;
+  for (const DatasetPreset& p : dataset_presets())
+    epochs += (epochs.empty() ? "" : ", ") + p.name + " " + std::to_string(p.default_epochs);
+  // Options whose default depends on the dataset or the model show that, not the
+  // placeholder the variable holds until resolve() (0 or -1, outside their ranges).
+  app->add_option("--epochs", o.epochs, "epochs (default: the dataset's: " + epochs + ")")
+      ->check(CLI::Range(1, 100000))
+      ->default_str("dataset's");
   app->add_option("--batch-size", o.batch_size, "training batch size (default: lenet 64, resnet 128)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->default_str("model's");
   app->add_option("--eval-batch-size", o.eval_batch_size, "evaluation batch size")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--lr", o.lr,
                   "peak learning rate (default: lenet sgd 0.05, resnet sgd 0.1, the other optimizers torch.optim's)")
-      ->check(finite_in(0.0, 1e6, true));
+      ->check(finite_in(0.0, 1e6, true))
+      ->default_str("model's");
   app->add_option("--optimizer", o.optimizer,
-                  "sgd | adam | adamw | rmsprop | adagrad | adadelta (default: sgd; torch.optim's defaults)");
+                  "sgd | adam | adamw | rmsprop | adagrad | adadelta (torch.optim's defaults)")
+      ->default_str("sgd");
   app->add_option("--momentum", o.momentum, "momentum of sgd (default 0.9) and rmsprop (default 0)")
-      ->check(finite_in(0.0, 1.0));
+      ->check(finite_in(0.0, 1.0))
+      ->default_str("optimizer's");
   app->add_flag("--nesterov", o.nesterov, "Nesterov momentum");
   app->add_option("--weight-decay", o.weight_decay,
                   "weight decay (default: lenet 0, resnet 5e-4 without decay on BN and biases)")
-      ->check(finite_in(0.0, 1.0));
+      ->check(finite_in(0.0, 1.0))
+      ->default_str("model's");
   app->add_option("--schedule", o.schedule, "learning-rate schedule over the whole run: constant | cosine | step");
   app->add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)")
       ->check(finite_in(0.0, 1000.0));
   app->add_option("--init", o.init,
                   "pytorch_default | kaiming_normal_fan_out | xavier_uniform | fixup (default: lenet pytorch_default, "
-                  "resnet kaiming_normal_fan_out)");
+                  "resnet kaiming_normal_fan_out)")
+      ->default_str("model's");
   app->add_flag("--zero-last-bn-gamma", o.zero_last_bn_gamma, "zero gamma of the last BN of each residual block");
   app->add_option("--seed", o.seed, "seed of the init, the data order, augmentation and dropout")
       ->check(unsigned_integer());
@@ -128,7 +140,9 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                 "load a --resume checkpoint whose tensors hold NaN or infinity (refused otherwise)");
   app->add_option("--metrics", o.metrics, "append one JSON line per epoch to this file");
   app->add_option("--stop-after-steps", o.stop_after_steps,
-                  "stop after N optimizer steps, as if interrupted (for resume tests; 0: off)")
+                  "stop after N optimizer steps of this run (after --resume: N more), as if interrupted; a stop on "
+                  "an epoch's last step finishes that epoch (evaluation, checkpoint) first. With --checkpoint and no "
+                  "--checkpoint-every the checkpoint is written at the stop (for resume tests; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--threads", o.threads,
                   "threads of the backend libraries (sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and, unless set, "

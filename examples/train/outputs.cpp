@@ -32,7 +32,18 @@ GuardedOutputs::GuardedOutputs(const TrainOptions& o, const std::vector<fs::path
     check_output_file(o.metrics, 4096, "--metrics");
     check_appendable(o.metrics);
   }
-  if (!o.checkpoint.empty()) lock_ = std::make_unique<FileLock>(o.checkpoint, "--checkpoint");
+  if (o.checkpoint.empty()) return;
+  lock_ = std::make_unique<FileLock>(o.checkpoint, "--checkpoint");
+  if (!lock_->stale_holder().empty())
+    notes_.push_back("note: --checkpoint: took over the lock " + quoted(lock_->lock_path()) + " left by pid " +
+                     lock_->stale_holder() + ", which no longer holds it (a run killed while writing)");
+  // No other strata_train writes this checkpoint while the lock is held: a temporary
+  // of a dead writer is stale however fresh.
+  for (const fs::path& t : remove_stale_temporaries(o.checkpoint, std::chrono::seconds(0))) {
+    const std::string name = t.filename().string();
+    notes_.push_back("note: --checkpoint: removed " + quoted(t) + ", a partial write left by pid " +
+                     name.substr(name.rfind('.') + 1) + ", which no longer runs");
+  }
 }
 
 }  // namespace strata::train

@@ -4,6 +4,7 @@
 // take a checkpoint fails at start-up instead of after the first epoch.
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "strata/core/file.h"
@@ -21,12 +22,19 @@ class GuardedOutputs {
   //  - each output is absent or a regular file, and its folder takes a trial write of
   //    `checkpoint_bytes` (the checkpoint) or a few KB (the metrics): core/file.h;
   // then holds the checkpoint's lock (FileLock, "<checkpoint>.lock") until destroyed,
-  // so a second run writing the same checkpoint is refused naming this one.
+  // so a second run writing the same checkpoint is refused naming this one. Holding
+  // it, it removes what killed runs left beside the checkpoint: their partial writes
+  // ("<checkpoint>.tmp.<pid>" of processes that no longer run). A lock file left by a
+  // killed run is taken over. notes() says both.
   GuardedOutputs(const TrainOptions& o, const std::vector<std::filesystem::path>& inputs,
                  uint64_t checkpoint_bytes);
 
+  // One line each (no newline): a stale lock taken over, a stale temporary removed.
+  const std::vector<std::string>& notes() const { return notes_; }
+
  private:
   std::unique_ptr<FileLock> lock_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace strata::train

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "strata/core/file.h"
 #include "strata/data/cifar10.h"
 #include "strata/data/idx.h"
 #include "strata/data/stl10.h"
@@ -142,8 +143,14 @@ std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::D
 
 std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const DataRequest& r, data::Split split) {
   require_data_dir(p, r.dir);
-  STRATA_CHECK(std::filesystem::is_directory(r.dir), p.name, ": data directory '", r.dir, "' does not exist; ",
-               data_hint(p));
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(r.dir, ec);
+  STRATA_CHECK(st.type() != std::filesystem::file_type::not_found, p.name, ": data directory '", r.dir,
+               "' does not exist; ", data_hint(p));
+  STRATA_CHECK(!ec, p.name, ": data directory '", r.dir, "' cannot be examined: ", ec.message());
+  STRATA_CHECK(std::filesystem::is_directory(st), p.name, ": --data-dir '", r.dir, "' is ",
+               file_kind(r.dir).value_or("gone"), ", not a folder: give the folder that holds the dataset's files (",
+               data_hint(p), ")");
   if (p.idx)
     return std::make_shared<data::InMemoryDataset>(data::load_mnist_dir(r.dir, split, p.name));
   if (p.name == "cifar10") return std::make_shared<data::InMemoryDataset>(data::load_cifar10(r.dir, split));

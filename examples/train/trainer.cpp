@@ -80,6 +80,16 @@ void Trainer::say(const char* fmt, ...) const {
   std::fflush(log_);
 }
 
+void Trainer::warn(const char* fmt, ...) const {
+  if (!warnings_) return;
+  if (log_) std::fflush(log_);  // in order with the log when both go to one terminal
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(warnings_, fmt, ap);
+  va_end(ap);
+  std::fflush(warnings_);
+}
+
 std::vector<double> Trainer::sum_over_ranks(std::vector<double> v) const {
 #if STRATA_HAVE_DIST
   if (pg_) return pg_->all_reduce_sum(v);
@@ -87,9 +97,10 @@ std::vector<double> Trainer::sum_over_ranks(std::vector<double> v) const {
   return v;
 }
 
-Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
+Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std::FILE* warnings)
     : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(cfg.rank == 0 ? log : nullptr),
-      progress_(cfg.rank == 0 ? progress : nullptr), run_id_(new_run_id()) {
+      progress_(cfg.rank == 0 ? progress : nullptr), warnings_(cfg.rank == 0 ? warnings : nullptr),
+      run_id_(new_run_id()) {
   const TrainOptions& o = cfg_.o;
 #if !STRATA_HAVE_DIST
   STRATA_CHECK(cfg_.world == 1, "Trainer: world size ", cfg_.world, " but this build has no data-parallel training");
@@ -193,13 +204,14 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
     std::snprintf(line, sizeof line, fmt, args...);
     header_ += line;
   };
-  add("strata_train: dataset %s | model %s | backend %s (%s; built: %s) | dispatch %s | precision %s%s | init %s | "
+  add("strata_train: dataset %s | model %s | backend %s (%s) | dispatch %s | precision %s%s | init %s | "
       "seed %llu\n",
       preset_.name.c_str(),
       (o.model + (o.model == "lenet" ? " (" + o.lenet_variant + ")" : "")).c_str(), o.backend.c_str(),
-      cfg_.backend_note.c_str(), backends::registry().describe().c_str(), o.dispatch.c_str(), o.precision.c_str(),
+      cfg_.backend_note.c_str(), o.dispatch.c_str(), o.precision.c_str(),
       o.tf32 ? " (TF32 conv/linear)" : "", nn::describe(nn::InitConfig{nn::parse_init_policy(spec_.init), spec_.zero_last_bn_gamma, o.seed}).c_str(),
       static_cast<unsigned long long>(o.seed));
+  add("backends: %s\n", backends::registry().describe_usable().c_str());
   add("data: train %lld images, test %lld images (%s), image [%lld,%lld,%lld], %lld classes, augmentation %s, "
       "batch %lld (%lld steps/epoch), eval batch %lld, loader workers %d\n",
       static_cast<long long>(train_set_->size()), static_cast<long long>(test_set_->size()), o.data_dir.c_str(),
@@ -227,13 +239,15 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress)
     add("note: backend null computes nothing: the losses and accuracies of this run are whatever "
         "memory held, not results; it measures strata's own overhead\n");
   say("%s", header_.c_str());
+  if (outputs_)
+    for (const std::string& note : outputs_->notes()) warn("%s\n", note.c_str());
 
   if (!o.resume.empty()) restore(o.resume);
 }
 
 Trainer::~Trainer() = default;
 
-void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const {
+void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) {
   ops::TraceSpan span("checkpoint");
   // Collective: every rank contributes its running sums, rank 0 writes their total.
   const std::vector<double> sums =
@@ -259,6 +273,7 @@ void Trainer::save(const std::string& path, int64_t epoch, int64_t batch) const 
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   nn::save_checkpoint(path, model_->module(), opt_.get(), step_, meta);
+  saved_step_ = step_;
 }
 
 void Trainer::restore(const std::string& path) {
@@ -267,11 +282,22 @@ void Trainer::restore(const std::string& path) {
   {
     // Validate the architecture before loading so a mismatch names the options.
     const ModelSpec s = read_spec(contents.metadata, path, &dataset);
-    STRATA_CHECK(dataset == preset_.name && s.model == spec_.model && s.lenet_variant == spec_.lenet_variant &&
-                     s.base_channels == spec_.base_channels && s.image_size == spec_.image_size,
-                 "resume: ", path, " holds ", s.model, " for ", dataset, " (", s.image_size, " px, width ",
-                 s.base_channels, "), but this run builds ", spec_.model, " for ", preset_.name, " (",
-                 spec_.image_size, " px, width ", spec_.base_channels, "): pass the options of the original run");
+    std::string differ, fix;  // "--option saved (this run: ours)", "--option saved"
+    auto compare = [&](const char* option, const std::string& saved, const std::string& ours) {
+      if (saved == ours) return;
+      differ += std::string(differ.empty() ? "" : ", ") + option + " " + saved + " (this run: " + ours + ")";
+      fix += std::string(fix.empty() ? "" : " ") + option + " " + saved;
+    };
+    compare("--dataset", dataset, preset_.name);
+    compare("--model", s.model, spec_.model);
+    // Only the options the model is built from: a LeNet has no width, a ResNet no LeNet variant.
+    if (s.model == "lenet" && spec_.model == "lenet") compare("--lenet-variant", s.lenet_variant, spec_.lenet_variant);
+    if (s.model != "lenet" && spec_.model != "lenet")
+      compare("--width", std::to_string(s.base_channels), std::to_string(spec_.base_channels));
+    if (dataset == preset_.name)  // another dataset's images differ anyway
+      compare("--resolution", std::to_string(s.image_size), std::to_string(spec_.image_size));
+    STRATA_CHECK(differ.empty(), "resume: ", path, " holds another model than this run builds: ", differ,
+                 "; pass the options of the original run (", fix, ")");
   }
   // Every position field is checked, in its range and against the others, before any
   // tensor is loaded: a corrupt epoch or step must not start a run "at epoch 2^63".
@@ -311,10 +337,10 @@ void Trainer::restore(const std::string& path) {
                cfg_.o.batch_size, ", ", train_set_->size(), " images): resume with the original --batch-size (",
                saved_batch, ")");
 
-  const nn::CheckpointInfo info =
-      nn::load_checkpoint(contents, path, model_->module(), opt_.get(), {cfg_.o.allow_non_finite});
+  const nn::CheckpointInfo info = nn::load_checkpoint(contents, path, model_->module(), opt_.get(),
+                                                      {cfg_.o.allow_non_finite, "--allow-non-finite"});
   for (const std::string& w : info.warnings) {
-    say("warning: %s (loaded: --allow-non-finite)\n", w.c_str());
+    warn("warning: %s (loaded: --allow-non-finite)\n", w.c_str());
     resumed_non_finite_ += (resumed_non_finite_.empty() ? "" : "; ") + w;
   }
   step_ = step;
@@ -330,20 +356,44 @@ void Trainer::restore(const std::string& path) {
     ++index;
   });
   if (saved_backend != cfg_.o.backend)
-    say("note: resume: the checkpoint was written on backend %s, this run uses %s: backends round differently, so "
-        "the continuation is not bitwise that of the original run\n",
-        saved_backend.c_str(), cfg_.o.backend.c_str());
-  if (saved_batch != cfg_.o.batch_size || saved_images != train_set_->size() || saved_epochs != cfg_.o.epochs ||
-      saved_seed != cfg_.o.seed)
-    say("warning: resume: the checkpoint was written with batch size %lld, %lld training images, %lld epochs, "
-        "seed %llu; this run uses %lld, %lld, %d, %llu: training continues, but not as the original run would have\n",
-        static_cast<long long>(saved_batch), static_cast<long long>(saved_images), static_cast<long long>(saved_epochs),
-        static_cast<unsigned long long>(saved_seed), static_cast<long long>(cfg_.o.batch_size),
-        static_cast<long long>(train_set_->size()), cfg_.o.epochs, static_cast<unsigned long long>(cfg_.o.seed));
+    warn("warning: resume: the checkpoint was written on backend %s, this run uses %s: backends round differently, "
+         "so the continuation is not bitwise that of the original run\n",
+         saved_backend.c_str(), cfg_.o.backend.c_str());
+  std::string differ;  // what makes the continuation another run than the original
+  auto compare = [&](const std::string& what, auto saved, auto ours) {
+    if (saved != static_cast<decltype(saved)>(ours))
+      differ += (differ.empty() ? "" : ", ") + what + " " + std::to_string(ours) + " (the checkpoint's: " +
+                std::to_string(saved) + ")";
+  };
+  compare("--batch-size", saved_batch, cfg_.o.batch_size);
+  compare("training images", saved_images, train_set_->size());
+  compare("--epochs", saved_epochs, cfg_.o.epochs);
+  compare("--seed", saved_seed, cfg_.o.seed);
+  if (!differ.empty())
+    warn("warning: resume: this run differs from the one that wrote the checkpoint: %s; training continues, but not "
+         "as the original run would have\n",
+         differ.c_str());
   if (m.has("strata.train.run_id")) run_id_ = m.text("strata.train.run_id");  // absent in older checkpoints
   resumed_mid_epoch_ = batch_ > 0;
   say("resumed from %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(epoch_ + 1),
       static_cast<long long>(batch_), static_cast<long long>(step_));
+}
+
+void Trainer::report_stop(int64_t steps) const {
+  say("stopped after %lld step%s of this run (--stop-after-steps; step %lld of the whole run), as if interrupted\n",
+      static_cast<long long>(steps), steps == 1 ? "" : "s", static_cast<long long>(step_));
+  const std::string& ck = cfg_.o.checkpoint;
+  if (ck.empty() || cfg_.o.checkpoint_every == 0) return;  // then saved at the stop, and said so
+  if (saved_step_ == step_)
+    say("checkpoint: %s holds step %lld, where the run stopped\n", ck.c_str(), static_cast<long long>(step_));
+  else if (saved_step_ >= 0)  // --checkpoint-every: a stop between saves, as an interruption there
+    say("checkpoint: %s holds step %lld (--checkpoint-every %lld); a resume from it redoes the %lld step%s after "
+        "it\n",
+        ck.c_str(), static_cast<long long>(saved_step_), static_cast<long long>(cfg_.o.checkpoint_every),
+        static_cast<long long>(step_ - saved_step_), step_ - saved_step_ == 1 ? "" : "s");
+  else
+    say("checkpoint: %s: this run wrote none before the stop (--checkpoint-every %lld)\n", ck.c_str(),
+        static_cast<long long>(cfg_.o.checkpoint_every));
 }
 
 EvalResult Trainer::evaluate() {
@@ -388,6 +438,9 @@ RunResult Trainer::run() {
   const bool multilabel = preset_.task == Task::multilabel;
   double best = -1;
   const auto run_start = Clock::now();
+  // --stop-after-steps counts the steps of this call, wherever a resume started it.
+  const int64_t stop_at = o.stop_after_steps > 0 ? step_ + o.stop_after_steps : -1;
+  bool stop_after_epoch = false;  // the stop fell on the epoch's last step
   if (epoch_ >= o.epochs)
     say("nothing to do: the run is at epoch %lld of %d (raise --epochs to train longer)\n",
         static_cast<long long>(epoch_), o.epochs);
@@ -442,9 +495,20 @@ RunResult Trainer::run() {
                  multilabel ? NAN : static_cast<double>(correct_) / static_cast<double>(seen_), n);
       if (!o.checkpoint.empty() && o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && batch_ < bpe)
         save(o.checkpoint, epoch_, batch_);
-      if (o.stop_after_steps > 0 && step_ >= o.stop_after_steps) {
+      if (step_ == stop_at) {
+        // A checkpoint inside an epoch is one before its last batch: a stop on the last
+        // finishes the epoch (evaluation, metrics, checkpoint) first.
+        if (batch_ == bpe) {
+          stop_after_epoch = epoch_ + 1 < o.epochs;  // else the run is done anyway
+          break;
+        }
         bar.finish();
-        say("stopped after %lld steps (--stop-after-steps), as if interrupted\n", static_cast<long long>(step_));
+        if (!o.checkpoint.empty() && o.checkpoint_every == 0) {
+          save(o.checkpoint, epoch_, batch_);
+          say("checkpoint: %s (epoch %lld, batch %lld, step %lld), written at the stop\n", o.checkpoint.c_str(),
+              static_cast<long long>(epoch_ + 1), static_cast<long long>(batch_), static_cast<long long>(step_));
+        }
+        report_stop(o.stop_after_steps);
         result.interrupted = true;
         result.steps = step_;
         return result;
@@ -517,6 +581,13 @@ RunResult Trainer::run() {
       save(o.checkpoint, epoch_ + 1, 0);
       say("checkpoint: %s (epoch %lld, step %lld)\n", o.checkpoint.c_str(), static_cast<long long>(epoch_ + 1),
           static_cast<long long>(step_));
+    }
+    if (stop_after_epoch) {
+      ++epoch_;
+      report_stop(o.stop_after_steps);
+      result.interrupted = true;
+      result.steps = step_;
+      return result;
     }
   }
   result.steps = step_;

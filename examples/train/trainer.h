@@ -57,11 +57,16 @@ class Trainer {
  public:
   // Loads the data, builds the model and optimizer, and restores cfg.o.resume if set.
   // log: the run's log (stdout in strata_train; nullptr: silent); progress: where the
-  // progress bar goes (stderr; nullptr: none).
-  Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress);
+  // progress bar goes (stderr; nullptr: none); warnings: where warnings and notes about
+  // the run's surroundings go (a resume whose options differ, a stale lock taken over:
+  // stderr; nullptr: none).
+  Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std::FILE* warnings = nullptr);
   ~Trainer();
 
-  // Trains up to cfg.o.epochs epochs (from the resumed position, if any).
+  // Trains up to cfg.o.epochs epochs (from the resumed position, if any). With
+  // --stop-after-steps N it stops after N steps of this call (a stop on an epoch's last
+  // step ends that epoch first: its evaluation, metrics and checkpoint); with
+  // --checkpoint and no --checkpoint-every it saves the checkpoint at the stop.
   RunResult run();
   EvalResult evaluate();
 
@@ -75,9 +80,13 @@ class Trainer {
   const std::string& run_id() const { return run_id_; }
 
  private:
-  void save(const std::string& path, int64_t epoch, int64_t batch) const;
+  void save(const std::string& path, int64_t epoch, int64_t batch);
   void restore(const std::string& path);
   void say(const char* fmt, ...) const;
+  void warn(const char* fmt, ...) const;  // to the warnings stream
+  // After a --stop-after-steps stop: says so, and with --checkpoint-every what the
+  // checkpoint holds.
+  void report_stop(int64_t steps) const;
   // The element-wise sum over the ranks (the values themselves in a one-process run).
   std::vector<double> sum_over_ranks(std::vector<double> v) const;
 
@@ -85,6 +94,7 @@ class Trainer {
   const DatasetPreset& preset_;
   std::FILE* log_;
   std::FILE* progress_;
+  std::FILE* warnings_;
   ModelSpec spec_;
   std::shared_ptr<const data::Dataset> train_set_, test_set_;
   std::unique_ptr<data::Loader> train_loader_, test_loader_;
@@ -99,6 +109,7 @@ class Trainer {
 
   // Position: the next batch is batch `batch_` of epoch `epoch_`; step_ optimizer steps done.
   int64_t epoch_ = 0, batch_ = 0, step_ = 0;
+  int64_t saved_step_ = -1;  // the step of this run's last save (-1: none yet)
   // Running sums of the current epoch's training metrics.
   double loss_sum_ = 0;
   int64_t correct_ = 0, seen_ = 0;

@@ -7,11 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <future>
 
+#include "support/child_process.h"
 #include "support/expect_error.h"
 #include "support/special_files.h"
 
@@ -189,7 +192,9 @@ TEST_F(FileTest, TheLockRefusesASecondHolderNamingTheFirstAndIsReleased) {
   }
   EXPECT_FALSE(fs::exists(dir_ / "run.safetensors.lock"));
   FileLock again(ck, "--checkpoint");
-  // A lock file left by a killed holder holds no lock: the next holder takes it.
+  EXPECT_EQ(again.stale_holder(), "") << "a free lock file is not stale";
+  // A lock file left by a killed holder holds no lock: the next holder takes it, and
+  // tells whose it was.
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -201,6 +206,37 @@ TEST_F(FileTest, TheLockRefusesASecondHolderNamingTheFirstAndIsReleased) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(fs::exists(dir_ / "killed.safetensors.lock"));
   FileLock taken(dir_ / "killed.safetensors", "--checkpoint");
+  EXPECT_EQ(taken.stale_holder(), std::to_string(pid));
+}
+
+TEST_F(FileTest, OutputChecksGiveTheCauseOfAPathThatCannotBeExamined) {
+  const fs::path path = dir_ / (std::string(300, 'n') + ".safetensors");
+  try {
+    check_output_file(path, 16, "--checkpoint");
+    FAIL() << "a name longer than the file system allows was accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cannot be written: " + std::string(std::strerror(ENAMETOOLONG)) + " (its name has 312 bytes"),
+              std::string::npos) << m;
+    EXPECT_EQ(m.find("regular file"), std::string::npos) << m;
+  }
+}
+
+TEST_F(FileTest, StaleTemporariesOfDeadWritersAreRemovedAndListed) {
+  const fs::path ck = dir_ / "run.safetensors";
+  const pid_t dead = pid_of_no_process();
+  ASSERT_GT(dead, 1);
+  const fs::path stale = ck.string() + ".tmp." + std::to_string(dead);
+  const fs::path fresh = ck.string() + ".tmp." + std::to_string(dead - 1);
+  const fs::path live = ck.string() + ".tmp." + std::to_string(::getpid());
+  const fs::path other = dir_ / ("other.safetensors.tmp." + std::to_string(dead));
+  for (const fs::path& f : {stale, fresh, live, other}) std::ofstream(f) << "partial";
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  EXPECT_EQ(remove_stale_temporaries(ck, std::chrono::minutes(1)), std::vector<fs::path>{stale});
+  EXPECT_TRUE(fs::exists(fresh)) << "a recent one is spared when asked to";
+  EXPECT_EQ(remove_stale_temporaries(ck, std::chrono::seconds(0)), std::vector<fs::path>{fresh});
+  EXPECT_TRUE(fs::exists(live)) << "the temporary of a process that runs was removed";
+  EXPECT_TRUE(fs::exists(other)) << "another path's temporary was removed";
 }
 
 }  // namespace

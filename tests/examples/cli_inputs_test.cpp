@@ -70,5 +70,21 @@ TEST_F(HostileCli, DatasetFilesThatAreNotRegularFilesAreRefusedAtOnce) {
   EXPECT_LT(r.seconds, kPromptly);
 }
 
+TEST_F(HostileCli, ADataDirThatIsNotAFolderSaysWhatItIs) {
+  const fs::path file = data_dir() / "train-images-idx3-ubyte";
+  ProgramResult r = train({"--data-dir", file.string()});
+  EXPECT_TRUE(runtime_error(r, {"--data-dir", file.c_str(), "is a regular file, not a folder"}));
+  EXPECT_FALSE(mentions(r.err, {"does not exist"})) << r.err;
+  const fs::path fifo = make_fifo(dir(), "pipe");
+  r = train({"--data-dir", fifo.string()});
+  EXPECT_TRUE(runtime_error(r, {fifo.c_str(), "is a FIFO (named pipe), not a folder"}));
+  EXPECT_LT(r.seconds, kPromptly);
+  // Nothing there at all, or a file on the way to it: it does not exist.
+  for (const fs::path& absent : {dir() / "absent", file / "sub"}) {
+    r = train({"--data-dir", absent.string()});
+    EXPECT_TRUE(runtime_error(r, {absent.c_str(), "does not exist"}));
+  }
+}
+
 }  // namespace
 }  // namespace strata::testing

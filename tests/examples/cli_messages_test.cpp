@@ -1,9 +1,14 @@
 // Messages of strata_train and strata_infer for inputs that are wrong in a way only
 // the whole run can tell: they name the file and the right reason.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 
 #include "cli_fixture.h"
+#include "strata/backends/api/registry.h"
 #include "strata/nn/safetensors.h"
 #include "train_test_util.h"
 
@@ -83,6 +88,66 @@ TEST_F(HostileCli, ACheckpointOfAnotherDatasetSaysSoInsteadOfNamingItsClassesSil
   EXPECT_TRUE(succeeded(same));
   EXPECT_FALSE(mentions(same.err, {"warning"})) << same.err;
   EXPECT_TRUE(mentions(same.out, {"label"})) << same.out;
+}
+
+TEST_F(HostileCli, BackendListsSayWhatIsBuiltWhatIsUsableHereAndWhyNot) {
+  // This process asks the same probes (creating no backend): the programs must say the same.
+  const std::string usable = backends::registry().describe_usable();
+  EXPECT_NE(usable.find("usable here: "), std::string::npos) << usable;
+  EXPECT_NE(usable.find("reference"), std::string::npos) << usable;
+  if (const size_t u = usable.find("unavailable here: "); u != std::string::npos) {
+    EXPECT_NE(usable.find(" (", u), std::string::npos) << "an unusable backend without its reason: " << usable;
+  }
+  ProgramResult r = train({"--backend", "tpu"});
+  EXPECT_TRUE(usage_error(r, {"backend 'tpu' is not built into this strata; ", usable.c_str()}));
+  EXPECT_FALSE(mentions(r.err, {"not initialised"})) << r.err;
+  r = train({});
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.out, {("\nbackends: " + usable + "\n").c_str()})) << r.out;
+  EXPECT_FALSE(mentions(r.out, {"not initialised"})) << r.out;
+}
+
+// "--name TYPE:VALIDATOR=DEFAULT   description": a numeric default lies in the option's range.
+TEST_F(HostileCli, HelpShowsDefaultsThatApplyInsideTheOptionsRanges) {
+  const ProgramResult r = train({"--help"});
+  ASSERT_TRUE(succeeded(r));
+  const std::regex line(R"(^\s+(--[a-z0-9-]+) ([^\s=]+(?: [^\s=]+)*)=(\S+)(\s\s|$))");
+  const std::regex range(R"(in ([\[(])(-?[0-9.e+]+)(?: -|,) (-?[0-9.e+]+)\])");
+  std::istringstream help(r.out);
+  std::map<std::string, std::string> defaults;
+  int ranged = 0;
+  for (std::string text; std::getline(help, text);) {
+    std::smatch m, b;
+    if (!std::regex_search(text, m, line)) continue;
+    const std::string option = m[1], type = m[2], shown = m[3];
+    defaults[option] = shown;
+    char* end = nullptr;
+    const double v = std::strtod(shown.c_str(), &end);
+    if (end == shown.c_str() || *end != '\0') continue;  // a word: "dataset's", "tensorflow"
+    double lo = -INFINITY, hi = INFINITY;
+    bool lo_open = false;
+    if (std::regex_search(type, b, range)) {
+      lo_open = b[1] == "(";
+      lo = std::stod(b[2]);
+      hi = std::stod(b[3]);
+    } else if (type.find("NONNEGATIVE") != std::string::npos) {
+      lo = 0;
+    } else if (type.find("POSITIVE") != std::string::npos) {
+      lo = 0, lo_open = true;
+    } else {
+      continue;
+    }
+    ++ranged;
+    EXPECT_TRUE(v >= lo && v <= hi && !(lo_open && v == lo)) << option << " shows default " << shown
+                                                              << " outside " << type;
+  }
+  EXPECT_GE(ranged, 10) << "the help's format changed: " << r.out;
+  for (const char* option : {"--epochs", "--batch-size", "--lr", "--weight-decay"}) {
+    SCOPED_TRACE(option);
+    ASSERT_TRUE(defaults.count(option)) << r.out;
+    EXPECT_TRUE(defaults[option] == "dataset's" || defaults[option] == "model's") << defaults[option];
+  }
+  EXPECT_EQ(defaults["--optimizer"], "sgd");
 }
 
 }  // namespace

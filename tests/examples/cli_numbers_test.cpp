@@ -96,10 +96,11 @@ TEST_F(HostileCli, NonFiniteCheckpointsAreRefusedNamingTheFileAndTheTensor) {
   const fs::path nan = nan_checkpoint(dir(), &tensor);
   ASSERT_FALSE(tensor.empty());
   const std::string named = "'" + tensor + "' holds 1 NaN";
+  // The refusal names the option that loads it anyway.
   ProgramResult r = infer({"--checkpoint", nan.string(), "--idx", data_dir().string()});
-  EXPECT_TRUE(runtime_error(r, {nan.c_str(), named.c_str(), "diverged run"}));
+  EXPECT_TRUE(runtime_error(r, {nan.c_str(), named.c_str(), "diverged run", "--allow-non-finite loads it anyway"}));
   r = train({"--resume", nan.string()});
-  EXPECT_TRUE(runtime_error(r, {nan.c_str(), named.c_str(), "diverged run"}));
+  EXPECT_TRUE(runtime_error(r, {nan.c_str(), named.c_str(), "diverged run", "--allow-non-finite loads it anyway"}));
 
   // Loaded anyway on request: a warning naming the tensor, then the outputs (infer) or
   // the first loss (train) are refused, blaming the checkpoint, not the learning rate.
@@ -107,7 +108,8 @@ TEST_F(HostileCli, NonFiniteCheckpointsAreRefusedNamingTheFileAndTheTensor) {
   EXPECT_TRUE(runtime_error(r, {"warning", named.c_str(), "output for item 0", "is not finite", "no class"}));
   EXPECT_FALSE(mentions(r.out, {"class:"})) << "a class was printed: " << r.out;
   r = train({"--resume", nan.string(), "--allow-non-finite", "--epochs", "2"});
-  EXPECT_TRUE(mentions(r.out, {"warning", named.c_str()})) << r.describe();
+  EXPECT_TRUE(mentions(r.err, {"warning", named.c_str()})) << r.describe();
+  EXPECT_FALSE(mentions(r.out, {"warning"})) << "a warning in the log, not on stderr: " << r.out;
   EXPECT_TRUE(runtime_error(r, {"training diverged", "resumed from a checkpoint holding non-finite values",
                                 nan.c_str()}));
 }

@@ -90,8 +90,49 @@ TEST_F(HostileCli, ASecondRunWritingTheSameCheckpointIsRefusedNamingTheFirst) {
   EXPECT_TRUE(nothing_trained(second));
   first.kill_now();
   EXPECT_TRUE(first.killed_by_sigkill());
-  // A lock left by a killed run holds nothing: the next run takes it.
-  EXPECT_TRUE(succeeded(train({"--checkpoint", ck.string()})));
+  // A lock left by a killed run holds nothing: the next run takes it, and says so.
+  const ProgramResult next = train({"--checkpoint", ck.string()});
+  EXPECT_TRUE(succeeded(next));
+  EXPECT_TRUE(mentions(next.err, {"took over the lock", "shared.safetensors.lock",
+                                  ("left by pid " + std::to_string(first.pid())).c_str()}))
+      << next.err;
+}
+
+TEST_F(HostileCli, WhatAKilledRunLeftBesideTheCheckpointIsTakenOverAndSaidOnStderr) {
+  const fs::path ck = dir() / "run.safetensors";
+  const pid_t dead = pid_of_no_process();
+  ASSERT_GT(dead, 1);
+  const std::string lock = ck.string() + ".lock", stale = ck.string() + ".tmp." + std::to_string(dead);
+  const std::string live = ck.string() + ".tmp." + std::to_string(::getpid());  // this test's: alive
+  std::ofstream(lock) << dead << "\n";
+  for (const std::string& f : {stale, live}) std::ofstream(f, std::ios::binary) << "partial";
+  ProgramResult r = train({"--checkpoint", ck.string()});
+  ASSERT_TRUE(succeeded(r));
+  const std::string took = "took over the lock '" + lock + "' left by pid " + std::to_string(dead);
+  const std::string removed = "removed '" + stale + "', a partial write left by pid " + std::to_string(dead);
+  EXPECT_TRUE(mentions(r.err, {took.c_str(), removed.c_str()})) << r.err;
+  EXPECT_EQ(r.err.find("took over"), r.err.rfind("took over")) << "said more than once: " << r.err;
+  EXPECT_FALSE(mentions(r.out, {"took over"}) || mentions(r.out, {"removed"})) << r.out;
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live)) << "the temporary of a process that runs was removed";
+  EXPECT_FALSE(fs::exists(lock)) << "the lock outlived the run";
+  // A clean start has nothing to say.
+  fs::remove(live);
+  r = train({"--checkpoint", ck.string(), "--resume", ck.string(), "--epochs", "2"});
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_FALSE(mentions(r.err, {"took over"}) || mentions(r.err, {"removed"})) << r.err;
+}
+
+TEST_F(HostileCli, ANameTooLongForTheFileSystemIsRefusedForThatReasonAlone) {
+  const fs::path path = dir() / (std::string(300, 'n') + ".safetensors");
+  for (const char* option : {"--checkpoint", "--metrics"}) {
+    SCOPED_TRACE(option);
+    const ProgramResult r = train({option, path.string()});
+    EXPECT_TRUE(runtime_error(r, {option, path.c_str(), "cannot be written: File name too long", "312 bytes",
+                                  "nothing is lost"}));
+    EXPECT_FALSE(mentions(r.err, {"not a regular file"}) || mentions(r.err, {"refusing to write over"})) << r.err;
+    EXPECT_TRUE(nothing_trained(r));
+  }
 }
 
 TEST_F(HostileCli, AFolderThatCannotTakeTheCheckpointFailsBeforeTraining) {

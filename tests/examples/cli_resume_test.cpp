@@ -91,6 +91,59 @@ TEST_F(HostileCli, ResumeMetadataInconsistentWithItselfOrItsDatasetIsRefused) {
                                 "--batch-size (32)"}));
 }
 
+TEST_F(HostileCli, ResumingAnotherModelNamesTheOptionsThatDifferAndBothValues) {
+  // The checkpoint holds keras LeNet.
+  ProgramResult r = train({"--resume", checkpoint().string(), "--epochs", "2", "--lenet-variant", "tensorflow"});
+  EXPECT_TRUE(runtime_error(r, {checkpoint().c_str(), "--lenet-variant keras (this run: tensorflow)",
+                                "pass the options of the original run (--lenet-variant keras)"}));
+  EXPECT_FALSE(mentions(r.err, {"--width"}) || mentions(r.err, {"--model"})) << "names what does not differ: " << r.err;
+  r = train({"--resume", checkpoint().string(), "--epochs", "2", "--model", "resnet18", "--width", "4"});
+  EXPECT_TRUE(runtime_error(r, {"--model lenet (this run: resnet18)", "(--model lenet)"}));
+  EXPECT_FALSE(mentions(r.err, {"--lenet-variant"}) || mentions(r.err, {"--width"})) << r.err;
+}
+
+// 64 images in batches of 32: two steps per epoch.
+TEST_F(HostileCli, StopAfterStepsCountsThisRunsStepsAndLeavesACheckpointAtTheStop) {
+  const fs::path ck = dir() / "run.safetensors";
+  const Args run{"--epochs", "4", "--checkpoint", ck.string()};
+  auto with = [&](Args extra) {
+    Args a = run;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  ProgramResult r = train(with({"--stop-after-steps", "3"}));
+  ASSERT_TRUE(succeeded(r));
+  const std::string at_stop = "checkpoint: " + ck.string() + " (epoch 2, batch 1, step 3), written at the stop";
+  EXPECT_TRUE(mentions(r.out, {at_stop.c_str(), "stopped after 3 steps of this run"})) << r.out;
+  // Resumed at step 3, two more steps: the rest of epoch 2 (evaluated and saved) and one of epoch 3.
+  r = train(with({"--resume", ck.string(), "--stop-after-steps", "2"}));
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.out, {"resumed from", "step 3\n", "epoch 2/4:", "(epoch 3, batch 1, step 5), written at the "
+                               "stop", "stopped after 2 steps of this run (--stop-after-steps; step 5 of the whole "
+                               "run)"}))
+      << r.out;
+  EXPECT_EQ(nn::safetensors::load(ck.string()).metadata.at("strata.step"), "5");
+  // A stop on an epoch's last step finishes the epoch first: its evaluation, then its checkpoint.
+  r = train(with({"--resume", ck.string(), "--stop-after-steps", "1"}));
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.out, {"epoch 3/4:", ("checkpoint: " + ck.string() + " (epoch 3, step 6)").c_str(),
+                               "stopped after 1 step of this run"}))
+      << r.out;
+  EXPECT_FALSE(mentions(r.out, {"written at the stop"})) << r.out;
+  EXPECT_EQ(nn::safetensors::load(ck.string()).metadata.at("strata.train.epoch"), "3");
+  r = train(with({"--resume", ck.string()}));
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.out, {"epoch 4/4:", "done: 1 epoch(s)"})) << r.out;
+  // With --checkpoint-every the stop is an interruption between saves, and says what the file holds.
+  const fs::path every = dir() / "every.safetensors";
+  r = train({"--epochs", "4", "--checkpoint", every.string(), "--checkpoint-every", "5", "--stop-after-steps", "3"});
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.out, {("checkpoint: " + every.string() + " holds step 2 (--checkpoint-every 5); a resume "
+                                "from it redoes the 1 step after it").c_str()}))
+      << r.out;
+  EXPECT_EQ(nn::safetensors::load(every.string()).metadata.at("strata.step"), "2");  // epoch 1's end
+}
+
 TEST_F(HostileCli, InferenceChecksTheSameMetadata) {
   for (const MetaCase& c : {MetaCase{"strata.train.image_size", "0", "is not an integer in [1, 4096]"},
                             MetaCase{"strata.train.in_channels", "99999999999999999999", "is not an integer"},

@@ -1,5 +1,6 @@
-// Quiet surprises, said out loud: more threads than CPUs, a backend that computes
-// nothing, and synchronised batch norm in one process (plain batch norm, as PyTorch's).
+// Quiet surprises, said out loud: more threads than CPUs, a resume with other options
+// (warnings go to stderr, the log to stdout), a backend that computes nothing, and
+// synchronised batch norm in one process (plain batch norm, as PyTorch's).
 #include <filesystem>
 
 #include "cli_fixture.h"
@@ -21,6 +22,25 @@ TEST_F(HostileCli, MoreThreadsThanCpusAreWarnedOnceAndKept) {
   EXPECT_TRUE(succeeded(r));
   EXPECT_TRUE(mentions(r.err, {warning.c_str()})) << r.err;
   r = train({"--threads", std::to_string(cpus)});
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_FALSE(mentions(r.err, {"warning"})) << r.err;
+}
+
+TEST_F(HostileCli, AResumeWithOtherOptionsIsWarnedOnStderrNamingWhatDiffers) {
+  // The checkpoint: 64 images, batch 32, 1 epoch, seed 1, on the reference backend.
+  ProgramResult r = train({"--resume", checkpoint().string(), "--epochs", "2", "--seed", "9"});
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.err, {"warning: resume", "--epochs 2 (the checkpoint's: 1)", "--seed 9 (the checkpoint's: 1)",
+                               "not as the original run would have"}))
+      << r.err;
+  EXPECT_FALSE(mentions(r.err, {"--batch-size"})) << "named what does not differ: " << r.err;
+  EXPECT_FALSE(mentions(r.out, {"warning"})) << "a warning in the log, not on stderr: " << r.out;
+  r = train({"--resume", checkpoint().string(), "--epochs", "1", "--backend", "null"});
+  EXPECT_TRUE(succeeded(r));
+  EXPECT_TRUE(mentions(r.err, {"warning: resume", "written on backend reference, this run uses null"})) << r.err;
+  EXPECT_FALSE(mentions(r.out, {"warning"})) << r.out;
+  // The same options: nothing to warn about.
+  r = train({"--resume", checkpoint().string(), "--epochs", "1"});
   EXPECT_TRUE(succeeded(r));
   EXPECT_FALSE(mentions(r.err, {"warning"})) << r.err;
 }

@@ -109,11 +109,15 @@ TEST_P(TrainResume, ContinuesExactlyAsAnUninterruptedRun) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, TrainResume,
                          ::testing::Values(ResumeCase{"direct", "sgd", 3, 4},      // mid-epoch 1, steps 4 redone
-                                           ResumeCase{"virtual", "adam", 0, 7},    // epoch-end checkpoint (step 5)
-                                           ResumeCase{"static", "adamw", 4, 9},   // mid-epoch 2 (step 8)
+                                           ResumeCase{"virtual", "adam", 0, 7},    // saved at the stop (step 7)
+                                           ResumeCase{"direct", "adam", 0, 5},     // stop at epoch 1's end (step 5)
+                                           ResumeCase{"static", "adamw", 4, 9},    // mid-epoch 2 (step 8)
                                            ResumeCase{"direct", "rmsprop", 3, 7},  // mid-epoch 2 (step 6)
                                            ResumeCase{"static", "adagrad", 4, 9}), // mid-epoch 2 (step 8)
-                         [](const auto& info) { return std::string(info.param.dispatch) + "_" + info.param.optimizer; });
+                         [](const auto& info) {
+                           return std::string(info.param.dispatch) + "_" + info.param.optimizer + "_stop" +
+                                  std::to_string(info.param.stop_after);
+                         });
 
 TEST(TrainResumeErrors, ACheckpointOfAnotherModelIsRefusedWithTheReason) {
   const auto dir = temp_dir("mismatch");

@@ -168,4 +168,10 @@ ProgramResult run_program(const std::vector<std::string>& argv, ChildOptions opt
   return p.finish(timeout);
 }
 
+pid_t pid_of_no_process() {
+  for (pid_t pid = 4194000; pid > 1; --pid)
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return pid;
+  return 0;
+}
+
 }  // namespace strata::testing

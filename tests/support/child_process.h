@@ -68,4 +68,8 @@ class ChildProcess {
 ProgramResult run_program(const std::vector<std::string>& argv, ChildOptions options = {},
                           std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// A pid that no process has now (searched down from near the default pid_max), for a
+// file "left by a killed process"; 0 when none is found.
+pid_t pid_of_no_process();
+
 }  // namespace strata::testing
