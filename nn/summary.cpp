@@ -7,10 +7,11 @@
 // off, eval mode); then each module's children are run one after another, in the order they
 // were registered, on the module's input. A Sequential runs its children exactly so. For any
 // other module the chain is kept only when it ends in the module's own output shape without an
-// error (LeNet and ResNet's stem, stages and head are such chains; a residual block is not, and
-// its children's shapes are shown as "-"). A module whose forward takes its children in another
-// order but the same shapes in and out would be shown with the chain's shapes: every layer here
-// registers its children in the order its forward calls them.
+// error (LeNet, and ResNet's top level and stages, are such chains; so is a residual block
+// without a downsample branch, whose children then show the shapes they do have; a block with
+// one is not, and its children's shapes are shown as "-"). A module whose forward took its
+// children in another order but with the same shapes in and out would be shown with the chain's
+// shapes: strata's layers register their children in the order their forward calls them.
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -101,7 +102,7 @@ std::string Model::describe(bool verbose, const Shape& input) {
     what_w = std::max(what_w, r.what.size());
     shape_w = std::max(shape_w, r.shape.size());
   }
-  what_w = std::min<size_t>(what_w, 60);
+  what_w = std::min<size_t>(what_w, 72);
   auto line = [&](const std::string& name, const std::string& what, const std::string& shape,
                   const std::string& params) {
     char buf[512];
