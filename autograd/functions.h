@@ -54,11 +54,14 @@ template <class D> Tensor binary(const D& d, ops::BinaryFn fn, const Tensor& a, 
   template <class D, class... P>                                                                           \
   Tensor name(const D& d, const Tensor& x, P... p) {                                                       \
     static_assert(sizeof...(P) == (params), #name " takes " #params " scalar parameter(s)");              \
-    return unary(d, ops::UnaryFn::name, x, ops::detail::nth_param(0, p...), ops::detail::nth_param(1, p...)); \
+    return autograd::unary(d, ops::UnaryFn::name, x, ops::detail::nth_param(0, p...),                \
+                           ops::detail::nth_param(1, p...));                                          \
   }
 #define STRATA_BINARY(name, fwd, bwd_a, bwd_b, domain) \
   template <class D>                                   \
-  Tensor name(const D& d, const Tensor& a, const Tensor& b) { return binary(d, ops::BinaryFn::name, a, b); }
+  Tensor name(const D& d, const Tensor& a, const Tensor& b) {                                      \
+    return autograd::binary(d, ops::BinaryFn::name, a, b);                                         \
+  }
 #include "strata/ops/table/pointwise.def"
 #undef STRATA_BINARY
 #undef STRATA_UNARY

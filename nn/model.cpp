@@ -173,7 +173,7 @@ class ModelImpl final : public Model {
     // A capture may not refold, and a replay runs no forward() that would: folded copies are
     // brought up to date first.
     s_.net->refresh_derived();
-    if (CapturedStep* c = find_graph(key, in, Tensor(), nullptr)) {
+    if (StepGraph* c = find_graph(key, in, Tensor(), nullptr)) {
       c->graph->launch();
       return c->outputs[0];
     }
@@ -183,7 +183,7 @@ class ModelImpl final : public Model {
       Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{y}; });
       return y;
     }
-    CapturedStep& c = add_graph({key, ops::direct::capture_step(*s_.p.impl, body), in, Tensor(), {y}});
+    StepGraph& c = add_graph({key, ops::direct::capture_step(*s_.p.impl, body), in, Tensor(), {y}});
     c.graph->launch();
     return y;
   }
@@ -238,7 +238,7 @@ class ModelImpl final : public Model {
     const Tensor in = to_input(x), tg = to_targets(targets);
     const std::string key = step_key("train_step", in, tg);
     s_.forward_only = false;
-    if (CapturedStep* c = find_graph(key, in, tg, &opt)) {
+    if (StepGraph* c = find_graph(key, in, tg, &opt)) {
       opt.advance_captured(c->stepped);
       launch_training(*c);
       for (auto& [param, grad] : c->grads) param.set_grad(grad);
@@ -269,7 +269,7 @@ class ModelImpl final : public Model {
       opt.end_capture();
       throw;
     }
-    CapturedStep c{key, std::move(graph), in, tg, {r.loss, r.logits}};
+    StepGraph c{key, std::move(graph), in, tg, {r.loss, r.logits}};
     c.opt = &opt;
     c.opt_epoch = opt.state_epoch();
     c.stepped = opt.end_capture();
@@ -281,7 +281,7 @@ class ModelImpl final : public Model {
   }
 
   // Graph mode: a captured step and what it was captured with.
-  struct CapturedStep {
+  struct StepGraph {
     std::string key;
     std::unique_ptr<ops::direct::CapturedGraph> graph;
     Tensor input, targets;         // the buffers it reads, kept alive
@@ -293,7 +293,7 @@ class ModelImpl final : public Model {
   };
   // A captured training step's launch, then the graph-launch hook: the step's gradient
   // hooks ran inside the capture and are not called again.
-  void launch_training(CapturedStep& c) {
+  void launch_training(StepGraph& c) {
     c.graph->launch();
     for (const auto& [param, grad] : c.grads) param.note_write();  // the replayed optimizer step wrote them
     run_graph_launch_hook();
@@ -302,7 +302,7 @@ class ModelImpl final : public Model {
   // one whose buffers moved (an evicted buffer, a replaced optimizer state) is dropped,
   // and so is a stale one (its backend gave back memory it replays: the cuda backend's
   // cuDNN workspace, when a call grew it), which is then captured again.
-  CapturedStep* find_graph(const std::string& key, const Tensor& in, const Tensor& tg, const Optimizer* opt) {
+  StepGraph* find_graph(const std::string& key, const Tensor& in, const Tensor& tg, const Optimizer* opt) {
     for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
       if (it->key != key) continue;
       auto same = [](const Tensor& a, const Tensor& b) {
@@ -316,7 +316,7 @@ class ModelImpl final : public Model {
     }
     return nullptr;
   }
-  CapturedStep& add_graph(CapturedStep c) {
+  StepGraph& add_graph(StepGraph c) {
     constexpr size_t kGraphs = 8;  // bounded like the plan caches; an evicted graph gives its pool back
     if (graphs_.size() == kGraphs) graphs_.erase(graphs_.begin());
     graphs_.push_back(std::move(c));
@@ -360,7 +360,7 @@ class ModelImpl final : public Model {
 
   ModelState<P> s_;
   ops::DispatchMode mode_;
-  std::vector<CapturedStep> graphs_;  // graph mode; after s_, so destroyed before the plans' memory
+  std::vector<StepGraph> graphs_;  // graph mode; after s_, so destroyed before the plans' memory
   static constexpr int64_t kGrowthInterval = 2000;
   double scale_ = 0;
   int64_t good_steps_ = 0, skipped_ = 0;

@@ -18,7 +18,6 @@ std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode
                                    const ModelOptions& o) {
   STRATA_CHECK(!o.init, "make_resnet: the init policy comes from ResNetConfig::init, not ModelOptions::init");
   return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
-    using P = std::decay_t<decltype(p)>;
     return detail::wrap_module(p, make_resnet_module(p, c), c.dtype, o, describe(c), describe(c.init), mode);
   });
 }

@@ -135,16 +135,16 @@ bool use_cudnn_relu(const TensorView& a, const TensorView& b) {
          fits_cudnn(b);
 }
 
-struct ReluPlan : Plan {
+struct CudnnReluDescriptors : Plan {
   TensorDesc a, b;
   ActDesc act;
 };
 
-ReluPlan& relu_plan(Context& ctx, const TensorView& a, const TensorView& b) {
+CudnnReluDescriptors& relu_plan(Context& ctx, const TensorView& a, const TensorView& b) {
   PlanKey key;
   key.add(1001).add(static_cast<int64_t>(a.dtype)).add(a.sizes).add(a.strides).add(b.strides);
-  return ctx.plan<ReluPlan>(key, [&] {
-    auto p = std::make_unique<ReluPlan>();
+  return ctx.plan<CudnnReluDescriptors>(key, [&] {
+    auto p = std::make_unique<CudnnReluDescriptors>();
     p->a.set(a, "relu");
     p->b.set(b, "relu");
     STRATA_CUDNN_CHECK(cudnnSetActivationDescriptor(p->act.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
@@ -237,7 +237,7 @@ void CudaBackend::fill(const FillArgs& a) { fill_view(*ctx_, a.y, a.value); }
 
 void CudaBackend::relu_fwd(const ReluFwdArgs& a) {
   if (!use_cudnn_relu(a.x, a.y)) return relu_fwd_kernel(*ctx_, a.x, a.y);
-  ReluPlan& p = relu_plan(*ctx_, a.x, a.y);
+  CudnnReluDescriptors& p = relu_plan(*ctx_, a.x, a.y);
   const Scalars s(a.x.dtype);
   STRATA_CUDNN_CHECK(cudnnActivationForward(ctx_->cudnn, p.act.get(), s.one(), p.a.get(), a.x.data, s.zero(),
                                             p.b.get(), a.y.data));
@@ -248,7 +248,7 @@ void CudaBackend::relu_bwd(const ReluBwdArgs& a) {
   // y stands in for x. dy and dx must share y's layout for the one-descriptor plan.
   const bool same = a.dy.strides == a.y.strides && a.dx.strides == a.y.strides;
   if (!use_cudnn_relu(a.y, a.dx) || !same) return relu_bwd_kernel(*ctx_, a.y, a.dy, a.dx);
-  ReluPlan& p = relu_plan(*ctx_, a.y, a.dx);
+  CudnnReluDescriptors& p = relu_plan(*ctx_, a.y, a.dx);
   const Scalars s(a.y.dtype);
   STRATA_CUDNN_CHECK(cudnnActivationBackward(ctx_->cudnn, p.act.get(), s.one(), p.a.get(), a.y.data, p.a.get(),
                                              a.dy.data, p.a.get(), a.y.data, s.zero(), p.b.get(), a.dx.data));

@@ -35,7 +35,7 @@ TEST_P(CpuPointwise, UnaryForwardAndBackwardMatchTheReference) {
         ref_.unary_fwd({x, y_ref, r.fn, r.p0, r.p1});
         be().unary_bwd({x, y_ref, dy, dx, r.fn, r.p0, r.p1});
         ref_.unary_bwd({x, y_ref, dy, dx_ref, r.fn, r.p0, r.p1});
-        const std::string what = std::string(ops::unary_name(r.fn)) + " " + dtype_name(dt) + " " + c.sizes.str();
+        const std::string what = std::string(ops::unary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
         STRATA_EXPECT_CLOSE(y, y_ref, kTolElementwise, what + " y");
         STRATA_EXPECT_CLOSE(dx, dx_ref, kTolElementwise, what + " dx");
       }
@@ -54,7 +54,7 @@ TEST_P(CpuPointwise, BinaryForwardAndBackwardMatchTheReference) {
         ref_.binary_fwd({a, b, y_ref, r.fn});
         be().binary_bwd({a, b, y_ref, dy, da, db, r.fn});
         ref_.binary_bwd({a, b, y_ref, dy, da_ref, db_ref, r.fn});
-        const std::string what = std::string(ops::binary_name(r.fn)) + " " + dtype_name(dt) + " " + c.sizes.str();
+        const std::string what = std::string(ops::binary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
         STRATA_EXPECT_CLOSE(y, y_ref, kTolElementwise, what + " y");
         STRATA_EXPECT_CLOSE(da, da_ref, kTolElementwise, what + " da");
         STRATA_EXPECT_CLOSE(db, db_ref, kTolElementwise, what + " db");

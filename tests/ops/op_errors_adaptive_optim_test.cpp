@@ -115,7 +115,9 @@ TEST(OpErrors, AdadeltaOptionsAndOperands) {
 // A refused call writes nothing and reports no write; a taken one reports the parameter's.
 TEST(InPlaceOps, AdaptiveStepsReportTheirWritesAndRefusalsDoNot) {
   auto d = reference_dispatch();
-  const Tensor p = rnd({5}), g = rnd({5}), s = rnd({5}, DType::f32, 8), a = rnd({5}, DType::f32, 9);
+  // square averages and sums are >= 0 (a negative one would make the parameters NaN, and NaN != NaN)
+  const Tensor p = rnd({5}), g = rnd({5}), s = random_tensor({5}, DType::f32, 8, 0.5, 1.5),
+               a = random_tensor({5}, DType::f32, 9, 0.5, 1.5);
   const auto writes = [](const Tensor& t, auto&& call) {
     const uint64_t before = t.version();
     call();
