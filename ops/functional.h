@@ -153,11 +153,11 @@ double nth_param(int i, P... p) {
   template <class D, class... P>                                                               \
   Tensor name(const D& d, const Tensor& x, P... p) {                                           \
     static_assert(sizeof...(P) == (params), #name " takes " #params " scalar parameter(s)");  \
-    return ops::unary(d, UnaryFn::name, x, detail::nth_param(0, p...), detail::nth_param(1, p...)); \
+    return unary(d, UnaryFn::name, x, detail::nth_param(0, p...), detail::nth_param(1, p...)); \
   }
 #define STRATA_BINARY(name, fwd, bwd_a, bwd_b, domain) \
   template <class D>                                   \
-  Tensor name(const D& d, const Tensor& a, const Tensor& b) { return ops::binary(d, BinaryFn::name, a, b); }
+  Tensor name(const D& d, const Tensor& a, const Tensor& b) { return binary(d, BinaryFn::name, a, b); }
 #include "strata/ops/table/pointwise.def"
 #undef STRATA_BINARY
 #undef STRATA_UNARY

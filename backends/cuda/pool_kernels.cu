@@ -1,7 +1,8 @@
 // Max pooling's backward on dense channels-last tensors in strata's kernels: cuDNN's took
-// five times the time of its memory traffic (docs/tuning.md). Two passes, a few samples at a time: each output window's first
-// maximum per channel, as its index inside the window (one byte), then each input value
-// gathers the gradients of the windows whose maximum it is, in a fixed window order
+// five times the time of its memory traffic (docs/tuning.md). Two passes, a few samples at a
+// time: each output window's first maximum per channel, as its index inside the window (one
+// byte), then each input value gathers the gradients of the windows whose maximum it is, in a
+// fixed window order
 // (deterministic). The first maximum in row-major order takes the gradient, NaN
 // propagating, as the reference.
 #include "strata/backends/cuda/kernels.cuh"

@@ -2,8 +2,8 @@
 // written, visited in that tensor's memory order (channels innermost when it is
 // channels-last), so writes coalesce; a channels-last block tensor whose pixels are whole
 // 16-byte vectors gets one thread per pixel instead, writing vectors (one element per thread
-// was bound by its index arithmetic: docs/tuning.md). Data movement only: the kernel is chosen by the element's width, not its dtype
-// (zero bits are +0 in every dtype).
+// was bound by its index arithmetic: docs/tuning.md). Data movement only: the kernel is
+// chosen by the element's width, not its dtype (zero bits are +0 in every dtype).
 #include <cstdint>
 
 #include "strata/backends/cuda/cuda_backend.h"

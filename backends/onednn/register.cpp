@@ -19,7 +19,8 @@ Capabilities onednn_table(bool bf16_native) {
       .kind(OpKind::linear, primitives)
       .kind(OpKind::pool, primitives)
       .op({OpId::relu_fwd, OpId::relu_bwd, OpId::add}, primitives)
-      .op({OpId::axpy, OpId::unary_fwd, OpId::unary_bwd, OpId::binary_fwd, OpId::binary_bwd, OpId::dropout_fwd, OpId::dropout_bwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd,
+      .op({OpId::axpy, OpId::unary_fwd, OpId::unary_bwd, OpId::binary_fwd, OpId::binary_bwd,
+           OpId::dropout_fwd, OpId::dropout_bwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd,
            OpId::bce_logits_bwd, OpId::argmax},
           kFloat)
       .keep_versioned_weights()

@@ -107,7 +107,8 @@ class MultiRmspropStepPlan {
     detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sq, s_), detail::views_into(bufs, b_),
         detail::views_into(avgs, a_), detail::views_into(hypers, h_);
     for (const Tensor& t : p) t.note_write();
-    run_kernel<OpId::multi_rmsprop_step>(impl, MultiRmspropStepArgs{p_, g_, s_, b_, a_, h_, o, detail::view_or_none(amp)});
+    const MultiRmspropStepArgs args{p_, g_, s_, b_, a_, h_, o, detail::view_or_none(amp)};
+    run_kernel<OpId::multi_rmsprop_step>(impl, args);
   }
 
  private:
@@ -125,7 +126,8 @@ class MultiAdagradStepPlan {
     if (key_.update(p, g, sums)) validate_multi_adagrad_step(StaticDispatch<Impl>(impl), p, g, sums, steps, o);
     detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sums, s_), detail::views_into(hypers, h_);
     for (const Tensor& t : p) t.note_write();
-    run_kernel<OpId::multi_adagrad_step>(impl, MultiAdagradStepArgs{p_, g_, s_, h_, steps, o, detail::view_or_none(amp)});
+    const MultiAdagradStepArgs args{p_, g_, s_, h_, steps, o, detail::view_or_none(amp)};
+    run_kernel<OpId::multi_adagrad_step>(impl, args);
   }
 
  private:
@@ -142,7 +144,8 @@ class MultiAdadeltaStepPlan {
     detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sq, s_), detail::views_into(acc, a_),
         detail::views_into(hypers, h_);
     for (const Tensor& t : p) t.note_write();
-    run_kernel<OpId::multi_adadelta_step>(impl, MultiAdadeltaStepArgs{p_, g_, s_, a_, h_, o, detail::view_or_none(amp)});
+    const MultiAdadeltaStepArgs args{p_, g_, s_, a_, h_, o, detail::view_or_none(amp)};
+    run_kernel<OpId::multi_adadelta_step>(impl, args);
   }
 
  private:

@@ -4,10 +4,16 @@
 #include <gtest/gtest.h>
 
 #include "cpu_backend_test_util.h"
+#include "support/coverage.h"
 #include "support/pointwise_rows.h"
 
 namespace strata::testing {
 namespace {
+
+STRATA_COVERS(unary_fwd, "vs_reference");
+STRATA_COVERS(unary_bwd, "vs_reference");
+STRATA_COVERS(binary_fwd, "vs_reference");
+STRATA_COVERS(binary_bwd, "vs_reference");
 
 class CpuPointwise : public CpuBackendTest {};
 
@@ -35,7 +41,8 @@ TEST_P(CpuPointwise, UnaryForwardAndBackwardMatchTheReference) {
         ref_.unary_fwd({x, y_ref, r.fn, r.p0, r.p1});
         be().unary_bwd({x, y_ref, dy, dx, r.fn, r.p0, r.p1});
         ref_.unary_bwd({x, y_ref, dy, dx_ref, r.fn, r.p0, r.p1});
-        const std::string what = std::string(ops::unary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
+        const std::string what =
+            std::string(ops::unary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
         STRATA_EXPECT_CLOSE(y, y_ref, kTolElementwise, what + " y");
         STRATA_EXPECT_CLOSE(dx, dx_ref, kTolElementwise, what + " dx");
       }
@@ -54,7 +61,8 @@ TEST_P(CpuPointwise, BinaryForwardAndBackwardMatchTheReference) {
         ref_.binary_fwd({a, b, y_ref, r.fn});
         be().binary_bwd({a, b, y_ref, dy, da, db, r.fn});
         ref_.binary_bwd({a, b, y_ref, dy, da_ref, db_ref, r.fn});
-        const std::string what = std::string(ops::binary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
+        const std::string what =
+            std::string(ops::binary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
         STRATA_EXPECT_CLOSE(y, y_ref, kTolElementwise, what + " y");
         STRATA_EXPECT_CLOSE(da, da_ref, kTolElementwise, what + " da");
         STRATA_EXPECT_CLOSE(db, db_ref, kTolElementwise, what + " db");

@@ -62,7 +62,8 @@ TEST_F(CudaPointwise, UnaryMatchesTheReference) {
         ref_.unary_fwd({xr, yr, r.fn, r.p0, r.p1});
         be().unary_bwd({xg, yg, dyg, dxg, r.fn, r.p0, r.p1});
         ref_.unary_bwd({xr, f32_or_f64(to_cpu(yg), ref_dt), dyr, dxr, r.fn, r.p0, r.p1});
-        const std::string what = std::string(ops::unary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
+        const std::string what =
+            std::string(ops::unary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
         STRATA_EXPECT_CLOSE(f32_or_f64(to_cpu(yg), ref_dt), yr, tol_for(dt), what + " y");
         STRATA_EXPECT_CLOSE(f32_or_f64(to_cpu(dxg), ref_dt), dxr, tol_for(dt), what + " dx");
       }
@@ -84,7 +85,8 @@ TEST_F(CudaPointwise, BinaryMatchesTheReference) {
         ref_.binary_fwd({ar, br, yr, r.fn});
         be().binary_bwd({ag, bg, yg, dyg, dag, dbg, r.fn});
         ref_.binary_bwd({ar, br, f32_or_f64(to_cpu(yg), ref_dt), dyr, dar, dbr, r.fn});
-        const std::string what = std::string(ops::binary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
+        const std::string what =
+            std::string(ops::binary_name(r.fn)) + " " + std::string(dtype_name(dt)) + " " + c.sizes.str();
         STRATA_EXPECT_CLOSE(f32_or_f64(to_cpu(yg), ref_dt), yr, tol_for(dt), what + " y");
         STRATA_EXPECT_CLOSE(f32_or_f64(to_cpu(dag), ref_dt), dar, tol_for(dt), what + " da");
         STRATA_EXPECT_CLOSE(f32_or_f64(to_cpu(dbg), ref_dt), dbr, tol_for(dt), what + " db");
