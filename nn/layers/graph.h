@@ -1,6 +1,6 @@
 #pragma once
 // Graph: a module that runs a directed acyclic graph of modules, for networks that are
-// not a chain (an imported ONNX model, onnx/import.h). Value 0 is the input; each step
+// not a chain (an imported ONNX model, onnx/onnx.h). Value 0 is the input; each step
 // makes one new value, either a child module applied to one earlier value or the sum of
 // two earlier values (as ResidualAdd). forward runs the steps in the order they were
 // added, which is a topological order by construction, and returns the output value.
