@@ -21,41 +21,22 @@ std::string pool_repr(const ops::Pool2dParams& p) {
 }
 }  // namespace
 
-template <class P>
-MaxPool2d<P>::MaxPool2d(const P& p, int kernel_size, int stride, int padding)
-    : p_(p), pp_(pool_params("MaxPool2d", kernel_size, stride, padding)) {}
+template <class P, class Kind>
+Pool2d<P, Kind>::Pool2d(const P& p, int kernel_size, int stride, int padding)
+    : p_(p), pp_(pool_params(Kind::kName, kernel_size, stride, padding)) {}
 
-template <class P>
-std::string MaxPool2d<P>::extra_repr() const {
+template <class P, class Kind>
+std::string Pool2d<P, Kind>::extra_repr() const {
   return pool_repr(pp_);
 }
 
-template <class P>
-Tensor MaxPool2d<P>::forward(const Tensor& x) {
-  return direct_.forward(p_, x, [&](const auto& tape) { return autograd::max_pool2d(tape, x, pp_); }, pp_);
+template <class P, class Kind>
+Tensor Pool2d<P, Kind>::forward(const Tensor& x) {
+  return direct_.forward(p_, x, [&](const auto& tape) { return Kind::tape(tape, x, pp_); }, pp_);
 }
 
-template <class P>
-Tensor MaxPool2d<P>::backward(const Tensor& dy) {
-  return direct_.backward(*this, dy);
-}
-
-template <class P>
-AvgPool2d<P>::AvgPool2d(const P& p, int kernel_size, int stride, int padding)
-    : p_(p), pp_(pool_params("AvgPool2d", kernel_size, stride, padding)) {}
-
-template <class P>
-std::string AvgPool2d<P>::extra_repr() const {
-  return pool_repr(pp_);
-}
-
-template <class P>
-Tensor AvgPool2d<P>::forward(const Tensor& x) {
-  return direct_.forward(p_, x, [&](const auto& tape) { return autograd::avg_pool2d(tape, x, pp_); }, pp_);
-}
-
-template <class P>
-Tensor AvgPool2d<P>::backward(const Tensor& dy) {
+template <class P, class Kind>
+Tensor Pool2d<P, Kind>::backward(const Tensor& dy) {
   return direct_.backward(*this, dy);
 }
 
@@ -69,9 +50,9 @@ Tensor GlobalAvgPool<P>::backward(const Tensor& dy) {
   return direct_.backward(*this, dy);
 }
 
-#define STRATA_NN_INSTANTIATE(P) \
-  template class MaxPool2d<P>;   \
-  template class AvgPool2d<P>;   \
+#define STRATA_NN_INSTANTIATE(P)                   \
+  template class Pool2d<P, detail::MaxPoolKind>; \
+  template class Pool2d<P, detail::AvgPoolKind>; \
   template class GlobalAvgPool<P>;
 STRATA_NN_INSTANTIATE_ALL()
 
