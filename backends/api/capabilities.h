@@ -48,6 +48,8 @@ inline constexpr DTypeSet kFloat32 = {DType::f32};
 inline constexpr DTypeSet kFloat = {DType::f32, DType::f64};
 inline constexpr DTypeSet kHalf = {DType::f16, DType::bf16};
 inline constexpr DTypeSet kAnyDType = DTypeSet::all();
+// What comparisons read on the CPU: every dtype but the half ones.
+inline constexpr DTypeSet kNumeric = {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8};
 
 // The layouts a spatial op's 4-D operands may come in: dense NCHW, dense NHWC
 // (channels_last), or any other strides (slices, permutations).

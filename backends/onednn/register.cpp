@@ -23,6 +23,8 @@ Capabilities onednn_table(bool bf16_native) {
            OpId::dropout_fwd, OpId::dropout_bwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd,
            OpId::bce_logits_bwd, OpId::argmax},
           kFloat)
+      .op({OpId::compare}, kNumeric)
+      .op({OpId::where, OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add}, kFloat)
       .keep_versioned_weights()
       .accumulate_residual_in_place();
   return c;

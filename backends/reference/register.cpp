@@ -4,11 +4,12 @@ namespace strata::backends {
 
 using namespace strata::ops;  // the op table's argument types
 
-// f32 and f64 for every op (the oracle's loops accumulate in double); copy converts any dtype.
+// f32 and f64 for every op (the oracle's loops accumulate in double); copy converts any dtype,
+// index_select moves any, comparisons read every numeric dtype.
 const Capabilities& ReferenceBackend::capabilities() const {
   static constexpr Capabilities kTable = [] {
     Capabilities c;
-    c.all(kFloat).op({OpId::copy}, kAnyDType);
+    c.all(kFloat).op({OpId::copy, OpId::index_select}, kAnyDType).op({OpId::compare}, kNumeric);
     return c;
   }();
   return kTable;

@@ -177,6 +177,16 @@ struct BinaryBwdArgs {
   BinaryFn fn = BinaryFn::mul;
 };
 
+// y = a <op> b as u8 (1 true, 0 false), a and b of one shape and dtype (float or integer).
+struct CompareArgs {
+  TensorView a, b, y;
+  CompareFn fn = CompareFn::eq;
+};
+// y = cond ? a : b, cond u8 (nonzero true); every view of y's sizes (broadcast ones with stride 0).
+struct WhereArgs {
+  TensorView cond, a, b, y;
+};
+
 struct DropoutFwdArgs {
   TensorView x, y, mask;  // mask: u8, 1 = kept
   double p = 0.5;
@@ -210,6 +220,49 @@ struct ReduceArgs {
 struct ArgmaxArgs {
   TensorView x, y;  // x [N,C] -> y i64 [N]; first maximum wins
 };
+// Reductions over the dims where y has size 1 and x does not (y has x's rank; the front end
+// views the result without them unless keepdim). NaN propagates through max and min and
+// counts as the greatest for argmax/argmin (PyTorch's rule). argmax/argmin write i64: the
+// first extreme's position in row-major order over the reduced dims; the others y in x's
+// dtype, accumulated in float (f32/f16/bf16) or double (f64).
+enum class ReduceFn : uint8_t { sum, mean, max, min, argmax, argmin };
+struct ReduceDimsArgs {
+  TensorView x, y;
+  ReduceFn fn = ReduceFn::sum;
+};
+// y = softmax(x) along dim (log: log_softmax), computed stably (the row's maximum subtracted
+// first); any strides. bwd: dx = y (dy - sum(dy y)), log: dx = dy - exp(y) sum(dy).
+struct SoftmaxArgs {
+  TensorView x, y;
+  int dim = -1;  // 0 <= dim < x.dim()
+  bool log = false;
+};
+struct SoftmaxBwdArgs {
+  TensorView y, dy, dx;
+  int dim = -1;
+  bool log = false;
+};
+// y[i] = alpha a[i] b[i] for i < B: a [B, M, K], b [B, K, N], y [B, M, N]. Each matrix of a
+// and b has unit stride along one of its two dims (row- or column-major, any leading
+// dimension) and any batch stride (0: one matrix for every batch); y is dense row-major.
+// The front end makes a copy of an operand that is neither.
+struct BmmArgs {
+  TensorView a, b, y;
+  double alpha = 1.0;
+};
+// index_select: y = x with dim `dim` replaced by x's rows index[0..n): y[.., i, ..] = x[.., index[i], ..].
+// index_add: y[.., index[i], ..] += x[.., i, ..] (accumulates; in index order, deterministic).
+// index i64 [n], every entry in [0, size of the indexed dim) (the front end checks host
+// indices; a GPU backend must not read or write outside the tensor for a bad one).
+struct IndexSelectArgs {
+  TensorView x, index, y;
+  int dim = 0;
+};
+struct IndexAddArgs {
+  TensorView x, index, y;
+  int dim = 0;
+};
+
 // space_to_depth (a pixel unshuffle with padding): x [N, C, H, W] read as blocks of
 // block x block pixels of x padded by pad_h above and pad_w left (zeros outside x):
 //   y[n, (dy * block + dx) * C + c, i, j] = x[n, c, i * block + dy - pad_h, j * block + dx - pad_w]

@@ -37,6 +37,45 @@ enum class BinaryFn : uint8_t {
 #undef STRATA_BINARY
 };
 
+enum class CompareFn : uint8_t {
+#define STRATA_COMPARE(name, expr) name,
+#include "strata/ops/table/pointwise.def"
+#undef STRATA_COMPARE
+};
+template <CompareFn F>
+struct CompareFunctor;
+#define STRATA_COMPARE(name, expr)                 \
+  template <>                                      \
+  struct CompareFunctor<CompareFn::name> {         \
+    template <class A>                             \
+    STRATA_POINTWISE_FN static bool fwd(A a, A b) { \
+      return expr;                                 \
+    }                                              \
+  };
+#include "strata/ops/table/pointwise.def"
+#undef STRATA_COMPARE
+template <class F>
+decltype(auto) visit_compare(CompareFn fn, F&& f) {
+  switch (fn) {
+#define STRATA_COMPARE(name, expr) \
+  case CompareFn::name:            \
+    return f(std::integral_constant<CompareFn, CompareFn::name>{});
+#include "strata/ops/table/pointwise.def"
+#undef STRATA_COMPARE
+  }
+  STRATA_FAIL("pointwise: unknown comparison ", static_cast<int>(fn));
+}
+constexpr std::string_view compare_name(CompareFn fn) {
+  switch (fn) {
+#define STRATA_COMPARE(name, expr) \
+  case CompareFn::name:            \
+    return #name;
+#include "strata/ops/table/pointwise.def"
+#undef STRATA_COMPARE
+  }
+  return "?";
+}
+
 // The math the formulas call, in float and double, on the host and in CUDA device code
 // (the C library's names, which CUDA's device math library provides too).
 namespace m {
