@@ -67,3 +67,5 @@ template <class D> Tensor binary(const D& d, ops::BinaryFn fn, const Tensor& a, 
 #undef STRATA_UNARY
 
 }  // namespace strata::autograd
+
+#include "strata/autograd/tensor_functions.h"  // IWYU pragma: export (the tensor API's functions)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -14,6 +15,10 @@
 namespace strata::autograd {
 
 class Node;
+namespace detail {
+struct BackwardPass;
+void run_backward(const BackwardPass& pass);
+}  // namespace detail
 
 // Called with a leaf once the pass has accumulated its last contribution into its
 // .grad() (which stays undefined when no gradient reached it), while the rest of the
@@ -47,21 +52,32 @@ class Node {
   uint64_t seq;  // creation order: later nodes run first among those ready
 
  private:
-  friend void backward(const Tensor&, const Tensor&, const LeafDone&);
+  friend void detail::run_backward(const detail::BackwardPass&);
   Tensor pending_grad_;
+  bool released_ = false;  // a pass without retain_graph ran through it
   int dependencies_ = 0;
   uint64_t pass_ = 0;  // which backward pass last visited this node
 };
 
 Edge edge_of(const Tensor& t);
 bool any_requires_grad(std::initializer_list<const Tensor*> ts);
+bool any_requires_grad(std::span<const Tensor> ts);
 // Makes `node` the grad_fn of `output` with edges to `inputs`.
 void attach(const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs, const Tensor& output);
+void attach(const std::shared_ptr<Node>& node, std::span<const Tensor> inputs, const Tensor& output);
 
 // Reverse-mode pass from `root`. With no `grad`, root must have one element and
 // the seed gradient is 1. Gradients accumulate into the .grad of leaf tensors that
 // require grad; `leaf_done`, when given, is told as each leaf's is complete. The
-// graph's saved tensors are released afterwards.
-void backward(const Tensor& root, const Tensor& grad = Tensor(), const LeafDone& leaf_done = {});
+// graph's saved tensors are released afterwards unless retain_graph (a second pass
+// through a released graph is an error that says so).
+void backward(const Tensor& root, const Tensor& grad = Tensor(), const LeafDone& leaf_done = {},
+              bool retain_graph = false);
+// The gradients of `output` (one element unless grad_output is given) with respect to each
+// of `inputs` (leaves that require grad), returned instead of accumulated into their .grad()
+// (which stays as it was); undefined for an input the output does not depend on.
+// create_graph (gradients that are themselves differentiable) is not supported.
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output = Tensor(),
+                         bool retain_graph = false, bool create_graph = false);
 
 }  // namespace strata::autograd

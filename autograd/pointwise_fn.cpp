@@ -183,6 +183,10 @@ Tensor space_to_depth(const D& d, const Tensor& x, const ops::SpaceToDepthParams
 
 template <class D>
 Tensor add(const D& d, const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined() && !(a.sizes() == b.sizes())) {  // broadcast, as autograd::binary
+    const Shape out = ops::broadcast_shape("add", a.sizes(), b.sizes());
+    return autograd::add(d, a.sizes() == out ? a : expand(d, a, out), b.sizes() == out ? b : expand(d, b, out));
+  }
   Tensor y = ops::add(d, a, b);
   record<AddNode<D>>(d, {&a, &b}, y);
   return y;
@@ -205,7 +209,27 @@ Tensor dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t of
 
 template <class D>
 Tensor reshape(const D& d, const Tensor& x, const Shape& sizes) {
-  Tensor y = x.contiguous().view(sizes);
+  Shape resolved = sizes;  // one -1 takes the remaining count
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] != -1) {
+      STRATA_CHECK(sizes[i] >= 0, "reshape: negative size in ", sizes.str());
+      known *= sizes[i];
+      continue;
+    }
+    STRATA_CHECK(infer < 0, "reshape: more than one -1 in ", sizes.str());
+    infer = i;
+  }
+  if (infer >= 0) {
+    STRATA_CHECK(known > 0 && x.numel() % known == 0, "reshape: cannot reshape ", x.str(), " to ", sizes.str());
+    resolved[infer] = x.numel() / known;
+  }
+  STRATA_CHECK(resolved.numel() == x.numel(), "reshape: cannot reshape ", x.str(), " to ", sizes.str(),
+               " (element counts differ)");
+  // A view when the strides allow (PyTorch's rule), else a copy.
+  const std::optional<Shape> st = view_strides(x.sizes(), x.strides(), resolved);
+  Tensor y = st ? x.as_strided(resolved, *st, x.offset()) : x.contiguous().view(resolved);
   record<ReshapeNode<D>>(d, {&x}, y, x.sizes());  // y is a new handle, never x itself
   return y;
 }

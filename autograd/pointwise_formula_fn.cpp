@@ -53,8 +53,14 @@ Tensor unary(const D& d, ops::UnaryFn fn, const Tensor& x, double p0, double p1)
   return y;
 }
 
+// Operands of other shapes are broadcast first by autograd::expand, whose backward sums the
+// gradient over the repeated dims; the formula's backward then sees one shape.
 template <class D>
 Tensor binary(const D& d, ops::BinaryFn fn, const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined() && !(a.sizes() == b.sizes())) {
+    const Shape out = ops::broadcast_shape(ops::binary_name(fn), a.sizes(), b.sizes());
+    return autograd::binary(d, fn, a.sizes() == out ? a : expand(d, a, out), b.sizes() == out ? b : expand(d, b, out));
+  }
   Tensor y = ops::binary(d, fn, a, b);
   record<BinaryNode<D>>(d, {&a, &b}, y, fn, a.detach(), b.detach(), y.detach(), a.requires_grad(),
                         b.requires_grad());

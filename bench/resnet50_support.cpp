@@ -112,6 +112,7 @@ std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::stri
   rc.space_to_depth_stem = s2d_stem;
   rc.winograd = winograd;
   nn::ModelOptions mo;
+  mo.borrowed_results = true;  // measured: no copy of the planned outputs (read before the next step)
   mo.memory_format = fmt;
   mo.compute_dtype = compute;
   return nn::make_resnet(rc, mode, backend, mo);

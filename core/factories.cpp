@@ -164,4 +164,13 @@ STRATA_INSTANTIATE(int64_t)
 STRATA_INSTANTIATE(uint8_t)
 #undef STRATA_INSTANTIATE
 
+Tensor empty_like(const Tensor& x) { return Tensor::empty(x.sizes(), x.dtype(), x.device()); }
+Tensor zeros_like(const Tensor& x) { return zeros(x.sizes(), x.dtype(), x.device()); }
+Tensor ones_like(const Tensor& x) { return ones(x.sizes(), x.dtype(), x.device()); }
+Tensor full_like(const Tensor& x, double value) { return full(x.sizes(), value, x.dtype(), x.device()); }
+Tensor rand_like(const Tensor& x, Generator& gen) { return rand(x.sizes(), gen, x.dtype(), x.device()); }
+Tensor rand_like(const Tensor& x) { return rand(x.sizes(), x.dtype(), x.device()); }
+Tensor randn_like(const Tensor& x, Generator& gen) { return randn(x.sizes(), gen, x.dtype(), x.device()); }
+Tensor randn_like(const Tensor& x) { return randn(x.sizes(), x.dtype(), x.device()); }
+
 }  // namespace strata

@@ -36,6 +36,16 @@ Tensor ones(const Shape& sizes, DType dtype = DType::f32, Device device = Device
 // Integer dtypes need an integral `value` within their range.
 Tensor full(const Shape& sizes, double value, DType dtype = DType::f32, Device device = Device::cpu());
 
+// x's sizes, dtype and device (contiguous), as torch::zeros_like ... randn_like.
+Tensor empty_like(const Tensor& x);
+Tensor zeros_like(const Tensor& x);
+Tensor ones_like(const Tensor& x);
+Tensor full_like(const Tensor& x, double value);
+Tensor rand_like(const Tensor& x, Generator& gen);
+Tensor rand_like(const Tensor& x);
+Tensor randn_like(const Tensor& x, Generator& gen);
+Tensor randn_like(const Tensor& x);
+
 Tensor rand(const Shape& sizes, Generator& gen, DType dtype = DType::f32, Device device = Device::cpu());
 Tensor rand(const Shape& sizes, DType dtype = DType::f32, Device device = Device::cpu());
 Tensor randn(const Shape& sizes, Generator& gen, DType dtype = DType::f32, Device device = Device::cpu());

@@ -68,4 +68,32 @@ bool is_channels_last_layout(const Shape& s, const Shape& st) {
   return true;
 }
 
+std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, const Shape& new_sizes) {
+  Shape out = new_sizes;
+  if (sizes.numel() == 0 || sizes.empty()) return contiguous_strides(new_sizes);
+  // Walk x's dims from the last, in chunks of dims contiguous with each other; each chunk
+  // must be covered exactly by a run of new dims, which then step through it.
+  int view_d = new_sizes.size() - 1;
+  int64_t chunk_base = strides[sizes.size() - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int d = sizes.size() - 1; d >= 0; --d) {
+    tensor_numel *= sizes[d];
+    if (d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base;
+        view_numel *= new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace strata {
@@ -53,5 +54,9 @@ bool is_contiguous_layout(const Shape& sizes, const Shape& strides);
 bool is_channels_last_layout(const Shape& sizes, const Shape& strides);
 // Channels-last strides for a rank-4 NCHW-ordered `sizes` (memory order N,H,W,C).
 Shape channels_last_strides(const Shape& sizes);
+// The strides that view memory laid out as (sizes, strides) with new_sizes (same element
+// count), or nullopt when no strides can (the data must then be copied): PyTorch's rule for
+// view(), which merges and splits only dims that are contiguous with each other.
+std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, const Shape& new_sizes);
 
 }  // namespace strata

@@ -25,6 +25,21 @@ enum class MemoryFormat : uint8_t { contiguous, channels_last };
 
 class Tensor;
 
+// The dims a reduction runs over: one (`x.sum(1)`), a list (`x.sum({0, 2})`) or, left
+// empty, every dim. Negative dims count from the end, as in PyTorch.
+class Dims {
+ public:
+  Dims() = default;
+  Dims(int d) { dims_.push_back(d); }  // NOLINT: x.sum(1) reads as LibTorch's
+  Dims(std::initializer_list<int> ds) : dims_(ds) {}
+  Dims(std::vector<int> ds) : dims_(std::move(ds)) {}  // NOLINT
+  const std::vector<int>& list() const { return dims_; }
+  bool all() const { return dims_.empty(); }
+
+ private:
+  std::vector<int> dims_;
+};
+
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape sizes, strides;
@@ -131,6 +146,68 @@ class Tensor {
   std::vector<T> to_vector() const;
   double item() const;
 
+  // ---- The tensor API, in LibTorch's names. Each call is recorded on the tape when an input
+  // requires grad, and runs on the default dispatcher: the best backend of the tensor's
+  // device, chosen once (autograd/default_dispatch.h). The explicit-dispatcher free functions
+  // of ops/ and autograd/ stay the measured paths. Defined by the autograd layer
+  // (autograd/tensor_methods.cpp). view(), as_strided(), permute() and narrow() above are
+  // storage views the tape does not see; the views below (reshape ... slice) are recorded.
+  Tensor reshape(const Shape& sizes) const;  // a view when the strides allow, else a copy
+  Tensor flatten(int start_dim = 0, int end_dim = -1) const;
+  Tensor transpose(int dim0, int dim1) const;
+  Tensor t() const;  // rank <= 2: transpose(0, 1)
+  Tensor permuted(const std::vector<int>& dims) const;  // permute, recorded
+  Tensor unsqueeze(int dim) const;
+  Tensor squeeze(int dim) const;
+  Tensor squeeze() const;  // every size-1 dim
+  Tensor expand(const Shape& sizes) const;  // -1 keeps a dim; stride 0 on the broadcast ones
+  Tensor slice(int dim, int64_t start, int64_t end, int64_t step = 1) const;  // end clamps; negatives count back
+  Tensor select(int dim, int64_t index) const;  // the dim removed
+  Tensor index_select(int dim, const Tensor& index) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;   // 2-D only
+  Tensor bmm(const Tensor& other) const;  // 3-D only, equal batches
+  Tensor sum(Dims dims = {}, bool keepdim = false) const;
+  Tensor mean(Dims dims = {}, bool keepdim = false) const;
+  Tensor amax(Dims dims = {}, bool keepdim = false) const;  // gradient split evenly among ties
+  Tensor amin(Dims dims = {}, bool keepdim = false) const;
+  Tensor max(Dims dims = {}, bool keepdim = false) const { return amax(std::move(dims), keepdim); }
+  Tensor min(Dims dims = {}, bool keepdim = false) const { return amin(std::move(dims), keepdim); }
+  Tensor var(Dims dims = {}, bool unbiased = true, bool keepdim = false) const;
+  Tensor argmax(int dim, bool keepdim = false) const;  // i64
+  Tensor argmax() const;                               // of the flattened tensor
+  Tensor argmin(int dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor softmax(int dim) const;
+  Tensor log_softmax(int dim) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor abs() const;
+  Tensor relu() const;
+  Tensor gelu(bool tanh_approximation = false) const;
+  Tensor pow(double exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor clamp(double min, double max) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;  // u8 0/1, no gradient
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor to(DType dt) const;   // a copy in dtype dt (this tensor when it already is); recorded
+  Tensor to(Device d) const;   // a copy on device d (this tensor when it already is there)
+  Tensor to(MemoryFormat fmt) const;
+  // Reverse-mode pass from this tensor (one element unless grad is given) into the .grad() of
+  // the leaves. retain_graph keeps the saved tensors for a second pass.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+
   // Autograd.
   bool requires_grad() const { return impl().requires_grad; }
   Tensor& set_requires_grad(bool r);
@@ -155,6 +232,45 @@ class Tensor {
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
+
+// The tensor API's free functions and operators (defined with the methods above): the
+// element-wise ones broadcast with NumPy's rules; a scalar operand is a rank-0 tensor of the
+// other's dtype and device.
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);  // u8, as Tensor::eq
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor& operator+=(Tensor& a, const Tensor& b);  // a = a + b: a new tensor, as x = x + y reads
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // cond u8 (nonzero: a)
+Tensor cat(const std::vector<Tensor>& xs, int dim = 0);
+Tensor stack(const std::vector<Tensor>& xs, int dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int dim = 0);  // the last may be shorter
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int dim = 0);
 
 // Copies src into dst elementwise (same sizes; any strides; any dtypes). The CPU
 // implementation lives in core; a GPU backend installs one for its device.

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "strata/autograd/functions.h"
 #include "strata/autograd/grad_mode.h"
@@ -34,6 +36,29 @@ void Model::set_param_ready_hook(std::function<void(const Tensor&)> fn) {
 
 namespace {
 
+// Cross-entropy's targets are class indices: an integer dtype (LibTorch: "expected scalar type
+// Long but found Float"), none negative. A floating tensor is refused, never truncated.
+void check_class_labels(const Tensor& t) {
+  const bool host = t.device().type == DeviceType::cpu;
+  if (is_floating(t.dtype())) {
+    std::string example;
+    if (host && t.numel() > 0) {
+      const std::vector<double> v = t.contiguous().to_vector<double>();
+      size_t i = 0;
+      while (i + 1 < v.size() && v[i] == std::floor(v[i]) && v[i] >= 0) ++i;
+      example = " (value " + std::to_string(v[i]) + " at position " + std::to_string(i) + ")";
+    }
+    STRATA_FAIL("Model: cross_entropy's targets must be class indices of an integer dtype (i64), got ",
+                dtype_name(t.dtype()), " targets ", t.str(), example,
+                "; convert labels that are whole numbers with .to(DType::i64)");
+  }
+  if (!host) return;  // device labels: the loss's kernel checks the range
+  const std::vector<int64_t> v = t.contiguous().to_vector<int64_t>();
+  for (size_t i = 0; i < v.size(); ++i)
+    STRATA_CHECK(v[i] >= 0, "Model: cross_entropy's targets are class indices; label ", v[i], " at position ", i,
+                 " of ", t.str(), " is negative");
+}
+
 using detail::BufferSet;
 using detail::layout_for;
 using detail::ModelMode;
@@ -48,7 +73,7 @@ class ModelImpl final : public Model {
   ModelImpl(const P& p, std::unique_ptr<Module> net, DType dt, const ModelOptions& o, const std::string& what,
             const std::string& init, ops::DispatchMode mode)
       : s_{p, std::move(net), Loss<P>(p, o.loss), dt, o.compute_dtype.value_or(dt), o.memory_format},
-        mode_(mode) {
+        mode_(mode), borrowed_(o.borrowed_results) {
     STRATA_CHECK(mode == mode_of(P::kMode) || (mode == ops::DispatchMode::graph && captures_graphs_v<P>),
                  "Model: dispatch mode ", ops::dispatch_mode_name(mode), " does not go with the policy ", P::kMode);
     STRATA_CHECK(is_floating(s_.compute), "Model: compute dtype must be floating, got ", dtype_name(s_.compute));
@@ -88,13 +113,13 @@ class ModelImpl final : public Model {
   // With gradients off (evaluation), a planned forward-only step; on, a backward may
   // follow, which train_step plans with it.
   StepResult forward_loss(const Tensor& x, const Tensor& targets) override {
-    if (autograd::GradMode::enabled()) return unplanned_forward_loss(x, targets);
+    if (autograd::GradMode::enabled()) return owned(unplanned_forward_loss(x, targets));
     StepResult r;
     Mode::planned(
         s_, step_key("forward_loss", x, targets), [&] { r = unplanned_forward_loss(x, targets); },
         [&] { return std::vector<Tensor>{r.loss, r.logits}; });
     s_.forward_only = true;
-    return r;
+    return owned(r);
   }
 
   void backward() override {
@@ -107,7 +132,7 @@ class ModelImpl final : public Model {
 
   StepResult train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) override {
     if constexpr (captures_graphs_v<P>)
-      if (mode_ == ops::DispatchMode::graph) return captured_train_step(x, targets, opt);
+      if (mode_ == ops::DispatchMode::graph) return owned(captured_train_step(x, targets, opt));
     opt.zero_grad();
     StepResult r;
     if constexpr (!is_direct_v<P>) {
@@ -135,7 +160,7 @@ class ModelImpl final : public Model {
         [&] { return std::vector<Tensor>{r.loss, r.logits}; });
     run_gradient_hook();
     step_optimizer(opt);
-    return r;
+    return owned(r);
   }
 
   double loss_scale() const override { return device_amp(ops::kAmpScale).value_or(scale_); }
@@ -146,13 +171,13 @@ class ModelImpl final : public Model {
   Tensor predict(const Tensor& x) override {
     autograd::NoGradGuard guard;
     if constexpr (captures_graphs_v<P>)
-      if (mode_ == ops::DispatchMode::graph && !s_.net->is_training()) return captured_predict(x);
+      if (mode_ == ops::DispatchMode::graph && !s_.net->is_training()) return owned(captured_predict(x));
     Tensor y;
     Mode::planned(
         s_, step_key("predict", x, Tensor()), [&] { y = to_params_dtype(forward(x), s_.predicted); },
         [&] { return std::vector<Tensor>{y}; });
     s_.forward_only = true;
-    return y;
+    return owned(y);
   }
 
   Tensor network_input(const Tensor& x) override { return to_input(x); }
@@ -352,14 +377,25 @@ class ModelImpl final : public Model {
     latest_input_sizes_ = x.sizes();
     return Mode::convert(s_, x, s_.compute, layout_for(x.dim(), s_.fmt), s_.input);
   }
+  // Direct and graph modes return copies of their planned outputs unless results are borrowed
+  // (ModelOptions::borrowed_results); the tape modes' outputs are fresh already.
+  Tensor owned(const Tensor& t) const {
+    if constexpr (is_direct_v<P>)
+      if (!borrowed_ && t.defined()) return t.clone();
+    return t;
+  }
+  StepResult owned(const StepResult& r) const { return {owned(r.loss), owned(r.logits)}; }
+
   Tensor to_targets(const Tensor& t) {
     STRATA_CHECK(t.defined(), "Model: targets are undefined");
+    if (s_.loss.kind() == LossKind::cross_entropy) check_class_labels(t);
     return Mode::convert(s_, t, targets_dtype(), MemoryFormat::contiguous, s_.targets);
   }
   DType targets_dtype() const { return s_.loss.kind() == LossKind::cross_entropy ? DType::i64 : s_.dtype; }
 
   ModelState<P> s_;
   ops::DispatchMode mode_;
+  bool borrowed_ = false;  // ModelOptions::borrowed_results
   std::vector<StepGraph> graphs_;  // graph mode; after s_, so destroyed before the plans' memory
   static constexpr int64_t kGrowthInterval = 2000;
   double scale_ = 0;

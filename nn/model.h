@@ -11,8 +11,10 @@
 // Inputs may live anywhere and have any dtype: they are converted to the model's
 // device, dtype and memory format. In direct mode they are copied into the model's
 // planned input buffers (what a hand-written cuDNN network does with cudaMemcpy);
-// write into input_buffer() and targets_buffer() to skip that copy. Tensors returned in
-// direct mode are planned buffers, overwritten by the next forward.
+// write into input_buffer() and targets_buffer() to skip that copy. What predict,
+// forward_loss and train_step return is the caller's in every mode (direct and graph modes
+// copy their planned outputs out); ModelOptions::borrowed_results returns the planned buffers
+// themselves instead, overwritten by the next call, for those who measure that copy.
 //
 // Direct mode plans the memory of train_step, predict and forward_loss with gradients
 // off (ops/direct/step_memory.h): the first call for an input shape records the step,
@@ -55,6 +57,10 @@ namespace strata::nn {
 
 struct ModelOptions {
   LossKind loss = LossKind::cross_entropy;
+  // Direct and graph modes: return the planned output buffers of predict, forward_loss and
+  // train_step themselves (no copy; the next call overwrites them) instead of copies the
+  // caller owns. The tape modes return fresh tensors either way.
+  bool borrowed_results = false;
   MemoryFormat memory_format = MemoryFormat::contiguous;
   // Mixed precision: activations, convolutions and matmuls in this dtype (bf16/f16),
   // parameters (master weights), optimizer state, batch-norm statistics and the loss

@@ -165,3 +165,4 @@ double nth_param(int i, P... p) {
 }  // namespace strata::ops
 
 #include "strata/ops/adaptive_optim.h"  // IWYU pragma: export (RMSprop, Adagrad, Adadelta)
+#include "strata/ops/tensor_ops.h"      // IWYU pragma: export (the tensor API's ops)

@@ -19,11 +19,19 @@ Tensor unary_bwd(const D& d, UnaryFn fn, const Tensor& x, const Tensor& y, const
   return dx;
 }
 
+// a and b broadcast to one shape (views with stride 0 where they repeat; the kernels read any strides).
 template <class D>
 Tensor binary(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b) {
-  validate_binary(d, fn, a, b);
-  Tensor y = Tensor::empty_like(a, a.sizes());
-  d.binary_fwd(BinaryFwdArgs{a, b, y, fn});
+  const std::string_view op = binary_name(fn);
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  const Shape out = broadcast_shape(op, a.sizes(), b.sizes());
+  const Tensor ea = expand_to(op, a, out), eb = expand_to(op, b, out);
+  validate_binary(d, fn, ea, eb);
+  Tensor y = a.sizes() == out   ? Tensor::empty_like(a, out)
+             : b.sizes() == out ? Tensor::empty_like(b, out)
+                                : Tensor::empty(out, a.dtype(), a.device());
+  d.binary_fwd(BinaryFwdArgs{ea, eb, y, fn});
   return y;
 }
 

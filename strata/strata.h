@@ -3,7 +3,8 @@
 //
 //   #include <strata/strata.h>
 //
-// Tensors and their factories and printing; backends and dispatch modes; autograd;
+// Tensors, their operators and methods (the tensor API), factories and printing; backends
+// and dispatch modes; autograd (backward, grad, gradcheck);
 // the nn layer (layers and their factories, the type-erased Model over ResNet, LeNet or
 // the user's own network, init policies, optimizers, schedules, losses, checkpoints);
 // dataset readers and the loader. docs/library.md is the how-to.
@@ -15,11 +16,14 @@
 #include "strata/backends/api/registry.h"
 #include "strata/ops/dispatch.h"
 
+#include "strata/autograd/default_dispatch.h"
 #include "strata/autograd/functions.h"
 #include "strata/autograd/grad_mode.h"
+#include "strata/autograd/gradcheck.h"
 #include "strata/autograd/node.h"
 
 #include "strata/nn/custom_model.h"
+#include "strata/nn/layers/graph.h"
 #include "strata/nn/layers/factories.h"
 #include "strata/nn/nn.h"
 

@@ -10,14 +10,14 @@
 
 namespace strata_bench {
 
-enum class Kind { resnet_infer, resnet_train, conv_fwd, conv_train, relu };
+enum class Kind { resnet_infer, resnet_train, conv_fwd, conv_train, relu, tensor_add };
 
 // One workload; every side builds its cases for it.
 struct Workload {
   std::string name;
   Kind kind;
   int64_t batch = 1, resolution = 224;  // ResNet-50 (ImageNet stem, 1000 classes)
-  int64_t numel = 64;                   // relu
+  int64_t numel = 64;                   // relu, tensor_add
   double flops = 0;                     // per step, 0 when not reported
   int warmup = 2;                       // untimed steps of each case before the first round
   int rounds = 5;                       // cases take turns: round-robin, `rounds` times

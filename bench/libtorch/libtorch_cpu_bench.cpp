@@ -17,6 +17,10 @@
 //                           backend runs it on its own loop, not on oneDNN)
 //   relu65536               relu on 65536 floats, which the onednn backend hands to
 //                           oneDNN: the plan cache's cost over the raw execute
+//   add64                   a + b on two [8, 8] f32 tensors written as a user writes it:
+//                           strata's tensor API (operator+ on the default dispatcher,
+//                           the tensor's device's best backend) beside LibTorch's a + b,
+//                           without and with a tape (b requires grad)
 // ResNet-50 is torchvision's v1.5 (ImageNet stem, 1000 classes) on both sides, f32
 // NCHW. Cases take turns (`rounds` times, in a new random order each round), so drift
 // and other processes' load spread over all of them; before each turn the process waits
@@ -78,6 +82,7 @@ std::vector<Workload> all_workloads() {
   w.push_back({"conv3x3_train_bf16", Kind::conv_train, 0, 0, 0, 3 * kConvFlops, 2, 5, 2, 1, 1, true});
   w.push_back({"relu64", Kind::relu, 0, 0, 64, 0, 200, 5, 3, 2000, 200});
   w.push_back({"relu65536", Kind::relu, 0, 0, 65536, 0, 50, 5, 3, 200, 20});
+  w.push_back({"add64", Kind::tensor_add, 0, 0, 64, 0, 200, 5, 3, 2000, 200});
   return w;
 }
 

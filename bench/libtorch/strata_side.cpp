@@ -10,7 +10,9 @@
 #include <random>
 #include <string_view>
 
+#include "strata/autograd/default_dispatch.h"
 #include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/nn/nn.h"
 #include "strata/ops/direct/plans.h"
 #include "strata/ops/trace.h"
@@ -73,6 +75,7 @@ Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMod
   rc.space_to_depth_stem = v.s2d_stem;
   rc.residual_in_place = v.residual_in_place;
   nn::ModelOptions mo;
+  mo.borrowed_results = true;  // measured: no copy of the planned outputs (read before the next step)
   if (w.bf16) mo.compute_dtype = DType::bf16;
   if (v.channels_last) mo.memory_format = MemoryFormat::channels_last;
   std::shared_ptr<nn::Model> model = nn::make_resnet(rc, mode, backend, mo);
@@ -160,6 +163,20 @@ std::vector<Case> relu_cases(const Workload& w, const std::string& backend, ops:
   return out;
 }
 
+// a + b as a user of the tensor API writes it (operator+ on the default dispatcher), without
+// and with a tape.
+std::vector<Case> tensor_add_cases(const Workload& w) {
+  const Tensor a = filled(Shape{8, w.numel / 8}, 1.0f), b = filled(Shape{8, w.numel / 8}, 0.5f);
+  Tensor bg = filled(Shape{8, w.numel / 8}, 0.5f);
+  bg.set_requires_grad(true);
+  const std::string backend(autograd::default_dispatch(Device::cpu()).backend_name());
+  return {{"strata", backend, "tensor_api", [a, b] {
+             autograd::NoGradGuard g;
+             Tensor y = a + b;
+           }, {}},
+          {"strata", backend, "tensor_api+grad", [a, bg] { Tensor y = a + bg; }, {}}};
+}
+
 // One step under the op trace: host time inside the backend per op, largest first.
 std::function<std::string()> tracer(std::function<void()> step) {
   return [step] {
@@ -216,6 +233,10 @@ std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>
           break;
         case Kind::relu:
           for (auto& c : relu_cases(w, b, mode)) out.push_back(std::move(c));
+          break;
+        case Kind::tensor_add:  // the tensor API has one dispatcher: timed once, beside the first mode
+          if (b == backends::registry().best(DeviceType::cpu) && m == modes.front())
+            for (auto& c : tensor_add_cases(w)) out.push_back(std::move(c));
           break;
       }
     }

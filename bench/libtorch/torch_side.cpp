@@ -131,6 +131,16 @@ std::vector<Case> libtorch_cases(const Workload& w) {
                    }),
               make("grad", [xg] { torch::relu(xg); })};
     }
+    case Kind::tensor_add: {
+      auto a = filled({8, w.numel / 8}, 1.0f), b = filled({8, w.numel / 8}, 0.5f);
+      auto bg = filled({8, w.numel / 8}, 0.5f).set_requires_grad(true);
+      return {make("no_grad",
+                   [a, b] {
+                     torch::NoGradGuard g;
+                     auto y = a + b;
+                   }),
+              make("grad", [a, bg] { auto y = a + bg; })};
+    }
   }
   return {};
 }

@@ -173,3 +173,51 @@ TEST(NnCustomModel, WhatCannotRunIsAClearError) {
 
 }  // namespace
 }  // namespace strata::testing
+
+namespace strata::testing {
+namespace {
+
+// What predict and train_step return is the caller's in direct mode: the next call does not
+// change it. With borrowed_results the planned buffers come back instead, and the next call
+// writes over them (the documented opt-in for those who measure that copy).
+TEST(NnCustomModel, DirectModeResultsAreTheCallersUnlessBorrowed) {
+  Generator g(9);
+  const Tensor x1 = randn({4, 6}, g), x2 = randn({4, 6}, g);
+  const Tensor y = randint(0, 3, {4}, g);
+  for (bool borrowed : {false, true}) {
+    manual_seed(5);
+    nn::ModelOptions o;
+    o.borrowed_results = borrowed;
+    auto m = nn::make_model(mlp, DispatchMode::direct, "reference", o);
+    m->eval();
+    m->predict(x1);  // plans the step: later calls run in its buffers
+    const Tensor p1 = m->predict(x1);
+    const std::vector<float> before = p1.to_vector<float>();
+    const Tensor p2 = m->predict(x2);
+    if (borrowed)
+      EXPECT_EQ(p1.to_vector<float>(), p2.to_vector<float>()) << "a borrowed result is the planned buffer";
+    else
+      EXPECT_EQ(p1.to_vector<float>(), before) << "an owned result kept its values";
+    m->train();
+    auto opt = m->make_optimizer({.lr = 0.1});
+    const nn::StepResult r1 = m->train_step(x1, y, *opt);
+    const double loss1 = r1.loss.item();
+    m->train_step(x2, y, *opt);
+    if (!borrowed) EXPECT_EQ(r1.loss.item(), loss1);
+  }
+}
+
+// Cross-entropy's labels are class indices: floating or negative labels are refused, naming the
+// dtype or the value, never truncated.
+TEST(NnCustomModel, LabelsThatAreNotClassIndicesAreRefused) {
+  auto m = nn::make_model(mlp, DispatchMode::direct, "reference");
+  auto opt = m->make_optimizer({.lr = 0.1});
+  const Tensor x = randn({3, 6});
+  EXPECT_STRATA_ERROR(m->train_step(x, Tensor::from_vector<float>({0, 1.5f, 2}, {3}), *opt), "cross_entropy",
+                      "integer dtype", "f32", "1.5", "position 1");
+  EXPECT_STRATA_ERROR(m->train_step(x, Tensor::from_vector<int64_t>({0, -1, 2}, {3}), *opt), "label -1",
+                      "position 1", "negative");
+}
+
+}  // namespace
+}  // namespace strata::testing
