@@ -1,9 +1,11 @@
-// linear on cuBLAS (cublasGemmEx): y = x w^T + b, dx = dy w, dw = dy^T x, db = sum_n dy.
+// linear on cuBLAS (cublasGemmEx): y = x w^T + b, dx = dy w, dw = dy^T x, db = sum_n dy;
+// and bmm (cublasGemmStridedBatchedEx): y[i] = alpha a[i] b[i].
 // Matrices may be row-major or column-major views (a transpose is a flag, not a
 // copy); other strides are staged. f32 computes in f32 (TF32 only when allowed);
-// f16/bf16 multiply on the tensor cores and accumulate in f32.
+// f16/bf16 multiply on the tensor cores and accumulate in f32; f64 (bmm) in f64.
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
+#include "strata/ops/table/gemm_layout.h"
 
 namespace strata::backends {
 
@@ -103,10 +105,79 @@ void gemm(Context& ctx, const Settings& s, const TensorView& a_in, const TensorV
   c.finish(ctx);
 }
 
+// A bmm operand's layout (ops::gemm_layout), staged dense row-major when it has none
+// (the front end copies such operands first; this keeps a direct call correct).
+GemmLayout bmm_operand(Context& ctx, const TensorView& v, Staged& staged) {
+  staged.view = v;
+  if (const auto l = gemm_layout(v)) return *l;
+  staged = stage_in(ctx, v, Layout::nchw);
+  return *gemm_layout(staged.view);
+}
+
+int bmm_int(int64_t v, const char* what) {
+  STRATA_CHECK(v >= 0 && v <= 0x7fffffff, "bmm: ", what, " ", v, " does not fit cuBLAS's int");
+  return static_cast<int>(v);
+}
+
 }  // namespace
 }  // namespace cuda
 
 using namespace cuda;
+
+// Row-major y[i] = a[i] b[i] is column-major y[i]^T = b[i]^T a[i]^T: cuBLAS's "A" is our b
+// and its "B" our a, each with op N when row-major (it then reads as its transpose) and
+// op T when column-major. A batch stride of 0 reads one matrix for every batch.
+void CudaBackend::bmm(const BmmArgs& a) {
+  const int64_t batch = a.y.sizes[0], m = a.y.sizes[1], n = a.y.sizes[2], k = a.a.sizes[2];
+  if (a.y.numel() == 0) return;
+  STRATA_CHECK(a.a.dtype == a.y.dtype && a.b.dtype == a.y.dtype, "bmm: operands of one dtype, got ",
+               dtype_name(a.a.dtype), ", ", dtype_name(a.b.dtype), " and ", dtype_name(a.y.dtype));
+  Staged y;
+  y.view = a.y;
+  const auto ly0 = gemm_layout(a.y);
+  if (!ly0 || ly0->trans) {  // y is dense row-major per matrix (op_args.h); else through a temporary
+    y.view = make_temp(*ctx_, y.buf, a.y.sizes, a.y.dtype, Layout::nchw);
+    y.orig = &a.y;
+    y.temp = true;
+  }
+  const GemmLayout ly = *gemm_layout(y.view);
+  if (k == 0) {
+    fill_view(*ctx_, y.view, 0.0);
+  } else {
+    Staged sa, sb;
+    const GemmLayout la = bmm_operand(*ctx_, a.a, sa), lb = bmm_operand(*ctx_, a.b, sb);
+    const cublasOperation_t opb = lb.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opa = la.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+    // A batch of one takes any batch stride; cuBLAS reads none of them then.
+    const auto batch_stride = [&](const TensorView& v) -> long long { return batch > 1 ? v.strides[0] : 0; };
+    cudaDataType_t dt = CUDA_R_32F;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    const float alpha_f = static_cast<float>(a.alpha), beta_f = 0.f;
+    const double alpha_d = a.alpha, beta_d = 0.0;
+    const void* alpha = &alpha_f;
+    const void* beta = &beta_f;
+    switch (a.y.dtype) {
+      case DType::f32:
+        compute = settings_.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+        break;
+      case DType::f16: dt = CUDA_R_16F; break;
+      case DType::bf16: dt = CUDA_R_16BF; break;
+      case DType::f64:
+        dt = CUDA_R_64F;
+        compute = CUBLAS_COMPUTE_64F;
+        alpha = &alpha_d;
+        beta = &beta_d;
+        break;
+      default: STRATA_FAIL("bmm: the cuda backend supports f32, f64, f16 and bf16, got ", dtype_name(a.y.dtype));
+    }
+    STRATA_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        ctx_->cublas, opb, opa, bmm_int(n, "N"), bmm_int(m, "M"), bmm_int(k, "K"), alpha, sb.view.data, dt,
+        bmm_int(lb.ld, "leading dimension"), batch_stride(sb.view), sa.view.data, dt, bmm_int(la.ld, "leading dimension"),
+        batch_stride(sa.view), beta, y.view.data, dt, bmm_int(ly.ld, "leading dimension"), batch_stride(y.view),
+        bmm_int(batch, "batch"), compute, CUBLAS_GEMM_DEFAULT));
+  }
+  y.finish(*ctx_);
+}
 
 void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
   if (a.y.numel() == 0) return;

@@ -44,7 +44,8 @@ KeptBuffers kept_buffers() {
 CudaBackend::CudaBackend(cuda::Settings settings) : settings_(settings), ctx_(&cuda::context()) {}
 
 // Batch norm takes f16/bf16 activations with f32 parameters and statistics; losses and
-// optimizer steps are f32 (mixed-precision training keeps both in f32).
+// optimizer steps are f32 (mixed-precision training keeps both in f32). The reduce kind's
+// older rows (sum, mean, argmax) have no f64 form; reduce_dims and softmax do.
 const Capabilities& CudaBackend::capabilities() const {
   static constexpr Capabilities kTable = [] {
     const DTypeSet f32_half = kFloat32 | kHalf;
@@ -57,7 +58,11 @@ const Capabilities& CudaBackend::capabilities() const {
         .kind(OpKind::norm, f32_half)
         .kind(OpKind::reduce, f32_half)
         .kind(OpKind::activation, kFloat | kHalf)
-        .kind(OpKind::elementwise, kFloat | kHalf);
+        .kind(OpKind::elementwise, kFloat | kHalf)
+        // The tensor API's ops (tensor_ops.cu; bmm on cuBLAS in linear.cu): every float dtype,
+        // comparisons of every dtype, index_select moving any (the memory kind's row).
+        .op({OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add}, kFloat | kHalf)
+        .op({OpId::compare}, kAnyDType);
     return c;
   }();
   return kTable;
