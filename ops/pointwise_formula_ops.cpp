@@ -1,4 +1,5 @@
 // The front end of the formulas of ops/table/pointwise.def (unary_fwd ... binary_bwd).
+#include "strata/ops/broadcast.h"
 #include "strata/ops/frontend_support.h"
 
 namespace strata::ops {
@@ -22,16 +23,10 @@ Tensor unary_bwd(const D& d, UnaryFn fn, const Tensor& x, const Tensor& y, const
 // a and b broadcast to one shape (views with stride 0 where they repeat; the kernels read any strides).
 template <class D>
 Tensor binary(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b) {
-  const std::string_view op = binary_name(fn);
-  check_defined(op, "a", a);
-  check_defined(op, "b", b);
-  const Shape out = broadcast_shape(op, a.sizes(), b.sizes());
-  const Tensor ea = expand_to(op, a, out), eb = expand_to(op, b, out);
-  validate_binary(d, fn, ea, eb);
-  Tensor y = a.sizes() == out   ? Tensor::empty_like(a, out)
-             : b.sizes() == out ? Tensor::empty_like(b, out)
-                                : Tensor::empty(out, a.dtype(), a.device());
-  d.binary_fwd(BinaryFwdArgs{ea, eb, y, fn});
+  const Broadcast e = broadcast(binary_name(fn), a, b);
+  validate_binary(d, fn, e.a, e.b);
+  Tensor y = output_like(a, b, e.sizes, a.dtype());
+  d.binary_fwd(BinaryFwdArgs{e.a, e.b, y, fn});
   return y;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "strata/ops/broadcast.h"
 #include "strata/ops/frontend_support.h"
 #include "strata/ops/table/gemm_layout.h"
 #include "strata/ops/validate_tensor.h"
@@ -68,13 +69,20 @@ Shape reduced_shape(const Shape& sizes, const std::vector<bool>& mask, bool keep
   return out;
 }
 
-namespace {
-// A new output of `sizes` beside the operands: in the layout of one with those sizes.
+Broadcast broadcast(std::string_view op, const Tensor& a, const Tensor& b) {
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  const Shape sizes = broadcast_shape(op, a.sizes(), b.sizes());
+  return {sizes, expand_to(op, a, sizes), expand_to(op, b, sizes)};
+}
+
 Tensor output_like(const Tensor& a, const Tensor& b, const Shape& sizes, DType dt) {
   if (a.sizes() == sizes) return Tensor::empty_like(a, sizes, dt);
   if (b.sizes() == sizes) return Tensor::empty_like(b, sizes, dt);
   return Tensor::empty(sizes, dt, a.device());
 }
+
+namespace {
 // x seen as rank 1 (a view when the strides allow, else a copy).
 Tensor flat(const Tensor& x) {
   const Shape n{x.numel()};
@@ -91,14 +99,10 @@ Tensor gemm_operand(const Tensor& t, int64_t batch) {
 
 template <class D>
 Tensor compare(const D& d, CompareFn fn, const Tensor& a, const Tensor& b) {
-  const std::string_view op = compare_name(fn);
-  check_defined(op, "a", a);
-  check_defined(op, "b", b);
-  const Shape out = broadcast_shape(op, a.sizes(), b.sizes());
-  const Tensor ea = expand_to(op, a, out), eb = expand_to(op, b, out);
-  validate_compare(d, fn, ea, eb);
-  Tensor y = output_like(a, b, out, DType::u8);
-  d.compare(CompareArgs{ea, eb, y, fn});
+  const Broadcast e = broadcast(compare_name(fn), a, b);
+  validate_compare(d, fn, e.a, e.b);
+  Tensor y = output_like(a, b, e.sizes, DType::u8);
+  d.compare(CompareArgs{e.a, e.b, y, fn});
   return y;
 }
 

@@ -99,14 +99,17 @@ Shape validate_bmm(const D& d, const Tensor& a, const Tensor& b) {
   return Shape{std::max(a.size(0), b.size(0)), a.size(1), b.size(2)};
 }
 
-// The index: rank 1, i64 or i32, on the backend's device; host indices checked in range.
+// The index: rank 1, i64 or i32, on the backend's device, `count` entries when count >= 0;
+// host indices checked in range.
 template <class D>
-void check_index(const D& d, std::string_view op, const Tensor& index, int64_t extent) {
+void check_index(const D& d, std::string_view op, const Tensor& index, int64_t extent, int64_t count = -1) {
   check_defined(op, "index", index);
   check_rank(op, "index", index, 1);
   STRATA_CHECK(index.dtype() == DType::i64 || index.dtype() == DType::i32, op,
                ": argument 'index' must be i64 or i32, got ", dtype_name(index.dtype()), " (", index.str(), ")");
   check_device(op, "index", index, d.device(), d.backend_name());
+  STRATA_CHECK(count < 0 || index.numel() == count, op, ": argument 'index' ", index.str(), " has ", index.numel(),
+               " entries for ", count, " rows");
   if (index.device().type != DeviceType::cpu) return;  // the backend checks device indices
   for (int64_t i = 0; i < index.numel(); ++i) {
     const int64_t v = index.dtype() == DType::i64 ? index.data<int64_t>()[i * index.strides()[0]]
@@ -136,9 +139,7 @@ int validate_index_add(const D& d, const Tensor& x, int dim, const Tensor& index
     STRATA_CHECK(i == dd || x.size(i) == sizes[i], "index_add: source ", x.str(), " and output sizes ", sizes.str(),
                  " differ in dim ", i);
   check_input(d, OpId::index_add, "source", x);
-  check_index(d, "index_add", index, sizes[dd]);
-  STRATA_CHECK(index.numel() == x.size(dd), "index_add: ", index.numel(), " indices for ", x.size(dd),
-               " rows of source ", x.str());
+  check_index(d, "index_add", index, sizes[dd], x.size(dd));
   return dd;
 }
 

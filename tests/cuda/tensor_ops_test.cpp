@@ -256,8 +256,9 @@ void check_softmax(CudaBackend& be, ReferenceBackend& ref, const Both& x, DType 
   ref.softmax_fwd({host_as(x.cpu, rd), yr, dim, log});
   const std::string w = what + " dim " + std::to_string(dim) + (log ? " log " : " ") + std::string(dtype_name(dt));
   STRATA_EXPECT_CLOSE(host_as(y.gpu, rd), yr, tol(dt, kTolReduction), w + " fwd");
-  // Backward from the GPU's own y, dy broadcast along dim 0.
-  const Both dy = broadcast(s, 0, dt, 98);
+  // Backward from the GPU's own y, dy broadcast (stride 0) along a dim other than the softmax's:
+  // a dy constant along the softmax dim has the gradient 0, which only rounding would tell apart.
+  const Both dy = broadcast(s, dim == 0 ? s.size() - 1 : 0, dt, 98);
   const Tensor yin = host_as(y.gpu, dt);
   const Both yb = dense(yin);
   const Tensor dxg = gpu_nan(s, kNCHW, dt), dxr = cpu_nan(s, kNCHW, rd);

@@ -304,6 +304,55 @@ std::vector<OpCase> all_cases() {
                "argmax",
                {{"input", rnd({4, 10}), kAll & ~kSizes, {}, DType::i32}},
                [](const D& d, const auto& a) { return std::vector{ops::argmax(d, a[0])}; }});
+  // The tensor API's ops (ops/tensor_ops.h): one case per row of the table.
+  v.push_back({"eq",
+               ops::OpId::compare,
+               "eq",
+               {{"a", rnd({2, 3}), kAnyRank, {3, 2}}, {"b", rnd({2, 3}, DType::f32, 2), kAnyRank, {2, 4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::eq(d, a[0], a[1])}; }});
+  v.push_back({"where",
+               ops::OpId::where,
+               "where",
+               {{"condition", Tensor::from_vector<uint8_t>({1, 0, 1, 1, 0, 0}, {2, 3}), kAnyRank, {3, 2}, DType::f32},
+                {"a", rnd({2, 3}), kAnyRank, {3, 2}},
+                {"b", rnd({2, 3}, DType::f32, 2), kAnyRank, {2, 4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::where(d, a[0], a[1], a[2])}; }});
+  v.push_back({"sum_dims",
+               ops::OpId::reduce_dims,
+               "sum",
+               {{"input", rnd({2, 3}), kDtype | kDevice | kUndefined, {}, DType::i32}},
+               [](const D& d, const auto& a) {
+                 const int dims[] = {1};
+                 return std::vector{ops::reduce(d, ops::ReduceFn::sum, a[0], dims, false)};
+               }});
+  v.push_back({"softmax",
+               ops::OpId::softmax_fwd,
+               "softmax",
+               {{"input", rnd({2, 3}), kDtype | kDevice | kUndefined, {}, DType::i32}},
+               [](const D& d, const auto& a) { return std::vector{ops::softmax(d, a[0], 1)}; }});
+  v.push_back({"softmax_bwd",
+               ops::OpId::softmax_bwd,
+               "softmax_bwd",
+               {{"output", rnd({2, 3}), kAll, {3, 2}}, {"grad_output", rnd({2, 3}, DType::f32, 2), kAll, {2, 4}}},
+               [](const D& d, const auto& a) { return std::vector{ops::softmax_bwd(d, a[0], a[1], 1)}; }});
+  v.push_back({"bmm",
+               ops::OpId::bmm,
+               "bmm",
+               {{"a", rnd({2, 3, 4}), kAll, {2, 3, 5}}, {"b", rnd({2, 4, 5}, DType::f32, 2), kAll, {2, 5, 5}}},
+               [](const D& d, const auto& a) { return std::vector{ops::bmm(d, a[0], a[1])}; }});
+  v.push_back({"index_select",
+               ops::OpId::index_select,
+               "index_select",
+               {{"input", rnd({5, 3}), kDevice | kUndefined},
+                {"index", Tensor::from_vector<int64_t>({4, 0, 2}, {3}), kRank | kDtype | kDevice | kUndefined, {},
+                 DType::f32}},
+               [](const D& d, const auto& a) { return std::vector{ops::index_select(d, a[0], 0, a[1])}; }});
+  v.push_back({"index_add",
+               ops::OpId::index_add,
+               "index_add",
+               {{"source", rnd({3, 3}), kAll, {3, 4}, DType::i32},
+                {"index", Tensor::from_vector<int64_t>({4, 0, 4}, {3}), kAll, {2}, DType::f32}},
+               [](const D& d, const auto& a) { return std::vector{ops::index_add(d, a[0], 0, a[1], {5, 3})}; }});
   v.push_back({"fill",
                ops::OpId::fill,
                "fill",
@@ -516,6 +565,14 @@ const std::vector<std::string> kCaseIds = {"conv2d",
                                            "sum",
                                            "mean",
                                            "argmax",
+                                           "eq",
+                                           "where",
+                                           "sum_dims",
+                                           "softmax",
+                                           "softmax_bwd",
+                                           "bmm",
+                                           "index_select",
+                                           "index_add",
                                            "fill",
                                            "copy",
                                            "to",
