@@ -6,6 +6,7 @@
 
 #include "strata/autograd/default_dispatch.h"
 #include "strata/autograd/functions.h"
+#include "strata/autograd/indexing.h"
 #include "strata/autograd/node.h"
 #include "strata/core/factories.h"
 
@@ -248,6 +249,57 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int dim) {
   STRATA_CHECK(x.defined() && x.dim() >= 1, "chunk: needs a tensor with at least one dim");
   const int w = ops::wrap_dim("chunk", dim, x.dim());
   return split(x, std::max<int64_t>(1, (x.size(w) + chunks - 1) / chunks), w);
+}
+
+namespace {
+// i64 values of an integer tensor on the host (one read of a device tensor).
+std::vector<int64_t> host_indices(std::string_view op, const Tensor& t) {
+  STRATA_CHECK(t.dtype() == DType::i64 || t.dtype() == DType::i32 || t.dtype() == DType::u8, op, ": argument '",
+               op == "masked_select" ? "mask" : "index", "' must be an integer tensor (i64, i32 or u8), got ", t.str());
+  const Tensor h = t.device().type == DeviceType::cpu ? t : t.to(Device::cpu());
+  return h.contiguous().to_vector<int64_t>();
+}
+}  // namespace
+
+Tensor gather(const Tensor& x, int dim, const Tensor& index) {
+  STRATA_CHECK(x.defined() && index.defined(), "gather: an argument is an undefined tensor");
+  STRATA_CHECK(index.dim() == x.dim() && x.dim() >= 1, "gather: index ", index.str(), " must have the rank of input ",
+               x.str());
+  const int w = ops::wrap_dim("gather", dim, x.dim());
+  for (int d = 0; d < x.dim(); ++d)
+    STRATA_CHECK(d == w || index.size(d) <= x.size(d), "gather: index ", index.sizes().str(), " is larger than input ",
+                 x.sizes().str(), " in dim ", d);
+  const std::vector<int64_t> v = host_indices("gather", index);
+  const Shape xs = contiguous_strides(x.sizes());
+  std::vector<int64_t> flat(v.size());
+  std::array<int64_t, kMaxDims> at{};
+  for (size_t k = 0; k < v.size(); ++k) {
+    STRATA_CHECK(v[k] >= 0 && v[k] < x.size(w), "gather: argument 'index': value ", v[k], " at position ", k,
+                 " is out of range for dim ", w, " of size ", x.size(w));
+    int64_t off = 0;
+    for (int d = 0; d < x.dim(); ++d) off += (d == w ? v[k] : at[d]) * xs[d];
+    flat[k] = off;
+    for (int d = x.dim() - 1; d >= 0; --d) {  // the next position of index, row-major
+      if (++at[d] < index.size(d)) break;
+      at[d] = 0;
+    }
+  }
+  Tensor positions = Tensor::from_vector(flat, Shape{static_cast<int64_t>(flat.size())});
+  if (x.device() != positions.device()) positions = positions.to(x.device());
+  return x.reshape({x.numel()}).index_select(0, positions).reshape(index.sizes());
+}
+
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  STRATA_CHECK(x.defined() && mask.defined(), "masked_select: an argument is an undefined tensor");
+  const Shape sizes = ops::broadcast_shape("masked_select", x.sizes(), mask.sizes());
+  const std::vector<int64_t> m = host_indices("masked_select", ops::expand_to("masked_select", mask, sizes));
+  std::vector<int64_t> flat;
+  for (size_t k = 0; k < m.size(); ++k)
+    if (m[k] != 0) flat.push_back(static_cast<int64_t>(k));
+  Tensor positions = Tensor::from_vector(flat, Shape{static_cast<int64_t>(flat.size())});
+  if (x.device() != positions.device()) positions = positions.to(x.device());
+  const Tensor ex = x.sizes() == sizes ? x : x.expand(sizes);
+  return ex.reshape({ex.numel()}).index_select(0, positions);
 }
 
 }  // namespace strata

@@ -20,6 +20,7 @@
 #include "strata/autograd/functions.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/gradcheck.h"
+#include "strata/autograd/indexing.h"
 #include "strata/autograd/node.h"
 
 #include "strata/nn/custom_model.h"

@@ -9,6 +9,7 @@
 #include "strata/autograd/default_dispatch.h"
 #include "strata/autograd/functions.h"
 #include "strata/autograd/gradcheck.h"
+#include "strata/autograd/indexing.h"
 #include "strata/autograd/node.h"
 #include "strata/core/factories.h"
 #include "support/expect_error.h"
@@ -189,6 +190,26 @@ TEST(TensorApi, IndexingCatStackSplit) {
     const Tensor c = cat({in[0], in[1]}, 0);
     return weighted(stack({c, c * c}, 2)) + weighted(split(c, 3, 0)[1]);
   }, {a, b});
+}
+
+TEST(TensorApi, GatherAndMaskedSelect) {
+  const Tensor x = Tensor::from_vector<double>({0, 1, 2, 3, 4, 5}, {2, 3});
+  const Tensor idx = Tensor::from_vector<int64_t>({2, 2, 0, 1}, {2, 2});
+  EXPECT_EQ(gather(x, 1, idx).to_vector<double>(), (std::vector<double>{2, 2, 3, 4}));  // x[i][idx[i][j]]
+  EXPECT_EQ(gather(x, 0, Tensor::from_vector<int64_t>({1, 0, 1}, {1, 3})).to_vector<double>(),
+            (std::vector<double>{3, 1, 5}));  // x[idx[0][j]][j]
+  EXPECT_EQ(masked_select(x, x > 2.5).to_vector<double>(), (std::vector<double>{3, 4, 5}));
+  EXPECT_EQ(masked_select(x, Tensor::from_vector<uint8_t>({1, 0, 1}, {3})).to_vector<double>(),
+            (std::vector<double>{0, 2, 3, 5}));  // the mask broadcast over the rows
+  EXPECT_EQ(masked_select(x, x > 9.0).numel(), 0);
+  EXPECT_STRATA_ERROR(gather(x, 1, Tensor::from_vector<int64_t>({3}, {1, 1})), "gather", "index", "value 3",
+                      "size 3");
+  EXPECT_STRATA_ERROR(gather(x, 1, Tensor::from_vector<int64_t>({0, 1}, {2})), "gather", "rank");
+  EXPECT_STRATA_ERROR(masked_select(x, x), "masked_select", "mask", "integer");
+  const Tensor a = leaf({3, 4}, 20);
+  expect_gradcheck("gather with repeats", [&](const Inputs& in) { return weighted(gather(in[0], 1, idx)); }, {a});
+  expect_gradcheck("masked_select", [](const Inputs& in) { return weighted(masked_select(in[0], in[0] > 0.0)); },
+                   {a});
 }
 
 TEST(TensorApi, BackwardAsAMethodRetainGraphAndGrad) {

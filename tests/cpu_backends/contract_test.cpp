@@ -24,13 +24,17 @@ class ContractTest : public CpuBackendTest {};
 
 // The memory ops (fill, copy, space_to_depth) move or set elements in any dtype; nothing
 // else does integer or f16 math on a CPU backend.
-bool is_any_dtype_op(ops::OpId op) { return ops::op_kind(op) == ops::OpKind::memory; }
+// The ops that move elements of any dtype: the memory ops, but index_add, which adds.
+bool is_any_dtype_op(ops::OpId op) {
+  return ops::op_kind(op) == ops::OpKind::memory && op != ops::OpId::index_add;
+}
 
 TEST_P(ContractTest, SupportsF32EverywhereAndNoIntegerMath) {
   for (int i = 0; i < ops::kNumOps; ++i) {
     const auto op = static_cast<ops::OpId>(i);
     EXPECT_TRUE(be().supports(op, DType::f32)) << ops::op_name(op);
-    EXPECT_EQ(be().supports(op, DType::i32), is_any_dtype_op(op)) << ops::op_name(op);
+    // Comparisons read integers too (labels against predictions), and write u8.
+    EXPECT_EQ(be().supports(op, DType::i32), is_any_dtype_op(op) || op == ops::OpId::compare) << ops::op_name(op);
     EXPECT_EQ(be().supports(op, DType::f16), is_any_dtype_op(op)) << ops::op_name(op);
   }
 }
