@@ -8,6 +8,7 @@
 #include "strata/autograd/functions.h"
 #include "strata/autograd/indexing.h"
 #include "strata/autograd/node.h"
+#include "strata/autograd/node_base.h"
 #include "strata/core/factories.h"
 
 namespace strata {
@@ -261,32 +262,74 @@ std::vector<int64_t> host_indices(std::string_view op, const Tensor& t) {
 }
 }  // namespace
 
-Tensor gather(const Tensor& x, int dim, const Tensor& index) {
-  STRATA_CHECK(x.defined() && index.defined(), "gather: an argument is an undefined tensor");
-  STRATA_CHECK(index.dim() == x.dim() && x.dim() >= 1, "gather: index ", index.str(), " must have the rank of input ",
-               x.str());
-  const int w = ops::wrap_dim("gather", dim, x.dim());
-  for (int d = 0; d < x.dim(); ++d)
-    STRATA_CHECK(d == w || index.size(d) <= x.size(d), "gather: index ", index.sizes().str(), " is larger than input ",
-                 x.sizes().str(), " in dim ", d);
-  const std::vector<int64_t> v = host_indices("gather", index);
-  const Shape xs = contiguous_strides(x.sizes());
+namespace {
+// The positions in x (row-major, dense) that index picks along `dim` (gather's and scatter_add's
+// rule: index of x's rank, no larger than `bound` in the other dims), on x's device.
+Tensor flat_positions(std::string_view op, const Shape& x_sizes, int dim, const Tensor& index, const Shape& bound,
+                      Device device) {
+  STRATA_CHECK(index.dim() == x_sizes.size() && x_sizes.size() >= 1, op, ": index ", index.str(),
+               " must have the rank of input ", x_sizes.str());
+  for (int d = 0; d < x_sizes.size(); ++d)
+    STRATA_CHECK(d == dim || index.size(d) <= bound[d], op, ": index ", index.sizes().str(), " is larger than ",
+                 bound.str(), " in dim ", d);
+  const std::vector<int64_t> v = host_indices(op, index);
+  const Shape xs = contiguous_strides(x_sizes);
   std::vector<int64_t> flat(v.size());
   std::array<int64_t, kMaxDims> at{};
   for (size_t k = 0; k < v.size(); ++k) {
-    STRATA_CHECK(v[k] >= 0 && v[k] < x.size(w), "gather: argument 'index': value ", v[k], " at position ", k,
-                 " is out of range for dim ", w, " of size ", x.size(w));
+    STRATA_CHECK(v[k] >= 0 && v[k] < x_sizes[dim], op, ": argument 'index': value ", v[k], " at position ", k,
+                 " is out of range for dim ", dim, " of size ", x_sizes[dim]);
     int64_t off = 0;
-    for (int d = 0; d < x.dim(); ++d) off += (d == w ? v[k] : at[d]) * xs[d];
+    for (int d = 0; d < x_sizes.size(); ++d) off += (d == dim ? v[k] : at[d]) * xs[d];
     flat[k] = off;
-    for (int d = x.dim() - 1; d >= 0; --d) {  // the next position of index, row-major
+    for (int d = x_sizes.size() - 1; d >= 0; --d) {  // the next position of index, row-major
       if (++at[d] < index.size(d)) break;
       at[d] = 0;
     }
   }
   Tensor positions = Tensor::from_vector(flat, Shape{static_cast<int64_t>(flat.size())});
-  if (x.device() != positions.device()) positions = positions.to(x.device());
+  return positions.device() == device ? positions : positions.to(device);
+}
+
+// y [n] = zeros with x's elements added at `positions` (index_add), recorded: its backward picks
+// the gradient's elements back (index_select).
+class ScatterNode final : public autograd::detail::NodeT<ops::VirtualDispatch> {
+ public:
+  ScatterNode(const ops::VirtualDispatch& d, Tensor positions) : NodeT(d), positions_(std::move(positions)) {}
+  std::string_view name() const override { return "scatter_add"; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::index_select(d_, dy, 0, positions_)}; }
+  void release() override { positions_ = Tensor(); }
+
+ private:
+  Tensor positions_;
+};
+}  // namespace
+
+Tensor gather(const Tensor& x, int dim, const Tensor& index) {
+  STRATA_CHECK(x.defined() && index.defined(), "gather: an argument is an undefined tensor");
+  const int w = ops::wrap_dim("gather", dim, x.dim());
+  const Tensor positions = flat_positions("gather", x.sizes(), w, index, x.sizes(), x.device());
   return x.reshape({x.numel()}).index_select(0, positions).reshape(index.sizes());
+}
+
+Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src) {
+  STRATA_CHECK(x.defined() && index.defined() && src.defined(), "scatter_add: an argument is an undefined tensor");
+  const int w = ops::wrap_dim("scatter_add", dim, x.dim());
+  STRATA_CHECK(src.dim() == x.dim(), "scatter_add: src ", src.str(), " must have the rank of input ", x.str());
+  Shape bound = x.sizes();  // index no larger than src anywhere, nor than x outside dim
+  for (int d = 0; d < x.dim(); ++d) bound[d] = d == w ? src.size(d) : std::min(x.size(d), src.size(d));
+  STRATA_CHECK(index.dim() == x.dim() && index.size(w) <= src.size(w), "scatter_add: index ", index.str(),
+               " is larger than src ", src.sizes().str(), " in dim ", w);
+  const Tensor positions = flat_positions("scatter_add", x.sizes(), w, index, bound, x.device());
+  Tensor part = src;  // src's elements at index's positions
+  for (int d = 0; d < src.dim(); ++d)
+    if (index.size(d) < src.size(d)) part = part.slice(d, 0, index.size(d));
+  const Tensor flat_src = part.reshape({part.numel()});
+  const ops::VirtualDispatch& d = dd(x);
+  Tensor scattered = ops::index_add(d, flat_src, 0, positions, Shape{x.numel()});
+  if (autograd::any_requires_grad({&flat_src}))
+    autograd::attach(std::make_shared<ScatterNode>(d, positions), {&flat_src}, scattered);
+  return x + scattered.reshape(x.sizes());
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {

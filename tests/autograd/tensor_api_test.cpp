@@ -206,7 +206,15 @@ TEST(TensorApi, GatherAndMaskedSelect) {
                       "size 3");
   EXPECT_STRATA_ERROR(gather(x, 1, Tensor::from_vector<int64_t>({0, 1}, {2})), "gather", "rank");
   EXPECT_STRATA_ERROR(masked_select(x, x), "masked_select", "mask", "integer");
+  // scatter_add: out[i][idx[i][j]] += src[i][j], repeated positions accumulating.
+  const Tensor base = Tensor::from_vector<double>({1, 1, 1, 1, 1, 1}, {2, 3});
+  const Tensor src = Tensor::from_vector<double>({10, 20, 30, 40, 50, 60}, {2, 3});
+  EXPECT_EQ(scatter_add(base, 1, idx, src).to_vector<double>(), (std::vector<double>{1, 1, 31, 41, 51, 1}));
+  EXPECT_STRATA_ERROR(scatter_add(base, 1, Tensor::from_vector<int64_t>({5}, {1, 1}), src), "scatter_add",
+                      "value 5");
   const Tensor a = leaf({3, 4}, 20);
+  expect_gradcheck("scatter_add", [&](const Inputs& in) { return weighted(scatter_add(in[0], 1, idx, in[1])); },
+                   {leaf({2, 3}, 21), leaf({2, 3}, 22)});
   expect_gradcheck("gather with repeats", [&](const Inputs& in) { return weighted(gather(in[0], 1, idx)); }, {a});
   expect_gradcheck("masked_select", [](const Inputs& in) { return weighted(masked_select(in[0], in[0] > 0.0)); },
                    {a});
