@@ -3,9 +3,12 @@
 // describe themselves, checkpoint and resume, and fail clearly where they cannot run.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "strata/core/factories.h"
 #include "strata/nn/checkpoint.h"
 #include "strata/nn/custom_model.h"
+#include "strata/nn/layers/blocks.h"
 #include "strata/nn/layers/factories.h"
 #include "nn_test_util.h"
 
@@ -36,6 +39,39 @@ class SmallCnn final : public nn::Module {
   nn::Linear<P>& fc_;
 };
 
+// A network that is not a chain: a residual block, y = x + fc2(relu(fc1(x))), between two linear
+// layers. Its direct-mode backward sums the identity's and the branch's gradients in the tape's
+// order (identity first) through nn::ResidualAdd, so every mode agrees bit for bit.
+template <class P>
+class ResidualMlp final : public nn::Module {
+ public:
+  explicit ResidualMlp(const P& p)
+      : in_(register_module("in", nn::linear(p, 6, 16))),
+        fc1_(register_module("fc1", nn::linear(p, 16, 16))),
+        relu_(register_module("relu", nn::relu(p))),
+        fc2_(register_module("fc2", nn::linear(p, 16, 16))),
+        out_(register_module("out", nn::linear(p, 16, 3))),
+        add_(p) {}
+  std::string_view type_name() const override { return "ResidualMlp"; }
+  Tensor forward(const Tensor& x) override {
+    const Tensor h = in_.forward(x);
+    return out_.forward(add_.forward(fc2_.forward(relu_.forward(fc1_.forward(h))), h));
+  }
+  Tensor backward(const Tensor& dy) override {
+    const Tensor g = out_.backward(dy);
+    return in_.backward(add_.accumulate(g, fc1_.backward(relu_.backward(fc2_.backward(g)))));
+  }
+  void set_input_grad(bool on) override { in_.set_input_grad(on); }
+
+ private:
+  nn::Linear<P>& in_;
+  nn::Linear<P>& fc1_;
+  nn::ReLU<P>& relu_;
+  nn::Linear<P>& fc2_;
+  nn::Linear<P>& out_;
+  nn::ResidualAdd<P> add_;
+};
+
 // Three SGD steps with momentum from the same initial weights in every mode.
 template <class Make>
 std::vector<StepOutputs> train_all_modes(Make make, const Tensor& x, const Tensor& y) {
@@ -50,6 +86,19 @@ std::vector<StepOutputs> train_all_modes(Make make, const Tensor& x, const Tenso
   expect_bitwise(out[0], out[1], "virtual vs static");
   expect_bitwise(out[0], out[2], "virtual vs direct");
   return out;
+}
+
+TEST(NnCustomModel, AResidualBlockTrainsBitwiseEqualInEveryMode) {
+  Generator g(3);
+  const Tensor x = randn({8, 6}, g);
+  const Tensor y = randint(0, 3, {8}, g);
+  const auto out = train_all_modes(
+      [&](DispatchMode mode) {
+        manual_seed(11);
+        return nn::make_model<ResidualMlp>(mode, "reference");
+      },
+      x, y);
+  EXPECT_TRUE(std::isfinite(out[0].loss.item()));
 }
 
 TEST(NnCustomModel, SequentialTrainsBitwiseEqualInEveryMode) {
