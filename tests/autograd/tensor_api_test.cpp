@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "strata/autograd/default_dispatch.h"
 #include "strata/autograd/functions.h"
@@ -12,6 +13,7 @@
 #include "strata/autograd/indexing.h"
 #include "strata/autograd/node.h"
 #include "strata/core/factories.h"
+#include "strata/ops/trace.h"
 #include "support/expect_error.h"
 #include "support/random.h"
 
@@ -249,6 +251,35 @@ TEST(TensorApi, TheDefaultDispatcherIsTheBestBackendThatRunsTheDtype) {
   for (int i = 0; i < ops::kNumOps; ++i)
     EXPECT_TRUE(d64.capabilities().supports(static_cast<ops::OpId>(i), DType::f64))
         << d64.backend_name() << " " << ops::op_name(static_cast<ops::OpId>(i));
+}
+
+// Every op of the table that the tensor API stands on is reached from methods, operators and
+// free functions alone, through the default dispatcher, forward and backward (seen in the op
+// trace, which records each backend call). The rest of the table (convolution, batch norm,
+// pooling, the losses, dropout, the optimizer steps) is reached through nn's layers.
+TEST(TensorApi, MethodsReachTheirOpsOnTheDefaultDispatcher) {
+  using ops::OpId;
+  ops::take_trace();
+  ops::set_trace_enabled(true);
+  {
+    Tensor a = random_tensor({3, 4}, DType::f32, 30), b = random_tensor({4}, DType::f32, 31);
+    a.set_requires_grad(true);
+    b.set_requires_grad(true);
+    const Tensor idx = Tensor::from_vector<int64_t>({2, 0}, {2});
+    const Tensor h = (a * b - b / 2.0 + a.exp()).relu();
+    const Tensor s = h.softmax(1).sum(1) + h.amax(1) + h.matmul(b) * 3.0;
+    const Tensor c = cat({s, h.index_select(0, idx).mean(1)}, 0);
+    const Tensor loss = where(c > 0.0, c, -c).sum();
+    loss.backward();
+    EXPECT_EQ(h.argmax(1).dtype(), DType::i64);
+  }
+  ops::set_trace_enabled(false);
+  std::set<OpId> seen;
+  for (const ops::TraceEvent& e : ops::take_trace()) seen.insert(e.op);
+  for (OpId op : {OpId::unary_fwd, OpId::unary_bwd, OpId::binary_fwd, OpId::binary_bwd, OpId::add, OpId::scale,
+                  OpId::relu_fwd, OpId::relu_bwd, OpId::compare, OpId::where, OpId::reduce_dims, OpId::softmax_fwd,
+                  OpId::softmax_bwd, OpId::bmm, OpId::index_select, OpId::index_add, OpId::fill, OpId::copy})
+    EXPECT_TRUE(seen.count(op)) << ops::op_name(op) << " was not reached";
 }
 
 TEST(TensorApi, FactoriesLikeAndConversions) {
