@@ -129,10 +129,13 @@ Tensor Tensor::bmm(const Tensor& o) const {
                "one batch size, got ", str(), " and ", o.defined() ? o.str() : "an undefined tensor");
   return autograd::bmm(dd(*this), *this, o);
 }
+// Over every dim to a rank-0 tensor: the table's sum and mean rows (the losses' reductions).
 Tensor Tensor::sum(Dims d, bool keepdim) const {
+  if (d.all() && !keepdim && dim() > 0) return autograd::sum(dd(*this), *this);
   return autograd::reduce(dd(*this), ops::ReduceFn::sum, *this, dims_of(d), keepdim);
 }
 Tensor Tensor::mean(Dims d, bool keepdim) const {
+  if (d.all() && !keepdim && dim() > 0 && numel() > 0) return autograd::mean(dd(*this), *this);
   return autograd::reduce(dd(*this), ops::ReduceFn::mean, *this, dims_of(d), keepdim);
 }
 Tensor Tensor::amax(Dims d, bool keepdim) const {
@@ -144,7 +147,9 @@ Tensor Tensor::amin(Dims d, bool keepdim) const {
 Tensor Tensor::var(Dims d, bool unbiased, bool keepdim) const {
   return autograd::var(dd(*this), *this, dims_of(d), unbiased, keepdim);
 }
+// Along the last dim of a matrix: the table's argmax row (classification's), else reduce_dims.
 Tensor Tensor::argmax(int d, bool keepdim) const {
+  if (dim() == 2 && !keepdim && size(1) > 0 && ops::wrap_dim("argmax", d, 2) == 1) return ops::argmax(dd(*this), *this);
   const int one[] = {d};
   return ops::reduce(dd(*this), ops::ReduceFn::argmax, *this, one, keepdim);
 }

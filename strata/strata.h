@@ -21,6 +21,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/gradcheck.h"
 #include "strata/autograd/indexing.h"
+#include "strata/autograd/nn_functional.h"
 #include "strata/autograd/node.h"
 
 #include "strata/nn/custom_model.h"

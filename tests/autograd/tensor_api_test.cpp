@@ -11,6 +11,7 @@
 #include "strata/autograd/functions.h"
 #include "strata/autograd/gradcheck.h"
 #include "strata/autograd/indexing.h"
+#include "strata/autograd/nn_functional.h"
 #include "strata/autograd/node.h"
 #include "strata/core/factories.h"
 #include "strata/ops/trace.h"
@@ -280,6 +281,63 @@ TEST(TensorApi, MethodsReachTheirOpsOnTheDefaultDispatcher) {
                   OpId::relu_fwd, OpId::relu_bwd, OpId::compare, OpId::where, OpId::reduce_dims, OpId::softmax_fwd,
                   OpId::softmax_bwd, OpId::bmm, OpId::index_select, OpId::index_add, OpId::fill, OpId::copy})
     EXPECT_TRUE(seen.count(op)) << ops::op_name(op) << " was not reached";
+}
+
+// Every op of the table is reachable without a dispatcher object: the tensor API's methods and
+// free functions, and strata::functional's layers, losses and optimizer steps, each on the
+// default dispatcher, forward and backward (the op trace records each backend call).
+TEST(TensorApi, EveryOpOfTheTableIsReachableWithoutADispatcher) {
+  using ops::OpId;
+  auto param = [](const Shape& s, uint64_t seed) {
+    Tensor t = random_tensor(s, DType::f32, seed);
+    t.set_requires_grad(true);
+    return t;
+  };
+  ops::take_trace();
+  ops::set_trace_enabled(true);
+  {
+    // The tensor API.
+    const Tensor a = param({3, 4}, 30), b = param({4}, 31);
+    const Tensor h = (a * b - b / 2.0 + a.exp()).relu();
+    const Tensor s = h.softmax(1).sum(1) + h.amax(1) + h.matmul(b) * 3.0;
+    const Tensor c = cat({s, h.index_select(0, Tensor::from_vector<int64_t>({2, 0}, {2})).mean(1)}, 0);
+    (where(c > 0.0, c, -c).sum() + h.mean()).backward();
+    EXPECT_EQ(h.argmax(1).sizes(), Shape({3}));
+    // nn's layers, losses and optimizer steps as functions.
+    const Tensor x = param({2, 3, 6, 6}, 40), w = param({4, 3, 3, 3}, 41), bias = param({4}, 42);
+    const Tensor gamma = param({4}, 43), beta = param({4}, 44), rm = zeros({4}), rv = ones({4});
+    Tensor y = functional::conv2d(x, w, bias, {.pad_h = 1, .pad_w = 1});
+    y = functional::batch_norm(y, gamma, beta, rm, rv, /*training=*/true);
+    const ops::Pool2dParams pp;
+    const Tensor g = functional::global_avg_pool(functional::max_pool2d(y, pp) + functional::avg_pool2d(y, pp));
+    const Tensor blocks = functional::space_to_depth(y, {});
+    const Tensor logits = functional::dropout(functional::linear(g, param({3, 4}, 45), param({3}, 46)), 0.5, 7);
+    const Tensor labels = Tensor::from_vector<int64_t>({0, 2}, {2});
+    const Tensor targets = Tensor::from_vector<float>({0, 1, 1, 0, 0, 1}, {2, 3});
+    (functional::cross_entropy(logits, labels) + functional::binary_cross_entropy_with_logits(logits, targets) +
+     blocks.sum() * 0.01)
+        .backward();
+    const Tensor p = ones({5}), grad = full({5}, 0.1), m1 = zeros({5}), m2 = zeros({5});
+    functional::axpy_(grad, p, -0.5);
+    functional::sgd_step_(p, grad, m1, {.lr = 0.1, .momentum = 0.9});
+    functional::adam_step_(p, grad, m1, m2, {}, 1);
+    functional::rmsprop_step_(p, grad, m1, Tensor(), Tensor(), {});
+    functional::adagrad_step_(p, grad, m1, {}, 1);
+    functional::adadelta_step_(p, grad, m1, m2, {});
+    const std::vector<Tensor> ps{p}, gs{grad}, b1{m1}, b2{m2};
+    const std::vector<int64_t> steps{2};
+    functional::multi_sgd_step_(ps, gs, b1, {.lr = 0.1, .momentum = 0.9});
+    functional::multi_adam_step_(ps, gs, b1, b2, steps, {});
+    functional::multi_rmsprop_step_(ps, gs, b1, {}, {}, {});
+    functional::multi_adagrad_step_(ps, gs, b1, steps, {});
+    functional::multi_adadelta_step_(ps, gs, b1, b2, {});
+    functional::amp_update_scale_(full({1}, 1.0), Tensor::from_vector<double>({65536, 0, 0, 0}, {4}));
+  }
+  ops::set_trace_enabled(false);
+  std::set<OpId> seen;
+  for (const ops::TraceEvent& e : ops::take_trace()) seen.insert(e.op);
+  for (int i = 0; i < ops::kNumOps; ++i)
+    EXPECT_TRUE(seen.count(static_cast<OpId>(i))) << ops::op_name(static_cast<OpId>(i)) << " was not reached";
 }
 
 TEST(TensorApi, FactoriesLikeAndConversions) {
