@@ -26,6 +26,7 @@
 
 #include "strata/nn/custom_model.h"
 #include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/transformer.h"
 #include "strata/nn/layers/factories.h"
 #include "strata/nn/nn.h"
 

@@ -1,0 +1,127 @@
+// GPT-2's layers (nn/layers/transformer.h) in the tape modes: Hugging Face's and nanoGPT's
+// parameter names and shapes, the gradients of every parameter against central differences in
+// f64, causality (a token never changes the logits before it), the virtual and static modes
+// bitwise alike, a loss that falls on a learnable sequence, and clear errors for what cannot run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "strata/autograd/gradcheck.h"
+#include "strata/autograd/nn_functional.h"
+#include "strata/core/factories.h"
+#include "strata/nn/layers/transformer.h"
+#include "strata/nn/policy.h"
+#include "support/expect_error.h"
+#include "support/random.h"
+
+namespace strata::testing {
+namespace {
+
+using ops::StaticDispatch;
+using ops::VirtualDispatch;
+using Ref = backends::ReferenceBackend;
+
+nn::GptConfig tiny(DType dt = DType::f64) {
+  nn::GptConfig c;
+  c.vocab_size = 7;
+  c.block_size = 6;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 8;
+  c.dtype = dt;
+  return c;
+}
+VirtualDispatch reference() { return VirtualDispatch(backends::registry().get("reference")); }
+Tensor ids(std::vector<int64_t> v, int64_t b, int64_t t) { return Tensor::from_vector(v, Shape{b, t}); }
+
+TEST(NnGpt, ParametersAreNamedAndShapedAsGpt2s) {
+  manual_seed(1);
+  nn::Gpt<VirtualDispatch> m(reference(), tiny());
+  const nn::StateDict params = m.named_parameters();
+  const std::map<std::string, Tensor> p(params.begin(), params.end());
+  const std::vector<std::pair<std::string, Shape>> want = {
+      {"wte.weight", {7, 8}},          {"wpe.weight", {6, 8}},           {"h.0.ln_1.weight", {8}},
+      {"h.0.attn.c_attn.weight", {24, 8}}, {"h.0.attn.c_attn.bias", {24}}, {"h.0.attn.c_proj.weight", {8, 8}},
+      {"h.0.mlp.c_fc.weight", {32, 8}}, {"h.0.mlp.c_proj.weight", {8, 32}}, {"h.1.ln_2.bias", {8}},
+      {"ln_f.weight", {8}}};
+  for (const auto& [name, sizes] : want) {
+    const auto it = p.find(name);
+    ASSERT_NE(it, p.end()) << name;
+    EXPECT_EQ(it->second.sizes(), sizes) << name;
+  }
+  // 2 layers of 4 linear (weight, bias) and 2 layer norms (weight, bias), 2 embeddings, ln_f.
+  EXPECT_EQ(params.size(), 2u * (4 * 2 + 2 * 2) + 2 + 2);
+  const std::vector<double> b = p.at("h.0.attn.c_attn.bias").to_vector<double>();
+  for (double v : b) EXPECT_EQ(v, 0.0);
+}
+
+TEST(NnGpt, EveryParametersGradientMatchesCentralDifferences) {
+  manual_seed(2);
+  nn::Gpt<VirtualDispatch> m(reference(), tiny());
+  const Tensor tokens = ids({1, 4, 2, 6, 0, 3, 3, 5}, 2, 4);
+  const Tensor cot = random_tensor({2, 4, 7}, DType::f64, 3);
+  std::vector<Tensor> params;
+  for (auto& [name, t] : m.named_parameters()) params.push_back(t);
+  const auto r = autograd::gradcheck([&](const std::vector<Tensor>&) { return (m.forward(tokens) * cot).sum(); },
+                                     params, {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-5});
+  EXPECT_TRUE(r.ok) << r.report;
+}
+
+TEST(NnGpt, ATokenNeverChangesTheLogitsBeforeIt) {
+  manual_seed(3);
+  nn::Gpt<VirtualDispatch> m(reference(), tiny());
+  const Tensor a = m.forward(ids({1, 2, 3, 4, 5}, 1, 5)), b = m.forward(ids({1, 2, 3, 6, 0}, 1, 5));
+  const std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
+  for (size_t i = 0; i < av.size(); ++i) {
+    if (i < 3 * 7) EXPECT_EQ(av[i], bv[i]) << "logit " << i << " of a position before the change";
+  }
+  EXPECT_NE(av[3 * 7], bv[3 * 7]);  // and the changed position's own logits do change
+}
+
+TEST(NnGpt, VirtualAndStaticModesAreBitwiseAlike) {
+  manual_seed(4);
+  nn::Gpt<VirtualDispatch> v(reference(), tiny(DType::f32));
+  manual_seed(4);
+  nn::Gpt<StaticDispatch<Ref>> s(StaticDispatch<Ref>(), tiny(DType::f32));
+  const Tensor tokens = ids({1, 4, 2, 6, 0, 3}, 1, 6);
+  EXPECT_EQ(v.forward(tokens).to_vector<float>(), s.forward(tokens).to_vector<float>());
+}
+
+// Next-token prediction on a repeating sequence with Adam (strata::functional's step): the
+// loss falls well below log(vocab).
+TEST(NnGpt, LossFallsOnALearnableSequence) {
+  manual_seed(5);
+  nn::GptConfig c = tiny(DType::f32);
+  nn::Gpt<VirtualDispatch> m(VirtualDispatch(backends::registry().get(backends::registry().best(DeviceType::cpu))), c);
+  const std::vector<int64_t> seq = {0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6};
+  const Tensor x = ids({seq.begin(), seq.begin() + 6}, 1, 6), y = Tensor::from_vector(std::vector<int64_t>(seq.begin() + 1, seq.begin() + 7), Shape{6});
+  std::vector<Tensor> params, m1, m2;
+  for (auto& [name, t] : m.named_parameters()) params.push_back(t), m1.push_back(zeros_like(t)), m2.push_back(zeros_like(t));
+  double first = 0, last = 0;
+  for (int step = 1; step <= 60; ++step) {
+    for (Tensor& p : params) p.set_grad(Tensor());
+    const Tensor loss = functional::cross_entropy(m.forward(x).reshape({6, 7}), y);
+    loss.backward();
+    for (size_t i = 0; i < params.size(); ++i)
+      functional::adam_step_(params[i], params[i].grad(), m1[i], m2[i], {.lr = 1e-2}, step);
+    last = loss.item();
+    if (step == 1) first = last;
+  }
+  EXPECT_NEAR(first, std::log(7.0), 0.3);
+  EXPECT_LT(last, 0.2 * first) << first << " -> " << last;
+}
+
+TEST(NnGpt, WhatCannotRunIsAClearError) {
+  nn::Gpt<VirtualDispatch> m(reference(), tiny());
+  EXPECT_STRATA_ERROR(m.forward(ids({1, 2, 3, 4, 5, 6, 0}, 1, 7)), "GPT", "7 tokens", "block_size 6");
+  EXPECT_STRATA_ERROR(m.forward(ids({1, 9}, 1, 2)), "index_select", "index", "9");
+  EXPECT_STRATA_ERROR(m.forward(Tensor::from_vector<int64_t>({1, 2}, {2})), "GPT", "[B, T]");
+  nn::GptConfig bad = tiny();
+  bad.n_head = 3;
+  EXPECT_STRATA_ERROR((nn::Gpt<VirtualDispatch>(reference(), bad)), "n_embd 8", "n_head 3");
+  EXPECT_STRATA_ERROR((nn::Gpt<ops::Direct<Ref>>(ops::Direct<Ref>(), tiny())), "direct and graph modes");
+}
+
+}  // namespace
+}  // namespace strata::testing
