@@ -1,0 +1,22 @@
+#pragma once
+// Text generation with nn::Gpt: each new token drawn from the model's logits at the last
+// position, greedy or sampled (temperature, top-k), from a seeded generator. Each step runs the
+// whole window again (up to block_size tokens): there is no key/value cache yet.
+#include <cstdint>
+
+#include "strata/nn/layers/transformer.h"
+
+namespace strata::nn {
+
+struct GenerateOptions {
+  int64_t new_tokens = 32;
+  double temperature = 1.0;  // 0: greedy (the first largest logit)
+  int64_t top_k = 0;         // sample among the k largest logits; 0: among all
+  uint64_t seed = 0;         // the draws' generator (strata's Generator)
+};
+
+// prompt i64 [B, T0] (T0 >= 1) -> [B, T0 + new_tokens] on the host, the prompt first.
+template <class P>
+Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o = {});
+
+}  // namespace strata::nn
