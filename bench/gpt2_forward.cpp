@@ -4,6 +4,9 @@
 // ids, writes the logits, and times the forward (median over --repeat calls, synchronised).
 //   gpt2_forward --weights w.safetensors --ids ids.safetensors --out logits.safetensors
 //                --layers 2 --heads 4 --embd 64 --vocab 1000 --block 64 [--backend cuda]
+//                [--hf] [--generate N]
+// --hf: the weights are Hugging Face's own state dict (nn::load_hf_gpt2); --generate N: also
+// N greedy tokens after the first row's ids (nn::generate), written as 'generated'.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -13,6 +16,8 @@
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/exit_status.h"
+#include "strata/nn/generate.h"
+#include "strata/nn/gpt_io.h"
 #include "strata/nn/layers/transformer.h"
 #include "strata/nn/safetensors.h"
 #include "strata/ops/dispatch.h"
@@ -24,6 +29,8 @@ int main(int argc, char** argv) try {
   std::string weights, ids_path, out, backend;
   nn::GptConfig c;
   int repeat = 20;
+  bool hf = false;
+  int64_t generate = 0;
   app.add_option("--weights", weights, "safetensors of GPT-2's parameters, nanoGPT's layout")->required();
   app.add_option("--ids", ids_path, "safetensors holding 'ids', i64 [B, T]")->required();
   app.add_option("--out", out, "safetensors to write 'logits' to")->required();
@@ -34,19 +41,25 @@ int main(int argc, char** argv) try {
   app.add_option("--block", c.block_size)->required();
   app.add_option("--backend", backend, "strata backend (default: the best available)");
   app.add_option("--repeat", repeat, "timed forwards")->check(CLI::Range(1, 10000));
+  app.add_flag("--hf", hf, "the weights are GPT2LMHeadModel's state dict (Conv1D layout, 'transformer.' names)");
+  app.add_option("--generate", generate, "greedy tokens to generate after the first row of ids")->check(CLI::Range(0, 4096));
   STRATA_CLI11_PARSE(app, argc, argv);
 
   auto& reg = backends::registry();
   backends::Backend& be = reg.get(backend.empty() ? reg.best() : std::string_view(backend));
   const ops::VirtualDispatch d(be);
   nn::Gpt<ops::VirtualDispatch> model(d, c);
-  nn::StateDict sd;
-  for (auto& [name, t] : nn::safetensors::load(weights).tensors) {
-    Tensor on = Tensor::empty(t.sizes(), t.dtype(), d.device());
-    copy_into(t, on);
-    sd.emplace_back(name, on);
+  if (hf) {
+    nn::load_hf_gpt2(model, nn::safetensors::load(weights), weights);
+  } else {
+    nn::StateDict sd;
+    for (auto& [name, t] : nn::safetensors::load(weights).tensors) {
+      Tensor on = Tensor::empty(t.sizes(), t.dtype(), d.device());
+      copy_into(t, on);
+      sd.emplace_back(name, on);
+    }
+    model.load_state_dict(sd);
   }
-  model.load_state_dict(sd);
   Tensor ids = nn::safetensors::load(ids_path).tensors.at(0).second;
   if (ids.device() != d.device()) {
     Tensor on = Tensor::empty(ids.sizes(), ids.dtype(), d.device());
@@ -64,7 +77,10 @@ int main(int argc, char** argv) try {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
-  nn::safetensors::save(out, {{"logits", logits}});
+  nn::StateDict results{{"logits", logits}};
+  if (generate > 0)
+    results.emplace_back("generated", nn::generate(model, ids.slice(0, 0, 1), {.new_tokens = generate, .temperature = 0.0}));
+  nn::safetensors::save(out, results);
   std::printf("strata %s: GPT-2 %lld layers, %lld heads, %lld embd, ids %s: forward %.3f ms (median of %d)\n",
               std::string(be.name()).c_str(), static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),
               static_cast<long long>(c.n_embd), ids.sizes().str().c_str(), ms[ms.size() / 2], repeat);

@@ -52,6 +52,10 @@ def export(args):
         key = name.removeprefix("transformer.")
         weights[key] = (t.t() if key.endswith(CONV1D) else t).contiguous().float()
     save_file(weights, os.path.join(args.dir, "weights.safetensors"))
+    # The model's own state dict as transformers keeps it (lm_head shares wte's storage, which
+    # safetensors does not store twice).
+    own = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    save_file(own, os.path.join(args.dir, "hf.safetensors"))
     g = torch.Generator().manual_seed(args.seed + 1)
     ids = torch.randint(0, args.vocab, (args.batch, args.tokens), generator=g, dtype=torch.int64)
     save_file({"ids": ids}, os.path.join(args.dir, "ids.safetensors"))
@@ -85,8 +89,21 @@ def compare(args):
     rel = ((got - ref).norm() / ref.norm()).item()
     print(f"PyTorch {torch.__version__} {dev}: eager forward {statistics.median(ms):.3f} ms (median of {args.repeat})")
     print(f"logits {tuple(ref.shape)}: max |strata - PyTorch| = {diff:.3e}, relative L2 {rel:.3e}")
-    if not rel < args.tolerance:
-        sys.exit(f"relative L2 {rel:.3e} is above {args.tolerance:g}")
+    failed = [] if rel < args.tolerance else [f"relative L2 {rel:.3e} is above {args.tolerance:g}"]
+    results = load_file(os.path.join(args.dir, "strata.safetensors"))
+    if "generated" in results:
+        mine = results["generated"]
+        prompt = ids[:1]
+        with torch.no_grad():
+            theirs = model.generate(prompt, max_new_tokens=mine.shape[1] - prompt.shape[1], do_sample=False,
+                                    pad_token_id=0).cpu()
+        same = torch.equal(mine, theirs)
+        print(f"greedy generation of {mine.shape[1] - prompt.shape[1]} tokens: "
+              f"{'the same tokens' if same else 'different tokens'} as transformers' generate")
+        if not same:
+            failed.append(f"strata {mine.tolist()} vs transformers {theirs.tolist()}")
+    if failed:
+        sys.exit("; ".join(failed))
 
 
 def main():

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPT-2 (nn::Gpt, the tape-mode composition) against Hugging Face GPT2LMHeadModel on the GPU
 # machine, on random weights: a small model and GPT-2 small (124M), f32, logits compared and
-# the eager forward timed on both sides. Run from the repository root with .gpu/ packed by
+# the eager forward timed on both sides; GPT-2 small from transformers' own state dict (Conv1D
+# layout), with 24 greedy tokens against transformers' generate. Run from the repository root with .gpu/ packed by
 #   TARGETS="gpt2_forward" tools/gpu/pack.sh
 # Logs and ids go to $OUT (or /tmp/strata-gpu).
 set -u
@@ -13,8 +14,8 @@ python3 $P export $D/g124 --layers 12 --heads 12 --embd 768 --vocab 50257 --bloc
 (
   source tools/gpu/env.sh >/dev/null 2>&1
   .gpu/bin/gpt2_forward --weights $D/small/weights.safetensors --ids $D/small/ids.safetensors --out $D/small/strata.safetensors --layers 2 --heads 4 --embd 64 --vocab 1000 --block 64 --backend cuda
-  .gpu/bin/gpt2_forward --weights $D/g124/weights.safetensors --ids $D/g124/ids.safetensors --out $D/g124/strata.safetensors --layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024 --backend cuda
+  .gpu/bin/gpt2_forward --hf --generate 24 --weights $D/g124/hf.safetensors --ids $D/g124/ids.safetensors --out $D/g124/strata.safetensors --layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024 --backend cuda
 )
 python3 $P compare $D/small
 python3 $P compare $D/g124 --tolerance 1e-4
-rm -f $D/*/weights.safetensors $D/*/strata.safetensors
+rm -f $D/*/weights.safetensors $D/*/hf.safetensors $D/*/strata.safetensors
