@@ -24,7 +24,7 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& ids) const {
   return out;
 }
 
-TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction) {
+TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction, std::string_view suffix) {
   namespace fs = std::filesystem;
   STRATA_CHECK(held_out_fraction >= 0 && held_out_fraction < 1, "load_text: held_out_fraction must be in [0, 1), got ",
                held_out_fraction);
@@ -33,7 +33,7 @@ TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction
   TextCorpus c;
   if (fs::is_directory(path, ec)) {
     for (const auto& e : fs::recursive_directory_iterator(path))
-      if (e.is_regular_file()) c.files.push_back(e.path());
+      if (e.is_regular_file() && e.path().filename().string().ends_with(suffix)) c.files.push_back(e.path());
     std::sort(c.files.begin(), c.files.end());
   } else {
     c.files.push_back(path);

@@ -26,10 +26,12 @@ struct TextCorpus {
   std::vector<int32_t> train, held_out;      // byte tokens: the first part and the last
   std::vector<std::filesystem::path> files;  // what was read, in reading order
 };
-// A file, or every regular file under a folder (recursively, in path order, each followed by a
-// newline), as byte tokens; the last `held_out_fraction` of the stream is held out (for the
-// validation loss). An empty corpus, a missing path or a fraction outside [0, 1) is an error.
-TextCorpus load_text(const std::filesystem::path& file_or_folder, double held_out_fraction = 0.1);
+// A file, or every regular file under a folder whose name ends in `suffix` (recursively, in path
+// order, each followed by a newline), as byte tokens; the last `held_out_fraction` of the stream
+// is held out (for the validation loss). An empty corpus, a missing path or a fraction outside
+// [0, 1) is an error.
+TextCorpus load_text(const std::filesystem::path& file_or_folder, double held_out_fraction = 0.1,
+                     std::string_view suffix = "");
 
 // (x, y) batches of `batch` windows of `block` tokens from a token stream, as nanoGPT's
 // get_batch draws them: each window starts at a uniformly drawn position (from the seeded

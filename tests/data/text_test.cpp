@@ -41,6 +41,7 @@ TEST(Text, ACorpusIsItsFilesInPathOrderWithAHeldOutTail) {
   const data::ByteTokenizer tok;
   EXPECT_EQ(tok.decode(c.train) + tok.decode(c.held_out), "aaaa\nbb\ncccc\n");
   EXPECT_EQ(c.held_out.size(), 3u);  // floor(0.25 * 13)
+  EXPECT_EQ(data::load_text(d, 0.0, "2.txt").files.size(), 1u);  // only the names that end so
   const data::TextCorpus one = data::load_text(d / "a.txt", 0.0);
   EXPECT_EQ(tok.decode(one.train), "aaaa");
   EXPECT_TRUE(one.held_out.empty());
