@@ -1,6 +1,7 @@
 #include "strata/data/text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "strata/core/error.h"
@@ -24,7 +25,51 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& ids) const {
   return out;
 }
 
-TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction, std::string_view suffix) {
+namespace {
+// The Brown Corpus's text files are named by genre and number ("ca01" ... "cr09"); the package
+// beside them holds CONTENTS, README and package.json, which are not corpus text.
+bool is_brown_text_file(const std::string& name) {
+  return name.size() == 4 && std::islower(static_cast<unsigned char>(name[0])) &&
+         std::islower(static_cast<unsigned char>(name[1])) && std::isdigit(static_cast<unsigned char>(name[2])) &&
+         std::isdigit(static_cast<unsigned char>(name[3]));
+}
+}  // namespace
+
+std::string brown_to_text(std::string_view tagged) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < tagged.size()) {
+    size_t eol = tagged.find('\n', pos);
+    if (eol == std::string_view::npos) eol = tagged.size();
+    const std::string_view line = tagged.substr(pos, eol - pos);
+    pos = eol + 1;
+    std::string sentence;
+    bool open_quote = false;  // the previous word opened a quotation: no space after it
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+      if (j == i) break;
+      std::string_view token = line.substr(i, j - i);
+      i = j;
+      const size_t slash = token.rfind('/');
+      std::string word(slash == std::string_view::npos || slash == 0 ? token : token.substr(0, slash));
+      const bool opening = word == "``" || word == "(";
+      const bool closing = word == "''" || word == "." || word == "," || word == ";" || word == ":" || word == "?" ||
+                           word == "!" || word == ")" || word == "'";
+      if (word == "``" || word == "''") word.assign(1, '"');
+      if (!sentence.empty() && !closing && !open_quote) sentence += ' ';
+      sentence += word;
+      open_quote = opening;
+    }
+    if (!sentence.empty()) out += sentence + '\n';
+  }
+  return out;
+}
+
+TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction, std::string_view suffix,
+                     TextFormat format) {
   namespace fs = std::filesystem;
   STRATA_CHECK(held_out_fraction >= 0 && held_out_fraction < 1, "load_text: held_out_fraction must be in [0, 1), got ",
                held_out_fraction);
@@ -33,7 +78,9 @@ TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction
   TextCorpus c;
   if (fs::is_directory(path, ec)) {
     for (const auto& e : fs::recursive_directory_iterator(path))
-      if (e.is_regular_file() && e.path().filename().string().ends_with(suffix)) c.files.push_back(e.path());
+      if (e.is_regular_file() && e.path().filename().string().ends_with(suffix) &&
+          (format != TextFormat::brown || is_brown_text_file(e.path().filename().string())))
+        c.files.push_back(e.path());
     std::sort(c.files.begin(), c.files.end());
   } else {
     c.files.push_back(path);
@@ -41,7 +88,12 @@ TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction
   std::vector<int32_t> all;
   for (const fs::path& f : c.files) {
     const std::vector<uint8_t> bytes = read_regular_file(f);
-    all.insert(all.end(), bytes.begin(), bytes.end());
+    if (format == TextFormat::brown) {
+      const std::string text = brown_to_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+      all.insert(all.end(), text.begin(), text.end());
+    } else {
+      all.insert(all.end(), bytes.begin(), bytes.end());
+    }
     if (c.files.size() > 1) all.push_back('\n');
   }
   STRATA_CHECK(!all.empty(), "load_text: ", path.string(), " holds no text (", c.files.size(), " file(s))");

@@ -22,16 +22,26 @@ class ByteTokenizer {
   std::string decode(const std::vector<int32_t>& ids) const;
 };
 
+// How the files of a corpus are written: plain text, or the Brown Corpus's tagged form (each
+// word written word/tag, one tab-indented sentence a line: Francis & Kucera, "Brown Corpus
+// Manual", 1964/1979), read back as plain text by brown_to_text.
+enum class TextFormat : uint8_t { plain, brown };
+
+// The Brown Corpus's tagged text as the words it tags: tags dropped, `` and '' as ", no space
+// before closing punctuation nor after an opening quote; a sentence a line.
+std::string brown_to_text(std::string_view tagged);
+
 struct TextCorpus {
   std::vector<int32_t> train, held_out;      // byte tokens: the first part and the last
   std::vector<std::filesystem::path> files;  // what was read, in reading order
 };
 // A file, or every regular file under a folder whose name ends in `suffix` (recursively, in path
-// order, each followed by a newline), as byte tokens; the last `held_out_fraction` of the stream
+// order, each followed by a newline; in the Brown format only the corpus's own files, "ca01" ...
+// "cr09"), as byte tokens; the last `held_out_fraction` of the stream
 // is held out (for the validation loss). An empty corpus, a missing path or a fraction outside
 // [0, 1) is an error.
 TextCorpus load_text(const std::filesystem::path& file_or_folder, double held_out_fraction = 0.1,
-                     std::string_view suffix = "");
+                     std::string_view suffix = "", TextFormat format = TextFormat::plain);
 
 // (x, y) batches of `batch` windows of `block` tokens from a token stream, as nanoGPT's
 // get_batch draws them: each window starts at a uniformly drawn position (from the seeded

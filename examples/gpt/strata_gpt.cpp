@@ -28,7 +28,7 @@ using namespace strata;
 namespace {
 
 struct Options {
-  std::string data, suffix, dispatch = "virtual", backend, prompt = "The", checkpoint;
+  std::string data, suffix, format = "plain", dispatch = "virtual", backend, prompt = "The", checkpoint;
   int64_t steps = 300, batch = 8, block = 64, layers = 2, heads = 4, embd = 64, warmup = 30, eval_every = 100;
   int64_t sample = 200, top_k = 40;
   double lr = 3e-3, min_lr = 3e-4, weight_decay = 0.1, clip = 1.0, temperature = 0.8, held_out = 0.1;
@@ -43,7 +43,8 @@ double lr_at(const Options& o, int64_t step) {  // step counts from 1
 
 template <class P>
 int train(const P& p, const Options& o) {
-  const data::TextCorpus corpus = data::load_text(o.data, o.held_out, o.suffix);
+  const data::TextCorpus corpus = data::load_text(o.data, o.held_out, o.suffix,
+                                                 o.format == "brown" ? data::TextFormat::brown : data::TextFormat::plain);
   std::printf("corpus: %zu file(s), %zu training and %zu held-out bytes\n", corpus.files.size(), corpus.train.size(),
               corpus.held_out.size());
   nn::GptConfig c;
@@ -139,6 +140,8 @@ int main(int argc, char** argv) try {
   Options o;
   app.add_option("--data", o.data, "a text file, or a folder of them")->required();
   app.add_option("--suffix", o.suffix, "in a folder, only the files whose names end so (\".md\")");
+  app.add_option("--format", o.format, "plain | brown (the Brown Corpus's word/tag text: tools/get-data.sh brown)")
+      ->check(CLI::IsMember({"plain", "brown"}))->capture_default_str();
   app.add_option("--steps", o.steps, "training steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
   app.add_option("--batch", o.batch, "sequences per step")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--block", o.block, "tokens per sequence (the context)")->check(CLI::Range(1, 1 << 16))->capture_default_str();

@@ -51,6 +51,20 @@ TEST(Text, ACorpusIsItsFilesInPathOrderWithAHeldOutTail) {
   EXPECT_STRATA_ERROR(data::load_text(d, 1.0), "held_out_fraction", "[0, 1)");
 }
 
+TEST(Text, TheBrownCorpussTaggedTextReadsBackAsPlainText) {
+  EXPECT_EQ(data::brown_to_text("\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, and/cc "
+                                "Atlanta's/np$ 1/2/cd (/( so/rb )/) ./.\n\n\n\tNext/ap ?/.\n"),
+            "The jury said \"no evidence\", and Atlanta's 1/2 (so).\nNext?\n");
+  EXPECT_EQ(data::brown_to_text(""), "");
+  // In the Brown format a folder's README and package.json are not corpus text.
+  const data::testing::TempDir tmp;
+  write_text(tmp / "ca01", "\tA/at cat/nn ./.\n");
+  write_text(tmp / "README", "The Brown Corpus/np\n");
+  const data::TextCorpus c = data::load_text(tmp.path(), 0.0, "", data::TextFormat::brown);
+  ASSERT_EQ(c.files.size(), 1u);
+  EXPECT_EQ(data::ByteTokenizer().decode(c.train), "A cat.\n");
+}
+
 TEST(Text, BatchesAreWindowsWithTheNextTokenAsTarget) {
   std::vector<int32_t> stream(100);
   for (int i = 0; i < 100; ++i) stream[static_cast<size_t>(i)] = i;
@@ -61,7 +75,9 @@ TEST(Text, BatchesAreWindowsWithTheNextTokenAsTarget) {
   const std::vector<int64_t> xv = x.to_vector<int64_t>(), yv = y.to_vector<int64_t>();
   for (size_t i = 0; i < xv.size(); ++i) {
     EXPECT_EQ(yv[i], xv[i] + 1);  // the stream counts up: the target is the next token
-    if (i % 8) EXPECT_EQ(xv[i], xv[i - 1] + 1);  // a window is consecutive
+    if (i % 8 != 0) {
+      EXPECT_EQ(xv[i], xv[i - 1] + 1);  // a window is consecutive
+    }
     EXPECT_LT(yv[i], 100);
   }
   EXPECT_EQ(b.next().first.to_vector<int64_t>(), xv);   // the same seed, the same windows

