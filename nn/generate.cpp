@@ -54,13 +54,19 @@ Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o) {
     rows[b].assign(flat.begin() + b * prompt.size(1), flat.begin() + (b + 1) * prompt.size(1));
   Generator gen(o.seed);
   const Device dev = m.named_parameters().front().second.device();
+  // While the whole sequence fits the context, the keys and values of the tokens so far are
+  // cached and each step runs the newest token alone; past block_size the window slides and
+  // every step runs it again.
+  KvCache cache;
+  const bool cached = prompt.size(1) + o.new_tokens <= block;
   for (int64_t step = 0; step < o.new_tokens; ++step) {
-    const int64_t len = static_cast<int64_t>(rows[0].size()), window = std::min(len, block);
+    const int64_t len = static_cast<int64_t>(rows[0].size());
+    const int64_t window = cached ? (step == 0 ? len : 1) : std::min(len, block);
     std::vector<int64_t> ids;
     for (const auto& r : rows) ids.insert(ids.end(), r.end() - window, r.end());
     Tensor in = Tensor::from_vector(ids, Shape{B, window});
     if (in.device() != dev) in = in.to(dev);
-    const Tensor logits = m.forward(in);  // [B, window, vocab]
+    const Tensor logits = cached ? m.forward(in, &cache) : m.forward(in);  // [B, window, vocab]
     const std::vector<double> last = logits.slice(1, window - 1, window).contiguous().to(Device::cpu())
                                          .contiguous().to_vector<double>();
     for (int64_t b = 0; b < B; ++b) {

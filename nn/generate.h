@@ -1,7 +1,8 @@
 #pragma once
 // Text generation with nn::Gpt: each new token drawn from the model's logits at the last
-// position, greedy or sampled (temperature, top-k), from a seeded generator. Each step runs the
-// whole window again (up to block_size tokens): there is no key/value cache yet.
+// position, greedy or sampled (temperature, top-k), from a seeded generator. While prompt and new
+// tokens fit block_size, a key/value cache (nn::KvCache) makes each step run the newest token
+// alone; a longer generation slides a window of block_size tokens and runs it whole each step.
 #include <cstdint>
 
 #include "strata/nn/layers/transformer.h"

@@ -1,6 +1,7 @@
 #include "strata/nn/layers/transformer.h"
 
 #include <cmath>
+#include <span>
 #include <string>
 
 #include "strata/autograd/functions.h"
@@ -103,7 +104,7 @@ CausalSelfAttention<P>::CausalSelfAttention(const P& p, const GptConfig& c)
 }
 
 template <class P>
-Tensor CausalSelfAttention<P>::forward(const Tensor& x) {
+Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
   if constexpr (is_direct_v<P>) {
     STRATA_FAIL("CausalSelfAttention: direct mode is not supported yet");
   } else {
@@ -115,14 +116,28 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x) {
       const Tensor part = autograd::slice(p_, qkv, 2, i * C, (i + 1) * C);
       return autograd::transpose(p_, autograd::reshape(p_, part, {B, T, H, D}), 1, 2);
     };
-    const Tensor q = head(0), k = head(1), v = head(2);
+    const Tensor q = head(0);
+    Tensor k = head(1), v = head(2);
+    int64_t past = 0;  // cached tokens before these
+    if (cache != nullptr) {
+      if (cache->k.size() <= layer) cache->k.resize(layer + 1), cache->v.resize(layer + 1);
+      if (cache->k[layer].defined()) {
+        past = cache->k[layer].size(2);
+        const Tensor ks[] = {cache->k[layer], k}, vs[] = {cache->v[layer], v};
+        k = autograd::cat(p_, std::span<const Tensor>(ks), 2);
+        v = autograd::cat(p_, std::span<const Tensor>(vs), 2);
+      }
+      cache->k[layer] = k;
+      cache->v[layer] = v;
+    }
+    const int64_t S = past + T;  // keys
     Tensor att = autograd::scale(p_, autograd::matmul(p_, q, autograd::transpose(p_, k, -2, -1)),
                                  1.0 / std::sqrt(static_cast<double>(D)));
-    // The future (key after query) masked out: -inf before the softmax.
-    std::vector<uint8_t> future(static_cast<size_t>(T * T));
+    // The future (a key after its query's position) masked out: -inf before the softmax.
+    std::vector<uint8_t> future(static_cast<size_t>(T * S));
     for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < T; ++j) future[static_cast<size_t>(i * T + j)] = j > i;
-    Tensor mask = Tensor::from_vector(future, Shape{T, T});
+      for (int64_t j = 0; j < S; ++j) future[static_cast<size_t>(i * S + j)] = j > past + i;
+    Tensor mask = Tensor::from_vector(future, Shape{T, S});
     if (mask.device() != x.device()) mask = mask.to(x.device());
     att = autograd::where(p_, mask, ops::full(p_, Shape{}, att.dtype(), -INFINITY), att);
     const Tensor y = autograd::matmul(p_, autograd::softmax(p_, att, -1), v);  // [B, H, T, D]
@@ -157,11 +172,11 @@ GptBlock<P>::GptBlock(const P& p, const GptConfig& c)
       mlp_(register_module("mlp", std::make_unique<GptMlp<P>>(p, c))) {}
 
 template <class P>
-Tensor GptBlock<P>::forward(const Tensor& x) {
+Tensor GptBlock<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
   if constexpr (is_direct_v<P>) {
     STRATA_FAIL("Block: direct mode is not supported yet");
   } else {
-    const Tensor h = autograd::add(p_, x, attn_.forward(ln_1_.forward(x)));
+    const Tensor h = autograd::add(p_, x, attn_.forward(ln_1_.forward(x), cache, layer));
     return autograd::add(p_, h, mlp_.forward(ln_2_.forward(h)));
   }
 }
@@ -188,19 +203,19 @@ Gpt<P>::Gpt(const P& p, const GptConfig& c)
 }
 
 template <class P>
-Tensor Gpt<P>::forward(const Tensor& ids) {
+Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
   if constexpr (is_direct_v<P>) {
     STRATA_FAIL("GPT: direct mode is not supported yet");
   } else {
     STRATA_CHECK(ids.defined() && ids.dim() == 2, "GPT: ids must be [B, T], got ",
                  ids.defined() ? ids.str() : "an undefined tensor");
-    const int64_t T = ids.size(1);
-    STRATA_CHECK(T >= 1 && T <= c_.block_size, "GPT: a sequence of ", T, " tokens is longer than block_size ",
-                 c_.block_size);
-    Tensor pos = arange(int64_t{0}, T);
+    const int64_t T = ids.size(1), past = cache != nullptr ? cache->length() : 0;
+    STRATA_CHECK(T >= 1 && past + T <= c_.block_size, "GPT: a sequence of ", past + T, " tokens",
+                 past > 0 ? " (with the cache's)" : "", " is longer than block_size ", c_.block_size);
+    Tensor pos = arange(past, past + T);
     if (pos.device() != ids.device()) pos = pos.to(ids.device());
     Tensor x = autograd::add(p_, wte_.forward(ids), wpe_.forward(pos));  // [B, T, C] + [T, C]
-    for (GptBlock<P>* b : h_) x = b->forward(x);
+    for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
     x = ln_f_->forward(x);
     return autograd::matmul(p_, x, autograd::transpose(p_, wte_.weight(), 0, 1));  // tied output projection
   }

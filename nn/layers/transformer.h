@@ -22,6 +22,14 @@ struct GptConfig {
   DType dtype = DType::f32;
 };
 
+// The keys and values of the tokens a model has seen, per layer ([B, heads, T, head width]
+// each): decoding a token at a time attends over them instead of running the whole sequence
+// again. Filled by Gpt::forward(ids, &cache); T grows by each call's tokens.
+struct KvCache {
+  std::vector<Tensor> k, v;
+  int64_t length() const { return k.empty() ? 0 : k[0].size(2); }
+};
+
 // y[..., :] = weight[ids[...], :]; ids i64 (or i32) of any shape.
 template <class P>
 class Embedding final : public Module {
@@ -61,7 +69,10 @@ class CausalSelfAttention final : public Module {
  public:
   CausalSelfAttention(const P& p, const GptConfig& c);
   std::string_view type_name() const override { return "CausalSelfAttention"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x) override { return forward(x, nullptr, 0); }
+  // With a cache, x is the tokens after the cached ones: their keys and values join layer
+  // `layer`'s, and each attends to every cached token and to the new ones up to itself.
+  Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
 
  private:
   P p_;
@@ -89,7 +100,8 @@ class GptBlock final : public Module {
  public:
   GptBlock(const P& p, const GptConfig& c);
   std::string_view type_name() const override { return "Block"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x) override { return forward(x, nullptr, 0); }
+  Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
 
  private:
   P p_;
@@ -105,7 +117,10 @@ class Gpt final : public Module {
  public:
   Gpt(const P& p, const GptConfig& c);
   std::string_view type_name() const override { return "GPT"; }
-  Tensor forward(const Tensor& ids) override;
+  Tensor forward(const Tensor& ids) override { return forward(ids, nullptr); }
+  // With a cache, ids are the tokens after the cached ones (positions continue from its length,
+  // which with them may not pass block_size); the cache takes their keys and values.
+  Tensor forward(const Tensor& ids, KvCache* cache);
   const GptConfig& config() const { return c_; }
 
  private:

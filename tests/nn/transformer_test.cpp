@@ -184,6 +184,36 @@ TEST(NnGpt, GeneratesGreedilyAndBySeededSampling) {
   EXPECT_STRATA_ERROR(nn::generate(m, Tensor::from_vector<float>({1, 2}, {1, 2})), "generate", "token ids");
 }
 
+// A key/value cache: the sequence run in pieces gives the logits it gives whole, and cached
+// greedy generation picks the tokens the uncached loop picks.
+TEST(NnGpt, AKeyValueCacheGivesTheSameLogitsAndTokens) {
+  manual_seed(9);
+  nn::Gpt<VirtualDispatch> m(reference(), tiny());
+  const Tensor all = m.forward(ids({2, 5, 1, 6, 3, 0, 4, 4, 1, 2}, 2, 5));
+  nn::KvCache cache;
+  const Tensor first = m.forward(ids({2, 5, 1, 0, 4, 4}, 2, 3), &cache);
+  EXPECT_EQ(cache.length(), 3);
+  const Tensor rest = m.forward(ids({6, 3, 1, 2}, 2, 2), &cache);
+  EXPECT_EQ(cache.length(), 5);
+  const std::vector<double> whole = all.to_vector<double>(), a = first.to_vector<double>(), b = rest.to_vector<double>();
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t t = 0; t < 5; ++t)
+      for (int64_t v = 0; v < 7; ++v) {
+        const double got = t < 3 ? a[static_cast<size_t>((r * 3 + t) * 7 + v)]
+                                 : b[static_cast<size_t>((r * 2 + t - 3) * 7 + v)];
+        EXPECT_NEAR(got, whole[static_cast<size_t>((r * 5 + t) * 7 + v)], 1e-12) << r << " " << t << " " << v;
+      }
+  EXPECT_STRATA_ERROR(m.forward(ids({1, 2}, 1, 2), &cache), "GPT", "7 tokens", "with the cache's", "block_size 6");
+  // 2 + 4 tokens fit block_size 6: generated with the cache, against the whole-sequence loop.
+  const Tensor prompt = ids({3, 1}, 1, 2);
+  std::vector<int64_t> row = {3, 1};
+  for (int s = 0; s < 4; ++s) {
+    const Tensor l = m.forward(Tensor::from_vector(row, Shape{1, static_cast<int64_t>(row.size())}));
+    row.push_back(l.select(1, l.size(1) - 1).argmax(1).to_vector<int64_t>()[0]);
+  }
+  EXPECT_EQ(nn::generate(m, prompt, {.new_tokens = 4, .temperature = 0.0}).to_vector<int64_t>(), row);
+}
+
 TEST(NnGpt, WhatCannotRunIsAClearError) {
   nn::Gpt<VirtualDispatch> m(reference(), tiny());
   EXPECT_STRATA_ERROR(m.forward(ids({1, 2, 3, 4, 5, 6, 0}, 1, 7)), "GPT", "7 tokens", "block_size 6");
