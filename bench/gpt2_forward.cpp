@@ -78,8 +78,15 @@ int main(int argc, char** argv) try {
   }
   std::sort(ms.begin(), ms.end());
   nn::StateDict results{{"logits", logits}};
-  if (generate > 0)
+  if (generate > 0) {
+    d.synchronize();
+    const auto g0 = std::chrono::steady_clock::now();
     results.emplace_back("generated", nn::generate(model, ids.slice(0, 0, 1), {.new_tokens = generate, .temperature = 0.0}));
+    const double g_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - g0).count();
+    std::printf("strata %s: greedy generation of %lld tokens after %lld: %.3f ms per token (key/value cache)\n",
+                std::string(be.name()).c_str(), static_cast<long long>(generate), static_cast<long long>(ids.size(1)),
+                g_ms / static_cast<double>(generate));
+  }
   nn::safetensors::save(out, results);
   std::printf("strata %s: GPT-2 %lld layers, %lld heads, %lld embd, ids %s: forward %.3f ms (median of %d)\n",
               std::string(be.name()).c_str(), static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),

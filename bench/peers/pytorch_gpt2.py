@@ -94,9 +94,17 @@ def compare(args):
     if "generated" in results:
         mine = results["generated"]
         prompt = ids[:1]
+        n_new = mine.shape[1] - prompt.shape[1]
         with torch.no_grad():
-            theirs = model.generate(prompt, max_new_tokens=mine.shape[1] - prompt.shape[1], do_sample=False,
-                                    pad_token_id=0).cpu()
+            theirs = model.generate(prompt, max_new_tokens=n_new, do_sample=False, pad_token_id=0).cpu()
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.generate(prompt, max_new_tokens=n_new, do_sample=False, pad_token_id=0)
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            print(f"PyTorch {dev}: transformers' greedy generate, eager: "
+                  f"{1e3 * (time.perf_counter() - t0) / n_new:.3f} ms per token")
         same = torch.equal(mine, theirs)
         print(f"greedy generation of {mine.shape[1] - prompt.shape[1]} tokens: "
               f"{'the same tokens' if same else 'different tokens'} as transformers' generate")
