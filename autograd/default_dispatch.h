@@ -9,10 +9,13 @@
 // Explicit dispatchers (ops/dispatch.h) remain for the measured paths.
 #include "strata/core/device.h"
 #include "strata/core/dtype.h"
+#include "strata/core/tensor.h"
 #include "strata/ops/dispatch.h"
 
 namespace strata::autograd {
 
 const ops::VirtualDispatch& default_dispatch(Device device, DType dtype = DType::f32);
+// The dispatcher for operand t (its device and dtype); an undefined t is an error naming `who`.
+const ops::VirtualDispatch& default_dispatch(const Tensor& t, std::string_view who);
 
 }  // namespace strata::autograd

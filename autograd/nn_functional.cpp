@@ -8,10 +8,7 @@
 namespace strata::functional {
 
 namespace {
-const ops::VirtualDispatch& dd(const Tensor& t) {
-  STRATA_CHECK(t.defined(), "functional: the first argument is an undefined tensor");
-  return autograd::default_dispatch(t.device(), t.dtype());
-}
+const ops::VirtualDispatch& dd(const Tensor& t) { return autograd::default_dispatch(t, "functional"); }
 const Tensor& first(std::span<const Tensor> ts) {
   STRATA_CHECK(!ts.empty(), "functional: an empty list of parameters");
   return ts[0];

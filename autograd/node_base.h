@@ -19,6 +19,13 @@ class NodeT : public Node {
   D d_;
 };
 
+// x broadcast to `sizes` by a recorded expand (whose backward sums the gradient back over the
+// repeated dims), or x itself when it has them already: the operands of a broadcasting op.
+template <class D>
+Tensor broadcast_to(const D& d, const Tensor& x, const Shape& sizes) {
+  return x.sizes() == sizes ? x : autograd::expand(d, x, sizes);
+}
+
 // Builds node N only when the tape needs it (cheap when grad mode is off).
 template <class N, class D, class... Saved>
 void record(const D& d, std::initializer_list<const Tensor*> inputs, const Tensor& output, Saved&&... saved) {

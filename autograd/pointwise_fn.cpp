@@ -185,7 +185,7 @@ template <class D>
 Tensor add(const D& d, const Tensor& a, const Tensor& b) {
   if (a.defined() && b.defined() && !(a.sizes() == b.sizes())) {  // broadcast, as autograd::binary
     const Shape out = ops::broadcast_shape("add", a.sizes(), b.sizes());
-    return autograd::add(d, a.sizes() == out ? a : expand(d, a, out), b.sizes() == out ? b : expand(d, b, out));
+    return autograd::add(d, detail::broadcast_to(d, a, out), detail::broadcast_to(d, b, out));
   }
   Tensor y = ops::add(d, a, b);
   record<AddNode<D>>(d, {&a, &b}, y);

@@ -59,7 +59,7 @@ template <class D>
 Tensor binary(const D& d, ops::BinaryFn fn, const Tensor& a, const Tensor& b) {
   if (a.defined() && b.defined() && !(a.sizes() == b.sizes())) {
     const Shape out = ops::broadcast_shape(ops::binary_name(fn), a.sizes(), b.sizes());
-    return autograd::binary(d, fn, a.sizes() == out ? a : expand(d, a, out), b.sizes() == out ? b : expand(d, b, out));
+    return autograd::binary(d, fn, detail::broadcast_to(d, a, out), detail::broadcast_to(d, b, out));
   }
   Tensor y = ops::binary(d, fn, a, b);
   record<BinaryNode<D>>(d, {&a, &b}, y, fn, a.detach(), b.detach(), y.detach(), a.requires_grad(),

@@ -86,8 +86,12 @@ class SliceNode final : public NodeT<D> {
 template <class D>
 class ReduceNode final : public NodeT<D> {
  public:
-  ReduceNode(const D& d, ops::ReduceFn fn, Tensor x, Tensor y_keep, std::vector<int> dims)
-      : NodeT<D>(d), fn_(fn), x_(std::move(x)), y_(std::move(y_keep)), dims_(std::move(dims)) {}
+  // dims: the reduced dims of an input of x_sizes (the output kept them with size 1: keep_).
+  ReduceNode(const D& d, ops::ReduceFn fn, Tensor x, Tensor y_keep, std::vector<int> dims, Shape x_sizes)
+      : NodeT<D>(d), fn_(fn), x_(std::move(x)), y_(std::move(y_keep)), dims_(std::move(dims)), x_sizes_(x_sizes),
+        keep_(x_sizes) {
+    for (int i : dims_) keep_[i] = 1;
+  }
   std::string_view name() const override { return ops::reduce_name(fn_); }
   std::vector<Tensor> apply(const Tensor& dy) override {
     const D& d = this->d_;
@@ -105,10 +109,6 @@ class ReduceNode final : public NodeT<D> {
     return {ops::where(d, hit, ops::div(d, g, ties), zero)};
   }
   void release() override { x_ = y_ = Tensor(); }
-  void set_shapes(Shape x_sizes, Shape keep) {
-    x_sizes_ = x_sizes;
-    keep_ = keep;
-  }
 
  private:
   ops::ReduceFn fn_;
@@ -265,12 +265,10 @@ Tensor reduce(const D& d, ops::ReduceFn fn, const Tensor& x, std::span<const int
   std::vector<int> all;
   for (int i = 0; i < x.dim(); ++i)
     if (mask[i]) all.push_back(i);
-  const Shape keep = ops::reduced_shape(x.sizes(), mask, true);
   const bool extreme = fn == ops::ReduceFn::max || fn == ops::ReduceFn::min;
-  auto node = std::make_shared<ReduceNode<D>>(d, fn, extreme ? x.detach() : Tensor(),
-                                              extreme ? y.detach().contiguous().view(keep) : Tensor(), all);
-  node->set_shapes(x.sizes(), keep);
-  attach(node, {&x}, y);
+  const Shape keep = ops::reduced_shape(x.sizes(), mask, true);
+  record<ReduceNode<D>>(d, {&x}, y, fn, extreme ? x.detach() : Tensor(),
+                        extreme ? y.detach().contiguous().view(keep) : Tensor(), std::move(all), x.sizes());
   return y;
 }
 
@@ -286,8 +284,8 @@ Tensor bmm(const D& d, const Tensor& a, const Tensor& b) {
   ops::validate_bmm(d, a, b);
   const int64_t batch = std::max(a.size(0), b.size(0));
   // A broadcast batch is an expand, whose backward sums the batch's gradients.
-  const Tensor ea = a.size(0) == batch ? a : autograd::expand(d, a, {batch, a.size(1), a.size(2)});
-  const Tensor eb = b.size(0) == batch ? b : autograd::expand(d, b, {batch, b.size(1), b.size(2)});
+  const Tensor ea = detail::broadcast_to(d, a, {batch, a.size(1), a.size(2)});
+  const Tensor eb = detail::broadcast_to(d, b, {batch, b.size(1), b.size(2)});
   Tensor y = ops::bmm(d, ea, eb);
   record<BmmNode<D>>(d, {&ea, &eb}, y, ea.detach(), eb.detach(), ea.requires_grad(), eb.requires_grad());
   return y;
@@ -330,8 +328,7 @@ template <class D>
 Tensor where(const D& d, const Tensor& cond, const Tensor& a, const Tensor& b) {
   STRATA_CHECK(cond.defined() && a.defined() && b.defined(), "where: an argument is an undefined tensor");
   const Shape out = ops::broadcast_shape("where", ops::broadcast_shape("where", cond.sizes(), a.sizes()), b.sizes());
-  const Tensor ea = a.sizes() == out ? a : autograd::expand(d, a, out);
-  const Tensor eb = b.sizes() == out ? b : autograd::expand(d, b, out);
+  const Tensor ea = detail::broadcast_to(d, a, out), eb = detail::broadcast_to(d, b, out);
   Tensor y = ops::where(d, cond, ea, eb);
   record<WhereNode<D>>(d, {&cond, &ea, &eb}, y, ops::expand_to("where", cond, out));
   return y;

@@ -42,14 +42,16 @@ const ops::VirtualDispatch& default_dispatch(Device device, DType dtype) {
   std::call_once(once[i][j], [&] { chosen[i][j].emplace(choose(device.type, dtype)); });
   return *chosen[i][j];
 }
+
+const ops::VirtualDispatch& default_dispatch(const Tensor& t, std::string_view who) {
+  STRATA_CHECK(t.defined(), who, ": use of an undefined tensor");
+  return default_dispatch(t.device(), t.dtype());
+}
 }  // namespace autograd
 
 namespace {
 using autograd::default_dispatch;
-const ops::VirtualDispatch& dd(const Tensor& t) {
-  STRATA_CHECK(t.defined(), "tensor API: use of an undefined tensor");
-  return default_dispatch(t.device(), t.dtype());
-}
+const ops::VirtualDispatch& dd(const Tensor& t) { return default_dispatch(t, "tensor API"); }
 // The rank-0 tensor of a scalar operand: the other operand's dtype and device.
 Tensor scalar(const Tensor& like, double v) { return full(Shape{}, v, like.dtype(), like.device()); }
 std::vector<int> dims_of(const Dims& d) { return d.list(); }
@@ -262,8 +264,7 @@ namespace {
 std::vector<int64_t> host_indices(std::string_view op, const Tensor& t) {
   STRATA_CHECK(t.dtype() == DType::i64 || t.dtype() == DType::i32 || t.dtype() == DType::u8, op, ": argument '",
                op == "masked_select" ? "mask" : "index", "' must be an integer tensor (i64, i32 or u8), got ", t.str());
-  const Tensor h = t.device().type == DeviceType::cpu ? t : t.to(Device::cpu());
-  return h.contiguous().to_vector<int64_t>();
+  return t.to(Device::cpu()).contiguous().to_vector<int64_t>();
 }
 }  // namespace
 
@@ -293,7 +294,7 @@ Tensor flat_positions(std::string_view op, const Shape& x_sizes, int dim, const 
     }
   }
   Tensor positions = Tensor::from_vector(flat, Shape{static_cast<int64_t>(flat.size())});
-  return positions.device() == device ? positions : positions.to(device);
+  return positions.to(device);
 }
 
 // y [n] = zeros with x's elements added at `positions` (index_add), recorded: its backward picks
@@ -344,8 +345,7 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   std::vector<int64_t> flat;
   for (size_t k = 0; k < m.size(); ++k)
     if (m[k] != 0) flat.push_back(static_cast<int64_t>(k));
-  Tensor positions = Tensor::from_vector(flat, Shape{static_cast<int64_t>(flat.size())});
-  if (x.device() != positions.device()) positions = positions.to(x.device());
+  const Tensor positions = Tensor::from_vector(flat, Shape{static_cast<int64_t>(flat.size())}).to(x.device());
   const Tensor ex = x.sizes() == sizes ? x : x.expand(sizes);
   return ex.reshape({ex.numel()}).index_select(0, positions);
 }

@@ -49,23 +49,12 @@ int main(int argc, char** argv) try {
   backends::Backend& be = reg.get(backend.empty() ? reg.best() : std::string_view(backend));
   const ops::VirtualDispatch d(be);
   nn::Gpt<ops::VirtualDispatch> model(d, c);
-  if (hf) {
-    nn::load_hf_gpt2(model, nn::safetensors::load(weights), weights);
-  } else {
-    nn::StateDict sd;
-    for (auto& [name, t] : nn::safetensors::load(weights).tensors) {
-      Tensor on = Tensor::empty(t.sizes(), t.dtype(), d.device());
-      copy_into(t, on);
-      sd.emplace_back(name, on);
-    }
-    model.load_state_dict(sd);
-  }
-  Tensor ids = nn::safetensors::load(ids_path).tensors.at(0).second;
-  if (ids.device() != d.device()) {
-    Tensor on = Tensor::empty(ids.sizes(), ids.dtype(), d.device());
-    copy_into(ids, on);
-    ids = on;
-  }
+  const nn::safetensors::Contents w = nn::safetensors::load(weights);
+  if (hf)
+    nn::load_hf_gpt2(model, w, weights);
+  else
+    model.load_state_dict(w.tensors);  // copies each host tensor to the model's device
+  const Tensor ids = nn::safetensors::load(ids_path).tensors.at(0).second.to(d.device());
   autograd::NoGradGuard no_grad;
   Tensor logits = model.forward(ids);
   std::vector<double> ms;

@@ -47,9 +47,8 @@ Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o) {
                " must be >= 0 (temperature finite)");
   autograd::NoGradGuard no_grad;
   const int64_t B = prompt.size(0), block = m.config().block_size, vocab = m.config().vocab_size;
-  const Tensor host = prompt.device().type == DeviceType::cpu ? prompt : prompt.to(Device::cpu());
   std::vector<std::vector<int64_t>> rows(static_cast<size_t>(B));
-  const std::vector<int64_t> flat = host.contiguous().to_vector<int64_t>();
+  const std::vector<int64_t> flat = prompt.to(Device::cpu()).contiguous().to_vector<int64_t>();
   for (int64_t b = 0; b < B; ++b)
     rows[b].assign(flat.begin() + b * prompt.size(1), flat.begin() + (b + 1) * prompt.size(1));
   Generator gen(o.seed);
@@ -64,11 +63,9 @@ Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o) {
     const int64_t window = cached ? (step == 0 ? len : 1) : std::min(len, block);
     std::vector<int64_t> ids;
     for (const auto& r : rows) ids.insert(ids.end(), r.end() - window, r.end());
-    Tensor in = Tensor::from_vector(ids, Shape{B, window});
-    if (in.device() != dev) in = in.to(dev);
+    const Tensor in = Tensor::from_vector(ids, Shape{B, window}).to(dev);
     const Tensor logits = cached ? m.forward(in, &cache) : m.forward(in);  // [B, window, vocab]
-    const std::vector<double> last = logits.slice(1, window - 1, window).contiguous().to(Device::cpu())
-                                         .contiguous().to_vector<double>();
+    const std::vector<double> last = logits.slice(1, window - 1, window).to(Device::cpu()).contiguous().to_vector<double>();
     for (int64_t b = 0; b < B; ++b) {
       std::vector<double> row(last.begin() + b * vocab, last.begin() + (b + 1) * vocab);
       rows[b].push_back(pick(std::move(row), o, gen));

@@ -74,7 +74,9 @@ LayerNorm<P>::LayerNorm(const P& p, int64_t dim, double eps, DType dt) : p_(p), 
 
 template <class P>
 std::string LayerNorm<P>::extra_repr() const {
-  return "(" + std::to_string(dim_) + ",), eps=" + std::to_string(eps_);
+  std::string s = "(";  // appended, not "(" + ...: GCC 12 warns falsely (-Wrestrict) on that form
+  s += std::to_string(dim_) + ",), eps=" + std::to_string(eps_);
+  return s;
 }
 
 template <class P>
@@ -130,19 +132,29 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
       cache->k[layer] = k;
       cache->v[layer] = v;
     }
-    const int64_t S = past + T;  // keys
     Tensor att = autograd::scale(p_, autograd::matmul(p_, q, autograd::transpose(p_, k, -2, -1)),
                                  1.0 / std::sqrt(static_cast<double>(D)));
-    // The future (a key after its query's position) masked out: -inf before the softmax.
-    std::vector<uint8_t> future(static_cast<size_t>(T * S));
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < S; ++j) future[static_cast<size_t>(i * S + j)] = j > past + i;
-    Tensor mask = Tensor::from_vector(future, Shape{T, S});
-    if (mask.device() != x.device()) mask = mask.to(x.device());
-    att = autograd::where(p_, mask, ops::full(p_, Shape{}, att.dtype(), -INFINITY), att);
+    // The future (a key after its query's position) masked out: -inf before the softmax. A
+    // single query after the cache, the newest token, has no future.
+    if (T > 1)
+      att = autograd::where(p_, future_mask(T, past, x.device()), ops::full(p_, Shape{}, att.dtype(), -INFINITY), att);
     const Tensor y = autograd::matmul(p_, autograd::softmax(p_, att, -1), v);  // [B, H, T, D]
     return linear_last(p_, c_proj_, autograd::reshape(p_, autograd::transpose(p_, y, 1, 2), {B, T, C}), C);
   }
+}
+
+template <class P>
+const Tensor& CausalSelfAttention<P>::future_mask(int64_t queries, int64_t past, Device device) {
+  if (!mask_.defined() || queries != mask_queries_ || past != mask_past_ || mask_.device() != device) {
+    const int64_t keys = past + queries;
+    std::vector<uint8_t> future(static_cast<size_t>(queries * keys));
+    for (int64_t i = 0; i < queries; ++i)
+      for (int64_t j = 0; j < keys; ++j) future[static_cast<size_t>(i * keys + j)] = j > past + i;
+    mask_ = Tensor::from_vector(future, Shape{queries, keys}).to(device);
+    mask_queries_ = queries;
+    mask_past_ = past;
+  }
+  return mask_;
 }
 
 template <class P>
@@ -212,8 +224,7 @@ Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
     const int64_t T = ids.size(1), past = cache != nullptr ? cache->length() : 0;
     STRATA_CHECK(T >= 1 && past + T <= c_.block_size, "GPT: a sequence of ", past + T, " tokens",
                  past > 0 ? " (with the cache's)" : "", " is longer than block_size ", c_.block_size);
-    Tensor pos = arange(past, past + T);
-    if (pos.device() != ids.device()) pos = pos.to(ids.device());
+    const Tensor pos = arange(past, past + T).to(ids.device());
     Tensor x = autograd::add(p_, wte_.forward(ids), wpe_.forward(pos));  // [B, T, C] + [T, C]
     for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
     x = ln_f_->forward(x);

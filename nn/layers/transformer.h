@@ -75,10 +75,16 @@ class CausalSelfAttention final : public Module {
   Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
 
  private:
+  // The keys after each query's position, u8 [queries, past + queries]: made once per shape
+  // (and device), not at every call.
+  const Tensor& future_mask(int64_t queries, int64_t past, Device device);
+
   P p_;
   int64_t n_head_, n_embd_;
   Linear<P>& c_attn_;
   Linear<P>& c_proj_;
+  Tensor mask_;
+  int64_t mask_queries_ = 0, mask_past_ = -1;
 };
 
 // c_fc (C -> 4C), GELU (the tanh approximation GPT-2 uses), c_proj (4C -> C).

@@ -76,9 +76,7 @@ TEST(NnGpt, ATokenNeverChangesTheLogitsBeforeIt) {
   nn::Gpt<VirtualDispatch> m(reference(), tiny());
   const Tensor a = m.forward(ids({1, 2, 3, 4, 5}, 1, 5)), b = m.forward(ids({1, 2, 3, 6, 0}, 1, 5));
   const std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
-  for (size_t i = 0; i < av.size(); ++i) {
-    if (i < 3 * 7) EXPECT_EQ(av[i], bv[i]) << "logit " << i << " of a position before the change";
-  }
+  for (size_t i = 0; i < 3 * 7; ++i) EXPECT_EQ(av[i], bv[i]) << "logit " << i << " of a position before the change";
   EXPECT_NE(av[3 * 7], bv[3 * 7]);  // and the changed position's own logits do change
 }
 
