@@ -69,3 +69,4 @@ template <class D> Tensor binary(const D& d, ops::BinaryFn fn, const Tensor& a, 
 }  // namespace strata::autograd
 
 #include "strata/autograd/tensor_functions.h"  // IWYU pragma: export (the tensor API's functions)
+#include "strata/autograd/transformer_functions.h"  // IWYU pragma: export (layer norm, attention)

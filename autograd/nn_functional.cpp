@@ -32,6 +32,13 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) { return autogr
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
   return autograd::dropout(dd(x), x, p, seed, offset);
 }
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  return autograd::layer_norm(dd(x), x, weight, bias, eps);
+}
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
+                                    std::optional<double> scale) {
+  return autograd::scaled_dot_product_attention(dd(q), q, k, v, is_causal, scale);
+}
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
   return autograd::softmax_xent(dd(logits), logits, labels);
 }

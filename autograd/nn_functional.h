@@ -5,6 +5,7 @@
 // optimizers' fused steps, for code that builds a network by hand. With the tensor API's
 // methods (core/tensor.h), every op of the table is reachable without a dispatcher object.
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "strata/core/tensor.h"
@@ -26,6 +27,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset = 0);
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);   // mean over the batch; i64 labels
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);  // mean
+// Over x's last dim; weight and bias [C] optional (torch.nn.functional.layer_norm).
+Tensor layer_norm(const Tensor& x, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), double eps = 1e-5);
+// q [B, H, Tq, D] over k, v [B, H, Tk, D] (autograd/transformer_functions.h); scale 1 / sqrt(D)
+// unless given.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt);
 
 // y += alpha x in place (torch's y.add_(x, alpha=alpha)); not recorded.
 void axpy_(const Tensor& x, const Tensor& y, double alpha);

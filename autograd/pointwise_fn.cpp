@@ -1,5 +1,6 @@
 // Backward formulas of relu, pooling, space_to_depth, add, scale, dropout, reshape.
 #include "strata/autograd/node_base.h"
+#include "strata/ops/tensor_ops.h"
 
 namespace strata::autograd {
 using detail::NodeT;
@@ -227,9 +228,7 @@ Tensor reshape(const D& d, const Tensor& x, const Shape& sizes) {
   }
   STRATA_CHECK(resolved.numel() == x.numel(), "reshape: cannot reshape ", x.str(), " to ", sizes.str(),
                " (element counts differ)");
-  // A view when the strides allow (PyTorch's rule), else a copy.
-  const std::optional<Shape> st = view_strides(x.sizes(), x.strides(), resolved);
-  Tensor y = st ? x.as_strided(resolved, *st, x.offset()) : x.contiguous().view(resolved);
+  Tensor y = ops::view_or_copy(x, resolved);
   record<ReshapeNode<D>>(d, {&x}, y, x.sizes());  // y is a new handle, never x itself
   return y;
 }

@@ -1,17 +1,26 @@
-// gpt2_forward: GPT-2's layers (nn::Gpt, the tape-mode composition of the tensor API) on
-// weights written by PyTorch, for bench/peers/pytorch_gpt2.py to compare with Hugging Face's
-// GPT2LMHeadModel: reads the weights (GPT-2's names as nanoGPT lays them out) and the token
-// ids, writes the logits, and times the forward (median over --repeat calls, synchronised).
+// gpt2_forward: GPT-2's layers (nn::Gpt) on weights written by PyTorch, for
+// bench/peers/pytorch_gpt2.py to compare with Hugging Face's GPT2LMHeadModel: reads the weights
+// (GPT-2's names as nanoGPT lays them out) and the token ids, writes the logits, and times the
+// forward (median over --repeat calls, synchronised).
 //   gpt2_forward --weights w.safetensors --ids ids.safetensors --out logits.safetensors
 //                --layers 2 --heads 4 --embd 64 --vocab 1000 --block 64 [--backend cuda]
-//                [--hf] [--generate N]
+//                [--hf] [--generate N] [--decode N --rounds R] [--precision bf16]
 // --hf: the weights are Hugging Face's own state dict (nn::load_hf_gpt2); --generate N: also
 // N greedy tokens after the first row's ids (nn::generate), written as 'generated'.
+// --decode N: greedy decoding of N tokens after the first row's ids, timed per token (the
+// prompt's step included, as transformers' generate is timed) in each way strata decodes:
+// virtual and static dispatch with the growing cache, static dispatch with the static cache,
+// and (cuda) the static cache's step captured as a CUDA graph; R rounds, the order of the
+// ways reversed every other round, each way's median and range printed, and every way's
+// tokens checked equal.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "strata/autograd/grad_mode.h"
@@ -19,10 +28,71 @@
 #include "strata/nn/generate.h"
 #include "strata/nn/gpt_io.h"
 #include "strata/nn/layers/transformer.h"
+#include "strata/nn/model.h"
 #include "strata/nn/safetensors.h"
+#include "strata/backends/static_backends.h"
 #include "strata/ops/dispatch.h"
 
 using namespace strata;
+
+namespace {
+
+struct Way {
+  std::string name;
+  std::function<Tensor()> run;  // the generated tokens
+  std::vector<double> ms_per_token;
+  Tensor tokens;
+};
+
+// Greedy decoding of `tokens` after `prompt` in each way this build runs (the file's comment),
+// alternating the order, timed per token. Every way must give the same tokens.
+template <class Load>
+void decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispatch& d, Load&& load,
+                  const Tensor& prompt, int64_t tokens, int rounds) {
+  std::vector<Way> ways;
+  const nn::GenerateOptions greedy{.new_tokens = tokens, .temperature = 0.0};
+  nn::GenerateOptions fixed = greedy, graph = greedy;
+  fixed.static_cache = true;
+  graph.graph = true;
+  ways.push_back({"virtual, growing cache", [&] { return nn::generate(model, prompt, greedy); }});
+#ifdef STRATA_HAVE_BACKEND_CUDA
+  using Static = ops::StaticDispatch<backends::CudaBackend>;
+  std::unique_ptr<nn::Gpt<Static>> sm;
+  if (d.device().type == DeviceType::cuda) {
+    sm = std::make_unique<nn::Gpt<Static>>(Static(), model.config());
+    load(*sm);
+    ways.push_back({"static, growing cache", [&] { return nn::generate(*sm, prompt, greedy); }});
+    ways.push_back({"static, static cache", [&] { return nn::generate(*sm, prompt, fixed); }});
+    ways.push_back({"graph (static cache, captured step)", [&] { return nn::generate(*sm, prompt, graph); }});
+  }
+#else
+  (void)load;
+#endif
+  for (Way& w : ways) w.tokens = w.run();  // warm-up: plans, library handles, the allocator's blocks
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < ways.size(); ++i) {
+      Way& w = ways[r % 2 == 0 ? i : ways.size() - 1 - i];
+      d.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      const Tensor got = w.run();
+      d.synchronize();
+      w.ms_per_token.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+                               static_cast<double>(tokens));
+      STRATA_CHECK(got.to_vector<int64_t>() == ways[0].tokens.to_vector<int64_t>(), "decode study: '", w.name,
+                   "' gave other tokens than '", ways[0].name, "'");
+    }
+  for (Way& w : ways) {
+    std::sort(w.ms_per_token.begin(), w.ms_per_token.end());
+    const double med = w.ms_per_token[w.ms_per_token.size() / 2];
+    std::printf("strata decode %s: %lld tokens after %lld, %.4f ms per token (%.0f tokens/s), range %.4f-%.4f over %d "
+                "rounds\n",
+                w.name.c_str(), static_cast<long long>(tokens), static_cast<long long>(prompt.size(1)), med,
+                1e3 / med, w.ms_per_token.front(), w.ms_per_token.back(), rounds);
+  }
+  std::printf("strata decode: every way gave the same %lld tokens\n", static_cast<long long>(tokens));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) try {
   CLI::App app{"GPT-2's layers (nn::Gpt) forward on PyTorch's weights (bench/peers/pytorch_gpt2.py)"};
@@ -43,17 +113,28 @@ int main(int argc, char** argv) try {
   app.add_option("--repeat", repeat, "timed forwards")->check(CLI::Range(1, 10000));
   app.add_flag("--hf", hf, "the weights are GPT2LMHeadModel's state dict (Conv1D layout, 'transformer.' names)");
   app.add_option("--generate", generate, "greedy tokens to generate after the first row of ids")->check(CLI::Range(0, 4096));
+  int64_t decode = 0;
+  int rounds = 3;
+  std::string precision = "fp32";
+  app.add_option("--decode", decode, "greedy tokens to decode per timed run (0: no decoding study)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--rounds", rounds, "timed rounds of the decoding study")->check(CLI::Range(1, 100));
+  app.add_option("--precision", precision, "the model's dtype: fp32, bf16 or fp16 (every parameter and activation)");
   STRATA_CLI11_PARSE(app, argc, argv);
 
   auto& reg = backends::registry();
   backends::Backend& be = reg.get(backend.empty() ? reg.best() : std::string_view(backend));
   const ops::VirtualDispatch d(be);
-  nn::Gpt<ops::VirtualDispatch> model(d, c);
+  c.dtype = nn::parse_precision(precision).value_or(DType::f32);
   const nn::safetensors::Contents w = nn::safetensors::load(weights);
-  if (hf)
-    nn::load_hf_gpt2(model, w, weights);
-  else
-    model.load_state_dict(w.tensors);  // copies each host tensor to the model's device
+  auto load = [&](auto& m) {
+    if (hf)
+      nn::load_hf_gpt2(m, w, weights);
+    else
+      m.load_state_dict(w.tensors);  // copies (and converts) each host tensor to the model's device
+  };
+  nn::Gpt<ops::VirtualDispatch> model(d, c);
+  load(model);
   const Tensor ids = nn::safetensors::load(ids_path).tensors.at(0).second.to(d.device());
   autograd::NoGradGuard no_grad;
   Tensor logits = model.forward(ids);
@@ -76,6 +157,7 @@ int main(int argc, char** argv) try {
                 std::string(be.name()).c_str(), static_cast<long long>(generate), static_cast<long long>(ids.size(1)),
                 g_ms / static_cast<double>(generate));
   }
+  if (decode > 0) decode_study(model, d, load, ids.slice(0, 0, 1), decode, rounds);
   nn::safetensors::save(out, results);
   std::printf("strata %s: GPT-2 %lld layers, %lld heads, %lld embd, ids %s: forward %.3f ms (median of %d)\n",
               std::string(be.name()).c_str(), static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),

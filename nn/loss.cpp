@@ -19,6 +19,17 @@ std::string_view loss_kind_name(LossKind k) {
 
 template <class P>
 Tensor Loss<P>::forward(const Tensor& logits, const Tensor& targets) {
+  // A sequence model's logits [..., C] with targets [...]: each position one example.
+  if (kind_ == LossKind::cross_entropy && logits.defined() && logits.dim() > 2 && targets.defined()) {
+    if constexpr (is_direct_v<P>) {
+      STRATA_FAIL("Loss: cross_entropy over logits ", logits.str(), " of rank > 2 runs in the tape modes only");
+    } else {
+      const int64_t c = logits.size(logits.dim() - 1);
+      STRATA_CHECK(targets.numel() * c == logits.numel(), "Loss: cross_entropy's targets ", targets.str(),
+                   " are not one class per row of logits ", logits.str(), " (classes last)");
+      return forward(autograd::reshape(p_, logits, {-1, c}), targets.contiguous().view(Shape{targets.numel()}));
+    }
+  }
   const int64_t key = static_cast<int64_t>(reinterpret_cast<uintptr_t>(targets.data_ptr())) ^
                       (kind_ == LossKind::cross_entropy ? 0 : 1);
   return direct_.forward_keyed(

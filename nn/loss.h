@@ -1,6 +1,8 @@
 #pragma once
 // Losses on logits, mean-reduced as PyTorch's defaults:
-//  cross_entropy: softmax cross-entropy, labels i64 [N] (torch.nn.CrossEntropyLoss)
+//  cross_entropy: softmax cross-entropy, labels i64 [N] (torch.nn.CrossEntropyLoss); a
+//                 sequence model's logits [..., C] with labels [...] (classes last) are
+//                 flattened to rows (tape modes)
 //  bce_logits:    binary cross-entropy with logits, targets like the logits, for
 //                 multi-label tasks (torch.nn.BCEWithLogitsLoss)
 // Tape policies record the loss on the tape; in direct mode the loss is planned per

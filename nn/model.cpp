@@ -375,6 +375,8 @@ class ModelImpl final : public Model {
   Tensor to_input(const Tensor& x) {
     STRATA_CHECK(x.defined(), "Model: input is undefined");
     latest_input_sizes_ = x.sizes();
+    // Token ids stay integers (i64); everything else is converted to the compute dtype.
+    if (!is_floating(x.dtype())) return Mode::convert(s_, x, DType::i64, MemoryFormat::contiguous, s_.input);
     return Mode::convert(s_, x, s_.compute, layout_for(x.dim(), s_.fmt), s_.input);
   }
   // Direct and graph modes return copies of their planned outputs unless results are borrowed

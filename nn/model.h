@@ -45,6 +45,7 @@
 
 #include "strata/nn/evaluate.h"
 #include "strata/nn/init.h"
+#include "strata/nn/layers/transformer.h"
 #include "strata/nn/lenet.h"
 #include "strata/nn/loss.h"
 #include "strata/nn/module.h"
@@ -217,6 +218,11 @@ std::unique_ptr<Model> make_resnet(const ResNetConfig& c, ops::DispatchMode mode
                                    std::string_view backend = {}, const ModelOptions& o = {});
 std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode = ops::DispatchMode::virtual_call,
                                   std::string_view backend = {}, const ModelOptions& o = {});
+// GPT-2's layers (nn/layers/transformer.h): inputs are token ids i64 [B, T], the logits
+// [B, T, vocab], and cross_entropy's targets the next ids [B, T] (each position one example).
+// The tape modes (virtual, static); direct and graph modes are refused (not written yet).
+std::unique_ptr<Model> make_gpt(const GptConfig& c, ops::DispatchMode mode = ops::DispatchMode::virtual_call,
+                                std::string_view backend = {}, const ModelOptions& o = {});
 
 namespace detail {
 // The Model over `net` for policy P (explicitly instantiated for every policy of the

@@ -2,6 +2,7 @@
 #include "strata/nn/model.h"
 
 #include "strata/nn/lenet.h"
+#include "strata/nn/layers/transformer.h"
 #include "strata/nn/policy.h"
 #include "strata/nn/resnet.h"
 
@@ -29,6 +30,20 @@ std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode, 
     using P = std::decay_t<decltype(p)>;
     return detail::wrap_module(p, std::make_unique<LeNet<P>>(p, c), c.dtype, o, describe(c), describe(c.init),
                                mode);
+  });
+}
+
+std::unique_ptr<Model> make_gpt(const GptConfig& c, ops::DispatchMode mode, std::string_view backend,
+                                const ModelOptions& o) {
+  STRATA_CHECK(!o.init, "make_gpt: GPT-2's initialisation is the model's own (nn/layers/transformer.h), not "
+                        "ModelOptions::init");
+  return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
+    using P = std::decay_t<decltype(p)>;
+    const std::string what = "GPT (" + std::to_string(c.n_layer) + " layers, " + std::to_string(c.n_head) +
+                             " heads, " + std::to_string(c.n_embd) + " wide, vocabulary " +
+                             std::to_string(c.vocab_size) + ", context " + std::to_string(c.block_size) + ")";
+    return detail::wrap_module(p, std::make_unique<Gpt<P>>(p, c), c.dtype, o, what,
+                               "GPT-2's: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2 n_layer))", mode);
   });
 }
 

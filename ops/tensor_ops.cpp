@@ -82,13 +82,14 @@ Tensor output_like(const Tensor& a, const Tensor& b, const Shape& sizes, DType d
   return Tensor::empty(sizes, dt, a.device());
 }
 
-namespace {
-// x seen as rank 1 (a view when the strides allow, else a copy).
-Tensor flat(const Tensor& x) {
-  const Shape n{x.numel()};
-  if (auto st = view_strides(x.sizes(), x.strides(), n)) return x.as_strided(n, *st, x.offset());
-  return x.contiguous().view(n);
+Tensor view_or_copy(const Tensor& x, const Shape& sizes) {
+  if (auto st = view_strides(x.sizes(), x.strides(), sizes)) return x.as_strided(sizes, *st, x.offset());
+  return x.contiguous().view(sizes);
 }
+
+namespace {
+// x seen as rank 1.
+Tensor flat(const Tensor& x) { return view_or_copy(x, Shape{x.numel()}); }
 // A bmm operand the GEMM libraries can read (ops/table/gemm_layout.h), batch broadcast to B.
 Tensor gemm_operand(const Tensor& t, int64_t batch) {
   const Tensor r = gemm_layout(t) ? t : t.contiguous();
@@ -182,6 +183,15 @@ Tensor index_add(const D& d, const Tensor& x, int dim, const Tensor& index, cons
   return y;
 }
 
+template <class D>
+void index_add_(const D& d, const Tensor& y, int dim, const Tensor& index, const Tensor& x) {
+  check_defined("index_add_", "self", y);
+  check_same_dtype("index_add_", "self", y, "source", x);
+  check_device("index_add_", "self", y, d.device(), d.backend_name());
+  const int w = validate_index_add(d, x, dim, index, y.sizes());
+  d.index_add(IndexAddArgs{x, index, y, w});
+}
+
 #define STRATA_OPS_INSTANTIATE(D)                                                                       \
   template Tensor compare<D>(const D&, CompareFn, const Tensor&, const Tensor&);                        \
   template Tensor where<D>(const D&, const Tensor&, const Tensor&, const Tensor&);                       \
@@ -190,7 +200,8 @@ Tensor index_add(const D& d, const Tensor& x, int dim, const Tensor& index, cons
   template Tensor softmax_bwd<D>(const D&, const Tensor&, const Tensor&, int, bool);                    \
   template Tensor bmm<D>(const D&, const Tensor&, const Tensor&, double);                               \
   template Tensor index_select<D>(const D&, const Tensor&, int, const Tensor&);                         \
-  template Tensor index_add<D>(const D&, const Tensor&, int, const Tensor&, const Shape&);
+  template Tensor index_add<D>(const D&, const Tensor&, int, const Tensor&, const Shape&);               \
+  template void index_add_<D>(const D&, const Tensor&, int, const Tensor&, const Tensor&);
 STRATA_OPS_INSTANTIATE_ALL()
 
 }  // namespace strata::ops

@@ -23,6 +23,9 @@ int wrap_dim(std::string_view op, int dim, int rank);
 std::vector<bool> reduce_mask(std::string_view op, std::span<const int> dims, int rank);
 // x's sizes with the reduced dims set to 1 (keepdim's shape) and without them.
 Shape reduced_shape(const Shape& sizes, const std::vector<bool>& mask, bool keepdim);
+// x with `sizes` (as many elements): a view when the strides allow (PyTorch's rule for
+// reshape, core's view_strides), else a contiguous copy.
+Tensor view_or_copy(const Tensor& x, const Shape& sizes);
 
 template <class D> Tensor compare(const D& d, CompareFn fn, const Tensor& a, const Tensor& b);
 template <class D> Tensor where(const D& d, const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -36,6 +39,9 @@ template <class D> Tensor bmm(const D& d, const Tensor& a, const Tensor& b, doub
 template <class D> Tensor index_select(const D& d, const Tensor& x, int dim, const Tensor& index);
 // zeros of `sizes` with x's rows added at index along dim (index_select's adjoint).
 template <class D> Tensor index_add(const D& d, const Tensor& x, int dim, const Tensor& index, const Shape& sizes);
+// y[.., index[i], ..] += x[.., i, ..] in place (torch's y.index_add_(dim, index, x)); y a float
+// tensor of x's dtype on the backend's device, any strides.
+template <class D> void index_add_(const D& d, const Tensor& y, int dim, const Tensor& index, const Tensor& x);
 
 // One function per comparison: ops::eq(d, a, b), ops::lt(d, a, b), ...
 #define STRATA_COMPARE(name, expr) \

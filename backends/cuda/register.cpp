@@ -62,6 +62,8 @@ const Capabilities& CudaBackend::capabilities() const {
         // The tensor API's ops (tensor_ops.cu; bmm on cuBLAS in linear.cu): every float dtype,
         // comparisons of every dtype, index_select moving any (the memory kind's row).
         .op({OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add}, kFloat | kHalf)
+        // Layer norm and attention (transformer_ops.cu): every float dtype.
+        .op({OpId::layer_norm_fwd, OpId::layer_norm_bwd, OpId::attention_fwd, OpId::attention_bwd}, kFloat | kHalf)
         .op({OpId::compare}, kAnyDType);
     return c;
   }();

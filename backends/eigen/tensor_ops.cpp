@@ -1,8 +1,10 @@
 // The tensor API's ops: bmm as Eigen matrix products over strided maps of each batch's
-// matrices (Eigen's GEMM reads any strides), the rest the shared CPU loops in f32 and f64.
+// matrices (Eigen's GEMM reads any strides), the rest and the transformer ops the shared
+// CPU loops in f32 and f64.
 #include <Eigen/Core>
 
 #include "strata/backends/cpu/tensor_ops.h"
+#include "strata/backends/cpu/transformer_ops.h"
 #include "strata/backends/eigen/eigen_backend.h"
 
 namespace strata::backends {
@@ -10,6 +12,7 @@ namespace strata::backends {
 using namespace strata::ops;  // the op table's argument types
 
 STRATA_CPU_TENSOR_MEMBERS(EigenBackend)
+STRATA_CPU_TRANSFORMER_MEMBERS(EigenBackend)
 
 void EigenBackend::bmm(const BmmArgs& a) {
   loops::visit_float(kName, "bmm", a.a.dtype, [&](auto t) {

@@ -24,7 +24,9 @@ Capabilities onednn_table(bool bf16_native) {
            OpId::bce_logits_bwd, OpId::argmax},
           kFloat)
       .op({OpId::compare}, kNumeric)
-      .op({OpId::where, OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add}, kFloat)
+      .op({OpId::where, OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add,
+           OpId::layer_norm_fwd, OpId::layer_norm_bwd, OpId::attention_fwd, OpId::attention_bwd},
+          kFloat)
       .keep_versioned_weights()
       .accumulate_residual_in_place();
   return c;

@@ -1,9 +1,10 @@
 // The tensor API's ops: bmm in f32 as one dnnl_sgemm per batch (oneDNN's row-major GEMM; the
 // layout each operand's strides give, ops/table/gemm_layout.h), in f64 the shared loop; the
-// rest the shared CPU loops in f32 and f64.
+// rest, and the transformer ops, the shared CPU loops in f32 and f64.
 #include <oneapi/dnnl/dnnl.h>
 
 #include "strata/backends/cpu/tensor_ops.h"
+#include "strata/backends/cpu/transformer_ops.h"
 #include "strata/backends/onednn/onednn_backend.h"
 #include "strata/ops/table/gemm_layout.h"
 
@@ -12,6 +13,7 @@ namespace strata::backends {
 using namespace strata::ops;  // the op table's argument types
 
 STRATA_CPU_TENSOR_MEMBERS(OneDnnBackend)
+STRATA_CPU_TRANSFORMER_MEMBERS(OneDnnBackend)
 
 void OneDnnBackend::bmm(const BmmArgs& a) {
   if (a.a.dtype == DType::f64) {

@@ -1,6 +1,8 @@
 // The tensor API's ops: bmm as one cblas_?gemm per batch (the layout each operand's strides
-// give, ops/table/gemm_layout.h), the rest the shared CPU loops in f32 and f64.
+// give, ops/table/gemm_layout.h), the rest and the transformer ops the shared CPU loops in
+// f32 and f64.
 #include "strata/backends/cpu/tensor_ops.h"
+#include "strata/backends/cpu/transformer_ops.h"
 #include "strata/backends/openblas/gemm.h"
 #include "strata/backends/openblas/openblas_backend.h"
 #include "strata/ops/table/gemm_layout.h"
@@ -10,6 +12,7 @@ namespace strata::backends {
 using namespace strata::ops;  // the op table's argument types
 
 STRATA_CPU_TENSOR_MEMBERS(OpenBlasBackend)
+STRATA_CPU_TRANSFORMER_MEMBERS(OpenBlasBackend)
 
 void OpenBlasBackend::bmm(const BmmArgs& a) {
   loops::visit_float(kName, "bmm", a.a.dtype, [&](auto t) {

@@ -1,7 +1,8 @@
 // The tensor API's ops (comparisons, where, reductions over dims, softmax, bmm, index_select,
-// index_add): the shared CPU loops, computed in double for f32 and f64 (the oracle's precision).
+// index_add) and the transformer's (layer norm, attention): the shared CPU loops, computed in double for f32 and f64 (the oracle's precision).
 // Comparisons compare in the operands' own type (double would round large i64 labels).
 #include "strata/backends/cpu/tensor_ops.h"
+#include "strata/backends/cpu/transformer_ops.h"
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/backends/reference/strided.h"
 
@@ -30,6 +31,19 @@ void ReferenceBackend::bmm(const BmmArgs& a) {
 void ReferenceBackend::index_select(const IndexSelectArgs& a) { loops::index_select(a); }
 void ReferenceBackend::index_add(const IndexAddArgs& a) {
   ref::visit_float(a.x.dtype, "index_add", [&](auto t) { loops::index_add<decltype(t), double>(a); });
+}
+
+void ReferenceBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
+  ref::visit_float(a.x.dtype, "layer_norm_fwd", [&](auto t) { loops::layer_norm_fwd<decltype(t), double>(a); });
+}
+void ReferenceBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
+  ref::visit_float(a.x.dtype, "layer_norm_bwd", [&](auto t) { loops::layer_norm_bwd<decltype(t), double>(a); });
+}
+void ReferenceBackend::attention_fwd(const AttentionFwdArgs& a) {
+  ref::visit_float(a.q.dtype, "attention_fwd", [&](auto t) { loops::attention_fwd<decltype(t), double>(a); });
+}
+void ReferenceBackend::attention_bwd(const AttentionBwdArgs& a) {
+  ref::visit_float(a.q.dtype, "attention_bwd", [&](auto t) { loops::attention_bwd<decltype(t), double>(a); });
 }
 
 }  // namespace strata::backends

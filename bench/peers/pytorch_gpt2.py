@@ -11,6 +11,15 @@ export writes the weights in nanoGPT's layout (Hugging Face's Conv1D weights tra
 [out, in], no "transformer." prefix, the tied lm_head left out) and the token ids; compare runs
 the model in f32 (TF32 off) eager, prints the largest absolute difference of the logits and their
 relative L2 distance, and the eager forward's median time (CUDA-synchronised) for the same shape.
+
+    python3 bench/peers/pytorch_gpt2.py decode DIR --new 256 --rounds 3 [--precision bf16]
+
+decode times greedy decoding of --new tokens after the first row of DIR's ids, per token (the
+prompt's step included), in PyTorch's three forms: transformers' generate (eager, its dynamic
+cache), a plain loop over a nanoGPT-style forward with a static key/value cache (eager), and the
+same loop with the one-token step compiled by torch.compile(mode="reduce-overhead") (CUDA graphs;
+the prompt's step stays eager). The order alternates over rounds; the medians and ranges are
+printed, and whether each form's tokens equal generate's.
 """
 import argparse
 import json
@@ -114,6 +123,109 @@ def compare(args):
         sys.exit("; ".join(failed))
 
 
+class StaticCacheGpt(torch.nn.Module):
+    """GPT-2's forward (nanoGPT's, with GPT2LMHeadModel's weights) over a static key/value cache:
+    the new tokens' keys and values are written at their positions (index_copy_), and attention
+    masks the positions not yet written, so a one-token step has the same shapes at every
+    position (what torch.compile's CUDA graphs need; gpt-fast decodes this way)."""
+
+    def __init__(self, hf, batch, capacity):
+        super().__init__()
+        c = hf.config
+        self.n_layer, self.n_head, self.n_embd = c.n_layer, c.n_head, c.n_embd
+        self.eps = c.layer_norm_epsilon
+        self.hf = hf.transformer
+        head = c.n_embd // c.n_head
+        dt = hf.transformer.wte.weight.dtype
+        dev = hf.transformer.wte.weight.device
+        self.register_buffer("k", torch.zeros(c.n_layer, batch, c.n_head, capacity, head, dtype=dt, device=dev))
+        self.register_buffer("v", torch.zeros(c.n_layer, batch, c.n_head, capacity, head, dtype=dt, device=dev))
+        self.register_buffer("key_pos", torch.arange(capacity, device=dev))
+
+    def forward(self, ids, pos):  # ids [B, T], pos i64 [T] on the device
+        t = self.hf
+        B, T = ids.shape
+        C, H = self.n_embd, self.n_head
+        x = t.wte(ids) + t.wpe(pos)
+        mask = self.key_pos[None, :] <= pos[:, None]  # [T, capacity]: the keys written so far, causal
+        for i, blk in enumerate(t.h):
+            h = torch.nn.functional.layer_norm(x, (C,), blk.ln_1.weight, blk.ln_1.bias, self.eps)
+            qkv = torch.addmm(blk.attn.c_attn.bias, h.view(-1, C), blk.attn.c_attn.weight).view(B, T, 3, H, C // H)
+            q, k, v = (qkv[:, :, j].transpose(1, 2) for j in range(3))
+            self.k[i].index_copy_(2, pos, k)
+            self.v[i].index_copy_(2, pos, v)
+            y = torch.nn.functional.scaled_dot_product_attention(q, self.k[i], self.v[i], attn_mask=mask)
+            y = torch.addmm(blk.attn.c_proj.bias, y.transpose(1, 2).reshape(-1, C), blk.attn.c_proj.weight)
+            x = x + y.view(B, T, C)
+            h = torch.nn.functional.layer_norm(x, (C,), blk.ln_2.weight, blk.ln_2.bias, self.eps)
+            m = torch.nn.functional.gelu(torch.addmm(blk.mlp.c_fc.bias, h.view(-1, C), blk.mlp.c_fc.weight),
+                                         approximate="tanh")
+            x = x + torch.addmm(blk.mlp.c_proj.bias, m, blk.mlp.c_proj.weight).view(B, T, C)
+        x = torch.nn.functional.layer_norm(x, (C,), t.ln_f.weight, t.ln_f.bias, self.eps)
+        return x[:, -1:] @ t.wte.weight.t()  # the last position's logits [B, 1, vocab]
+
+
+def static_loop(model, prompt, n_new, step):
+    """Greedy tokens after prompt: the prompt's step eager, then `step` per token; the tokens stay
+    on the device (cloned: a CUDA-graph step's outputs are overwritten by its next replay)."""
+    dev = prompt.device
+    model.k.zero_()
+    model.v.zero_()
+    T0 = prompt.shape[1]
+    tok = model(prompt, torch.arange(T0, device=dev))[:, -1].argmax(-1, keepdim=True)
+    out = [tok]
+    pos = torch.tensor([T0], device=dev)
+    for _ in range(n_new - 1):
+        if hasattr(torch.compiler, "cudagraph_mark_step_begin"):
+            torch.compiler.cudagraph_mark_step_begin()
+        tok = step(tok, pos)[:, -1].argmax(-1, keepdim=True).clone()
+        pos = pos + 1
+        out.append(tok)
+    return torch.cat([prompt] + out, dim=1)
+
+
+def decode(args):
+    with open(os.path.join(args.dir, "config.json")) as f:
+        cfg = json.load(f)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = "cuda"
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
+    model = build(cfg).to(dev, dtype)
+    prompt = load_file(os.path.join(args.dir, "ids.safetensors"))["ids"][:1].to(dev)
+    n = args.new
+    static = StaticCacheGpt(model, 1, prompt.shape[1] + n).eval()
+    compiled = torch.compile(static, mode="reduce-overhead", fullgraph=True)
+    forms = {
+        "transformers generate, eager": lambda: model.generate(prompt, max_new_tokens=n, min_new_tokens=n,
+                                                                 do_sample=False, pad_token_id=0),
+        "static-cache loop, eager": lambda: static_loop(static, prompt, n, static),
+        "static-cache loop, torch.compile reduce-overhead": lambda: static_loop(static, prompt, n, compiled),
+    }
+    times = {k: [] for k in forms}
+    tokens = {}
+    with torch.no_grad():
+        for name, f in forms.items():  # warm-up (compilation, CUDA graph capture)
+            tokens[name] = f().cpu()
+            f()
+        names = list(forms)
+        for r in range(args.rounds):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                forms[name]()
+                torch.cuda.synchronize()
+                times[name].append(1e3 * (time.perf_counter() - t0) / n)
+    ref = tokens[names[0]]
+    for name in names:
+        ms = sorted(times[name])
+        same = torch.equal(tokens[name], ref)
+        print(f"PyTorch {torch.__version__} decode {name} ({args.precision}): {n} tokens after {prompt.shape[1]}, "
+              f"{statistics.median(ms):.4f} ms per token ({1e3 / statistics.median(ms):.0f} tokens/s), "
+              f"range {ms[0]:.4f}-{ms[-1]:.4f} over {args.rounds} rounds; "
+              f"{'the same tokens as' if same else 'OTHER tokens than'} generate")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -126,8 +238,13 @@ def main():
     c.add_argument("dir")
     c.add_argument("--repeat", type=int, default=20)
     c.add_argument("--tolerance", type=float, default=1e-5)
+    dc = sub.add_parser("decode")
+    dc.add_argument("dir")
+    dc.add_argument("--new", type=int, default=256)
+    dc.add_argument("--rounds", type=int, default=3)
+    dc.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
     args = ap.parse_args()
-    export(args) if args.cmd == "export" else compare(args)
+    {"export": export, "compare": compare, "decode": decode}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@
 #include <string>
 
 #include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/core/factories.h"
 #include "strata/nn/layers/layer_util.h"
 #include "strata/nn/policy.h"
+#include "strata/ops/direct/graph_capture.h"
+#include "strata/ops/tensor_ops.h"
 
 namespace strata::nn {
 
@@ -86,12 +89,7 @@ Tensor LayerNorm<P>::forward(const Tensor& x) {
   } else {
     STRATA_CHECK(x.defined() && x.dim() >= 1 && x.size(x.dim() - 1) == dim_, "LayerNorm: input ",
                  x.defined() ? x.str() : "(undefined)", " does not end in ", dim_);
-    const int last[] = {-1};
-    const Tensor centred = autograd::sub(p_, x, autograd::reduce(p_, ops::ReduceFn::mean, x, last, true));
-    const Tensor var = autograd::reduce(p_, ops::ReduceFn::mean, autograd::mul(p_, centred, centred), last, true);
-    const Tensor eps = ops::full(p_, Shape{}, x.dtype(), eps_);
-    const Tensor normed = autograd::mul(p_, centred, autograd::rsqrt(p_, autograd::add(p_, var, eps)));
-    return autograd::add(p_, autograd::mul(p_, normed, weight_), bias_);
+    return autograd::layer_norm(p_, x, weight_, bias_, eps_);
   }
 }
 
@@ -120,11 +118,17 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
     };
     const Tensor q = head(0);
     Tensor k = head(1), v = head(2);
-    int64_t past = 0;  // cached tokens before these
+    if (cache != nullptr && cache->is_static()) {
+      // The new rows written at their positions; the keys are the first `held` rows.
+      ops::index_add_(p_, cache->k[layer], 2, cache->positions(T), k);
+      ops::index_add_(p_, cache->v[layer], 2, cache->positions(T), v);
+      const Tensor y = autograd::scaled_dot_product_attention(p_, q, cache->k[layer], cache->v[layer], true,
+                                                              std::nullopt, cache->held(T));
+      return linear_last(p_, c_proj_, autograd::reshape(p_, autograd::transpose(p_, y, 1, 2), {B, T, C}), C);
+    }
     if (cache != nullptr) {
       if (cache->k.size() <= layer) cache->k.resize(layer + 1), cache->v.resize(layer + 1);
       if (cache->k[layer].defined()) {
-        past = cache->k[layer].size(2);
         const Tensor ks[] = {cache->k[layer], k}, vs[] = {cache->v[layer], v};
         k = autograd::cat(p_, std::span<const Tensor>(ks), 2);
         v = autograd::cat(p_, std::span<const Tensor>(vs), 2);
@@ -132,29 +136,11 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
       cache->k[layer] = k;
       cache->v[layer] = v;
     }
-    Tensor att = autograd::scale(p_, autograd::matmul(p_, q, autograd::transpose(p_, k, -2, -1)),
-                                 1.0 / std::sqrt(static_cast<double>(D)));
-    // The future (a key after its query's position) masked out: -inf before the softmax. A
-    // single query after the cache, the newest token, has no future.
-    if (T > 1)
-      att = autograd::where(p_, future_mask(T, past, x.device()), ops::full(p_, Shape{}, att.dtype(), -INFINITY), att);
-    const Tensor y = autograd::matmul(p_, autograd::softmax(p_, att, -1), v);  // [B, H, T, D]
+    // Query i of these T sees the cached keys and the new ones up to itself: the causal rule
+    // with the queries as the last T of the past + T keys.
+    const Tensor y = autograd::scaled_dot_product_attention(p_, q, k, v, true);  // [B, H, T, D]
     return linear_last(p_, c_proj_, autograd::reshape(p_, autograd::transpose(p_, y, 1, 2), {B, T, C}), C);
   }
-}
-
-template <class P>
-const Tensor& CausalSelfAttention<P>::future_mask(int64_t queries, int64_t past, Device device) {
-  if (!mask_.defined() || queries != mask_queries_ || past != mask_past_ || mask_.device() != device) {
-    const int64_t keys = past + queries;
-    std::vector<uint8_t> future(static_cast<size_t>(queries * keys));
-    for (int64_t i = 0; i < queries; ++i)
-      for (int64_t j = 0; j < keys; ++j) future[static_cast<size_t>(i * keys + j)] = j > past + i;
-    mask_ = Tensor::from_vector(future, Shape{queries, keys}).to(device);
-    mask_queries_ = queries;
-    mask_past_ = past;
-  }
-  return mask_;
 }
 
 template <class P>
@@ -224,12 +210,51 @@ Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
     const int64_t T = ids.size(1), past = cache != nullptr ? cache->length() : 0;
     STRATA_CHECK(T >= 1 && past + T <= c_.block_size, "GPT: a sequence of ", past + T, " tokens",
                  past > 0 ? " (with the cache's)" : "", " is longer than block_size ", c_.block_size);
-    const Tensor pos = arange(past, past + T).to(ids.device());
+    Tensor pos;
+    if (cache != nullptr && cache->is_static()) {
+      STRATA_CHECK(!autograd::GradMode::enabled(), "GPT: a static key/value cache is for inference; run it under "
+                                                   "autograd::NoGradGuard");
+      STRATA_CHECK(static_cast<int64_t>(cache->k.size()) == c_.n_layer && cache->k[0].size(0) == ids.size(0),
+                   "GPT: the static cache was made for another model or batch (", cache->k.size(), " layers, batch ",
+                   cache->k.empty() ? 0 : cache->k[0].size(0), ")");
+      // Inside a capture the step's host writes are the caller's, before each launch.
+      if (!ops::direct::capturing()) cache->advance(T);
+      pos = cache->positions(T);
+    } else {
+      pos = arange(past, past + T).to(ids.device());
+    }
     Tensor x = autograd::add(p_, wte_.forward(ids), wpe_.forward(pos));  // [B, T, C] + [T, C]
     for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
     x = ln_f_->forward(x);
     return autograd::matmul(p_, x, autograd::transpose(p_, wte_.weight(), 0, 1));  // tied output projection
   }
+}
+
+template <class P>
+KvCache Gpt<P>::static_cache(int64_t batch, int64_t capacity) const {
+  STRATA_CHECK(batch >= 1 && capacity >= 1 && capacity <= c_.block_size, "GPT: a static cache of batch ", batch,
+               " and ", capacity, " positions (1 to block_size ", c_.block_size, ")");
+  const Device dev = wte_.weight().device();
+  KvCache c;
+  c.capacity = capacity;
+  const Shape rows{batch, c_.n_head, capacity, c_.n_embd / c_.n_head};
+  for (int64_t i = 0; i < c_.n_layer; ++i) {
+    c.k.push_back(zeros(rows, c_.dtype, dev));
+    c.v.push_back(zeros(rows, c_.dtype, dev));
+  }
+  c.slots = zeros(Shape{capacity + 1}, DType::i64, dev);
+  return c;
+}
+
+void KvCache::advance(int64_t tokens) {
+  STRATA_CHECK(is_static(), "KvCache::advance: a growing cache advances by itself");
+  STRATA_CHECK(tokens >= 1 && filled + tokens <= capacity, "KvCache: ", tokens, " more tokens after ", filled,
+               " do not fit its ", capacity, " positions");
+  std::vector<int64_t> v(static_cast<size_t>(tokens) + 1);
+  for (int64_t i = 0; i < tokens; ++i) v[static_cast<size_t>(i)] = filled + i;
+  filled += tokens;
+  v.back() = filled;
+  copy_into(Tensor::from_vector(v, Shape{tokens + 1}), slots.narrow(0, 0, tokens + 1));
 }
 
 #define STRATA_NN_INSTANTIATE(P) \

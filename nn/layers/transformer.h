@@ -4,10 +4,12 @@
 // Hugging Face's and nanoGPT's: wte, wpe, h.<i>.{ln_1, attn.{c_attn, c_proj}, ln_2,
 // mlp.{c_fc, c_proj}}, ln_f; the output projection is wte's weight (tied).
 //
-// This first form composes the tensor API's recorded ops (index_select, the reductions,
-// matmul, softmax, where, the GELU row), so it runs in the tape modes (virtual, static) on
-// every backend and is the oracle the fused kernels and direct-mode plans to come are tested
-// against. Direct and graph modes refuse it at construction: they need those plans.
+// The layers are the op table's recorded ops: index_select for the embeddings, layer_norm,
+// linear, the GELU row and the fused causal attention, so they run in the tape modes
+// (virtual, static) on every backend. Direct mode refuses them at construction: it needs
+// their plans, which are not written yet. Decoding has a graph form of its own: a static
+// key/value cache (KvCache::reserve) lets one CUDA graph of the static-mode step replay at
+// every position (nn/generate.h).
 #include <cstdint>
 #include <vector>
 
@@ -22,12 +24,29 @@ struct GptConfig {
   DType dtype = DType::f32;
 };
 
-// The keys and values of the tokens a model has seen, per layer ([B, heads, T, head width]
+// The keys and values of the tokens a model has seen, per layer ([B, heads, rows, head width]
 // each): decoding a token at a time attends over them instead of running the whole sequence
-// again. Filled by Gpt::forward(ids, &cache); T grows by each call's tokens.
+// again. Filled by Gpt::forward(ids, &cache).
+//  - Growing (a default KvCache): each call's keys and values are appended (rows = tokens seen).
+//  - Static (Gpt::static_cache): k and v hold `capacity` zero rows from the start, each call's
+//    written at its tokens' positions. The positions and the count of rows held are device
+//    tensors (`slots`) that advance() writes before a call, and the kernels read: the calls'
+//    ops and addresses do not change from one position to the next, so one captured step
+//    replays at every position. Inference only (no gradient through the writes).
 struct KvCache {
   std::vector<Tensor> k, v;
-  int64_t length() const { return k.empty() ? 0 : k[0].size(2); }
+  int64_t capacity = 0;  // static: rows per layer (0: growing)
+  int64_t filled = 0;    // static: tokens seen
+  Tensor slots;          // static: i64 [capacity + 1] on the device: the positions of the call's
+                         // T tokens, then the count held after it (filled)
+  int64_t length() const { return capacity > 0 ? filled : k.empty() ? 0 : k[0].size(2); }
+  bool is_static() const { return capacity > 0; }
+  // Static: makes the next call's T tokens the ones after the `filled` seen (writes their
+  // positions and the new count into slots) and counts them seen.
+  void advance(int64_t tokens);
+  // Static: the positions [T] and the count held [1] that advance(T) wrote.
+  Tensor positions(int64_t tokens) const { return slots.narrow(0, 0, tokens); }
+  Tensor held(int64_t tokens) const { return slots.narrow(0, tokens, 1); }
 };
 
 // y[..., :] = weight[ids[...], :]; ids i64 (or i32) of any shape.
@@ -63,7 +82,7 @@ class LayerNorm final : public Module {
 };
 
 // Causal multi-head self-attention over x [B, T, C]: one fused QKV projection (c_attn), the
-// heads' scaled dot products masked to the past, and the output projection (c_proj).
+// heads' causal scaled dot-product attention (one fused op), and the output projection (c_proj).
 template <class P>
 class CausalSelfAttention final : public Module {
  public:
@@ -75,16 +94,10 @@ class CausalSelfAttention final : public Module {
   Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
 
  private:
-  // The keys after each query's position, u8 [queries, past + queries]: made once per shape
-  // (and device), not at every call.
-  const Tensor& future_mask(int64_t queries, int64_t past, Device device);
-
   P p_;
   int64_t n_head_, n_embd_;
   Linear<P>& c_attn_;
   Linear<P>& c_proj_;
-  Tensor mask_;
-  int64_t mask_queries_ = 0, mask_past_ = -1;
 };
 
 // c_fc (C -> 4C), GELU (the tanh approximation GPT-2 uses), c_proj (4C -> C).
@@ -128,6 +141,10 @@ class Gpt final : public Module {
   // which with them may not pass block_size); the cache takes their keys and values.
   Tensor forward(const Tensor& ids, KvCache* cache);
   const GptConfig& config() const { return c_; }
+  const P& policy() const { return p_; }
+  // A static key/value cache of `capacity` (<= block_size) positions for `batch` sequences
+  // on the model's device, in its dtype (KvCache); a new sequence takes a new one.
+  KvCache static_cache(int64_t batch, int64_t capacity) const;
 
  private:
   P p_;

@@ -242,6 +242,41 @@ struct SoftmaxBwdArgs {
   int dim = -1;
   bool log = false;
 };
+// Layer normalisation (Ba, Kiros and Hinton, "Layer Normalization", 2016) of the rows of
+// x [N, C] (any strides): y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps)
+// with the biased variance. mean and rstd [N] are in the statistics dtype (f32 for f32, f16
+// and bf16 inputs, f64 for f64), written for the backward. weight and bias [C] are optional
+// (absent: 1 and 0); the bwd row writes dx, dweight and dbias where each is given
+// (dweight, dbias: sums over the rows).
+struct LayerNormFwdArgs {
+  TensorView x, weight, bias, y, mean, rstd;
+  double eps = 1e-5;
+};
+struct LayerNormBwdArgs {
+  TensorView x, weight, mean, rstd, dy, dx, dweight, dbias;
+};
+// Scaled dot-product attention (Vaswani et al., "Attention Is All You Need", 2017):
+// q [B, H, Tq, D], k and v [B, H, Tk, D], y [B, H, Tq, D], each of any strides;
+//   y_i = sum_j softmax_j(scale q_i . k_j) v_j
+// over every key j, or, when causal, over j <= i + Tk - Tq: the queries are the last Tq of
+// the Tk positions (a decoding step's queries see the cached keys; Tq == Tk is the usual
+// lower-triangular mask). kv_len (optional, i64 [1] on the op's device): only k's and v's
+// first L = kv_len rows are keys (a preallocated cache filled up to L), the causal rule then
+// reading L for Tk; the kernels read L from memory, so a captured step replays over a
+// cache that grows, and clamp it to [0, Tk]. lse [B, H, Tq] (statistics dtype, as layer norm's) is
+// log sum_j exp(scale q_i . k_j), written for the backward, which recomputes the
+// probabilities from it instead of keeping the [Tq, Tk] matrix. delta [B, H, Tq] is the
+// backward's scratch (sum_d dy * y per query).
+struct AttentionFwdArgs {
+  TensorView q, k, v, y, lse, kv_len;
+  double scale = 1.0;
+  bool causal = true;
+};
+struct AttentionBwdArgs {
+  TensorView q, k, v, y, lse, dy, delta, dq, dk, dv, kv_len;
+  double scale = 1.0;
+  bool causal = true;
+};
 // y[i] = alpha a[i] b[i] for i < B: a [B, M, K], b [B, K, N], y [B, M, N]. Each matrix of a
 // and b has unit stride along one of its two dims (row- or column-major, any leading
 // dimension) and any batch stride (0: one matrix for every batch); y is dense row-major.

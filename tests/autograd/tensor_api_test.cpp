@@ -15,27 +15,12 @@
 #include "strata/autograd/node.h"
 #include "strata/core/factories.h"
 #include "strata/ops/trace.h"
+#include "gradcheck_util.h"
 #include "support/expect_error.h"
 #include "support/random.h"
 
 namespace strata::testing {
 namespace {
-
-using Inputs = std::vector<Tensor>;
-
-Tensor leaf(const Shape& s, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  Tensor t = random_tensor(s, DType::f64, seed, lo, hi);
-  t.set_requires_grad(true);
-  return t;
-}
-// sum(y * c) for a fixed random c: a gradient that varies per element.
-Tensor weighted(const Tensor& y, uint64_t seed = 99) {
-  return (y * random_tensor(y.sizes(), DType::f64, seed)).sum();
-}
-void expect_gradcheck(const char* what, const std::function<Tensor(const Inputs&)>& f, const Inputs& in) {
-  const auto r = autograd::gradcheck(f, in);
-  EXPECT_TRUE(r.ok) << what << ": " << r.report;
-}
 
 TEST(TensorApi, ArithmeticBroadcastsLikeNumPy) {
   const Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -303,6 +288,10 @@ TEST(TensorApi, EveryOpOfTheTableIsReachableWithoutADispatcher) {
     const Tensor c = cat({s, h.index_select(0, Tensor::from_vector<int64_t>({2, 0}, {2})).mean(1)}, 0);
     (where(c > 0.0, c, -c).sum() + h.mean()).backward();
     EXPECT_EQ(h.argmax(1).sizes(), Shape({3}));
+    // The transformer's fused ops.
+    const Tensor t = param({1, 2, 3, 4}, 32);
+    const Tensor n = functional::layer_norm(t, param({4}, 33), param({4}, 34));
+    functional::scaled_dot_product_attention(n, n, t, /*is_causal=*/true).sum().backward();
     // nn's layers, losses and optimizer steps as functions.
     const Tensor x = param({2, 3, 6, 6}, 40), w = param({4, 3, 3, 3}, 41), bias = param({4}, 42);
     const Tensor gamma = param({4}, 43), beta = param({4}, 44), rm = zeros({4}), rv = ones({4});

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "strata/backends/cuda/cuda_backend.h"
 #include "strata/backends/reference/reference_backend.h"
@@ -73,6 +74,25 @@ inline Tensor to_cpu(const Tensor& g) {
   Tensor c = Tensor::empty(g.sizes(), g.dtype(), Device::cpu(), g.dim() == 4 ? format_of(g) : kNCHW);
   copy_into(g, c);
   return c;
+}
+
+// A dense CPU copy of t (any device, any strides) in dtype dt.
+inline Tensor host_as(const Tensor& t, DType dt) {
+  Tensor o = Tensor::empty(t.sizes(), dt, Device::cpu());
+  copy_into(t, o);
+  return o;
+}
+// Element-wise equality, NaN equal to NaN (exact results: selections, extremes, positions,
+// and a kernel run twice).
+inline ::testing::AssertionResult same_values(const Tensor& got, const Tensor& want) {
+  if (got.sizes() != want.sizes())
+    return ::testing::AssertionFailure() << "shapes differ: " << got.str() << " vs " << want.str();
+  const std::vector<double> g = host_as(got, DType::f64).to_vector<double>();
+  const std::vector<double> w = host_as(want, DType::f64).to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i]))))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i];
+  return ::testing::AssertionSuccess();
 }
 
 // A CPU f32 copy of t in t's layout (half-precision values are exact in f32).

@@ -36,12 +36,6 @@ double tol(DType dt, double f32_tol) {
   return dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : dt == DType::f64 ? 1e-12 : f32_tol;
 }
 
-// A dense CPU copy of t (any device, any strides) in dtype dt.
-Tensor host_as(const Tensor& t, DType dt) {
-  Tensor o = Tensor::empty(t.sizes(), dt, Device::cpu());
-  copy_into(t, o);
-  return o;
-}
 
 // Whole numbers in [lo, hi] in any dtype (equal values and ties are common).
 Tensor small_ints(const Shape& sizes, DType dt, uint64_t seed, int lo = -3, int hi = 3) {
@@ -91,17 +85,6 @@ Both broadcast(const Shape& sizes, int dim, DType dt, uint64_t seed, bool ints =
   });
 }
 
-// Element-wise equality, NaN equal to NaN (exact results: selections, extremes, positions).
-::testing::AssertionResult same_values(const Tensor& got, const Tensor& want) {
-  if (got.sizes() != want.sizes())
-    return ::testing::AssertionFailure() << "shapes differ: " << got.str() << " vs " << want.str();
-  const std::vector<double> g = host_as(got, DType::f64).to_vector<double>();
-  const std::vector<double> w = host_as(want, DType::f64).to_vector<double>();
-  for (size_t i = 0; i < g.size(); ++i)
-    if (!(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i]))))
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i];
-  return ::testing::AssertionSuccess();
-}
 
 // ---- compare ------------------------------------------------------------------------------
 

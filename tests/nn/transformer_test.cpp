@@ -1,13 +1,15 @@
 // GPT-2's layers (nn/layers/transformer.h) in the tape modes: Hugging Face's and nanoGPT's
 // parameter names and shapes, the gradients of every parameter against central differences in
 // f64, causality (a token never changes the logits before it), the virtual and static modes
-// bitwise alike, a loss that falls on a learnable sequence, and clear errors for what cannot run.
+// bitwise alike, a loss that falls on a learnable sequence, the growing and static key/value
+// caches against the whole sequence, and clear errors for what cannot run.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <algorithm>
 #include <map>
 
+#include "strata/autograd/grad_mode.h"
 #include "strata/autograd/gradcheck.h"
 #include "strata/autograd/nn_functional.h"
 #include "strata/core/factories.h"
@@ -210,6 +212,42 @@ TEST(NnGpt, AKeyValueCacheGivesTheSameLogitsAndTokens) {
     row.push_back(l.select(1, l.size(1) - 1).argmax(1).to_vector<int64_t>()[0]);
   }
   EXPECT_EQ(nn::generate(m, prompt, {.new_tokens = 4, .temperature = 0.0}).to_vector<int64_t>(), row);
+}
+
+// A static cache (preallocated rows written at their positions, the count held read by the
+// attention kernel) gives the growing cache's logits and tokens; it is for inference only.
+TEST(NnGpt, AStaticCacheGivesTheGrowingCachesLogitsAndTokens) {
+  manual_seed(10);
+  nn::Gpt<VirtualDispatch> m(reference(), tiny());
+  autograd::NoGradGuard no_grad;
+  nn::KvCache growing, fixed = m.static_cache(2, 5);
+  EXPECT_TRUE(fixed.is_static());
+  for (const auto& [part, t] : {std::pair{std::vector<int64_t>{2, 5, 1, 0, 4, 4}, 3}, {{6, 3}, 1}, {{1, 2}, 1}}) {
+    const Tensor a = m.forward(ids(part, 2, t), &growing), b = m.forward(ids(part, 2, t), &fixed);
+    EXPECT_EQ(a.to_vector<double>(), b.to_vector<double>()) << "after " << growing.length() << " tokens";
+    EXPECT_EQ(fixed.length(), growing.length());
+  }
+  EXPECT_STRATA_ERROR(m.forward(ids({1, 2}, 2, 1), &fixed), "KvCache", "1 more tokens after 5", "5 positions");
+  for (const nn::GenerateOptions& o : {nn::GenerateOptions{.new_tokens = 4, .temperature = 0.0},
+                                       nn::GenerateOptions{.new_tokens = 4, .temperature = 0.8, .top_k = 3, .seed = 5}}) {
+    nn::GenerateOptions st = o;
+    st.static_cache = true;
+    EXPECT_EQ(nn::generate(m, ids({3, 1}, 1, 2), st).to_vector<int64_t>(),
+              nn::generate(m, ids({3, 1}, 1, 2), o).to_vector<int64_t>())
+        << "temperature " << o.temperature;
+  }
+  EXPECT_STRATA_ERROR(nn::generate(m, ids({3, 1}, 1, 2), {.new_tokens = 5, .static_cache = true}), "generate",
+                      "block_size 6");
+  // Graph decoding captures a static-mode step on a backend with graphs.
+  EXPECT_STRATA_ERROR(nn::generate(m, ids({3, 1}, 1, 2), {.new_tokens = 2, .graph = true}), "generate",
+                      "static mode", "cuda");
+}
+
+TEST(NnGpt, AStaticCacheRefusesTraining) {
+  nn::Gpt<VirtualDispatch> m(reference(), tiny());
+  nn::KvCache fixed = m.static_cache(1, 4);
+  EXPECT_STRATA_ERROR(m.forward(ids({1, 2}, 1, 2), &fixed), "GPT", "static", "inference", "NoGradGuard");
+  EXPECT_STRATA_ERROR(m.static_cache(1, 7), "GPT", "static cache", "block_size 6");
 }
 
 TEST(NnGpt, WhatCannotRunIsAClearError) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "strata/autograd/functions.h"
+#include "strata/ops/transformer_ops.h"
 #include "support/op_fixtures.h"
 
 namespace strata::testing {
@@ -17,6 +18,10 @@ STRATA_COVERS(softmax_bwd, "errors");
 STRATA_COVERS(bmm, "errors");
 STRATA_COVERS(index_select, "errors");
 STRATA_COVERS(index_add, "errors");
+STRATA_COVERS(layer_norm_fwd, "errors");
+STRATA_COVERS(layer_norm_bwd, "errors");
+STRATA_COVERS(attention_fwd, "errors");
+STRATA_COVERS(attention_bwd, "errors");
 
 TEST(OpErrors, Comparisons) {
   auto d = reference_dispatch();
@@ -78,6 +83,37 @@ TEST(OpErrors, IndexSelectAndIndexAdd) {
   EXPECT_STRATA_ERROR(ops::index_add(d, rnd({2, 3}), 0, idx, {5, 3}), "index_add", "index[1] = 5");
   EXPECT_STRATA_ERROR(ops::index_add(d, rnd({2, 4}), 0, Tensor::from_vector<int64_t>({0, 1}, {2}), {5, 3}),
                       "index_add", "dim 1");
+}
+
+TEST(OpErrors, LayerNorm) {
+  auto d = reference_dispatch();
+  const Tensor x = rnd({2, 3});
+  EXPECT_STRATA_ERROR(ops::layer_norm(d, x, rnd({4}), Tensor(), 1e-5), "layer_norm", "weight", "[3]");
+  EXPECT_STRATA_ERROR(ops::layer_norm(d, x, Tensor(), Tensor(), -1.0), "layer_norm", "eps");
+  EXPECT_STRATA_ERROR(ops::layer_norm(d, fake_cuda({2, 3}), Tensor(), Tensor(), 1e-5), "layer_norm", "cuda:0");
+  const ops::LayerNormResult r = ops::layer_norm(d, x, Tensor(), Tensor(), 1e-5);
+  EXPECT_STRATA_ERROR(ops::layer_norm_bwd(d, x, Tensor(), r.mean, r.rstd, rnd({3, 2}), true, false, false),
+                      "layer_norm_bwd", "grad_output");
+  EXPECT_STRATA_ERROR(ops::layer_norm_bwd(d, x, Tensor(), r.mean.to(DType::f64), r.rstd, x, true, false, false),
+                      "layer_norm_bwd", "mean", "f32");
+  EXPECT_STRATA_ERROR(ops::layer_norm_bwd(d, x, Tensor(), rnd({3}), r.rstd, x, true, false, false),
+                      "layer_norm_bwd", "mean", "2 rows");
+}
+
+TEST(OpErrors, Attention) {
+  auto d = reference_dispatch();
+  const Tensor q = rnd({1, 2, 3, 4}), k = rnd({1, 2, 5, 4});
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, rnd({1, 2, 5, 3}), true, 0.5), "scaled_dot_product_attention", "head dims");
+  EXPECT_STRATA_ERROR(ops::attention(d, k, q, q, true, 0.5), "scaled_dot_product_attention", "5 queries over 3 keys");
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor::from_vector<int64_t>({6}, {1})),
+                      "scaled_dot_product_attention", "kv_len", "6");
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor::from_vector<int32_t>({2}, {1})),
+                      "scaled_dot_product_attention", "kv_len", "i64");
+  const ops::AttentionResult r = ops::attention(d, q, k, k, true, 0.5);
+  EXPECT_STRATA_ERROR(ops::attention_bwd(d, q, k, k, r.y, r.lse.to(DType::f64), r.y, true, 0.5),
+                      "scaled_dot_product_attention_bwd", "lse");
+  EXPECT_STRATA_ERROR(ops::attention_bwd(d, q, k, k, r.y, r.lse, rnd({1, 2, 3, 5}), true, 0.5),
+                      "scaled_dot_product_attention_bwd", "grad_output");
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 # GPT-2 (nn::Gpt, the tape-mode composition) against Hugging Face GPT2LMHeadModel on the GPU
 # machine, on random weights: a small model and GPT-2 small (124M), f32, logits compared and
 # the eager forward timed on both sides; GPT-2 small from transformers' own state dict (Conv1D
-# layout), with 24 greedy tokens against transformers' generate. Run from the repository root with .gpu/ packed by
+# layout), with 24 greedy tokens against transformers' generate; then the decoding study (GPT-2
+# small, batch 1, prompt 128, DECODE new tokens, greedy) in fp32 and bf16: strata's ways of decoding
+# and PyTorch's three forms, in the same call. Run from the repository root with .gpu/ packed by
 #   TARGETS="gpt2_forward" tools/gpu/pack.sh
 # Logs and ids go to $OUT (or /tmp/strata-gpu).
 set -u
@@ -18,4 +20,12 @@ python3 $P export $D/g124 --layers 12 --heads 12 --embd 768 --vocab 50257 --bloc
 )
 python3 $P compare $D/small
 python3 $P compare $D/g124 --tolerance 1e-4
-rm -f $D/*/weights.safetensors $D/*/hf.safetensors $D/*/strata.safetensors
+DECODE=${DECODE:-256}
+for prec in fp32 bf16; do
+  (
+    source tools/gpu/env.sh >/dev/null 2>&1
+    .gpu/bin/gpt2_forward --hf --decode $DECODE --rounds 3 --precision $prec --repeat 3 --weights $D/g124/hf.safetensors --ids $D/g124/ids.safetensors --out $D/g124/strata_$prec.safetensors --layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024 --backend cuda
+  )
+  python3 $P decode $D/g124 --new $DECODE --rounds 3 --precision $prec
+done
+rm -f $D/*/weights.safetensors $D/*/hf.safetensors $D/*/strata*.safetensors

@@ -1,0 +1,256 @@
+#pragma once
+// The transformer's fused ops as loops over any strides, each computed in A (T on the CPU
+// backends, double on the reference backend, the oracle): layer norm over the rows of a
+// matrix and scaled dot-product attention (op_args.h defines both), with their backward.
+// openblas, onednn and eigen run these; backends/cuda/transformer_ops.cu computes the same
+// definitions.
+//
+// Attention never holds the [Tq, Tk] matrix: each query's scores are one row of Tk values,
+// and the backward recomputes the probabilities from the forward's log-sum-exp, as
+// FlashAttention does (Dao et al., "FlashAttention: Fast and Memory-Efficient Exact
+// Attention with IO-Awareness", 2022). The (batch, head) pairs are independent and run on
+// the OpenMP threads where the backend is built with them; within a pair the order of every
+// sum is fixed, so the results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "strata/backends/cpu/strided.h"
+#include "strata/backends/cpu/threads.h"
+#include "strata/ops/table/op_args.h"
+
+namespace strata::backends::loops {
+
+namespace detail {
+// Element (i, j) of a 2-D view, or (b, h, t, d) of a 4-D one, as an offset.
+inline int64_t at2(const ops::TensorView& v, int64_t i, int64_t j) { return i * v.strides[0] + j * v.strides[1]; }
+inline int64_t at4(const ops::TensorView& v, int64_t b, int64_t h, int64_t t, int64_t d) {
+  return b * v.strides[0] + h * v.strides[1] + t * v.strides[2] + d * v.strides[3];
+}
+inline int pool_threads(const Work& w) {
+#ifdef _OPENMP
+  return threads_for(w, omp_get_max_threads());
+#else
+  (void)w;
+  return 1;
+#endif
+}
+// The keys k holds: its first kv_len rows when given (clamped to [0, Tk]), else all Tk.
+template <class Args>
+int64_t key_count(const Args& a, int64_t tk) {
+  return a.kv_len.defined ? std::clamp<int64_t>(a.kv_len.template ptr<const int64_t>()[0], 0, tk) : tk;
+}
+// The keys query i of tq may see, of `keys`: [0, limit) (limit <= 0: none).
+template <class Args>
+int64_t visible_keys(const Args& a, int64_t i, int64_t tq, int64_t keys) {
+  return a.causal ? std::min(keys, i + keys - tq + 1) : keys;
+}
+}  // namespace detail
+
+// S: the statistics' storage type (T on the CPU, where f32 and f64 are the float dtypes).
+template <class T, class A = T, class S = T>
+void layer_norm_fwd(const ops::LayerNormFwdArgs& a) {
+  const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
+  const T* x = a.x.ptr<const T>();
+  const T* w = a.weight.defined ? a.weight.ptr<const T>() : nullptr;
+  const T* b = a.bias.defined ? a.bias.ptr<const T>() : nullptr;
+  T* y = a.y.ptr<T>();
+  S* mean = a.mean.ptr<S>();
+  S* rstd = a.rstd.ptr<S>();
+  const int nt = detail::pool_threads(elementwise_work(n * c));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+#endif
+  for (int64_t r = 0; r < n; ++r) {
+    A s = 0;
+    for (int64_t j = 0; j < c; ++j) s += A(x[detail::at2(a.x, r, j)]);
+    const A mu = s / A(c);
+    A q = 0;
+    for (int64_t j = 0; j < c; ++j) {
+      const A d = A(x[detail::at2(a.x, r, j)]) - mu;
+      q += d * d;
+    }
+    const A rs = A(1) / std::sqrt(q / A(c) + A(a.eps));
+    for (int64_t j = 0; j < c; ++j) {
+      A v = (A(x[detail::at2(a.x, r, j)]) - mu) * rs;
+      if (w) v = v * A(w[j * a.weight.strides[0]]);
+      if (b) v = v + A(b[j * a.bias.strides[0]]);
+      y[detail::at2(a.y, r, j)] = static_cast<T>(v);
+    }
+    mean[r * a.mean.strides[0]] = static_cast<S>(mu);
+    rstd[r * a.rstd.strides[0]] = static_cast<S>(rs);
+  }
+  (void)nt;
+}
+
+// dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy * weight; dweight = sum dy xhat,
+// dbias = sum dy over the rows, in row order.
+template <class T, class A = T, class S = T>
+void layer_norm_bwd(const ops::LayerNormBwdArgs& a) {
+  const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
+  const T* x = a.x.ptr<const T>();
+  const T* w = a.weight.defined ? a.weight.ptr<const T>() : nullptr;
+  const T* dy = a.dy.ptr<const T>();
+  const S* mean = a.mean.ptr<const S>();
+  const S* rstd = a.rstd.ptr<const S>();
+  auto xhat = [&](int64_t r, int64_t j) {
+    return (A(x[detail::at2(a.x, r, j)]) - A(mean[r * a.mean.strides[0]])) * A(rstd[r * a.rstd.strides[0]]);
+  };
+  auto wj = [&](int64_t j) { return w ? A(w[j * a.weight.strides[0]]) : A(1); };
+  if (a.dx.defined) {
+    T* dx = a.dx.ptr<T>();
+    const int nt = detail::pool_threads(elementwise_work(n * c));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+#endif
+    for (int64_t r = 0; r < n; ++r) {
+      A sg = 0, sgx = 0;
+      for (int64_t j = 0; j < c; ++j) {
+        const A g = A(dy[detail::at2(a.dy, r, j)]) * wj(j);
+        sg += g;
+        sgx += g * xhat(r, j);
+      }
+      const A mg = sg / A(c), mgx = sgx / A(c), rs = A(rstd[r * a.rstd.strides[0]]);
+      for (int64_t j = 0; j < c; ++j) {
+        const A g = A(dy[detail::at2(a.dy, r, j)]) * wj(j);
+        dx[detail::at2(a.dx, r, j)] = static_cast<T>(rs * (g - mg - xhat(r, j) * mgx));
+      }
+    }
+    (void)nt;
+  }
+  if (a.dweight.defined || a.dbias.defined) {
+    T* dw = a.dweight.defined ? a.dweight.ptr<T>() : nullptr;
+    T* db = a.dbias.defined ? a.dbias.ptr<T>() : nullptr;
+    for (int64_t j = 0; j < c; ++j) {
+      A sw = 0, sb = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        const A g = A(dy[detail::at2(a.dy, r, j)]);
+        sw += g * xhat(r, j);
+        sb += g;
+      }
+      if (dw) dw[j * a.dweight.strides[0]] = static_cast<T>(sw);
+      if (db) db[j * a.dbias.strides[0]] = static_cast<T>(sb);
+    }
+  }
+}
+
+template <class T, class A = T, class S = T>
+void attention_fwd(const ops::AttentionFwdArgs& a) {
+  const int64_t B = a.q.sizes[0], H = a.q.sizes[1], tq = a.q.sizes[2], D = a.q.sizes[3], tk = a.k.sizes[2];
+  const T* q = a.q.ptr<const T>();
+  const T* k = a.k.ptr<const T>();
+  const T* v = a.v.ptr<const T>();
+  T* y = a.y.ptr<T>();
+  S* lse = a.lse.ptr<S>();
+  const A scale = A(a.scale);
+  const int64_t keys_held = detail::key_count(a, tk);
+  const int nt = detail::pool_threads(product_work(B * H * tq * tk * D * 2));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+#endif
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    const int64_t b = bh / H, h = bh % H;
+    std::vector<A> p(static_cast<size_t>(tk)), acc(static_cast<size_t>(D));
+    for (int64_t i = 0; i < tq; ++i) {
+      const int64_t keys = std::max<int64_t>(0, detail::visible_keys(a, i, tq, keys_held));
+      A mx = -std::numeric_limits<A>::infinity();
+      for (int64_t j = 0; j < keys; ++j) {
+        A s = 0;
+        for (int64_t d = 0; d < D; ++d) s += A(q[detail::at4(a.q, b, h, i, d)]) * A(k[detail::at4(a.k, b, h, j, d)]);
+        p[j] = s * scale;
+        mx = std::max(mx, p[j]);
+      }
+      A sum = 0;
+      for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - mx));
+      std::fill(acc.begin(), acc.end(), A(0));
+      for (int64_t j = 0; j < keys; ++j)
+        for (int64_t d = 0; d < D; ++d) acc[d] += p[j] * A(v[detail::at4(a.v, b, h, j, d)]);
+      // No visible key (a query before a cache's fill): zeros, lse -inf.
+      for (int64_t d = 0; d < D; ++d) y[detail::at4(a.y, b, h, i, d)] = static_cast<T>(keys > 0 ? acc[d] / sum : A(0));
+      lse[b * a.lse.strides[0] + h * a.lse.strides[1] + i * a.lse.strides[2]] =
+          static_cast<S>(keys > 0 ? mx + std::log(sum) : -std::numeric_limits<A>::infinity());
+    }
+  }
+  (void)nt;
+}
+
+// With P_ij = exp(scale q_i . k_j - lse_i) and delta_i = dy_i . y_i:
+//   dv_j = sum_i P_ij dy_i, dS_ij = P_ij (dy_i . v_j - delta_i),
+//   dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i.
+template <class T, class A = T, class S = T>
+void attention_bwd(const ops::AttentionBwdArgs& a) {
+  const int64_t B = a.q.sizes[0], H = a.q.sizes[1], tq = a.q.sizes[2], D = a.q.sizes[3], tk = a.k.sizes[2];
+  const T* q = a.q.ptr<const T>();
+  const T* k = a.k.ptr<const T>();
+  const T* v = a.v.ptr<const T>();
+  const T* y = a.y.ptr<const T>();
+  const T* dy = a.dy.ptr<const T>();
+  const S* lse = a.lse.ptr<const S>();
+  S* delta = a.delta.ptr<S>();
+  T* dq = a.dq.ptr<T>();
+  T* dk = a.dk.ptr<T>();
+  T* dv = a.dv.ptr<T>();
+  const A scale = A(a.scale);
+  const int64_t keys_held = detail::key_count(a, tk);
+  const int nt = detail::pool_threads(product_work(B * H * tq * tk * D * 4));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+#endif
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    const int64_t b = bh / H, h = bh % H;
+    auto stat = [&](const ops::TensorView& s, int64_t i) { return b * s.strides[0] + h * s.strides[1] + i * s.strides[2]; };
+    // Accumulated in A over the queries, written once: dk and dv [Tk, D].
+    std::vector<A> gk(static_cast<size_t>(tk * D), A(0)), gv(static_cast<size_t>(tk * D), A(0)), gq(static_cast<size_t>(D));
+    for (int64_t i = 0; i < tq; ++i) {
+      A di = 0;
+      for (int64_t d = 0; d < D; ++d) di += A(dy[detail::at4(a.dy, b, h, i, d)]) * A(y[detail::at4(a.y, b, h, i, d)]);
+      delta[stat(a.delta, i)] = static_cast<S>(di);
+      const A li = A(lse[stat(a.lse, i)]);
+      const int64_t keys = std::max<int64_t>(0, detail::visible_keys(a, i, tq, keys_held));
+      std::fill(gq.begin(), gq.end(), A(0));
+      for (int64_t j = 0; j < keys; ++j) {
+        A s = 0, dp = 0;
+        for (int64_t d = 0; d < D; ++d) {
+          s += A(q[detail::at4(a.q, b, h, i, d)]) * A(k[detail::at4(a.k, b, h, j, d)]);
+          dp += A(dy[detail::at4(a.dy, b, h, i, d)]) * A(v[detail::at4(a.v, b, h, j, d)]);
+        }
+        const A p = std::exp(s * scale - li), ds = p * (dp - di);
+        for (int64_t d = 0; d < D; ++d) {
+          gv[j * D + d] += p * A(dy[detail::at4(a.dy, b, h, i, d)]);
+          gk[j * D + d] += scale * ds * A(q[detail::at4(a.q, b, h, i, d)]);
+          gq[d] += scale * ds * A(k[detail::at4(a.k, b, h, j, d)]);
+        }
+      }
+      for (int64_t d = 0; d < D; ++d) dq[detail::at4(a.dq, b, h, i, d)] = static_cast<T>(gq[d]);
+    }
+    for (int64_t j = 0; j < tk; ++j)
+      for (int64_t d = 0; d < D; ++d) {
+        dk[detail::at4(a.dk, b, h, j, d)] = static_cast<T>(gk[j * D + d]);
+        dv[detail::at4(a.dv, b, h, j, d)] = static_cast<T>(gv[j * D + d]);
+      }
+  }
+  (void)nt;
+}
+
+}  // namespace strata::backends::loops
+
+// The transformer ops' members of a CPU backend class whose body is these loops.
+#define STRATA_CPU_TRANSFORMER_MEMBERS(Backend)                                                                     \
+  void Backend::layer_norm_fwd(const ::strata::ops::LayerNormFwdArgs& a) {                                          \
+    loops::visit_float(kName, "layer_norm_fwd", a.x.dtype, [&](auto t) { loops::layer_norm_fwd<decltype(t)>(a); }); \
+  }                                                                                                                 \
+  void Backend::layer_norm_bwd(const ::strata::ops::LayerNormBwdArgs& a) {                                          \
+    loops::visit_float(kName, "layer_norm_bwd", a.x.dtype, [&](auto t) { loops::layer_norm_bwd<decltype(t)>(a); }); \
+  }                                                                                                                 \
+  void Backend::attention_fwd(const ::strata::ops::AttentionFwdArgs& a) {                                           \
+    loops::visit_float(kName, "attention_fwd", a.q.dtype, [&](auto t) { loops::attention_fwd<decltype(t)>(a); });   \
+  }                                                                                                                 \
+  void Backend::attention_bwd(const ::strata::ops::AttentionBwdArgs& a) {                                           \
+    loops::visit_float(kName, "attention_bwd", a.q.dtype, [&](auto t) { loops::attention_bwd<decltype(t)>(a); });   \
+  }

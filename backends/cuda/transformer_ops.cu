@@ -1,0 +1,458 @@
+// The transformer's fused ops on the GPU, strata's own kernels (backends/cpu/transformer_ops.h
+// holds the definitions, the loops these match): layer norm over the rows of a matrix and
+// scaled dot-product attention, with their backward. Every operand takes any strides; f16
+// and bf16 compute in float with float statistics, f64 in double. Every sum runs in a fixed
+// order (no atomics), so results are the same bits from run to run.
+//
+// Attention keeps one query's (or, in the backward, one key's) row of scores in shared
+// memory and recomputes the probabilities from the forward's log-sum-exp in the backward,
+// so it never holds the [Tq, Tk] matrix in global memory. These kernels are the correct
+// form for every dtype; they are not the fast form (a block per row reads the keys once
+// per query).
+#include <cmath>
+#include <limits>
+
+#include "strata/backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/kernels.cuh"
+
+namespace strata::backends {
+
+using namespace strata::ops;  // the op table's argument types
+
+namespace cuda {
+namespace {
+
+constexpr int kAttnThreads = 128;
+
+template <class T>
+struct View2 {
+  T* p;
+  int64_t s0, s1;
+  __device__ T& operator()(int64_t i, int64_t j) const { return p[i * s0 + j * s1]; }
+};
+template <class T>
+struct View3 {
+  T* p;
+  int64_t s0, s1, s2;
+  __device__ T& operator()(int64_t b, int64_t h, int64_t i) const { return p[b * s0 + h * s1 + i * s2]; }
+};
+template <class T>
+struct View4 {
+  T* p;
+  int64_t s0, s1, s2, s3;
+  __device__ T& operator()(int64_t b, int64_t h, int64_t i, int64_t d) const {
+    return p[b * s0 + h * s1 + i * s2 + d * s3];
+  }
+};
+template <class T>
+View2<T> v2(const TensorView& t) {
+  return {t.defined ? t.ptr<T>() : nullptr, t.defined ? t.strides[0] : 0, t.defined ? t.strides[1] : 0};
+}
+template <class T>
+View3<T> v3(const TensorView& t) {
+  return {t.ptr<T>(), t.strides[0], t.strides[1], t.strides[2]};
+}
+template <class T>
+View4<T> v4(const TensorView& t) {
+  return {t.ptr<T>(), t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
+}
+
+template <class A>
+__device__ __forceinline__ A warp_sum(A v) {
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+template <class A>
+__device__ __forceinline__ A warp_max(A v) {
+  for (int m = 16; m > 0; m >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, m));
+  return v;
+}
+// The block's sum (or max) of v in a fixed order, in every thread; `red` holds a value per warp.
+template <bool Max, class A>
+__device__ A block_reduce(A v, A* red) {
+  v = Max ? warp_max(v) : warp_sum(v);
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  __syncthreads();  // red may still be read by a previous reduction
+  if (threadIdx.x % 32 == 0) red[warp] = v;
+  __syncthreads();
+  A r = red[0];
+  for (int w = 1; w < warps; ++w) r = Max ? max(r, red[w]) : r + red[w];
+  return r;
+}
+
+// ---- layer norm -------------------------------------------------------------------------
+// One warp per row; the row is read three times (mean, variance, output), from L1/L2 after
+// the first.
+template <class T, class S>
+__global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T> x, const T* w, int64_t sw, const T* b,
+                                                                  int64_t sb, View2<T> y, S* mean, int64_t sm, S* rstd,
+                                                                  int64_t sr, int64_t n, int64_t c, double eps) {
+  using A = acc_t<T>;
+  const int lane = threadIdx.x % 32;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; r < n; r += step) {
+    A s = 0;
+    for (int64_t j = lane; j < c; j += 32) s += static_cast<A>(load(x(r, j)));
+    const A mu = warp_sum(s) / static_cast<A>(c);
+    A q = 0;
+    for (int64_t j = lane; j < c; j += 32) {
+      const A d = static_cast<A>(load(x(r, j))) - mu;
+      q += d * d;
+    }
+    const A rs = A(1) / sqrt(warp_sum(q) / static_cast<A>(c) + static_cast<A>(eps));
+    for (int64_t j = lane; j < c; j += 32) {
+      A v = (static_cast<A>(load(x(r, j))) - mu) * rs;
+      if (w) v = v * static_cast<A>(load(w[j * sw]));
+      if (b) v = v + static_cast<A>(load(b[j * sb]));
+      y(r, j) = store<T>(v);
+    }
+    if (lane == 0) {
+      mean[r * sm] = static_cast<S>(mu);
+      rstd[r * sr] = static_cast<S>(rs);
+    }
+  }
+}
+
+template <class T, class S>
+__global__ void __launch_bounds__(kThreads)
+    layer_norm_bwd_dx_kernel(View2<const T> x, const T* w, int64_t sw, const S* mean, int64_t sm, const S* rstd,
+                             int64_t sr, View2<const T> dy, View2<T> dx, int64_t n, int64_t c) {
+  using A = acc_t<T>;
+  const int lane = threadIdx.x % 32;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; r < n; r += step) {
+    const A mu = static_cast<A>(mean[r * sm]), rs = static_cast<A>(rstd[r * sr]);
+    A sg = 0, sgx = 0;
+    for (int64_t j = lane; j < c; j += 32) {
+      const A g = static_cast<A>(load(dy(r, j))) * (w ? static_cast<A>(load(w[j * sw])) : A(1));
+      sg += g;
+      sgx += g * (static_cast<A>(load(x(r, j))) - mu) * rs;
+    }
+    const A mg = warp_sum(sg) / static_cast<A>(c), mgx = warp_sum(sgx) / static_cast<A>(c);
+    for (int64_t j = lane; j < c; j += 32) {
+      const A g = static_cast<A>(load(dy(r, j))) * (w ? static_cast<A>(load(w[j * sw])) : A(1));
+      const A xh = (static_cast<A>(load(x(r, j))) - mu) * rs;
+      dx(r, j) = store<T>(rs * (g - mg - xh * mgx));
+    }
+  }
+}
+
+// dweight and dbias in two passes with a fixed order: partial sums over chunks of kChunk rows
+// (one thread per column and chunk), then the chunks' partials summed in chunk order.
+constexpr int64_t kChunk = 64;
+template <class T, class S, class A>
+__global__ void layer_norm_bwd_partial_kernel(View2<const T> x, const S* mean, int64_t sm, const S* rstd, int64_t sr,
+                                              View2<const T> dy, A* part_w, A* part_b, int64_t n, int64_t c) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, chunk = blockIdx.y;
+  if (j >= c) return;
+  A sw = 0, sb = 0;
+  const int64_t end = min(n, (chunk + 1) * kChunk);
+  for (int64_t r = chunk * kChunk; r < end; ++r) {
+    const A g = static_cast<A>(load(dy(r, j)));
+    sw += g * (static_cast<A>(load(x(r, j))) - static_cast<A>(mean[r * sm])) * static_cast<A>(rstd[r * sr]);
+    sb += g;
+  }
+  part_w[chunk * c + j] = sw;
+  part_b[chunk * c + j] = sb;
+}
+template <class T, class A>
+__global__ void layer_norm_bwd_sum_kernel(const A* part_w, const A* part_b, int64_t chunks, T* dw, int64_t sdw, T* db,
+                                          int64_t sdb, int64_t c) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= c) return;
+  A sw = 0, sb = 0;
+  for (int64_t k = 0; k < chunks; ++k) {
+    sw += part_w[k * c + j];
+    sb += part_b[k * c + j];
+  }
+  if (dw) dw[j * sdw] = store<T>(sw);
+  if (db) db[j * sdb] = store<T>(sb);
+}
+
+// ---- attention ----------------------------------------------------------------------------
+struct AttnShape {
+  int64_t B, H, tq, tk, D;
+  bool causal;
+  const int64_t* kv_len;  // optional: the keys held, read at every launch
+  // The keys k holds: L = kv_len (clamped to [0, tk]) or tk.
+  __device__ int64_t held() const { return kv_len ? min(max(*kv_len, int64_t{0}), tk) : tk; }
+  // The keys query i sees: [0, keys(i)); the queries key j is seen by: [first_query(j), tq).
+  __device__ int64_t keys(int64_t i) const {
+    const int64_t l = held();
+    return max(int64_t{0}, causal ? min(l, i + l - tq + 1) : l);
+  }
+  __device__ int64_t first_query(int64_t j) const {
+    const int64_t l = held();
+    if (j >= l) return tq;
+    return causal ? min(tq, max(int64_t{0}, j - (l - tq))) : 0;
+  }
+};
+
+// out[d] = sum over n of w[n] * rows(n, d) for d < D, the threads split as (d, part): part p
+// sums n = p, p + P, ... and the parts' sums are added in part order. `part` holds
+// blockDim.x values.
+template <class A, class Row>
+__device__ void weighted_row_sum(const A* w, int64_t n0, int64_t n1, int64_t D, Row&& rows, A* part, A* out) {
+  for (int64_t d0 = 0; d0 < D; d0 += blockDim.x) {
+    const int64_t width = min(static_cast<int64_t>(blockDim.x), D - d0);
+    const int parts = static_cast<int>(blockDim.x / width);
+    const int64_t d = d0 + threadIdx.x % width;
+    const int p = static_cast<int>(threadIdx.x / width);
+    A acc = 0;
+    if (p < parts)
+      for (int64_t n = n0 + p; n < n1; n += parts) acc += w[n - n0] * rows(n, d);
+    __syncthreads();
+    part[threadIdx.x] = p < parts ? acc : A(0);
+    __syncthreads();
+    if (threadIdx.x < width) {
+      A s = 0;
+      for (int k = 0; k < parts; ++k) s += part[k * width + threadIdx.x];
+      out[d0 + threadIdx.x] = s;
+    }
+    __syncthreads();
+  }
+}
+
+// One block per (b, h, query). Shared: scores [tk], q [D], out [D], part [blockDim], red [32].
+template <class T, class S>
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_fwd_kernel(View4<const T> q, View4<const T> k, View4<const T> v, View4<T> y, View3<S> lse, AttnShape sh,
+                         double scale) {
+  using A = acc_t<T>;
+  extern __shared__ unsigned char smem_raw[];
+  A* p = reinterpret_cast<A*>(smem_raw);
+  A* qi = p + sh.tk;
+  A* out = qi + sh.D;
+  A* part = out + sh.D;
+  A* red = part + blockDim.x;
+  const int64_t row = blockIdx.x, i = row % sh.tq, h = (row / sh.tq) % sh.H, b = row / (sh.tq * sh.H);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) qi[d] = static_cast<A>(load(q(b, h, i, d)));
+  __syncthreads();
+  const int64_t keys = sh.keys(i);
+  A mx = -std::numeric_limits<A>::infinity();
+  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
+    A s = 0;
+    for (int64_t d = 0; d < sh.D; ++d) s += qi[d] * static_cast<A>(load(k(b, h, j, d)));
+    p[j] = s * static_cast<A>(scale);
+    mx = max(mx, p[j]);
+  }
+  mx = block_reduce<true>(mx, red);
+  A sum = 0;
+  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) sum += (p[j] = exp(p[j] - mx));
+  sum = block_reduce<false>(sum, red);
+  __syncthreads();
+  weighted_row_sum(p, 0, keys, sh.D, [&](int64_t j, int64_t d) { return static_cast<A>(load(v(b, h, j, d))); }, part,
+                   out);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) y(b, h, i, d) = store<T>(keys > 0 ? out[d] / sum : A(0));
+  if (threadIdx.x == 0)
+    lse(b, h, i) = static_cast<S>(keys > 0 ? mx + log(sum) : -std::numeric_limits<A>::infinity());
+}
+
+// One block per (b, h, query): delta_i, then dq_i = scale sum_j dS_ij k_j.
+// Shared: ds [tk], dy_i [D], q_i [D], out [D], part [blockDim], red [32].
+template <class T, class S>
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_bwd_dq_kernel(View4<const T> q, View4<const T> k, View4<const T> v, View4<const T> y,
+                            View3<const S> lse, View4<const T> dy, View3<S> delta, View4<T> dq, AttnShape sh,
+                            double scale) {
+  using A = acc_t<T>;
+  extern __shared__ unsigned char smem_raw[];
+  A* ds = reinterpret_cast<A*>(smem_raw);
+  A* gi = ds + sh.tk;
+  A* qi = gi + sh.D;
+  A* out = qi + sh.D;
+  A* part = out + sh.D;
+  A* red = part + blockDim.x;
+  const int64_t row = blockIdx.x, i = row % sh.tq, h = (row / sh.tq) % sh.H, b = row / (sh.tq * sh.H);
+  A dd = 0;
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) {
+    gi[d] = static_cast<A>(load(dy(b, h, i, d)));
+    qi[d] = static_cast<A>(load(q(b, h, i, d)));
+    dd += gi[d] * static_cast<A>(load(y(b, h, i, d)));
+  }
+  const A di = block_reduce<false>(dd, red);  // its barriers publish gi and qi
+  if (threadIdx.x == 0) delta(b, h, i) = static_cast<S>(di);
+  const A li = static_cast<A>(lse(b, h, i)), sc = static_cast<A>(scale);
+  const int64_t keys = sh.keys(i);
+  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
+    A s = 0, dp = 0;
+    for (int64_t d = 0; d < sh.D; ++d) {
+      s += qi[d] * static_cast<A>(load(k(b, h, j, d)));
+      dp += gi[d] * static_cast<A>(load(v(b, h, j, d)));
+    }
+    ds[j] = exp(s * sc - li) * (dp - di);
+  }
+  __syncthreads();
+  weighted_row_sum(ds, 0, keys, sh.D, [&](int64_t j, int64_t d) { return static_cast<A>(load(k(b, h, j, d))); }, part,
+                   out);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) dq(b, h, i, d) = store<T>(sc * out[d]);
+}
+
+// One block per (b, h, key): dv_j = sum_i P_ij dy_i, dk_j = scale sum_i dS_ij q_i.
+// Shared: p [tq], ds [tq], k_j [D], v_j [D], out [D], part [blockDim].
+template <class T, class S>
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_bwd_dkv_kernel(View4<const T> q, View4<const T> k, View4<const T> v, View3<const S> lse,
+                             View4<const T> dy, View3<const S> delta, View4<T> dk, View4<T> dv, AttnShape sh,
+                             double scale) {
+  using A = acc_t<T>;
+  extern __shared__ unsigned char smem_raw[];
+  A* p = reinterpret_cast<A*>(smem_raw);
+  A* ds = p + sh.tq;
+  A* kj = ds + sh.tq;
+  A* vj = kj + sh.D;
+  A* out = vj + sh.D;
+  A* part = out + sh.D;
+  const int64_t row = blockIdx.x, j = row % sh.tk, h = (row / sh.tk) % sh.H, b = row / (sh.tk * sh.H);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) {
+    kj[d] = static_cast<A>(load(k(b, h, j, d)));
+    vj[d] = static_cast<A>(load(v(b, h, j, d)));
+  }
+  __syncthreads();
+  const A sc = static_cast<A>(scale);
+  const int64_t i0 = sh.first_query(j);
+  for (int64_t i = i0 + threadIdx.x; i < sh.tq; i += blockDim.x) {
+    A s = 0, dp = 0;
+    for (int64_t d = 0; d < sh.D; ++d) {
+      s += static_cast<A>(load(q(b, h, i, d))) * kj[d];
+      dp += static_cast<A>(load(dy(b, h, i, d))) * vj[d];
+    }
+    const A pij = exp(s * sc - static_cast<A>(lse(b, h, i)));
+    p[i - i0] = pij;
+    ds[i - i0] = pij * (dp - static_cast<A>(delta(b, h, i)));
+  }
+  __syncthreads();
+  weighted_row_sum(p, i0, sh.tq, sh.D, [&](int64_t i, int64_t d) { return static_cast<A>(load(dy(b, h, i, d))); },
+                   part, out);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) dv(b, h, j, d) = store<T>(out[d]);
+  __syncthreads();
+  weighted_row_sum(ds, i0, sh.tq, sh.D, [&](int64_t i, int64_t d) { return static_cast<A>(load(q(b, h, i, d))); },
+                   part, out);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) dk(b, h, j, d) = store<T>(sc * out[d]);
+}
+
+// The dynamic shared memory of a kernel above, opted in beyond the 48 KiB default when the
+// rows need it; a row longer than the device allows is an error naming the op.
+template <class Kernel>
+size_t attention_smem(const Context& ctx, Kernel kernel, const char* op, int64_t rows, int64_t D, size_t elem) {
+  const size_t bytes = (static_cast<size_t>(rows) + 3 * static_cast<size_t>(D) + kAttnThreads + 32) * elem;
+  int dev = 0, most = 0;
+  STRATA_CUDA_CHECK(cudaGetDevice(&dev));
+  STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  STRATA_CHECK(bytes <= static_cast<size_t>(most), op, ": a row of ", rows, " keys or queries with head dim ", D,
+               " needs ", bytes, " bytes of shared memory, more than the device's ", most,
+               " (strata's attention kernel keeps one row of scores on chip)");
+  if (bytes > 48 * 1024)
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  (void)ctx;
+  return bytes;
+}
+
+AttnShape attn_shape(const TensorView& q, const TensorView& k, bool causal, const TensorView& kv_len) {
+  return {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[2], q.sizes[3], causal,
+          kv_len.defined ? kv_len.ptr<const int64_t>() : nullptr};
+}
+
+// f32 statistics for the half types, f64 for f64 (the front end allocates them so).
+template <class T>
+using stats_t = acc_t<T>;
+
+}  // namespace
+}  // namespace cuda
+
+using cuda::kThreads;
+
+void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
+  const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
+  if (n == 0) return;
+  cuda::dispatch_float(a.x.dtype, "layer_norm_fwd", [&](auto t) {
+    using T = decltype(t);
+    using S = cuda::stats_t<T>;
+    cuda::layer_norm_fwd_kernel<T, S><<<cuda::grid_for(*ctx_, n * 32), kThreads, 0, ctx_->stream>>>(
+        cuda::v2<const T>(a.x), a.weight.defined ? a.weight.ptr<const T>() : nullptr,
+        a.weight.defined ? a.weight.strides[0] : 0, a.bias.defined ? a.bias.ptr<const T>() : nullptr,
+        a.bias.defined ? a.bias.strides[0] : 0, cuda::v2<T>(a.y), a.mean.ptr<S>(), a.mean.strides[0], a.rstd.ptr<S>(),
+        a.rstd.strides[0], n, c, a.eps);
+    STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_kernel");
+  });
+}
+
+void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
+  const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
+  cuda::dispatch_float(a.x.dtype, "layer_norm_bwd", [&](auto t) {
+    using T = decltype(t);
+    using S = cuda::stats_t<T>;
+    using A = cuda::acc_t<T>;
+    const T* w = a.weight.defined ? a.weight.ptr<const T>() : nullptr;
+    const int64_t sw = a.weight.defined ? a.weight.strides[0] : 0;
+    if (a.dx.defined && n > 0) {
+      cuda::layer_norm_bwd_dx_kernel<T, S><<<cuda::grid_for(*ctx_, n * 32), kThreads, 0, ctx_->stream>>>(
+          cuda::v2<const T>(a.x), w, sw, a.mean.ptr<const S>(), a.mean.strides[0], a.rstd.ptr<const S>(),
+          a.rstd.strides[0], cuda::v2<const T>(a.dy), cuda::v2<T>(a.dx), n, c);
+      STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_dx_kernel");
+    }
+    if (!a.dweight.defined && !a.dbias.defined) return;
+    const int64_t chunks = std::max<int64_t>(1, (n + cuda::kChunk - 1) / cuda::kChunk);
+    cuda::DeviceBuffer parts(*ctx_, static_cast<size_t>(2 * chunks * c) * sizeof(A));
+    A* part_w = parts.as<A>();
+    A* part_b = part_w + chunks * c;
+    const int cols = static_cast<int>((c + kThreads - 1) / kThreads);
+    if (n > 0) {
+      cuda::layer_norm_bwd_partial_kernel<T, S, A>
+          <<<dim3(cols, static_cast<unsigned>(chunks)), kThreads, 0, ctx_->stream>>>(
+              cuda::v2<const T>(a.x), a.mean.ptr<const S>(), a.mean.strides[0], a.rstd.ptr<const S>(),
+              a.rstd.strides[0], cuda::v2<const T>(a.dy), part_w, part_b, n, c);
+      STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_partial_kernel");
+    } else {
+      STRATA_CUDA_CHECK(cudaMemsetAsync(part_w, 0, static_cast<size_t>(2 * c) * sizeof(A), ctx_->stream));
+    }
+    cuda::layer_norm_bwd_sum_kernel<T, A><<<cols, kThreads, 0, ctx_->stream>>>(
+        part_w, part_b, n > 0 ? chunks : 1, a.dweight.defined ? a.dweight.ptr<T>() : nullptr,
+        a.dweight.defined ? a.dweight.strides[0] : 0,
+        a.dbias.defined ? a.dbias.ptr<T>() : nullptr, a.dbias.defined ? a.dbias.strides[0] : 0, c);
+    STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_sum_kernel");
+  });
+}
+
+void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
+  const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
+  const int64_t rows = sh.B * sh.H * sh.tq;
+  if (rows == 0) return;
+  cuda::dispatch_float(a.q.dtype, "attention_fwd", [&](auto t) {
+    using T = decltype(t);
+    using S = cuda::stats_t<T>;
+    auto kernel = cuda::attention_fwd_kernel<T, S>;
+    const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_fwd", sh.tk, sh.D, sizeof(cuda::acc_t<T>));
+    kernel<<<static_cast<unsigned>(rows), cuda::kAttnThreads, smem, ctx_->stream>>>(
+        cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), cuda::v4<T>(a.y), cuda::v3<S>(a.lse),
+        sh, a.scale);
+    STRATA_CUDA_CHECK_LAUNCH("attention_fwd_kernel");
+  });
+}
+
+void CudaBackend::attention_bwd(const AttentionBwdArgs& a) {
+  const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
+  cuda::dispatch_float(a.q.dtype, "attention_bwd", [&](auto t) {
+    using T = decltype(t);
+    using S = cuda::stats_t<T>;
+    const size_t elem = sizeof(cuda::acc_t<T>);
+    if (sh.B * sh.H * sh.tq > 0) {
+      auto kernel = cuda::attention_bwd_dq_kernel<T, S>;
+      const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_bwd", sh.tk, sh.D, elem);
+      kernel<<<static_cast<unsigned>(sh.B * sh.H * sh.tq), cuda::kAttnThreads, smem, ctx_->stream>>>(
+          cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), cuda::v4<const T>(a.y),
+          cuda::v3<const S>(a.lse), cuda::v4<const T>(a.dy), cuda::v3<S>(a.delta), cuda::v4<T>(a.dq), sh, a.scale);
+      STRATA_CUDA_CHECK_LAUNCH("attention_bwd_dq_kernel");
+    }
+    if (sh.B * sh.H * sh.tk > 0) {
+      auto kernel = cuda::attention_bwd_dkv_kernel<T, S>;
+      const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_bwd", 2 * sh.tq, sh.D, elem);
+      kernel<<<static_cast<unsigned>(sh.B * sh.H * sh.tk), cuda::kAttnThreads, smem, ctx_->stream>>>(
+          cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), cuda::v3<const S>(a.lse),
+          cuda::v4<const T>(a.dy), cuda::v3<const S>(a.delta), cuda::v4<T>(a.dk), cuda::v4<T>(a.dv), sh, a.scale);
+      STRATA_CUDA_CHECK_LAUNCH("attention_bwd_dkv_kernel");
+    }
+  });
+}
+
+}  // namespace strata::backends

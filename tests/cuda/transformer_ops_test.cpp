@@ -1,0 +1,124 @@
+// Layer norm and attention on the cuda backend against the reference (backends/cpu/
+// transformer_ops.h's loops, in double), in every float dtype (f16 and bf16 against the
+// reference in f32 on the same rounded inputs): rows longer than a warp and than the column
+// chunks of the weight gradient, permuted [B, T, H, D] operands, head dims below, between and
+// above the block's width, sequences longer than the block, one query over a cache, and runs
+// repeated for the same bits.
+#include <cmath>
+#include <string>
+
+#include "cuda_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+STRATA_COVERS(layer_norm_fwd, "cuda_vs_reference");
+STRATA_COVERS(layer_norm_bwd, "cuda_vs_reference");
+STRATA_COVERS(attention_fwd, "cuda_vs_reference");
+STRATA_COVERS(attention_bwd, "cuda_vs_reference");
+
+class CudaTransformerOps : public CudaTest {};
+
+constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+bool is_half(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
+DType ref_dtype(DType dt) { return is_half(dt) ? DType::f32 : dt; }
+DType stats(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
+double tol(DType dt, double f32_tol) {
+  return dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : dt == DType::f64 ? 1e-12 : f32_tol;
+}
+
+TEST_F(CudaTransformerOps, LayerNormMatchesTheReference) {
+  struct Case {
+    int64_t n, c;
+  };
+  for (DType dt : kFloats)
+    for (const Case& k : {Case{130, 768}, Case{1, 1}, Case{7, 33}, Case{64, 5}}) {
+      const DType rd = ref_dtype(dt);
+      const Tensor xb = random_tensor({k.n, k.c + 1}, dt, 1, -3.0, 3.0);
+      const Tensor x = xb.narrow(1, 1, k.c), w = random_tensor({k.c}, dt, 2), b = random_tensor({k.c}, dt, 3);
+      const Tensor dy = random_tensor({k.n, k.c}, dt, 4);
+      const Tensor xg = to_gpu(xb).narrow(1, 1, k.c), wg = to_gpu(w), bg = to_gpu(b), dyg = to_gpu(dy);
+      const Tensor yg = gpu_nan({k.n, k.c}, kNCHW, dt), mg = gpu_nan({k.n}, kNCHW, stats(dt)),
+                   rg = gpu_nan({k.n}, kNCHW, stats(dt));
+      be().layer_norm_fwd({xg, wg, bg, yg, mg, rg, 1e-5});
+      const Tensor yr = cpu_nan({k.n, k.c}, kNCHW, rd), mr = cpu_nan({k.n}, kNCHW, stats(dt)),
+                   rr = cpu_nan({k.n}, kNCHW, stats(dt));
+      const Tensor xr = host_as(x, rd);
+      ref_.layer_norm_fwd({xr, host_as(w, rd), host_as(b, rd), yr, mr, rr, 1e-5});
+      const std::string what = std::string(dtype_name(dt)) + " " + std::to_string(k.n) + "x" + std::to_string(k.c);
+      STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
+      STRATA_EXPECT_CLOSE(host_as(rg, stats(dt)), rr, tol(dt, kTolReduction), what + " rstd");
+      Tensor grads[2][3];
+      for (int rep = 0; rep < 2; ++rep) {
+        for (int i = 0; i < 3; ++i) grads[rep][i] = gpu_nan(i == 0 ? Shape{k.n, k.c} : Shape{k.c}, kNCHW, dt);
+        be().layer_norm_bwd({xg, wg, mg, rg, dyg, grads[rep][0], grads[rep][1], grads[rep][2]});
+      }
+      const Tensor dxr = cpu_nan({k.n, k.c}, kNCHW, rd), dwr = cpu_nan({k.c}, kNCHW, rd), dbr = cpu_nan({k.c}, kNCHW, rd);
+      ref_.layer_norm_bwd({xr, host_as(w, rd), mr, rr, host_as(dy, rd), dxr, dwr, dbr});
+      // Weight gradients sum over the rows: a looser bound for the long columns.
+      STRATA_EXPECT_CLOSE(host_as(grads[0][0], rd), dxr, tol(dt, kTolReduction), what + " dx");
+      STRATA_EXPECT_CLOSE(host_as(grads[0][1], rd), dwr, tol(dt, 1e-4), what + " dweight");
+      STRATA_EXPECT_CLOSE(host_as(grads[0][2], rd), dbr, tol(dt, 1e-4), what + " dbias");
+      for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_values(to_cpu(grads[0][i]), to_cpu(grads[1][i]))) << what << " rerun " << i;
+    }
+}
+
+TEST_F(CudaTransformerOps, AttentionMatchesTheReference) {
+  struct Case {
+    int64_t b, h, tq, tk, d;
+    bool causal;
+  };
+  for (DType dt : kFloats)
+    for (const Case& c : {Case{2, 3, 37, 37, 64, true}, Case{1, 2, 1, 300, 64, true}, Case{1, 1, 5, 9, 80, false},
+                          Case{2, 2, 17, 17, 160, true}, Case{1, 1, 1, 1, 8, true}, Case{1, 4, 200, 200, 16, true}}) {
+      const DType rd = ref_dtype(dt);
+      // q, k, v as the permuted heads of [B, T, H, D] tensors, as a fused projection gives them.
+      const Tensor qb = random_tensor({c.b, c.tq, c.h, c.d}, dt, 5), kb = random_tensor({c.b, c.tk, c.h, c.d}, dt, 6),
+                   vb = random_tensor({c.b, c.tk, c.h, c.d}, dt, 7);
+      const Tensor dy = random_tensor({c.b, c.h, c.tq, c.d}, dt, 8);
+      const auto heads = [](const Tensor& t) { return t.permute({0, 2, 1, 3}); };
+      const Tensor qg = heads(to_gpu(qb)), kg = heads(to_gpu(kb)), vg = heads(to_gpu(vb)), dyg = to_gpu(dy);
+      const Tensor qr = heads(host_as(qb, rd)), kr = heads(host_as(kb, rd)), vr = heads(host_as(vb, rd));
+      const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+      const Shape ys{c.b, c.h, c.tq, c.d}, ls{c.b, c.h, c.tq};
+      const Tensor yg = gpu_nan(ys, kNCHW, dt), lg = gpu_nan(ls, kNCHW, stats(dt));
+      be().attention_fwd({qg, kg, vg, yg, lg, {}, scale, c.causal});
+      const Tensor yr = cpu_nan(ys, kNCHW, rd), lr = cpu_nan(ls, kNCHW, stats(dt));
+      ref_.attention_fwd({qr, kr, vr, yr, lr, {}, scale, c.causal});
+      const std::string what = std::string(dtype_name(dt)) + " tq " + std::to_string(c.tq) + " tk " +
+                               std::to_string(c.tk) + " d " + std::to_string(c.d) + (c.causal ? " causal" : "");
+      STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
+      STRATA_EXPECT_CLOSE(host_as(lg, stats(dt)), lr, tol(dt, kTolReduction), what + " lse");
+      Tensor g[2][4];
+      for (int rep = 0; rep < 2; ++rep) {
+        g[rep][0] = gpu_nan(ls, kNCHW, stats(dt));
+        g[rep][1] = gpu_nan(qg.sizes(), kNCHW, dt);
+        g[rep][2] = gpu_nan(kg.sizes(), kNCHW, dt);
+        g[rep][3] = gpu_nan(vg.sizes(), kNCHW, dt);
+        be().attention_bwd({qg, kg, vg, yg, lg, dyg, g[rep][0], g[rep][1], g[rep][2], g[rep][3], {}, scale, c.causal});
+      }
+      const Tensor delta = cpu_nan(ls, kNCHW, stats(dt)), dq = cpu_nan(qg.sizes(), kNCHW, rd),
+                   dk = cpu_nan(kg.sizes(), kNCHW, rd), dv = cpu_nan(vg.sizes(), kNCHW, rd);
+      ref_.attention_bwd({qr, kr, vr, yr, lr, host_as(dy, rd), delta, dq, dk, dv, {}, scale, c.causal});
+      STRATA_EXPECT_CLOSE(host_as(g[0][1], rd), dq, tol(dt, 1e-4), what + " dq");
+      STRATA_EXPECT_CLOSE(host_as(g[0][2], rd), dk, tol(dt, 1e-4), what + " dk");
+      STRATA_EXPECT_CLOSE(host_as(g[0][3], rd), dv, tol(dt, 1e-4), what + " dv");
+      for (int i = 1; i < 4; ++i) EXPECT_TRUE(same_values(to_cpu(g[0][i]), to_cpu(g[1][i]))) << what << " rerun " << i;
+    }
+}
+
+// A static cache read by the kernel: kv_len on the device, the keys past it never read.
+TEST_F(CudaTransformerOps, KvLenOnTheDeviceLimitsTheKeys) {
+  const int64_t tmax = 300, l = 129;
+  const Tensor q = random_tensor({1, 12, 1, 64}, DType::f32, 40), k = random_tensor({1, 12, tmax, 64}, DType::f32, 41),
+               v = random_tensor({1, 12, tmax, 64}, DType::f32, 42);
+  const Tensor yg = gpu_nan({1, 12, 1, 64}), lg = gpu_nan({1, 12, 1});
+  be().attention_fwd({to_gpu(q), to_gpu(k), to_gpu(v), yg, lg, to_gpu(Tensor::from_vector<int64_t>({l}, {1})), 0.125, true});
+  const Tensor yr = cpu_nan({1, 12, 1, 64}), lr = cpu_nan({1, 12, 1});
+  ref_.attention_fwd({q, k.narrow(2, 0, l), v.narrow(2, 0, l), yr, lr, {}, 0.125, true});
+  STRATA_EXPECT_CLOSE(to_cpu(yg), yr, kTolReduction, "kv_len y");
+  STRATA_EXPECT_CLOSE(to_cpu(lg), lr, kTolReduction, "kv_len lse");
+}
+
+}  // namespace
+}  // namespace strata::testing
