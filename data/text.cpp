@@ -69,7 +69,7 @@ std::string brown_to_text(std::string_view tagged) {
 }
 
 TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction, std::string_view suffix,
-                     TextFormat format) {
+                     TextFormat format, const Tokenizer& tokenizer) {
   namespace fs = std::filesystem;
   STRATA_CHECK(held_out_fraction >= 0 && held_out_fraction < 1, "load_text: held_out_fraction must be in [0, 1), got ",
                held_out_fraction);
@@ -85,18 +85,17 @@ TextCorpus load_text(const std::filesystem::path& path, double held_out_fraction
   } else {
     c.files.push_back(path);
   }
-  std::vector<int32_t> all;
+  // One text, encoded once: a tokenizer that merges across a file's end (GPT-2's joins white space)
+  // sees the corpus as it is written.
+  std::string text;
   for (const fs::path& f : c.files) {
     const std::vector<uint8_t> bytes = read_regular_file(f);
-    if (format == TextFormat::brown) {
-      const std::string text = brown_to_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-      all.insert(all.end(), text.begin(), text.end());
-    } else {
-      all.insert(all.end(), bytes.begin(), bytes.end());
-    }
-    if (c.files.size() > 1) all.push_back('\n');
+    const std::string_view file_text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    text += format == TextFormat::brown ? brown_to_text(file_text) : std::string(file_text);
+    if (c.files.size() > 1) text += '\n';
   }
-  STRATA_CHECK(!all.empty(), "load_text: ", path.string(), " holds no text (", c.files.size(), " file(s))");
+  STRATA_CHECK(!text.empty(), "load_text: ", path.string(), " holds no text (", c.files.size(), " file(s))");
+  const std::vector<int32_t> all = tokenizer.encode(text);
   const auto held = static_cast<size_t>(std::floor(held_out_fraction * static_cast<double>(all.size())));
   c.train.assign(all.begin(), all.end() - static_cast<std::ptrdiff_t>(held));
   c.held_out.assign(all.end() - static_cast<std::ptrdiff_t>(held), all.end());

