@@ -14,6 +14,9 @@
 // ways reversed every other round, each way's median and range printed, and every way's
 // tokens checked equal.
 #include <CLI/CLI.hpp>
+#ifdef STRATA_HAVE_BACKEND_CUDA
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -92,6 +95,33 @@ void decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispat
   std::printf("strata decode: every way gave the same %lld tokens\n", static_cast<long long>(tokens));
 }
 
+// One one-token step over a static cache (the step graph mode captures), run uncaptured inside
+// the NVTX range "decode_step" so that a profiler sees its kernels alone.
+template <class Load>
+void profile_one_step(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispatch& d, Load&& load,
+                      const Tensor& prompt) {
+#ifdef STRATA_HAVE_BACKEND_CUDA
+  STRATA_CHECK(d.device().type == DeviceType::cuda, "--profile-step: a cuda backend's step");
+  using Static = ops::StaticDispatch<backends::CudaBackend>;
+  nn::Gpt<Static> sm(Static(), model.config());
+  load(sm);
+  autograd::NoGradGuard no_grad;
+  nn::KvCache cache = sm.static_cache(1, prompt.size(1) + 2);
+  sm.forward(prompt, &cache);
+  const Tensor next = prompt.narrow(1, 0, 1).contiguous();
+  sm.forward(next, &cache);  // warm-up: the library handles a one-row step makes
+  d.synchronize();
+  nvtxRangePushA("decode_step");
+  sm.forward(next, &cache);
+  d.synchronize();
+  nvtxRangePop();
+  std::printf("strata: profiled one decoding step (NVTX range decode_step)\n");
+#else
+  (void)model, (void)d, (void)load, (void)prompt;
+  STRATA_FAIL("--profile-step: this build has no cuda backend");
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -119,6 +149,10 @@ int main(int argc, char** argv) try {
   app.add_option("--decode", decode, "greedy tokens to decode per timed run (0: no decoding study)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--rounds", rounds, "timed rounds of the decoding study")->check(CLI::Range(1, 100));
+  bool profile_step = false;
+  app.add_flag("--profile-step", profile_step,
+               "(cuda) one decoding step of the static cache in static mode inside the NVTX range 'decode_step', "
+               "for a profiler: ncu --nvtx --nvtx-include 'decode_step/'");
   app.add_option("--precision", precision, "the model's dtype: fp32, bf16 or fp16 (every parameter and activation)");
   STRATA_CLI11_PARSE(app, argc, argv);
 
@@ -158,6 +192,7 @@ int main(int argc, char** argv) try {
                 g_ms / static_cast<double>(generate));
   }
   if (decode > 0) decode_study(model, d, load, ids.slice(0, 0, 1), decode, rounds);
+  if (profile_step) profile_one_step(model, d, load, ids.slice(0, 0, 1));
   nn::safetensors::save(out, results);
   std::printf("strata %s: GPT-2 %lld layers, %lld heads, %lld embd, ids %s: forward %.3f ms (median of %d)\n",
               std::string(be.name()).c_str(), static_cast<long long>(c.n_layer), static_cast<long long>(c.n_head),

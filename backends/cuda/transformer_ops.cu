@@ -10,7 +10,7 @@
 // form for every dtype; they are not the fast form (a block per row reads the keys once
 // per query).
 #include <cmath>
-#include <limits>
+#include <type_traits>
 
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
@@ -22,7 +22,13 @@ using namespace strata::ops;  // the op table's argument types
 namespace cuda {
 namespace {
 
-constexpr int kAttnThreads = 128;
+// Threads per attention block: 128 while there are blocks enough to fill the GPU (training:
+// a block per query), 1024 when there are few (a decoding step: one per head), where a block's
+// loops over the keys are chains of memory latencies that only more warps shorten.
+constexpr int kAttnThreads = 128, kAttnMaxThreads = 1024;
+int attn_threads(const Context& ctx, int64_t blocks) {
+  return blocks < int64_t{ctx.sm_count} * 4 ? kAttnMaxThreads : kAttnThreads;
+}
 
 template <class T>
 struct View2 {
@@ -81,26 +87,36 @@ __device__ A block_reduce(A v, A* red) {
 }
 
 // ---- layer norm -------------------------------------------------------------------------
-// One warp per row; the row is read three times (mean, variance, output), from L1/L2 after
-// the first.
-template <class T, class S>
+// G threads per row (a warp, or the block when there are few rows: a decoding step's one row
+// on one warp was latency-bound, 16 us for 768 values); the row is read three times (mean,
+// variance, output), from L1/L2 after the first.
+template <int G, class A>
+__device__ __forceinline__ A row_sum(A v, A* red) {
+  if constexpr (G == 32)
+    return warp_sum(v);
+  else
+    return block_reduce<false>(v, red);
+}
+
+template <int G, class T, class S>
 __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T> x, const T* w, int64_t sw, const T* b,
                                                                   int64_t sb, View2<T> y, S* mean, int64_t sm, S* rstd,
                                                                   int64_t sr, int64_t n, int64_t c, double eps) {
   using A = acc_t<T>;
-  const int lane = threadIdx.x % 32;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; r < n; r += step) {
+  __shared__ A red[32];
+  const int lane = threadIdx.x % G;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / G);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x / G; r < n; r += step) {
     A s = 0;
-    for (int64_t j = lane; j < c; j += 32) s += static_cast<A>(load(x(r, j)));
-    const A mu = warp_sum(s) / static_cast<A>(c);
+    for (int64_t j = lane; j < c; j += G) s += static_cast<A>(load(x(r, j)));
+    const A mu = row_sum<G>(s, red) / static_cast<A>(c);
     A q = 0;
-    for (int64_t j = lane; j < c; j += 32) {
+    for (int64_t j = lane; j < c; j += G) {
       const A d = static_cast<A>(load(x(r, j))) - mu;
       q += d * d;
     }
-    const A rs = A(1) / sqrt(warp_sum(q) / static_cast<A>(c) + static_cast<A>(eps));
-    for (int64_t j = lane; j < c; j += 32) {
+    const A rs = A(1) / sqrt(row_sum<G>(q, red) / static_cast<A>(c) + static_cast<A>(eps));
+    for (int64_t j = lane; j < c; j += G) {
       A v = (static_cast<A>(load(x(r, j))) - mu) * rs;
       if (w) v = v * static_cast<A>(load(w[j * sw]));
       if (b) v = v + static_cast<A>(load(b[j * sb]));
@@ -200,6 +216,7 @@ __device__ void weighted_row_sum(const A* w, int64_t n0, int64_t n1, int64_t D, 
     const int p = static_cast<int>(threadIdx.x / width);
     A acc = 0;
     if (p < parts)
+#pragma unroll 4
       for (int64_t n = n0 + p; n < n1; n += parts) acc += w[n - n0] * rows(n, d);
     __syncthreads();
     part[threadIdx.x] = p < parts ? acc : A(0);
@@ -213,9 +230,30 @@ __device__ void weighted_row_sum(const A* w, int64_t n0, int64_t n1, int64_t D, 
   }
 }
 
+// The dot products of two rows of D values each, a warp per pair: the lanes read D-long rows
+// side by side (coalesced, where a thread per key read its row alone: 45 us for a decoding
+// step's 12 heads), and each warp sums in a fixed order; every lane gets the sums.
+template <class A>
+struct Two {
+  A x, y;
+};
+template <class A, class RowA, class RowB>
+__device__ __forceinline__ void warp_dot2(int64_t D, RowA&& a, RowB&& b, A& ab, A& cd) {
+  const int lane = threadIdx.x % 32;
+  A s = 0, t = 0;
+  for (int64_t d = lane; d < D; d += 32) {
+    const auto [x0, x1] = a(d);
+    const auto [y0, y1] = b(d);
+    s += x0 * x1;
+    t += y0 * y1;
+  }
+  ab = warp_sum(s);
+  cd = warp_sum(t);
+}
+
 // One block per (b, h, query). Shared: scores [tk], q [D], out [D], part [blockDim], red [32].
 template <class T, class S>
-__global__ void __launch_bounds__(kAttnThreads)
+__global__ void __launch_bounds__(kAttnMaxThreads)
     attention_fwd_kernel(View4<const T> q, View4<const T> k, View4<const T> v, View4<T> y, View3<S> lse, AttnShape sh,
                          double scale) {
   using A = acc_t<T>;
@@ -229,14 +267,18 @@ __global__ void __launch_bounds__(kAttnThreads)
   for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) qi[d] = static_cast<A>(load(q(b, h, i, d)));
   __syncthreads();
   const int64_t keys = sh.keys(i);
-  A mx = -std::numeric_limits<A>::infinity();
-  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
-    A s = 0;
-    for (int64_t d = 0; d < sh.D; ++d) s += qi[d] * static_cast<A>(load(k(b, h, j, d)));
-    p[j] = s * static_cast<A>(scale);
-    mx = max(mx, p[j]);
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  A mx = -static_cast<A>(INFINITY);
+  for (int64_t j = warp; j < keys; j += warps) {
+    A s, unused;
+    warp_dot2<A>(
+        sh.D, [&](int64_t d) { return Two<A>{qi[d], static_cast<A>(load(k(b, h, j, d)))}; },
+        [&](int64_t) { return Two<A>{A(0), A(0)}; }, s, unused);
+    s *= static_cast<A>(scale);
+    if (threadIdx.x % 32 == 0) p[j] = s;
+    mx = max(mx, s);
   }
-  mx = block_reduce<true>(mx, red);
+  mx = block_reduce<true>(mx, red);  // its barriers publish p
   A sum = 0;
   for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) sum += (p[j] = exp(p[j] - mx));
   sum = block_reduce<false>(sum, red);
@@ -245,13 +287,13 @@ __global__ void __launch_bounds__(kAttnThreads)
                    out);
   for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) y(b, h, i, d) = store<T>(keys > 0 ? out[d] / sum : A(0));
   if (threadIdx.x == 0)
-    lse(b, h, i) = static_cast<S>(keys > 0 ? mx + log(sum) : -std::numeric_limits<A>::infinity());
+    lse(b, h, i) = static_cast<S>(keys > 0 ? mx + log(sum) : -static_cast<A>(INFINITY));
 }
 
 // One block per (b, h, query): delta_i, then dq_i = scale sum_j dS_ij k_j.
 // Shared: ds [tk], dy_i [D], q_i [D], out [D], part [blockDim], red [32].
 template <class T, class S>
-__global__ void __launch_bounds__(kAttnThreads)
+__global__ void __launch_bounds__(kAttnMaxThreads)
     attention_bwd_dq_kernel(View4<const T> q, View4<const T> k, View4<const T> v, View4<const T> y,
                             View3<const S> lse, View4<const T> dy, View3<S> delta, View4<T> dq, AttnShape sh,
                             double scale) {
@@ -274,13 +316,12 @@ __global__ void __launch_bounds__(kAttnThreads)
   if (threadIdx.x == 0) delta(b, h, i) = static_cast<S>(di);
   const A li = static_cast<A>(lse(b, h, i)), sc = static_cast<A>(scale);
   const int64_t keys = sh.keys(i);
-  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
-    A s = 0, dp = 0;
-    for (int64_t d = 0; d < sh.D; ++d) {
-      s += qi[d] * static_cast<A>(load(k(b, h, j, d)));
-      dp += gi[d] * static_cast<A>(load(v(b, h, j, d)));
-    }
-    ds[j] = exp(s * sc - li) * (dp - di);
+  for (int64_t j = threadIdx.x / 32; j < keys; j += blockDim.x / 32) {
+    A s, dp;
+    warp_dot2<A>(
+        sh.D, [&](int64_t d) { return Two<A>{qi[d], static_cast<A>(load(k(b, h, j, d)))}; },
+        [&](int64_t d) { return Two<A>{gi[d], static_cast<A>(load(v(b, h, j, d)))}; }, s, dp);
+    if (threadIdx.x % 32 == 0) ds[j] = exp(s * sc - li) * (dp - di);
   }
   __syncthreads();
   weighted_row_sum(ds, 0, keys, sh.D, [&](int64_t j, int64_t d) { return static_cast<A>(load(k(b, h, j, d))); }, part,
@@ -291,7 +332,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 // One block per (b, h, key): dv_j = sum_i P_ij dy_i, dk_j = scale sum_i dS_ij q_i.
 // Shared: p [tq], ds [tq], k_j [D], v_j [D], out [D], part [blockDim].
 template <class T, class S>
-__global__ void __launch_bounds__(kAttnThreads)
+__global__ void __launch_bounds__(kAttnMaxThreads)
     attention_bwd_dkv_kernel(View4<const T> q, View4<const T> k, View4<const T> v, View3<const S> lse,
                              View4<const T> dy, View3<const S> delta, View4<T> dk, View4<T> dv, AttnShape sh,
                              double scale) {
@@ -311,15 +352,16 @@ __global__ void __launch_bounds__(kAttnThreads)
   __syncthreads();
   const A sc = static_cast<A>(scale);
   const int64_t i0 = sh.first_query(j);
-  for (int64_t i = i0 + threadIdx.x; i < sh.tq; i += blockDim.x) {
-    A s = 0, dp = 0;
-    for (int64_t d = 0; d < sh.D; ++d) {
-      s += static_cast<A>(load(q(b, h, i, d))) * kj[d];
-      dp += static_cast<A>(load(dy(b, h, i, d))) * vj[d];
+  for (int64_t i = i0 + threadIdx.x / 32; i < sh.tq; i += blockDim.x / 32) {
+    A s, dp;
+    warp_dot2<A>(
+        sh.D, [&](int64_t d) { return Two<A>{static_cast<A>(load(q(b, h, i, d))), kj[d]}; },
+        [&](int64_t d) { return Two<A>{static_cast<A>(load(dy(b, h, i, d))), vj[d]}; }, s, dp);
+    if (threadIdx.x % 32 == 0) {
+      const A pij = exp(s * sc - static_cast<A>(lse(b, h, i)));
+      p[i - i0] = pij;
+      ds[i - i0] = pij * (dp - static_cast<A>(delta(b, h, i)));
     }
-    const A pij = exp(s * sc - static_cast<A>(lse(b, h, i)));
-    p[i - i0] = pij;
-    ds[i - i0] = pij * (dp - static_cast<A>(delta(b, h, i)));
   }
   __syncthreads();
   weighted_row_sum(p, i0, sh.tq, sh.D, [&](int64_t i, int64_t d) { return static_cast<A>(load(dy(b, h, i, d))); },
@@ -334,8 +376,9 @@ __global__ void __launch_bounds__(kAttnThreads)
 // The dynamic shared memory of a kernel above, opted in beyond the 48 KiB default when the
 // rows need it; a row longer than the device allows is an error naming the op.
 template <class Kernel>
-size_t attention_smem(const Context& ctx, Kernel kernel, const char* op, int64_t rows, int64_t D, size_t elem) {
-  const size_t bytes = (static_cast<size_t>(rows) + 3 * static_cast<size_t>(D) + kAttnThreads + 32) * elem;
+size_t attention_smem(const Context& ctx, Kernel kernel, const char* op, int64_t rows, int64_t D, size_t elem,
+                      int threads) {
+  const size_t bytes = (static_cast<size_t>(rows) + 3 * static_cast<size_t>(D) + threads + 32) * elem;
   int dev = 0, most = 0;
   STRATA_CUDA_CHECK(cudaGetDevice(&dev));
   STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -368,12 +411,20 @@ void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
   cuda::dispatch_float(a.x.dtype, "layer_norm_fwd", [&](auto t) {
     using T = decltype(t);
     using S = cuda::stats_t<T>;
-    cuda::layer_norm_fwd_kernel<T, S><<<cuda::grid_for(*ctx_, n * 32), kThreads, 0, ctx_->stream>>>(
-        cuda::v2<const T>(a.x), a.weight.defined ? a.weight.ptr<const T>() : nullptr,
-        a.weight.defined ? a.weight.strides[0] : 0, a.bias.defined ? a.bias.ptr<const T>() : nullptr,
-        a.bias.defined ? a.bias.strides[0] : 0, cuda::v2<T>(a.y), a.mean.ptr<S>(), a.mean.strides[0], a.rstd.ptr<S>(),
-        a.rstd.strides[0], n, c, a.eps);
-    STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_kernel");
+    auto launch = [&](auto g) {
+      constexpr int G = decltype(g)::value;
+      cuda::layer_norm_fwd_kernel<G, T, S><<<cuda::grid_for(*ctx_, n * G), kThreads, 0, ctx_->stream>>>(
+          cuda::v2<const T>(a.x), a.weight.defined ? a.weight.ptr<const T>() : nullptr,
+          a.weight.defined ? a.weight.strides[0] : 0, a.bias.defined ? a.bias.ptr<const T>() : nullptr,
+          a.bias.defined ? a.bias.strides[0] : 0, cuda::v2<T>(a.y), a.mean.ptr<S>(), a.mean.strides[0],
+          a.rstd.ptr<S>(), a.rstd.strides[0], n, c, a.eps);
+      STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_kernel");
+    };
+    // A block per row while the rows leave SMs idle with a warp each, else a warp per row.
+    if (n * 8 < int64_t{ctx_->sm_count} * (kThreads / 32))
+      launch(std::integral_constant<int, kThreads>{});
+    else
+      launch(std::integral_constant<int, 32>{});
   });
 }
 
@@ -422,8 +473,10 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
     using T = decltype(t);
     using S = cuda::stats_t<T>;
     auto kernel = cuda::attention_fwd_kernel<T, S>;
-    const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_fwd", sh.tk, sh.D, sizeof(cuda::acc_t<T>));
-    kernel<<<static_cast<unsigned>(rows), cuda::kAttnThreads, smem, ctx_->stream>>>(
+    const int threads = cuda::attn_threads(*ctx_, rows);
+    const size_t smem =
+        cuda::attention_smem(*ctx_, kernel, "attention_fwd", sh.tk, sh.D, sizeof(cuda::acc_t<T>), threads);
+    kernel<<<static_cast<unsigned>(rows), threads, smem, ctx_->stream>>>(
         cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), cuda::v4<T>(a.y), cuda::v3<S>(a.lse),
         sh, a.scale);
     STRATA_CUDA_CHECK_LAUNCH("attention_fwd_kernel");
@@ -438,16 +491,18 @@ void CudaBackend::attention_bwd(const AttentionBwdArgs& a) {
     const size_t elem = sizeof(cuda::acc_t<T>);
     if (sh.B * sh.H * sh.tq > 0) {
       auto kernel = cuda::attention_bwd_dq_kernel<T, S>;
-      const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_bwd", sh.tk, sh.D, elem);
-      kernel<<<static_cast<unsigned>(sh.B * sh.H * sh.tq), cuda::kAttnThreads, smem, ctx_->stream>>>(
+      const int threads = cuda::attn_threads(*ctx_, sh.B * sh.H * sh.tq);
+      const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_bwd", sh.tk, sh.D, elem, threads);
+      kernel<<<static_cast<unsigned>(sh.B * sh.H * sh.tq), threads, smem, ctx_->stream>>>(
           cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), cuda::v4<const T>(a.y),
           cuda::v3<const S>(a.lse), cuda::v4<const T>(a.dy), cuda::v3<S>(a.delta), cuda::v4<T>(a.dq), sh, a.scale);
       STRATA_CUDA_CHECK_LAUNCH("attention_bwd_dq_kernel");
     }
     if (sh.B * sh.H * sh.tk > 0) {
       auto kernel = cuda::attention_bwd_dkv_kernel<T, S>;
-      const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_bwd", 2 * sh.tq, sh.D, elem);
-      kernel<<<static_cast<unsigned>(sh.B * sh.H * sh.tk), cuda::kAttnThreads, smem, ctx_->stream>>>(
+      const int threads = cuda::attn_threads(*ctx_, sh.B * sh.H * sh.tk);
+      const size_t smem = cuda::attention_smem(*ctx_, kernel, "attention_bwd", 2 * sh.tq, sh.D, elem, threads);
+      kernel<<<static_cast<unsigned>(sh.B * sh.H * sh.tk), threads, smem, ctx_->stream>>>(
           cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), cuda::v3<const S>(a.lse),
           cuda::v4<const T>(a.dy), cuda::v3<const S>(a.delta), cuda::v4<T>(a.dk), cuda::v4<T>(a.dv), sh, a.scale);
       STRATA_CUDA_CHECK_LAUNCH("attention_bwd_dkv_kernel");

@@ -4,8 +4,10 @@
 // chunks of the weight gradient, permuted [B, T, H, D] operands, head dims below, between and
 // above the block's width, sequences longer than the block, one query over a cache, and runs
 // repeated for the same bits.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "cuda_test_util.h"
 
@@ -25,6 +27,17 @@ DType ref_dtype(DType dt) { return is_half(dt) ? DType::f32 : dt; }
 DType stats(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
 double tol(DType dt, double f32_tol) {
   return dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : dt == DType::f64 ? 1e-12 : f32_tol;
+}
+
+// close(), or, where the exact gradient is zero (one normalised column, one key: it vanishes),
+// rounding noise only: the fused multiply-adds of the GPU leave a product's rounding there.
+::testing::AssertionResult near(const Tensor& got, const Tensor& want, double tol) {
+  const std::vector<double> w = host_as(want, DType::f64).to_vector<double>();
+  if (std::any_of(w.begin(), w.end(), [](double v) { return v != 0.0; })) return close(got, want, tol);
+  double most = 0;
+  for (double v : host_as(got, DType::f64).to_vector<double>()) most = std::max(most, std::abs(v));
+  if (most <= 10 * tol) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max |got| " << most << " where the answer is 0";
 }
 
 TEST_F(CudaTransformerOps, LayerNormMatchesTheReference) {
@@ -56,7 +69,7 @@ TEST_F(CudaTransformerOps, LayerNormMatchesTheReference) {
       const Tensor dxr = cpu_nan({k.n, k.c}, kNCHW, rd), dwr = cpu_nan({k.c}, kNCHW, rd), dbr = cpu_nan({k.c}, kNCHW, rd);
       ref_.layer_norm_bwd({xr, host_as(w, rd), mr, rr, host_as(dy, rd), dxr, dwr, dbr});
       // Weight gradients sum over the rows: a looser bound for the long columns.
-      STRATA_EXPECT_CLOSE(host_as(grads[0][0], rd), dxr, tol(dt, kTolReduction), what + " dx");
+      EXPECT_TRUE(near(host_as(grads[0][0], rd), dxr, tol(dt, kTolReduction))) << what << " dx";
       STRATA_EXPECT_CLOSE(host_as(grads[0][1], rd), dwr, tol(dt, 1e-4), what + " dweight");
       STRATA_EXPECT_CLOSE(host_as(grads[0][2], rd), dbr, tol(dt, 1e-4), what + " dbias");
       for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_values(to_cpu(grads[0][i]), to_cpu(grads[1][i]))) << what << " rerun " << i;
@@ -100,8 +113,8 @@ TEST_F(CudaTransformerOps, AttentionMatchesTheReference) {
       const Tensor delta = cpu_nan(ls, kNCHW, stats(dt)), dq = cpu_nan(qg.sizes(), kNCHW, rd),
                    dk = cpu_nan(kg.sizes(), kNCHW, rd), dv = cpu_nan(vg.sizes(), kNCHW, rd);
       ref_.attention_bwd({qr, kr, vr, yr, lr, host_as(dy, rd), delta, dq, dk, dv, {}, scale, c.causal});
-      STRATA_EXPECT_CLOSE(host_as(g[0][1], rd), dq, tol(dt, 1e-4), what + " dq");
-      STRATA_EXPECT_CLOSE(host_as(g[0][2], rd), dk, tol(dt, 1e-4), what + " dk");
+      EXPECT_TRUE(near(host_as(g[0][1], rd), dq, tol(dt, 1e-4))) << what << " dq";
+      EXPECT_TRUE(near(host_as(g[0][2], rd), dk, tol(dt, 1e-4))) << what << " dk";
       STRATA_EXPECT_CLOSE(host_as(g[0][3], rd), dv, tol(dt, 1e-4), what + " dv");
       for (int i = 1; i < 4; ++i) EXPECT_TRUE(same_values(to_cpu(g[0][i]), to_cpu(g[1][i]))) << what << " rerun " << i;
     }
