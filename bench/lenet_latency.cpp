@@ -5,6 +5,7 @@
 //
 //   lenet_latency --json lenet.json                       # every usable backend but reference and null
 //   lenet_latency --backends onednn --modes static,direct --rounds 20
+//   lenet_latency --null                                  # and the null backend: strata's own overhead
 //   lenet_latency --export DIR                            # weights, input and logits for the peers
 //
 // The model is nn/lenet.h's (both of the paper's variants by default: "tensorflow", conv 32/64 'same'
@@ -106,10 +107,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// NaN when either holds one (so that no tolerance passes it).
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;
   double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i]));
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double e = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (!(e <= d)) d = e;
+  }
   return d;
 }
 
@@ -310,6 +315,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tensorflow", "keras"}));
   app.add_option("--backends", o.backends, "backends (default: every usable one but reference and null)")
       ->delimiter(',');
+  bool with_null = false;
+  app.add_flag("--null", with_null, "time the null backend too (it computes nothing: strata's own overhead)");
   app.add_option("--modes", o.modes, "dispatch modes (graph: device backends only)")
       ->delimiter(',')
       ->check(CLI::IsMember({"virtual", "static", "direct", "graph"}));
@@ -330,6 +337,8 @@ int main(int argc, char** argv) {
       return kExitSuccess;
     }
     if (o.backends.empty()) o.backends = default_backends();
+    if (with_null && std::find(o.backends.begin(), o.backends.end(), "null") == o.backends.end())
+      o.backends.push_back("null");
     for (const std::string& b : o.backends) {
       backends::Backend& be = backends::registry().get(b);  // the registry's error lists the built ones
       const bool has_graph = std::find(o.modes.begin(), o.modes.end(), "graph") != o.modes.end();

@@ -9,6 +9,7 @@
 #   tools/lenet-table.sh gpu    # on the GPU machine, through tools/gpu/lenet.sh: strata's cuda
 #                               # backend in all four modes, PyTorch (eager, CUDA graph,
 #                               # torch.compile) and JAX
+# Both also time strata's null backend, which computes nothing: strata's own cost per image.
 #
 # Steps: lenet_latency --export writes the weights, the input and the reference backend's logits
 # ($OUT/io); then PROCESSES rounds of one process per program, the programs' order reversed every
@@ -52,7 +53,7 @@ if [ "$where" = gpu ]; then
       timeout "${STRATA_TIMEOUT:-200}" "$bin/lenet_latency" "$@"
     )
   }
-  strata_args=(--backends cuda)
+  strata_args=(--backends cuda,null)
   peers=(pytorch jax)
   torch_device=cuda
   say "device"
@@ -62,7 +63,7 @@ else
   bin=${BUILD:-build-quick}/bin
   export OMP_NUM_THREADS=${THREADS:-2} OPENBLAS_NUM_THREADS=${THREADS:-2}
   strata() { timeout "${STRATA_TIMEOUT:-200}" "$bin/lenet_latency" "$@"; }
-  strata_args=()
+  strata_args=(--null)
   peers=()
   torch_device=cpu
   [ -x "$bin/libtorch_cpu_bench" ] && peers+=(libtorch)

@@ -9,9 +9,10 @@ libtorch_cpu_bench's (workloads lenet_infer_b1_28 and lenet_keras_infer_b1_28). 
 row per framework, backend and mode: the median over processes of each process's median (itself
 the median over rounds of each round's median call), the range of the processes' medians, and the
 range of all rounds' medians; then the ratio to the fastest strata row of that variant, host to
-host. LibTorch's rows are libtorch_cpu_bench's own statistic (the median of its samples, their
-p10-p90) and it has one time: on the CPU the input lives in host memory. A second table gives
-strata / LibTorch measured in the same libtorch_cpu_bench processes. Standard library only.
+host (never the null backend's, which computes nothing). LibTorch's rows are libtorch_cpu_bench's
+own statistic (the median of its samples, their p10-p90) and it has one time: on the CPU the
+input lives in host memory. A second table gives strata / LibTorch measured in the same
+libtorch_cpu_bench processes. Standard library only.
 """
 import argparse
 import json
@@ -123,7 +124,7 @@ def table(rows, same):
             vals = [r["e2e"] for r in rows[k] if r.get("e2e") is not None and r["status"] == "ok"]
             if vals:
                 medians[k] = statistics.median(vals)
-        strata = [k for k in medians if k[1] == "strata"]
+        strata = [k for k in medians if k[1] == "strata" and k[2] != "null"]  # null computes nothing
         best = min(strata, key=lambda k: medians[k]) if strata else None
         best_name = f"strata {best[2]} {best[3]}" if best else "strata"
         out.append(f"\n### LeNet-5, {variant} variant, batch 1\n")
