@@ -68,7 +68,7 @@ else
   torch_device=cpu
   [ -x "$bin/libtorch_cpu_bench" ] && peers+=(libtorch)
   if "$python" -c "import torch" 2>/dev/null; then peers+=(pytorch); else say "no PyTorch for $python: skipped"; fi
-  say "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+  say "machine: $(nproc --all) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 fi
 [ -x "$bin/lenet_latency" ] || { echo "lenet-table: $bin/lenet_latency is not built" >&2; exit 1; }
 

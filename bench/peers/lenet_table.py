@@ -9,7 +9,9 @@ libtorch_cpu_bench's (workloads lenet_infer_b1_28 and lenet_keras_infer_b1_28). 
 row per framework, backend and mode: the median over processes of each process's median (itself
 the median over rounds of each round's median call), the range of the processes' medians, and the
 range of all rounds' medians; then the ratio to the fastest strata row of that variant, host to
-host (never the null backend's, which computes nothing). LibTorch's rows are libtorch_cpu_bench's
+host (never the null backend's, which computes nothing), and the ratio to the framework's baseline
+mode (BASELINE) measured in the same process, the steadier number where the machine's speed drifts
+between processes. LibTorch's rows are libtorch_cpu_bench's
 own statistic (the median of its samples, their p10-p90) and it has one time: on the CPU the
 input lives in host memory. A second table gives strata / LibTorch measured in the same
 libtorch_cpu_bench processes. Standard library only.
@@ -21,6 +23,8 @@ import sys
 
 LIBTORCH_WORKLOADS = {"lenet_infer_b1_28": "tensorflow", "lenet_keras_infer_b1_28": "keras"}
 MODE_ORDER = ["virtual", "static", "direct", "graph"]
+# Each framework's mode that its other modes are divided by, within one process.
+BASELINE = {"strata": "direct", "pytorch": "eager", "jax": "jit"}
 
 
 def fmt_us(v):
@@ -71,6 +75,10 @@ def load(paths):
         else:
             sources.append(f"`{p}`: {prog}, {d.get('version', '')} on {d.get('device', {})}, load "
                            f"{d.get('loadavg_start', '?')} -> {d.get('loadavg_end', '?')}")
+        baseline = {}  # (variant, backend) -> the e2e median of this process's baseline mode
+        for r in d.get("results", []):
+            if r.get("mode") == BASELINE.get(r["framework"]) and "e2e_us" in r:
+                baseline[(r["variant"], r["backend"])] = r["e2e_us"]["median"]
         for r in d.get("results", []):
             key = (r["variant"], r["framework"], r["backend"], r["mode"])
             rec = {"status": r.get("status", "?"), "note": r.get("note", ""), "device": r.get("device", "?")}
@@ -78,6 +86,9 @@ def load(paths):
                 rec.update({"e2e": r["e2e_us"]["median"], "resident": r["resident_us"]["median"],
                             "lo": min(r["e2e_us"]["rounds"]), "hi": max(r["e2e_us"]["rounds"]),
                             "res_lo": min(r["resident_us"]["rounds"]), "res_hi": max(r["resident_us"]["rounds"])})
+                base = baseline.get((r["variant"], r["backend"]))
+                if base:
+                    rec["vs_baseline"] = r["e2e_us"]["median"] / base
             c = r.get("checks") or {}
             if "max_abs_diff_vs_reference" in c:
                 rec["check"] = f"Δref {c['max_abs_diff_vs_reference']:.1e}"
@@ -112,7 +123,7 @@ def sort_key(key):
     variant, framework, backend, mode = key
     rank = {"strata": 0, "libtorch": 1, "pytorch": 2, "jax": 3}.get(framework, 4)
     m = MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
-    return (variant, rank, backend if framework == "strata" else "", m, mode)
+    return (variant, rank, (backend == "null", backend) if framework == "strata" else (False, ""), m, mode)
 
 
 def table(rows, same):
@@ -130,9 +141,12 @@ def table(rows, same):
         out.append(f"\n### LeNet-5, {variant} variant, batch 1\n")
         out.append("µs per image: median over processes (range over processes; range of all rounds' medians). "
                    "host→host: the image in host memory to the logits in host memory; resident: input already "
-                   "on the device, result waited for.\n")
-        out.append(f"| framework | backend | mode | host→host µs | resident µs | ÷ {best_name} | processes | check |")
-        out.append("|---|---|---|---|---|---:|---:|---|")
+                   "on the device, result waited for. ÷ baseline, same process: host→host time over that of "
+                   "the framework's baseline mode on the same backend in the same process (strata: direct; "
+                   "PyTorch: eager; JAX: jit), median over processes (range).\n")
+        out.append(f"| framework | backend | mode | host→host µs | resident µs | ÷ {best_name} | ÷ baseline, same "
+                   "process | processes | check |")
+        out.append("|---|---|---|---|---|---:|---:|---:|---|")
         unavailable = []
         for k in keys:
             recs = rows[k]
@@ -144,14 +158,23 @@ def table(rows, same):
                 failed += 1
             e2e, _ = cell(recs, "e2e")
             res, _ = cell(recs, "resident")
-            ratio = f"{medians[k] / medians[best]:.2f}" if best and k in medians else "-"
+            null = k[1] == "strata" and k[2] == "null"
+            ratio = f"{medians[k] / medians[best]:.2f}" if best and k in medians and not null else "-"
             checks = sorted({r.get("check", "") for r in recs if r.get("check")})
+            if null:
+                checks = ["computes nothing: strata's own cost"]
             status = ", ".join(statuses)
             note = "; ".join(sorted({r["note"] for r in recs if r.get("note")}))
             what = (checks[-1] if checks else "") if statuses == ["ok"] else status + (f": {note}" if note else "")
             if statuses == ["ok"] and note:
                 what += f" ({note})"
-            out.append(f"| {k[1]} | {k[2]} | {k[3]} | {e2e} | {res} | {ratio} | {len(recs)} | {what} |")
+            same_p = [r["vs_baseline"] for r in recs if "vs_baseline" in r]
+            within = "-"
+            if same_p:
+                within = f"{statistics.median(same_p):.2f}"
+                if len(same_p) > 1:
+                    within += f" ({min(same_p):.2f}–{max(same_p):.2f})"
+            out.append(f"| {k[1]} | {k[2]} | {k[3]} | {e2e} | {res} | {ratio} | {within} | {len(recs)} | {what} |")
         if unavailable:
             out.append("\nNot run here: " + "; ".join(unavailable) + ".")
         pairs = sorted((b, m, v) for (var, b, m), v in same.items() if var == variant)
