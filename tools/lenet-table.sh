@@ -23,7 +23,9 @@
 # Knobs: OUT (/tmp/strata-lenet-<cpu|gpu>), PROCESSES (3), ROUNDS (10), CALLS (30), VARIANTS
 # (tensorflow,keras), THREADS (cpu: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS, 2), BUILD (cpu:
 # build-quick), PKG (gpu: .gpu), PYTHON (python3), TORCH_IMPLS (pytorch_lenet.py's --impls, all),
-# STRATA_TIMEOUT (200), TORCH_TIMEOUT (400), JAX_TIMEOUT (200) seconds per process.
+# STRATA_TIMEOUT (200), TORCH_TIMEOUT (400), JAX_TIMEOUT (200) seconds per process, DEADLINE
+# (seconds from the start after which no process starts and each one still running is cut off,
+# so that the table is written within a device call's 10 minutes: gpu 540, cpu none).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 where=${1:-}
@@ -42,6 +44,14 @@ log=$out/lenet.log
 : >"$log"
 export PYTHONUNBUFFERED=1
 say() { echo "== $* ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$log"; }
+start=$(date +%s)
+[ "$where" = gpu ] && deadline=${DEADLINE:-540} || deadline=${DEADLINE:-1000000}
+# A process's time limit: its own, or what is left before the deadline when that is less.
+limit() {
+  local left=$((deadline - ($(date +%s) - start)))
+  [ "$left" -lt 1 ] && left=1 # timeout 0 would mean no limit at all
+  echo $((left < $1 ? left : $1))
+}
 
 if [ "$where" = gpu ]; then
   pkg=${PKG:-.gpu}
@@ -50,10 +60,10 @@ if [ "$where" = gpu ]; then
     (
       # shellcheck source=tools/gpu/env.sh
       source tools/gpu/env.sh >/dev/null 2>&1
-      timeout "${STRATA_TIMEOUT:-200}" "$bin/lenet_latency" "$@"
+      timeout "$(limit "${STRATA_TIMEOUT:-200}")" "$bin/lenet_latency" "$@"
     )
   }
-  strata_args=(--backends cuda,null)
+  strata_args=(--backends "cuda,null")
   peers=(pytorch jax)
   torch_device=cuda
   say "device"
@@ -62,7 +72,7 @@ if [ "$where" = gpu ]; then
 else
   bin=${BUILD:-build-quick}/bin
   export OMP_NUM_THREADS=${THREADS:-2} OPENBLAS_NUM_THREADS=${THREADS:-2}
-  strata() { timeout "${STRATA_TIMEOUT:-200}" "$bin/lenet_latency" "$@"; }
+  strata() { timeout "$(limit "${STRATA_TIMEOUT:-200}")" "$bin/lenet_latency" "$@"; }
   strata_args=(--null)
   peers=()
   torch_device=cpu
@@ -86,16 +96,16 @@ run() {  # program, process number
         tee -a "$log"
       rc=${PIPESTATUS[0]} ;;
     pytorch)
-      timeout "${TORCH_TIMEOUT:-400}" "$python" bench/peers/pytorch_lenet.py --io "${io[@]}" --device "$torch_device" \
+      timeout "$(limit "${TORCH_TIMEOUT:-400}")" "$python" bench/peers/pytorch_lenet.py --io "${io[@]}" --device "$torch_device" \
         --impls "${TORCH_IMPLS:-eager,cudagraph,compile,compile_ro,compile_freezing,compile_ro_freezing}" \
         "${timing[@]}" --json "$out/pytorch_p$2.json" 2>&1 | tee -a "$log"
       rc=${PIPESTATUS[0]} ;;
     jax)
-      timeout "${JAX_TIMEOUT:-200}" "$python" bench/peers/jax_lenet.py --io "${io[@]}" "${timing[@]}" \
+      timeout "$(limit "${JAX_TIMEOUT:-200}")" "$python" bench/peers/jax_lenet.py --io "${io[@]}" "${timing[@]}" \
         --json "$out/jax_p$2.json" 2>&1 | tee -a "$log"
       rc=${PIPESTATUS[0]} ;;
     libtorch)
-      timeout "${STRATA_TIMEOUT:-200}" "$bin/libtorch_cpu_bench" --workloads lenet_infer_b1_28,lenet_keras_infer_b1_28 \
+      timeout "$(limit "${STRATA_TIMEOUT:-200}")" "$bin/libtorch_cpu_bench" --workloads lenet_infer_b1_28,lenet_keras_infer_b1_28 \
         --json "$out/libtorch_p$2.json" 2>&1 | tee -a "$log"
       rc=${PIPESTATUS[0]} ;;
   esac
@@ -111,6 +121,11 @@ for p in $(seq 1 "$procs"); do
     for ((i = ${#programs[@]} - 1; i >= 0; i--)); do order+=("${programs[i]}"); done
   fi
   for prog in "${order[@]}"; do
+    if [ $(($(date +%s) - start)) -ge "$deadline" ]; then
+      say "deadline of ${deadline}s reached: process $p of $procs: $prog not run"
+      failed=1
+      continue
+    fi
     say "process $p of $procs: $prog"
     run "$prog" "$p"
   done
