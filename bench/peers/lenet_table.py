@@ -165,9 +165,11 @@ def table(rows, same):
                 checks = ["computes nothing: strata's own cost"]
             status = ", ".join(statuses)
             note = "; ".join(sorted({r["note"] for r in recs if r.get("note")}))
-            what = (checks[-1] if checks else "") if statuses == ["ok"] else status + (f": {note}" if note else "")
-            if statuses == ["ok"] and note:
-                what += f" ({note})"
+            what = "; ".join(checks)  # each process's, when they differ
+            if note:
+                what += f" ({note})" if what else note
+            if statuses != ["ok"]:
+                what = status + (f": {what}" if what else "")
             same_p = [r["vs_baseline"] for r in recs if "vs_baseline" in r]
             within = "-"
             if same_p:
