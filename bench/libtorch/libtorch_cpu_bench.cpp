@@ -17,6 +17,11 @@
 //                           backend runs it on its own loop, not on oneDNN)
 //   relu65536               relu on 65536 floats, which the onednn backend hands to
 //                           oneDNN: the plan cache's cost over the raw execute
+//   lenet_infer_b1_28       LeNet-5 inference at batch 1 on one 1x1x28x28 image, Gu, Gozum & Lam's
+//   lenet_keras_infer_b1_28 measurement, in nn/lenet.h's two variants (the paper's TensorFlow and
+//                           Keras models); both sides hold the same weights (cases.h), and every
+//                           case's logits must match the first case's (the run fails otherwise).
+//                           bench/lenet_latency.cpp times strata's modes alone, with the GPU's
 //   add64                   a + b on two [8, 8] f32 tensors written as a user writes it:
 //                           strata's tensor API (operator+ on the default dispatcher,
 //                           the tensor's device's best backend) beside LibTorch's a + b,
@@ -83,6 +88,8 @@ std::vector<Workload> all_workloads() {
   w.push_back({"relu64", Kind::relu, 0, 0, 64, 0, 200, 5, 3, 2000, 200});
   w.push_back({"relu65536", Kind::relu, 0, 0, 65536, 0, 50, 5, 3, 200, 20});
   w.push_back({"add64", Kind::tensor_add, 0, 0, 64, 0, 200, 5, 3, 2000, 200});
+  w.push_back({"lenet_infer_b1_28", Kind::lenet_infer, 1, 28, 0, 0, 20, 5, 4, 20, 5});
+  w.push_back({"lenet_keras_infer_b1_28", Kind::lenet_infer, 1, 28, 0, 0, 100, 5, 4, 200, 50, false, true});
   return w;
 }
 
@@ -181,6 +188,38 @@ std::string label(const Case& c) {
   std::string s = c.impl;
   if (!c.backend.empty()) s += " " + c.backend;
   return s + " " + c.mode;
+}
+
+// Cases that report their output (cases.h: Case::output) against the first of them: the largest
+// |difference| must stay within 1e-4 of the first case's largest |value| (at least 1). Prints and
+// returns {"max_abs_diff", "tolerance", "ok"} per case; `failed` counts those beyond.
+json check_outputs(const std::vector<Timed>& t, int& failed) {
+  json checks = json::array();
+  std::vector<float> first;
+  std::string first_label;
+  for (const auto& tc : t) {
+    if (!tc.c.output) continue;
+    const std::vector<float> y = tc.c.output();
+    if (first.empty()) {
+      first = y;
+      first_label = label(tc.c);
+    }
+    double diff = y.size() == first.size() ? 0 : INFINITY, scale = 1;
+    for (size_t i = 0; i < first.size() && i < y.size(); ++i) {
+      const double e = std::abs(static_cast<double>(y[i]) - first[i]);
+      if (!(e <= diff)) diff = e;  // a NaN stays, and fails the check
+      scale = std::max(scale, std::abs(static_cast<double>(first[i])));
+    }
+    const bool ok = diff <= 1e-4 * scale;
+    if (!ok) {
+      ++failed;
+      std::printf("  CHECK FAILED: %s differs from %s by %.3g\n", label(tc.c).c_str(), first_label.c_str(), diff);
+    }
+    checks.push_back({{"impl", tc.c.impl}, {"backend", tc.c.backend}, {"mode", tc.c.mode}, {"against", first_label},
+                      {"max_abs_diff", diff}, {"tolerance", 1e-4 * scale}, {"ok", ok}});
+  }
+  if (!checks.empty()) std::printf("  outputs checked against %s: %d differ\n", first_label.c_str(), failed);
+  return checks;
 }
 
 // Prints the workload's table and returns its JSON.
@@ -310,6 +349,7 @@ int main(int argc, char** argv) {
                 threads);
 
   json out = {{"environment", env}, {"workloads", json::array()}};
+  int failed_checks = 0;
   try {
     for (const auto& w : chosen) {
       std::vector<Case> cases;
@@ -318,7 +358,11 @@ int main(int argc, char** argv) {
       for (auto& c : strata_cases(w, backends, modes)) cases.push_back(std::move(c));
       for (auto& c : raw_cases(w)) cases.push_back(std::move(c));
       Turns turns;
-      json r = report(w, run(w, std::move(cases), rounds > 0 ? rounds : w.rounds, turns), trace);
+      const std::vector<Timed> timed = run(w, std::move(cases), rounds > 0 ? rounds : w.rounds, turns);
+      json r = report(w, timed, trace);
+      int differ = 0;
+      r["output_checks"] = check_outputs(timed, differ);
+      failed_checks += differ;
       r["loadavg_end"] = loadavg();
       r["max_park_s"] = turns.max_park_s;
       r["unparked_turns"] = turns.unparked;
@@ -333,5 +377,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("\n# load at the end: %s\n", loadavg().c_str());
+  if (failed_checks > 0) {
+    std::fprintf(stderr, "libtorch_cpu_bench: %d case(s) computed another output than the first case\n", failed_checks);
+    return 1;
+  }
   return 0;
 }

@@ -100,6 +100,25 @@ Case resnet_case(const Workload& w, const std::string& backend, ops::DispatchMod
   return c;
 }
 
+// LeNet-5 inference at batch 1 (cases.h: the parameters filled as torch_side.cpp fills LibTorch's).
+Case lenet_case(const Workload& w, const std::string& backend, ops::DispatchMode mode) {
+  nn::LeNetConfig lc;
+  lc.variant = w.lenet_keras ? nn::LeNetVariant::keras : nn::LeNetVariant::tensorflow;
+  lc.input_size = w.resolution;
+  nn::ModelOptions mo;
+  mo.borrowed_results = true;  // measured: no copy of the planned outputs (read before the next step)
+  std::shared_ptr<nn::Model> model = nn::make_lenet(lc, mode, backend, mo);
+  model->eval();
+  nn::StateDict sd = model->state_dict();
+  for (auto& [name, t] : sd) t = filled(t.sizes(), lenet_fill_scale(t.numel(), t.size(0), t.dim()));
+  model->load_state_dict(sd);
+  Tensor x = model->input_buffer(Shape{w.batch, 1, w.resolution, w.resolution});
+  copy_into(filled(x.sizes(), 1.0f), x);
+  Case c{"strata", backend, std::string(ops::dispatch_mode_name(mode)), [model, x] { model->predict(x); }, {}, {}};
+  c.output = [model, x] { return model->predict(x).to_vector<float>(); };
+  return c;
+}
+
 // conv3x3 forward (or forward + backward data + backward weight) without the tape:
 // the front end in the tape modes, a planned call in direct mode.
 Tensor as_dtype(const Tensor& t, DType dt) {
@@ -233,6 +252,9 @@ std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>
           break;
         case Kind::relu:
           for (auto& c : relu_cases(w, b, mode)) out.push_back(std::move(c));
+          break;
+        case Kind::lenet_infer:
+          out.push_back(lenet_case(w, b, mode));
           break;
         case Kind::tensor_add:  // the tensor API has one dispatcher: timed once, beside the first mode
           if (b == backends::registry().best(DeviceType::cpu) && m == modes.front())

@@ -46,6 +46,25 @@ Case make(std::string mode, std::function<void()> step) {
   return {"libtorch", "", std::move(mode), std::move(step), {}};
 }
 
+// LeNet-5 as nn/lenet.h builds it (cases.h): eval mode, where its dropouts are the identity.
+struct LeNetImpl : torch::nn::Module {
+  explicit LeNetImpl(bool keras) : s(lenet_shape(keras)) {
+    conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, s.c1, 5).padding(s.pad)));
+    conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(s.c1, s.c2, 5).padding(s.pad)));
+    fc1 = register_module("fc1", torch::nn::Linear(s.flat(), s.hidden));
+    fc2 = register_module("fc2", torch::nn::Linear(s.hidden, kLeNetClasses));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(conv1->forward(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2->forward(x)), 2);
+    return fc2->forward(torch::relu(fc1->forward(x.flatten(1))));
+  }
+  LeNetShape s;
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(LeNet);
+
 }  // namespace
 
 void libtorch_set_threads(int n) { torch::set_num_threads(n); }
@@ -130,6 +149,26 @@ std::vector<Case> libtorch_cases(const Workload& w) {
                      torch::relu(x);
                    }),
               make("grad", [xg] { torch::relu(xg); })};
+    }
+    case Kind::lenet_infer: {
+      LeNet model(w.lenet_keras);
+      model->eval();
+      {
+        torch::NoGradGuard g;
+        for (auto& p : model->parameters())
+          p.copy_(filled(p.sizes(), lenet_fill_scale(p.numel(), p.size(0), p.dim())));
+      }
+      auto x = filled({w.batch, 1, w.resolution, w.resolution}, 1.0f);
+      auto forward = [model, x]() mutable {
+        torch::NoGradGuard g;
+        return model->forward(x);
+      };
+      Case c = make("no_grad", [forward]() mutable { forward(); });
+      c.output = [forward]() mutable {
+        auto y = forward().contiguous();
+        return std::vector<float>(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
+      };
+      return {c};
     }
     case Kind::tensor_add: {
       auto a = filled({8, w.numel / 8}, 1.0f), b = filled({8, w.numel / 8}, 0.5f);

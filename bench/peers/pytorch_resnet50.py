@@ -38,16 +38,13 @@ Modes:
 The mode "eager_default" runs only the f32 configurations given by --default-configs.
 --device cpu runs on the CPU (host timing only) for smoke tests without a GPU.
 """
-import argparse
-import json
-import math
-import re
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 import torchvision
+from resnet50_common import CLASSES, MIN_ITERS, parse_args, quantile, record, run, timed  # noqa: F401 - study_torch
 
 DEFAULT_CONFIGS = [
     "infer_b1_224",
@@ -57,37 +54,6 @@ DEFAULT_CONFIGS = [
     "train_b128_224_nhwc",
     "train_b256_224_nhwc_bf16",
 ]
-MIN_ITERS = 20
-CLASSES = 1000
-
-
-def parse_config(name):
-    m = re.fullmatch(r"(infer|train)_b(\d+)_(\d+)((?:_nhwc|_bf16)*)", name)
-    if not m:
-        raise SystemExit(f"pytorch_resnet50: configuration '{name}' is not "
-                         "<infer|train>_b<batch>_<resolution>[_nhwc][_bf16]")
-    return {
-        "name": name,
-        "train": m.group(1) == "train",
-        "batch": int(m.group(2)),
-        "resolution": int(m.group(3)),
-        "nhwc": "_nhwc" in m.group(4),
-        "bf16": "_bf16" in m.group(4),
-    }
-
-
-def quantile(v, q):
-    s = sorted(v)
-    pos = q * (len(s) - 1)
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
-def summary(v):
-    return {"median": quantile(v, 0.5), "p10": quantile(v, 0.1), "p90": quantile(v, 0.9), "min": min(v)}
-
-
 def set_precision(tf32_conv):
     """TF32 for cuDNN conv on/off, matmul TF32 off, through the documented allow_tf32
     flags only: PyTorch >= 2.9 raises on a mix of these and its newer fp32_precision
@@ -150,11 +116,7 @@ class Timer:
 
 
 def measure(cfg, mode, args, device):
-    r = {
-        "config": cfg["name"], "mode": mode, "kind": "training" if cfg["train"] else "inference",
-        "batch": cfg["batch"], "resolution": cfg["resolution"],
-        "dtype": "bf16-mixed" if cfg["bf16"] else "f32", "layout": "NHWC" if cfg["nhwc"] else "NCHW",
-    }
+    r = record(cfg, mode, "NHWC" if cfg["nhwc"] else "NCHW")
     cuda = device.type == "cuda"
     try:
         apply_mode(mode)
@@ -223,43 +185,18 @@ def measure(cfg, mode, args, device):
                 check = float(out.float().sum().item()) if not cfg["train"] else float(out.item())
                 break
             del out
-        med = quantile(dev, 0.5)
-        r.update({
-            "status": "ok", "iters": len(dev),
-            "warmup": max(args.warmup, 3) if mode in ("compile", "max-autotune") else args.warmup,
-            "device_ms": summary(dev), "host_ms": summary(host), "wall_ms": summary(wall),
-            "img_per_s": b * 1000.0 / med,
-            "peak_bytes": torch.cuda.max_memory_allocated() if cuda else None,
-            "reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
-            "check": check,
-            "check_what": "loss of the last timed step" if cfg["train"] else "sum of the last logits",
-        })
+        timed(r, cfg, max(args.warmup, 3) if mode in ("compile", "max-autotune") else args.warmup, dev, host, wall,
+              check, peak_bytes=torch.cuda.max_memory_allocated() if cuda else None,
+              reserved_bytes=torch.cuda.max_memory_reserved() if cuda else None)
     except Exception as e:  # noqa: BLE001 - reported per measurement, the run goes on
         r.update({"status": "error", "note": f"{type(e).__name__}: {e}"})
     return r
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="all", help="comma-separated configurations, or 'all'")
-    ap.add_argument("--mode", default="all", choices=["eager", "eager_default", "compile", "max-autotune", "all"])
-    ap.add_argument("--default-configs", default="infer_b256_224,train_b128_224",
-                    help="configurations also run in eager_default (PyTorch's TF32 default)")
-    ap.add_argument("--iters", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--max-seconds", type=float, default=30.0)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--json", default="")
-    args = ap.parse_args()
-    if args.iters < MIN_ITERS:
-        raise SystemExit(f"pytorch_resnet50: --iters must be at least {MIN_ITERS}")
-    names = []
-    for n in args.config.split(","):
-        names.extend(DEFAULT_CONFIGS if n == "all" else [n])
-    configs = [parse_config(n) for n in names]
-    default_names = set(args.default_configs.split(",")) if args.default_configs else set()
+    args = parse_args(__doc__, "pytorch_resnet50", ["eager", "eager_default", "compile", "max-autotune"],
+                      DEFAULT_CONFIGS, "infer_b256_224,train_b128_224",
+                      "configurations also run in eager_default (PyTorch's TF32 default)", "cuda")
     device = torch.device(args.device)
 
     info = {"name": "cpu"}
@@ -274,34 +211,10 @@ def main():
         "iters": args.iters, "warmup": args.warmup, "min_iters": MIN_ITERS, "max_seconds": args.max_seconds,
         "results": [],
     }
-
-    def write():
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(out, f, indent=1)
-                f.write("\n")
-
     print(f"pytorch_resnet50 on {info['name']} | torch {torch.__version__} torchvision {torchvision.__version__} "
           f"cuDNN {info.get('cudnn')} | defaults at start: {out['defaults_at_start']}")
-    print(f"{'config':<26} {'mode':<14} {'status':<9} {'device_ms':>11} {'host_ms':>11} {'wall_ms':>11} "
-          f"{'img/s':>10} {'peak_MiB':>10} check")
-    for cfg in configs:
-        modes = ["eager", "eager_default"] if args.mode == "all" else [args.mode]
-        for mode in modes:
-            if mode == "eager_default" and (cfg["name"] not in default_names or cfg["bf16"]):
-                continue
-            r = measure(cfg, mode, args, device)
-            out["results"].append(r)
-            write()
-            if r["status"] == "ok":
-                peak = (r["peak_bytes"] or 0) / 2**20
-                print(f"{cfg['name']:<26} {mode:<14} {'ok':<9} {r['device_ms']['median']:>11.3f} "
-                      f"{r['host_ms']['median']:>11.3f} {r['wall_ms']['median']:>11.3f} {r['img_per_s']:>10.1f} "
-                      f"{peak:>10.1f} {r['check']:.9g}", flush=True)
-            else:
-                print(f"{cfg['name']:<26} {mode:<14} {r['status']:<9} {r.get('note', '')}", flush=True)
+    run(args, out, lambda cfg, mode: measure(cfg, mode, args, device), ["eager", "eager_default"], "eager_default")
     apply_mode("eager")
-    write()
     return 0
 
 
