@@ -37,6 +37,10 @@ std::unique_ptr<Model> make_gpt(const GptConfig& c, ops::DispatchMode mode, std:
                                 const ModelOptions& o) {
   STRATA_CHECK(!o.init, "make_gpt: GPT-2's initialisation is the model's own (nn/layers/transformer.h), not "
                         "ModelOptions::init");
+  STRATA_CHECK(!o.compute_dtype || *o.compute_dtype == c.dtype, "make_gpt: mixed precision (compute dtype ",
+               o.compute_dtype ? dtype_name(*o.compute_dtype) : "", " with ", dtype_name(c.dtype),
+               " parameters) is not written for GPT's layers, which compute in their parameters' dtype; set "
+               "GptConfig::dtype instead");
   return with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<Model> {
     using P = std::decay_t<decltype(p)>;
     const std::string what = "GPT (" + std::to_string(c.n_layer) + " layers, " + std::to_string(c.n_head) +

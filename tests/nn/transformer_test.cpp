@@ -2,7 +2,8 @@
 // parameter names and shapes, the gradients of every parameter against central differences in
 // f64, causality (a token never changes the logits before it), the virtual and static modes
 // bitwise alike, a loss that falls on a learnable sequence, the growing and static key/value
-// caches against the whole sequence, and clear errors for what cannot run.
+// caches against the whole sequence, and clear errors for what cannot run (direct mode:
+// gpt_direct_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -258,7 +259,11 @@ TEST(NnGpt, WhatCannotRunIsAClearError) {
   nn::GptConfig bad = tiny();
   bad.n_head = 3;
   EXPECT_STRATA_ERROR((nn::Gpt<VirtualDispatch>(reference(), bad)), "n_embd 8", "n_head 3");
-  EXPECT_STRATA_ERROR((nn::Gpt<ops::Direct<Ref>>(ops::Direct<Ref>(), tiny())), "direct and graph modes");
+  // Direct mode plans whole sequences; decoding with a cache is the tape modes'.
+  nn::Gpt<ops::Direct<Ref>> d(ops::Direct<Ref>(), tiny());
+  nn::KvCache cache;
+  EXPECT_STRATA_ERROR(d.forward(ids({1, 2}, 1, 2), &cache), "GPT", "key/value cache", "tape modes");
+  EXPECT_STRATA_ERROR(d.forward(ids({1, 2, 3, 4, 5, 6, 0}, 1, 7)), "GPT", "7 tokens", "block_size 6");
 }
 
 }  // namespace
