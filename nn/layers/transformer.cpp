@@ -123,8 +123,12 @@ Tensor LayerNorm<P>::forward(const Tensor& x) {
   STRATA_CHECK(x.defined() && x.dim() >= 1 && x.size(x.dim() - 1) == dim_, "LayerNorm: input ",
                x.defined() ? x.str() : "(undefined)", " does not end in ", dim_);
   return direct_.forward(
-      p_, x, [&](const auto& tape) { return autograd::layer_norm(tape, x, weight_, bias_, eps_); }, weight_, bias_,
-      eps_);
+      p_, x,
+      [&](const auto& tape) {  // the parameters in x's dtype (mixed precision), as WeightedStep plans them
+        return autograd::layer_norm(tape, x, detail::compute_cast(tape, weight_, x),
+                                    detail::compute_cast(tape, bias_, x), eps_);
+      },
+      weight_, bias_, eps_);
 }
 
 template <class P>
@@ -276,6 +280,8 @@ Gpt<P>::Gpt(const P& p, const GptConfig& c)
       wte_(register_module("wte", std::make_unique<Embedding<P>>(p, c.vocab_size, c.n_embd, c.dtype))),
       wpe_(register_module("wpe", std::make_unique<Embedding<P>>(p, c.block_size, c.n_embd, c.dtype))) {
   STRATA_CHECK(c.n_layer > 0 && c.block_size > 0 && c.vocab_size > 0, "GPT: invalid configuration");
+  STRATA_CHECK(!c.compute_dtype || is_floating(*c.compute_dtype), "GPT: compute_dtype must be floating, got ",
+               c.compute_dtype ? dtype_name(*c.compute_dtype) : "");
   for (int64_t i = 0; i < c.n_layer; ++i)
     h_.push_back(&register_module("h." + std::to_string(i), std::make_unique<GptBlock<P>>(p, c)));
   ln_f_ = &register_module("ln_f", std::make_unique<LayerNorm<P>>(p, c.n_embd, c.layer_norm_eps, c.dtype));
@@ -322,13 +328,19 @@ Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
     pos = arange(past, past + T).to(ids.device());
   }
   const Tensor tok = wte_.forward(ids), at = wpe_.forward(pos);  // [B, T, C] and [T, C]
+  const DType compute = c_.compute_dtype.value_or(c_.dtype);
   Tensor x = embed_sum_.forward_keyed(
-      p_, tok, detail::plan_key_of(at), [&](const auto& tape) { return autograd::add(tape, tok, at); }, at);
+      p_, tok, detail::plan_key_of(at),
+      [&](const auto& tape) { return autograd::cast(tape, autograd::add(tape, tok, at), compute); }, at, compute);
   for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
   x = ln_f_->forward(x);
   const Tensor& w = wte_.weight();
-  return lm_head_.forward(  // the output projection, tied to wte's weight
-      p_, x, [&](const auto& tape) { return autograd::matmul(tape, x, autograd::transpose(tape, w, 0, 1)); }, w);
+  return lm_head_.forward(  // the output projection, tied to wte's weight (in x's dtype)
+      p_, x,
+      [&](const auto& tape) {
+        return autograd::matmul(tape, x, autograd::transpose(tape, detail::compute_cast(tape, w, x), 0, 1));
+      },
+      w);
 }
 
 template <class P>
@@ -362,8 +374,8 @@ KvCache Gpt<P>::static_cache(int64_t batch, int64_t capacity) const {
   c.capacity = capacity;
   const Shape rows{batch, c_.n_head, capacity, c_.n_embd / c_.n_head};
   for (int64_t i = 0; i < c_.n_layer; ++i) {
-    c.k.push_back(zeros(rows, c_.dtype, dev));
-    c.v.push_back(zeros(rows, c_.dtype, dev));
+    c.k.push_back(zeros(rows, c_.compute_dtype.value_or(c_.dtype), dev));
+    c.v.push_back(zeros(rows, c_.compute_dtype.value_or(c_.dtype), dev));
   }
   c.slots = zeros(Shape{capacity + 1}, DType::i64, dev);
   return c;

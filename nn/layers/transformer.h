@@ -15,11 +15,16 @@
 // projection's gradient, which the tape assembles by adding three zero-filled copies (the same
 // bits: adding +0 changes no value but a -0, which the kernels' sums, started at +0, produce
 // only by underflowing on the way to a narrower dtype). Graph mode (cuda) captures direct mode's steps.
+// Mixed precision (GptConfig::compute_dtype): the embeddings are looked up and summed in the
+// parameters' dtype, the sum converted to the compute dtype, and everything after runs in it,
+// each layer reading its parameters converted (the tape modes' recorded casts, direct mode's
+// planned conversions); gradients return to the parameters' dtype.
 // Decoding has a graph form of its own, in static mode: a static key/value cache
 // (Gpt::static_cache) lets one CUDA graph of the step replay at every position
 // (nn/generate.h). Key/value caches are the tape modes' (direct mode plans whole sequences of
 // one length and refuses a cache).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "strata/nn/layers/container.h"
@@ -87,7 +92,8 @@ struct GptConfig {
   int64_t vocab_size = 50257, block_size = 1024;  // tokens, the longest sequence
   int64_t n_layer = 12, n_head = 12, n_embd = 768;
   double layer_norm_eps = 1e-5;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;                // the parameters'
+  std::optional<DType> compute_dtype;      // mixed precision: the activations' (nullopt: dtype)
 };
 
 // The keys and values of the tokens a model has seen, per layer ([B, heads, rows, head width]
@@ -242,7 +248,7 @@ class Gpt final : public Module {
   const GptConfig& config() const { return c_; }
   const P& policy() const { return p_; }
   // A static key/value cache of `capacity` (<= block_size) positions for `batch` sequences
-  // on the model's device, in its dtype (KvCache); a new sequence takes a new one.
+  // on the model's device, in its compute dtype (KvCache); a new sequence takes a new one.
   KvCache static_cache(int64_t batch, int64_t capacity) const;
 
  private:

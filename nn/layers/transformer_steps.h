@@ -116,48 +116,64 @@ class EmbeddingStep {
   PlannedSum<Impl> sum_;
 };
 
-// GPT's token and position embeddings summed, tok [B, T, C] + pos [T, C]: the tape's broadcast
-// add (pos expanded over the batch) and, backward, tok's gradient dy itself and pos's the sum of
-// dy over the broadcast dims (the expand's backward, a reduction kept to pos's rank then viewed).
+// GPT's token and position embeddings summed, tok [B, T, C] + pos [T, C], and converted to the
+// compute dtype (mixed precision): the tape's broadcast add (pos expanded over the batch) and
+// cast. Backward: dy converted back (the cast's backward), which is tok's gradient, and pos's
+// the sum of it over the broadcast dims (the expand's backward, a reduction kept to pos's rank,
+// then viewed).
 template <class Impl>
 class EmbeddingSumStep {
  public:
-  void plan(Impl& impl, const Tensor& tok, const Tensor& pos) {
+  void plan(Impl& impl, const Tensor& tok, const Tensor& pos, DType compute) {
     impl_ = &impl;
     const Shape out = ops::broadcast_shape("add", tok.sizes(), pos.sizes());
     STRATA_CHECK(out == tok.sizes(), "GPT: position embeddings ", pos.str(), " do not broadcast to the tokens' ",
                  tok.str(), " (internal error)");
     pos_ = pos;
     add_.plan(impl, tok, ops::expand_to("expand", pos, out));
+    y_ = add_.y;
+    if (compute != tok.dtype()) {
+      to_compute_.plan(impl, add_.y, compute);
+      y_ = to_compute_.y;
+    }
   }
-  const Tensor& run(const Tensor& /*pos*/) {
+  const Tensor& run(const Tensor& /*pos*/, DType /*compute*/) {
     add_.forward();
-    return add_.y;
+    to_compute_.run();
+    return y_;
   }
-  // The tokens' gradient (dy itself); the positions' is pos_grad(). Planned on the first call
-  // for dy and when dy moves.
+  // The tokens' gradient (dy in their dtype); the positions' is pos_grad(). Planned on the
+  // first call for dy and when dy moves.
   const Tensor& backward(const Tensor& dy) {
     if (needs_rebind(dy_, dy)) plan_backward(dy);
+    to_params_.run();
     reduce_.forward();
-    return dy_;
+    return dtok_;
   }
   const Tensor& pos_grad() const { return dpos_; }
 
  private:
   void plan_backward(const Tensor& dy) {
     dy_ = dy;
+    dtok_ = dy;
+    to_params_ = {};
+    if (to_compute_.planned()) {
+      to_params_.plan(*impl_, dy, pos_.dtype());
+      dtok_ = to_params_.y;
+    }
     std::vector<int> dims;  // the expand's: its new leading dims and those it repeated
-    const int lead = dy.dim() - pos_.dim();
-    for (int i = 0; i < dy.dim(); ++i)
-      if (i < lead || (pos_.size(i - lead) == 1 && dy.size(i) != 1)) dims.push_back(i);
+    const int lead = dtok_.dim() - pos_.dim();
+    for (int i = 0; i < dtok_.dim(); ++i)
+      if (i < lead || (pos_.size(i - lead) == 1 && dtok_.size(i) != 1)) dims.push_back(i);
     STRATA_CHECK(!dims.empty(), "GPT: position embeddings ", pos_.str(), " are not broadcast (internal error)");
-    reduce_.plan(*impl_, ops::ReduceFn::sum, dy, dims);
+    reduce_.plan(*impl_, ops::ReduceFn::sum, dtok_, dims);
     dpos_ = reduce_.y.view(pos_.sizes());
   }
 
   Impl* impl_ = nullptr;
-  Tensor pos_, dy_, dpos_;
+  Tensor pos_, y_, dy_, dtok_, dpos_;
   ops::direct::AddPlan<Impl> add_;
+  ops::direct::CastPlan<Impl> to_compute_, to_params_;
   ops::direct::ReducePlan<Impl> reduce_;
 };
 
@@ -216,19 +232,21 @@ class AttentionStep {
 };
 
 // GPT's output projection, tied to wte's weight W [V, C]: logits = x W^T as the tape's matmul
-// computes it, one batched product of x's rows [1, N, C] and W^T's view [1, C, V]. Backward as
-// its bmm node: dx = dy W, then W's gradient (x^T dy) [C, V] copied transposed into a [V, C]
-// buffer, which the caller hands to the embedding (Embedding::backward_tied) rather than .grad().
+// computes it, one batched product of x's rows [1, N, C] and W^T's view [1, C, V] (of W's copy
+// in x's dtype, mixed precision). Backward as its bmm node: dx = dy W, then W's gradient
+// (x^T dy) [C, V] copied transposed into a [V, C] buffer and converted to W's dtype, which the
+// caller hands to the embedding (Embedding::backward_tied) rather than .grad().
 template <class Impl>
 class TiedProjectionStep {
  public:
   void plan(Impl& impl, const Tensor& x, const Tensor& weight) {
     impl_ = &impl;
+    weight_ = weight;
     const int64_t c = x.size(x.dim() - 1), v = weight.size(0);
     x_sizes_ = x.sizes();
     n_ = x.numel() / c;
     a_ = ops::direct::planned_view_or_copy(impl, x, {1, n_, c}, x_copy_);
-    const Tensor wt = weight.permute({1, 0});
+    const Tensor wt = w_.plan(impl, weight, x).permute({1, 0});
     const auto st = view_strides(wt.sizes(), wt.strides(), {1, c, v});
     STRATA_CHECK(st.has_value(), "GPT: the output projection reads wte's weight in place, which needs a dense "
                                  "weight, got ", weight.str());
@@ -239,6 +257,7 @@ class TiedProjectionStep {
     y_ = fwd_.y.view(out);
   }
   const Tensor& run(const Tensor& /*weight*/) {
+    w_.refresh();
     x_copy_.run();
     fwd_.forward();
     return y_;
@@ -252,6 +271,11 @@ class TiedProjectionStep {
     db_.plan(*impl_, a_.permute({0, 2, 1}), g);
     dw_ = ops::direct::planned_empty({v, c}, dy.dtype(), dy.device());
     transpose_.plan_into(*impl_, db_.y.view({c, v}).permute({1, 0}), dw_);
+    to_params_ = {};
+    if (dw_.dtype() != weight_.dtype()) {  // step-local: the embedding sums it into the gradient
+      to_params_.plan(*impl_, dw_, weight_.dtype());
+      dw_ = to_params_.y;
+    }
   }
   // dL/dx; the weight's gradient is weight_grad(). Planned on the first call for dy and when dy moves.
   const Tensor& backward(const Tensor& dy) {
@@ -260,6 +284,7 @@ class TiedProjectionStep {
     da_.forward();
     db_.forward();
     transpose_.run();
+    to_params_.run();
     return dx_;
   }
   const Tensor& weight_grad() const { return dw_; }
@@ -268,8 +293,9 @@ class TiedProjectionStep {
   Impl* impl_ = nullptr;
   Shape x_sizes_;
   int64_t n_ = 0;
-  Tensor a_, b_, y_, dy_, dx_, dw_;
-  ops::direct::CastPlan<Impl> x_copy_, dy_copy_, transpose_;
+  Tensor weight_, a_, b_, y_, dy_, dx_, dw_;
+  ops::direct::ParamCast<Impl> w_;
+  ops::direct::CastPlan<Impl> x_copy_, dy_copy_, transpose_, to_params_;
   ops::direct::BmmPlan<Impl> fwd_, da_, db_;
 };
 

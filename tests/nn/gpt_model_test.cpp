@@ -54,8 +54,13 @@ TEST(NnGptModel, ACheckpointResumesExactlyInTheOtherMode) {
 TEST(NnGptModel, WhatCannotRunIsAClearError) {
   nn::ModelOptions mixed;
   mixed.compute_dtype = DType::bf16;
-  EXPECT_STRATA_ERROR(nn::make_gpt(tiny_gpt(), DispatchMode::static_call, "reference", mixed), "make_gpt",
-                      "mixed precision", "bf16 with f32 parameters");
+  nn::GptConfig f16 = tiny_gpt();
+  f16.compute_dtype = DType::f16;
+  EXPECT_STRATA_ERROR(nn::make_gpt(f16, DispatchMode::static_call, "reference", mixed), "make_gpt",
+                      "ModelOptions::compute_dtype bf16", "GptConfig::compute_dtype f16", "disagree");
+  f16.compute_dtype = DType::i32;
+  EXPECT_STRATA_ERROR(nn::make_gpt(f16, DispatchMode::static_call, "reference"), "GPT", "compute_dtype must be floating",
+                      "i32");
   auto m = make_tiny_gpt(DispatchMode::virtual_call);
   auto opt = m->make_optimizer(gpt_adamw());
   const auto [x, y] = gpt_batch(0);
