@@ -32,6 +32,19 @@ void no_cache_in_direct_mode(std::string_view layer, const KvCache* cache) {
                                           "direct mode plans whole sequences of one length");
 }
 
+// The tape modes' attention over qkv [B, T, 3C]: slice i (q, k, v) as the heads' [B, H, T, D],
+// and the heads' outputs [B, H, T, D] side by side as [B, T, H * D].
+template <class Tape>
+Tensor heads_of(const Tape& tape, const Tensor& qkv, int i, int64_t heads) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+  const Tensor part = autograd::slice(tape, qkv, 2, i * C, (i + 1) * C);
+  return autograd::transpose(tape, autograd::reshape(tape, part, {B, T, heads, C / heads}), 1, 2);
+}
+template <class Tape>
+Tensor side_by_side(const Tape& tape, const Tensor& y) {
+  return autograd::reshape(tape, autograd::transpose(tape, y, 1, 2), {y.size(0), y.size(2), y.size(1) * y.size(3)});
+}
+
 }  // namespace
 
 template <class P>
@@ -158,22 +171,19 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
   STRATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == n_embd_, "CausalSelfAttention: input ",
                x.defined() ? x.str() : "(undefined)", " is not [B, T, ", n_embd_, "]");
   no_cache_in_direct_mode<P>("CausalSelfAttention", cache);
-  const int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, D = C / H;
+  const int64_t C = n_embd_;
   const Tensor qkv = qkv_.forward(p_, c_attn_, x, 3 * C);
   if constexpr (!is_direct_v<P>)
     if (cache != nullptr) return proj_.forward(p_, c_proj_, forward_cached(qkv, *cache, layer), C);
   const Tensor y = attend_.forward(
       p_, qkv,
       [&](const auto& tape) {
-        auto head = [&](int i) {  // [B, T, C] slice i of q, k, v as [B, H, T, D]
-          const Tensor part = autograd::slice(tape, qkv, 2, i * C, (i + 1) * C);
-          return autograd::transpose(tape, autograd::reshape(tape, part, {B, T, H, D}), 1, 2);
-        };
-        const Tensor q = head(0), k = head(1), v = head(2);  // in this order: the tape's node order
-        const Tensor att = autograd::scaled_dot_product_attention(tape, q, k, v, true);  // [B, H, T, D]
-        return autograd::reshape(tape, autograd::transpose(tape, att, 1, 2), {B, T, C});
+        // In this order (the tape's node order, which orders the slices' gradient sum).
+        const Tensor q = heads_of(tape, qkv, 0, n_head_), k = heads_of(tape, qkv, 1, n_head_),
+                     v = heads_of(tape, qkv, 2, n_head_);
+        return side_by_side(tape, autograd::scaled_dot_product_attention(tape, q, k, v, true));
       },
-      H);
+      n_head_);
   return proj_.forward(p_, c_proj_, y, C);
 }
 
@@ -184,20 +194,15 @@ Tensor CausalSelfAttention<P>::forward_cached(const Tensor& qkv, KvCache& cache,
   if constexpr (is_direct_v<P>) {
     STRATA_FAIL("CausalSelfAttention: a key/value cache runs in the tape modes");  // refused in forward
   } else {
-    const int64_t B = qkv.size(0), T = qkv.size(1), C = n_embd_, H = n_head_, D = C / H;
-    auto head = [&](int i) {  // [B, T, C] slice i of q, k, v as [B, H, T, D]
-      const Tensor part = autograd::slice(p_, qkv, 2, i * C, (i + 1) * C);
-      return autograd::transpose(p_, autograd::reshape(p_, part, {B, T, H, D}), 1, 2);
-    };
-    const Tensor q = head(0);
-    Tensor k = head(1), v = head(2);
+    const int64_t T = qkv.size(1);
+    const Tensor q = heads_of(p_, qkv, 0, n_head_);
+    Tensor k = heads_of(p_, qkv, 1, n_head_), v = heads_of(p_, qkv, 2, n_head_);
     if (cache.is_static()) {
       // The new rows written at their positions; the keys are the first `held` rows.
       ops::index_add_(p_, cache.k[layer], 2, cache.positions(T), k);
       ops::index_add_(p_, cache.v[layer], 2, cache.positions(T), v);
-      const Tensor y = autograd::scaled_dot_product_attention(p_, q, cache.k[layer], cache.v[layer], true,
-                                                              std::nullopt, cache.held(T));
-      return autograd::reshape(p_, autograd::transpose(p_, y, 1, 2), {B, T, C});
+      return side_by_side(p_, autograd::scaled_dot_product_attention(p_, q, cache.k[layer], cache.v[layer], true,
+                                                                     std::nullopt, cache.held(T)));
     }
     if (cache.k.size() <= layer) cache.k.resize(layer + 1), cache.v.resize(layer + 1);
     if (cache.k[layer].defined()) {
@@ -209,8 +214,7 @@ Tensor CausalSelfAttention<P>::forward_cached(const Tensor& qkv, KvCache& cache,
     cache.v[layer] = v;
     // Query i of these T sees the cached keys and the new ones up to itself: the causal rule
     // with the queries as the last T of the past + T keys.
-    const Tensor y = autograd::scaled_dot_product_attention(p_, q, k, v, true);  // [B, H, T, D]
-    return autograd::reshape(p_, autograd::transpose(p_, y, 1, 2), {B, T, C});
+    return side_by_side(p_, autograd::scaled_dot_product_attention(p_, q, k, v, true));
   }
 }
 

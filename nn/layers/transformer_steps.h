@@ -262,6 +262,19 @@ class TiedProjectionStep {
     fwd_.forward();
     return y_;
   }
+  // dL/dx; the weight's gradient is weight_grad(). Planned on the first call for dy and when dy moves.
+  const Tensor& backward(const Tensor& dy) {
+    if (needs_rebind(dy_, dy)) plan_backward(dy);
+    dy_copy_.run();
+    da_.forward();
+    db_.forward();
+    transpose_.run();
+    to_params_.run();
+    return dx_;
+  }
+  const Tensor& weight_grad() const { return dw_; }
+
+ private:
   void plan_backward(const Tensor& dy) {
     dy_ = dy;
     const int64_t c = a_.size(2), v = b_.size(2);
@@ -277,19 +290,7 @@ class TiedProjectionStep {
       dw_ = to_params_.y;
     }
   }
-  // dL/dx; the weight's gradient is weight_grad(). Planned on the first call for dy and when dy moves.
-  const Tensor& backward(const Tensor& dy) {
-    if (needs_rebind(dy_, dy)) plan_backward(dy);
-    dy_copy_.run();
-    da_.forward();
-    db_.forward();
-    transpose_.run();
-    to_params_.run();
-    return dx_;
-  }
-  const Tensor& weight_grad() const { return dw_; }
 
- private:
   Impl* impl_ = nullptr;
   Shape x_sizes_;
   int64_t n_ = 0;

@@ -26,9 +26,10 @@ namespace strata::ops::direct {
 using backends::BackendImpl;
 
 // x seen as `sizes` by ops::view_or_copy's rule: a view when the strides allow, else a planned
-// contiguous buffer that `copy` fills at each copy.run() (which does nothing for a view).
+// contiguous buffer that `copy` (planned anew) fills at each copy.run(), which does nothing for a view.
 template <BackendImpl Impl>
 Tensor planned_view_or_copy(Impl& impl, const Tensor& x, const Shape& sizes, CastPlan<Impl>& copy) {
+  copy = {};
   if (auto st = view_strides(x.sizes(), x.strides(), sizes)) return x.as_strided(sizes, *st, x.offset());
   copy.plan_into(impl, x, planned_empty(x.sizes(), x.dtype(), x.device()));
   return copy.y.view(sizes);
@@ -85,6 +86,7 @@ class BmmPlan {
  private:
   // The front end's gemm_operand: t, or its contiguous copy, with a batch of one broadcast.
   static Tensor operand(Impl& impl, const Tensor& t, int64_t batch, CastPlan<Impl>& copy) {
+    copy = {};
     Tensor r = t;
     if (!gemm_layout(t)) {
       copy.plan_into(impl, t, planned_empty(t.sizes(), t.dtype(), t.device()));

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gpt_test_util.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/gradcheck.h"
 #include "strata/autograd/nn_functional.h"
@@ -29,13 +30,9 @@ using ops::VirtualDispatch;
 using Ref = backends::ReferenceBackend;
 
 nn::GptConfig tiny(DType dt = DType::f64) {
-  nn::GptConfig c;
+  nn::GptConfig c = tiny_gpt(dt);
   c.vocab_size = 7;
   c.block_size = 6;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  c.dtype = dt;
   return c;
 }
 VirtualDispatch reference() { return VirtualDispatch(backends::registry().get("reference")); }
