@@ -42,6 +42,16 @@ std::string error_of(Fn&& fn) {
   return {};
 }
 
+// Every parameter of `want` and `got` (one network in two modes) has a gradient, bitwise alike.
+void expect_same_grads(const nn::Module& want, const nn::Module& got, const std::string& what) {
+  const nn::StateDict pw = want.named_parameters(), pg = got.named_parameters();
+  ASSERT_EQ(pw.size(), pg.size());
+  for (size_t i = 0; i < pw.size(); ++i) {
+    ASSERT_TRUE(pg[i].second.grad().defined()) << what << ": " << pg[i].first;
+    EXPECT_TRUE(bitwise_equal(pw[i].second.grad(), pg[i].second.grad())) << what << ": " << pg[i].first;
+  }
+}
+
 TEST(NnGptDirect, TrainsBitwiseAlikeInEveryModeOnEveryCpuBackend) {
   std::string names;
   for (const std::string& backend : computing_cpu_backends()) names += " " + backend;
@@ -104,12 +114,31 @@ TEST(NnGptDirect, ModulesForwardAndBackwardBitwiseInF64) {
   EXPECT_TRUE(bitwise_equal(ls, ld)) << "logits";
   autograd::backward(ls, cot);
   EXPECT_FALSE(d.backward(cot).defined()) << "token ids have no gradient";
-  const nn::StateDict ps = s.named_parameters(), pd = d.named_parameters();
-  ASSERT_EQ(ps.size(), pd.size());
-  for (size_t i = 0; i < ps.size(); ++i) {
-    ASSERT_TRUE(pd[i].second.grad().defined()) << pd[i].first;
-    EXPECT_TRUE(bitwise_equal(ps[i].second.grad(), pd[i].second.grad())) << pd[i].first;
+  expect_same_grads(s, d, "f64");
+}
+
+TEST(NnGptDirect, NonContiguousIdsAreReadAfreshEachForward) {
+  // Ids seen through a transpose: the tape copies them (contiguous()) at each call, direct mode
+  // into a buffer of its plan at each run, so new values written into them are the ones used.
+  manual_seed(6);
+  nn::Gpt<ops::StaticDispatch<Ref>> s(ops::StaticDispatch<Ref>(), tiny_gpt());
+  manual_seed(6);
+  nn::Gpt<ops::Direct<Ref>> d(ops::Direct<Ref>(), tiny_gpt());
+  const Tensor base = gpt_batch(0, 5, 2).first;  // [5, 2]
+  const Tensor ids = base.permute({1, 0});        // [2, 5], not contiguous
+  ASSERT_FALSE(ids.is_contiguous());
+  for (int round = 0; round < 2; ++round) {
+    copy_into(gpt_batch(3 * round, 5, 2).first, base);
+    const Tensor ls = s.forward(ids), ld = d.forward(ids);
+    EXPECT_TRUE(bitwise_equal(ls, ld)) << "round " << round;
+    const Tensor cot = random_tensor({2, 5, 11}, DType::f32, 10 + round);
+    s.zero_grad();
+    d.zero_grad();
+    autograd::backward(ls, cot);
+    d.backward(cot);
+    expect_same_grads(s, d, "round " + std::to_string(round));
   }
+  EXPECT_EQ(d.plans_made(), 1);
 }
 
 TEST(NnGptDirect, ACheckpointResumesExactlyAcrossTheModes) {
