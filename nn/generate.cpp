@@ -116,6 +116,9 @@ Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o) {
   STRATA_CHECK(o.new_tokens >= 0 && o.temperature >= 0 && std::isfinite(o.temperature) && o.top_k >= 0,
                "generate: new_tokens ", o.new_tokens, ", temperature ", o.temperature, " and top_k ", o.top_k,
                " must be >= 0 (temperature finite)");
+  if constexpr (is_direct_v<P>)
+    STRATA_FAIL("generate: decoding runs in the tape modes (virtual, static), with a key/value cache; direct mode "
+                "plans whole sequences of one length");
   if constexpr (!kCapturable<P>)
     STRATA_CHECK(!o.graph, "generate: graph decoding captures the static-mode step, so it needs a model in static "
                            "mode on a backend with graphs (cuda)");
@@ -130,10 +133,8 @@ Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o) {
   if (o.graph || o.static_cache) {
     STRATA_CHECK(prompt.size(1) + o.new_tokens <= block, "generate: a static cache holds block_size ", block,
                  " positions, fewer than the prompt's ", prompt.size(1), " and ", o.new_tokens, " new tokens");
-    if constexpr (is_direct_v<P>)
-      STRATA_FAIL("generate: GPT runs in the tape modes only (direct mode needs its plans)");
-    else if (o.new_tokens > 0)
-      decode_static(m, Tensor::from_vector(flat, prompt.sizes()).to(dev), o, gen, rows);
+    if constexpr (!is_direct_v<P>)  // refused above
+      if (o.new_tokens > 0) decode_static(m, Tensor::from_vector(flat, prompt.sizes()).to(dev), o, gen, rows);
     std::vector<int64_t> out;
     for (const auto& r : rows) out.insert(out.end(), r.begin(), r.end());
     return Tensor::from_vector(out, Shape{B, static_cast<int64_t>(rows[0].size())});

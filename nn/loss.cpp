@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "strata/autograd/functions.h"
+#include "strata/ops/direct/tensor_plans.h"
 #include "strata/ops/shape_rules.h"
 
 namespace strata::nn {
@@ -19,16 +20,14 @@ std::string_view loss_kind_name(LossKind k) {
 
 template <class P>
 Tensor Loss<P>::forward(const Tensor& logits, const Tensor& targets) {
-  // A sequence model's logits [..., C] with targets [...]: each position one example.
+  // A sequence model's logits [..., C] with targets [...]: each position one example (direct
+  // mode's step views them as rows itself).
   if (kind_ == LossKind::cross_entropy && logits.defined() && logits.dim() > 2 && targets.defined()) {
-    if constexpr (is_direct_v<P>) {
-      STRATA_FAIL("Loss: cross_entropy over logits ", logits.str(), " of rank > 2 runs in the tape modes only");
-    } else {
-      const int64_t c = logits.size(logits.dim() - 1);
-      STRATA_CHECK(targets.numel() * c == logits.numel(), "Loss: cross_entropy's targets ", targets.str(),
-                   " are not one class per row of logits ", logits.str(), " (classes last)");
+    const int64_t c = logits.size(logits.dim() - 1);
+    STRATA_CHECK(targets.numel() * c == logits.numel(), "Loss: cross_entropy's targets ", targets.str(),
+                 " are not one class per row of logits ", logits.str(), " (classes last)");
+    if constexpr (!is_direct_v<P>)
       return forward(autograd::reshape(p_, logits, {-1, c}), targets.contiguous().view(Shape{targets.numel()}));
-    }
   }
   const int64_t key = static_cast<int64_t>(reinterpret_cast<uintptr_t>(targets.data_ptr())) ^
                       (kind_ == LossKind::cross_entropy ? 0 : 1);
@@ -60,15 +59,28 @@ template <class Impl>
 void LossStep<Impl>::plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind) {
   kind_ = kind;
   targets_ = targets;
-  if (kind == LossKind::cross_entropy)
-    xent_.plan(impl, logits, targets);
-  else
+  if (kind != LossKind::cross_entropy) {
     bce_.plan(impl, logits, targets);
+    dlogits_ = bce_.dlogits;
+    return;
+  }
+  if (logits.dim() <= 2) {
+    xent_.plan(impl, logits, targets);
+    dlogits_ = xent_.dlogits;
+    return;
+  }
+  // The tape's reshape of the logits to rows and view of the targets (Loss::forward), planned.
+  const int64_t c = logits.size(logits.dim() - 1);
+  xent_.plan(impl, ops::direct::planned_view_or_copy(impl, logits, {logits.numel() / c, c}, logit_rows_),
+             ops::direct::planned_view_or_copy(impl, targets, {targets.numel()}, target_rows_));
+  dlogits_ = xent_.dlogits.view(logits.sizes());
 }
 
 template <class Impl>
 const Tensor& LossStep<Impl>::run(const Tensor&, LossKind) {
   if (kind_ == LossKind::cross_entropy) {
+    logit_rows_.run();
+    target_rows_.run();
     xent_.forward();
     return xent_.loss;
   }
@@ -78,12 +90,11 @@ const Tensor& LossStep<Impl>::run(const Tensor&, LossKind) {
 
 template <class Impl>
 const Tensor& LossStep<Impl>::run_backward(bool seeded) {
-  if (kind_ == LossKind::cross_entropy) {
+  if (kind_ == LossKind::cross_entropy)
     xent_.backward(seeded);
-    return xent_.dlogits;
-  }
-  bce_.backward(seeded);
-  return bce_.dlogits;
+  else
+    bce_.backward(seeded);
+  return dlogits_;
 }
 
 }  // namespace detail

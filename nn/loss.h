@@ -2,7 +2,7 @@
 // Losses on logits, mean-reduced as PyTorch's defaults:
 //  cross_entropy: softmax cross-entropy, labels i64 [N] (torch.nn.CrossEntropyLoss); a
 //                 sequence model's logits [..., C] with labels [...] (classes last) are
-//                 flattened to rows (tape modes)
+//                 flattened to rows (direct mode: planned views, and dL/dlogits viewed back)
 //  bce_logits:    binary cross-entropy with logits, targets like the logits, for
 //                 multi-label tasks (torch.nn.BCEWithLogitsLoss)
 // Tape policies record the loss on the tape; in direct mode the loss is planned per
@@ -33,6 +33,10 @@ class LossStep {
   ops::direct::SoftmaxXentPlan<Impl> xent_;
   ops::direct::BceLogitsPlan<Impl> bce_;
   Tensor targets_;  // keeps the targets alive (the key holds the logits)
+  // Logits [..., C] and targets [...] as rows [N, C] and [N] (views, or copies the front end's
+  // reshape would make), and dL/dlogits in the logits' sizes.
+  ops::direct::CastPlan<Impl> logit_rows_, target_rows_;
+  Tensor dlogits_;
 };
 struct LossStepOf {
   template <backends::BackendImpl Impl>

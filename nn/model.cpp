@@ -363,7 +363,11 @@ class ModelImpl final : public Model {
     k += s_.net->is_training() ? " train " : " eval ";
     for (const Tensor* t : {&x, &targets})
       k += t->defined() ? std::string(dtype_name(t->dtype())) + t->sizes().str() + " " : "- ";
-    const Tensor in = s_.input.holds(x) ? x : Mode::input_buffer(s_, x.sizes());
+    // Token ids have a buffer of their own (to_input keeps them integers).
+    const Tensor in = s_.input.holds(x)              ? x
+                      : is_floating(x.dtype())       ? Mode::input_buffer(s_, x.sizes())
+                                                     : s_.input.get(x.sizes(), DType::i64, s_.p.device(),
+                                                                    MemoryFormat::contiguous);
     k += std::to_string(reinterpret_cast<uintptr_t>(in.data_ptr()));
     return k;
   }

@@ -220,7 +220,8 @@ std::unique_ptr<Model> make_lenet(const LeNetConfig& c, ops::DispatchMode mode =
                                   std::string_view backend = {}, const ModelOptions& o = {});
 // GPT-2's layers (nn/layers/transformer.h): inputs are token ids i64 [B, T], the logits
 // [B, T, vocab], and cross_entropy's targets the next ids [B, T] (each position one example).
-// The tape modes (virtual, static); direct and graph modes are refused (not written yet).
+// Every dispatch mode, bitwise alike (graph mode on cuda). ModelOptions::compute_dtype is the
+// config's compute_dtype (mixed precision: nn/layers/transformer.h); the two may not disagree.
 std::unique_ptr<Model> make_gpt(const GptConfig& c, ops::DispatchMode mode = ops::DispatchMode::virtual_call,
                                 std::string_view backend = {}, const ModelOptions& o = {});
 

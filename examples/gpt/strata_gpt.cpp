@@ -4,7 +4,8 @@
 //   strata_gpt --data docs --suffix .md --tokenizer gpt2 --bpe-dir DIR/package   (tools/get-data.sh gpt2-bpe DIR)
 // AdamW with decoupled weight decay on the matrices only (not on biases, layer norms or the
 // embeddings), the gradients clipped to a global norm, a cosine learning rate after a linear
-// warm-up (nanoGPT's recipe). The transformer's layers run in the tape modes (virtual, static).
+// warm-up (nanoGPT's recipe). Its loop is the tape modes' (virtual, static: autograd::backward and
+// the clipping on the host); nn::make_gpt trains the same layers in direct and graph modes.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -172,7 +173,7 @@ int main(int argc, char** argv) try {
   app.add_option("--held-out", o.held_out, "fraction of the corpus held out")->check(CLI::Range(0.0, 0.9))->capture_default_str();
   app.add_option("--eval-every", o.eval_every)->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
   app.add_option("--seed", o.seed)->capture_default_str();
-  app.add_option("--dispatch", o.dispatch, "virtual | static (the transformer has no direct plans yet)")
+  app.add_option("--dispatch", o.dispatch, "virtual | static (a tape loop; nn::make_gpt trains GPT in direct mode)")
       ->check(CLI::IsMember({"virtual", "static"}))->capture_default_str();
   app.add_option("--backend", o.backend, "strata backend (default: the best available)");
   app.add_option("--checkpoint", o.checkpoint, "safetensors to write the model to at the end");
@@ -194,7 +195,8 @@ int main(int argc, char** argv) try {
   return nn::with_policy(ops::parse_dispatch_mode(o.dispatch), o.backend, [&](const auto& p) -> int {
     using P = std::decay_t<decltype(p)>;
     if constexpr (nn::is_direct_v<P>) {
-      STRATA_FAIL("strata_gpt: direct mode is not available for the transformer yet");
+      STRATA_FAIL("strata_gpt: its training loop runs in the tape modes (virtual, static); direct and graph modes "
+                  "train GPT through nn::make_gpt");
     } else {
       return train(p, o, *tok);
     }

@@ -16,20 +16,7 @@ Conv2dOptions conv_opts(int stride, int padding, DType dt) {
   o.dtype = dt;
   return o;
 }
-int64_t key_of(const Tensor& t) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr())); }
 }  // namespace
-
-template <class P>
-Tensor ResidualAdd<P>::forward(const Tensor& a, const Tensor& b) {
-  return sum_.forward_keyed(p_, a, key_of(b), [&](const auto& tape) { return autograd::add(tape, a, b); }, b);
-}
-
-template <class P>
-Tensor ResidualAdd<P>::accumulate(const Tensor& identity_grad, const Tensor& main_grad) {
-  return grad_sum_.forward_keyed(
-      p_, identity_grad, key_of(main_grad),
-      [](const auto&) -> Tensor { STRATA_FAIL("ResidualAdd::accumulate runs in direct mode only"); }, main_grad);
-}
 
 template <class P>
 Downsample<P>::Downsample(const P& p, int64_t in_channels, int64_t out_channels, int stride, const BatchNormOptions& bn) {
@@ -175,7 +162,6 @@ Tensor Bottleneck<P>::backward(const Tensor& dy) {
 }
 
 #define STRATA_NN_INSTANTIATE(P) \
-  template class ResidualAdd<P>; \
   template class Downsample<P>;  \
   template class BasicBlock<P>;  \
   template class Bottleneck<P>;

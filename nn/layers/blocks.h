@@ -18,6 +18,7 @@
 #include "strata/nn/layers/activation.h"
 #include "strata/nn/layers/batch_norm.h"
 #include "strata/nn/layers/conv2d.h"
+#include "strata/nn/layers/residual_add.h"
 
 namespace strata::nn {
 
@@ -40,20 +41,6 @@ class ResidualBlockBase : public Module {
 
  protected:
   bool residual_in_place_ = false;
-};
-
-// y = a + b, and in direct mode the gradient sum of the two branches.
-template <class P>
-class ResidualAdd {
- public:
-  explicit ResidualAdd(const P& p) : p_(p) {}
-  Tensor forward(const Tensor& a, const Tensor& b);
-  // Direct mode: identity_grad + main_grad into a planned buffer.
-  Tensor accumulate(const Tensor& identity_grad, const Tensor& main_grad);
-
- private:
-  P p_;
-  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::AddPlan>> sum_, grad_sum_;
 };
 
 template <class P>

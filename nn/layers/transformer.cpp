@@ -8,6 +8,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/factories.h"
 #include "strata/nn/layers/layer_util.h"
+#include "strata/nn/layers/transformer_steps.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/tensor_ops.h"
@@ -16,22 +17,6 @@ namespace strata::nn {
 
 namespace {
 
-template <class P>
-void tape_modes_only(std::string_view layer) {
-  if constexpr (is_direct_v<P>)
-    STRATA_FAIL(layer, ": the transformer layers run in the virtual and static modes for now; direct and graph "
-                       "modes need their plans, which are not written yet");
-}
-
-// x [..., in] through a Linear (which takes [N, in]): the leading dims folded into N and back.
-template <class P>
-Tensor linear_last(const P& p, Linear<P>& lin, const Tensor& x, int64_t out) {
-  Shape rows{x.numel() / x.size(x.dim() - 1), x.size(x.dim() - 1)};
-  Shape back = x.sizes();
-  back[back.size() - 1] = out;
-  return autograd::reshape(p, lin.forward(autograd::reshape(p, x, rows)), back);
-}
-
 // t ~ N(0, std^2) from the default generator (GPT-2's initialisation).
 void normal_(const Tensor& t, double std) {
   std::vector<double> v = randn(t.sizes(), DType::f64).to_vector<double>();
@@ -39,15 +24,56 @@ void normal_(const Tensor& t, double std) {
   detail::assign_host(t, v);
 }
 
+// Direct mode refuses a key/value cache: decoding is the tape modes'.
+template <class P>
+void no_cache_in_direct_mode(std::string_view layer, const KvCache* cache) {
+  if constexpr (is_direct_v<P>)
+    STRATA_CHECK(cache == nullptr, layer, ": a key/value cache (decoding) runs in the tape modes (virtual, static); "
+                                          "direct mode plans whole sequences of one length");
+}
+
+// The tape modes' attention over qkv [B, T, 3C]: slice i (q, k, v) as the heads' [B, H, T, D],
+// and the heads' outputs [B, H, T, D] side by side as [B, T, H * D].
+template <class Tape>
+Tensor heads_of(const Tape& tape, const Tensor& qkv, int i, int64_t heads) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+  const Tensor part = autograd::slice(tape, qkv, 2, i * C, (i + 1) * C);
+  return autograd::transpose(tape, autograd::reshape(tape, part, {B, T, heads, C / heads}), 1, 2);
+}
+template <class Tape>
+Tensor side_by_side(const Tape& tape, const Tensor& y) {
+  return autograd::reshape(tape, autograd::transpose(tape, y, 1, 2), {y.size(0), y.size(2), y.size(1) * y.size(3)});
+}
+
 }  // namespace
 
 template <class P>
+Tensor detail::LastDimLinear<P>::forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out) {
+  const Shape rows{x.numel() / x.size(x.dim() - 1), x.size(x.dim() - 1)};
+  Shape back = x.sizes();
+  back[back.size() - 1] = out;
+  const Tensor in = rows_.forward(p, x, [&](const auto& tape) { return autograd::reshape(tape, x, rows); }, rows);
+  const Tensor y = lin.forward(in);
+  return unfold_.forward(p, y, [&](const auto& tape) { return autograd::reshape(tape, y, back); }, back);
+}
+
+template <class P>
+Tensor detail::LastDimLinear<P>::backward(const Module& m, Linear<P>& lin, const Tensor& dy) {
+  if constexpr (is_direct_v<P>)
+    return rows_.backward(m, lin.backward(unfold_.backward(m, dy)));
+  else
+    STRATA_FAIL(m.type_name(), "::backward runs in direct mode only; in the tape modes call autograd::backward(loss)");
+}
+
+template <class P>
 Embedding<P>::Embedding(const P& p, int64_t num, int64_t dim, DType dt) : p_(p), num_(num), dim_(dim) {
-  tape_modes_only<P>("Embedding");
   STRATA_CHECK(num > 0 && dim > 0, "Embedding: invalid configuration num=", num, " dim=", dim);
   weight_ = register_parameter("weight", detail::make_filled(p_.device(), Shape{num, dim}, dt, 0.0));
   normal_(weight_, 1.0);  // torch.nn.Embedding's N(0, 1)
 }
+
+template <class P>
+Embedding<P>::~Embedding() = default;
 
 template <class P>
 std::string Embedding<P>::extra_repr() const {
@@ -56,24 +82,47 @@ std::string Embedding<P>::extra_repr() const {
 
 template <class P>
 Tensor Embedding<P>::forward(const Tensor& ids) {
+  STRATA_CHECK(ids.defined(), "Embedding: ids are an undefined tensor");
+  return direct_.forward(
+      p_, ids,
+      [&](const auto& tape) {
+        const Tensor flat = ids.contiguous().view(Shape{ids.numel()});
+        Shape out = ids.sizes();
+        out.push_back(dim_);
+        return autograd::reshape(tape, autograd::index_select(tape, weight_, 0, flat), out);
+      },
+      weight_);
+}
+
+template <class P>
+Tensor Embedding<P>::backward(const Tensor& dy) {
+  return backward_tied(dy, Tensor());
+}
+
+template <class P>
+Tensor Embedding<P>::backward_tied(const Tensor& dy, const Tensor& later) {
   if constexpr (is_direct_v<P>) {
-    STRATA_FAIL("Embedding: direct mode is not supported yet");
+    direct_.latest_step("Embedding").backward(dy, later);
+    return Tensor();
   } else {
-    STRATA_CHECK(ids.defined(), "Embedding: ids are an undefined tensor");
-    const Tensor flat = ids.contiguous().view(Shape{ids.numel()});
-    Shape out = ids.sizes();
-    out.push_back(dim_);
-    return autograd::reshape(p_, autograd::index_select(p_, weight_, 0, flat), out);
+    return Module::backward(dy);
   }
 }
 
 template <class P>
+int64_t Embedding<P>::plans_made() const {
+  return direct_.plans_made();
+}
+
+template <class P>
 LayerNorm<P>::LayerNorm(const P& p, int64_t dim, double eps, DType dt) : p_(p), dim_(dim), eps_(eps) {
-  tape_modes_only<P>("LayerNorm");
   STRATA_CHECK(dim > 0 && eps > 0, "LayerNorm: invalid configuration dim=", dim, " eps=", eps);
   weight_ = register_parameter("weight", detail::make_filled(p_.device(), Shape{dim}, dt, 1.0));
   bias_ = register_parameter("bias", detail::make_filled(p_.device(), Shape{dim}, dt, 0.0));
 }
+
+template <class P>
+LayerNorm<P>::~LayerNorm() = default;
 
 template <class P>
 std::string LayerNorm<P>::extra_repr() const {
@@ -84,13 +133,25 @@ std::string LayerNorm<P>::extra_repr() const {
 
 template <class P>
 Tensor LayerNorm<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    STRATA_FAIL("LayerNorm: direct mode is not supported yet");
-  } else {
-    STRATA_CHECK(x.defined() && x.dim() >= 1 && x.size(x.dim() - 1) == dim_, "LayerNorm: input ",
-                 x.defined() ? x.str() : "(undefined)", " does not end in ", dim_);
-    return autograd::layer_norm(p_, x, weight_, bias_, eps_);
-  }
+  STRATA_CHECK(x.defined() && x.dim() >= 1 && x.size(x.dim() - 1) == dim_, "LayerNorm: input ",
+               x.defined() ? x.str() : "(undefined)", " does not end in ", dim_);
+  return direct_.forward(
+      p_, x,
+      [&](const auto& tape) {  // the parameters in x's dtype (mixed precision), as WeightedStep plans them
+        return autograd::layer_norm(tape, x, detail::compute_cast(tape, weight_, x),
+                                    detail::compute_cast(tape, bias_, x), eps_);
+      },
+      weight_, bias_, eps_);
+}
+
+template <class P>
+Tensor LayerNorm<P>::backward(const Tensor& dy) {
+  return direct_.backward(*this, dy);
+}
+
+template <class P>
+int64_t LayerNorm<P>::plans_made() const {
+  return direct_.plans_made();
 }
 
 template <class P>
@@ -98,67 +159,101 @@ CausalSelfAttention<P>::CausalSelfAttention(const P& p, const GptConfig& c)
     : p_(p), n_head_(c.n_head), n_embd_(c.n_embd),
       c_attn_(register_module("c_attn", std::make_unique<Linear<P>>(p, c.n_embd, 3 * c.n_embd, LinearOptions{true, c.dtype}))),
       c_proj_(register_module("c_proj", std::make_unique<Linear<P>>(p, c.n_embd, c.n_embd, LinearOptions{true, c.dtype}))) {
-  tape_modes_only<P>("CausalSelfAttention");
   STRATA_CHECK(c.n_head > 0 && c.n_embd % c.n_head == 0, "CausalSelfAttention: n_embd ", c.n_embd,
                " is not a multiple of n_head ", c.n_head);
 }
 
 template <class P>
+CausalSelfAttention<P>::~CausalSelfAttention() = default;
+
+template <class P>
 Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
+  STRATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == n_embd_, "CausalSelfAttention: input ",
+               x.defined() ? x.str() : "(undefined)", " is not [B, T, ", n_embd_, "]");
+  no_cache_in_direct_mode<P>("CausalSelfAttention", cache);
+  const int64_t C = n_embd_;
+  const Tensor qkv = qkv_.forward(p_, c_attn_, x, 3 * C);
+  if constexpr (!is_direct_v<P>)
+    if (cache != nullptr) return proj_.forward(p_, c_proj_, forward_cached(qkv, *cache, layer), C);
+  const Tensor y = attend_.forward(
+      p_, qkv,
+      [&](const auto& tape) {
+        // In this order (the tape's node order, which orders the slices' gradient sum).
+        const Tensor q = heads_of(tape, qkv, 0, n_head_), k = heads_of(tape, qkv, 1, n_head_),
+                     v = heads_of(tape, qkv, 2, n_head_);
+        return side_by_side(tape, autograd::scaled_dot_product_attention(tape, q, k, v, true));
+      },
+      n_head_);
+  return proj_.forward(p_, c_proj_, y, C);
+}
+
+// The tape modes' decoding: the new tokens' keys and values join the cache's, and each query
+// attends over them (y [B, T, C], the heads side by side).
+template <class P>
+Tensor CausalSelfAttention<P>::forward_cached(const Tensor& qkv, KvCache& cache, size_t layer) {
   if constexpr (is_direct_v<P>) {
-    STRATA_FAIL("CausalSelfAttention: direct mode is not supported yet");
+    STRATA_FAIL("CausalSelfAttention: a key/value cache runs in the tape modes");  // refused in forward
   } else {
-    STRATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == n_embd_, "CausalSelfAttention: input ",
-                 x.defined() ? x.str() : "(undefined)", " is not [B, T, ", n_embd_, "]");
-    const int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, D = C / H;
-    const Tensor qkv = linear_last(p_, c_attn_, x, 3 * C);
-    auto head = [&](int i) {  // [B, T, C] slice i of q, k, v as [B, H, T, D]
-      const Tensor part = autograd::slice(p_, qkv, 2, i * C, (i + 1) * C);
-      return autograd::transpose(p_, autograd::reshape(p_, part, {B, T, H, D}), 1, 2);
-    };
-    const Tensor q = head(0);
-    Tensor k = head(1), v = head(2);
-    if (cache != nullptr && cache->is_static()) {
+    const int64_t T = qkv.size(1);
+    const Tensor q = heads_of(p_, qkv, 0, n_head_);
+    Tensor k = heads_of(p_, qkv, 1, n_head_), v = heads_of(p_, qkv, 2, n_head_);
+    if (cache.is_static()) {
       // The new rows written at their positions; the keys are the first `held` rows.
-      ops::index_add_(p_, cache->k[layer], 2, cache->positions(T), k);
-      ops::index_add_(p_, cache->v[layer], 2, cache->positions(T), v);
-      const Tensor y = autograd::scaled_dot_product_attention(p_, q, cache->k[layer], cache->v[layer], true,
-                                                              std::nullopt, cache->held(T));
-      return linear_last(p_, c_proj_, autograd::reshape(p_, autograd::transpose(p_, y, 1, 2), {B, T, C}), C);
+      ops::index_add_(p_, cache.k[layer], 2, cache.positions(T), k);
+      ops::index_add_(p_, cache.v[layer], 2, cache.positions(T), v);
+      return side_by_side(p_, autograd::scaled_dot_product_attention(p_, q, cache.k[layer], cache.v[layer], true,
+                                                                     std::nullopt, cache.held(T)));
     }
-    if (cache != nullptr) {
-      if (cache->k.size() <= layer) cache->k.resize(layer + 1), cache->v.resize(layer + 1);
-      if (cache->k[layer].defined()) {
-        const Tensor ks[] = {cache->k[layer], k}, vs[] = {cache->v[layer], v};
-        k = autograd::cat(p_, std::span<const Tensor>(ks), 2);
-        v = autograd::cat(p_, std::span<const Tensor>(vs), 2);
-      }
-      cache->k[layer] = k;
-      cache->v[layer] = v;
+    if (cache.k.size() <= layer) cache.k.resize(layer + 1), cache.v.resize(layer + 1);
+    if (cache.k[layer].defined()) {
+      const Tensor ks[] = {cache.k[layer], k}, vs[] = {cache.v[layer], v};
+      k = autograd::cat(p_, std::span<const Tensor>(ks), 2);
+      v = autograd::cat(p_, std::span<const Tensor>(vs), 2);
     }
+    cache.k[layer] = k;
+    cache.v[layer] = v;
     // Query i of these T sees the cached keys and the new ones up to itself: the causal rule
     // with the queries as the last T of the past + T keys.
-    const Tensor y = autograd::scaled_dot_product_attention(p_, q, k, v, true);  // [B, H, T, D]
-    return linear_last(p_, c_proj_, autograd::reshape(p_, autograd::transpose(p_, y, 1, 2), {B, T, C}), C);
+    return side_by_side(p_, autograd::scaled_dot_product_attention(p_, q, k, v, true));
   }
+}
+
+template <class P>
+Tensor CausalSelfAttention<P>::backward(const Tensor& dy) {
+  return detail::explicit_backward<P>(*this, dy, [&] {
+    const Tensor dqkv = attend_.backward(*this, proj_.backward(*this, c_proj_, dy));
+    return qkv_.backward(*this, c_attn_, dqkv);
+  });
+}
+
+template <class P>
+int64_t CausalSelfAttention<P>::plans_made() const {
+  return attend_.plans_made();
 }
 
 template <class P>
 GptMlp<P>::GptMlp(const P& p, const GptConfig& c)
     : p_(p),
       c_fc_(register_module("c_fc", std::make_unique<Linear<P>>(p, c.n_embd, 4 * c.n_embd, LinearOptions{true, c.dtype}))),
-      c_proj_(register_module("c_proj", std::make_unique<Linear<P>>(p, 4 * c.n_embd, c.n_embd, LinearOptions{true, c.dtype}))) {
-  tape_modes_only<P>("MLP");
-}
+      c_proj_(register_module("c_proj", std::make_unique<Linear<P>>(p, 4 * c.n_embd, c.n_embd, LinearOptions{true, c.dtype}))) {}
+
+template <class P>
+GptMlp<P>::~GptMlp() = default;
 
 template <class P>
 Tensor GptMlp<P>::forward(const Tensor& x) {
-  if constexpr (is_direct_v<P>) {
-    STRATA_FAIL("MLP: direct mode is not supported yet");
-  } else {
-    const int64_t C = x.size(x.dim() - 1);
-    return linear_last(p_, c_proj_, autograd::gelu_tanh(p_, linear_last(p_, c_fc_, x, 4 * C)), C);
-  }
+  const int64_t C = x.size(x.dim() - 1);
+  const Tensor h = fc_.forward(p_, c_fc_, x, 4 * C);
+  const Tensor g = gelu_.forward(
+      p_, h, [&](const auto& tape) { return autograd::gelu_tanh(tape, h); }, ops::UnaryFn::gelu_tanh);
+  return proj_.forward(p_, c_proj_, g, C);
+}
+
+template <class P>
+Tensor GptMlp<P>::backward(const Tensor& dy) {
+  return detail::explicit_backward<P>(*this, dy, [&] {
+    return fc_.backward(*this, c_fc_, gelu_.backward(*this, proj_.backward(*this, c_proj_, dy)));
+  });
 }
 
 template <class P>
@@ -167,16 +262,20 @@ GptBlock<P>::GptBlock(const P& p, const GptConfig& c)
       ln_1_(register_module("ln_1", std::make_unique<LayerNorm<P>>(p, c.n_embd, c.layer_norm_eps, c.dtype))),
       attn_(register_module("attn", std::make_unique<CausalSelfAttention<P>>(p, c))),
       ln_2_(register_module("ln_2", std::make_unique<LayerNorm<P>>(p, c.n_embd, c.layer_norm_eps, c.dtype))),
-      mlp_(register_module("mlp", std::make_unique<GptMlp<P>>(p, c))) {}
+      mlp_(register_module("mlp", std::make_unique<GptMlp<P>>(p, c))), attn_add_(p), mlp_add_(p) {}
 
 template <class P>
 Tensor GptBlock<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
-  if constexpr (is_direct_v<P>) {
-    STRATA_FAIL("Block: direct mode is not supported yet");
-  } else {
-    const Tensor h = autograd::add(p_, x, attn_.forward(ln_1_.forward(x), cache, layer));
-    return autograd::add(p_, h, mlp_.forward(ln_2_.forward(h)));
-  }
+  const Tensor h = attn_add_.forward(x, attn_.forward(ln_1_.forward(x), cache, layer));
+  return mlp_add_.forward(h, mlp_.forward(ln_2_.forward(h)));
+}
+
+template <class P>
+Tensor GptBlock<P>::backward(const Tensor& dy) {
+  return detail::explicit_backward<P>(*this, dy, [&] {
+    const Tensor dh = mlp_add_.accumulate(dy, ln_2_.backward(mlp_.backward(dy)));
+    return attn_add_.accumulate(dh, ln_1_.backward(attn_.backward(dh)));
+  });
 }
 
 template <class P>
@@ -185,6 +284,8 @@ Gpt<P>::Gpt(const P& p, const GptConfig& c)
       wte_(register_module("wte", std::make_unique<Embedding<P>>(p, c.vocab_size, c.n_embd, c.dtype))),
       wpe_(register_module("wpe", std::make_unique<Embedding<P>>(p, c.block_size, c.n_embd, c.dtype))) {
   STRATA_CHECK(c.n_layer > 0 && c.block_size > 0 && c.vocab_size > 0, "GPT: invalid configuration");
+  STRATA_CHECK(!c.compute_dtype || is_floating(*c.compute_dtype), "GPT: compute_dtype must be floating, got ",
+               c.compute_dtype ? dtype_name(*c.compute_dtype) : "");
   for (int64_t i = 0; i < c.n_layer; ++i)
     h_.push_back(&register_module("h." + std::to_string(i), std::make_unique<GptBlock<P>>(p, c)));
   ln_f_ = &register_module("ln_f", std::make_unique<LayerNorm<P>>(p, c.n_embd, c.layer_norm_eps, c.dtype));
@@ -201,33 +302,71 @@ Gpt<P>::Gpt(const P& p, const GptConfig& c)
 }
 
 template <class P>
+Gpt<P>::~Gpt() = default;
+
+template <class P>
 Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
-  if constexpr (is_direct_v<P>) {
-    STRATA_FAIL("GPT: direct mode is not supported yet");
+  STRATA_CHECK(ids.defined() && ids.dim() == 2, "GPT: ids must be [B, T], got ",
+               ids.defined() ? ids.str() : "an undefined tensor");
+  no_cache_in_direct_mode<P>("GPT", cache);
+  const int64_t T = ids.size(1), past = cache != nullptr ? cache->length() : 0;
+  STRATA_CHECK(T >= 1 && past + T <= c_.block_size, "GPT: a sequence of ", past + T, " tokens",
+               past > 0 ? " (with the cache's)" : "", " is longer than block_size ", c_.block_size);
+  Tensor pos;
+  if (cache != nullptr && cache->is_static()) {
+    STRATA_CHECK(!autograd::GradMode::enabled(), "GPT: a static key/value cache is for inference; run it under "
+                                                 "autograd::NoGradGuard");
+    STRATA_CHECK(static_cast<int64_t>(cache->k.size()) == c_.n_layer && cache->k[0].size(0) == ids.size(0),
+                 "GPT: the static cache was made for another model or batch (", cache->k.size(), " layers, batch ",
+                 cache->k.empty() ? 0 : cache->k[0].size(0), ")");
+    // Inside a capture the step's host writes are the caller's, before each launch.
+    if (!ops::direct::capturing()) cache->advance(T);
+    pos = cache->positions(T);
+  } else if constexpr (is_direct_v<P>) {
+    // Made once per length: the position embedding's plan reads them in place.
+    if (positions_.size() <= static_cast<size_t>(T)) positions_.resize(static_cast<size_t>(T) + 1);
+    Tensor& made = positions_[static_cast<size_t>(T)];
+    if (!made.defined()) made = arange(0, T).to(ids.device());
+    pos = made;
   } else {
-    STRATA_CHECK(ids.defined() && ids.dim() == 2, "GPT: ids must be [B, T], got ",
-                 ids.defined() ? ids.str() : "an undefined tensor");
-    const int64_t T = ids.size(1), past = cache != nullptr ? cache->length() : 0;
-    STRATA_CHECK(T >= 1 && past + T <= c_.block_size, "GPT: a sequence of ", past + T, " tokens",
-                 past > 0 ? " (with the cache's)" : "", " is longer than block_size ", c_.block_size);
-    Tensor pos;
-    if (cache != nullptr && cache->is_static()) {
-      STRATA_CHECK(!autograd::GradMode::enabled(), "GPT: a static key/value cache is for inference; run it under "
-                                                   "autograd::NoGradGuard");
-      STRATA_CHECK(static_cast<int64_t>(cache->k.size()) == c_.n_layer && cache->k[0].size(0) == ids.size(0),
-                   "GPT: the static cache was made for another model or batch (", cache->k.size(), " layers, batch ",
-                   cache->k.empty() ? 0 : cache->k[0].size(0), ")");
-      // Inside a capture the step's host writes are the caller's, before each launch.
-      if (!ops::direct::capturing()) cache->advance(T);
-      pos = cache->positions(T);
-    } else {
-      pos = arange(past, past + T).to(ids.device());
-    }
-    Tensor x = autograd::add(p_, wte_.forward(ids), wpe_.forward(pos));  // [B, T, C] + [T, C]
-    for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
-    x = ln_f_->forward(x);
-    return autograd::matmul(p_, x, autograd::transpose(p_, wte_.weight(), 0, 1));  // tied output projection
+    pos = arange(past, past + T).to(ids.device());
   }
+  const Tensor tok = wte_.forward(ids), at = wpe_.forward(pos);  // [B, T, C] and [T, C]
+  const DType compute = c_.compute_dtype.value_or(c_.dtype);
+  Tensor x = embed_sum_.forward_keyed(
+      p_, tok, detail::plan_key_of(at),
+      [&](const auto& tape) { return autograd::cast(tape, autograd::add(tape, tok, at), compute); }, at, compute);
+  for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
+  x = ln_f_->forward(x);
+  const Tensor& w = wte_.weight();
+  return lm_head_.forward(  // the output projection, tied to wte's weight (in x's dtype)
+      p_, x,
+      [&](const auto& tape) {
+        return autograd::matmul(tape, x, autograd::transpose(tape, detail::compute_cast(tape, w, x), 0, 1));
+      },
+      w);
+}
+
+template <class P>
+Tensor Gpt<P>::backward(const Tensor& dlogits) {
+  if constexpr (!is_direct_v<P>) {
+    return Module::backward(dlogits);
+  } else {
+    auto& head = lm_head_.latest_step("GPT");
+    Tensor g = ln_f_->backward(head.backward(dlogits));
+    for (auto it = h_.rbegin(); it != h_.rend(); ++it) g = (*it)->backward(g);
+    auto& sum = embed_sum_.latest_step("GPT");
+    const Tensor tok = sum.backward(g);
+    wpe_.backward(sum.pos_grad());
+    // The tape reaches wte's weight through the output projection first (the later op).
+    wte_.backward_tied(tok, head.weight_grad());
+    return Tensor();
+  }
+}
+
+template <class P>
+int64_t Gpt<P>::plans_made() const {
+  return lm_head_.plans_made();
 }
 
 template <class P>
@@ -239,8 +378,8 @@ KvCache Gpt<P>::static_cache(int64_t batch, int64_t capacity) const {
   c.capacity = capacity;
   const Shape rows{batch, c_.n_head, capacity, c_.n_embd / c_.n_head};
   for (int64_t i = 0; i < c_.n_layer; ++i) {
-    c.k.push_back(zeros(rows, c_.dtype, dev));
-    c.v.push_back(zeros(rows, c_.dtype, dev));
+    c.k.push_back(zeros(rows, c_.compute_dtype.value_or(c_.dtype), dev));
+    c.v.push_back(zeros(rows, c_.compute_dtype.value_or(c_.dtype), dev));
   }
   c.slots = zeros(Shape{capacity + 1}, DType::i64, dev);
   return c;
@@ -257,7 +396,8 @@ void KvCache::advance(int64_t tokens) {
   copy_into(Tensor::from_vector(v, Shape{tokens + 1}), slots.narrow(0, 0, tokens + 1));
 }
 
-#define STRATA_NN_INSTANTIATE(P) \
+#define STRATA_NN_INSTANTIATE(P)       \
+  template class detail::LastDimLinear<P>; \
   template class Embedding<P>;   \
   template class LayerNorm<P>;   \
   template class CausalSelfAttention<P>; \

@@ -4,24 +4,96 @@
 // Hugging Face's and nanoGPT's: wte, wpe, h.<i>.{ln_1, attn.{c_attn, c_proj}, ln_2,
 // mlp.{c_fc, c_proj}}, ln_f; the output projection is wte's weight (tied).
 //
-// The layers are the op table's recorded ops: index_select for the embeddings, layer_norm,
-// linear, the GELU row and the fused causal attention, so they run in the tape modes
-// (virtual, static) on every backend. Direct mode refuses them at construction: it needs
-// their plans, which are not written yet. Decoding has a graph form of its own: a static
-// key/value cache (KvCache::reserve) lets one CUDA graph of the static-mode step replay at
-// every position (nn/generate.h).
+// The layers are the op table's ops: index_select for the embeddings, layer_norm, linear, the
+// GELU row, the fused causal attention and the batched product of the output projection, in
+// every dispatch mode on every backend. The tape modes (virtual, static) record them; direct
+// mode plans each call once per input shape (nn/layers/transformer_steps.h over ops/direct/'s
+// plans) and runs backward explicitly, module by module in reverse order, bitwise the tape's:
+// where gradients meet (the residual stream, wte's weight, which the tied output projection
+// reads too) they are summed by the same kernels in the order the autograd engine sums them,
+// and attention writes the gradients of q, k and v straight into their slices of the QKV
+// projection's gradient, which the tape assembles by adding three zero-filled copies (the same
+// bits: adding +0 changes no value but a -0, which the kernels' sums, started at +0, produce
+// only by underflowing on the way to a narrower dtype). Graph mode (cuda) captures direct mode's steps.
+// Mixed precision (GptConfig::compute_dtype): the embeddings are looked up and summed in the
+// parameters' dtype, the sum converted to the compute dtype, and everything after runs in it,
+// each layer reading its parameters converted (the tape modes' recorded casts, direct mode's
+// planned conversions); gradients return to the parameters' dtype.
+// Decoding has a graph form of its own, in static mode: a static key/value cache
+// (Gpt::static_cache) lets one CUDA graph of the step replay at every position
+// (nn/generate.h). Key/value caches are the tape modes' (direct mode plans whole sequences of
+// one length and refuses a cache).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "strata/nn/layers/container.h"
 #include "strata/nn/layers/linear.h"
+#include "strata/nn/layers/residual_add.h"
+
+namespace strata::ops::direct {
+template <backends::BackendImpl Impl>
+class UnaryPlan;
+template <backends::BackendImpl Impl>
+class LayerNormPlan;
+}  // namespace strata::ops::direct
 
 namespace strata::nn {
+
+namespace detail {
+// Direct mode's steps of these layers (nn/layers/transformer_steps.h). Only transformer.cpp
+// instantiates them (the layers' destructors are defined there), so the header's other users
+// compile without the plans.
+template <class Impl>
+class EmbeddingStep;
+template <class Impl>
+class AttentionStep;
+template <class Impl>
+class EmbeddingSumStep;
+template <class Impl>
+class TiedProjectionStep;
+struct EmbeddingStepOf {
+  template <backends::BackendImpl Impl>
+  using type = EmbeddingStep<Impl>;
+};
+struct LayerNormStepOf {
+  template <backends::BackendImpl Impl>
+  using type = WeightedStep<Impl, ops::direct::LayerNormPlan<Impl>>;
+};
+struct AttentionStepOf {
+  template <backends::BackendImpl Impl>
+  using type = AttentionStep<Impl>;
+};
+using GeluStepOf = PlanOf<ops::direct::UnaryPlan>;
+struct EmbeddingSumStepOf {
+  template <backends::BackendImpl Impl>
+  using type = EmbeddingSumStep<Impl>;
+};
+struct TiedProjectionStepOf {
+  template <backends::BackendImpl Impl>
+  using type = TiedProjectionStep<Impl>;
+};
+
+// A Linear over x's last dim: x [..., in] folded into rows [N, in] and the output unfolded to
+// [..., out], by autograd::reshape in the tape modes and planned views in direct mode.
+template <class P>
+class LastDimLinear {
+ public:
+  Tensor forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out);
+  // Direct mode: dL/dx from dL/dy; `m` (the layer that owns it) names it in errors.
+  Tensor backward(const Module& m, Linear<P>& lin, const Tensor& dy);
+
+ private:
+  [[no_unique_address]] DirectLayer<P, FlattenStepOf> rows_, unfold_;
+};
+}  // namespace detail
 
 struct GptConfig {
   int64_t vocab_size = 50257, block_size = 1024;  // tokens, the longest sequence
   int64_t n_layer = 12, n_head = 12, n_embd = 768;
   double layer_norm_eps = 1e-5;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;                // the parameters'
+  std::optional<DType> compute_dtype;      // mixed precision: the activations' (nullopt: dtype)
 };
 
 // The keys and values of the tokens a model has seen, per layer ([B, heads, rows, head width]
@@ -54,15 +126,25 @@ template <class P>
 class Embedding final : public Module {
  public:
   Embedding(const P& p, int64_t num, int64_t dim, DType dt = DType::f32);
+  ~Embedding() override;
   std::string_view type_name() const override { return "Embedding"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& ids) override;
+  // Direct mode: the weight's gradient (dy's rows added up at their ids) into .grad(); ids
+  // have none (undefined is returned).
+  Tensor backward(const Tensor& dy) override;
+  // Direct mode, a tied weight that an op after the lookup reads too (GPT's output
+  // projection): `later` is that op's gradient for the weight, which the autograd engine
+  // accumulates first, so .grad() gets (.grad() +) later + the lookup's, summed as it sums them.
+  Tensor backward_tied(const Tensor& dy, const Tensor& later);
   const Tensor& weight() const { return weight_; }
+  int64_t plans_made() const;
 
  private:
   P p_;
   int64_t num_, dim_;
   Tensor weight_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::EmbeddingStepOf> direct_;
 };
 
 // Over the last dim: (x - mean) / sqrt(var + eps) * weight + bias (biased variance).
@@ -70,15 +152,19 @@ template <class P>
 class LayerNorm final : public Module {
  public:
   LayerNorm(const P& p, int64_t dim, double eps = 1e-5, DType dt = DType::f32);
+  ~LayerNorm() override;
   std::string_view type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+  int64_t plans_made() const;
 
  private:
   P p_;
   int64_t dim_;
   double eps_;
   Tensor weight_, bias_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::LayerNormStepOf> direct_;
 };
 
 // Causal multi-head self-attention over x [B, T, C]: one fused QKV projection (c_attn), the
@@ -87,17 +173,24 @@ template <class P>
 class CausalSelfAttention final : public Module {
  public:
   CausalSelfAttention(const P& p, const GptConfig& c);
+  ~CausalSelfAttention() override;
   std::string_view type_name() const override { return "CausalSelfAttention"; }
   Tensor forward(const Tensor& x) override { return forward(x, nullptr, 0); }
-  // With a cache, x is the tokens after the cached ones: their keys and values join layer
-  // `layer`'s, and each attends to every cached token and to the new ones up to itself.
+  // With a cache (tape modes), x is the tokens after the cached ones: their keys and values
+  // join layer `layer`'s, and each attends to every cached token and to the new ones up to itself.
   Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
+  Tensor backward(const Tensor& dy) override;
+  int64_t plans_made() const;  // the attention's own (its projections count theirs)
 
  private:
+  Tensor forward_cached(const Tensor& qkv, KvCache& cache, size_t layer);
+
   P p_;
   int64_t n_head_, n_embd_;
   Linear<P>& c_attn_;
   Linear<P>& c_proj_;
+  detail::LastDimLinear<P> qkv_, proj_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::AttentionStepOf> attend_;
 };
 
 // c_fc (C -> 4C), GELU (the tanh approximation GPT-2 uses), c_proj (4C -> C).
@@ -105,13 +198,17 @@ template <class P>
 class GptMlp final : public Module {
  public:
   GptMlp(const P& p, const GptConfig& c);
+  ~GptMlp() override;
   std::string_view type_name() const override { return "MLP"; }
   Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
 
  private:
   P p_;
   Linear<P>& c_fc_;
   Linear<P>& c_proj_;
+  detail::LastDimLinear<P> fc_, proj_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::GeluStepOf> gelu_;
 };
 
 template <class P>
@@ -121,6 +218,8 @@ class GptBlock final : public Module {
   std::string_view type_name() const override { return "Block"; }
   Tensor forward(const Tensor& x) override { return forward(x, nullptr, 0); }
   Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
+  // Direct mode: each residual add's gradient sum as identity + branch (nn/layers/residual_add.h).
+  Tensor backward(const Tensor& dy) override;
 
  private:
   P p_;
@@ -128,6 +227,7 @@ class GptBlock final : public Module {
   CausalSelfAttention<P>& attn_;
   LayerNorm<P>& ln_2_;
   GptMlp<P>& mlp_;
+  ResidualAdd<P> attn_add_, mlp_add_;
 };
 
 // ids i64 [B, T] (T <= block_size) -> logits [B, T, vocab_size].
@@ -135,15 +235,20 @@ template <class P>
 class Gpt final : public Module {
  public:
   Gpt(const P& p, const GptConfig& c);
+  ~Gpt() override;
   std::string_view type_name() const override { return "GPT"; }
   Tensor forward(const Tensor& ids) override { return forward(ids, nullptr); }
-  // With a cache, ids are the tokens after the cached ones (positions continue from its length,
-  // which with them may not pass block_size); the cache takes their keys and values.
+  // With a cache (tape modes), ids are the tokens after the cached ones (positions continue
+  // from its length, which with them may not pass block_size); the cache takes their keys and
+  // values.
   Tensor forward(const Tensor& ids, KvCache* cache);
+  // Direct mode: every parameter's gradient from dL/dlogits; ids have none (undefined).
+  Tensor backward(const Tensor& dlogits) override;
+  int64_t plans_made() const;  // the output projection's (each layer counts its own)
   const GptConfig& config() const { return c_; }
   const P& policy() const { return p_; }
   // A static key/value cache of `capacity` (<= block_size) positions for `batch` sequences
-  // on the model's device, in its dtype (KvCache); a new sequence takes a new one.
+  // on the model's device, in its compute dtype (KvCache); a new sequence takes a new one.
   KvCache static_cache(int64_t batch, int64_t capacity) const;
 
  private:
@@ -153,6 +258,9 @@ class Gpt final : public Module {
   Embedding<P>& wpe_;
   std::vector<GptBlock<P>*> h_;
   LayerNorm<P>* ln_f_ = nullptr;
+  std::vector<Tensor> positions_;  // direct mode: arange(T) on the device, per length T, made once
+  [[no_unique_address]] detail::DirectLayer<P, detail::EmbeddingSumStepOf> embed_sum_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::TiedProjectionStepOf> lm_head_;
 };
 
 }  // namespace strata::nn

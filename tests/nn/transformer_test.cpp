@@ -2,13 +2,15 @@
 // parameter names and shapes, the gradients of every parameter against central differences in
 // f64, causality (a token never changes the logits before it), the virtual and static modes
 // bitwise alike, a loss that falls on a learnable sequence, the growing and static key/value
-// caches against the whole sequence, and clear errors for what cannot run.
+// caches against the whole sequence, and clear errors for what cannot run (direct mode:
+// gpt_direct_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <algorithm>
 #include <map>
 
+#include "gpt_test_util.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/gradcheck.h"
 #include "strata/autograd/nn_functional.h"
@@ -28,13 +30,9 @@ using ops::VirtualDispatch;
 using Ref = backends::ReferenceBackend;
 
 nn::GptConfig tiny(DType dt = DType::f64) {
-  nn::GptConfig c;
+  nn::GptConfig c = tiny_gpt(dt);
   c.vocab_size = 7;
   c.block_size = 6;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  c.dtype = dt;
   return c;
 }
 VirtualDispatch reference() { return VirtualDispatch(backends::registry().get("reference")); }
@@ -258,7 +256,11 @@ TEST(NnGpt, WhatCannotRunIsAClearError) {
   nn::GptConfig bad = tiny();
   bad.n_head = 3;
   EXPECT_STRATA_ERROR((nn::Gpt<VirtualDispatch>(reference(), bad)), "n_embd 8", "n_head 3");
-  EXPECT_STRATA_ERROR((nn::Gpt<ops::Direct<Ref>>(ops::Direct<Ref>(), tiny())), "direct and graph modes");
+  // Direct mode plans whole sequences; decoding with a cache is the tape modes'.
+  nn::Gpt<ops::Direct<Ref>> d(ops::Direct<Ref>(), tiny());
+  nn::KvCache cache;
+  EXPECT_STRATA_ERROR(d.forward(ids({1, 2}, 1, 2), &cache), "GPT", "key/value cache", "tape modes");
+  EXPECT_STRATA_ERROR(d.forward(ids({1, 2, 3, 4, 5, 6, 0}, 1, 7)), "GPT", "7 tokens", "block_size 6");
 }
 
 }  // namespace

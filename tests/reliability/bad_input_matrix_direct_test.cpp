@@ -14,6 +14,8 @@
 #include "strata/ops/direct/plans.h"
 #include "strata/backends/static_backends.h"
 #include "strata/ops/direct/dropout_plan.h"
+#include "strata/ops/direct/tensor_plans.h"
+#include "strata/ops/direct/transformer_plans.h"
 
 namespace strata::testing {
 namespace {
@@ -21,7 +23,7 @@ namespace {
 // The case's arguments its direct-mode plan takes as they are. A forward plan takes
 // all of them; a backward plan is planned after a valid forward and takes only
 // grad_output (its other inputs are the forward plan's own). Cases without a plan
-// (optimizer steps, element-wise ops other than relu and add, conversions) and
+// (optimizer steps, most element-wise formulas, conversions) and
 // conv2d's bias gradient (validated after the weight gradient, as autograd does)
 // have none.
 std::vector<std::string> direct_args(const std::string& id) {
@@ -33,9 +35,15 @@ std::vector<std::string> direct_args(const std::string& id) {
   if (id == "dropout") return {"input"};
   if (id == "softmax_xent") return {"logits", "labels"};
   if (id == "bce_logits") return {"logits", "targets"};
+  if (id == "layer_norm") return {"input", "weight", "bias"};
+  if (id == "attention") return {"query", "key", "value"};
+  if (id == "exp" || id == "sum_dims") return {"input"};
+  if (id == "bmm") return {"a", "b"};
+  if (id == "index_select") return {"input", "index"};
+  if (id == "index_add") return {"source", "index"};
   if (id == "conv2d_bwd_data" || id == "conv2d_bwd_weight" || id == "batch_norm_bwd" || id == "relu_bwd" ||
       id == "max_pool2d_bwd" || id == "avg_pool2d_bwd" || id == "global_avg_pool_bwd" || id == "linear_bwd_data" ||
-      id == "linear_bwd_weight")
+      id == "linear_bwd_weight" || id == "layer_norm_bwd" || id == "attention_bwd" || id == "tanh_bwd")
     return {"grad_output"};
   return {};
 }
@@ -106,6 +114,33 @@ void plan_case(const std::string& id, Impl& impl, const std::vector<Tensor>& a) 
     dp::SoftmaxXentPlan<Impl>().plan(impl, a[0], a[1]);
   } else if (id == "bce_logits") {
     dp::BceLogitsPlan<Impl>().plan(impl, a[0], a[1]);
+  } else if (id == "layer_norm") {
+    dp::LayerNormPlan<Impl>().plan(impl, a[0], a[1], a[2], 1e-5);
+  } else if (id == "layer_norm_bwd") {
+    dp::LayerNormPlan<Impl> p;
+    p.plan(impl, a[0], a[1], Tensor(), 1e-5);
+    p.plan_backward(a[4], /*need_dx=*/true);
+  } else if (id == "attention") {
+    dp::AttentionPlan<Impl>().plan(impl, a[0], a[1], a[2], true, 0.5);
+  } else if (id == "attention_bwd") {
+    dp::AttentionPlan<Impl> p;
+    p.plan(impl, a[0], a[1], a[2], true, 0.5);
+    p.plan_backward(a[5]);
+  } else if (id == "exp") {
+    dp::UnaryPlan<Impl>().plan(impl, a[0], ops::UnaryFn::exp);
+  } else if (id == "tanh_bwd") {
+    dp::UnaryPlan<Impl> p;
+    p.plan(impl, a[0], ops::UnaryFn::tanh);
+    p.plan_backward(a[2]);
+  } else if (id == "sum_dims") {
+    const int dims[] = {1};
+    dp::ReducePlan<Impl>().plan(impl, ops::ReduceFn::sum, a[0], dims);
+  } else if (id == "bmm") {
+    dp::BmmPlan<Impl>().plan(impl, a[0], a[1]);
+  } else if (id == "index_select") {
+    dp::IndexSelectPlan<Impl>().plan(impl, a[0], 0, a[1]);
+  } else if (id == "index_add") {
+    dp::IndexAddPlan<Impl>().plan(impl, a[0], 0, a[1], {5, 3});
   } else {
     FAIL() << "no plan for case " << id;
   }

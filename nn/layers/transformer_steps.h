@@ -1,0 +1,303 @@
+#pragma once
+// Internal to nn/layers/transformer.cpp: direct mode's steps of GPT's layers (the StepOf types
+// of nn/layers/direct_layer.h), over the plans of ops/direct/. Each mirrors the ops the tape
+// modes record for the layer (nn/layers/transformer.cpp's tape formulas) with the same
+// kernels on the same values, so that a step's outputs and gradients are bitwise the tape's;
+// the reshapes the tape records are views planned once here.
+#include <cmath>
+#include <vector>
+
+#include "strata/nn/layers/direct_layer.h"
+#include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/tensor_plans.h"
+#include "strata/ops/direct/transformer_plans.h"
+
+namespace strata::nn::detail {
+
+// Direct mode: a gradient sum y = a + b planned once (the autograd engine's accumulation).
+template <class Impl>
+class PlannedSum {
+ public:
+  void plan(Impl& impl, const Tensor& a, const Tensor& b, const Tensor& y) {
+    const ops::StaticDispatch<Impl> d(impl);
+    ops::validate_add(d, a, b);
+    ops::check_elementwise_pair(d, ops::OpId::add, "a", a, "output", y);
+    impl_ = &impl;
+    args_ = {a, b, y};
+  }
+  void run() { ops::direct::run_kernel<ops::OpId::add>(*impl_, args_); }
+
+ private:
+  Impl* impl_ = nullptr;
+  ops::AddArgs args_;
+};
+
+// Embedding (y = weight[ids]): index_select over the ids seen as one row of indices (the tape's
+// ids.contiguous().view(n)); backward the front end's index_add (zeros, then the rows added).
+// The ids' values are checked here and by the CPU kernels at each run, with the front end's
+// message; non-contiguous ids are copied at each run into a buffer of the step's own (an
+// ordinary one: its values are read at plan time).
+template <class Impl>
+class EmbeddingStep {
+ public:
+  void plan(Impl& impl, const Tensor& ids, const Tensor& weight) {
+    impl_ = &impl;
+    weight_ = weight;
+    const Shape flat{ids.numel()};
+    if (ids.is_contiguous()) {
+      ids_ = ids.view(flat);
+    } else {
+      ids_ = Tensor::empty(flat, ids.dtype(), ids.device());
+      copy_into(ids, ids_.view(ids.sizes()));
+      ids_copy_.plan_into(impl, ids, ids_.view(ids.sizes()));
+    }
+    select_.plan(impl, weight, 0, ids_);
+    Shape out = ids.sizes();
+    out.push_back(weight.size(1));
+    y_ = select_.y.view(out);
+  }
+  const Tensor& run(const Tensor& /*weight*/) {
+    ids_copy_.run();
+    select_.forward();
+    return y_;
+  }
+
+  // dL/dweight from dy (ids' sizes + [dim]) into .grad(); `later` (or undefined): the gradient
+  // of a later use of the weight, which the tape accumulates into .grad() first.
+  void backward(const Tensor& dy, const Tensor& later) {
+    if (needs_rebind(dy_, dy) || later.defined() != later_.defined() ||
+        (later.defined() && needs_rebind(later_, later)))
+      plan_backward(dy, later);
+    run_backward();
+  }
+
+ private:
+  void plan_backward(const Tensor& dy, const Tensor& later) {
+    dy_ = dy;
+    later_ = later;
+    const Shape rows{ids_.numel(), weight_.size(1)};
+    const Tensor g = ops::direct::planned_view_or_copy(*impl_, dy, rows, dy_copy_);
+    // Tied, the lookup's gradient is summed with later's before .grad() takes it.
+    const DType dt = dy.dtype();
+    add_.plan(*impl_, g, 0, ids_, weight_.sizes(),
+              later.defined() ? ops::direct::planned_empty(weight_.sizes(), dt, weight_.device())
+                              : ops::direct::planned_grad(weight_, weight_.sizes(), dt));
+    if (later.defined()) {
+      sum_buf_ = ops::direct::planned_grad(weight_, weight_.sizes(), dt);
+      sum_.plan(*impl_, later, add_.y, sum_buf_);
+    }
+  }
+  void run_backward() {
+    dy_copy_.run();
+    if (!later_.defined()) {
+      backward_into_grads(*impl_, {{weight_, add_.y}}, [&] { add_.forward(); });
+      return;
+    }
+    add_.forward();
+    // The engine: .grad() = later, then .grad() + lookup's; on a .grad() from an earlier
+    // backward (not zeroed), (.grad() + later) + lookup's. The first is the planned sum; the
+    // second allocates, as accumulating does in direct mode (never inside a captured step,
+    // which zeroes the gradients first).
+    if (ops::direct::recording()) return sum_.run();
+    if (!weight_.grad().defined()) {
+      sum_.run();
+      weight_.set_grad(sum_buf_);
+      return;
+    }
+    accumulate_grad(*impl_, weight_, later_);
+    accumulate_grad(*impl_, weight_, add_.y);
+  }
+
+  Impl* impl_ = nullptr;
+  Tensor weight_, ids_, y_, dy_, later_, sum_buf_;
+  ops::direct::CastPlan<Impl> ids_copy_, dy_copy_;
+  ops::direct::IndexSelectPlan<Impl> select_;
+  ops::direct::IndexAddPlan<Impl> add_;
+  PlannedSum<Impl> sum_;
+};
+
+// GPT's token and position embeddings summed, tok [B, T, C] + pos [T, C], and converted to the
+// compute dtype (mixed precision): the tape's broadcast add (pos expanded over the batch) and
+// cast. Backward: dy converted back (the cast's backward), which is tok's gradient, and pos's
+// the sum of it over the broadcast dims (the expand's backward, a reduction kept to pos's rank,
+// then viewed).
+template <class Impl>
+class EmbeddingSumStep {
+ public:
+  void plan(Impl& impl, const Tensor& tok, const Tensor& pos, DType compute) {
+    impl_ = &impl;
+    const Shape out = ops::broadcast_shape("add", tok.sizes(), pos.sizes());
+    STRATA_CHECK(out == tok.sizes(), "GPT: position embeddings ", pos.str(), " do not broadcast to the tokens' ",
+                 tok.str(), " (internal error)");
+    pos_ = pos;
+    add_.plan(impl, tok, ops::expand_to("expand", pos, out));
+    y_ = add_.y;
+    if (compute != tok.dtype()) {
+      to_compute_.plan(impl, add_.y, compute);
+      y_ = to_compute_.y;
+    }
+  }
+  const Tensor& run(const Tensor& /*pos*/, DType /*compute*/) {
+    add_.forward();
+    to_compute_.run();
+    return y_;
+  }
+  // The tokens' gradient (dy in their dtype); the positions' is pos_grad(). Planned on the
+  // first call for dy and when dy moves.
+  const Tensor& backward(const Tensor& dy) {
+    if (needs_rebind(dy_, dy)) plan_backward(dy);
+    to_params_.run();
+    reduce_.forward();
+    return dtok_;
+  }
+  const Tensor& pos_grad() const { return dpos_; }
+
+ private:
+  void plan_backward(const Tensor& dy) {
+    dy_ = dy;
+    dtok_ = dy;
+    to_params_ = {};
+    if (to_compute_.planned()) {
+      to_params_.plan(*impl_, dy, pos_.dtype());
+      dtok_ = to_params_.y;
+    }
+    std::vector<int> dims;  // the expand's: its new leading dims and those it repeated
+    const int lead = dtok_.dim() - pos_.dim();
+    for (int i = 0; i < dtok_.dim(); ++i)
+      if (i < lead || (pos_.size(i - lead) == 1 && dtok_.size(i) != 1)) dims.push_back(i);
+    STRATA_CHECK(!dims.empty(), "GPT: position embeddings ", pos_.str(), " are not broadcast (internal error)");
+    reduce_.plan(*impl_, ops::ReduceFn::sum, dtok_, dims);
+    dpos_ = reduce_.y.view(pos_.sizes());
+  }
+
+  Impl* impl_ = nullptr;
+  Tensor pos_, y_, dy_, dtok_, dpos_;
+  ops::direct::AddPlan<Impl> add_;
+  ops::direct::CastPlan<Impl> to_compute_, to_params_;
+  ops::direct::ReducePlan<Impl> reduce_;
+};
+
+// Causal self-attention over the QKV projection's output qkv [B, T, 3C] with `heads` heads: q,
+// k and v are views of its three slices as [B, H, T, D] (the tape's slice, reshape and
+// transpose), y is [B, T, C] over the attention's output (its heads side by side, as the tape's
+// transpose and reshape see it). Backward reads dy through the same views and writes the
+// gradients of q, k and v into their slices of one [B, T, 3C] buffer.
+template <class Impl>
+class AttentionStep {
+ public:
+  void plan(Impl& impl, const Tensor& qkv, int64_t heads) {
+    impl_ = &impl;
+    const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+    dims_ = {B, T, heads, C / heads};
+    const Tensor q = ops::direct::planned_view_or_copy(impl, slice(qkv, 0), dims_, copies_[0]).permute(kHeads);
+    const Tensor k = ops::direct::planned_view_or_copy(impl, slice(qkv, 1), dims_, copies_[1]).permute(kHeads);
+    const Tensor v = ops::direct::planned_view_or_copy(impl, slice(qkv, 2), dims_, copies_[2]).permute(kHeads);
+    attn_.plan(impl, q, k, v, true, 1.0 / std::sqrt(static_cast<double>(dims_[3])));
+    y_ = attn_.y.permute(kHeads).view({B, T, C});
+  }
+  const Tensor& run(int64_t /*heads*/) {
+    for (auto& c : copies_) c.run();
+    attn_.forward();
+    return y_;
+  }
+  void plan_backward(const Tensor& dy, bool /*need_dx*/) {
+    const Tensor dy4 = ops::direct::planned_view_or_copy(*impl_, dy, dims_, dy_copy_).permute(kHeads);
+    dqkv_ = ops::direct::planned_empty({dims_[0], dims_[1], 3 * dims_[2] * dims_[3]}, dy.dtype(), dy.device());
+    // A dense buffer's slices split into heads are views.
+    auto grad = [&](int i) {
+      const Tensor part = slice(dqkv_, i);
+      return part.as_strided(dims_, *view_strides(part.sizes(), part.strides(), dims_), part.offset()).permute(kHeads);
+    };
+    attn_.plan_backward(dy4, grad(0), grad(1), grad(2));
+  }
+  const Tensor& run_backward() {
+    dy_copy_.run();
+    attn_.backward();
+    return dqkv_;
+  }
+
+ private:
+  inline static const std::vector<int> kHeads{0, 2, 1, 3};  // [B, T, H, D] <-> [B, H, T, D]
+  // Slice i (q, k, v) of t [B, T, 3C].
+  Tensor slice(const Tensor& t, int i) const {
+    const int64_t C = dims_[2] * dims_[3];
+    return t.narrow(2, i * C, C);
+  }
+
+  Impl* impl_ = nullptr;
+  Shape dims_;  // B, T, H, D
+  Tensor y_, dqkv_;
+  ops::direct::CastPlan<Impl> copies_[3], dy_copy_;
+  ops::direct::AttentionPlan<Impl> attn_;
+};
+
+// GPT's output projection, tied to wte's weight W [V, C]: logits = x W^T as the tape's matmul
+// computes it, one batched product of x's rows [1, N, C] and W^T's view [1, C, V] (of W's copy
+// in x's dtype, mixed precision). Backward as its bmm node: dx = dy W, then W's gradient
+// (x^T dy) [C, V] copied transposed into a [V, C] buffer and converted to W's dtype, which the
+// caller hands to the embedding (Embedding::backward_tied) rather than .grad().
+template <class Impl>
+class TiedProjectionStep {
+ public:
+  void plan(Impl& impl, const Tensor& x, const Tensor& weight) {
+    impl_ = &impl;
+    weight_ = weight;
+    const int64_t c = x.size(x.dim() - 1), v = weight.size(0);
+    x_sizes_ = x.sizes();
+    n_ = x.numel() / c;
+    a_ = ops::direct::planned_view_or_copy(impl, x, {1, n_, c}, x_copy_);
+    const Tensor wt = w_.plan(impl, weight, x).permute({1, 0});
+    const auto st = view_strides(wt.sizes(), wt.strides(), {1, c, v});
+    STRATA_CHECK(st.has_value(), "GPT: the output projection reads wte's weight in place, which needs a dense "
+                                 "weight, got ", weight.str());
+    b_ = wt.as_strided({1, c, v}, *st, wt.offset());
+    fwd_.plan(impl, a_, b_);
+    Shape out = x.sizes();
+    out[out.size() - 1] = v;
+    y_ = fwd_.y.view(out);
+  }
+  const Tensor& run(const Tensor& /*weight*/) {
+    w_.refresh();
+    x_copy_.run();
+    fwd_.forward();
+    return y_;
+  }
+  // dL/dx; the weight's gradient is weight_grad(). Planned on the first call for dy and when dy moves.
+  const Tensor& backward(const Tensor& dy) {
+    if (needs_rebind(dy_, dy)) plan_backward(dy);
+    dy_copy_.run();
+    da_.forward();
+    db_.forward();
+    transpose_.run();
+    to_params_.run();
+    return dx_;
+  }
+  const Tensor& weight_grad() const { return dw_; }
+
+ private:
+  void plan_backward(const Tensor& dy) {
+    dy_ = dy;
+    const int64_t c = a_.size(2), v = b_.size(2);
+    const Tensor g = ops::direct::planned_view_or_copy(*impl_, dy, {1, n_, v}, dy_copy_);
+    da_.plan(*impl_, g, b_.permute({0, 2, 1}));
+    dx_ = da_.y.view(x_sizes_);
+    db_.plan(*impl_, a_.permute({0, 2, 1}), g);
+    dw_ = ops::direct::planned_empty({v, c}, dy.dtype(), dy.device());
+    transpose_.plan_into(*impl_, db_.y.view({c, v}).permute({1, 0}), dw_);
+    to_params_ = {};
+    if (dw_.dtype() != weight_.dtype()) {  // step-local: the embedding sums it into the gradient
+      to_params_.plan(*impl_, dw_, weight_.dtype());
+      dw_ = to_params_.y;
+    }
+  }
+
+  Impl* impl_ = nullptr;
+  Shape x_sizes_;
+  int64_t n_ = 0;
+  Tensor weight_, a_, b_, y_, dy_, dx_, dw_;
+  ops::direct::ParamCast<Impl> w_;
+  ops::direct::CastPlan<Impl> x_copy_, dy_copy_, transpose_, to_params_;
+  ops::direct::BmmPlan<Impl> fwd_, da_, db_;
+};
+
+}  // namespace strata::nn::detail
