@@ -9,28 +9,11 @@
 
 #include "strata/nn/layers/direct_layer.h"
 #include "strata/nn/layers/layer_util.h"
+#include "strata/ops/direct/memory_plans.h"
 #include "strata/ops/direct/tensor_plans.h"
 #include "strata/ops/direct/transformer_plans.h"
 
 namespace strata::nn::detail {
-
-// Direct mode: a gradient sum y = a + b planned once (the autograd engine's accumulation).
-template <class Impl>
-class PlannedSum {
- public:
-  void plan(Impl& impl, const Tensor& a, const Tensor& b, const Tensor& y) {
-    const ops::StaticDispatch<Impl> d(impl);
-    ops::validate_add(d, a, b);
-    ops::check_elementwise_pair(d, ops::OpId::add, "a", a, "output", y);
-    impl_ = &impl;
-    args_ = {a, b, y};
-  }
-  void run() { ops::direct::run_kernel<ops::OpId::add>(*impl_, args_); }
-
- private:
-  Impl* impl_ = nullptr;
-  ops::AddArgs args_;
-};
 
 // Embedding (y = weight[ids]): index_select over the ids seen as one row of indices (the tape's
 // ids.contiguous().view(n)); backward the front end's index_add (zeros, then the rows added).
@@ -113,7 +96,7 @@ class EmbeddingStep {
   ops::direct::CastPlan<Impl> ids_copy_, dy_copy_;
   ops::direct::IndexSelectPlan<Impl> select_;
   ops::direct::IndexAddPlan<Impl> add_;
-  PlannedSum<Impl> sum_;
+  ops::direct::AddIntoPlan<Impl> sum_;
 };
 
 // GPT's token and position embeddings summed, tok [B, T, C] + pos [T, C], and converted to the

@@ -31,6 +31,25 @@ void add_now(Impl& impl, const Tensor& a, const Tensor& b, const Tensor& y) {
   run_kernel<OpId::add>(impl, AddArgs{a, b, y});
 }
 
+// y = a + b into a given y, planned once and run at every step (a gradient sum inside a step:
+// the autograd engine's accumulation, ops::add).
+template <BackendImpl Impl>
+class AddIntoPlan {
+ public:
+  void plan(Impl& impl, const Tensor& a, const Tensor& b, const Tensor& y) {
+    const StaticDispatch<Impl> d(impl);
+    validate_add(d, a, b);
+    check_elementwise_pair(d, OpId::add, "a", a, "output", y);
+    impl_ = &impl;
+    args_ = {a, b, y};
+  }
+  void run() { run_kernel<OpId::add>(*impl_, args_); }
+
+ private:
+  Impl* impl_ = nullptr;
+  AddArgs args_;
+};
+
 // Every element of t = value.
 template <BackendImpl Impl>
 void fill_now(Impl& impl, const Tensor& t, double value) {
