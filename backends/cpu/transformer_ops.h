@@ -46,10 +46,10 @@ template <class Args>
 int64_t key_count(const Args& a, int64_t tk) {
   return a.kv_len.defined ? std::clamp<int64_t>(a.kv_len.template ptr<const int64_t>()[0], 0, tk) : tk;
 }
-// The keys query i of tq may see, of `keys`: [0, limit) (limit <= 0: none).
+// The keys query i of tq may see, of `keys`: [0, limit), none before a cache's fill.
 template <class Args>
 int64_t visible_keys(const Args& a, int64_t i, int64_t tq, int64_t keys) {
-  return a.causal ? std::min(keys, i + keys - tq + 1) : keys;
+  return std::max<int64_t>(0, a.causal ? std::min(keys, i + keys - tq + 1) : keys);
 }
 }  // namespace detail
 
@@ -158,7 +158,7 @@ void attention_fwd(const ops::AttentionFwdArgs& a) {
     const int64_t b = bh / H, h = bh % H;
     std::vector<A> p(static_cast<size_t>(tk)), acc(static_cast<size_t>(D));
     for (int64_t i = 0; i < tq; ++i) {
-      const int64_t keys = std::max<int64_t>(0, detail::visible_keys(a, i, tq, keys_held));
+      const int64_t keys = detail::visible_keys(a, i, tq, keys_held);
       A mx = -std::numeric_limits<A>::infinity();
       for (int64_t j = 0; j < keys; ++j) {
         A s = 0;
@@ -212,7 +212,7 @@ void attention_bwd(const ops::AttentionBwdArgs& a) {
       for (int64_t d = 0; d < D; ++d) di += A(dy[detail::at4(a.dy, b, h, i, d)]) * A(y[detail::at4(a.y, b, h, i, d)]);
       delta[stat(a.delta, i)] = static_cast<S>(di);
       const A li = A(lse[stat(a.lse, i)]);
-      const int64_t keys = std::max<int64_t>(0, detail::visible_keys(a, i, tq, keys_held));
+      const int64_t keys = detail::visible_keys(a, i, tq, keys_held);
       std::fill(gq.begin(), gq.end(), A(0));
       for (int64_t j = 0; j < keys; ++j) {
         A s = 0, dp = 0;
