@@ -47,6 +47,8 @@ Tensor pos(const Shape& s);
 
 // Every case, in the order of kCaseIds; the one named id (an empty id when there is none).
 std::vector<OpCase> all_cases();
+// all_cases()'s rows of the tensor API's and the transformer's ops (bad_input_tensor_cases.cpp).
+void add_tensor_api_cases(std::vector<OpCase>& v);
 extern const std::vector<std::string> kCaseIds;
 OpCase case_by_id(const std::string& id);
 
