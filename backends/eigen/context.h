@@ -12,6 +12,7 @@
 #include <memory>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -102,21 +103,29 @@ Map<T, 0> scalar(const ops::TensorView& v) {
 // Any view that is a slice or permutation of a dense tensor, as an Eigen expression
 // of rank kMaxDims in logical (row-major) index order, sizes padded with leading 1s:
 // the memory it spans as a dense envelope, sliced, reshaped and shuffled into place.
-// An overlapping view, or one whose strides do not nest, is a strata::Error.
+// A view read (T const) may also repeat along dims of stride 0 (a broadcast operand):
+// those are laid out as size 1 and broadcast back. An overlapping view otherwise, or
+// one whose strides do not nest, is a strata::Error.
 inline constexpr int kRank = kMaxDims;
 struct StridedPlan {
   Dims<kRank + 1> envelope, extents;
   Dims<kRank> reshaped, logical;
-  Eigen::array<Index, kRank> shuffle;
+  Eigen::array<Index, kRank> shuffle, repeat;
 };
-StridedPlan strided_plan(const ops::TensorView& v, std::string_view op, std::string_view arg);
+StridedPlan strided_plan(const ops::TensorView& v, std::string_view op, std::string_view arg, bool read_only);
 
 template <class T>
 class Strided {
  public:
   Strided(const ops::TensorView& v, std::string_view op, std::string_view arg)
-      : plan_(strided_plan(v, op, arg)), map_(v.ptr<T>(), plan_.envelope) {}
-  auto expr() { return map_.slice(Dims<kRank + 1>{}, plan_.extents).reshape(plan_.reshaped).shuffle(plan_.shuffle); }
+      : plan_(strided_plan(v, op, arg, std::is_const_v<T>)), map_(v.ptr<T>(), plan_.envelope) {}
+  auto expr() {
+    auto e = map_.slice(Dims<kRank + 1>{}, plan_.extents).reshape(plan_.reshaped).shuffle(plan_.shuffle);
+    if constexpr (std::is_const_v<T>)
+      return e.broadcast(plan_.repeat);  // all 1s (Eigen's copy path) unless the view repeats
+    else
+      return e;
+  }
   const Dims<kRank>& logical() const { return plan_.logical; }
 
  private:

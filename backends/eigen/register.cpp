@@ -44,10 +44,18 @@ Context::Context()
     : threads(thread_count()), spinning(eigen::spinning()), pool(threads, spinning), device(&pool, threads),
       slots(static_cast<size_t>(threads)) {}
 
-StridedPlan strided_plan(const TensorView& v, std::string_view op, std::string_view arg) {
+StridedPlan strided_plan(const TensorView& view, std::string_view op, std::string_view arg, bool read_only) {
   StridedPlan p;
-  const int nd = v.dim(), lead = kRank - nd;
-  for (int i = 0; i < kRank; ++i) p.logical[i] = i < lead ? 1 : v.sizes[i - lead];
+  const int nd = view.dim(), lead = kRank - nd;
+  for (int i = 0; i < kRank; ++i) p.logical[i] = i < lead ? 1 : view.sizes[i - lead];
+  // A read view's repeated dims (stride 0) are laid out as size 1 and broadcast back.
+  TensorView v = view;
+  for (int i = 0; i < kRank; ++i) p.repeat[i] = 1;
+  for (int d = 0; d < nd && read_only; ++d)
+    if (v.strides[d] == 0 && v.sizes[d] > 1) {
+      p.repeat[lead + d] = v.sizes[d];
+      v.sizes[d] = 1;
+    }
   // Dimensions with more than one element, outermost (largest stride) first.
   std::array<int, kMaxDims> dims{};
   int k = 0;

@@ -137,6 +137,23 @@ TEST_P(LinearElementwiseTest, AddScaleAxpy) {
     ref_.axpy({a, acc_r, 0.75});
     STRATA_EXPECT_CLOSE(acc, acc_r, kTolElementwise, "axpy");
   }
+  // Broadcast operands (stride 0, as ops::broadcast makes them): GPT's position embeddings
+  // [1, T, C] expanded over the batch, and a row repeated down a matrix on the left.
+  const Tensor tok = rand_f32({3, 8, 5}, seed + 2), pos = rand_f32({1, 8, 5}, seed + 3);
+  const Tensor pos_b = pos.as_strided({3, 8, 5}, {0, 5, 1}, pos.offset());
+  const Tensor row = rand_f32({1, 5}, seed + 4).as_strided({8, 5}, {0, 1}, 0);
+  const Tensor y = nan_tensor({3, 8, 5}), y_r = nan_tensor({3, 8, 5});
+  be().add({tok, pos_b, y});
+  ref_.add({tok, pos_b, y_r});
+  STRATA_EXPECT_CLOSE(y, y_r, kTolElementwise, "add of a broadcast operand");
+  const Tensor z = nan_tensor({8, 5}), z_r = nan_tensor({8, 5});
+  be().add({row, tok.select(0, 1), z});
+  ref_.add({row, tok.select(0, 1), z_r});
+  STRATA_EXPECT_CLOSE(z, z_r, kTolElementwise, "add of a broadcast left operand");
+  const Tensor s = nan_tensor({8, 5}), s_r = nan_tensor({8, 5});
+  be().scale({row, s, 3.0});
+  ref_.scale({row, s_r, 3.0});
+  STRATA_EXPECT_CLOSE(s, s_r, kTolElementwise, "scale of a broadcast operand");
 }
 
 TEST_P(LinearElementwiseTest, DropoutMatchesReferenceBitwise) {
