@@ -160,9 +160,9 @@ class GptReader {
 
   // ---- the node-for-node comparison ---------------------------------------------------
   [[noreturn]] void fail(int k, const pb::NodeProto& n, const pb::NodeProto& w, const std::string& why) const {
-    STRATA_FAIL(prefix(), "node ", k, " '", n.name(), "' (", n.op_type(), ") ", why, "; strata's GPT has node '",
-                w.name(), "' (", w.op_type(), ") there (strata imports INT64-input graphs as the GPT it exports, "
-                "node for node)");
+    STRATA_FAIL(prefix(), "node ", k, " '", n.name(), "' (", n.op_type(), ") ", why, " [strata's GPT: node '",
+                w.name(), "' (", w.op_type(), ")]; strata imports INT64-input graphs as the GPT it exports, node "
+                "for node");
   }
 
   // The file's value `a` stands where the written graph has `e`: the same from here on.
@@ -193,7 +193,7 @@ class GptReader {
     auto file_t = file_init_.find(a);
     if (file_t == file_init_.end())
       fail(k, n, w, which + " is not an initializer (is it missing from the file?); strata's GPT reads the " +
-                        (want_t->second->has_raw_data() ? "constant '" : "parameter '") + e + "' there");
+                        (want_t->second->has_raw_data() ? "constant '" : "parameter '") + e + "' at that input");
     if (!bind(a, e))
       fail(k, n, w, "reads the initializer " + which + " where strata's GPT reads '" + e + "' (shared with '" +
                         file_name_of(e) + "' in strata's GPT)");

@@ -24,6 +24,8 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 _DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "U8": np.uint8}
 
 
@@ -123,19 +125,15 @@ def run_numpy_graph(path, ids):
 
 def run_ort(args):
     import onnxruntime as ort
+    from ort_providers import ort_sessions
     io = load_safetensors(args.io)
     results = []
-    providers = [("CPUExecutionProvider", {})]
-    if "CUDAExecutionProvider" in ort.get_available_providers():
-        providers.append(("CUDAExecutionProvider", {"use_tf32": 0}))
-    for name, options in providers:
+    for name, sess in ort_sessions(args.onnx):
         r = {"step": f"{args.what} -> onnxruntime ({name})", "onnx": os.path.basename(args.onnx),
              "onnxruntime": ort.__version__}
         try:
-            try:
-                sess = ort.InferenceSession(args.onnx, providers=[(name, options)])
-            except Exception:  # an older onnxruntime without the use_tf32 option
-                sess = ort.InferenceSession(args.onnx, providers=[name])
+            if isinstance(sess, Exception):
+                raise sess
             r["provider"] = sess.get_providers()[0]
             (y,) = sess.run(None, {sess.get_inputs()[0].name: io["input"].astype(np.int64)})
             r.update(compare(y, io["logits"], args.tolerance))

@@ -18,15 +18,9 @@ namespace {
 
 using ops::DispatchMode;
 
+// ε is not GPT-2's: the import must take it from the file.
 nn::GptConfig gpt_config() {
-  nn::GptConfig c;
-  c.vocab_size = 37;
-  c.block_size = 12;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.layer_norm_eps = 1e-6;  // not GPT-2's: the import must take it from the file
-  return c;
+  return {.vocab_size = 37, .block_size = 12, .n_layer = 2, .n_head = 2, .n_embd = 16, .layer_norm_eps = 1e-6};
 }
 
 // Every parameter at random, the layer norms' too (their 1 and 0 would hide a mix-up).

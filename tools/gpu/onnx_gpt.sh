@@ -41,15 +41,9 @@ source tools/gpu/env.sh
   done
 } 2>&1 | tee -a "$log"
 
-step() {  # name, then the command; its output goes to the log
-  local name=$1
-  shift
-  echo "== $name" | tee -a "$log"
-  timeout "${STEP_TIMEOUT:-600}" "$@" 2>&1 | tee -a "$log"
-  local rc=${PIPESTATUS[0]}
-  echo "$name: rc=$rc" | tee -a "$log"
-  return "$rc"
-}
+step_timeout=600
+# shellcheck source=tools/gpu/step.sh
+source tools/gpu/step.sh
 peer=bench/peers/onnx_gpt.py
 status=0
 
@@ -74,24 +68,7 @@ check() {
 check gpt_tiny --vocab 512 --block-size 64 --layers 2 --heads 4 --embd 64
 check gpt2_small --vocab 50257 --block-size 1024 --layers 12 --heads 12 --embd 768
 
-python3 - "$out/onnx_gpt.json" "$tmp"/*.json <<'PY' | tee -a "$log"
-import json, sys
-rows = []
-for p in sys.argv[2:]:
-    try:
-        rows += json.load(open(p))
-    except Exception as e:
-        rows.append({"step": p, "status": "unreadable", "note": str(e)})
-json.dump(rows, open(sys.argv[1], "w"), indent=1)
-print("== summary")
-print(f"{'comparison':<72}{'rel L2':>10}{'max abs':>10}{'argmax':>10}  status")
-for r in rows:
-    if "rel_l2" in r:
-        print(f"{r['step'][:71]:<72}{r['rel_l2']:>10.2e}{r['max_abs']:>10.2e}{r['argmax_agree']:>6}/{r['rows']:<3}  "
-              f"{r['status']}{' (bitwise)' if r.get('bitwise') else ''}")
-    else:
-        print(f"{r['step'][:71]:<72}{'':>30}  {r['status']} {r.get('note', '')}")
-PY
+python3 tools/gpu/onnx_summary.py "$out/onnx_gpt.json" "$tmp"/*.json | tee -a "$log"
 echo "onnx_gpt: status $status" | tee -a "$log"
 rm -rf "$tmp"
 exit $status
