@@ -80,7 +80,8 @@ nlohmann::ordered_json run_fields(const RunFields& f) {
 
 std::string to_json_line(const RunFields& f, const std::string& rest) {
   nlohmann::ordered_json j = run_fields(f);
-  for (const auto& [key, value] : nlohmann::ordered_json::parse(rest).items()) j[key] = value;
+  const nlohmann::ordered_json more = nlohmann::ordered_json::parse(rest);
+  for (const auto& [key, value] : more.items()) j[key] = value;
   return j.dump();
 }
 
