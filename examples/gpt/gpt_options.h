@@ -27,7 +27,7 @@ struct GptOptions {
   int64_t block = 64, layers = 2, heads = 4, embd = 64;
   // How it runs.
   std::string backend;  // "" -> the best CPU backend built
-  std::string dispatch = "direct";
+  std::string dispatch = "virtual";  // the README command's tape loop before nn::Model; direct measured no faster on 2 vCPUs
   std::string precision = "fp32";
   // Training: AdamW (beta2 0.95) without decay on biases, layer norms and embeddings, a cosine
   // schedule after a linear warm-up, gradients clipped to a global norm (nanoGPT's recipe).

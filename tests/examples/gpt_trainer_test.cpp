@@ -248,7 +248,7 @@ TEST(GptOptions, WhatThisBuildCannotHonourIsAUsageError) {
   lr.lr = 0.1;
   refused(lr, {"--min-lr 0.5", "above --lr 0.1"});
   const gpt::GptRunConfig ok = gpt::resolve_gpt(o);
-  EXPECT_EQ(ok.mode, ops::DispatchMode::direct);
+  EXPECT_EQ(ok.mode, ops::DispatchMode::virtual_call);
   EXPECT_FALSE(ok.compute.has_value());
 }
 
