@@ -26,8 +26,9 @@ void write_file(const fs::path& path, const std::string& bytes) {
   STRATA_CHECK(out.good(), "strata_codegen: could not write ", path.string());
 }
 
-// The output folder: created, or an existing one that is empty (or overwrite).
-void prepare_out_dir(const GenerateOptions& o) {
+// The output folder: new, or an existing one that is empty (or overwrite). Checked before
+// the model runs, created once everything is checked.
+void check_out_dir(const GenerateOptions& o) {
   STRATA_CHECK(!o.out_dir.empty(), "strata_codegen: no output folder given");
   const fs::path dir(o.out_dir);
   std::error_code ec;
@@ -37,7 +38,11 @@ void prepare_out_dir(const GenerateOptions& o) {
     STRATA_CHECK(o.overwrite || fs::is_empty(dir, ec), "strata_codegen: output folder ", o.out_dir,
                  " exists and is not empty; choose another or allow overwriting it (--force)");
   }
-  fs::create_directories(dir, ec);
+}
+
+void create_out_dir(const GenerateOptions& o) {
+  std::error_code ec;
+  fs::create_directories(fs::path(o.out_dir), ec);
   STRATA_CHECK(!ec, "strata_codegen: could not create output folder ", o.out_dir, ": ", ec.message());
 }
 
@@ -45,13 +50,14 @@ void prepare_out_dir(const GenerateOptions& o) {
 
 GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o) {
   std::unique_ptr<Emitter> emitter = make_emitter(o.backend);
+  check_out_dir(o);
   std::map<const void*, std::string> names;
   RecordedStep step = emitter->record(model, x, names);
   step.model = o.description.empty() ? "a strata model" : o.description;
   BufferMap buffers(step, names);
   const std::vector<GeneratedFile> files = emitter->emit(step, buffers);
   // Everything is checked before the folder is touched: a refused model leaves nothing behind.
-  prepare_out_dir(o);
+  create_out_dir(o);
   GenerateResult r;
   for (const GeneratedFile& f : files) {
     write_file(fs::path(o.out_dir) / f.name, f.text);

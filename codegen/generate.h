@@ -31,8 +31,8 @@ struct GenerateResult {
   int64_t weight_bytes = 0;
 };
 
-// Records model.predict(x) (the model in evaluation, direct mode on `backend`) and writes
-// the project into out_dir. Throws strata::Error naming the op, argument or shape the
+// Records model.predict(x) (the model in evaluation, direct mode on `backend`, not yet run
+// at x's shape: the memory plan is read as it is made) and writes the project into out_dir. Throws strata::Error naming the op, argument or shape the
 // generator does not support, and refusing an existing non-empty out_dir unless overwrite.
 GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o);
 

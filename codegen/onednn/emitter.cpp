@@ -22,12 +22,18 @@ using ops::TensorView;
 
 std::string ints(const std::vector<int64_t>& v) {
   std::string s = "{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
   return s + "}";
 }
 std::string shape(const TensorView& v) {
   std::string s = "[";
-  for (int d = 0; d < v.dim(); ++d) s += (d ? "," : "") + std::to_string(v.sizes[d]);
+  for (int d = 0; d < v.dim(); ++d) {
+    if (d) s += ',';
+    s += std::to_string(v.sizes[d]);
+  }
   return s + "]";
 }
 std::string desc(const DescLayout& l) { return "memory::desc(" + ints(l.dims) + ", dt::f32, " + ints(l.strides) + ")"; }
@@ -145,7 +151,8 @@ CallText OneDnnEmitter::conv(const RecordedCall& c, const std::string& m, Buffer
     l << "    // the residual z goes into dst first, where the sum post-op reads it\n";
     l << "    " << m << ".z = memory(" << desc_of(a.z) << ", eng, " << z << ");\n";
     l << "    " << m << ".z_into_dst = dnnl::reorder(" << m << ".z, " << m << ".dst.arg());\n";
-    l << "    " << m << ".copies_z = " << m << ".dst.reorders" << (a.z.data != a.y.data ? " || true" : "") << ";\n";
+    // (in place, z already is the dst unless the primitive stages its dst elsewhere)
+    l << "    " << m << ".copies_z = " << (a.z.data != a.y.data ? std::string("true") : m + ".dst.reorders") << ";\n";
   }
   CallText t;
   t.member = m;
@@ -279,10 +286,19 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
   std::set<std::string> used;
   for (size_t i = 0; i < step.calls.size(); ++i) {
     const RecordedCall& c = step.calls[i];
-    std::string m = identifier(c.layer.rfind("after ", 0) == 0 ? c.layer.substr(6) + "_" + std::string(ops::op_name(c.op))
-                                                               : c.layer);
-    if (!used.insert(m).second) m += "_" + std::to_string(i);
-    used.insert(m);
+    // The member's name: the layer's, or for a call without weights the layer before it and the op.
+    std::string m = c.layer;
+    if (m.rfind("after ", 0) == 0) {
+      m.erase(0, 6);
+      m += '_';
+      m += ops::op_name(c.op);
+    }
+    m = identifier(m);
+    if (!used.insert(m).second) {
+      m += '_';
+      m += std::to_string(i);
+      used.insert(m);
+    }
     // A call's blocks name its member `c`, bound to it here.
     CallText t;
     switch (c.op) {
@@ -361,7 +377,11 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
   for (size_t i = 0; i < texts.size(); ++i) {
     if (texts[i].member.empty()) continue;
     const RecordedCall& c = step.calls[i];
-    cpp << "    {  // " << c.layer << ": " << ops::op_name(c.op) << "\n" << texts[i].load << "    }\n";
+    // The load blocks sit one level deeper (inside the constructor) than the run blocks.
+    std::istringstream lines(texts[i].load);
+    cpp << "    {  // " << c.layer << ": " << ops::op_name(c.op) << "\n";
+    for (std::string line; std::getline(lines, line);) cpp << "  " << line << "\n";
+    cpp << "    }\n";
   }
   cpp << "  }\n};\n\nModel::Model(const std::string& weights_path) : s_(std::make_unique<State>(weights_path)) {}\n"
       << "Model::~Model() = default;\n\n"

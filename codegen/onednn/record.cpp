@@ -98,9 +98,12 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
     ArenaReader arena;
     ops::direct::ScopedArenaObserver watch(&arena);
     model.predict(x);
-    STRATA_CHECK(arena.arenas.size() == 1, "strata_codegen: the first prediction for ", x.str(), " laid out ",
-                 arena.arenas.size(), " arenas where the generator expects one (was this shape predicted before "
-                 "on this model?)");
+    // The plan is read as direct mode makes it, at the first prediction for a shape.
+    STRATA_CHECK(!arena.arenas.empty(), "strata_codegen: the model predicted for ", x.str(),
+                 " before, so its memory plan was made then and cannot be read now; generate from a model "
+                 "that has not yet predicted at this shape");
+    STRATA_CHECK(arena.arenas.size() == 1, "strata_codegen: the prediction for ", x.str(), " laid out ",
+                 arena.arenas.size(), " arenas where the generator expects one (internal error)");
     step.arena = arena.arenas.front();
   }
   Recorder rec;

@@ -11,7 +11,8 @@ namespace strata::codegen::onednn {
 // Runs model.predict(x) twice in direct mode on onednn: the first plans the step's memory
 // (the arena is read then), the second is recorded call by call. Throws naming the op when
 // the step runs one the generator does not support, and naming the model's mode or backend
-// when they are not direct mode on onednn. `names` receives the model's tensors by address
+// when they are not direct mode on onednn, and refusing a model that predicted for x's
+// shape before (its memory plan was made then, and is read as it is made). `names` receives the model's tensors by address
 // (parameters, and the folded copies of batch-norm folding) for the weights file.
 RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names);
 
