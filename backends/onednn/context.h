@@ -81,6 +81,9 @@ struct Plan {
   virtual ~Plan() = default;
 };
 
+// The code between "codegen:begin" and "codegen:end" is also written, as it is, into the programs
+// codegen/ generates, so that they stage buffers as this backend does.
+// codegen:begin staging
 // A user buffer as a primitive sees it: the user's memory itself, or the primitive's
 // own memory in the layout it chose plus the reorder between the two.
 struct Staged {
@@ -109,6 +112,7 @@ struct Staged {
     if (reorders) re.execute(s, inner, user);
   }
 };
+// codegen:end
 
 // An f32 memory descriptor with explicit dims and strides (reshaped or transposed
 // views). A size-1 dim without a usable stride gets one past the others.
@@ -188,6 +192,7 @@ void guarded(std::string_view op, F&& f) {
   }
 }
 
+// codegen:begin staging
 // The calling thread's OpenMP team size (omp_set_num_threads: a per-thread setting) lowered
 // to `n` for the scope, then put back; no change when n is not below it.
 class ScopedOmpThreads {
@@ -219,6 +224,7 @@ class ScopedOmpThreads {
  private:
   int saved_ = 1;
 };
+// codegen:end
 
 // guarded() for a primitive call of `work`: the primitive is made (on first use) and run
 // with the threads the work is worth (backends/cpu/threads.h), so small work stays on the

@@ -28,14 +28,7 @@ std::string ints(const std::vector<int64_t>& v) {
   }
   return s + "}";
 }
-std::string shape(const TensorView& v) {
-  std::string s = "[";
-  for (int d = 0; d < v.dim(); ++d) {
-    if (d) s += ',';
-    s += std::to_string(v.sizes[d]);
-  }
-  return s + "]";
-}
+std::string shape(const TensorView& v) { return v.sizes.str(); }
 std::string desc(const DescLayout& l) { return "memory::desc(" + ints(l.dims) + ", dt::f32, " + ints(l.strides) + ")"; }
 std::string desc_of(const TensorView& v) { return desc(backends::onednn::view_layout(v)); }
 
@@ -90,7 +83,8 @@ class OneDnnEmitter final : public Emitter {
                  "; the onednn emitter writes out f32 only (bf16 is not supported yet)");
   }
   std::string threads(const RecordedCall& c) {
-    return "Threads t(threads_for(" + std::to_string(c.work_units) + ", " + std::to_string(c.work_grain) + "));\n";
+    return "ScopedOmpThreads t(threads_of(" + std::to_string(c.work_units) + ", " + std::to_string(c.work_grain) +
+           "));\n";
   }
   CallText conv(const RecordedCall& c, const std::string& m, BufferMap& b);
   CallText linear(const RecordedCall& c, const std::string& m, BufferMap& b);
@@ -138,8 +132,10 @@ CallText OneDnnEmitter::conv(const RecordedCall& c, const std::string& m, Buffer
     << a.p.dilation_w - 1 << "}, {" << a.p.pad_h << ", " << a.p.pad_w << "}, post_ops("
     << (a.z.defined ? "true" : "false") << ", " << (a.relu ? "true" : "false") << "), eng);\n";
   l << "    " << m << ".prim = dnnl::convolution_forward(pd);\n";
-  l << "    " << m << ".src = Staged::make(src, pd.src_desc(), eng, " << x << ", true);\n";
-  l << "    " << m << ".dst = Staged::make(dst, pd.dst_desc(), eng, " << y << ", false);\n";
+  l << "    " << m << ".src = Staged::make(src, pd.src_desc(), eng, true);\n";
+  l << "    " << m << ".src.bind(" << x << ");\n";
+  l << "    " << m << ".dst = Staged::make(dst, pd.dst_desc(), eng, false);\n";
+  l << "    " << m << ".dst.bind(" << y << ");\n";
   l << "    " << m << ".args = {{DNNL_ARG_SRC, " << m << ".src.arg()}, {DNNL_ARG_DST, " << m << ".dst.arg()},\n";
   l << "        {DNNL_ARG_WEIGHTS, constant(wei, pd.weights_desc(), " << (a.w_version ? "true" : "false") << ", " << w
     << ", eng, strm)}};\n";
@@ -181,10 +177,10 @@ CallText OneDnnEmitter::linear(const RecordedCall& c, const std::string& m, Buff
   }
   l << "    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dense_bias, dst), eng);\n";
   l << "    " << m << ".prim = dnnl::matmul(pd);\n";
-  l << "    " << m << ".src = Staged::make(src, pd.src_desc(), eng, " << where(b, a.x, op + " argument x", BufferKind::arena)
-    << ", true);\n";
-  l << "    " << m << ".dst = Staged::make(dst, pd.dst_desc(), eng, " << where(b, a.y, op + " argument y", BufferKind::arena)
-    << ", false);\n";
+  l << "    " << m << ".src = Staged::make(src, pd.src_desc(), eng, true);\n";
+  l << "    " << m << ".src.bind(" << where(b, a.x, op + " argument x", BufferKind::arena) << ");\n";
+  l << "    " << m << ".dst = Staged::make(dst, pd.dst_desc(), eng, false);\n";
+  l << "    " << m << ".dst.bind(" << where(b, a.y, op + " argument y", BufferKind::arena) << ");\n";
   l << "    " << m << ".args = {{DNNL_ARG_SRC, " << m << ".src.arg()}, {DNNL_ARG_DST, " << m << ".dst.arg()},\n";
   l << "        {DNNL_ARG_WEIGHTS, constant(wei, pd.weights_desc(), false, "
     << where(b, a.w, op + " argument w", BufferKind::constant) << ", eng, strm)}};\n";
@@ -236,10 +232,10 @@ CallText OneDnnEmitter::unary(const RecordedCall& c, const std::string& m, Buffe
   }
   require_f32(*x, op);
   require_f32(*y, op);
-  l << "    " << m << ".src = Staged::make(src, pd.src_desc(), eng, " << where(b, *x, op + " argument x", BufferKind::arena)
-    << ", true);\n";
-  l << "    " << m << ".dst = Staged::make(dst, pd.dst_desc(), eng, " << where(b, *y, op + " argument y", BufferKind::arena)
-    << ", false);\n";
+  l << "    " << m << ".src = Staged::make(src, pd.src_desc(), eng, true);\n";
+  l << "    " << m << ".src.bind(" << where(b, *x, op + " argument x", BufferKind::arena) << ");\n";
+  l << "    " << m << ".dst = Staged::make(dst, pd.dst_desc(), eng, false);\n";
+  l << "    " << m << ".dst.bind(" << where(b, *y, op + " argument y", BufferKind::arena) << ");\n";
   l << "    " << m << ".args = {{DNNL_ARG_SRC, " << m << ".src.arg()}, {DNNL_ARG_DST, " << m << ".dst.arg()}};\n";
   return {m, l.str(), run_primitive(m, threads(c))};
 }

@@ -1,5 +1,7 @@
 #include "strata/codegen/onednn/support_files.h"
 
+#include "strata/codegen/onednn/snippets.h"
+
 namespace strata::codegen::onednn {
 
 uint64_t fnv1a(const void* data, int64_t bytes) {
@@ -38,69 +40,11 @@ using dnnl::memory;
 using dnnl::prop_kind;
 using dt = memory::data_type;
 
-// The threads a call's work is worth: one per `grain` units, at least one, at most the
-// OpenMP pool's size. oneDNN splits work by the team size it sees when it makes a primitive
-// and when it runs it, so the results are bitwise those of the framework this was generated
-// from only with its rule.
-int threads_for(int64_t units, int64_t grain) {
-#ifdef _OPENMP
-  const int max_threads = omp_get_max_threads();
-#else
-  const int max_threads = 1;
-#endif
-  if (max_threads <= 1 || units <= grain) return 1;
-  return static_cast<int>(std::min<int64_t>(max_threads, (units - 1) / grain + 1));
-}
-
-// The calling thread's OpenMP team lowered to n for a scope.
-class Threads {
- public:
-  explicit Threads(int n) {
-#ifdef _OPENMP
-    saved_ = omp_get_max_threads();
-    if (n < saved_) omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-  }
-  ~Threads() {
-#ifdef _OPENMP
-    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
-#endif
-  }
-  Threads(const Threads&) = delete;
-  Threads& operator=(const Threads&) = delete;
-
- private:
-  int saved_ = 1;
-};
-
-// A buffer of the arena as a primitive sees it: in place, or the primitive's own copy in the
-// layout it chose and the reorder between the two.
-struct Staged {
-  memory user, inner;
-  dnnl::reorder re;
-  bool reorders = false;
-
-  static Staged make(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng, void* data,
-                     bool is_input) {
-    Staged s;
-    s.user = memory(user_md, eng, data);
-    if (want != user_md) {
-      s.reorders = true;
-      s.inner = memory(want, eng);
-      s.re = is_input ? dnnl::reorder(s.user, s.inner) : dnnl::reorder(s.inner, s.user);
-    }
-    return s;
-  }
-  const memory& arg() const { return reorders ? inner : user; }
-  void pull(dnnl::stream& s) {
-    if (reorders) re.execute(s, user, inner);
-  }
-  void push(dnnl::stream& s) {
-    if (reorders) re.execute(s, inner, user);
-  }
-};
+)cg" + std::string(k_thread_rule) + "\n" + k_staging + R"cg(
+// The threads a call's work is worth under the rule above, with the OpenMP pool this
+// process has: oneDNN splits work by the team size it sees when it makes a primitive and
+// when it runs it, so the results are bitwise those strata computes only with its rule.
+int threads_of(int64_t units, int64_t grain) { return threads_for(Work{units, grain}, ScopedOmpThreads::max_threads()); }
 
 // A weight or bias in the layout the primitive wants, re-laid out once here. oneDNN 2.6
 // reorders into its Winograd weight layout from plain [K, C, R, S] only: other (versioned)
