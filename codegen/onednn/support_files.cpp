@@ -210,12 +210,16 @@ Weights::Weights(const std::string& path, int64_t payload_bytes, uint64_t checks
 
 std::string main_cpp() {
   return R"cg(// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order,
-// the shape the code was generated for), writes the output as .npy.
-//   model_run weights.bin input.npy output.npy
+// the shape the code was generated for), writes the output as .npy. With REPEAT, also runs
+// the model that many more times and prints the median time of one run.
+//   model_run weights.bin input.npy output.npy [REPEAT]
 // Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -304,8 +308,9 @@ void write_npy(const std::string& path, const std::vector<int64_t>& shape, const
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s WEIGHTS INPUT.npy OUTPUT.npy\n", argv[0]);
+  const int repeat = argc == 5 ? std::atoi(argv[4]) : 0;
+  if ((argc != 4 && argc != 5) || repeat < 0 || (argc == 5 && repeat == 0)) {
+    std::fprintf(stderr, "usage: %s WEIGHTS INPUT.npy OUTPUT.npy [REPEAT > 0]\n", argv[0]);
     return 2;
   }
   try {
@@ -318,6 +323,17 @@ int main(int argc, char** argv) {
     std::vector<float> y(static_cast<size_t>(n));
     model.run(x.data(), y.data());
     write_npy(argv[3], out_shape, y);
+    if (repeat > 0) {
+      std::vector<double> ms;
+      for (int i = 0; i < repeat; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        model.run(x.data(), y.data());
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("time per run: %.3f ms median (min %.3f, max %.3f) over %d runs after 1\n", ms[ms.size() / 2],
+                  ms.front(), ms.back(), repeat);
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());

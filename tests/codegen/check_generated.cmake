@@ -17,6 +17,18 @@ if(NOT differ EQUAL 0)
   message(FATAL_ERROR "the generated program's output ${OUT}/output.npy is not bitwise strata's ${OUT}/check/expected.npy")
 endif()
 
+# REPEAT times the run (and must give the same output again).
+execute_process(COMMAND ${run} ${OUT}/weights.bin ${OUT}/check/input.npy ${OUT}/output2.npy 3 RESULT_VARIABLE rc
+                OUTPUT_VARIABLE timing ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT timing MATCHES "time per run: [0-9.]+ ms median .* over 3 runs")
+  message(FATAL_ERROR "model_run with REPEAT 3: status ${rc}, output: ${timing}${err}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/output2.npy ${OUT}/check/expected.npy
+                RESULT_VARIABLE differ)
+if(NOT differ EQUAL 0)
+  message(FATAL_ERROR "a second Model::run in one process gave another output than the first")
+endif()
+
 find_program(LDD ldd REQUIRED)
 execute_process(COMMAND ${LDD} ${run} OUTPUT_VARIABLE libs RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT libs MATCHES "libdnnl")
