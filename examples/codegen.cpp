@@ -98,7 +98,9 @@ int main(int argc, char** argv) {
     STRATA_CHECK(spec.model != "lenet" || sizes[2] == spec.image_size, "--input ", input, ": LeNet from ",
                  checkpoint, " was built for ", spec.image_size, "x", spec.image_size, " images, not ", sizes[2], "x",
                  sizes[3]);
-    if (spec.model != "lenet") spec.image_size = sizes[2];  // ResNet takes any size (its stem follows it)
+    // A fresh ResNet's stem follows the input size (strata_train's rule); a checkpoint's is its own, and
+    // ResNet runs any input size through it.
+    if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
     auto model = train::build_model(spec, ops::DispatchMode::direct, backend);
     if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
     model->eval();
