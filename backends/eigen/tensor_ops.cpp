@@ -3,6 +3,9 @@
 // CPU loops in f32 and f64.
 #include <Eigen/Core>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "strata/backends/cpu/tensor_ops.h"
 #include "strata/backends/cpu/transformer_ops.h"
 #include "strata/backends/eigen/eigen_backend.h"
@@ -14,20 +17,43 @@ using namespace strata::ops;  // the op table's argument types
 STRATA_CPU_TENSOR_MEMBERS(EigenBackend)
 STRATA_CPU_TRANSFORMER_MEMBERS(EigenBackend)
 
+namespace {
+
+// f(map) with v's matrix of batch i as the Eigen map its strides allow: row- or column-major
+// with a unit inner stride when it has one (Eigen's GEMM and GEMV kernels need that at compile
+// time; a map with a run-time inner stride falls back to a coefficient-wise product, ten times
+// slower for a decoding step's LM head over the transposed embedding), any strides otherwise.
+template <class T, bool kWritten, class F>
+void with_matrix(const TensorView& v, int64_t i, int64_t rows, int64_t cols, F&& f) {
+  using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+  using Row = std::conditional_t<kWritten, RowMat, const RowMat>;
+  using Col = std::conditional_t<kWritten, ColMat, const ColMat>;
+  using Outer = Eigen::OuterStride<>;
+  using Any = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
+  T* p = v.ptr<T>() + i * v.strides[0];
+  const int64_t rs = v.strides[1], cs = v.strides[2];
+  if (cs == 1 || cols == 1)
+    f(Eigen::Map<Row, 0, Outer>(p, rows, cols, Outer(std::max(rows == 1 ? cols : rs, cols))));
+  else if (rs == 1 || rows == 1)
+    f(Eigen::Map<Col, 0, Outer>(p, rows, cols, Outer(std::max(cols == 1 ? rows : cs, rows))));
+  else
+    f(Eigen::Map<Row, 0, Any>(p, rows, cols, Any(rs, cs)));
+}
+
+}  // namespace
+
 void EigenBackend::bmm(const BmmArgs& a) {
   loops::visit_float(kName, "bmm", a.a.dtype, [&](auto t) {
     using T = decltype(t);
-    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    using Strides = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
     const int64_t B = a.y.sizes[0], M = a.y.sizes[1], N = a.y.sizes[2], K = a.a.sizes[2];
-    for (int64_t i = 0; i < B; ++i) {
-      Eigen::Map<const Mat, 0, Strides> ma(a.a.ptr<const T>() + i * a.a.strides[0], M, K,
-                                           Strides(a.a.strides[1], a.a.strides[2]));
-      Eigen::Map<const Mat, 0, Strides> mb(a.b.ptr<const T>() + i * a.b.strides[0], K, N,
-                                           Strides(a.b.strides[1], a.b.strides[2]));
-      Eigen::Map<Mat, 0, Strides> my(a.y.ptr<T>() + i * a.y.strides[0], M, N, Strides(a.y.strides[1], a.y.strides[2]));
-      my.noalias() = static_cast<T>(a.alpha) * (ma * mb);
-    }
+    const T alpha = static_cast<T>(a.alpha);
+    for (int64_t i = 0; i < B; ++i)
+      with_matrix<T, false>(a.a, i, M, K, [&](const auto& ma) {
+        with_matrix<T, false>(a.b, i, K, N, [&](const auto& mb) {
+          with_matrix<T, true>(a.y, i, M, N, [&](auto my) { my.noalias() = alpha * (ma * mb); });
+        });
+      });
   });
 }
 
