@@ -3,7 +3,7 @@
 // PyTorch eager, so that bench/peers/compare.py can print strata / PyTorch per
 // configuration and mode (tools/gpu/bench.sh runs all three in one device call).
 //
-//   resnet50_gpu --mode all --config all --iters 30 --warmup 5 --json strata.json
+//   resnet50_gpu --mode all --config all --iters 30 --warmup 5 --json strata.json [--rounds 3]
 //
 // Configurations are named <kind>_b<batch>_<resolution>[_nhwc][_bf16]:
 //   infer_b1_224, infer_b256_224         inference (eval, no tape), f32 NCHW
@@ -271,6 +271,21 @@ std::string fmt_ms(const json& s) {
 
 }  // namespace
 
+// Per configuration and mode over the rounds: the median of the rounds' median device times
+// and their range.
+void print_rounds(const json& results) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> by;
+  for (const json& r : results)
+    if (r["status"] == "ok")
+      by[{r["config"].get<std::string>(), r["mode"].get<std::string>()}].push_back(r["device_ms"]["median"].get<double>());
+  std::printf("over the rounds (median device ms per step of each round):\n");
+  for (auto& [key, v] : by) {
+    std::sort(v.begin(), v.end());
+    std::printf("  %-26s %-8s median %.4f, range %.4f-%.4f over %zu rounds\n", key.first.c_str(), key.second.c_str(),
+                quantile(v, 0.5), v.front(), v.back(), v.size());
+  }
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"ResNet-50 on the GPU in each dispatch mode (PyTorch's side: bench/peers/pytorch_resnet50.py)"};
   Options o;
@@ -285,6 +300,10 @@ int main(int argc, char** argv) {
   app.add_option("--iters", o.iters, "timed steps per measurement (at least 20)")->check(CLI::Range(kMinIters, 100000));
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 100000));
   app.add_option("--max-seconds", o.max_seconds, "stop a measurement's timed steps after this long (>= 20 steps)");
+  int rounds = 1;
+  app.add_option("--rounds", rounds, "measure every configuration and mode this many times, the modes' order "
+                                     "reversed every other round; the summary gives each one's median and range")
+      ->check(CLI::Range(1, 100));
   app.add_option("--json", json_path, "write the results here (rewritten after each measurement)");
   app.add_option("--backend", o.backend, "cuda (default); reference or null for CPU smoke tests");
   app.add_option("--seed", o.seed, "seed of the random inputs and labels");
@@ -406,13 +425,18 @@ int main(int argc, char** argv) {
     std::printf("%-26s %-8s %-9s %11s %11s %11s %10s %10s %s\n", "config", "mode", "status", "device_ms",
                 "host_ms", "wall_ms", "img/s", "peak_MiB", "check");
     // Configurations outside, modes inside: the modes of one configuration run back
-    // to back, so drift between them stays small.
+    // to back, so drift between them stays small. With --rounds R, all of it R times, the
+    // modes' order reversed every other round: the first mode measured in a process pays
+    // warm-ups (library handles, allocator blocks, clocks) the others do not.
     int failed = 0;
+    for (int round = 0; round < rounds; ++round)
     for (const auto& c : configs) {
-      for (auto m : modes) {
+      for (size_t mi = 0; mi < modes.size(); ++mi) {
+        const ops::DispatchMode m = modes[round % 2 == 0 ? mi : modes.size() - 1 - mi];
         // "all": graph mode where it runs (a GPU: nn/model.h says why).
         if (mode_opt == "all" && m == ops::DispatchMode::graph && !cuda) continue;
         json r = measure(o, c, m);
+        r["round"] = round;
         out["results"].push_back(r);
         write();
         const bool ok = r["status"] == "ok";
@@ -460,11 +484,12 @@ int main(int argc, char** argv) {
       }
     }
     write();
+    if (rounds > 1) print_rounds(out["results"]);
     // A failed configuration is a failed run: scripts and CI see it in the exit status, not only
     // in the table (the other configurations still ran and were written).
     if (failed > 0) {
       std::fprintf(stderr, "resnet50_gpu: %d of %zu measurements failed (status \"error\" above)\n", failed,
-                   configs.size() * modes.size());
+                   configs.size() * modes.size() * static_cast<size_t>(rounds));
       return 1;
     }
   } catch (const std::exception& e) {
