@@ -72,7 +72,11 @@ inline float lenet_fill_scale(int64_t numel, int64_t dim0, int64_t ndim) {
 
 std::vector<Case> strata_cases(const Workload& w, const std::vector<std::string>& backends,
                                const std::vector<std::string>& modes);
+// With a folder of export_torchscript.py's files (libtorch_use_torchscript), ResNet-50
+// inference gains LibTorch's deployment form: the TorchScript module frozen and passed through
+// torch::jit::optimize_for_inference (conv-batch-norm folding, oneDNN layouts).
 std::vector<Case> libtorch_cases(const Workload& w);
+void libtorch_use_torchscript(const std::string& folder);
 std::vector<Case> raw_cases(const Workload& w);
 
 // Thread setup and the lines that describe each side's configuration.

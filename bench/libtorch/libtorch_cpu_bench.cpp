@@ -304,6 +304,10 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "turns of each case (default: the workload's)");
   app.add_option("--json", json_path, "write every median and the environment here");
   app.add_flag("--no-libtorch", no_torch, "skip LibTorch (strata and the raw libraries only)");
+  std::string torchscript;
+  app.add_option("--torchscript", torchscript,
+                 "folder of bench/libtorch/export_torchscript.py's files: ResNet-50 inference also as LibTorch "
+                 "deploys it (TorchScript, frozen, optimize_for_inference)");
   app.add_flag("--list", list, "print the workloads and exit");
   app.add_flag("--trace", trace, "after timing, one step of strata's tape modes under the op trace");
   app.set_version_flag("--version", strata::version_line("libtorch_cpu_bench"));
@@ -323,6 +327,7 @@ int main(int argc, char** argv) {
   // One thread count for all three: OMP_NUM_THREADS as oneDNN sees it.
   const int threads = omp_get_max_threads();
   libtorch_set_threads(threads);
+  if (!torchscript.empty()) libtorch_use_torchscript(torchscript);
   json env = {{"OMP_NUM_THREADS", env_or("OMP_NUM_THREADS", "(unset)")},
               {"OPENBLAS_NUM_THREADS", env_or("OPENBLAS_NUM_THREADS", "(unset)")},
               {"OMP_WAIT_POLICY", env_or("OMP_WAIT_POLICY", "(unset: libgomp default, spin then sleep)")},

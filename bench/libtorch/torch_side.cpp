@@ -3,7 +3,11 @@
 // convolution and relu, each timed as PyTorch eager runs them (NCHW, f32, default algorithms);
 // ResNet-50 inference also channels-last in the compute dtype.
 #include <ATen/autocast_mode.h>
+#include <torch/script.h>
 #include <torch/torch.h>
+
+#include <filesystem>
+#include <stdexcept>
 
 #include "bench/libtorch/cases.h"
 #include "bench/study/libtorch/resnet50.h"
@@ -67,6 +71,26 @@ TORCH_MODULE(LeNet);
 
 }  // namespace
 
+std::string& torchscript_folder() {
+  static std::string folder;
+  return folder;
+}
+void libtorch_use_torchscript(const std::string& folder) { torchscript_folder() = folder; }
+
+namespace {
+// export_torchscript.py's traced ResNet-50 in `dtype`, frozen and optimised for inference.
+torch::jit::Module deployed_resnet50(bool bf16) {
+  const auto path = std::filesystem::path(torchscript_folder()) / (bf16 ? "resnet50_bf16.pt" : "resnet50_f32.pt");
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error("--torchscript: " + path.string() +
+                             " does not exist (write it with bench/libtorch/export_torchscript.py)");
+  torch::jit::Module m = torch::jit::load(path.string());
+  m.eval();
+  torch::jit::Module frozen = torch::jit::freeze(m);
+  return torch::jit::optimize_for_inference(frozen);
+}
+}  // namespace
+
 void libtorch_set_threads(int n) { torch::set_num_threads(n); }
 int libtorch_threads() { return torch::get_num_threads(); }
 std::string libtorch_describe() {
@@ -90,16 +114,27 @@ std::vector<Case> libtorch_cases(const Workload& w) {
       for (auto& p : tuned->parameters())
         if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
       auto xt = x.to(bf16 ? torch::kBFloat16 : torch::kFloat).contiguous(at::MemoryFormat::ChannelsLast);
-      return {make(bf16 ? "no_grad autocast" : "no_grad",
-                   [model, x, bf16]() mutable {
-                     torch::NoGradGuard g;
-                     AutocastBf16 a(bf16);
-                     model->forward(x);
-                   }),
-              make(bf16 ? "no_grad bf16 channels_last" : "no_grad channels_last", [tuned, xt]() mutable {
-                torch::NoGradGuard g;
-                tuned->forward(xt);
-              })};
+      std::vector<Case> cases{make(bf16 ? "no_grad autocast" : "no_grad",
+                                   [model, x, bf16]() mutable {
+                                     torch::NoGradGuard g;
+                                     AutocastBf16 a(bf16);
+                                     model->forward(x);
+                                   }),
+                              make(bf16 ? "no_grad bf16 channels_last" : "no_grad channels_last", [tuned, xt]() mutable {
+                                torch::NoGradGuard g;
+                                tuned->forward(xt);
+                              })};
+      if (!torchscript_folder().empty()) {
+        auto deployed = std::make_shared<torch::jit::Module>(deployed_resnet50(bf16));
+        auto xs = x.to(bf16 ? torch::kBFloat16 : torch::kFloat);
+        cases.push_back(make(bf16 ? "torchscript bf16 frozen optimize_for_inference"
+                                  : "torchscript frozen optimize_for_inference",
+                             [deployed, xs] {
+                               torch::NoGradGuard g;
+                               deployed->forward({xs});
+                             }));
+      }
+      return cases;
     }
     case Kind::resnet_train: {
       ResNet50 model;
