@@ -93,6 +93,10 @@ void decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispat
                 1e3 / med, w.ms_per_token.front(), w.ms_per_token.back(), rounds);
   }
   std::printf("strata decode: every way gave the same %lld tokens\n", static_cast<long long>(tokens));
+  const std::vector<int64_t> ids = ways[0].tokens.to(Device::cpu()).to_vector<int64_t>();
+  std::string list;
+  for (size_t i = static_cast<size_t>(prompt.size(1)); i < ids.size(); ++i) list += (list.empty() ? "" : ", ") + std::to_string(ids[i]);
+  std::printf("strata tokens: [%s]\n", list.c_str());
 }
 
 // One one-token step over a static cache (the step graph mode captures), run uncaptured inside

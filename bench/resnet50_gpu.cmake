@@ -12,10 +12,6 @@ if(STRATA_WITH_CUDA_ENABLED)
   target_link_libraries(strata_bench_resnet50 PUBLIC strata::strata nlohmann_json::nlohmann_json PRIVATE CUDA::cudart)
   add_executable(resnet50_gpu ${CMAKE_CURRENT_LIST_DIR}/resnet50_gpu.cpp)
   target_link_libraries(resnet50_gpu PRIVATE strata_bench_resnet50 CLI11::CLI11 CUDA::cudart)
-  # GPT-2's layers on PyTorch's weights, for bench/peers/pytorch_gpt2.py.
-  add_executable(gpt2_forward ${CMAKE_CURRENT_LIST_DIR}/gpt2_forward.cpp)
-  # CUDA::nvtx3 (header-only): --profile-step's NVTX range.
-  target_link_libraries(gpt2_forward PRIVATE strata::strata CLI11::CLI11 CUDA::nvtx3)
   add_executable(export_resnet50 ${CMAKE_CURRENT_LIST_DIR}/export_resnet50.cpp)
   target_link_libraries(export_resnet50 PRIVATE strata::strata CLI11::CLI11 nlohmann_json::nlohmann_json)
   # Data-parallel ResNet over NCCL (dist/): throughput on N GPUs and the 2-GPU check.

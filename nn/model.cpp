@@ -10,6 +10,7 @@
 #include "strata/autograd/node.h"
 #include "strata/nn/model_modes.h"
 #include "strata/nn/policy.h"
+#include "strata/nn/token_inputs.h"
 #include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/direct/memory_plans.h"
 #include "strata/ops/direct/step_memory.h"
@@ -78,6 +79,7 @@ class ModelImpl final : public Model {
     STRATA_CHECK(mode == mode_of(P::kMode) || (mode == ops::DispatchMode::graph && captures_graphs_v<P>),
                  "Model: dispatch mode ", ops::dispatch_mode_name(mode), " does not go with the policy ", P::kMode);
     STRATA_CHECK(is_floating(s_.compute), "Model: compute dtype must be floating, got ", dtype_name(s_.compute));
+    s_.token_ids = detail::takes_token_ids(*s_.net);
     scale_ = o.initial_loss_scale.value_or(s_.compute == DType::f16 ? 65536.0 : 0.0);
     STRATA_CHECK(scale_ >= 0 && std::isfinite(scale_), "Model: initial_loss_scale must be finite and >= 0, got ",
                  scale_);

@@ -68,6 +68,7 @@ struct ModelState {
   ops::direct::StepMemory memory{};              // direct mode: the planned steps' arenas
   std::vector<Tensor> params{};                  // direct mode: the network's parameters, once
   bool forward_only = false;                     // the latest forward kept nothing for backward
+  bool token_ids = false;                        // the inputs are i64 ids (nn/token_inputs.h)
   // Direct mode, dynamic loss scaling on the device: its state (ops::AmpUpdateScaleArgs),
   // each gradient's sum and one rank-0 view per sum.
   Tensor amp{}, grad_sums{};
@@ -92,6 +93,7 @@ struct ModelMode {
     return autograd::cast(s.p, y, s.dtype);
   }
   static Tensor input_buffer(ModelState<P>& s, const Shape& sizes) {
+    if (s.token_ids) return Tensor::empty(sizes, DType::i64, s.p.device());
     return Tensor::empty(sizes, s.dtype, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
   static Tensor targets_buffer(ModelState<P>& s, const Shape& sizes, DType dt) {
@@ -142,8 +144,10 @@ struct ModelMode<Direct<Impl>> {
   static Tensor output_in_params_dtype(State& s, const Tensor& y, BufferSet& bufs) {
     return convert(s, y, s.dtype, layout_for(y.dim(), s.fmt), bufs);
   }
-  // The planned input buffer for these sizes, in the compute dtype.
+  // The planned input buffer for these sizes: in the compute dtype, or i64 for token ids (the
+  // buffer that to_input copies ids into).
   static Tensor input_buffer(State& s, const Shape& sizes) {
+    if (s.token_ids) return s.input.get(sizes, DType::i64, s.p.device(), MemoryFormat::contiguous);
     return s.input.get(sizes, s.compute, s.p.device(), layout_for(sizes.size(), s.fmt));
   }
   static Tensor targets_buffer(State& s, const Shape& sizes, DType dt) {

@@ -12,6 +12,11 @@
 // one is not, and its children's shapes are shown as "-"). A module whose forward took its
 // children in another order but with the same shapes in and out would be shown with the chain's
 // shapes: strata's layers register their children in the order their forward calls them.
+// A network of token ids (nn/token_inputs.h) runs on zero ids. Where a module's input is ids, a
+// child that fails on the chain's value but runs on the ids is a lookup beside the chain (GPT's
+// position embedding, added to the token embedding): it shows its own output and the chain goes
+// on from the value before it; and the chain may end in the module's output shape but for the
+// last dim, which a head after the last child sets (GPT's output projection, tied to wte).
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -21,6 +26,7 @@
 #include "strata/nn/layers/container.h"
 #include "strata/nn/model.h"
 #include "strata/nn/restore_training.h"
+#include "strata/nn/token_inputs.h"
 
 namespace strata::nn {
 
@@ -50,30 +56,43 @@ void rows_of(const Module& m, const std::string& name, int depth, std::vector<Ro
 // m's children from `in` (see the top of the file). Returns the row after m's subtree.
 size_t shapes_below(Module& m, const Tensor& in, const Shape& out, std::vector<Row>& rows, size_t at) {
   size_t next = at + 1;
-  std::vector<std::pair<size_t, Tensor>> inputs;  // each child's row and its input
+  struct Link {
+    size_t row;
+    Tensor x, y;  // the child's input and output
+  };
+  std::vector<Link> links;
+  const bool ids = in.defined() && !is_floating(in.dtype());
   bool chain = !m.children().empty();
   Tensor h = in;
   for (const auto& [child_name, child] : m.children()) {
-    inputs.emplace_back(next, h);
     size_t end = next + 1;
     while (end < rows.size() && rows[end].depth > rows[next].depth) ++end;
     if (chain) {
       try {
-        h = child->forward(h);
+        links.push_back({next, h, child->forward(h)});
+        h = links.back().y;
       } catch (const Error&) {
         chain = false;
+      }
+      if (!chain && ids && h.dim() > in.dim()) {
+        try {
+          const Tensor beside = child->forward(in);
+          chain = beside.sizes() == h.sizes();
+          if (chain) links.push_back({next, in, beside});
+        } catch (const Error&) {
+        }
       }
     }
     next = end;
   }
-  if (!chain || !(dynamic_cast<const Sequential*>(&m) != nullptr || h.sizes() == out)) return next;
+  const bool head_after = ids && h.dim() == static_cast<int64_t>(out.size()) && h.dim() > 0 &&
+                          std::equal(out.begin(), out.end() - 1, h.sizes().begin());
+  if (!chain || !(dynamic_cast<const Sequential*>(&m) != nullptr || h.sizes() == out || head_after)) return next;
   // The chain holds: each child's output and, below it, its own children.
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto& [row, x] = inputs[i];
-    const Tensor& y = i + 1 < inputs.size() ? inputs[i + 1].second : h;
-    rows[row].shape = y.sizes().str();
-    Module& child = *m.children()[i].second;
-    if (!child.children().empty()) shapes_below(child, x, y.sizes(), rows, row);
+  for (const Link& l : links) {
+    rows[l.row].shape = l.y.sizes().str();
+    Module& child = *m.children()[static_cast<size_t>(&l - links.data())].second;
+    if (!child.children().empty()) shapes_below(child, l.x, l.y.sizes(), rows, l.row);
   }
   return next;
 }
@@ -91,7 +110,7 @@ std::string Model::describe(bool verbose, const Shape& input) {
     detail::RestoreTraining restore(module());
     module().eval();
     autograd::NoGradGuard no_grad;
-    const Tensor x = zeros(sizes, dtype());
+    const Tensor x = zeros(sizes, detail::takes_token_ids(module()) ? DType::i64 : dtype());
     const Shape out = predict(x).sizes();
     rows[0].shape = out.str();
     shapes_below(module(), network_input(x), out, rows, 0);

@@ -1,10 +1,12 @@
 #pragma once
-// Internal to onnx/: the four conversions around ir::Graph.
+// Internal to onnx/: the four conversions around ir::Graph, and a GPT's (gpt_graph.h).
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "strata/nn/layers/transformer.h"
 #include "strata/onnx/ir.h"
 #include "strata/ops/dispatch.h"
 
@@ -21,11 +23,26 @@ struct WriteInfo {
 };
 std::string write_model(const ir::Graph& g, const WriteInfo& info);
 
+// A GPT's graph inputs and outputs.
+struct GptIo {
+  std::string input = "input", output = "output";
+  int64_t sequence = -1;  // a fixed sequence length, or -1: the dimension stays open
+};
+
+// A GPT read back from a file: its configuration and every parameter under nn::Gpt's
+// state dict names.
+struct GptRead {
+  nn::GptConfig config;
+  nn::StateDict weights;
+  GptIo io;
+};
+
 // An ONNX model's graph in strata's terms (proto_read.cpp): every op, attribute and
 // tensor it cannot express is collected, and one strata::Error names them all. External
 // data is read from `data_folder` (external_data.h; empty: the model must be self-contained).
 struct ReadResult {
   ir::Graph graph;
+  std::optional<GptRead> gpt;  // set (and graph left empty) when the graph reads INT64 token ids
   int64_t opset = 0;
   std::string producer;
 };
@@ -33,5 +50,7 @@ ReadResult read_model(std::string_view bytes, std::string_view source, const std
 
 // The module that runs g (to_module.cpp).
 std::unique_ptr<nn::Module> module_of_graph(const ir::Graph& g, ops::DispatchMode mode, std::string_view backend);
+// The module that runs r (to_module.cpp): an nn::Gpt with r's weights, in eval mode.
+std::unique_ptr<nn::Module> module_of_gpt(const GptRead& r, ops::DispatchMode mode, std::string_view backend);
 
 }  // namespace strata::onnx::detail

@@ -72,7 +72,7 @@ class Emitter {
     STRATA_FAIL("onnx export: module '", path.empty() ? "<root>" : path, "' of type ", m.type_name(),
                 " has no ONNX form (strata exports Conv2d, BatchNorm2d, ReLU, MaxPool2d, AvgPool2d, GlobalAvgPool, "
                 "Linear, Flatten, Dropout, and Sequential, Graph, BasicBlock, Bottleneck, ResNet and LeNet built "
-                "of them)");
+                "of them; a GPT exports as the whole model)");
   }
 
   ir::Graph finish(const std::string& output, const std::string& output_name) {

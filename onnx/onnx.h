@@ -18,6 +18,16 @@
 //    num_batches_tracked is not exported. Folding keeps the conv's names
 //    ("<conv>.weight", "<conv>.bias") and drops the batch norm's entries. Values are f32.
 //
+// A GPT (nn::Gpt, nn/layers/transformer.h; f32) exports as the whole model, to standard
+// ops that onnxruntime runs: Gather for the embeddings, LayerNormalization, MatMul + Add for
+// the projections (the weights stay [out, in] behind a Transpose), the heads split by
+// Split/Reshape/Transpose, attention as MatMul, Mul by the scale, Where with a causal mask
+// computed from the ids' shape, Softmax and MatMul (portable, rather than opset 23's
+// Attention), GELU's tanh form as its formula (rather than opset 20's Gelu), and the tied
+// output projection as a MatMul by the transposed token embedding, one initializer for both
+// (onnx/gpt_graph.h has the whole graph). Input: INT64 ids [batch, sequence] (input_sizes
+// empty: the sequence stays open; [T]: fixed); output: FLOAT logits [batch, sequence, vocab].
+//
 // Import builds an nn::Graph (nn/layers/graph.h) of strata layers that runs in every
 // dispatch mode on any backend, from a graph of the ops above (opsets 11 to 23; also
 // Identity, Dropout at inference, Reshape to [N, features], ReduceMean over H and W,
@@ -28,6 +38,10 @@
 // left out; a malformed file is an error too, never a crash. The module's parameters are
 // named after the initializers when they share a "<prefix>.<role>" pattern (so an
 // exported strata model comes back with its own state dict names), else after the node.
+// A graph whose input is INT64 is read as a GPT: its configuration from the embeddings,
+// layer norms and head split, and then it must be the graph strata's export writes for that
+// configuration, node for node (ops, attributes, wiring, constants, weight shapes); the
+// first difference is an error naming the node. It imports as an nn::Gpt.
 // A model exported by strata and imported again computes bitwise the same outputs.
 #include <cstdint>
 #include <filesystem>
@@ -43,7 +57,7 @@ namespace strata::onnx {
 inline constexpr int64_t kOpset = 17;
 
 struct ExportOptions {
-  Shape input_sizes;  // one input item, without the batch: [C, H, W] (or [features])
+  Shape input_sizes;  // one input item, without the batch: [C, H, W] (or [features]); a GPT's: [] or [T]
   bool fold_batch_norm = false;
   std::string input_name = "input", output_name = "output";
   std::string doc;  // the model's doc_string
@@ -55,8 +69,9 @@ std::string export_model(const nn::Module& m, const ExportOptions& o);
 void save_model(const nn::Module& m, const std::string& path, const ExportOptions& o);
 
 struct Imported {
-  std::unique_ptr<nn::Module> module;  // an nn::Graph
+  std::unique_ptr<nn::Module> module;  // an nn::Graph, or an nn::Gpt
   Shape input_sizes;                   // with the batch first; -1 where the file leaves it open
+  DType input_dtype = DType::f32;      // a GPT's: i64 token ids
   std::string input_name, output_name;
   int64_t opset = 0;
   std::string producer;  // "name version" of the program that wrote the file

@@ -1,6 +1,6 @@
 #pragma once
-// Internal to onnx/ (the only header that includes ONNX's protobuf classes): tensor data
-// and node attributes of an ONNX file, read defensively. Nothing here trusts the file:
+// Internal to onnx/ (with gpt_graph.h, the only headers that include ONNX's protobuf
+// classes): tensor data and node attributes of an ONNX file, read defensively. Nothing here trusts the file:
 // sizes are checked against the bytes actually present before anything is allocated.
 #include <onnx/onnx_pb.h>
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/onnx/convert.h"
 #include "strata/onnx/external_data.h"
 
 namespace strata::onnx::detail {
@@ -47,5 +48,10 @@ class Attrs {
   std::map<std::string, const pb::AttributeProto*> by_name_;
   Report report_;
 };
+
+// Writing (proto_write.cpp): the model-level fields of every file strata writes (IR
+// version 8, producer, opset kOpset, doc and metadata), and the model's bytes.
+void write_model_header(pb::ModelProto& model, const WriteInfo& info);
+std::string serialize_model(const pb::ModelProto& model);
 
 }  // namespace strata::onnx::detail

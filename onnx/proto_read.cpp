@@ -6,6 +6,7 @@
 // so one bad node is reported once, not again by each node after it.
 #include <climits>
 
+#include "strata/onnx/gpt_graph.h"
 #include "strata/onnx/proto_reader.h"
 
 namespace strata::onnx::detail {
@@ -33,10 +34,17 @@ ReadResult Reader::read(std::string_view bytes) {
   else if (r.opset < kMinOpset || r.opset > kMaxOpset)
     problem("the model uses opset " + std::to_string(r.opset) + "; strata reads opsets " +
             std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
-  if (!model.has_graph())
+  if (!model.has_graph()) {
     problem("the model has no graph");
-  else
+  } else if (reads_token_ids(model.graph())) {
+    report();  // the model-level problems first
+    std::map<std::string, std::string> metadata;
+    for (const pb::StringStringEntryProto& e : model.metadata_props()) metadata[e.key()] = e.value();
+    r.gpt = read_gpt_graph(model.graph(), metadata, external_, source_);
+    return r;
+  } else {
     read_graph(model.graph());
+  }
   report();
   r.graph = std::move(g_);
   return r;
@@ -214,7 +222,8 @@ void Reader::read_input(const pb::ValueInfoProto& v) {
   if (!v.type().has_tensor_type()) return problem("input '" + v.name() + "' is not a tensor");
   const auto& tt = v.type().tensor_type();
   if (tt.elem_type() != pb::TensorProto::FLOAT)
-    problem("input '" + v.name() + "' has elements of type " + data_type_name(tt.elem_type()) + " (strata takes FLOAT)");
+    problem("input '" + v.name() + "' has elements of type " + data_type_name(tt.elem_type()) + " (strata takes FLOAT" +
+            (tt.elem_type() == pb::TensorProto::INT64 ? ", and INT64 token ids [batch, sequence] into a GPT" : "") + ")");
   if (!tt.has_shape()) return problem("input '" + v.name() + "' has no shape (strata needs at least its rank)");
   const int rank = tt.shape().dim_size();
   if (rank != 2 && rank != 4)

@@ -1,13 +1,10 @@
 // ir::Graph -> ONNX ModelProto bytes (opset 17, IR version 8: what ONNX 1.12 writes).
-#include <onnx/onnx_pb.h>
-
 #include <bit>
 #include <set>
 
 #include "strata/onnx/convert.h"
 #include "strata/onnx/onnx.h"
-
-namespace pb = ::onnx;
+#include "strata/onnx/proto_fields.h"
 
 namespace strata::onnx::detail {
 
@@ -124,18 +121,7 @@ std::string write_model(const ir::Graph& g, const WriteInfo& info) {
                 "): ", why);
   });
   pb::ModelProto model;
-  model.set_ir_version(8);
-  model.set_producer_name("strata");
-  model.set_producer_version(STRATA_VERSION);
-  model.set_doc_string(info.doc);
-  pb::OperatorSetIdProto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(kOpset);
-  for (const auto& [k, v] : info.metadata) {
-    pb::StringStringEntryProto* e = model.add_metadata_props();
-    e->set_key(k);
-    e->set_value(v);
-  }
+  write_model_header(model, info);
   pb::GraphProto& graph = *model.mutable_graph();
   graph.set_name("strata");
 
@@ -154,6 +140,25 @@ std::string write_model(const ir::Graph& g, const WriteInfo& info) {
   Writer w(graph, g);
   for (const ir::Node& n : g.nodes) w.write(n, names);
 
+  return serialize_model(model);
+}
+
+void write_model_header(pb::ModelProto& model, const WriteInfo& info) {
+  model.set_ir_version(8);
+  model.set_producer_name("strata");
+  model.set_producer_version(STRATA_VERSION);
+  model.set_doc_string(info.doc);
+  pb::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  for (const auto& [k, v] : info.metadata) {
+    pb::StringStringEntryProto* e = model.add_metadata_props();
+    e->set_key(k);
+    e->set_value(v);
+  }
+}
+
+std::string serialize_model(const pb::ModelProto& model) {
   std::string bytes;
   STRATA_CHECK(model.SerializeToString(&bytes), "onnx export: protobuf could not serialise the model (",
                model.ByteSizeLong(), " bytes; protobuf's limit is 2 GiB)");

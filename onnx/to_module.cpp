@@ -1,4 +1,5 @@
-// ir::Graph -> an nn::Graph of strata layers, for any dispatch mode and backend.
+// ir::Graph -> an nn::Graph of strata layers, and a GPT read back -> nn::Gpt, for any
+// dispatch mode and backend.
 #include <map>
 
 #include "strata/nn/layers/container.h"
@@ -69,6 +70,16 @@ std::unique_ptr<nn::Module> module_of_graph(const ir::Graph& g, ops::DispatchMod
     graph->load_state_dict(state, false);
     graph->eval();
     return graph;
+  });
+}
+
+std::unique_ptr<nn::Module> module_of_gpt(const GptRead& r, ops::DispatchMode mode, std::string_view backend) {
+  return nn::with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<nn::Module> {
+    using P = std::decay_t<decltype(p)>;
+    auto gpt = std::make_unique<nn::Gpt<P>>(p, r.config);
+    gpt->load_state_dict(r.weights, true);
+    gpt->eval();
+    return gpt;
   });
 }
 

@@ -26,19 +26,25 @@ inline constexpr int64_t kElementsPerThread = 32768;
 // core's work on small shapes, several times the wake-up cost under either wait policy.
 inline constexpr int64_t kMultiplyAddsPerThread = int64_t{1} << 20;
 
+// The code between "codegen:begin" and "codegen:end" is also written, as it is, into the programs
+// codegen/ generates, so that they apply the same rule.
+// codegen:begin thread_rule
 struct Work {
   int64_t units = 0;  // the op's size
   int64_t grain = 1;  // units worth one thread
 };
+// codegen:end
 inline Work elementwise_work(int64_t elements) { return {elements, kElementsPerThread}; }
 inline Work product_work(int64_t multiply_adds) { return {multiply_adds, kMultiplyAddsPerThread}; }
 
 // The threads `w` is worth when the pool has `max_threads`: min(max_threads, ceil(units / grain)),
 // at least 1.
+// codegen:begin thread_rule
 inline int threads_for(const Work& w, int max_threads) {
   if (max_threads <= 1 || w.units <= w.grain) return 1;
   const int64_t chunks = (w.units - 1) / w.grain + 1;
   return static_cast<int>(std::min<int64_t>(max_threads, chunks));
 }
+// codegen:end
 
 }  // namespace strata::backends::loops

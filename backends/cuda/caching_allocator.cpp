@@ -61,19 +61,17 @@ void* CachingAllocator::allocate(size_t bytes) {
       const bool info = cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
       (void)cudaGetLastError();
       STRATA_FAIL("cuda allocator: out of memory allocating ", bytes, " bytes (", human_bytes(bytes), ", bin ",
-                  bin, ") on cuda:", device_, ": strata has ", current_, " bytes (", human_bytes(current_),
-                  ") in use and ", reserved_, " bytes (", human_bytes(reserved_), ") reserved",
+                  bin, ") on cuda:", device_, ": strata has ", n_.s.current_bytes, " bytes (", human_bytes(n_.s.current_bytes),
+                  ") in use and ", n_.s.reserved_bytes, " bytes (", human_bytes(n_.s.reserved_bytes), ") reserved",
                   info ? "; the driver reports " + human_bytes(free_b) + " free of " + human_bytes(total_b)
                        : std::string(),
                   "; cached blocks were released and the allocation retried once (cudaMalloc: ",
                   cudaGetErrorString(e), ")");
     }
-    reserved_ += bin;
+    n_.s.reserved_bytes += bin;
   }
   live_.emplace(p, Block{bin, bytes, stream_, capturing_pool_});
-  current_ += bytes;
-  if (current_ > peak_) peak_ = current_;
-  ++count_;
+  n_.allocated(bytes);
   return p;
 }
 
@@ -84,7 +82,7 @@ void CachingAllocator::deallocate(void* p, size_t) {
   if (it == live_.end()) return;  // not ours: nothing sensible to do in a destructor path
   const Block b = it->second;
   live_.erase(it);
-  current_ -= b.requested;
+  n_.freed(b.requested);
   // Freed during a capture, or allocated in a graph's pool: the graph may replay it.
   const size_t pool = capturing_pool_ != 0 ? capturing_pool_ : b.pool;
   if (auto held = pools_.find(pool); held != pools_.end()) {
@@ -128,7 +126,7 @@ void CachingAllocator::release_cached_locked() {
     for (auto& [bin, ptrs] : bins) {
       for (void* p : ptrs) {
         (void)cudaFree(p);
-        reserved_ -= bin;
+        n_.s.reserved_bytes -= bin;
       }
       ptrs.clear();
     }
@@ -144,17 +142,12 @@ void CachingAllocator::empty_cache() {
 
 AllocatorStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(m_);
-  AllocatorStats s;
-  s.current_bytes = current_;
-  s.peak_bytes = peak_;
-  s.reserved_bytes = reserved_;
-  s.allocations = count_;
-  return s;
+  return n_.s;
 }
 
 void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(m_);
-  peak_ = current_;
+  n_.reset_peak();
 }
 
 void* PinnedAllocator::allocate(size_t bytes) {
@@ -173,15 +166,13 @@ void* PinnedAllocator::allocate(size_t bytes) {
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       STRATA_FAIL("pinned allocator: cudaHostAlloc of ", bytes, " bytes (", human_bytes(bytes), ") failed: ",
-                  cudaGetErrorString(e), "; strata has ", current_, " pinned bytes in use and ", reserved_,
+                  cudaGetErrorString(e), "; strata has ", n_.s.current_bytes, " pinned bytes in use and ", n_.s.reserved_bytes,
                   " reserved");
     }
-    reserved_ += bin;
+    n_.s.reserved_bytes += bin;
   }
   live_.emplace(p, std::make_pair(bin, bytes));
-  current_ += bytes;
-  if (current_ > peak_) peak_ = current_;
-  ++count_;
+  n_.allocated(bytes);
   return p;
 }
 
@@ -192,23 +183,18 @@ void PinnedAllocator::deallocate(void* p, size_t) {
   if (it == live_.end()) return;
   const auto [bin, requested] = it->second;
   live_.erase(it);
-  current_ -= requested;
+  n_.freed(requested);
   free_[bin].push_back(p);
 }
 
 AllocatorStats PinnedAllocator::stats() const {
   std::lock_guard<std::mutex> lock(m_);
-  AllocatorStats s;
-  s.current_bytes = current_;
-  s.peak_bytes = peak_;
-  s.reserved_bytes = reserved_;
-  s.allocations = count_;
-  return s;
+  return n_.s;
 }
 
 void PinnedAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(m_);
-  peak_ = current_;
+  n_.reset_peak();
 }
 
 }  // namespace strata::backends::cuda

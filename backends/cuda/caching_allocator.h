@@ -24,6 +24,18 @@ namespace strata::backends::cuda {
 
 size_t bin_size(size_t bytes);
 
+// The figures stats() reports, kept by both allocators under their own lock.
+struct ByteCounts {
+  AllocatorStats s;
+  void allocated(size_t bytes) {
+    s.current_bytes += bytes;
+    if (s.current_bytes > s.peak_bytes) s.peak_bytes = s.current_bytes;
+    ++s.allocations;
+  }
+  void freed(size_t bytes) { s.current_bytes -= bytes; }
+  void reset_peak() { s.peak_bytes = s.current_bytes; }
+};
+
 class CachingAllocator final : public Allocator {
  public:
   CachingAllocator(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
@@ -59,7 +71,8 @@ class CachingAllocator final : public Allocator {
   std::unordered_map<void*, Block> live_;
   // stream -> bin -> cached block pointers
   std::unordered_map<cudaStream_t, std::unordered_map<size_t, std::vector<void*>>> free_;
-  size_t current_ = 0, peak_ = 0, reserved_ = 0, count_ = 0, cached_ = 0;
+  ByteCounts n_;
+  size_t cached_ = 0;
   size_t capturing_pool_ = 0, next_pool_ = 1;
   // pool -> blocks freed while the pool's graph may still replay them
   std::unordered_map<size_t, std::vector<std::pair<void*, Block>>> pools_;
@@ -79,7 +92,7 @@ class PinnedAllocator final : public Allocator {
   mutable std::mutex m_;
   std::unordered_map<void*, std::pair<size_t, size_t>> live_;  // ptr -> (bin, requested)
   std::unordered_map<size_t, std::vector<void*>> free_;
-  size_t current_ = 0, peak_ = 0, reserved_ = 0, count_ = 0;
+  ByteCounts n_;
 };
 
 }  // namespace strata::backends::cuda

@@ -20,6 +20,8 @@
 
 #include "strata/backends/api/backend.h"
 #include "strata/backends/cpu/threads.h"
+#include "strata/backends/onednn/call_observer.h"
+#include "strata/backends/onednn/descriptor_rules.h"
 #include "strata/backends/onednn/onednn_backend.h"
 #include "strata/core/error.h"
 
@@ -79,6 +81,9 @@ struct Plan {
   virtual ~Plan() = default;
 };
 
+// The code between "codegen:begin" and "codegen:end" is also written, as it is, into the programs
+// codegen/ generates, so that they stage buffers as this backend does.
+// codegen:begin staging
 // A user buffer as a primitive sees it: the user's memory itself, or the primitive's
 // own memory in the layout it chose plus the reorder between the two.
 struct Staged {
@@ -107,46 +112,23 @@ struct Staged {
     if (reorders) re.execute(s, inner, user);
   }
 };
+// codegen:end
 
 // An f32 memory descriptor with explicit dims and strides (reshaped or transposed
 // views). A size-1 dim without a usable stride gets one past the others.
-inline memory::desc md_strided(const Dims& dims, Dims strides, memory::data_type dt = memory::data_type::f32) {
-  int64_t span = 1;
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (dims[d] != 1) span = std::max<int64_t>(span, strides[d] * dims[d]);
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (dims[d] == 1 && strides[d] < 1) strides[d] = span;
-  return memory::desc(dims, dt, strides);
+inline memory::desc md_strided(const Dims& dims, const Dims& strides, memory::data_type dt = memory::data_type::f32) {
+  const DescLayout l = strided_layout(dims, strides);
+  return memory::desc(l.dims, dt, l.strides);
 }
 // oneDNN's element type for the dtypes this backend hands to primitives.
 inline memory::data_type dnnl_dt(DType dt) {
   return dt == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
-// Memory descriptor of a view with its own sizes, strides and dtype (f32 or bf16);
-// rank 0 becomes [1]. Contiguous and channels-last views get the canonical strides
-// of their layout (size-1 dims included), so they match oneDNN's plain formats exactly.
-// A view's strides with those of size-1 dims made its layout's canonical ones when it is
-// contiguous or channels-last (as they are, otherwise).
-inline Shape canonical_strides(const ops::TensorView& v) {
-  if (v.is_contiguous()) return contiguous_strides(v.sizes);
-  if (v.is_channels_last()) return channels_last_strides(v.sizes);
-  return v.strides;
-}
+// Memory descriptor of a view with its own sizes, strides and dtype (f32 or bf16), laid
+// out by view_layout (descriptor_rules.h).
 inline memory::desc md_of(const ops::TensorView& v) {
-  const memory::data_type dt = dnnl_dt(v.dtype);
-  if (v.dim() == 0) return memory::desc(Dims{1}, dt, Dims{1});
-  const Dims dims(v.sizes.begin(), v.sizes.end());
-  if (v.is_contiguous() || v.is_channels_last()) {
-    const Shape st = canonical_strides(v);
-    return memory::desc(dims, dt, Dims(st.begin(), st.end()));
-  }
-  Dims strides(v.strides.begin(), v.strides.end());
-  int64_t span = 1;
-  for (int d = 0; d < v.dim(); ++d)
-    if (v.sizes[d] != 1) span = std::max<int64_t>(span, v.strides[d] * v.sizes[d]);
-  for (int d = 0; d < v.dim(); ++d)
-    if (v.sizes[d] == 1) strides[d] = span;
-  return memory::desc(dims, dt, strides);
+  const DescLayout l = view_layout(v);
+  return memory::desc(l.dims, dnnl_dt(v.dtype), l.strides);
 }
 inline memory::desc any_like(const memory::desc& md) {
   return memory::desc(md.dims(), md.data_type(), memory::format_tag::any);
@@ -210,6 +192,7 @@ void guarded(std::string_view op, F&& f) {
   }
 }
 
+// codegen:begin staging
 // The calling thread's OpenMP team size (omp_set_num_threads: a per-thread setting) lowered
 // to `n` for the scope, then put back; no change when n is not below it.
 class ScopedOmpThreads {
@@ -241,6 +224,7 @@ class ScopedOmpThreads {
  private:
   int saved_ = 1;
 };
+// codegen:end
 
 // guarded() for a primitive call of `work`: the primitive is made (on first use) and run
 // with the threads the work is worth (backends/cpu/threads.h), so small work stays on the
@@ -249,6 +233,8 @@ class ScopedOmpThreads {
 // count, and oneDNN's own primitive cache keys on the count.
 template <class F>
 void guarded(std::string_view op, const loops::Work& work, F&& f) {
+  if (CallObserver* o = call_observer()) [[unlikely]]
+    o->on_primitive(work);
   ScopedOmpThreads threads(loops::threads_for(work, ScopedOmpThreads::max_threads()));
   guarded(op, std::forward<F>(f));
 }

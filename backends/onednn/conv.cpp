@@ -152,19 +152,15 @@ bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, 
 }
 
 // x's pixels a 1x1 stride-s convolution without padding reads, as an [N, C, OH, OW] view
-// (y's sizes) with x's strides times s along H and W; none where oneDNN refuses the view.
+// (descriptor_rules.h); none where oneDNN refuses the view.
 std::optional<memory::desc> every_strided_pixel(const TensorView& x, const TensorView& y, const Conv2dParams& p) {
-  const Shape st = canonical_strides(x);
+  const DescLayout l = strided_pixels_layout(x, y, p);
   try {
-    return md_strided({y.sizes[0], x.sizes[1], y.sizes[2], y.sizes[3]},
-                      {st[0], st[1], st[2] * p.stride_h, st[3] * p.stride_w}, dnnl_dt(x.dtype));
+    return memory::desc(l.dims, dnnl_dt(x.dtype), l.strides);
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
 }
-
-// The smallest output plane (pixels) a Winograd convolution runs on (above).
-constexpr int64_t kWinogradPlane = 14 * 14;
 
 // oneDNN 2.6's jit_bf16 backward-weights kernel is far slower than its GEMM-based one on
 // small output planes at two threads, and faster on large ones (docs/tuning.md).
@@ -186,6 +182,7 @@ void unblock_1x1(const float* src, float* dst, int64_t o, int64_t i) {
 }  // namespace
 
 void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
+  observe_call(OpId::conv2d_fwd, a);
   require_f32_or_bf16("conv2d_fwd", a.x.dtype);
   guarded("conv2d_fwd", conv_work(a.y, a.w), [&] {
     Context& c = *ctx_;
@@ -198,17 +195,12 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
     // planes of 14x14 or more: ResNet-50's at batch 1 / 224² took 0.55-0.75x the time,
     // reorders included, its 7x7 ones about the same, and at batch 8 / 32² (planes of 8x8 and
     // less) the network took 1.5x (2-vCPU EPYC, docs/results/cpu_libtorch.md). No bf16 form.
-    const bool wino = a.w_version && a.p.winograd && a.x.dtype == DType::f32 && a.p.groups == 1 &&
-                      a.w.sizes[2] == 3 && a.w.sizes[3] == 3 && a.p.stride_h == 1 && a.p.stride_w == 1 &&
-                      a.p.dilation_h == 1 && a.p.dilation_w == 1 && a.y.sizes[2] * a.y.sizes[3] >= kWinogradPlane;
-    const bool inference = a.w_version && a.x.dim() == 4 && (a.x.is_channels_last() || wino);
     // A 1x1 stride-s convolution without padding reads every s-th pixel: in inference it runs
     // as the stride-1 convolution of those pixels, which the source's reorder gathers. oneDNN
     // 2.6's brgconv_1x1 took 1.8x the time of that for ResNet-50's 28x28 -> 14x14
     // downsampling at batch 1 (2-vCPU EPYC, docs/results/cpu_libtorch.md).
-    const bool gather_1x1 = inference && a.p.groups == 1 && a.w.sizes[2] == 1 && a.w.sizes[3] == 1 &&
-                            (a.p.stride_h > 1 || a.p.stride_w > 1) && a.p.pad_h == 0 && a.p.pad_w == 0 &&
-                            a.p.dilation_h == 1 && a.p.dilation_w == 1;
+    const ConvForwardForm form = conv_forward_form(a);
+    const bool wino = form.winograd, inference = form.inference, gather_1x1 = form.gather_1x1;
     key.add(int64_t{inference}).add(int64_t{wino});
     auto& pl = c.plan<FwdPlan>(key, [&] {
       auto p = std::make_unique<FwdPlan>();

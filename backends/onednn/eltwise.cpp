@@ -66,6 +66,7 @@ struct BinaryPlan : Plan {
 }  // namespace
 
 void OneDnnBackend::relu_fwd(const ReluFwdArgs& a) {
+  observe_call(OpId::relu_fwd, a);
   require_f32_or_bf16("relu_fwd", a.x.dtype);
   if (a.x.dtype == DType::f32 && a.x.numel() < kLoopBelow) return loops::relu_fwd<float>(a);
   guarded("relu_fwd", loops::elementwise_work(a.x.numel()),
@@ -106,6 +107,7 @@ void OneDnnBackend::relu_bwd(const ReluBwdArgs& a) {
 }
 
 void OneDnnBackend::add(const AddArgs& a) {
+  observe_call(OpId::add, a);
   require_f32_or_bf16("add", a.a.dtype);
   if (a.a.dtype == DType::f32 && a.a.numel() < kLoopBelow) return loops::add<float>(a);
   guarded("add", loops::elementwise_work(a.y.numel()), [&] {

@@ -36,14 +36,10 @@ void add_params(Key& k, const Pool2dParams& p) {
   k.add(int64_t{p.pad_h}).add(int64_t{p.pad_w}).add(static_cast<int64_t>(p.count_include_pad));
 }
 
-// [N,C] as [N,C,1,1] with the same strides: global pooling's output. Next to a
-// channels-last plane a contiguous [N,C] is described as channels-last too (the same
-// bytes), so oneDNN picks its JIT kernel rather than the reference one.
+// Global pooling's output [N,C] as [N,C,1,1] (descriptor_rules.h).
 memory::desc md_nc11(const TensorView& v, const TensorView& plane) {
-  const int64_t c = v.sizes[1];
-  if (plane.is_channels_last() && !plane.is_contiguous() && v.is_contiguous())
-    return md_strided({v.sizes[0], c, 1, 1}, {c, 1, c, c}, dnnl_dt(v.dtype));
-  return md_strided({v.sizes[0], c, 1, 1}, {v.strides[0], v.strides[1], 1, 1}, dnnl_dt(v.dtype));
+  const DescLayout l = nc11_layout(v, plane);
+  return memory::desc(l.dims, dnnl_dt(v.dtype), l.strides);
 }
 
 dnnl::pooling_forward::primitive_desc fwd_pd(prop_kind prop, algorithm alg, const memory::desc& src,
@@ -127,6 +123,7 @@ void backward(Context& c, Key& key, algorithm alg, const TensorView* x, const Te
 }  // namespace
 
 void OneDnnBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
+  observe_call(OpId::max_pool2d_fwd, a);
   require_f32_or_bf16("max_pool2d_fwd", a.x.dtype);
   guarded("max_pool2d_fwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::max_pool2d_fwd);
@@ -147,6 +144,7 @@ void OneDnnBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
 }
 
 void OneDnnBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
+  observe_call(OpId::avg_pool2d_fwd, a);
   require_f32_or_bf16("avg_pool2d_fwd", a.x.dtype);
   guarded("avg_pool2d_fwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::avg_pool2d_fwd);
@@ -167,6 +165,7 @@ void OneDnnBackend::avg_pool2d_bwd(const AvgPool2dBwdArgs& a) {
 }
 
 void OneDnnBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
+  observe_call(OpId::global_avg_pool_fwd, a);
   require_f32_or_bf16("global_avg_pool_fwd", a.x.dtype);
   guarded("global_avg_pool_fwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::global_avg_pool_fwd);

@@ -160,6 +160,7 @@ struct ReorderPlan : Plan {
 }  // namespace
 
 void OneDnnBackend::copy(const CopyArgs& a) {
+  observe_call(OpId::copy, a);
   const bool relayout = a.x.dtype == DType::f32 && a.y.dtype == DType::f32 && a.x.device.is_cpu() &&
                         a.y.device.is_cpu() && a.x.numel() > 1 && !loops::same_layout(a.x, a.y);
   if (!relayout) return loops::copy(kName, a);

@@ -37,20 +37,16 @@ def verdict(r, tolerance):
 
 def run_ort(args, _device):
     import onnxruntime as ort
+    from ort_providers import ort_sessions
     io = load_file(args.io)
     x = io["input"].numpy()
     results = []
-    providers = [("CPUExecutionProvider", {})]
-    if "CUDAExecutionProvider" in ort.get_available_providers():
-        providers.append(("CUDAExecutionProvider", {"use_tf32": 0}))
-    for name, options in providers:
+    for name, sess in ort_sessions(args.onnx):
         r = {"step": f"strata export -> onnxruntime ({name})", "onnx": os.path.basename(args.onnx),
              "onnxruntime": ort.__version__}
         try:
-            try:
-                sess = ort.InferenceSession(args.onnx, providers=[(name, options)])
-            except Exception:  # an older onnxruntime without the use_tf32 option
-                sess = ort.InferenceSession(args.onnx, providers=[name])
+            if isinstance(sess, Exception):
+                raise sess
             r["provider"] = sess.get_providers()[0]
             (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
             r.update(compare(torch.from_numpy(y), io["logits"]))

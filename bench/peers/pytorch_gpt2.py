@@ -10,7 +10,8 @@
 export writes the weights in nanoGPT's layout (Hugging Face's Conv1D weights transposed to
 [out, in], no "transformer." prefix, the tied lm_head left out) and the token ids; compare runs
 the model in f32 (TF32 off) eager, prints the largest absolute difference of the logits and their
-relative L2 distance, and the eager forward's median time (CUDA-synchronised) for the same shape.
+relative L2 distance, both sides' relative L2 distance to the same model computed in float64
+(strata's must be within 1e-6), and the eager forward's median time (CUDA-synchronised).
 
     python3 bench/peers/pytorch_gpt2.py decode DIR --new 256 --rounds 3 [--precision bf16]
 
@@ -49,18 +50,24 @@ def build(cfg):
     return model
 
 
-def export(args):
-    os.makedirs(args.dir, exist_ok=True)
-    cfg = dict(vocab=args.vocab, block=args.block, embd=args.embd, layers=args.layers, heads=args.heads,
-               batch=args.batch, tokens=args.tokens, seed=args.seed)
-    model = build(cfg)
+def nanogpt_weights(model):
+    """The model's parameters in nanoGPT's layout (strata's names): Conv1D weights transposed to
+    [out, in], no "transformer." prefix, the tied lm_head left out."""
     weights = {}
     for name, t in model.state_dict().items():
         if name == "lm_head.weight" or name.endswith(".attn.bias") or name.endswith(".attn.masked_bias"):
             continue
         key = name.removeprefix("transformer.")
         weights[key] = (t.t() if key.endswith(CONV1D) else t).contiguous().float()
-    save_file(weights, os.path.join(args.dir, "weights.safetensors"))
+    return weights
+
+
+def export(args):
+    os.makedirs(args.dir, exist_ok=True)
+    cfg = dict(vocab=args.vocab, block=args.block, embd=args.embd, layers=args.layers, heads=args.heads,
+               batch=args.batch, tokens=args.tokens, seed=args.seed)
+    model = build(cfg)
+    save_file(nanogpt_weights(model), os.path.join(args.dir, "weights.safetensors"))
     # The model's own state dict as transformers keeps it (lm_head shares wte's storage, which
     # safetensors does not store twice).
     own = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
@@ -82,6 +89,8 @@ def compare(args):
     ids = load_file(os.path.join(args.dir, "ids.safetensors"))["ids"].to(dev)
     with torch.no_grad():
         ref = model(ids).logits.double().cpu()
+        # The float64 reference: the same weights and tokens computed in double.
+        ref64 = build(cfg).to(dev).double()(ids).logits.cpu()
         ms = []
         for _ in range(args.repeat):
             if dev == "cuda":
@@ -98,7 +107,12 @@ def compare(args):
     rel = ((got - ref).norm() / ref.norm()).item()
     print(f"PyTorch {torch.__version__} {dev}: eager forward {statistics.median(ms):.3f} ms (median of {args.repeat})")
     print(f"logits {tuple(ref.shape)}: max |strata - PyTorch| = {diff:.3e}, relative L2 {rel:.3e}")
+    rel64 = ((got - ref64).norm() / ref64.norm()).item()
+    torch_rel64 = ((ref - ref64).norm() / ref64.norm()).item()
+    print(f"against float64: strata f32 relative L2 {rel64:.3e}, PyTorch f32 {torch_rel64:.3e}")
     failed = [] if rel < args.tolerance else [f"relative L2 {rel:.3e} is above {args.tolerance:g}"]
+    if rel64 > 1e-6:
+        failed.append(f"strata's logits are {rel64:.3e} from float64's (relative L2), above 1e-6")
     results = load_file(os.path.join(args.dir, "strata.safetensors"))
     if "generated" in results:
         mine = results["generated"]

@@ -6,7 +6,7 @@
 //       --backend cuda --dispatch all         (every dispatch mode, on the GPU)
 //
 // The input tensor is the file's entry named --input-name (default: the model's input
-// name, else "input"); f32 [N, ...]. The output file holds "output" (one dispatch mode)
+// name, else "input"); f32 [N, ...], or a GPT's integer token ids [N, T]. The output file holds "output" (one dispatch mode)
 // or "output.virtual", "output.static", "output.direct" (--dispatch all), f32 on the host.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -53,7 +53,10 @@ int main(int argc, char** argv) {
       STRATA_CHECK(host, input_path, " has no tensor '", name, "' (give --input-name)");
       const std::vector<Tensor> params = imp.module->parameters();
       const Device device = params.empty() ? Device::cpu() : params.front().device();
-      Tensor x = Tensor::empty(host->sizes(), DType::f32, device);
+      // A GPT takes i64 token ids: values of another dtype would be converted, not refused.
+      STRATA_CHECK(imp.input_dtype != DType::i64 || !is_floating(host->dtype()), input_path, ": '", name, "' is ",
+                   dtype_name(host->dtype()), " but the model takes integer token ids");
+      Tensor x = Tensor::empty(host->sizes(), imp.input_dtype, device);
       copy_into(*host, x);
       autograd::NoGradGuard no_grad;
       Tensor y;

@@ -19,18 +19,13 @@
 //   ./build/bin/strata_train --backend cuda --model resnet18 --nproc 2
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 #include "strata/core/exit_status.h"
+#include "examples/train/data_parallel_start.h"
 #include "examples/train/options.h"
 #include "examples/train/trace_file.h"
 #include "examples/train/trainer.h"
-#if STRATA_HAVE_DIST
-#include "strata/backends/cuda/cuda_backend.h"
-#include "strata/dist/launcher.h"
-#include "strata/dist/rank_env.h"
-#endif
 
 namespace {
 std::string rank_prefix;  // "rank 1: " in a data-parallel run
@@ -50,54 +45,28 @@ int main(int argc, char** argv) {
   STRATA_CLI11_PARSE(*app, argc, argv);
   apply_thread_count(opts.threads, argv);
   RunConfig cfg;
-#if STRATA_HAVE_DIST
-  std::optional<strata::dist::RankInfo> rank;
+  std::optional<DataParallelStart> dp;
   try {
-    rank = strata::dist::rank_from_env();
-    // Before anything touches CUDA: the cuda backend runs on the first visible GPU.
-    if (rank && rank->world > 1) {
-      rank_prefix = "rank " + std::to_string(rank->rank) + ": ";
-      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-      setenv("CUDA_VISIBLE_DEVICES", strata::dist::device_for_rank(*rank, visible).c_str(), 1);
-    }
+    dp.emplace();
+    rank_prefix = dp->prefix();
   } catch (const std::exception& e) {
     return fail(e, strata::kExitUsage);
   }
-#endif
   try {
     cfg = resolve(opts);
-#if STRATA_HAVE_DIST
-    if (rank) {
-      if (rank->world > 1)
-        STRATA_CHECK(strata::backends::registry().get(cfg.o.backend).device_type() == strata::DeviceType::cuda,
-                     "data-parallel training (", rank->source, ": world size ", rank->world,
-                     ") runs one process per GPU on the cuda backend, not on '", cfg.o.backend, "' (add --backend cuda)");
-      cfg.rank = rank->rank, cfg.world = rank->world, cfg.local_rank = rank->local_rank,
-      cfg.local_world = rank->local_world;
-    } else if (cfg.o.nproc > 1) {
-      strata::dist::check_nproc(cfg.o.nproc, strata::backends::cuda::device_count(),
-                                strata::backends::cuda::unavailable_reason());
-    }
-#else
-    STRATA_CHECK(opts.nproc == 1, "--nproc ", opts.nproc, ": this build has no data-parallel training (dist/ is built "
-                 "with the cuda backend and NCCL)");
-#endif
+    dp->check(cfg.o.backend, cfg.o.nproc);
+    const RankPlace r = dp->place();
+    cfg.rank = r.rank, cfg.world = r.world, cfg.local_rank = r.local_rank, cfg.local_world = r.local_world;
   } catch (const std::exception& e) {
     return fail(e, strata::kExitUsage);
   }
-#if STRATA_HAVE_DIST
-  if (!rank && cfg.o.nproc > 1) {
+  if (dp->launches(cfg.o.nproc)) {
     try {
-      std::vector<std::string> args{strata::dist::self_executable()};
-      for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-      const strata::dist::LaunchResult r = strata::dist::launch(strata::dist::strip_nproc(args), cfg.o.nproc);
-      if (r.status != 0) std::fprintf(stderr, "strata_train: error: %s\n", r.message.c_str());
-      return r.status == 0 ? strata::kExitSuccess : strata::kExitFailure;
+      return dp->launch(argc, argv, cfg.o.nproc, "strata_train");
     } catch (const std::exception& e) {
       return fail(e, strata::kExitFailure);
     }
   }
-#endif
   try {
     Trainer trainer(cfg, stdout, stderr, stderr);
     trainer.run();

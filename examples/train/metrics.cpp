@@ -59,21 +59,36 @@ double mean_average_precision(const std::vector<float>& scores, const std::vecto
   return counted ? sum / static_cast<double>(counted) : std::nan("");
 }
 
-std::string to_json_line(const EpochMetrics& m) {
-  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+namespace {
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::ordered_json run_fields(const RunFields& f) {
   nlohmann::ordered_json j;
-  j["run_id"] = m.run_id;
-  j["time"] = m.time;
+  j["run_id"] = f.run_id;
+  j["time"] = f.time;
+  j["step"] = f.step;
+  j["dataset"] = f.dataset;
+  j["model"] = f.model;
+  j["backend"] = f.backend;
+  j["dispatch"] = f.dispatch;
+  j["precision"] = f.precision;
+  j["seed"] = f.seed;
+  j["lr"] = num(f.lr);
+  return j;
+}
+}  // namespace
+
+std::string to_json_line(const RunFields& f, const std::string& rest) {
+  nlohmann::ordered_json j = run_fields(f);
+  const nlohmann::ordered_json more = nlohmann::ordered_json::parse(rest);
+  for (const auto& [key, value] : more.items()) j[key] = value;
+  return j.dump();
+}
+
+std::string to_json_line(const EpochMetrics& m) {
+  nlohmann::ordered_json j = run_fields(m);
   j["epoch"] = m.epoch;
   j["epochs"] = m.epochs;
-  j["step"] = m.step;
-  j["dataset"] = m.dataset;
-  j["model"] = m.model;
-  j["backend"] = m.backend;
-  j["dispatch"] = m.dispatch;
-  j["precision"] = m.precision;
-  j["seed"] = m.seed;
-  j["lr"] = num(m.lr);
   j["train_loss"] = num(m.train_loss);
   j["train_accuracy"] = m.multilabel ? nlohmann::json(nullptr) : num(m.train_accuracy);
   j["test_loss"] = num(m.test_loss);

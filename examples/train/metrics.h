@@ -5,9 +5,9 @@
 // epoch, so a run that is resumed keeps adding to the same file. Keys of a line:
 //   run_id (the same on every line of one run, resumed or not: its start time and a
 //   random suffix, "20261127T140305Z-3f9a2c"), time (when the line was written, ISO
-//   8601 in UTC, "2026-11-27T14:05:41Z"), epoch (1-based), epochs, step (optimizer
-//   steps so far), dataset, model, backend, dispatch, precision, seed, lr (the rate of the epoch's last step),
-//   train_loss, train_accuracy (null for multi-label), test_loss,
+//   8601 in UTC, "2026-11-27T14:05:41Z"), step (optimizer steps so far), dataset, model,
+//   backend, dispatch, precision, seed, lr (the rate of the epoch's last step) (RunFields:
+//   every trainer's lines start so), epoch (1-based), epochs, train_loss, train_accuracy (null for multi-label), test_loss,
 //   test_accuracy (classification) or test_map (multi-label), train_images,
 //   test_images, epoch_seconds, train_seconds, eval_seconds, images_per_second
 //   (training images per second of train_seconds), data_wait_seconds,
@@ -35,14 +35,19 @@ std::optional<double> average_precision(const float* scores, const float* target
 double mean_average_precision(const std::vector<float>& scores, const std::vector<float>& targets, int64_t n,
                               int64_t classes);
 
-struct EpochMetrics {
+// The keys every trainer's metrics line starts with (strata_train's per epoch, strata_gpt's per
+// evaluation: examples/gpt/gpt_metrics.h), so one reader plots both.
+struct RunFields {
   std::string run_id, time;
-  int64_t epoch = 0;  // 1-based
-  int64_t epochs = 0;
   int64_t step = 0;
   std::string dataset, model, backend, dispatch, precision;
   uint64_t seed = 0;
   double lr = 0;
+};
+
+struct EpochMetrics : RunFields {
+  int64_t epoch = 0;  // 1-based
+  int64_t epochs = 0;
   double train_loss = 0, train_accuracy = 0;  // train_accuracy NaN for multi-label
   double test_loss = 0;
   double test_accuracy = 0;  // classification
@@ -61,6 +66,8 @@ std::string new_run_id();
 
 // One JSON object, without a trailing newline.
 std::string to_json_line(const EpochMetrics& m);
+// The common keys and then `rest`'s (a JSON object's text, "{...}"), as one line.
+std::string to_json_line(const RunFields& f, const std::string& rest);
 // Appends the line and a newline to `path` (created, with its directories, if absent)
 // and flushes; throws
 // strata::Error naming the file when it cannot be written.

@@ -12,6 +12,7 @@
 
 #include "strata/backends/api/registry.h"
 #include "strata/core/version.h"
+#include "examples/train/cli_validators.h"
 #include "examples/train/presets.h"
 #include "examples/train/resources.h"
 #include "strata/nn/init.h"
@@ -20,41 +21,6 @@
 #include "strata/nn/schedule.h"
 
 namespace strata::train {
-
-namespace {
-
-// CLI::Range lets NaN through (every comparison with it is false) and CLI11 reads
-// "-1" into an unsigned option as 2^64-1: numbers are checked here, as text, before
-// CLI11 converts them. CLI11 prefixes the message with the option's name.
-CLI::Validator finite_in(double lo, double hi, bool lo_open = false) {
-  char range[96];
-  std::snprintf(range, sizeof range, "%c%g, %g]", lo_open ? '(' : '[', lo, hi);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
-        if (!std::isfinite(v)) return "'" + text + "' is not a finite number (expected one in " + range + ")";
-        if (v < lo || v > hi || (lo_open && v == lo)) return "'" + text + "' is outside " + range;
-        return {};
-      },
-      std::string("NUMBER in ") + range);
-}
-
-CLI::Validator unsigned_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-        errno = 0;
-        if (digits) std::strtoull(text.c_str(), nullptr, 10);
-        if (!digits || errno == ERANGE) return "'" + text + "' is not an integer in [0, 18446744073709551615]";
-        return {};
-      },
-      "UINT64");
-}
-
-}  // namespace
 
 std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   auto app = std::make_unique<CLI::App>(
@@ -168,7 +134,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
 
 std::string best_cpu_backend() { return std::string(backends::registry().best(DeviceType::cpu)); }
 
-void check_precision(const std::string& precision, const std::string& backend) {
+void check_precision(const std::string& precision, const std::string& backend,
+                     std::initializer_list<ops::OpKind> kinds) {
   if (precision == "fp32") return;
   STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
                "' (known and supported by strata_train: fp32, bf16, fp16)");
@@ -177,12 +144,22 @@ void check_precision(const std::string& precision, const std::string& backend) {
   // run in. The trial step before training (precision_check.h) then checks the model's
   // other ops one by one.
   const backends::Capabilities& caps = backends::registry().get(backend).capabilities();
-  const backends::DTypeSet compute = caps.dtypes(ops::OpKind::conv) & caps.dtypes(ops::OpKind::linear);
+  auto plural = [](ops::OpKind k) {
+    return k == ops::OpKind::conv ? std::string("convolutions")
+                                  : k == ops::OpKind::linear ? std::string("matrix products")
+                                                             : std::string(ops::kOpKindNames[static_cast<int>(k)]) + " ops";
+  };
+  backends::DTypeSet compute = caps.dtypes(*kinds.begin());
+  std::string what = plural(*kinds.begin());
+  for (auto k = kinds.begin() + 1; k != kinds.end(); ++k) {
+    compute = compute & caps.dtypes(*k);
+    what += (k + 1 == kinds.end() ? " and " : ", ") + plural(*k);
+  }
   std::string supported = "fp32";
   if (compute.contains(DType::bf16)) supported += ", bf16";
   if (compute.contains(DType::f16)) supported += ", fp16";
   STRATA_CHECK(compute.contains(dt), "precision '", precision, "' is not supported on backend '", backend,
-               "' (its convolutions and matrix products run in ", compute.str(), "); supported: ", supported);
+               "' (its ", what, " run in ", compute.str(), "); supported: ", supported);
 }
 
 RunConfig resolve(const TrainOptions& in) {

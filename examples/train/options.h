@@ -4,6 +4,7 @@
 // (best CPU backend, learning rate, epochs...). Kept apart from main() so tests can
 // parse command lines and check the error messages.
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,7 +92,9 @@ std::string best_cpu_backend();
 // --precision: "fp32" everywhere; "bf16"/"fp16" (mixed precision: half activations
 // and conv/linear, f32 master weights, BN and loss; fp16 with dynamic loss scaling)
 // on a backend with half convolutions, in every dispatch mode.
-void check_precision(const std::string& precision, const std::string& backend);
+// `kinds`: the op kinds that run in the half dtype (a GPT has no convolution: linear alone).
+void check_precision(const std::string& precision, const std::string& backend,
+                     std::initializer_list<ops::OpKind> kinds = {ops::OpKind::conv, ops::OpKind::linear});
 
 // --threads: the OpenMP / OpenBLAS pools size themselves from the environment when
 // the libraries load, i.e. before main(). If the environment does not already ask

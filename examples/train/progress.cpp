@@ -6,11 +6,13 @@
 
 namespace strata::train {
 
-ProgressBar::ProgressBar(std::FILE* out, bool enabled, std::string label, int64_t total, int64_t start)
+ProgressBar::ProgressBar(std::FILE* out, bool enabled, std::string label, int64_t total, int64_t start,
+                         std::string unit)
     : out_(out),
       enabled_(enabled && out != nullptr),
       tty_(enabled_ && ::isatty(::fileno(out)) != 0),
       label_(std::move(label)),
+      unit_(std::move(unit)),
       total_(total),
       start_(start),
       done_(start),
@@ -44,7 +46,7 @@ std::string ProgressBar::render(int64_t done, double loss, double accuracy) cons
   if (std::isfinite(accuracy) && n > 0 && n < static_cast<int>(sizeof buf))
     n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "  acc %.2f%%", 100.0 * accuracy);
   if (n > 0 && n < static_cast<int>(sizeof buf))
-    std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "  %.0f img/s  %s %s", ips,
+    std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "  %.0f %s/s  %s %s", ips, unit_.c_str(),
                   done >= total_ ? "took" : "eta", format_duration(done >= total_ ? secs : eta).c_str());
   return buf;
 }

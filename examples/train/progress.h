@@ -13,10 +13,12 @@ namespace strata::train {
 
 class ProgressBar {
  public:
-  // total: batches in the epoch; start: batches already done (a resumed epoch).
-  ProgressBar(std::FILE* out, bool enabled, std::string label, int64_t total, int64_t start = 0);
+  // total: batches in the epoch; start: batches already done (a resumed epoch); unit: what a
+  // batch's items are called in the rate ("img/s", "tok/s").
+  ProgressBar(std::FILE* out, bool enabled, std::string label, int64_t total, int64_t start = 0,
+              std::string unit = "img");
   // After each batch: running mean loss, running accuracy (NaN: not shown), and the
-  // number of images in the batch.
+  // number of items (images, tokens) in the batch.
   void update(int64_t done, double loss, double accuracy, int64_t images);
   // Ends the line (final redraw on a terminal).
   void finish();
@@ -29,7 +31,7 @@ class ProgressBar {
 
   std::FILE* out_;
   bool enabled_, tty_;
-  std::string label_;
+  std::string label_, unit_;
   int64_t total_, start_, images_ = 0, last_decile_ = -1;
   double loss_ = 0, accuracy_ = 0;
   int64_t done_ = 0;

@@ -19,16 +19,6 @@
 #include "strata/nn/layers/activation.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/trace.h"
-#if STRATA_HAVE_DIST
-#include "strata/dist/data_parallel.h"
-#include "strata/dist/launcher.h"
-#else
-// Without dist/ the trainer's data-parallel members stay null; they need complete types.
-namespace strata::dist {
-class ProcessGroup {};
-class DataParallel {};
-}  // namespace strata::dist
-#endif
 
 namespace strata::train {
 
@@ -72,21 +62,13 @@ void Trainer::warn(const char* fmt, ...) const {
   std::fflush(warnings_);
 }
 
-std::vector<double> Trainer::sum_over_ranks(std::vector<double> v) const {
-#if STRATA_HAVE_DIST
-  if (pg_) return pg_->all_reduce_sum(v);
-#endif
-  return v;
-}
+std::vector<double> Trainer::sum_over_ranks(std::vector<double> v) const { return dp_->sum(std::move(v)); }
 
 Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std::FILE* warnings)
     : cfg_(cfg), preset_(dataset_preset(cfg.o.dataset)), log_(cfg.rank == 0 ? log : nullptr),
       progress_(cfg.rank == 0 ? progress : nullptr), warnings_(cfg.rank == 0 ? warnings : nullptr),
       run_id_(new_run_id()) {
   const TrainOptions& o = cfg_.o;
-#if !STRATA_HAVE_DIST
-  STRATA_CHECK(cfg_.world == 1, "Trainer: world size ", cfg_.world, " but this build has no data-parallel training");
-#endif
   if (o.tf32) backends::registry().get(o.backend).set_allow_tf32(true);
   DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set};
   train_set_ = limit_dataset(load_split(preset_, req, data::Split::train), o.train_limit);
@@ -137,18 +119,8 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
   model_ = build_model(spec_, cfg_.mode, o.backend);
   int64_t index = 0;
   for_each_dropout(*model_, [&](const std::string&, auto& d) { d.set_seed(dropout_seed(o.seed, index++), 0); });
-#if STRATA_HAVE_DIST
-  if (cfg_.world > 1) {
-    dist::RankInfo ri{cfg_.rank, cfg_.world, cfg_.local_rank, cfg_.local_world, ""};
-    dist::ProcessGroupOptions po;
-    if (const char* f = std::getenv(dist::kIdFileVar)) po.id_file = f;
-    po.timeout_seconds = o.dist_timeout;
-    pg_ = std::make_unique<dist::ProcessGroup>(ri, po);
-    dist::DataParallelOptions dpo;
-    dpo.sync_batch_norm = o.sync_bn;
-    ddp_ = std::make_unique<dist::DataParallel>(*model_, *pg_, dpo);
-  }
-#endif
+  dp_ = std::make_unique<DataParallelRun>(*model_, RankPlace{cfg_.rank, cfg_.world, cfg_.local_rank, cfg_.local_world},
+                                          o.dist_timeout, o.sync_bn);
 
   nn::OptimizerConfig oc;
   oc.kind = nn::parse_optimizer_kind(cfg_.optimizer);
@@ -207,13 +179,11 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
   add("threads: OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s%s%s\n",
       env_or("OMP_NUM_THREADS", "(unset)").c_str(), env_or("OPENBLAS_NUM_THREADS", "(unset)").c_str(),
       env_or("OMP_WAIT_POLICY", "(unset)").c_str(), details.empty() ? "" : " | ", details.c_str());
-#if STRATA_HAVE_DIST
-  if (ddp_)
+  if (dp_->active())
     add("data parallel: %s; batch %lld per GPU, %lld in all; batch norm statistics %s; timeout %g s\n",
-        ddp_->describe().c_str(), static_cast<long long>(o.batch_size),
+        dp_->describe().c_str(), static_cast<long long>(o.batch_size),
         static_cast<long long>(o.batch_size * cfg_.world),
         o.sync_bn ? "over all GPUs' rows (--sync-bn)" : "per GPU", o.dist_timeout);
-#endif
   if (o.sync_bn && cfg_.world == 1)
     add("note: --sync-bn in one process is plain batch norm (the statistics of this process's rows), as PyTorch's "
         "SyncBatchNorm on one process\n");

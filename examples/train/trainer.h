@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "strata/data/loader.h"
+#include "examples/train/data_parallel_start.h"
 #include "examples/train/metrics.h"
 #include "examples/train/options.h"
 #include "examples/train/outputs.h"
@@ -32,11 +33,6 @@
 #include "strata/nn/model.h"
 #include "strata/nn/optim.h"
 #include "strata/nn/schedule.h"
-
-namespace strata::dist {
-class ProcessGroup;
-class DataParallel;
-}  // namespace strata::dist
 
 namespace strata::train {
 
@@ -100,8 +96,7 @@ class Trainer {
   std::unique_ptr<data::Loader> train_loader_, test_loader_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<nn::Optimizer> opt_;
-  std::unique_ptr<dist::ProcessGroup> pg_;  // data parallel only
-  std::unique_ptr<dist::DataParallel> ddp_;
+  std::unique_ptr<DataParallelRun> dp_;
   std::unique_ptr<GuardedOutputs> outputs_;  // checked, and the checkpoint locked, for the run's lifetime
   nn::ScheduleConfig schedule_;
   std::string header_;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "strata/core/error.h"
+#include "strata/ops/direct/arena_observer.h"
 #include "strata/ops/direct/arena_plan.h"
 #include "strata/ops/direct/graph_capture.h"
 
@@ -17,6 +18,7 @@ namespace detail {
 constinit thread_local Recording* t_recording = nullptr;
 constinit thread_local const CaptureCheck* t_capture = nullptr;  // graph_capture.h
 constinit thread_local Assignment* t_assignment = nullptr;
+constinit thread_local ArenaObserver* t_arena_observer = nullptr;  // arena_observer.h
 
 namespace {
 
@@ -136,6 +138,11 @@ void on_recording_end(std::function<void()> undo) {
   detail::t_recording->undo.push_back(std::move(undo));
 }
 
+ScopedArenaObserver::ScopedArenaObserver(ArenaObserver* o) : saved_(detail::t_arena_observer) {
+  detail::t_arena_observer = o;
+}
+ScopedArenaObserver::~ScopedArenaObserver() { detail::t_arena_observer = saved_; }
+
 StepMemory::StepMemory() = default;
 StepMemory::~StepMemory() = default;
 
@@ -186,6 +193,8 @@ StepMemory::AssignmentPass::AssignmentPass(StepMemory& m, Device d)
     as_->arena = std::make_shared<Storage>(static_cast<size_t>(m.arena_bytes_), d, allocator_for(d));
     std::erase_if(m.arenas_, [](const auto& a) { return a.second.expired(); });
     m.arenas_.emplace_back(as_->arena.get(), as_->arena);
+    if (detail::t_arena_observer)
+      detail::t_arena_observer->on_arena({as_->arena->data(), m.arena_bytes_, m.offsets_, m.bytes_});
   }
   as_->offsets = &m.offsets_;
   as_->bytes = &m.bytes_;

@@ -18,7 +18,7 @@ import sys
 SOURCE_EXT = (".h", ".cpp", ".cu", ".cuh", ".def", ".in")
 SKIP_DIRS = {".git", "__pycache__"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(strata/[^"]+)"', re.M)
-LAYERS = ("core", "ops", "backends", "autograd", "nn", "data", "onnx", "dist")
+LAYERS = ("core", "ops", "backends", "autograd", "nn", "data", "onnx", "dist", "codegen")
 
 
 def source_files(root):

@@ -51,6 +51,26 @@ TEST(NnGptModel, ACheckpointResumesExactlyInTheOtherMode) {
   }
 }
 
+// Token ids are what GPT reads: its input buffer holds i64 (in direct mode the planned buffer that
+// a step reads in place), while a network of values keeps the compute dtype.
+TEST(NnGptModel, TheInputBufferHoldsTokenIdsInEveryMode) {
+  for (DispatchMode mode : kAllModes) {
+    SCOPED_TRACE(ops::dispatch_mode_name(mode));
+    auto m = make_tiny_gpt(mode);
+    auto opt = m->make_optimizer(gpt_adamw());
+    const auto [x, y] = gpt_batch(0);
+    const Tensor buf = m->input_buffer(x.sizes());
+    EXPECT_EQ(buf.dtype(), DType::i64);
+    EXPECT_EQ(buf.sizes(), x.sizes());
+    copy_into(x, buf);
+    auto ref = make_tiny_gpt(mode);
+    auto ref_opt = ref->make_optimizer(gpt_adamw());
+    EXPECT_TRUE(bitwise_equal(m->train_step(buf, y, *opt).loss, ref->train_step(x, y, *ref_opt).loss));
+    auto values = nn::make_lenet(nn::LeNetConfig{}, mode, "reference");
+    EXPECT_EQ(values->input_buffer({2, 1, 28, 28}).dtype(), DType::f32);
+  }
+}
+
 TEST(NnGptModel, WhatCannotRunIsAClearError) {
   nn::ModelOptions mixed;
   mixed.compute_dtype = DType::bf16;

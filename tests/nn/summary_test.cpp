@@ -10,6 +10,7 @@
 #include "strata/core/factories.h"
 #include "strata/nn/custom_model.h"
 #include "strata/nn/layers/factories.h"
+#include "gpt_test_util.h"
 #include "nn_test_util.h"
 
 namespace strata::testing {
@@ -106,6 +107,36 @@ TEST(Summary, AResidualBlocksChildrenAreNotAChainAndTheStateIsUntouched) {
   EXPECT_TRUE(model->module().is_training());
   const nn::StateDict after = model->module().named_buffers();
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after[i].second.to_vector<float>(), saved[i]) << before[i].first;
+}
+
+// GPT reads token ids: the table runs it on zero ids, the position embedding is a lookup beside the
+// chain and the output projection (tied to wte) a head after ln_f.
+TEST(Summary, AGptListsItsLayersWithTheirShapesInEveryMode) {
+  std::string first_table;
+  for (DispatchMode mode : kAllModes) {
+    SCOPED_TRACE(ops::dispatch_mode_name(mode));
+    auto model = make_tiny_gpt(mode);
+    const std::string s = model->describe(true, {2, 8});
+    std::map<std::string, TableRow> by_name;
+    for (const TableRow& r : table_rows(s)) by_name[r.name] = r;
+    EXPECT_EQ(by_name["(model)"].shape, "[2,8,11]") << s;
+    EXPECT_EQ(by_name["wte"].shape, "[2,8,8]") << s;
+    EXPECT_EQ(by_name["wte"].params, "88") << s;  // 11 ids x 8
+    EXPECT_EQ(by_name["wpe"].shape, "[2,8,8]") << s;
+    EXPECT_EQ(by_name["h.0"].shape, "[2,8,8]") << s;
+    EXPECT_EQ(by_name["h.1.ln_1"].shape, "[2,8,8]") << s;
+    EXPECT_EQ(by_name["h.1.mlp"].shape, "[2,8,8]") << s;
+    EXPECT_EQ(by_name["ln_f"].shape, "[2,8,8]") << s;
+    EXPECT_NE(s.find("shapes for input [2,8]"), std::string::npos) << s;
+    const std::string table = s.substr(s.find('\n'));
+    if (first_table.empty()) first_table = table;
+    EXPECT_EQ(table, first_table);
+  }
+  // From the latest input, after a training step on ids.
+  auto model = make_tiny_gpt(DispatchMode::virtual_call);
+  auto opt = model->make_optimizer(gpt_adamw());
+  model->train_step(gpt_batch(0).first, gpt_batch(0).second, *opt);
+  EXPECT_NE(model->describe(true).find("shapes for input [3,8]"), std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPT-2 (nn::Gpt, the tape-mode composition) against Hugging Face GPT2LMHeadModel on the GPU
 # machine, on random weights: a small model and GPT-2 small (124M), f32, logits compared and
-# the eager forward timed on both sides; GPT-2 small from transformers' own state dict (Conv1D
+# the eager forward timed on both sides, both also against the same model in float64; GPT-2 small from transformers' own state dict (Conv1D
 # layout), with 24 greedy tokens against transformers' generate; then the decoding study (GPT-2
 # small, batch 1, prompt 128, DECODE new tokens, greedy) in fp32 and bf16: strata's ways of decoding
 # and PyTorch's three forms, in the same call. Run from the repository root with .gpu/ packed by
@@ -20,8 +20,9 @@ python3 $P export $D/g124 --layers 12 --heads 12 --embd 768 --vocab 50257 --bloc
 )
 python3 $P compare $D/small
 python3 $P compare $D/g124 --tolerance 1e-4
-DECODE=${DECODE:-256}
-for prec in fp32 bf16; do
+DECODE=${DECODE:-256}  # 0: the parity checks only
+[ "$DECODE" -gt 0 ] || PRECISIONS=""
+for prec in ${PRECISIONS-fp32 bf16}; do
   (
     source tools/gpu/env.sh >/dev/null 2>&1
     .gpu/bin/gpt2_forward --hf --decode $DECODE --rounds 3 --precision $prec --repeat 3 --weights $D/g124/hf.safetensors --ids $D/g124/ids.safetensors --out $D/g124/strata_$prec.safetensors --layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024 --backend cuda

@@ -43,15 +43,8 @@ torchvision.__version__, '| onnx', onnx.__version__, '| onnxruntime', o.__versio
   done
 } 2>&1 | tee -a "$log"
 
-step() {  # name, then the command; its output goes to the log
-  local name=$1
-  shift
-  echo "== $name" | tee -a "$log"
-  timeout "${STEP_TIMEOUT:-300}" "$@" 2>&1 | tee -a "$log"
-  local rc=${PIPESTATUS[0]}
-  echo "$name: rc=$rc" | tee -a "$log"
-  return "$rc"
-}
+# shellcheck source=tools/gpu/step.sh
+source tools/gpu/step.sh
 peer=bench/peers/onnx_resnet50.py
 status=0
 
@@ -92,24 +85,7 @@ step "strata vs PyTorch (dynamo export)" python3 "$peer" compare --io "$tmp/dyn_
   --got "$tmp/dyn_strata_out.safetensors" --what "torch.onnx.export(dynamo=True) -> strata (cuda)" \
   --json "$tmp/c_strata_vs_torch.json" || status=1
 
-python3 - "$out/onnx.json" "$tmp"/[abc]_*.json <<'PY' | tee -a "$log"
-import json, sys
-rows = []
-for p in sys.argv[2:]:
-    try:
-        rows += json.load(open(p))
-    except Exception as e:
-        rows.append({"step": p, "status": "unreadable", "note": str(e)})
-json.dump(rows, open(sys.argv[1], "w"), indent=1)
-print("== summary")
-print(f"{'comparison':<72}{'rel L2':>10}{'max abs':>10}{'argmax':>8}  status")
-for r in rows:
-    if "rel_l2" in r:
-        print(f"{r['step'][:71]:<72}{r['rel_l2']:>10.2e}{r['max_abs']:>10.2e}{r['argmax_agree']:>5}/{r['rows']:<2}  "
-              f"{r['status']}{' (bitwise)' if r.get('bitwise') else ''}")
-    else:
-        print(f"{r['step'][:71]:<72}{'':>30}  {r['status']} {r.get('exporter', '')} {r.get('ops', '')} {r.get('note', '')}")
-PY
+python3 tools/gpu/onnx_summary.py "$out/onnx.json" "$tmp"/[abc]_*.json | tee -a "$log"
 echo "onnx: status $status" | tee -a "$log"
 rm -rf "$tmp"
 exit $status

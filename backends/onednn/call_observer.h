@@ -1,0 +1,53 @@
+#pragma once
+// A read-only window on the onednn backend's calls, for a program that writes a planned
+// step out as oneDNN code of its own (codegen/): the op members that report call the
+// observer with their argument struct before they run, and each call that runs a oneDNN
+// primitive (rather than one of strata's plain loops) says how much work it ran it with,
+// the input of the thread-count rule (backends/cpu/threads.h). One observer per thread,
+// none by default: a call pays a function call and a branch.
+//
+// Reporting ops: conv2d_fwd, linear_fwd, relu_fwd, max_pool2d_fwd, avg_pool2d_fwd,
+// global_avg_pool_fwd, add, copy. An observer must treat any other op run while it
+// watches as unseen (the op trace, ops/trace.h, lists every kernel of a step).
+#include <cstdint>
+#include <string>
+
+#include "strata/backends/cpu/threads.h"
+#include "strata/ops/table/op_id.h"
+
+namespace strata::backends::onednn {
+
+class CallObserver {
+ public:
+  virtual ~CallObserver() = default;
+  // Before op runs; `args` points at its argument struct (ops/table/op_args.h), valid
+  // during the call only.
+  virtual void on_call(ops::OpId op, const void* args) = 0;
+  // The latest reported call runs a primitive with this work (threads_for's input).
+  virtual void on_primitive(const loops::Work& work) = 0;
+};
+
+// The observer of this thread's calls (null: none).
+CallObserver* call_observer();
+// Installs `o` on this thread for the guard's lifetime; the previous one is put back after.
+class ScopedCallObserver {
+ public:
+  explicit ScopedCallObserver(CallObserver* o);
+  ~ScopedCallObserver();
+  ScopedCallObserver(const ScopedCallObserver&) = delete;
+  ScopedCallObserver& operator=(const ScopedCallObserver&) = delete;
+
+ private:
+  CallObserver* saved_;
+};
+
+// "2.6.3": the oneDNN the backend runs on, which a program written against it names.
+std::string library_version();
+
+template <class Args>
+inline void observe_call(ops::OpId op, const Args& a) {
+  if (CallObserver* o = call_observer()) [[unlikely]]
+    o->on_call(op, &a);
+}
+
+}  // namespace strata::backends::onednn

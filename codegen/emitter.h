@@ -1,0 +1,39 @@
+#pragma once
+// One emitter per backend: it records a model's planned prediction on its backend and
+// writes it out as a standalone program for that backend's library. onednn is the first
+// (codegen/onednn/); a cuda emitter (cuDNN calls, the CUDA graph captured at load) would
+// be a second implementation of this interface, chosen by name in generate.cpp.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/codegen/buffer_map.h"
+#include "strata/codegen/recorded_step.h"
+#include "strata/nn/model.h"
+
+namespace strata::codegen {
+
+struct GeneratedFile {
+  std::string name;  // relative to the output folder
+  std::string text;
+  bool binary = false;  // the weights: not counted as lines of code
+};
+
+class Emitter {
+ public:
+  virtual ~Emitter() = default;
+  virtual std::string_view backend() const = 0;
+  // Runs the model's prediction for x and records it (recorded_step.h); `names` receives the
+  // model's tensors by address.
+  virtual RecordedStep record(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) = 0;
+  // The generated project: sources, build file, and the weights (constants of `buffers`).
+  virtual std::vector<GeneratedFile> emit(const RecordedStep& step, BufferMap& buffers) = 0;
+};
+
+// The emitter for `backend`; throws listing those there are.
+std::unique_ptr<Emitter> make_emitter(std::string_view backend);
+
+}  // namespace strata::codegen

@@ -1,0 +1,93 @@
+#include "strata/codegen/generate.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "strata/codegen/emitter.h"
+#include "strata/codegen/onednn/emitter.h"
+#include "strata/core/error.h"
+
+namespace strata::codegen {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<Emitter> make_emitter(std::string_view backend) {
+  if (backend == "onednn") return onednn::make_onednn_emitter();
+  STRATA_FAIL("strata_codegen: no emitter for backend '", backend, "' (there is: onednn)");
+}
+
+namespace {
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  STRATA_CHECK(out.good(), "strata_codegen: could not write ", path.string());
+}
+
+// The output folder: new, or an existing one that is empty (or overwrite). Checked before
+// the model runs, created once everything is checked.
+void check_out_dir(const GenerateOptions& o) {
+  STRATA_CHECK(!o.out_dir.empty(), "strata_codegen: no output folder given");
+  const fs::path dir(o.out_dir);
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    STRATA_CHECK(fs::is_directory(dir, ec), "strata_codegen: output folder ", o.out_dir,
+                 " exists and is not a folder");
+    STRATA_CHECK(o.overwrite || fs::is_empty(dir, ec), "strata_codegen: output folder ", o.out_dir,
+                 " exists and is not empty; choose another or allow overwriting it (--force)");
+  }
+}
+
+void create_out_dir(const GenerateOptions& o) {
+  std::error_code ec;
+  fs::create_directories(fs::path(o.out_dir), ec);
+  STRATA_CHECK(!ec, "strata_codegen: could not create output folder ", o.out_dir, ": ", ec.message());
+}
+
+}  // namespace
+
+GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o) {
+  std::unique_ptr<Emitter> emitter = make_emitter(o.backend);
+  check_out_dir(o);
+  std::map<const void*, std::string> names;
+  RecordedStep step = emitter->record(model, x, names);
+  step.model = o.description.empty() ? "a strata model" : o.description;
+  BufferMap buffers(step, names);
+  const std::vector<GeneratedFile> files = emitter->emit(step, buffers);
+  // Everything is checked before the folder is touched: a refused model leaves nothing behind.
+  create_out_dir(o);
+  GenerateResult r;
+  for (const GeneratedFile& f : files) {
+    write_file(fs::path(o.out_dir) / f.name, f.text);
+    r.files.push_back(f.name);
+    const bool source = !f.binary && (f.name.ends_with(".cpp") || f.name.ends_with(".h"));
+    const int64_t lines = source ? std::count(f.text.begin(), f.text.end(), '\n') : 0;
+    r.code_lines += lines;
+    if (f.name == "model.cpp") r.model_lines = lines;
+  }
+  r.calls = static_cast<int64_t>(step.calls.size());
+  r.arena_bytes = step.arena.bytes;
+  r.weight_bytes = buffers.constants_bytes();
+  return r;
+}
+
+void write_npy(const std::string& path, const Tensor& t) {
+  STRATA_CHECK(t.dtype() == DType::f32 && t.is_contiguous() && t.device().is_cpu(), "write_npy: ", path,
+               ": the tensor must be contiguous f32 on the CPU, and it is ", t.str());
+  std::string shape = "(";
+  for (int d = 0; d < t.dim(); ++d) shape += (d ? ", " : "") + std::to_string(t.size(d));
+  shape += t.dim() == 1 ? ",)" : ")";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 255);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * 4);
+  write_file(path, bytes);
+}
+
+}  // namespace strata::codegen

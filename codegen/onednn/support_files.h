@@ -1,0 +1,25 @@
+#pragma once
+// The parts of the onednn emitter's project that do not depend on the model: the
+// helpers model.cpp opens with, the weights loader, the command-line program and the
+// build file, as text with a few values filled in.
+#include <cstdint>
+#include <string>
+
+namespace strata::codegen::onednn {
+
+// model.cpp's opening: includes and the helpers its calls use (the thread-count rule,
+// staged buffers, constants re-laid out at load, the convolution's descriptor).
+std::string model_cpp_prologue();
+// weights.h and weights.cpp: the weights file's reader (a checked header, then the bytes).
+std::string weights_h();
+std::string weights_cpp();
+// main.cpp: reads a .npy input, checks its shape and dtype, runs the model, writes a .npy output.
+std::string main_cpp();
+// CMakeLists.txt: a static library and the program, needing oneDNN (and OpenMP) only.
+std::string cmake_lists(const std::string& project);
+
+// The weights file's header: magic, payload bytes, FNV-1a checksum of the payload.
+inline constexpr char kWeightsMagic[8] = {'D', 'N', 'N', 'L', 'W', 'T', 'S', '1'};
+uint64_t fnv1a(const void* data, int64_t bytes);
+
+}  // namespace strata::codegen::onednn

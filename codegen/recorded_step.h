@@ -1,0 +1,42 @@
+#pragma once
+// A planned prediction as the code generator sees it: the kernel calls direct mode ran, in
+// order, each with its argument struct, and the arena direct mode's memory planner laid the
+// step's buffers out in. A backend's recorder (codegen/<backend>/) fills it by running the
+// model's predict once more under that backend's call observer; the emitters read it.
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "strata/ops/direct/arena_observer.h"
+#include "strata/ops/table/op_args.h"
+#include "strata/ops/table/op_id.h"
+
+namespace strata::codegen {
+
+// The argument structs of the ops a recorder can hand to an emitter.
+using RecordedArgs = std::variant<ops::Conv2dFwdArgs, ops::LinearFwdArgs, ops::ReluFwdArgs, ops::MaxPool2dFwdArgs,
+                                  ops::AvgPool2dFwdArgs, ops::GlobalAvgPoolFwdArgs, ops::AddArgs, ops::CopyArgs>;
+
+struct RecordedCall {
+  ops::OpId op;
+  RecordedArgs args;
+  // Whether the backend ran a library primitive (else its own plain loop), and the work it
+  // sized the thread count by (backends/cpu/threads.h).
+  bool primitive = false;
+  int64_t work_units = 0, work_grain = 1;
+  std::string layer;  // the module the call belongs to, for the generated code's comments
+};
+
+struct RecordedStep {
+  std::string model;  // what the model is, for the generated code's header
+  ops::direct::PlannedArena arena;
+  std::vector<RecordedCall> calls;
+  ops::TensorView input;   // the caller's input buffer as the step's first call read it
+  // The model's own input buffer the first call copies it into (Model::input_buffer(), kept
+  // apart from the arena so that a caller can write into it).
+  ops::TensorView input_buffer;
+  ops::TensorView output;  // the planned buffer predict's result was copied from (in the arena)
+};
+
+}  // namespace strata::codegen

@@ -1,0 +1,129 @@
+// strata_codegen: a model's prediction, as strata's direct mode plans it, written out as a
+// standalone project that needs only the backend's library (docs/codegen.md).
+//
+//   ./build/bin/strata_codegen --model lenet --seed 1 --input 1,1,28,28 --out gen/lenet
+//   ./build/bin/strata_codegen --checkpoint runs/lenet.safetensors --input 8,1,28,28 --out gen/lenet8
+//   cmake -S gen/lenet -B gen/lenet/build && cmake --build gen/lenet/build
+//   gen/lenet/build/model_run gen/lenet/weights.bin input.npy output.npy
+//
+// --check also writes check/input.npy (random, from --check-seed) and check/expected.npy,
+// strata's own direct-mode output for it, which the generated program must reproduce bit
+// for bit (the tests do exactly that).
+// Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "examples/train/options.h"
+#include "examples/train/presets.h"
+#include "strata/codegen/generate.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/version.h"
+#include "strata/nn/checkpoint.h"
+#include "strata/nn/safetensors.h"
+
+using namespace strata;
+
+namespace {
+
+// "N,C,H,W" -> sizes; throws naming the option.
+Shape parse_input(const std::string& s) {
+  std::vector<int64_t> v;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, ',');) {
+    try {
+      size_t used = 0;
+      const long long d = std::stoll(part, &used);
+      STRATA_CHECK(used == part.size() && d > 0, "");
+      v.push_back(d);
+    } catch (const std::exception&) {
+      STRATA_FAIL("--input '", s, "': '", part, "' is not a positive integer (want batch,channels,height,width)");
+    }
+  }
+  STRATA_CHECK(v.size() == 4, "--input '", s, "' has ", v.size(), " sizes; want 4: batch,channels,height,width");
+  return Shape(v.begin(), v.end());
+}
+
+Tensor random_input(const Shape& sizes, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(sizes.numel()));
+  for (float& f : v) f = u(gen);
+  return Tensor::from_vector(v, sizes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata_codegen: write a model's direct-mode prediction out as a standalone program"};
+  train::ModelSpec spec;
+  std::string checkpoint, input = "", dtype = "f32", backend = "onednn", out;
+  bool force = false, check = false;
+  uint64_t check_seed = 1;
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", version_line("strata_codegen"));
+  app.add_option("--model", spec.model, "lenet | resnet18 | resnet50 (freshly initialised; see --seed)")
+      ->check(CLI::IsMember({"lenet", "resnet18", "resnet50"}));
+  auto* ck_opt = app.add_option("--checkpoint", checkpoint,
+                                "a checkpoint written by strata_train (its metadata names the model)");
+  auto* seed_opt = app.add_option("--seed", spec.seed, "initialisation seed of a fresh model");
+  ck_opt->excludes(seed_opt);
+  app.add_option("--lenet-variant", spec.lenet_variant, "tensorflow | keras");
+  app.add_option("--classes", spec.num_classes, "classes of a fresh model")->check(CLI::Range(1, 100000));
+  app.add_option("--input", input, "input shape batch,channels,height,width (default: batch 1, the model's own)");
+  app.add_option("--dtype", dtype, "data type of the generated code")->check(CLI::IsMember({"f32"}));
+  app.add_option("--backend", backend, "library the generated code calls")->check(CLI::IsMember({"onednn"}));
+  app.add_option("--out", out, "output folder (new, or empty)")->required();
+  app.add_flag("--force", force, "write into an output folder that exists and is not empty");
+  app.add_flag("--check", check, "also write check/input.npy and strata's output for it, check/expected.npy");
+  app.add_option("--check-seed", check_seed, "seed of the random check input");
+  STRATA_CLI11_PARSE(app, argc, argv);
+  try {
+    std::optional<nn::safetensors::Contents> ck;
+    if (!checkpoint.empty()) {
+      ck = nn::safetensors::load(checkpoint);
+      spec = train::read_spec(ck->metadata, checkpoint, nullptr);
+    } else {
+      spec.in_channels = spec.model == "lenet" ? 1 : 3;
+      spec.image_size = spec.model == "lenet" ? 28 : 32;
+    }
+    Shape sizes = input.empty() ? Shape{1, spec.in_channels, spec.image_size, spec.image_size} : parse_input(input);
+    STRATA_CHECK(sizes[1] == spec.in_channels, "--input ", input, ": ", sizes[1], " channels, but the ", spec.model,
+                 " model takes ", spec.in_channels);
+    STRATA_CHECK(sizes[2] == sizes[3], "--input ", input, ": the generator writes out square inputs (", sizes[2],
+                 "x", sizes[3], " is not)");
+    if (spec.model == "lenet" && !ck) spec.image_size = sizes[2];
+    STRATA_CHECK(spec.model != "lenet" || sizes[2] == spec.image_size, "--input ", input, ": LeNet from ",
+                 checkpoint, " was built for ", spec.image_size, "x", spec.image_size, " images, not ", sizes[2], "x",
+                 sizes[3]);
+    // A fresh ResNet's stem follows the input size (strata_train's rule); a checkpoint's is its own, and
+    // ResNet runs any input size through it.
+    if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
+    auto model = train::build_model(spec, ops::DispatchMode::direct, backend);
+    if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
+    model->eval();
+    std::ostringstream what;
+    what << spec.model << (spec.model == "lenet" ? " (" + spec.lenet_variant + " variant)" : "") << ", "
+         << spec.num_classes << " classes, "
+         << (ck ? "weights of " + std::filesystem::path(checkpoint).filename().string()
+                : "initialised with seed " + std::to_string(spec.seed));
+    const Tensor x = random_input(sizes, check_seed);
+    const codegen::GenerateResult r = codegen::generate(*model, x, {out, backend, force, what.str()});
+    if (check) {
+      std::filesystem::create_directories(std::filesystem::path(out) / "check");
+      codegen::write_npy((std::filesystem::path(out) / "check" / "input.npy").string(), x);
+      codegen::write_npy((std::filesystem::path(out) / "check" / "expected.npy").string(), model->predict(x));
+    }
+    std::printf("strata_codegen: %s, input %s -> %s: %lld calls, arena %lld bytes, weights %lld bytes, %lld lines of "
+                "code (model.cpp %lld)\n",
+                what.str().c_str(), sizes.str().c_str(), out.c_str(), static_cast<long long>(r.calls),
+                static_cast<long long>(r.arena_bytes), static_cast<long long>(r.weight_bytes),
+                static_cast<long long>(r.code_lines), static_cast<long long>(r.model_lines));
+    return kExitSuccess;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_codegen: error: %s\n", e.what());
+    return kExitFailure;
+  }
+}
