@@ -5,7 +5,6 @@
 // all elements of max(x,0) - x t + log1p(exp(-|x|)).
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include "strata/backends/cpu/strided.h"
 #include "strata/ops/table/op_args.h"
@@ -28,19 +27,15 @@ inline int64_t label_at(const ops::TensorView& labels, int64_t n, int64_t classe
   return l;
 }
 
-// The saved log-sum-exp's element type for logits of type T (ops::stats_dtype).
-template <class T>
-using xent_stats_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 // lse_n = logsumexp(x_n) for every row (ignored ones too: the saved statistic does not depend
-// on the labels), the loss the mean over the kept rows; 0/0 = NaN when none is kept.
+// on the labels), the loss the mean over the kept rows; 0/0 = NaN when none is kept. The lse is
+// stored as T: the CPU backends run f32 and f64, whose ops::stats_dtype is the dtype itself.
 template <class T>
 void softmax_xent_fwd(const ops::SoftmaxXentFwdArgs& a) {
-  using S = xent_stats_t<T>;
   const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
   const int64_t s0 = a.logits.strides[0], s1 = a.logits.strides[1];
   const T* x = a.logits.ptr<const T>();
-  S* lse = a.lse.ptr<S>();
+  T* lse = a.lse.ptr<T>();
   double total = 0;
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -51,7 +46,7 @@ void softmax_xent_fwd(const ops::SoftmaxXentFwdArgs& a) {
     double s = 0;
     for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j * s1]) - m);
     const double row_lse = m + std::log(s);
-    lse[i * a.lse.strides[0]] = static_cast<S>(row_lse);
+    lse[i * a.lse.strides[0]] = static_cast<T>(row_lse);
     if (l == a.ignore_index) continue;
     total += row_lse - static_cast<double>(row[l * s1]);
     ++kept;
@@ -63,13 +58,12 @@ void softmax_xent_fwd(const ops::SoftmaxXentFwdArgs& a) {
 // from the saved lse (so every backend's softmax here is the one its forward's lse defines).
 template <class T>
 void softmax_xent_bwd(const ops::SoftmaxXentBwdArgs& a) {
-  using S = xent_stats_t<T>;
   const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) kept += label_at(a.labels, i, c, a.ignore_index, "softmax_xent_bwd") != a.ignore_index;
   const T g = static_cast<T>(static_cast<double>(*a.dloss.ptr<const T>()) / static_cast<double>(kept));
   const T* x = a.logits.ptr<const T>();
-  const S* lse = a.lse.ptr<const S>();
+  const T* lse = a.lse.ptr<const T>();
   T* d = a.dlogits.ptr<T>();
   const int64_t x0 = a.logits.strides[0], x1 = a.logits.strides[1];
   const int64_t d0 = a.dlogits.strides[0], d1 = a.dlogits.strides[1];
@@ -81,7 +75,7 @@ void softmax_xent_bwd(const ops::SoftmaxXentBwdArgs& a) {
       continue;
     }
     const T* xr = x + i * x0;
-    const T m = static_cast<T>(lse[i * a.lse.strides[0]]);
+    const T m = lse[i * a.lse.strides[0]];
     for (int64_t j = 0; j < c; ++j) dr[j * d1] = std::exp(xr[j * x1] - m) * g;
     dr[l * d1] = (std::exp(xr[l * x1] - m) - T(1)) * g;
   }

@@ -4,7 +4,6 @@
 // overflows.
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/backends/reference/strided.h"
@@ -27,10 +26,6 @@ int64_t label_at(const TensorView& labels, int64_t n, int64_t classes, int64_t i
   return v;
 }
 
-// The saved log-sum-exp's element type for logits of type T (stats_dtype).
-template <class T>
-using stats_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 template <class T>
 double read_scalar(const TensorView& v) {
   return static_cast<double>(*v.ptr<T>());
@@ -44,14 +39,14 @@ double sigmoid(double x) {
 
 }  // namespace
 
-// lse[n] = logsumexp(logits[n]) for every row; the loss is the mean of lse[n] - logits[n, label]
-// over the rows not ignored, 0/0 = NaN when every row is.
+// lse[n] = logsumexp(logits[n]) for every row, stored as T (f32 and f64 are their own
+// stats_dtype); the loss is the mean of lse[n] - logits[n, label] over the rows not ignored,
+// 0/0 = NaN when every row is.
 void ReferenceBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
   visit_float(a.logits.dtype, "softmax_xent_fwd", [&](auto tag) {
     using T = decltype(tag);
-    using S = stats_t<T>;
     const T* x = a.logits.ptr<T>();
-    S* lse = a.lse.ptr<S>();
+    T* lse = a.lse.ptr<T>();
     const int64_t N = a.logits.sizes[0], C = a.logits.sizes[1];
     double total = 0.0, kept = 0.0;
     for (int64_t n = 0; n < N; ++n) {
@@ -61,7 +56,7 @@ void ReferenceBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
       double s = 0.0;
       for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(x[off2(a.logits, n, c)]) - m);
       const double row_lse = m + std::log(s);
-      lse[n * a.lse.strides[0]] = static_cast<S>(row_lse);
+      lse[n * a.lse.strides[0]] = static_cast<T>(row_lse);
       if (label == a.ignore_index) continue;
       total += row_lse - static_cast<double>(x[off2(a.logits, n, label)]);
       kept += 1.0;
@@ -74,9 +69,8 @@ void ReferenceBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
 void ReferenceBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
   visit_float(a.logits.dtype, "softmax_xent_bwd", [&](auto tag) {
     using T = decltype(tag);
-    using S = stats_t<T>;
     const T* x = a.logits.ptr<T>();
-    const S* lse = a.lse.ptr<S>();
+    const T* lse = a.lse.ptr<T>();
     T* dx = a.dlogits.ptr<T>();
     const int64_t N = a.logits.sizes[0], C = a.logits.sizes[1];
     double kept = 0.0;
