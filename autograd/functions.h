@@ -33,7 +33,10 @@ template <class D> Tensor add(const D& d, const Tensor& a, const Tensor& b);
 template <class D> Tensor scale(const D& d, const Tensor& x, double alpha);
 // Identity when p == 0 (eval mode is the caller's choice: pass p = 0).
 template <class D> Tensor dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset);
-template <class D> Tensor softmax_xent(const D& d, const Tensor& logits, const Tensor& labels);
+// Mean over the rows whose label is not ignore_index (NaN when every row is); the tape keeps the
+// logits and a log-sum-exp per row, not the softmax (op_args.h, SoftmaxXentFwdArgs).
+template <class D> Tensor softmax_xent(const D& d, const Tensor& logits, const Tensor& labels,
+                                       int64_t ignore_index = ops::kDefaultIgnoreIndex);
 template <class D> Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets);
 template <class D> Tensor sum(const D& d, const Tensor& x);
 template <class D> Tensor mean(const D& d, const Tensor& x);

@@ -7,16 +7,23 @@ using detail::record;
 
 namespace {
 
+// Keeps the logits (the tape's handle on the layer's output, not a copy) and their [N]
+// log-sum-exp: the backward recomputes the softmax rather than keep an [N, C] one.
 template <class D>
 class SoftmaxXentNode final : public NodeT<D> {
  public:
-  SoftmaxXentNode(const D& d, Tensor probs, Tensor labels) : NodeT<D>(d), probs_(std::move(probs)), labels_(std::move(labels)) {}
+  SoftmaxXentNode(const D& d, Tensor logits, Tensor lse, Tensor labels, int64_t ignore_index)
+      : NodeT<D>(d), logits_(std::move(logits)), lse_(std::move(lse)), labels_(std::move(labels)),
+        ignore_index_(ignore_index) {}
   std::string_view name() const override { return "softmax_xent"; }
-  std::vector<Tensor> apply(const Tensor& g) override { return {ops::softmax_xent_bwd(this->d_, probs_, labels_, g)}; }
-  void release() override { probs_ = labels_ = Tensor(); }
+  std::vector<Tensor> apply(const Tensor& g) override {
+    return {ops::softmax_xent_bwd(this->d_, logits_, lse_, labels_, g, ignore_index_)};
+  }
+  void release() override { logits_ = lse_ = labels_ = Tensor(); }
 
  private:
-  Tensor probs_, labels_;
+  Tensor logits_, lse_, labels_;
+  int64_t ignore_index_;
 };
 
 template <class D>
@@ -53,9 +60,9 @@ class ReduceNode final : public NodeT<D> {
 }  // namespace
 
 template <class D>
-Tensor softmax_xent(const D& d, const Tensor& logits, const Tensor& labels) {
-  ops::SoftmaxXentOut o = ops::softmax_xent(d, logits, labels);
-  record<SoftmaxXentNode<D>>(d, {&logits}, o.loss, o.probs, labels);
+Tensor softmax_xent(const D& d, const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
+  ops::SoftmaxXentOut o = ops::softmax_xent(d, logits, labels, ignore_index);
+  record<SoftmaxXentNode<D>>(d, {&logits}, o.loss, logits, o.lse, labels, ignore_index);
   return o.loss;
 }
 
@@ -83,7 +90,7 @@ Tensor mean(const D& d, const Tensor& x) {
 }
 
 #define STRATA_AUTOGRAD_INSTANTIATE(D)                                          \
-  template Tensor softmax_xent<D>(const D&, const Tensor&, const Tensor&);     \
+  template Tensor softmax_xent<D>(const D&, const Tensor&, const Tensor&, int64_t); \
   template Tensor bce_logits<D>(const D&, const Tensor&, const Tensor&);       \
   template Tensor sum<D>(const D&, const Tensor&);                             \
   template Tensor mean<D>(const D&, const Tensor&);

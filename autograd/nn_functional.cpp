@@ -39,8 +39,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     std::optional<double> scale) {
   return autograd::scaled_dot_product_attention(dd(q), q, k, v, is_causal, scale);
 }
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
-  return autograd::softmax_xent(dd(logits), logits, labels);
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
+  return autograd::softmax_xent(dd(logits), logits, labels, ignore_index);
 }
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets) {
   return autograd::bce_logits(dd(logits), logits, targets);

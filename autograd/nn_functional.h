@@ -25,7 +25,9 @@ Tensor space_to_depth(const Tensor& x, const ops::SpaceToDepthParams& p);
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 // Identity when p == 0; the mask is drawn from (seed, offset).
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset = 0);
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels);   // mean over the batch; i64 labels
+// logits [N, C], i64 labels [N]: the mean over the rows whose label is not ignore_index
+// (torch.nn.functional.cross_entropy's rule; NaN when every row is ignored).
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_index = ops::kDefaultIgnoreIndex);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);  // mean
 // Over x's last dim; weight and bias [C] optional (torch.nn.functional.layer_norm).
 Tensor layer_norm(const Tensor& x, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), double eps = 1e-5);

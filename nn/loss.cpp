@@ -34,10 +34,10 @@ Tensor Loss<P>::forward(const Tensor& logits, const Tensor& targets) {
   return direct_.forward_keyed(
       p_, logits, key,
       [&](const auto& tape) {
-        return kind_ == LossKind::cross_entropy ? autograd::softmax_xent(tape, logits, targets)
+        return kind_ == LossKind::cross_entropy ? autograd::softmax_xent(tape, logits, targets, ignore_index_)
                                                 : autograd::bce_logits(tape, logits, targets);
       },
-      targets, kind_);
+      targets, kind_, ignore_index_);
 }
 
 template <class P>
@@ -56,7 +56,8 @@ Tensor Loss<P>::seed() {
 namespace detail {
 
 template <class Impl>
-void LossStep<Impl>::plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind) {
+void LossStep<Impl>::plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind,
+                          int64_t ignore_index) {
   kind_ = kind;
   targets_ = targets;
   if (kind != LossKind::cross_entropy) {
@@ -65,19 +66,19 @@ void LossStep<Impl>::plan(Impl& impl, const Tensor& logits, const Tensor& target
     return;
   }
   if (logits.dim() <= 2) {
-    xent_.plan(impl, logits, targets);
+    xent_.plan(impl, logits, targets, ignore_index);
     dlogits_ = xent_.dlogits;
     return;
   }
   // The tape's reshape of the logits to rows and view of the targets (Loss::forward), planned.
   const int64_t c = logits.size(logits.dim() - 1);
   xent_.plan(impl, ops::direct::planned_view_or_copy(impl, logits, {logits.numel() / c, c}, logit_rows_),
-             ops::direct::planned_view_or_copy(impl, targets, {targets.numel()}, target_rows_));
+             ops::direct::planned_view_or_copy(impl, targets, {targets.numel()}, target_rows_), ignore_index);
   dlogits_ = xent_.dlogits.view(logits.sizes());
 }
 
 template <class Impl>
-const Tensor& LossStep<Impl>::run(const Tensor&, LossKind) {
+const Tensor& LossStep<Impl>::run(const Tensor&, LossKind, int64_t) {
   if (kind_ == LossKind::cross_entropy) {
     logit_rows_.run();
     target_rows_.run();

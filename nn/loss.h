@@ -2,7 +2,10 @@
 // Losses on logits, mean-reduced as PyTorch's defaults:
 //  cross_entropy: softmax cross-entropy, labels i64 [N] (torch.nn.CrossEntropyLoss); a
 //                 sequence model's logits [..., C] with labels [...] (classes last) are
-//                 flattened to rows (direct mode: planned views, and dL/dlogits viewed back)
+//                 flattened to rows (direct mode: planned views, and dL/dlogits viewed back).
+//                 Rows labelled ignore_index (-100 unless given, as PyTorch's) are left out
+//                 of the mean and get a zero gradient; with every row ignored the loss is
+//                 NaN (0/0, what PyTorch 2.x returns)
 //  bce_logits:    binary cross-entropy with logits, targets like the logits, for
 //                 multi-label tasks (torch.nn.BCEWithLogitsLoss)
 // Tape policies record the loss on the tape; in direct mode the loss is planned per
@@ -23,8 +26,8 @@ namespace detail {
 template <class Impl>
 class LossStep {
  public:
-  void plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind);
-  const Tensor& run(const Tensor& targets, LossKind kind);
+  void plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind, int64_t ignore_index);
+  const Tensor& run(const Tensor& targets, LossKind kind, int64_t ignore_index);
   const Tensor& run_backward(bool seeded = false);  // dL/dlogits; seeded: see Loss::backward
   const Tensor& seed() const { return kind_ == LossKind::cross_entropy ? xent_.dloss : bce_.dloss; }
 
@@ -47,8 +50,11 @@ struct LossStepOf {
 template <class P>
 class Loss {
  public:
-  Loss(const P& p, LossKind kind) : p_(p), kind_(kind) {}
+  // ignore_index: cross_entropy's label of rows left out (bce_logits has none).
+  Loss(const P& p, LossKind kind, int64_t ignore_index = ops::kDefaultIgnoreIndex)
+      : p_(p), kind_(kind), ignore_index_(ignore_index) {}
   LossKind kind() const { return kind_; }
+  int64_t ignore_index() const { return ignore_index_; }
   // A rank-0 loss on the policy's device.
   Tensor forward(const Tensor& logits, const Tensor& targets);
   // Direct mode: dL/dlogits of the latest forward, from a seed of 1 written right before;
@@ -61,6 +67,7 @@ class Loss {
  private:
   P p_;
   LossKind kind_;
+  int64_t ignore_index_;
   [[no_unique_address]] detail::DirectLayer<P, detail::LossStepOf> direct_;
 };
 

@@ -38,8 +38,9 @@ void Model::set_param_ready_hook(std::function<void(const Tensor&)> fn) {
 namespace {
 
 // Cross-entropy's targets are class indices: an integer dtype (LibTorch: "expected scalar type
-// Long but found Float"), none negative. A floating tensor is refused, never truncated.
-void check_class_labels(const Tensor& t) {
+// Long but found Float"), none negative but the ignore index. A floating tensor is refused,
+// never truncated.
+void check_class_labels(const Tensor& t, int64_t ignore_index) {
   const bool host = t.device().type == DeviceType::cpu;
   if (is_floating(t.dtype())) {
     std::string example;
@@ -56,8 +57,8 @@ void check_class_labels(const Tensor& t) {
   if (!host) return;  // device labels: the loss's kernel checks the range
   const std::vector<int64_t> v = t.contiguous().to_vector<int64_t>();
   for (size_t i = 0; i < v.size(); ++i)
-    STRATA_CHECK(v[i] >= 0, "Model: cross_entropy's targets are class indices; label ", v[i], " at position ", i,
-                 " of ", t.str(), " is negative");
+    STRATA_CHECK(v[i] >= 0 || v[i] == ignore_index, "Model: cross_entropy's targets are class indices; label ", v[i],
+                 " at position ", i, " of ", t.str(), " is negative and not the ignore index (", ignore_index, ")");
 }
 
 using detail::BufferSet;
@@ -73,7 +74,7 @@ class ModelImpl final : public Model {
  public:
   ModelImpl(const P& p, std::unique_ptr<Module> net, DType dt, const ModelOptions& o, const std::string& what,
             const std::string& init, ops::DispatchMode mode)
-      : s_{p, std::move(net), Loss<P>(p, o.loss), dt, o.compute_dtype.value_or(dt), o.memory_format},
+      : s_{p, std::move(net), Loss<P>(p, o.loss, o.ignore_index), dt, o.compute_dtype.value_or(dt), o.memory_format},
         mode_(mode), borrowed_(o.borrowed_results) {
     STRATA_CHECK(mode == mode_of(P::kMode) || (mode == ops::DispatchMode::graph && captures_graphs_v<P>),
                  "Model: dispatch mode ", ops::dispatch_mode_name(mode), " does not go with the policy ", P::kMode);
@@ -396,7 +397,7 @@ class ModelImpl final : public Model {
 
   Tensor to_targets(const Tensor& t) {
     STRATA_CHECK(t.defined(), "Model: targets are undefined");
-    if (s_.loss.kind() == LossKind::cross_entropy) check_class_labels(t);
+    if (s_.loss.kind() == LossKind::cross_entropy) check_class_labels(t, s_.loss.ignore_index());
     return Mode::convert(s_, t, targets_dtype(), MemoryFormat::contiguous, s_.targets);
   }
   DType targets_dtype() const { return s_.loss.kind() == LossKind::cross_entropy ? DType::i64 : s_.dtype; }

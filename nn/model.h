@@ -58,6 +58,9 @@ namespace strata::nn {
 
 struct ModelOptions {
   LossKind loss = LossKind::cross_entropy;
+  // cross_entropy: targets equal to this are left out of the loss's mean (padding, a prompt's
+  // positions), as torch.nn.CrossEntropyLoss's ignore_index; every target ignored gives NaN.
+  int64_t ignore_index = ops::kDefaultIgnoreIndex;
   // Direct and graph modes: return the planned output buffers of predict, forward_loss and
   // train_step themselves (no copy; the next call overwrites them) instead of copies the
   // caller owns. The tape modes return fresh tensors either way.

@@ -94,11 +94,15 @@ struct DropoutOut {
 template <class D> DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset);
 template <class D> Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p);
 
+// Softmax cross-entropy, the mean over the rows not ignored (op_args.h, SoftmaxXentFwdArgs):
+// the loss and the per-row log-sum-exp the backward reads with the logits.
 struct SoftmaxXentOut {
-  Tensor loss, probs;
+  Tensor loss, lse;
 };
-template <class D> SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels);
-template <class D> Tensor softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, const Tensor& dloss);
+template <class D> SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels,
+                                               int64_t ignore_index = kDefaultIgnoreIndex);
+template <class D> Tensor softmax_xent_bwd(const D& d, const Tensor& logits, const Tensor& lse, const Tensor& labels,
+                                           const Tensor& dloss, int64_t ignore_index = kDefaultIgnoreIndex);
 template <class D> Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets);
 template <class D> Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets,
                                          const Tensor& dloss);

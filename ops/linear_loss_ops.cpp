@@ -28,19 +28,20 @@ LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& d
 }
 
 template <class D>
-SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels) {
+SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
   validate_softmax_xent(d, logits, labels);
   SoftmaxXentOut out{Tensor::empty(Shape{}, logits.dtype(), logits.device()),
-                     Tensor::empty(logits.sizes(), logits.dtype(), logits.device())};
-  d.softmax_xent_fwd(SoftmaxXentFwdArgs{logits, labels, out.loss, out.probs});
+                     Tensor::empty(Shape{logits.size(0)}, stats_dtype(logits.dtype()), logits.device())};
+  d.softmax_xent_fwd(SoftmaxXentFwdArgs{logits, labels, out.loss, out.lse, ignore_index});
   return out;
 }
 
 template <class D>
-Tensor softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, const Tensor& dloss) {
-  validate_softmax_xent_bwd(d, probs, labels, dloss);
-  Tensor dlogits = Tensor::empty(probs.sizes(), probs.dtype(), probs.device());
-  d.softmax_xent_bwd(SoftmaxXentBwdArgs{probs, labels, dloss, dlogits});
+Tensor softmax_xent_bwd(const D& d, const Tensor& logits, const Tensor& lse, const Tensor& labels, const Tensor& dloss,
+                        int64_t ignore_index) {
+  validate_softmax_xent_bwd(d, logits, lse, labels, dloss);
+  Tensor dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
+  d.softmax_xent_bwd(SoftmaxXentBwdArgs{logits, lse, labels, dloss, dlogits, ignore_index});
   return dlogits;
 }
 
@@ -64,8 +65,9 @@ Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, c
   template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);                     \
   template Tensor linear_bwd_data<D>(const D&, const Tensor&, const Tensor&);                           \
   template LinearWeightGrads linear_bwd_weight<D>(const D&, const Tensor&, const Tensor&, bool);       \
-  template SoftmaxXentOut softmax_xent<D>(const D&, const Tensor&, const Tensor&);                      \
-  template Tensor softmax_xent_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&);           \
+  template SoftmaxXentOut softmax_xent<D>(const D&, const Tensor&, const Tensor&, int64_t);             \
+  template Tensor softmax_xent_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \
+                                      int64_t);                                                          \
   template Tensor bce_logits<D>(const D&, const Tensor&, const Tensor&);                                \
   template Tensor bce_logits_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&);
 STRATA_OPS_INSTANTIATE_ALL()

@@ -144,15 +144,15 @@ Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b) {
   return Shape{x.size(0), w.size(0)};
 }
 
-void check_softmax_xent(const Tensor& logits, const Tensor& labels, std::string_view logits_name) {
+void check_softmax_xent(const Tensor& logits, const Tensor& labels) {
   constexpr std::string_view op = "softmax_xent";
-  check_rank(op, logits_name, logits, 2);
-  check_float(op, logits_name, logits);
+  check_rank(op, "logits", logits, 2);
+  check_float(op, "logits", logits);
   check_rank(op, "labels", labels, 1);
   check_dtype(op, "labels", labels, DType::i64);
-  STRATA_CHECK(logits.size(1) > 0, "softmax_xent: ", logits_name, " ", logits.str(), " have 0 classes");
+  STRATA_CHECK(logits.size(1) > 0, "softmax_xent: logits ", logits.str(), " have 0 classes");
   STRATA_CHECK(labels.size(0) == logits.size(0) && logits.size(0) > 0, "softmax_xent: ", labels.size(0),
-               " labels for a batch of ", logits.size(0), " (", logits_name, " ", logits.str(), ", labels ",
+               " labels for a batch of ", logits.size(0), " (logits ", logits.str(), ", labels ",
                labels.str(), ")");
 }
 

@@ -25,8 +25,7 @@ inline Shape space_to_depth_out_shape(const Tensor& x, const SpaceToDepthParams&
   return Shape{x.size(0), resolved.channels, resolved.out_h, resolved.out_w};
 }
 Shape linear_out_shape(const Tensor& x, const Tensor& w, const Tensor& b);
-// logits_name: what messages call the first argument ("probs" for the backward).
-void check_softmax_xent(const Tensor& logits, const Tensor& labels, std::string_view logits_name = "logits");
+void check_softmax_xent(const Tensor& logits, const Tensor& labels);
 void check_bce_logits(const Tensor& logits, const Tensor& targets);
 
 }  // namespace strata::ops

@@ -47,6 +47,10 @@ void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t, std
                  backends::layout_name(view_layout(t)), " operands (", arg, " ", t.str(), ")");
 }
 
+// The dtype of saved per-row statistics (layer norm's mean and rstd, attention's and
+// cross-entropy's log-sum-exp) for inputs of dtype `dt`: f32 for f32/f16/bf16, f64 for f64.
+inline DType stats_dtype(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
+
 // Two tensor arguments of an element-wise op: defined, of the same sizes and dtype,
 // each an input the backend takes (check_input).
 template <class D>
@@ -371,7 +375,10 @@ void validate_copy(const D& d, const Tensor& src, const Tensor& dst) {
                d.device().is_cpu() ? " (a copy to or from a GPU runs on its GPU backend)" : "");
 }
 
-// ---- softmax cross-entropy: loss is a scalar, probs and dlogits have the logits' sizes.
+// ---- softmax cross-entropy (op_args.h, SoftmaxXentFwdArgs): the loss is a scalar, the saved
+// log-sum-exp [N] in stats_dtype, dlogits the logits' sizes. Label values are checked by the
+// backends as they read them (xent_labels.h): labels may live on the device. Any ignore_index
+// is legal (PyTorch's rule): it may even name a class, whose rows are then left out.
 template <class D>
 void validate_softmax_xent(const D& d, const Tensor& logits, const Tensor& labels) {
   check_softmax_xent(logits, labels);
@@ -380,14 +387,21 @@ void validate_softmax_xent(const D& d, const Tensor& logits, const Tensor& label
 }
 
 template <class D>
-void validate_softmax_xent_bwd(const D& d, const Tensor& probs, const Tensor& labels, const Tensor& dloss) {
-  check_softmax_xent(probs, labels, "probs");
-  check_defined("softmax_xent_bwd", "grad_output", dloss);
-  STRATA_CHECK(dloss.numel() == 1, "softmax_xent_bwd: grad_output must have one element, got ", dloss.str());
-  check_same_dtype("softmax_xent_bwd", "grad_output", dloss, "probs", probs);
-  check_input(d, OpId::softmax_xent_bwd, "probs", probs);
+void validate_softmax_xent_bwd(const D& d, const Tensor& logits, const Tensor& lse, const Tensor& labels,
+                               const Tensor& dloss) {
+  constexpr std::string_view op = "softmax_xent_bwd";
+  check_softmax_xent(logits, labels);
+  check_input(d, OpId::softmax_xent_bwd, "logits", logits);
+  check_device(op, "labels", labels, d.device(), d.backend_name());
+  check_defined(op, "grad_output", dloss);
+  STRATA_CHECK(dloss.numel() == 1, op, ": grad_output must have one element, got ", dloss.str());
+  check_same_dtype(op, "grad_output", dloss, "logits", logits);
   check_input(d, OpId::softmax_xent_bwd, "grad_output", dloss);
-  check_device("softmax_xent_bwd", "labels", labels, d.device(), d.backend_name());
+  check_defined(op, "lse", lse);
+  check_dtype(op, "lse", lse, stats_dtype(logits.dtype()));
+  STRATA_CHECK(lse.dim() == 1 && lse.size(0) == logits.size(0), op, ": argument 'lse' ", lse.str(),
+               " is not one log-sum-exp per row of logits ", logits.str());
+  check_device(op, "lse", lse, d.device(), d.backend_name());
 }
 
 // ---- binary cross-entropy with logits: loss is a scalar, dlogits has the logits' sizes.

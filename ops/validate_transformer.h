@@ -9,9 +9,6 @@
 
 namespace strata::ops {
 
-// The dtype of layer norm's and attention's saved statistics for inputs of dtype `dt`.
-inline DType stats_dtype(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
-
 // The normalised size C (x's last dim).
 template <class D>
 int64_t validate_layer_norm(const D& d, const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

@@ -1,17 +1,20 @@
 #pragma once
-// Losses as plain loops, accumulating in double. Softmax cross-entropy is the mean
-// over the batch of logsumexp(x_n) - x_n[label]; BCE with logits the mean over all
-// elements of max(x,0) - x t + log1p(exp(-|x|)).
+// Losses as plain loops, accumulating in double. Softmax cross-entropy is the mean over the
+// rows not ignored of logsumexp(x_n) - x_n[label_n], saving logsumexp per row for a backward
+// that reads the logits again (op_args.h, SoftmaxXentFwdArgs); BCE with logits the mean over
+// all elements of max(x,0) - x t + log1p(exp(-|x|)).
+#include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "strata/backends/cpu/strided.h"
 #include "strata/ops/table/op_args.h"
+#include "strata/ops/table/xent_labels.h"
 
 namespace strata::backends::loops {
 
-// Label n of an i64 (or i32) label vector, checked against the class count.
-inline int64_t label_at(const ops::TensorView& labels, int64_t n, int64_t classes, std::string_view op) {
+// Label n of an i64 (or i32) label vector: a class in [0, classes) or ignore_index.
+inline int64_t label_at(const ops::TensorView& labels, int64_t n, int64_t classes, int64_t ignore_index,
+                        std::string_view op) {
   int64_t l = 0;
   if (labels.dtype == DType::i64) {
     l = labels.ptr<const int64_t>()[n * labels.strides[0]];
@@ -20,64 +23,61 @@ inline int64_t label_at(const ops::TensorView& labels, int64_t n, int64_t classe
   } else {
     STRATA_FAIL(op, ": labels must be i64 or i32, got ", dtype_name(labels.dtype));
   }
-  STRATA_CHECK(l >= 0 && l < classes, op, ": label ", l, " at index ", n, " is outside [0, ", classes, ")");
+  if (!ops::xent_label_valid(l, classes, ignore_index)) ops::fail_xent_label(op, n, l, classes, ignore_index);
   return l;
 }
 
-// Per-row log-sum-exp of logits [N,C] (any strides), in double.
+// lse_n = logsumexp(x_n) for every row (ignored ones too: the saved statistic does not depend
+// on the labels), the loss the mean over the kept rows; 0/0 = NaN when none is kept. The lse is
+// stored as T: the CPU backends run f32 and f64, whose ops::stats_dtype is the dtype itself.
 template <class T>
-void row_logsumexp(const ops::TensorView& logits, std::vector<double>& lse, std::vector<double>& rowmax) {
-  const int64_t n = logits.sizes[0], c = logits.sizes[1];
-  const int64_t s0 = logits.strides[0], s1 = logits.strides[1];
-  const T* x = logits.ptr<const T>();
-  lse.assign(static_cast<size_t>(n), 0.0);
-  rowmax.assign(static_cast<size_t>(n), 0.0);
+void softmax_xent_fwd(const ops::SoftmaxXentFwdArgs& a) {
+  const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
+  const int64_t s0 = a.logits.strides[0], s1 = a.logits.strides[1];
+  const T* x = a.logits.ptr<const T>();
+  T* lse = a.lse.ptr<T>();
+  double total = 0;
+  int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = label_at(a.labels, i, c, a.ignore_index, "softmax_xent_fwd");
     const T* row = x + i * s0;
     double m = -INFINITY;
     for (int64_t j = 0; j < c; ++j) m = std::max(m, static_cast<double>(row[j * s1]));
     double s = 0;
     for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j * s1]) - m);
-    rowmax[i] = m;
-    lse[i] = m + std::log(s);
+    const double row_lse = m + std::log(s);
+    lse[i * a.lse.strides[0]] = static_cast<T>(row_lse);
+    if (l == a.ignore_index) continue;
+    total += row_lse - static_cast<double>(row[l * s1]);
+    ++kept;
   }
+  *a.loss.ptr<T>() = static_cast<T>(total / static_cast<double>(kept));
 }
 
-// Loss from logits only; probabilities are written by `write_probs` when true.
-template <class T>
-void softmax_xent_fwd(const ops::SoftmaxXentFwdArgs& a, bool write_probs) {
-  const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
-  std::vector<double> lse, rowmax;
-  row_logsumexp<T>(a.logits, lse, rowmax);
-  const T* x = a.logits.ptr<const T>();
-  const int64_t s0 = a.logits.strides[0], s1 = a.logits.strides[1];
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t l = label_at(a.labels, i, c, "softmax_xent_fwd");
-    total += lse[i] - static_cast<double>(x[i * s0 + l * s1]);
-  }
-  *a.loss.ptr<T>() = static_cast<T>(n > 0 ? total / static_cast<double>(n) : 0.0);
-  if (!write_probs || !a.probs.defined) return;
-  T* p = a.probs.ptr<T>();
-  const int64_t p0 = a.probs.strides[0], p1 = a.probs.strides[1];
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < c; ++j)
-      p[i * p0 + j * p1] = static_cast<T>(std::exp(static_cast<double>(x[i * s0 + j * s1]) - lse[i]));
-}
-
-// dlogits = (probs - onehot(label)) * dloss / N
+// dlogits_n = (exp(x_n - lse_n) - onehot(label_n)) * dloss / kept, zero on ignored rows; in T,
+// from the saved lse (so every backend's softmax here is the one its forward's lse defines).
 template <class T>
 void softmax_xent_bwd(const ops::SoftmaxXentBwdArgs& a) {
-  const int64_t n = a.probs.sizes[0], c = a.probs.sizes[1];
-  const T g = static_cast<T>(static_cast<double>(*a.dloss.ptr<const T>()) / static_cast<double>(n));
-  const T* p = a.probs.ptr<const T>();
+  const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) kept += label_at(a.labels, i, c, a.ignore_index, "softmax_xent_bwd") != a.ignore_index;
+  const T g = static_cast<T>(static_cast<double>(*a.dloss.ptr<const T>()) / static_cast<double>(kept));
+  const T* x = a.logits.ptr<const T>();
+  const T* lse = a.lse.ptr<const T>();
   T* d = a.dlogits.ptr<T>();
-  const int64_t p0 = a.probs.strides[0], p1 = a.probs.strides[1];
+  const int64_t x0 = a.logits.strides[0], x1 = a.logits.strides[1];
   const int64_t d0 = a.dlogits.strides[0], d1 = a.dlogits.strides[1];
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t l = label_at(a.labels, i, c, "softmax_xent_bwd");
-    for (int64_t j = 0; j < c; ++j) d[i * d0 + j * d1] = p[i * p0 + j * p1] * g;
-    d[i * d0 + l * d1] = (p[i * p0 + l * p1] - T(1)) * g;
+    const int64_t l = label_at(a.labels, i, c, a.ignore_index, "softmax_xent_bwd");
+    T* dr = d + i * d0;
+    if (l == a.ignore_index) {
+      for (int64_t j = 0; j < c; ++j) dr[j * d1] = T(0);
+      continue;
+    }
+    const T* xr = x + i * x0;
+    const T m = lse[i * a.lse.strides[0]];
+    for (int64_t j = 0; j < c; ++j) dr[j * d1] = std::exp(xr[j * x1] - m) * g;
+    dr[l * d1] = (std::exp(xr[l * x1] - m) - T(1)) * g;
   }
 }
 

@@ -1,8 +1,14 @@
-// Losses: softmax cross-entropy (mean over the batch) and binary cross-entropy with
-// logits (mean over all elements). The upstream gradient dloss is read on the device:
-// no host synchronisation. A label outside [0, C) makes its row's loss NaN (the
-// device cannot throw); the front end checks labels where it can.
+// Losses: softmax cross-entropy (mean over the rows not ignored; op_args.h) and binary
+// cross-entropy with logits (mean over all elements). The upstream gradient dloss and the
+// count of kept rows are read on the device. A label neither in [0, C) nor ignore_index is
+// recorded by the forward's kernel and raised after it (bad_index_word.h: one
+// synchronisation per forward, none while a graph is captured, as index_select's check);
+// in the backward, which follows a checked forward, such a row's gradient is NaN.
+#include <optional>
+
+#include "strata/backends/cuda/bad_index_word.h"
 #include "strata/backends/cuda/kernels.cuh"
+#include "strata/ops/table/xent_labels.h"
 
 namespace strata::backends {
 
@@ -25,9 +31,11 @@ __device__ __forceinline__ float block_max(float v) {
   return v;
 }
 
-// One block per row: max, sum of exponentials, probabilities, the row's loss.
-__global__ void __launch_bounds__(512) softmax_xent_fwd_kernel(const float* x, int64_t cols, int64_t xs0, int64_t xs1, const int64_t* labels,
-                                        int64_t ls, float* probs, int64_t ps0, int64_t ps1, double* row_loss) {
+// One block per row: max, sum of exponentials, the row's lse (saved) and its loss term
+// (0 on an ignored row); a bad label's row recorded in *bad.
+__global__ void __launch_bounds__(512)
+    softmax_xent_fwd_kernel(const float* x, int64_t cols, int64_t xs0, int64_t xs1, const int64_t* labels, int64_t ls,
+                            int64_t ignore_index, float* lse, int64_t lse_s, double* row_loss, unsigned long long* bad) {
   __shared__ float bcast;
   const int64_t row = blockIdx.x;
   const float* xr = x + row * xs0;
@@ -40,35 +48,65 @@ __global__ void __launch_bounds__(512) softmax_xent_fwd_kernel(const float* x, i
   double s = 0.0;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += exp(static_cast<double>(xr[j * xs1] - m));
   s = block_sum(s);
-  __shared__ double total;
-  if (threadIdx.x == 0) total = s;
-  __syncthreads();
-  s = total;
-  float* pr = probs + row * ps0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-    pr[j * ps1] = static_cast<float>(exp(static_cast<double>(xr[j * xs1] - m)) / s);
   if (threadIdx.x == 0) {
+    const double row_lse = log(s) + m;
+    lse[row * lse_s] = static_cast<float>(row_lse);
     const int64_t l = labels[row * ls];
-    row_loss[row] = (l >= 0 && l < cols) ? log(s) + m - static_cast<double>(xr[l * xs1]) : NAN;
+    if (!ops::xent_label_valid(l, cols, ignore_index)) {
+      atomicMin(bad, static_cast<unsigned long long>(row));
+      row_loss[row] = NAN;
+    } else {
+      row_loss[row] = l == ignore_index ? 0.0 : row_lse - static_cast<double>(xr[l * xs1]);
+    }
   }
 }
 
-struct RowLoss {
-  const double* v;
-  __device__ double operator()(int64_t k) const { return v[k]; }
-};
+// The sum of the kept rows' terms over their count, in one block (a fixed order: the loss
+// does not depend on timing); 0/0 = NaN when every row is ignored.
+__global__ void __launch_bounds__(kReduceThreads)
+    softmax_xent_mean_kernel(const double* row_loss, const int64_t* labels, int64_t ls, int64_t rows,
+                             int64_t ignore_index, float* loss) {
+  double total = 0.0, kept = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
+    if (labels[r * ls] != ignore_index) {
+      total += row_loss[r];
+      kept += 1.0;
+    }
+  total = block_sum(total);  // both sums are valid in thread 0
+  kept = block_sum(kept);
+  if (threadIdx.x == 0) *loss = static_cast<float>(total / kept);
+}
 
+// *g = dloss / (the count of kept rows), for the backward's elements to read.
+__global__ void __launch_bounds__(kReduceThreads)
+    softmax_xent_grad_scale_kernel(const int64_t* labels, int64_t ls, int64_t rows, int64_t ignore_index,
+                                   const float* dloss, double* g) {
+  double kept = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) kept += labels[r * ls] != ignore_index ? 1.0 : 0.0;
+  kept = block_sum(kept);
+  if (threadIdx.x == 0) *g = static_cast<double>(*dloss) / kept;
+}
+
+// dlogits = (exp(x - lse) - onehot(label)) * g, zero on an ignored row: the softmax
+// recomputed from the logits and the saved lse, in one pass.
 struct SoftmaxXentBwdFn {
-  const float* probs;
+  const float* x;
+  const float* lse;
+  int64_t lse_s;
   const int64_t* labels;
-  int64_t ls, cols;
-  const float* dloss;
+  int64_t ls, cols, ignore_index;
+  const double* g;
   float* dx;
-  double inv_n;
   __device__ void operator()(int64_t k, const int64_t* o) const {
     const int64_t row = k / cols, col = k - row * cols;
-    const double onehot = labels[row * ls] == col ? 1.0 : 0.0;
-    dx[o[1]] = static_cast<float>((static_cast<double>(probs[o[0]]) - onehot) * static_cast<double>(*dloss) * inv_n);
+    const int64_t l = labels[row * ls];
+    if (l == ignore_index) {
+      dx[o[1]] = 0.0f;
+      return;
+    }
+    const double p = static_cast<double>(expf(x[o[0]] - lse[row * lse_s]));
+    const double onehot = l == col ? 1.0 : 0.0;
+    dx[o[1]] = (l >= 0 && l < cols) ? static_cast<float>((p - onehot) * *g) : NAN;
   }
 };
 
@@ -106,23 +144,36 @@ void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
   dispatch_f32(a.logits.dtype, "softmax_xent_fwd", [&](auto) {
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
     STRATA_CHECK(rows > 0 && cols > 0, "softmax_xent_fwd: empty logits ", a.logits.sizes.str());
+    STRATA_CHECK(a.labels.dtype == DType::i64, "softmax_xent_fwd: labels must be i64, got ", dtype_name(a.labels.dtype));
     DeviceBuffer row_loss(*ctx_, sizeof(double) * rows);
+    BadIndexWord bad(*ctx_);
     const int threads = cols >= 1024 ? 512 : cols >= 256 ? 256 : 128;
     softmax_xent_fwd_kernel<<<static_cast<unsigned>(rows), threads, 0, ctx_->stream>>>(
         a.logits.ptr<float>(), cols, a.logits.strides[0], a.logits.strides[1], a.labels.ptr<int64_t>(),
-        a.labels.strides[0], a.probs.ptr<float>(), a.probs.strides[0], a.probs.strides[1], row_loss.as<double>());
+        a.labels.strides[0], a.ignore_index, a.lse.ptr<float>(), a.lse.strides[0], row_loss.as<double>(), bad.get());
     STRATA_CUDA_CHECK_LAUNCH("softmax_xent_fwd_kernel");
-    reduce_all(*ctx_, rows, RowLoss{row_loss.as<double>()}, 1.0 / static_cast<double>(rows), a.loss.ptr<float>());
+    softmax_xent_mean_kernel<<<1, kReduceThreads, 0, ctx_->stream>>>(row_loss.as<double>(), a.labels.ptr<int64_t>(),
+                                                                     a.labels.strides[0], rows, a.ignore_index,
+                                                                     a.loss.ptr<float>());
+    STRATA_CUDA_CHECK_LAUNCH("softmax_xent_mean_kernel");
+    if (const std::optional<int64_t> i = bad.first_bad())
+      fail_xent_label("softmax_xent_fwd", *i, bad.value_at(a.labels, *i), cols, a.ignore_index);
   });
 }
 
 void CudaBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
-  dispatch_f32(a.probs.dtype, "softmax_xent_bwd", [&](auto) {
-    const int64_t rows = a.probs.sizes[0], cols = a.probs.sizes[1];
+  dispatch_f32(a.logits.dtype, "softmax_xent_bwd", [&](auto) {
+    const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
     if (rows == 0) return;
-    launch_elementwise(*ctx_, strided_of(a.probs.sizes, a.probs, a.dlogits),
-                       SoftmaxXentBwdFn{a.probs.ptr<float>(), a.labels.ptr<int64_t>(), a.labels.strides[0], cols,
-                                        a.dloss.ptr<float>(), a.dlogits.ptr<float>(), 1.0 / static_cast<double>(rows)});
+    STRATA_CHECK(a.labels.dtype == DType::i64, "softmax_xent_bwd: labels must be i64, got ", dtype_name(a.labels.dtype));
+    DeviceBuffer g(*ctx_, sizeof(double));
+    softmax_xent_grad_scale_kernel<<<1, kReduceThreads, 0, ctx_->stream>>>(
+        a.labels.ptr<int64_t>(), a.labels.strides[0], rows, a.ignore_index, a.dloss.ptr<float>(), g.as<double>());
+    STRATA_CUDA_CHECK_LAUNCH("softmax_xent_grad_scale_kernel");
+    launch_elementwise(*ctx_, strided_of(a.logits.sizes, a.logits, a.dlogits),
+                       SoftmaxXentBwdFn{a.logits.ptr<float>(), a.lse.ptr<float>(), a.lse.strides[0],
+                                        a.labels.ptr<int64_t>(), a.labels.strides[0], cols, a.ignore_index,
+                                        g.as<double>(), a.dlogits.ptr<float>()});
   });
 }
 

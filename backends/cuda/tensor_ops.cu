@@ -7,6 +7,7 @@
 // double. bmm lives in linear.cu (cuBLAS).
 #include <limits>
 
+#include "strata/backends/cuda/bad_index_word.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -260,8 +261,6 @@ TensorView reshaped(const TensorView& v, const Shape& sizes, const Shape& stride
 }
 
 // ---- index_select, index_add ------------------------------------------------------------
-constexpr unsigned long long kNoBadIndex = ~0ull;
-
 // The index's i-th entry; out of [0, extent): the smallest such i is recorded in *bad.
 template <class I>
 __device__ __forceinline__ int64_t index_entry(const I* index, int64_t stride, int64_t i, int64_t extent,
@@ -318,43 +317,13 @@ void dispatch_index(DType t, const char* op, F&& f) {
   STRATA_FAIL(op, ": argument 'index' must be i64 or i32, got ", dtype_name(t));
 }
 
-// The device word that records the first bad index position: set to kNoBadIndex before the
-// kernel, read after it. The read waits for the stream (skipped while the stream is being
-// captured into a CUDA graph: a graph's launches are not checked).
-class BadIndexWord {
- public:
-  explicit BadIndexWord(Context& ctx) : ctx_(ctx), buf_(ctx, sizeof(unsigned long long)) {
-    STRATA_CUDA_CHECK(cudaMemsetAsync(buf_.get(), 0xff, sizeof(unsigned long long), ctx.stream));
-  }
-  unsigned long long* get() const { return buf_.as<unsigned long long>(); }
-  void check(const char* op, const TensorView& index, int64_t extent) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    STRATA_CUDA_CHECK(cudaStreamIsCapturing(ctx_.stream, &status));
-    if (status != cudaStreamCaptureStatusNone) return;
-    unsigned long long pos = kNoBadIndex;
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(&pos, buf_.get(), sizeof(pos), cudaMemcpyDeviceToHost, ctx_.stream));
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
-    if (pos == kNoBadIndex) return;
-    const auto i = static_cast<int64_t>(pos);
-    int64_t value = 0;
-    const size_t elem = dtype_size(index.dtype);
-    const char* at = static_cast<const char*>(index.data) + i * index.strides[0] * static_cast<int64_t>(elem);
-    if (index.dtype == DType::i32) {
-      int32_t v32 = 0;
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(&v32, at, sizeof(v32), cudaMemcpyDeviceToHost, ctx_.stream));
-      STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
-      value = v32;
-    } else {
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(&value, at, sizeof(value), cudaMemcpyDeviceToHost, ctx_.stream));
-      STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
-    }
-    STRATA_FAIL(op, ": argument 'index': index[", i, "] = ", value, " is out of range for a dim of size ", extent);
-  }
-
- private:
-  Context& ctx_;
-  DeviceBuffer buf_;
-};
+// The index op's message for the first bad position the kernel recorded, if any.
+void check_index_word(BadIndexWord& bad, const char* op, const TensorView& index, int64_t extent) {
+  const std::optional<int64_t> i = bad.first_bad();
+  if (!i) return;
+  STRATA_FAIL(op, ": argument 'index': index[", *i, "] = ", bad.value_at(index, *i), " is out of range for a dim of size ",
+              extent);
+}
 
 // f(E{}) with E an unsigned integer of the dtype's size: elements moved as bytes.
 template <class F>
@@ -483,7 +452,7 @@ void CudaBackend::index_select(const IndexSelectArgs& a) {
                                             a.x.strides[dim], extent, bad.get()});
     });
   });
-  bad.check("index_select", a.index, extent);
+  check_index_word(bad, "index_select", a.index, extent);
 }
 
 void CudaBackend::index_add(const IndexAddArgs& a) {
@@ -502,7 +471,7 @@ void CudaBackend::index_add(const IndexAddArgs& a) {
                                          a.x.strides[dim], a.y.strides[dim], extent, bad.get()});
     });
   });
-  bad.check("index_add", a.index, extent);
+  check_index_word(bad, "index_add", a.index, extent);
 }
 
 }  // namespace strata::backends

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "strata/backends/eigen/context.h"
+#include "strata/ops/table/xent_labels.h"
 
 namespace strata::backends {
 
@@ -19,33 +20,48 @@ using eigen::visit_float;
 
 namespace {
 
-// The labels as a dense i64 vector, each checked to lie in [0, classes).
+// The labels as a dense i64 vector, each checked to lie in [0, classes) or be ignore_index,
+// and how many are not ignored.
 class Labels {
  public:
-  Labels(eigen::Context& ctx, const TensorView& v, Index classes, const char* op) : p_(ctx, v, op, "labels") {
+  Labels(eigen::Context& ctx, const TensorView& v, Index classes, int64_t ignore_index, const char* op)
+      : p_(ctx, v, op, "labels") {
     STRATA_CHECK(v.dtype == DType::i64, op, ": labels must be i64, got ", dtype_name(v.dtype));
     const Map<const int64_t, 1> l = p_.map();
-    Eigen::Tensor<bool, 0, Eigen::RowMajor, Index> bad = ((l < l.constant(0)) || (l >= l.constant(classes))).any();
-    if (bad()) {
-      Eigen::Tensor<Index, 0, Eigen::RowMajor, Index> first =
-          ((l < l.constant(0)) || (l >= l.constant(classes))).template cast<int>().argmax();
-      STRATA_FAIL(op, ": labels[", first(), "] = ", p_.data()[first()], " is outside [0, ", classes,
-                  ") for logits with ", classes, " classes");
+    const auto bad = (l != l.constant(ignore_index)) && ((l < l.constant(0)) || (l >= l.constant(classes)));
+    Eigen::Tensor<bool, 0, Eigen::RowMajor, Index> any_bad = bad.any();
+    if (any_bad()) {
+      Eigen::Tensor<Index, 0, Eigen::RowMajor, Index> first = bad.template cast<int>().argmax();
+      fail_xent_label(op, first(), p_.data()[first()], classes, ignore_index);
     }
+    Eigen::Tensor<Index, 0, Eigen::RowMajor, Index> kept = (l != l.constant(ignore_index)).template cast<Index>().sum();
+    kept_ = kept();
   }
   const int64_t* data() const { return p_.data(); }
+  Index kept() const { return kept_; }
 
  private:
   PackedIn<int64_t, 1> p_;
+  Index kept_ = 0;
 };
 
-// x[n, label[n]] for generator coordinates (n) of a [N] expression.
+// Whether row n (generator coordinates (n) of a [N] expression, or (n, class) of [N, C]) is kept.
+template <int R>
+struct KeptRow {
+  const int64_t* labels;
+  int64_t ignore_index;
+  bool operator()(const std::array<Index, R>& c) const { return labels[c[0]] != ignore_index; }
+};
+// x[n, label[n]] for generator coordinates (n) of a [N] expression; 0 on ignored rows.
 template <class T>
 struct PickLabel {
   const T* x;
   const int64_t* labels;
   Index classes;
-  T operator()(const std::array<Index, 1>& c) const { return x[c[0] * classes + labels[c[0]]]; }
+  int64_t ignore_index;
+  T operator()(const std::array<Index, 1>& c) const {
+    return labels[c[0]] == ignore_index ? T(0) : x[c[0] * classes + labels[c[0]]];
+  }
 };
 // 1 where c (n, class) is the label of row n, else 0.
 template <class T>
@@ -61,42 +77,47 @@ T read_scalar(const TensorView& v) {
 
 }  // namespace
 
+// lse[n] for every row, in the logits' dtype (ops::stats_dtype of f32 and f64 is the dtype
+// itself); the loss the mean over the kept rows, 0/0 = NaN when none is kept.
 void EigenBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
   visit_float("softmax_xent_fwd", a.logits.dtype, [&](auto t) {
     using T = decltype(t);
     const Index n = a.logits.sizes[0], c = a.logits.sizes[1];
     const PackedIn<T, 2> x(*ctx_, a.logits, "softmax_xent_fwd", "logits");
-    const Labels labels(*ctx_, a.labels, c, "softmax_xent_fwd");
+    const Labels labels(*ctx_, a.labels, c, a.ignore_index, "softmax_xent_fwd");
     const auto xm = x.map();
     const Dims<2> col{n, 1}, across{1, c};
     // lse[n] = max + log(sum exp(x - max)): the per-row shift that keeps exp finite.
-    Eigen::Tensor<T, 1, Eigen::RowMajor, Index> mx(n), lse(n);
+    Eigen::Tensor<T, 1, Eigen::RowMajor, Index> mx(n);
     mx.device(ctx_->device) = xm.maximum(Eigen::array<Index, 1>{1});
-    lse.device(ctx_->device) =
-        mx + (xm - mx.reshape(col).broadcast(across)).exp().sum(Eigen::array<Index, 1>{1}).log();
+    PackedOut<T, 1> lse(a.lse, "softmax_xent_fwd", "lse");
+    auto lm = lse.map();
+    lm.device(ctx_->device) = mx + (xm - mx.reshape(col).broadcast(across)).exp().sum(Eigen::array<Index, 1>{1}).log();
     Eigen::Tensor<double, 0, Eigen::RowMajor, Index> total;
     total.device(ctx_->device) =
-        (lse - lse.generate(PickLabel<T>{x.data(), labels.data(), c})).template cast<double>().sum();
-    *a.loss.ptr<T>() = static_cast<T>(total() / static_cast<double>(n));
-    if (a.probs.defined) {
-      PackedOut<T, 2> probs(a.probs, "softmax_xent_fwd", "probs");
-      probs.map().device(ctx_->device) = (xm - lse.reshape(col).broadcast(across)).exp();
-      probs.finish(*ctx_);
-    }
+        lm.generate(KeptRow<1>{labels.data(), a.ignore_index})
+            .select(lm - lm.generate(PickLabel<T>{x.data(), labels.data(), c, a.ignore_index}), lm.constant(T(0)))
+            .template cast<double>()
+            .sum();
+    lse.finish(*ctx_);
+    *a.loss.ptr<T>() = static_cast<T>(total() / static_cast<double>(labels.kept()));
   });
 }
 
-// dlogits = (probs - onehot(label)) * dloss / N
+// dlogits = (exp(x - lse) - onehot(label)) * dloss / kept, zero on ignored rows.
 void EigenBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
-  visit_float("softmax_xent_bwd", a.probs.dtype, [&](auto t) {
+  visit_float("softmax_xent_bwd", a.logits.dtype, [&](auto t) {
     using T = decltype(t);
-    const Index n = a.probs.sizes[0], c = a.probs.sizes[1];
-    const PackedIn<T, 2> probs(*ctx_, a.probs, "softmax_xent_bwd", "probs");
-    const Labels labels(*ctx_, a.labels, c, "softmax_xent_bwd");
-    const T g = static_cast<T>(static_cast<double>(read_scalar<T>(a.dloss)) / static_cast<double>(n));
+    const Index n = a.logits.sizes[0], c = a.logits.sizes[1];
+    const PackedIn<T, 2> x(*ctx_, a.logits, "softmax_xent_bwd", "logits");
+    const PackedIn<T, 1> lse(*ctx_, a.lse, "softmax_xent_bwd", "lse");
+    const Labels labels(*ctx_, a.labels, c, a.ignore_index, "softmax_xent_bwd");
+    const T g = static_cast<T>(static_cast<double>(read_scalar<T>(a.dloss)) / static_cast<double>(labels.kept()));
     PackedOut<T, 2> d(a.dlogits, "softmax_xent_bwd", "dlogits");
-    const auto p = probs.map();
-    d.map().device(ctx_->device) = (p - p.generate(OneHot<T>{labels.data()})) * g;
+    const auto xm = x.map();
+    const auto p = (xm - lse.map().reshape(Dims<2>{n, 1}).broadcast(Dims<2>{1, c})).exp();
+    d.map().device(ctx_->device) = xm.generate(KeptRow<2>{labels.data(), a.ignore_index})
+                                       .select((p - xm.generate(OneHot<T>{labels.data()})) * g, xm.constant(T(0)));
     d.finish(*ctx_);
   });
 }

@@ -6,7 +6,6 @@
 // (see context.h); bf16 (relu, add) always runs on the primitives.
 #include "strata/backends/onednn/context.h"
 #include "strata/backends/cpu/elementwise.h"
-#include "strata/backends/cpu/loss.h"
 
 namespace strata::backends {
 
@@ -173,33 +172,6 @@ void OneDnnBackend::scale(const ScaleArgs& a) {
     pl.y.set_data_handle(a.y.data);
     pl.prim.execute(c.strm, pl.args);
     c.strm.wait();
-  });
-}
-
-// probs = softmax(logits) on the softmax primitive; the loss, mean over the batch of
-// logsumexp - logit[label], from the logits in double (log(probs) would lose the
-// small probabilities).
-void OneDnnBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
-  require_f32("softmax_xent_fwd", a.logits.dtype);
-  guarded("softmax_xent_fwd", loops::elementwise_work(a.logits.numel()), [&] {
-    Context& c = *ctx_;
-    if (a.probs.defined) {
-      Key key(OpId::softmax_xent_fwd);
-      key.views(a.logits, a.probs);
-      auto& pl = c.plan<UnaryPlan>(key, [&] {
-        const memory::desc src = md_of(a.logits), dst = md_of(a.probs);
-        const dnnl::softmax_forward::desc d(prop_kind::forward_training, src, 1);
-        const dnnl::softmax_forward::primitive_desc pd(d, c.eng);
-        auto p = std::make_unique<UnaryPlan>();
-        p->prim = dnnl::softmax_forward(pd);
-        p->src = Staged::make(src, pd.src_desc(), c.eng, true);
-        p->dst = Staged::make(dst, pd.dst_desc(), c.eng, false);
-        p->args = {{DNNL_ARG_SRC, p->src.arg()}, {DNNL_ARG_DST, p->dst.arg()}};
-        return p;
-      });
-      run_unary(c, pl, a.logits.data, a.probs.data);
-    }
-    loops::softmax_xent_fwd<float>(a, /*write_probs=*/false);
   });
 }
 

@@ -19,9 +19,9 @@ Capabilities onednn_table(bool bf16_native) {
       .kind(OpKind::linear, primitives)
       .kind(OpKind::pool, primitives)
       .op({OpId::relu_fwd, OpId::relu_bwd, OpId::add}, primitives)
-      .op({OpId::axpy, OpId::unary_fwd, OpId::unary_bwd, OpId::binary_fwd, OpId::binary_bwd,
-           OpId::dropout_fwd, OpId::dropout_bwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd,
-           OpId::bce_logits_bwd, OpId::argmax},
+      .op({OpId::axpy, OpId::unary_fwd, OpId::unary_bwd, OpId::binary_fwd, OpId::binary_bwd, OpId::dropout_fwd,
+           OpId::dropout_bwd, OpId::softmax_xent_fwd, OpId::softmax_xent_bwd, OpId::bce_logits_fwd, OpId::bce_logits_bwd,
+           OpId::argmax},
           kFloat)
       .op({OpId::compare}, kNumeric)
       .op({OpId::where, OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add,

@@ -30,8 +30,13 @@ void OneDnnBackend::dropout_fwd(const DropoutFwdArgs& a) {
 void OneDnnBackend::dropout_bwd(const DropoutBwdArgs& a) {
   visit_float(kName, "dropout_bwd", a.dy.dtype, [&](auto t) { loops::dropout_bwd<decltype(t)>(a); });
 }
+// oneDNN's softmax primitive would write the [N, C] softmax the forward no longer keeps: both
+// directions are the shared loops, one pass over the logits each.
+void OneDnnBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
+  visit_float(kName, "softmax_xent_fwd", a.logits.dtype, [&](auto t) { loops::softmax_xent_fwd<decltype(t)>(a); });
+}
 void OneDnnBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
-  visit_float(kName, "softmax_xent_bwd", a.probs.dtype, [&](auto t) { loops::softmax_xent_bwd<decltype(t)>(a); });
+  visit_float(kName, "softmax_xent_bwd", a.logits.dtype, [&](auto t) { loops::softmax_xent_bwd<decltype(t)>(a); });
 }
 void OneDnnBackend::bce_logits_fwd(const BceLogitsFwdArgs& a) {
   visit_float(kName, "bce_logits_fwd", a.logits.dtype, [&](auto t) { loops::bce_logits_fwd<decltype(t)>(a); });

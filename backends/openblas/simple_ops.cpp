@@ -37,7 +37,7 @@ void OpenBlasBackend::dropout_bwd(const DropoutBwdArgs& a) {
   visit_float(kName, "dropout_bwd", a.dy.dtype, [&](auto t) { loops::dropout_bwd<decltype(t)>(a); });
 }
 void OpenBlasBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
-  visit_float(kName, "softmax_xent_bwd", a.probs.dtype, [&](auto t) { loops::softmax_xent_bwd<decltype(t)>(a); });
+  visit_float(kName, "softmax_xent_bwd", a.logits.dtype, [&](auto t) { loops::softmax_xent_bwd<decltype(t)>(a); });
 }
 void OpenBlasBackend::bce_logits_fwd(const BceLogitsFwdArgs& a) {
   visit_float(kName, "bce_logits_fwd", a.logits.dtype, [&](auto t) { loops::bce_logits_fwd<decltype(t)>(a); });
@@ -88,8 +88,7 @@ void OpenBlasBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
 }
 
 void OpenBlasBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
-  visit_float(kName, "softmax_xent_fwd", a.logits.dtype,
-              [&](auto t) { loops::softmax_xent_fwd<decltype(t)>(a, /*write_probs=*/true); });
+  visit_float(kName, "softmax_xent_fwd", a.logits.dtype, [&](auto t) { loops::softmax_xent_fwd<decltype(t)>(a); });
 }
 
 void OpenBlasBackend::fill(const FillArgs& a) { loops::fill(a); }

@@ -378,22 +378,25 @@ class AddPlan {
   AddArgs fwd_;
 };
 
-// Softmax cross-entropy; backward starts from a gradient of one, written into a planned
-// buffer right before it (a step's memory holds the seed only around the loss's backward,
-// not for the whole step); `seeded`: the caller wrote the seed itself (a loss scale).
+// Softmax cross-entropy with an ignore index (op_args.h, SoftmaxXentFwdArgs); it keeps the
+// per-row log-sum-exp [N] for the backward, which reads the logits again. The backward starts
+// from a gradient of one, written into a planned buffer right before it (a step's memory holds
+// the seed only around the loss's backward, not for the whole step); `seeded`: the caller wrote
+// the seed itself (a loss scale).
 template <BackendImpl Impl>
 class SoftmaxXentPlan {
  public:
-  Tensor loss, probs, dloss, dlogits;
-  void plan(Impl& impl, const Tensor& logits, const Tensor& labels) {
+  Tensor loss, lse, dloss, dlogits;
+  void plan(Impl& impl, const Tensor& logits, const Tensor& labels, int64_t ignore_index = kDefaultIgnoreIndex) {
     impl_ = &impl;
     validate_softmax_xent(StaticDispatch<Impl>(impl), logits, labels);
     loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
-    probs = planned_empty(logits.sizes(), logits.dtype(), logits.device());
+    lse = planned_empty(Shape{logits.size(0)}, stats_dtype(logits.dtype()), logits.device());
     dloss = planned_empty(Shape{}, logits.dtype(), logits.device());
     dlogits = planned_empty(logits.sizes(), logits.dtype(), logits.device());
-    fwd_ = {logits, labels, loss, probs};
-    bwd_ = {probs, labels, dloss, dlogits};
+    fwd_ = {logits, labels, loss, lse, ignore_index};
+    validate_softmax_xent_bwd(StaticDispatch<Impl>(impl), logits, lse, labels, dloss);
+    bwd_ = {logits, lse, labels, dloss, dlogits, ignore_index};
   }
   void forward() { run_kernel<OpId::softmax_xent_fwd>(*impl_, fwd_); }
   void backward(bool seeded = false) {

@@ -23,7 +23,7 @@ struct Params {
 Params make_params(DType dt) {
   Params p;
   p.x = random_tensor({3, 2, 9, 7}, dt, 1);
-  p.labels = random_labels(3, 5, 2);
+  p.labels = labels_with_ignored(3, 5, 2, 2);  // rows 0 and 2 ignored (-100): the mean is row 1's
   p.conv_w = random_tensor({4, 2, 3, 3}, dt, 3);
   p.conv_b = random_tensor({4}, dt, 4);
   p.gamma = random_tensor({4}, dt, 5, 0.5, 1.5);
@@ -86,6 +86,7 @@ Result run_direct(Impl& impl, Params p) {
   const Tensor flat = pool.y.view(Shape{pool.y.size(0), -1});
   fc.plan(impl, flat, p.fc_w, p.fc_b);
   loss.plan(impl, fc.y, p.labels);
+  EXPECT_EQ(loss.lse.sizes(), Shape{fc.y.size(0)}) << "the loss keeps one statistic per row for its backward";
   fc.plan_backward(loss.dlogits, true);
   pool.plan_backward(fc.dx.view(pool.y.sizes()));
   relu.plan_backward(pool.dx);

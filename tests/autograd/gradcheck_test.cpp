@@ -6,6 +6,8 @@
 
 #include "strata/autograd/functions.h"
 #include "strata/autograd/gradcheck.h"
+#include "strata/autograd/node.h"
+#include "strata/core/allocator.h"
 #include "support/op_fixtures.h"
 
 namespace strata::testing {
@@ -117,9 +119,31 @@ TEST(Gradcheck, LossesAndReductions) {
   Tensor targets = random_tensor({4, 5}, DType::f64, 9, 0.0, 1.0);
   Inputs in = {leaf({4, 5}, 1)};
   expect_gradcheck([&](const Inputs& v) { return autograd::softmax_xent(d, v[0], labels); }, in);
+  // Rows 0 and 3 ignored (-100), then rows labelled 2 ignored (an ignore_index naming a class).
+  const Tensor ignoring = labels_with_ignored(4, 5, 3, 3);
+  expect_gradcheck([&](const Inputs& v) { return autograd::softmax_xent(d, v[0], ignoring); }, in);
+  expect_gradcheck([&](const Inputs& v) { return autograd::softmax_xent(d, v[0], labels_with_ignored(4, 5, 3, 2, 2), 2); },
+                   in);
   expect_gradcheck([&](const Inputs& v) { return autograd::bce_logits(d, v[0], targets); }, in);
   expect_gradcheck([&](const Inputs& v) { return autograd::sum(d, autograd::relu(d, v[0])); }, in);
   expect_gradcheck([&](const Inputs& v) { return autograd::mean(d, autograd::scale(d, v[0], 3.0)); }, in);
+}
+
+// The tape keeps the logits (the caller's tensor, not a copy) and one f64 log-sum-exp per row:
+// recording the loss of [N, C] logits allocates O(N), not a second [N, C] softmax.
+TEST(Gradcheck, SoftmaxXentSavesAPerRowStatisticNotASoftmax) {
+  auto d = reference_dispatch();
+  const int64_t n = 64, c = 1000;
+  const Tensor logits = leaf({n, c}, 11);
+  const Tensor labels = labels_with_ignored(n, c, 12, 5);
+  const size_t before = cpu_allocator().stats().current_bytes;
+  Tensor loss = autograd::softmax_xent(d, logits, labels);
+  const size_t kept = cpu_allocator().stats().current_bytes - before;
+  EXPECT_LE(kept, static_cast<size_t>(n) * sizeof(double) + 1024) << "bytes held after the forward";
+  EXPECT_EQ(ops::softmax_xent(d, logits.detach(), labels).lse.sizes(), Shape{n});
+  autograd::backward(loss);
+  ASSERT_TRUE(logits.grad().defined());
+  EXPECT_EQ(logits.grad().sizes(), (Shape{n, c}));
 }
 
 TEST(Gradcheck, DetectsAWrongGradient) {

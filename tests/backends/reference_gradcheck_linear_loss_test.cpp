@@ -4,6 +4,7 @@
 
 #include "reference_test_util.h"
 #include "support/coverage.h"
+#include "support/expect_error.h"
 
 namespace strata::testing {
 namespace {
@@ -125,34 +126,78 @@ struct XentCase {
   const char* name;
   int64_t n, c;
   bool transposed_logits;
-  double scale;  // logits in [-scale, scale)
+  double scale;          // logits in [-scale, scale)
+  int64_t every;         // every `every`-th row ignored; 0: none
+  int64_t ignore_index;  // -100, or a class whose rows are then left out
 };
 
 const XentCase kXentCases[] = {
-    {"small", 4, 5, false, 2.0},
-    {"batch1", 1, 7, false, 2.0},
-    {"strided_large_logits", 3, 6, true, 30.0},
+    {"small", 4, 5, false, 2.0, 0, -100},
+    {"batch1", 1, 7, false, 2.0, 0, -100},
+    {"strided_large_logits", 3, 6, true, 30.0, 0, -100},
+    {"ignored_rows", 7, 5, false, 2.0, 3, -100},
+    {"strided_ignored_rows", 5, 9, true, 4.0, 2, -100},
+    {"ignore_index_is_a_class", 6, 4, false, 2.0, 4, 2},
 };
+
+Tensor xent_logits(const XentCase& c, uint64_t seed, DType dt = DType::f64) {
+  return c.transposed_logits ? random_tensor({c.c, c.n}, dt, seed, -c.scale, c.scale).permute({1, 0})
+                             : random_tensor({c.n, c.c}, dt, seed, -c.scale, c.scale);
+}
+Tensor xent_labels(const XentCase& c, uint64_t seed) {
+  return c.every ? labels_with_ignored(c.n, c.c, seed, c.every, c.ignore_index) : random_labels(c.n, c.c, seed);
+}
 
 class SoftmaxXentGradcheck : public ::testing::TestWithParam<XentCase> {};
 
+// The backward, from the logits and the saved [N] log-sum-exp only, against central
+// differences of the forward's loss; ignored rows' gradients are zero, and so are theirs.
 TEST_P(SoftmaxXentGradcheck, LogitsMatchCentralDifferences) {
   const XentCase& c = GetParam();
   ReferenceBackend ref;
-  const Tensor logits = c.transposed_logits
-                            ? random_tensor({c.c, c.n}, DType::f64, 71, -c.scale, c.scale).permute({1, 0})
-                            : random_tensor({c.n, c.c}, DType::f64, 71, -c.scale, c.scale);
-  const Tensor labels = random_labels(c.n, c.c, 72);
-  const Tensor loss_t = nan_tensor(Shape{}), probs = nan_tensor({c.n, c.c});
+  const Tensor logits = xent_logits(c, 71);
+  const Tensor labels = xent_labels(c, 72);
+  const Tensor loss_t = nan_tensor(Shape{}), lse = nan_tensor({c.n});
   const double cot = 0.7;
   auto loss = [&] {
-    ref.softmax_xent_fwd({logits, labels, loss_t, probs});
+    ref.softmax_xent_fwd({logits, labels, loss_t, lse, c.ignore_index});
     return loss_t.item() * cot;
   };
   loss();
   const Tensor dlogits = nan_tensor({c.n, c.c});
-  ref.softmax_xent_bwd({probs, labels, scalar_tensor(cot), dlogits});
+  ref.softmax_xent_bwd({logits, lse, labels, scalar_tensor(cot), dlogits, c.ignore_index});
   EXPECT_TRUE(grad_matches("dlogits", dlogits, numeric_grad(logits, loss)));
+}
+
+// The loss and the saved log-sum-exp against the formula written here in f64: the mean over
+// the rows not ignored of log(sum_j exp x_nj) - x_n[label], and lse for every row.
+TEST_P(SoftmaxXentGradcheck, ValuesMatchAnF64Formula) {
+  const XentCase& c = GetParam();
+  ReferenceBackend ref;
+  for (DType dt : {DType::f64, DType::f32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor logits = xent_logits(c, 74, dt);
+    const Tensor labels = xent_labels(c, 75);
+    const Tensor loss = nan_tensor(Shape{}, dt), lse = nan_tensor({c.n}, dt);
+    ref.softmax_xent_fwd({logits, labels, loss, lse, c.ignore_index});
+    const std::vector<double> x = logits.to_vector<double>();
+    const std::vector<int64_t> lab = labels.to_vector<int64_t>();
+    const std::vector<double> got_lse = lse.to_vector<double>();
+    double total = 0;
+    int64_t kept = 0;
+    for (int64_t n = 0; n < c.n; ++n) {
+      double s = 0;
+      for (int64_t j = 0; j < c.c; ++j) s += std::exp(x[n * c.c + j]);
+      const double want_lse = std::log(s);
+      EXPECT_NEAR(got_lse[n], want_lse, dt == DType::f64 ? 1e-12 : 1e-5 * std::fabs(want_lse) + 1e-6) << "row " << n;
+      if (lab[n] == c.ignore_index) continue;
+      total += want_lse - x[n * c.c + lab[n]];
+      ++kept;
+    }
+    ASSERT_GT(kept, 0);
+    ASSERT_LT(kept, c.every ? c.n : c.n + 1);
+    EXPECT_NEAR(loss.item(), total / kept, dt == DType::f64 ? 1e-12 : 1e-5);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, SoftmaxXentGradcheck, ::testing::ValuesIn(kXentCases),
@@ -164,39 +209,69 @@ TEST(ReferenceSoftmaxXent, HandWorkedValuesAndStability) {
   // (a naive exp overflows to inf/NaN). Mean over the batch: (log 3 + 1000) / 2.
   const Tensor logits = from_values({5, 5, 5, 1000, 0, 0}, {2, 3});
   const Tensor labels = Tensor::from_vector(std::vector<int64_t>{2, 1}, {2});
-  const Tensor loss = nan_tensor(Shape{}), probs = nan_tensor({2, 3});
-  ref.softmax_xent_fwd({logits, labels, loss, probs});
+  const Tensor loss = nan_tensor(Shape{}), lse = nan_tensor({2});
+  ref.softmax_xent_fwd({logits, labels, loss, lse});
   EXPECT_NEAR(loss.item(), (std::log(3.0) + 1000.0) / 2, 1e-12);
-  const auto p = probs.to_vector<double>();
-  for (int i = 0; i < 3; ++i) EXPECT_NEAR(p[i], 1.0 / 3, 1e-15);
-  EXPECT_EQ(p[3], 1.0);
-  EXPECT_NEAR(p[4], std::exp(-1000.0), 1e-300);
+  const auto l = lse.to_vector<double>();
+  EXPECT_NEAR(l[0], 5 + std::log(3.0), 1e-14);
+  EXPECT_EQ(l[1], 1000.0);
+  // The backward's softmax, recomputed from lse, is (1/3, 1/3, 1/3) and (1, e^-1000, e^-1000).
+  const Tensor d = nan_tensor({2, 3});
+  ref.softmax_xent_bwd({logits, lse, labels, scalar_tensor(2.0), d});
+  const auto dv = d.to_vector<double>();
+  EXPECT_NEAR(dv[0], 1.0 / 3, 1e-15);
+  EXPECT_NEAR(dv[2], 1.0 / 3 - 1, 1e-15);
+  EXPECT_EQ(dv[3], 1.0);
+  EXPECT_NEAR(dv[4], -1.0, 1e-15);
 
-  // f32 too: large logits stay finite.
+  // f32 too: large logits stay finite; the saved lse is f32.
   const Tensor l32 = from_values({100, -100, 0, 0}, {2, 2}, DType::f32);
   const Tensor lab32 = Tensor::from_vector(std::vector<int64_t>{1, 0}, {2});
-  const Tensor loss32 = nan_tensor(Shape{}, DType::f32), probs32 = nan_tensor({2, 2}, DType::f32);
-  ref.softmax_xent_fwd({l32, lab32, loss32, probs32});
+  const Tensor loss32 = nan_tensor(Shape{}, DType::f32), lse32 = nan_tensor({2}, DType::f32);
+  ref.softmax_xent_fwd({l32, lab32, loss32, lse32});
   EXPECT_NEAR(loss32.item(), (200.0 + std::log(2.0)) / 2, 1e-4);
+}
+
+// Rows labelled ignore_index leave the mean: the loss of [a, ignored, b] is that of [a, b].
+TEST(ReferenceSoftmaxXent, IgnoredRowsLeaveTheMean) {
+  ReferenceBackend ref;
+  const Tensor logits = random_tensor({3, 4}, DType::f64, 76);
+  const Tensor loss = nan_tensor(Shape{}), lse = nan_tensor({3});
+  ref.softmax_xent_fwd({logits, Tensor::from_vector(std::vector<int64_t>{1, -100, 3}, {3}), loss, lse});
+  std::vector<double> x = logits.to_vector<double>();
+  x.erase(x.begin() + 4, x.begin() + 8);
+  const Tensor kept_logits = from_values(x, {2, 4});
+  const Tensor loss2 = nan_tensor(Shape{}), lse2 = nan_tensor({2});
+  ref.softmax_xent_fwd({kept_logits, Tensor::from_vector(std::vector<int64_t>{1, 3}, {2}), loss2, lse2});
+  EXPECT_NEAR(loss.item(), loss2.item(), 1e-15);
+}
+
+// Every row ignored: 0/0, NaN, as torch.nn.functional.cross_entropy returns in PyTorch 2.x;
+// the gradient is zero (no row contributes), not NaN.
+TEST(ReferenceSoftmaxXent, EveryRowIgnoredGivesNanLossAndZeroGradient) {
+  ReferenceBackend ref;
+  const Tensor logits = random_tensor({3, 4}, DType::f64, 77);
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{-100, -100, -100}, {3});
+  const Tensor loss = nan_tensor(Shape{}), lse = nan_tensor({3}), d = nan_tensor({3, 4});
+  ref.softmax_xent_fwd({logits, labels, loss, lse});
+  EXPECT_TRUE(std::isnan(loss.item()));
+  for (double v : lse.to_vector<double>()) EXPECT_TRUE(std::isfinite(v));
+  ref.softmax_xent_bwd({logits, lse, labels, scalar_tensor(1.0), d});
+  for (double v : d.to_vector<double>()) EXPECT_EQ(v, 0.0);
 }
 
 TEST(ReferenceSoftmaxXent, OutOfRangeLabelThrowsNamingOpIndexAndValue) {
   ReferenceBackend ref;
   const Tensor logits = random_tensor({3, 4}, DType::f64, 73);
-  const Tensor loss = nan_tensor(Shape{}), probs = nan_tensor({3, 4});
-  for (int64_t bad : {int64_t{4}, int64_t{-1}}) {
-    const Tensor labels = Tensor::from_vector(std::vector<int64_t>{0, bad, 2}, {3});
-    try {
-      ref.softmax_xent_fwd({logits, labels, loss, probs});
-      ADD_FAILURE() << "label " << bad << " did not throw";
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find("softmax_xent_fwd"), std::string::npos) << msg;
-      EXPECT_NE(msg.find("[1]"), std::string::npos) << msg;
-      EXPECT_NE(msg.find(std::to_string(bad)), std::string::npos) << msg;
-    }
+  const Tensor loss = nan_tensor(Shape{}), lse = nan_tensor({3});
+  for (int64_t bad : {int64_t{4}, int64_t{-1}, int64_t{-101}}) {
+    const Tensor labels = Tensor::from_vector(std::vector<int64_t>{-100, bad, 2}, {3});
+    const std::string value = "labels[1] = " + std::to_string(bad);
+    EXPECT_STRATA_ERROR(ref.softmax_xent_fwd({logits, labels, loss, lse}), "softmax_xent_fwd", "argument 'labels'",
+                        value.c_str(), "[0, 4)", "ignore_index (-100)");
     const Tensor dl = nan_tensor({3, 4});
-    EXPECT_THROW(ref.softmax_xent_bwd({probs, labels, scalar_tensor(1.0), dl}), Error);
+    EXPECT_STRATA_ERROR(ref.softmax_xent_bwd({logits, lse, labels, scalar_tensor(1.0), dl}), "softmax_xent_bwd",
+                        value.c_str());
   }
 }
 

@@ -500,11 +500,11 @@ TEST(ReferenceF32, EveryForwardOpTracksF64) {
                           ref.linear_bwd_weight({in[0], out[0], out[2], out[3]});
                         });
   expect_f32_tracks_f64("losses",
-                        {random_tensor({4, 6}, DType::f64, 13, -5, 5), random_labels(4, 6, 14),
+                        {random_tensor({4, 6}, DType::f64, 13, -5, 5), labels_with_ignored(4, 6, 14, 3),
                          random_tensor({4, 6}, DType::f64, 15, 0, 1)},
-                        {{}, {4, 6}, {4, 6}, {}, {4, 6}}, [&](const V& in, const V& out) {
+                        {{}, {4}, {4, 6}, {}, {4, 6}}, [&](const V& in, const V& out) {
                           ref.softmax_xent_fwd({in[0], in[1], out[0], out[1]});
-                          ref.softmax_xent_bwd({out[1], in[1], out[0], out[2]});
+                          ref.softmax_xent_bwd({in[0], out[1], in[1], out[0], out[2]});
                           ref.bce_logits_fwd({in[0], in[2], out[3]});
                           ref.bce_logits_bwd({in[0], in[2], out[3], out[4]});
                         });

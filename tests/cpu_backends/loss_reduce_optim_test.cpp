@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cpu_backend_test_util.h"
+#include "support/expect_error.h"
 #include "support/optimizer_lists.h"
 
 namespace strata::testing {
@@ -31,32 +32,64 @@ class LossReduceOptimTest : public CpuBackendTest {};
 
 // ---------------------------------------------------------------- losses
 
+// Ignored rows (every `every`-th, labelled -100; 0: none), a batch of 1, strided logits (a
+// transposed view, or a column slice of wider rows) and a language model's vocabulary. The
+// saved state is the [N] log-sum-exp; each backward starts from the reference's, as it would
+// from its own forward's.
 TEST_P(LossReduceOptimTest, SoftmaxCrossEntropy) {
   struct Case {
     std::string name;
-    int64_t n, c;
+    int64_t n, c, every;
     bool transposed;  // logits as a transposed view
+    bool sliced;      // logits as columns 2 .. c+1 of [n, c+5]
   };
   uint64_t seed = 10000;
-  for (const Case& k : std::vector<Case>{{"5x10", 5, 10, false}, {"batch1x3", 1, 3, false},
-                                         {"transposed_7x4", 7, 4, true}, {"resnet_2x1000", 2, 1000, false}}) {
-    SCOPED_TRACE(k.name);
-    const Tensor logits = k.transposed ? rand_f32({k.c, k.n}, seed += 10, kNCHW, -3, 3).permute({1, 0})
-                                       : rand_f32({k.n, k.c}, seed += 10, kNCHW, -3, 3);
-    const Tensor labels = random_labels(k.n, k.c, seed + 1);
-    const Tensor loss = nan_tensor({}), loss_r = nan_tensor({});
-    const Tensor probs = nan_tensor({k.n, k.c}), probs_r = nan_tensor({k.n, k.c});
-    be().softmax_xent_fwd({logits, labels, loss, probs});
-    ref_.softmax_xent_fwd({logits, labels, loss_r, probs_r});
-    STRATA_EXPECT_CLOSE(loss, loss_r, kTolReduction, "softmax_xent_fwd loss");
-    STRATA_EXPECT_CLOSE(probs, probs_r, kTolReduction, "softmax_xent_fwd probs");
+  for (DType dt : {DType::f32, DType::f64}) {
+    if (!be().capabilities().supports(ops::OpId::softmax_xent_fwd, dt)) continue;
+    for (const Case& k : std::vector<Case>{{"5x10", 5, 10, 0, false, false},
+                                           {"batch1x3", 1, 3, 0, false, false},
+                                           {"batch1_ignored", 1, 3, 1, false, false},
+                                           {"transposed_7x4_ignored", 7, 4, 2, true, false},
+                                           {"resnet_2x1000", 2, 1000, 0, false, false},
+                                           {"sliced_9x13_ignored", 9, 13, 3, false, true},
+                                           {"vocab_3x50257_ignored", 3, 50257, 2, false, true}}) {
+      SCOPED_TRACE(k.name + " " + std::string(dtype_name(dt)));
+      const Tensor logits = k.transposed ? random_tensor({k.c, k.n}, dt, seed += 10, -3, 3).permute({1, 0})
+                            : k.sliced ? random_tensor({k.n, k.c + 5}, dt, seed += 10, -3, 3).narrow(1, 2, k.c)
+                                       : random_tensor({k.n, k.c}, dt, seed += 10, -3, 3);
+      const Tensor labels = k.every ? labels_with_ignored(k.n, k.c, seed + 1, k.every) : random_labels(k.n, k.c, seed + 1);
+      const DType st = dt == DType::f64 ? DType::f64 : DType::f32;
+      const Tensor loss = nan_tensor({}, kNCHW, dt), loss_r = nan_tensor({}, kNCHW, dt);
+      const Tensor lse = nan_tensor({k.n}, kNCHW, st), lse_r = nan_tensor({k.n}, kNCHW, st);
+      be().softmax_xent_fwd({logits, labels, loss, lse});
+      ref_.softmax_xent_fwd({logits, labels, loss_r, lse_r});
+      if (k.every == 1) {
+        EXPECT_TRUE(std::isnan(loss.item())) << "every row ignored: 0/0";
+        EXPECT_TRUE(std::isnan(loss_r.item()));
+      } else {
+        STRATA_EXPECT_CLOSE(loss, loss_r, kTolReduction, "softmax_xent_fwd loss");
+      }
+      STRATA_EXPECT_CLOSE(lse, lse_r, kTolReduction, "softmax_xent_fwd lse");
 
-    const Tensor dloss = scalar_tensor(0.7);
-    const Tensor d = nan_tensor({k.n, k.c}), d_r = nan_tensor({k.n, k.c});
-    be().softmax_xent_bwd({probs_r, labels, dloss, d});
-    ref_.softmax_xent_bwd({probs_r, labels, dloss, d_r});
-    STRATA_EXPECT_CLOSE(d, d_r, kTolReduction, "softmax_xent_bwd");
+      const Tensor dloss = scalar_tensor(0.7, dt);
+      const Tensor d = nan_tensor({k.n, k.c}, kNCHW, dt), d_r = nan_tensor({k.n, k.c}, kNCHW, dt);
+      be().softmax_xent_bwd({logits, lse_r, labels, dloss, d});
+      ref_.softmax_xent_bwd({logits, lse_r, labels, dloss, d_r});
+      STRATA_EXPECT_CLOSE(d, d_r, kTolReduction, "softmax_xent_bwd");
+    }
   }
+}
+
+// A label neither a class nor ignore_index: the backend's error names the op, the argument,
+// the position and the value, as the reference's does.
+TEST_P(LossReduceOptimTest, SoftmaxCrossEntropyBadLabel) {
+  const Tensor logits = rand_f32({4, 6}, 10500);
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{1, -100, 6, 0}, {4});
+  const Tensor loss = nan_tensor({}), lse = nan_tensor({4}), d = nan_tensor({4, 6});
+  EXPECT_STRATA_ERROR(be().softmax_xent_fwd({logits, labels, loss, lse}), "softmax_xent_fwd", "argument 'labels'",
+                      "labels[2] = 6", "[0, 6)", "ignore_index (-100)");
+  EXPECT_STRATA_ERROR(be().softmax_xent_bwd({logits, lse, labels, scalar_tensor(1.0), d}), "softmax_xent_bwd",
+                      "labels[2] = 6");
 }
 
 TEST_P(LossReduceOptimTest, BceWithLogits) {

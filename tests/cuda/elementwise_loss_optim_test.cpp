@@ -119,22 +119,54 @@ TEST_F(CudaElementwise, DropoutMatchesTheCpuMaskExactly) {
   }
 }
 
+// Rows labelled ignore_index (every `every`-th, none when 0) leave the mean and get a zero
+// gradient; `strided`: the logits a column slice of a wider tensor. The saved state is the
+// [N] log-sum-exp, and the backward recomputes the softmax from it and the logits.
 TEST_F(CudaElementwise, SoftmaxCrossEntropy) {
-  for (auto [n, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 10}, {64, 10}, {32, 1000}, {3, 2}}) {
-    SCOPED_TRACE(::testing::Message() << "N" << n << " C" << c);
-    const Pair logits = rand_pair({n, c}, 31, kNCHW, -5.0, 5.0);
-    const Tensor labels_c = random_labels(n, c, 32);
+  struct Case {
+    int64_t n, c, every;
+    bool strided;
+  };
+  for (const Case& k : std::vector<Case>{
+           {1, 10, 0, false}, {64, 10, 3, false}, {33, 1000, 4, true}, {3, 2, 2, false}, {5, 50257, 2, true}}) {
+    SCOPED_TRACE(::testing::Message() << "N" << k.n << " C" << k.c << " every " << k.every
+                                      << (k.strided ? " strided" : ""));
+    Pair logits = rand_pair({k.n, k.c + (k.strided ? 5 : 0)}, 31, kNCHW, -5.0, 5.0);
+    if (k.strided) logits = {logits.cpu.narrow(1, 3, k.c), logits.gpu.narrow(1, 3, k.c)};
+    const Tensor labels_c = k.every ? labels_with_ignored(k.n, k.c, 32, k.every) : random_labels(k.n, k.c, 32);
     const Tensor labels_g = to_gpu(labels_c);
-    const Pair loss = nan_pair({}), probs = nan_pair({n, c});
-    be().softmax_xent_fwd({logits.gpu, labels_g, loss.gpu, probs.gpu});
-    ref_.softmax_xent_fwd({logits.cpu, labels_c, loss.cpu, probs.cpu});
+    const Pair loss = nan_pair({}), lse = nan_pair({k.n});
+    be().softmax_xent_fwd({logits.gpu, labels_g, loss.gpu, lse.gpu});
+    ref_.softmax_xent_fwd({logits.cpu, labels_c, loss.cpu, lse.cpu});
     STRATA_EXPECT_CLOSE(loss.gpu, loss.cpu, kTolReduction, "softmax_xent_fwd loss");
-    STRATA_EXPECT_CLOSE(probs.gpu, probs.cpu, kTolReduction, "softmax_xent_fwd probs");
-    const Pair dloss = rand_pair({}, 33, kNCHW, 0.5, 2.0), dx = nan_pair({n, c});
-    be().softmax_xent_bwd({probs.gpu, labels_g, dloss.gpu, dx.gpu});
-    ref_.softmax_xent_bwd({probs.cpu, labels_c, dloss.cpu, dx.cpu});
+    STRATA_EXPECT_CLOSE(lse.gpu, lse.cpu, kTolReduction, "softmax_xent_fwd lse");
+    const Pair dloss = rand_pair({}, 33, kNCHW, 0.5, 2.0), dx = nan_pair({k.n, k.c});
+    be().softmax_xent_bwd({logits.gpu, lse.gpu, labels_g, dloss.gpu, dx.gpu});
+    ref_.softmax_xent_bwd({logits.cpu, lse.cpu, labels_c, dloss.cpu, dx.cpu});
     STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "softmax_xent_bwd");
   }
+}
+
+// Every row ignored: the loss is 0/0 = NaN (PyTorch 2.x's answer) and the gradient zero.
+TEST_F(CudaElementwise, SoftmaxCrossEntropyAllIgnored) {
+  const Pair logits = rand_pair({4, 7}, 34);
+  const Tensor labels = to_gpu(labels_with_ignored(4, 7, 35, 1, 3));
+  const Tensor loss = gpu_nan({}), lse = gpu_nan({4}), dloss = to_gpu(cpu_scalar(1.0)), dx = gpu_nan({4, 7});
+  be().softmax_xent_fwd({logits.gpu, labels, loss, lse, 3});
+  be().softmax_xent_bwd({logits.gpu, lse, labels, dloss, dx, 3});
+  EXPECT_TRUE(std::isnan(to_cpu(loss).item()));
+  for (float v : to_cpu(dx).to_vector<float>()) ASSERT_EQ(v, 0.0f);
+}
+
+// A label neither a class nor ignore_index is found on the device and raised by name, with its
+// position and value, as the CPU backends raise it.
+TEST_F(CudaElementwise, SoftmaxCrossEntropyBadLabelIsAnError) {
+  const Pair logits = rand_pair({5, 10}, 36);
+  Tensor labels_c = labels_with_ignored(5, 10, 37, 2);
+  labels_c.data<int64_t>()[3] = 10;
+  const Tensor loss = gpu_nan({}), lse = gpu_nan({5});
+  EXPECT_STRATA_ERROR(be().softmax_xent_fwd({logits.gpu, to_gpu(labels_c), loss, lse}), "softmax_xent_fwd",
+                      "labels[3] = 10", "[0, 10)", "ignore_index (-100)");
 }
 
 TEST_F(CudaElementwise, BceWithLogits) {

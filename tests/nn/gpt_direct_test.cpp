@@ -6,6 +6,7 @@
 // refused with the tape modes' messages, and mixed precision (f64 masters, f32 compute) alike.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "gpt_test_util.h"
@@ -225,6 +226,76 @@ TEST(NnGptDirect, BadInputGetsTheTapeModesMessages) {
     expect_bitwise(a, b, "after the bad input, round " + std::to_string(round));
   }
   EXPECT_STRATA_ERROR(d->predict(out_of_range), "index_select", "index[13] = 11", "size 11");
+}
+
+// Targets equal to ModelOptions::ignore_index (a padded row's tail, a prompt's first position)
+// leave the language model's loss over its [B, T, V] logits, as torch.nn.CrossEntropyLoss's
+// ignore_index: bitwise alike in every mode on every CPU backend, and the mean over the kept
+// positions of logsumexp - logit[target], computed here from the step's logits.
+TEST(NnGptDirect, IgnoredTargetsLeaveTheLossAlikeInEveryMode) {
+  for (const std::string& backend : computing_cpu_backends()) {
+    for (const int64_t ignore : {int64_t{-100}, int64_t{4}}) {  // 4: an id of the vocabulary
+      SCOPED_TRACE("backend " + backend + ", ignore_index " + std::to_string(ignore));
+      nn::ModelOptions o;
+      o.ignore_index = ignore;
+      std::vector<std::unique_ptr<nn::Model>> models;
+      std::vector<std::unique_ptr<nn::Optimizer>> opts;
+      for (DispatchMode mode : kAllModes) {
+        manual_seed(21);
+        models.push_back(nn::make_gpt(tiny_gpt(), mode, backend, o));
+        opts.push_back(models.back()->make_optimizer(gpt_adamw()));
+      }
+      for (int step = 0; step < 3; ++step) {
+        const auto [x, y0] = gpt_batch(step);
+        std::vector<int64_t> yv = y0.to_vector<int64_t>();
+        for (int64_t t = 5; t < 8; ++t) yv[t] = ignore;  // row 0's padded tail
+        yv[2 * 8] = ignore;                              // row 2's first position
+        const Tensor y = Tensor::from_vector(yv, y0.sizes());
+        std::vector<StepOutputs> out;
+        for (size_t i = 0; i < models.size(); ++i)
+          out.push_back(snapshot(*models[i], models[i]->train_step(x, y, *opts[i])));
+        expect_bitwise(out[0], out[1], "virtual vs static, step " + std::to_string(step));
+        expect_bitwise(out[0], out[2], "virtual vs direct, step " + std::to_string(step));
+        const std::vector<double> logits = out[0].logits.to_vector<double>();
+        double total = 0;
+        int64_t kept = 0;
+        for (size_t r = 0; r < yv.size(); ++r) {
+          if (yv[r] == ignore) continue;
+          double m = -INFINITY, sum = 0;
+          for (int64_t c = 0; c < 11; ++c) m = std::max(m, logits[r * 11 + c]);
+          for (int64_t c = 0; c < 11; ++c) sum += std::exp(logits[r * 11 + c] - m);
+          total += m + std::log(sum) - logits[r * 11 + yv[r]];
+          ++kept;
+        }
+        EXPECT_LT(kept, 24 - 4 + 1);
+        EXPECT_NEAR(out[0].loss.item(), total / static_cast<double>(kept), 1e-5) << "step " << step;
+      }
+      // Every target ignored: NaN (PyTorch 2.x's 0/0) and zero gradients, in every mode.
+      const auto [x, y0] = gpt_batch(0);
+      const Tensor all = Tensor::from_vector(std::vector<int64_t>(24, ignore), y0.sizes());
+      for (auto& m : models) {
+        m->module().zero_grad();
+        EXPECT_TRUE(std::isnan(m->forward_loss(x, all).loss.item())) << ops::dispatch_mode_name(m->mode());
+        m->backward();
+        for (auto& [name, p] : m->module().named_parameters())
+          for (double g : p.grad().to_vector<double>()) ASSERT_EQ(g, 0.0) << name;
+      }
+    }
+  }
+}
+
+// A negative target that is not the ignore index is refused alike in every mode.
+TEST(NnGptDirect, ANegativeTargetOtherThanTheIgnoreIndexIsRefused) {
+  nn::ModelOptions o;
+  o.ignore_index = 4;
+  const auto [x, y0] = gpt_batch(0);
+  std::vector<int64_t> yv = y0.to_vector<int64_t>();
+  yv[9] = -100;
+  const Tensor y = Tensor::from_vector(yv, y0.sizes());
+  for (DispatchMode mode : kAllModes) {
+    auto m = nn::make_gpt(tiny_gpt(), mode, "reference", o);
+    EXPECT_STRATA_ERROR(m->forward_loss(x, y), "label -100 at position 9", "ignore index (4)");
+  }
 }
 
 // Mixed precision, checked as the CNNs' is (mixed_precision_test.cpp): f64 masters with f32 compute on

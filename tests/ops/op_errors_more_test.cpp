@@ -43,7 +43,22 @@ TEST(OpErrors, Losses) {
   EXPECT_STRATA_ERROR(ops::softmax_xent(d, logits, random_labels(5, 10, 3)), "softmax_xent", "5 labels");
   EXPECT_STRATA_ERROR(ops::softmax_xent(d, logits, Tensor::empty({4}, DType::i32)), "softmax_xent", "labels", "i64");
   EXPECT_STRATA_ERROR(ops::softmax_xent(d, fake_cuda({4, 10}), labels), "softmax_xent", "cuda:0");
-  EXPECT_STRATA_ERROR(ops::softmax_xent_bwd(d, logits, labels, rnd({2})), "softmax_xent_bwd", "one element");
+  const Tensor lse = ops::softmax_xent(d, logits, labels).lse;
+  EXPECT_EQ(lse.sizes(), Shape{4});  // the saved state is one statistic per row, not [N, C]
+  EXPECT_STRATA_ERROR(ops::softmax_xent_bwd(d, logits, lse, labels, rnd({2})), "softmax_xent_bwd", "one element");
+  EXPECT_STRATA_ERROR(ops::softmax_xent_bwd(d, logits, rnd({4}, DType::f64), labels, rnd({})), "softmax_xent_bwd",
+                      "lse", "f64");
+  EXPECT_STRATA_ERROR(ops::softmax_xent_bwd(d, logits, rnd({5}), labels, rnd({})), "softmax_xent_bwd", "lse", "[5]",
+                      "per row");
+  EXPECT_STRATA_ERROR(ops::softmax_xent_bwd(d, logits, Tensor(), labels, rnd({})), "softmax_xent_bwd", "lse");
+  // Label values: ignore_index or a class; anything else is named with its position.
+  const Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, -100, 10, 3}, {4});
+  EXPECT_STRATA_ERROR(ops::softmax_xent(d, logits, bad), "softmax_xent_fwd", "argument 'labels'", "labels[2] = 10",
+                      "[0, 10)", "ignore_index (-100)");
+  const Tensor minus_one = Tensor::from_vector(std::vector<int64_t>{0, -1, 9, 3}, {4});
+  EXPECT_STRATA_ERROR(ops::softmax_xent(d, logits, minus_one), "softmax_xent_fwd", "labels[1] = -1");
+  EXPECT_NO_THROW(ops::softmax_xent(d, logits, minus_one, /*ignore_index=*/-1));
+  EXPECT_STRATA_ERROR(ops::softmax_xent_bwd(d, logits, lse, bad, rnd({})), "softmax_xent_bwd", "labels[2] = 10");
   EXPECT_STRATA_ERROR(ops::bce_logits(d, logits, rnd({4, 9})), "bce_logits", "shape");
   EXPECT_STRATA_ERROR(ops::bce_logits(d, logits, rnd({4, 10}, DType::f64)), "bce_logits", "dtype");
   EXPECT_STRATA_ERROR(ops::bce_logits(d, fake_cuda({4, 10}), fake_cuda({4, 10})), "bce_logits", "cuda:0");

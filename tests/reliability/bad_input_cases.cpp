@@ -268,15 +268,18 @@ std::vector<OpCase> all_cases() {
                {{"logits", rnd({4, 10}), kAll, {5, 10}, DType::i32}, {"labels", labels4(), kAll, {5}, DType::i32}},
                [](const D& d, const auto& a) {
                  auto o = ops::softmax_xent(d, a[0], a[1]);
-                 return std::vector{o.loss, o.probs};
+                 return std::vector{o.loss, o.lse};
                }});
   v.push_back({"softmax_xent_bwd",
                ops::OpId::softmax_xent_bwd,
                "softmax_xent",
-               {{"probs", pos({4, 10}), kAll, {5, 10}, DType::i32},
+               {{"logits", rnd({4, 10}), kAll, {5, 10}, DType::i32},
+                {"lse", pos({4}), kAll, {5}},
                 {"labels", labels4(), kAll, {5}, DType::i32},
                 {"grad_output", scalar(1.0), kAnyRank, {2}}},
-               [](const D& d, const auto& a) { return std::vector{ops::softmax_xent_bwd(d, a[0], a[1], a[2])}; }});
+               [](const D& d, const auto& a) {
+                 return std::vector{ops::softmax_xent_bwd(d, a[0], a[1], a[2], a[3])};
+               }});
   v.push_back({"bce_logits",
                ops::OpId::bce_logits_fwd,
                "bce_logits",

@@ -24,4 +24,10 @@ Tensor random_labels(int64_t n, int64_t classes, uint64_t seed) {
   return Tensor::from_vector(v, {n});
 }
 
+Tensor labels_with_ignored(int64_t n, int64_t classes, uint64_t seed, int64_t every, int64_t ignore_index) {
+  std::vector<int64_t> v = random_labels(n, classes, seed).to_vector<int64_t>();
+  for (int64_t i = 0; i < n; i += every) v[static_cast<size_t>(i)] = ignore_index;
+  return Tensor::from_vector(v, {n});
+}
+
 }  // namespace strata::testing
