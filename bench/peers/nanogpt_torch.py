@@ -3,19 +3,17 @@ nn::Gpt names), for the peers that must run where `transformers` is not installe
 python3-torch on the CPU machine): training-curve parity and CPU decoding. Needs PyTorch 1.13 or
 later; uses only torch.nn.functional ops that exist there.
 
-safetensors files are written and read by the small functions below when the `safetensors`
-package is absent (the format: an 8-byte little-endian header length, a JSON header of dtype,
-shape and byte offsets, then the raw little-endian data).
+safetensors files are written by safetensors_np.py when the `safetensors` package is absent.
 """
-import json
 import math
-import struct
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
 
-_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bfloat16: "BF16",
-           torch.float16: "F16"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_np  # noqa: E402
 
 
 def save_safetensors(tensors, path):
@@ -24,17 +22,14 @@ def save_safetensors(tensors, path):
         return save_file(tensors, path)
     except ImportError:
         pass
-    header, blobs, at = {}, [], 0
+    arrays, dtypes = {}, {}
     for name, t in tensors.items():
         t = t.detach().contiguous().cpu()
-        data = t.view(torch.uint8).numpy().tobytes() if t.dtype == torch.bfloat16 else t.numpy().tobytes()
-        header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [at, at + len(data)]}
-        blobs.append(data)
-        at += len(data)
-    head = json.dumps(header).encode()
-    head += b" " * (-len(head) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+        if t.dtype == torch.bfloat16:
+            arrays[name], dtypes[name] = t.view(torch.int16).numpy().view("<u2"), "BF16"
+        else:
+            arrays[name] = t.numpy()
+    safetensors_np.write(path, arrays, dtypes)
 
 
 class Block(torch.nn.Module):

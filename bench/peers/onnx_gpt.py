@@ -19,28 +19,13 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-_DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "U8": np.uint8}
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        b, end = e["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + end], dtype=_DTYPES[e["dtype"]]).reshape(e["shape"])
-    return out
+from safetensors_np import read as load_safetensors  # noqa: E402
 
 
 def compare(got, want, tolerance):

@@ -13,15 +13,17 @@ saved again by onnx.save_model with its initializers of 1 KiB or more in an exte
 file beside it (ONNX's own writer of external data): strata_onnx_run must compute bitwise
 the same outputs from it.
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import shape_inference
+
+# The numpy safetensors reader and writer the benchmark peers use.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers"))
+import safetensors_np  # noqa: E402
 
 MODELS = [
     ("lenet", ["--model", "lenet"], 1, 28, 10),
@@ -32,29 +34,13 @@ MODELS = [
 
 
 def write_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, a in tensors.items():
-        raw = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    safetensors_np.write(path, {k: np.asarray(a, dtype="<f4") for k, a in tensors.items()})
 
 
 def read_safetensors(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        assert e["dtype"] == "F32", e
-        b, end = e["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + end], dtype="<f4").reshape(e["shape"])
+    out = safetensors_np.read(path)
+    for name, a in out.items():
+        assert a.dtype == np.float32, (name, a.dtype)
     return out
 
 
