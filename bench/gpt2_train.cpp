@@ -35,20 +35,16 @@ using json = nlohmann::json;
 
 namespace {
 
-std::vector<ops::DispatchMode> parse_modes(const std::string& s, bool cuda) {
-  if (s == "all") {
+// "all": every mode this backend runs (graph needs cuda).
+std::vector<ops::DispatchMode> parse_modes(const std::vector<std::string>& names, bool cuda) {
+  if (names.size() == 1 && names[0] == "all") {
     std::vector<ops::DispatchMode> m{ops::DispatchMode::virtual_call, ops::DispatchMode::static_call,
                                      ops::DispatchMode::direct};
     if (cuda) m.push_back(ops::DispatchMode::graph);
     return m;
   }
   std::vector<ops::DispatchMode> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = std::min(s.find(',', at), s.size());
-    out.push_back(ops::parse_dispatch_mode(s.substr(at, comma - at)));
-    at = comma + 1;
-  }
+  for (const std::string& n : names) out.push_back(ops::parse_dispatch_mode(n));
   return out;
 }
 
@@ -66,7 +62,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 struct Common {
   nn::GptConfig c;
-  std::string backend, modes = "all", precision = "fp32";
+  std::string backend, precision = "fp32";
+  std::vector<std::string> modes{"all"};
   double lr = 1e-3, wd = 0.1;
 };
 
@@ -77,7 +74,7 @@ void add_common(CLI::App& app, Common& o) {
   app.add_option("--vocab", o.c.vocab_size);
   app.add_option("--block", o.c.block_size);
   app.add_option("--backend", o.backend, "strata backend (default: the best available)");
-  app.add_option("--modes", o.modes, "dispatch modes, comma-separated, or all");
+  app.add_option("--modes", o.modes, "dispatch modes, comma-separated, or all")->delimiter(',');
   app.add_option("--precision", o.precision, "compute dtype: fp32, or bf16/fp16 with f32 master weights");
   app.add_option("--lr", o.lr, "AdamW's learning rate (constant)");
   app.add_option("--weight-decay", o.wd, "AdamW's decoupled weight decay, every parameter");
@@ -148,14 +145,18 @@ int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, in
   std::vector<Run> runs;
   manual_seed(1);
   const Tensor x = randint(0, o.c.vocab_size, {batch, seq}, DType::i64), y = randint(0, o.c.vocab_size, {batch, seq}, DType::i64);
+  Allocator& alloc = allocator_for(be.device_type() == DeviceType::cuda ? Device::cuda(0) : Device::cpu());
   for (ops::DispatchMode mode : modes) {
+    // Every mode from the same initial weights; its peak counts what it allocates itself
+    // (parameters, optimizer state, activations), not the models of the modes before it.
+    manual_seed(2);
+    const size_t held_before = alloc.stats().current_bytes;
+    alloc.reset_peak();
     Run r{std::string(ops::dispatch_mode_name(mode)), make(o, mode, backend), nullptr, {}, 0, 0};
     r.opt = r.model->make_optimizer(adamw(o.lr, o.wd));
-    Allocator& alloc = allocator_for(r.model->device());
-    alloc.reset_peak();
     for (int i = 0; i < warmup; ++i) r.model->train_step(x, y, *r.opt);
     be.synchronize();
-    r.peak = alloc.stats().peak_bytes;
+    r.peak = alloc.stats().peak_bytes - held_before;
     runs.push_back(std::move(r));
   }
   for (int round = 0; round < rounds; ++round)

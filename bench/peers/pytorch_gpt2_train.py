@@ -112,6 +112,9 @@ def speed(args):
     flops_per_token = 6 * (L * 12 * C * C + args.vocab * C) + 6 * L * C * args.seq
     runs = []
     for form in args.forms.split(","):
+        # Each form's peak counts what it allocates itself, not the forms before it.
+        held_before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
         torch.manual_seed(0)
         model = GPT2LMHeadModel(config).to(dev).train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)
@@ -126,11 +129,10 @@ def speed(args):
             return loss
 
         fn = torch.compile(step) if form == "compile" else step
-        torch.cuda.reset_peak_memory_stats()
         for _ in range(args.warmup):
             fn()
         torch.cuda.synchronize()
-        runs.append(dict(form=form, fn=fn, ms=[], peak=torch.cuda.max_memory_allocated()))
+        runs.append(dict(form=form, fn=fn, ms=[], peak=torch.cuda.max_memory_allocated() - held_before))
     for r in range(args.rounds):
         for run in (runs if r % 2 == 0 else runs[::-1]):
             torch.cuda.synchronize()
