@@ -1,14 +1,14 @@
-// The tensor API's ops: bmm as Eigen matrix products over strided maps of each batch's
-// matrices (Eigen's GEMM reads any strides), the rest and the transformer ops the shared
-// CPU loops in f32 and f64.
+// The tensor API's ops: bmm as Eigen matrix products over maps of each batch's matrices in
+// their GEMM layout, the rest and the transformer ops the shared CPU loops in f32 and f64.
 #include <Eigen/Core>
 
-#include <algorithm>
+#include <optional>
 #include <type_traits>
 
 #include "strata/backends/cpu/tensor_ops.h"
 #include "strata/backends/cpu/transformer_ops.h"
 #include "strata/backends/eigen/eigen_backend.h"
+#include "strata/ops/table/gemm_layout.h"
 
 namespace strata::backends {
 
@@ -19,10 +19,11 @@ STRATA_CPU_TRANSFORMER_MEMBERS(EigenBackend)
 
 namespace {
 
-// f(map) with v's matrix of batch i as the Eigen map its strides allow: row- or column-major
-// with a unit inner stride when it has one (Eigen's GEMM and GEMV kernels need that at compile
-// time; a map with a run-time inner stride falls back to a coefficient-wise product, ten times
-// slower for a decoding step's LM head over the transposed embedding), any strides otherwise.
+// f(map) with v's matrix of batch i as the Eigen map of its GEMM layout (ops::gemm_layout, the
+// rule the front end copies operands by): row- or column-major with a unit inner stride, as
+// Eigen's GEMM and GEMV kernels need it at compile time (a map with a run-time inner stride falls
+// back to a coefficient-wise product, ten times slower for a decoding step's LM head over the
+// transposed embedding); any strides for what has no GEMM layout.
 template <class T, bool kWritten, class F>
 void with_matrix(const TensorView& v, int64_t i, int64_t rows, int64_t cols, F&& f) {
   using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -32,13 +33,13 @@ void with_matrix(const TensorView& v, int64_t i, int64_t rows, int64_t cols, F&&
   using Outer = Eigen::OuterStride<>;
   using Any = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
   T* p = v.ptr<T>() + i * v.strides[0];
-  const int64_t rs = v.strides[1], cs = v.strides[2];
-  if (cs == 1 || cols == 1)
-    f(Eigen::Map<Row, 0, Outer>(p, rows, cols, Outer(std::max(rows == 1 ? cols : rs, cols))));
-  else if (rs == 1 || rows == 1)
-    f(Eigen::Map<Col, 0, Outer>(p, rows, cols, Outer(std::max(cols == 1 ? rows : cs, rows))));
+  const std::optional<GemmLayout> l = gemm_layout(v);
+  if (l && !l->trans)
+    f(Eigen::Map<Row, 0, Outer>(p, rows, cols, Outer(l->ld)));
+  else if (l)
+    f(Eigen::Map<Col, 0, Outer>(p, rows, cols, Outer(l->ld)));
   else
-    f(Eigen::Map<Row, 0, Any>(p, rows, cols, Any(rs, cs)));
+    f(Eigen::Map<Row, 0, Any>(p, rows, cols, Any(v.strides[1], v.strides[2])));
 }
 
 }  // namespace
