@@ -29,6 +29,8 @@
 #include "strata/nn/model.h"
 #include "strata/nn/safetensors.h"
 #include "strata/ops/dispatch.h"
+#include "strata/ops/trace.h"
+#include "trace_summary.h"
 
 using namespace strata;
 using json = nlohmann::json;
@@ -128,7 +130,29 @@ int curve(const Common& o, const std::string& weights, const std::string& data, 
   return 0;
 }
 
-int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, int warmup) {
+// One step of a virtual-mode model under the op trace with every op waited for: each op's
+// own device time plus its host time, serialised (where a slow step's time goes).
+json profile_step(const Common& o, const std::string& backend, backends::Backend& be, const Tensor& x, const Tensor& y) {
+  manual_seed(2);
+  auto model = make(o, ops::DispatchMode::virtual_call, backend);
+  auto opt = model->make_optimizer(adamw(o.lr, o.wd));
+  model->train_step(x, y, *opt);
+  be.synchronize();
+  ops::take_trace();
+  ops::set_trace_sync(true);
+  ops::set_trace_enabled(true);
+  const auto t0 = std::chrono::steady_clock::now();
+  model->train_step(x, y, *opt);
+  be.synchronize();
+  const double step_ms = ms_since(t0);
+  ops::set_trace_enabled(false);
+  ops::set_trace_sync(false);
+  json t = bench::summarize_trace(ops::take_trace());
+  t["step_ms_serialised"] = step_ms;
+  return t;
+}
+
+int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, int warmup, bool profile) {
   const std::string backend = o.backend.empty() ? std::string(backends::registry().best()) : o.backend;
   backends::Backend& be = backends::registry().get(backend);
   const bool cuda = be.device_type() == DeviceType::cuda;
@@ -184,6 +208,16 @@ int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, in
               {"last_loss", r.last_loss}, {"rounds", rounds}, {"steps_per_round", steps}};
     std::printf("%s\n", j.dump().c_str());
   }
+  if (profile) {
+    runs.clear();
+    const json t = profile_step(o, backend, be, x, y);
+    std::printf("strata profile (one virtual-mode step, every op synchronised): %.1f ms, %d ops\n",
+                t["step_ms_serialised"].get<double>(), t["ops"].get<int>());
+    for (const json& r : t["by_op"])
+      std::printf("  %-22s %6lld calls %10.1f ms %9.1f us each\n", r["op"].get<std::string>().c_str(),
+                  static_cast<long long>(r["count"].get<int64_t>()), r["total_us"].get<double>() / 1e3,
+                  r["mean_us"].get<double>());
+  }
   return 0;
 }
 
@@ -201,6 +235,7 @@ int main(int argc, char** argv) try {
   c->add_option("--out", out, "JSON file for the losses")->required();
   int64_t batch = 16, seq = 1024;
   int steps = 10, rounds = 3, warmup = 3;
+  bool profile = false;
   CLI::App* s = app.add_subcommand("speed", "step time, tokens/s and peak memory on random tokens");
   add_common(*s, o);
   s->add_option("--batch", batch)->check(CLI::Range(1, 4096));
@@ -208,9 +243,10 @@ int main(int argc, char** argv) try {
   s->add_option("--steps", steps, "timed steps per round")->check(CLI::Range(1, 100000));
   s->add_option("--rounds", rounds)->check(CLI::Range(1, 100));
   s->add_option("--warmup", warmup)->check(CLI::Range(1, 1000));
+  s->add_flag("--profile", profile, "then one virtual-mode step with every op timed alone (the op trace)");
   STRATA_CLI11_PARSE(app, argc, argv);
   if (*c) return curve(o, weights, data, out);
-  return speed(o, batch, seq, steps, rounds, warmup);
+  return speed(o, batch, seq, steps, rounds, warmup, profile);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "gpt2_train: %s\n", e.what());
   return 1;

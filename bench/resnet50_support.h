@@ -1,7 +1,7 @@
 #pragma once
 // What the ResNet-50 GPU programs share (bench/resnet50_gpu.cpp and the abstraction-
 // cost study's driver, bench/study/): the step timer, the random inputs, the device
-// description and the op-trace summary. Built with the cuda backend only, as they are.
+// description (and, through trace_summary.h, the op-trace summary). Built with the cuda backend only, as they are.
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "strata/core/tensor.h"
 #include "strata/nn/model.h"
 #include "strata/ops/trace.h"
+#include "trace_summary.h"
 
 namespace strata::bench {
 
@@ -81,6 +82,4 @@ Step make_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Opti
 
 // The op trace of one step (tape modes): host time inside the backend per op,
 // summed by op name, largest first.
-nlohmann::json summarize_trace(const std::vector<ops::TraceEvent>& events);
-
 }  // namespace strata::bench

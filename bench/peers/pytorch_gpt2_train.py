@@ -117,7 +117,7 @@ def speed(args):
         torch.cuda.reset_peak_memory_stats()
         torch.manual_seed(0)
         model = GPT2LMHeadModel(config).to(dev).train()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, fused=True)
 
         def step(model=model, opt=opt):
             with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -170,6 +170,7 @@ def main():
                           ("steps", 10), ("rounds", 3), ("warmup", 3)):
         s.add_argument(f"--{name}", type=int, default=default)
     s.add_argument("--forms", default="eager,compile")
+    s.add_argument("--lr", type=float, default=6e-4, help="AdamW's learning rate (gpt2_train speed's --lr)")
     args = ap.parse_args()
     {"curve": curve, "compare": compare, "speed": speed}[args.cmd](args)
 

@@ -5,7 +5,9 @@
 #     with TF32 off, by PyTorch (transformers' GPT2LMHeadModel) and by strata in all four dispatch
 #     modes (which must agree bitwise); every step's loss within 1 % of PyTorch's;
 #  2. training speed: GPT-2 small, bf16, T=1024, at each batch in BATCHES (default "16"): strata
-#     (MODES, default graph) and PyTorch eager and torch.compile (FORMS), alternated over rounds.
+#     (MODES, default graph) and PyTorch eager and torch.compile (FORMS), alternated over rounds,
+#     the same learning rate on both sides; PROFILE=1 adds one strata step with every op timed alone.
+#     CURVE=0 skips the curve.
 # Run from the repository root with .gpu/ packed by
 #   TARGETS="gpt2_train" tools/gpu/pack.sh
 # Logs and files go to $OUT (or /tmp/strata-gpu).
@@ -15,6 +17,7 @@ D=$OUT/gpt_train
 P=bench/peers/pytorch_gpt2_train.py
 STEPS=${STEPS:-200}
 status=0
+if [ "${CURVE:-1}" != 0 ]; then
 python3 $P curve $D/curve --steps "$STEPS" || exit 1
 (
   source tools/gpu/env.sh >/dev/null 2>&1
@@ -22,13 +25,14 @@ python3 $P curve $D/curve --steps "$STEPS" || exit 1
     --out $D/curve/strata.json --layers 2 --heads 4 --embd 128 --vocab 512 --block 64 --backend cuda --modes all
 ) || status=1
 python3 $P compare $D/curve || status=1
+fi
 for b in ${BATCHES:-16}; do
   (
     source tools/gpu/env.sh >/dev/null 2>&1
     .gpu/bin/gpt2_train speed --backend cuda --batch "$b" --seq 1024 --precision bf16 --modes "${MODES:-graph}" \
-      --steps "${SPEED_STEPS:-10}" --rounds 3
+      --steps "${SPEED_STEPS:-10}" --rounds 3 --lr 6e-4 ${PROFILE:+--profile}
   ) || status=1
-  python3 $P speed --batch "$b" --seq 1024 --forms "${FORMS:-eager,compile}" --steps "${SPEED_STEPS:-10}" --rounds 3 || status=1
+  python3 $P speed --batch "$b" --seq 1024 --forms "${FORMS:-eager,compile}" --steps "${SPEED_STEPS:-10}" --rounds 3 --lr 6e-4 || status=1
 done
 rm -f $D/curve/weights.safetensors $D/curve/batches.safetensors
 exit $status
