@@ -61,6 +61,12 @@ struct ConvApiCounts {
   size_t fused = 0, epilogue_kernels = 0;
 };
 ConvApiCounts conv_api_counts();
+// How many attention ops (forward and backward each count one) ran as cuBLAS GEMMs around
+// strata's softmax rows (long sequences), and how many by strata's row kernels.
+struct AttentionPathCounts {
+  size_t gemm = 0, own_kernels = 0;
+};
+AttentionPathCounts attention_path_counts();
 // The buffers the context keeps between calls (part of every peak): the cuDNN workspace
 // (the most any call needed, up to Settings::max_workspace_bytes) and the scratch of
 // strata's kernel temporaries (up to 16 MiB), in bytes.

@@ -161,6 +161,17 @@ inline ops::TensorView broadcast_along(const ops::TensorView& v, const Shape& sh
 }
 
 // ---- reductions ------------------------------------------------------------------
+// A warp's sum (or max) of v, in every lane, in a fixed butterfly order.
+template <class A>
+__device__ __forceinline__ A warp_sum(A v) {
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+template <class A>
+__device__ __forceinline__ A warp_max(A v) {
+  for (int m = 16; m > 0; m >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, m));
+  return v;
+}
 // Block-wide sum of a double per thread (blockDim.x a multiple of 32, at most 1024).
 // Fixed order: the result depends only on the inputs, never on timing.
 __device__ __forceinline__ double block_sum(double v) {

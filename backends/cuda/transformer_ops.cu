@@ -7,11 +7,13 @@
 // Attention keeps one query's (or, in the backward, one key's) row of scores in shared
 // memory and recomputes the probabilities from the forward's log-sum-exp in the backward,
 // so it never holds the [Tq, Tk] matrix in global memory. These kernels are the correct
-// form for every dtype; they are not the fast form (a block per row reads the keys once
-// per query).
+// form for every dtype and the fast one for decoding and short rows; longer sequences go
+// through cuBLAS (attention_gemm.h), where a block per row re-read every key per query
+// (95 % of a GPT-2 small bf16 training step at T = 1024: docs/results/gpt_training.md).
 #include <cmath>
 #include <type_traits>
 
+#include "strata/backends/cuda/attention_gemm.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -63,16 +65,6 @@ View4<T> v4(const TensorView& t) {
   return {t.ptr<T>(), t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
 }
 
-template <class A>
-__device__ __forceinline__ A warp_sum(A v) {
-  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
-  return v;
-}
-template <class A>
-__device__ __forceinline__ A warp_max(A v) {
-  for (int m = 16; m > 0; m >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, m));
-  return v;
-}
 // The block's sum (or max) of v in a fixed order, in every thread; `red` holds a value per warp.
 template <bool Max, class A>
 __device__ A block_reduce(A v, A* red) {
@@ -466,6 +458,8 @@ void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
 }
 
 void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
+  if (cuda::gemm_attention_fwd(*ctx_, settings_, a)) return;
+  ++ctx_->own_attentions;
   const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
   const int64_t rows = sh.B * sh.H * sh.tq;
   if (rows == 0) return;
@@ -484,6 +478,8 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
 }
 
 void CudaBackend::attention_bwd(const AttentionBwdArgs& a) {
+  if (cuda::gemm_attention_bwd(*ctx_, settings_, a)) return;
+  ++ctx_->own_attentions;
   const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
   cuda::dispatch_float(a.q.dtype, "attention_bwd", [&](auto t) {
     using T = decltype(t);
