@@ -73,6 +73,8 @@ struct Context {
   size_t legacy_convs = 0;      // convolutions run through cudnnConvolution* (v7 API)
   size_t fused_epilogues = 0;   // conv2d epilogues (bias, residual, ReLU) run inside a cuDNN graph
   size_t epilogue_kernels = 0;  // ... and run by strata's kernel after the convolution
+  size_t fused_attention_fwd = 0;  // attention_fwd calls run by cuDNN's fused engine
+  size_t fused_attention_bwd = 0;  // attention_bwd calls run by cuDNN's fused engine
 
   // The cuDNN workspace arena: one buffer, grown on demand, shared by every call. Each
   // buffer it takes is a generation. A replaced buffer goes back to the caching

@@ -61,6 +61,12 @@ struct ConvApiCounts {
   size_t fused = 0, epilogue_kernels = 0;
 };
 ConvApiCounts conv_api_counts();
+// How many attention_fwd / attention_bwd calls ran on cuDNN's fused flash-attention engine
+// (f16/bf16 shapes it takes); the rest ran strata's own kernels.
+struct FusedAttentionCounts {
+  size_t fwd = 0, bwd = 0;
+};
+FusedAttentionCounts fused_attention_counts();
 // The buffers the context keeps between calls (part of every peak): the cuDNN workspace
 // (the most any call needed, up to Settings::max_workspace_bytes) and the scratch of
 // strata's kernel temporaries (up to 16 MiB), in bytes.

@@ -34,6 +34,10 @@ ConvApiCounts conv_api_counts() {
   const Context& c = context();
   return {c.graph_convs, c.legacy_convs, c.fused_epilogues, c.epilogue_kernels};
 }
+FusedAttentionCounts fused_attention_counts() {
+  const Context& c = context();
+  return {c.fused_attention_fwd, c.fused_attention_bwd};
+}
 KeptBuffers kept_buffers() {
   const Context& c = context();
   return {c.workspace_bytes(), c.scratch_bytes()};

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "strata/backends/cuda/attention_cudnn.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -466,6 +467,7 @@ void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
 }
 
 void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
+  if (cuda::cudnn_attention_fwd(*ctx_, a, settings_).empty()) return;  // else strata's kernels below
   const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
   const int64_t rows = sh.B * sh.H * sh.tq;
   if (rows == 0) return;
@@ -484,6 +486,7 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
 }
 
 void CudaBackend::attention_bwd(const AttentionBwdArgs& a) {
+  if (cuda::cudnn_attention_bwd(*ctx_, a, settings_).empty()) return;  // else strata's kernels below
   const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
   cuda::dispatch_float(a.q.dtype, "attention_bwd", [&](auto t) {
     using T = decltype(t);

@@ -3,7 +3,7 @@
 // reference in f32 on the same rounded inputs): rows longer than a warp and than the column
 // chunks of the weight gradient, permuted [B, T, H, D] operands, head dims below, between and
 // above the block's width, sequences longer than the block, one query over a cache, and runs
-// repeated for the same bits.
+// repeated for the same bits; and cuDNN's fused attention at GPT-like shapes.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -118,6 +118,57 @@ TEST_F(CudaTransformerOps, AttentionMatchesTheReference) {
       STRATA_EXPECT_CLOSE(host_as(g[0][3], rd), dv, tol(dt, 1e-4), what + " dv");
       for (int i = 1; i < 4; ++i) EXPECT_TRUE(same_values(to_cpu(g[0][i]), to_cpu(g[1][i]))) << what << " rerun " << i;
     }
+}
+
+// cuDNN's fused flash attention (attention_cudnn.cpp) at GPT-like shapes, f16 and bf16: q, k, v
+// the heads of one fused [B, T, 3, H, D] projection (arbitrary batch, head and time strides),
+// against the reference in f32 on the same rounded inputs. The fused counters say cuDNN ran
+// each call (a Hopper GPU with cuDNN 9 takes these shapes); without them this test would pass
+// on strata's own kernels alone.
+TEST_F(CudaTransformerOps, FusedCudnnAttentionMatchesTheReference) {
+  struct Case {
+    int64_t b, h, t, d;
+    bool causal;
+  };
+  for (DType dt : {DType::f16, DType::bf16})
+    for (const Case& c : {Case{2, 4, 128, 64, true}, Case{1, 12, 256, 64, true}, Case{2, 4, 128, 64, false}}) {
+      const DType rd = ref_dtype(dt);
+      const Tensor qkv = random_tensor({c.b, c.t, 3, c.h, c.d}, dt, 50), dy = random_tensor({c.b, c.h, c.t, c.d}, dt, 51);
+      const auto head = [](const Tensor& t, int i) { return t.select(2, i).permute({0, 2, 1, 3}); };
+      const Tensor g = to_gpu(qkv), r = host_as(qkv, rd), dyg = to_gpu(dy);
+      const Tensor qg = head(g, 0), kg = head(g, 1), vg = head(g, 2), qr = head(r, 0), kr = head(r, 1), vr = head(r, 2);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+      const Shape ys{c.b, c.h, c.t, c.d}, ls{c.b, c.h, c.t};
+      const std::string what = std::string(dtype_name(dt)) + " b " + std::to_string(c.b) + " h " +
+                               std::to_string(c.h) + " t " + std::to_string(c.t) + (c.causal ? " causal" : "");
+      const auto before = backends::cuda::fused_attention_counts();
+      const Tensor yg = gpu_nan(ys, kNCHW, dt), lg = gpu_nan(ls, kNCHW, DType::f32);
+      be().attention_fwd({qg, kg, vg, yg, lg, {}, scale, c.causal});
+      EXPECT_EQ(backends::cuda::fused_attention_counts().fwd - before.fwd, 1u) << what << ": cuDNN did not run the forward";
+      const Tensor yr = cpu_nan(ys, kNCHW, rd), lr = cpu_nan(ls, kNCHW, DType::f32);
+      ref_.attention_fwd({qr, kr, vr, yr, lr, {}, scale, c.causal});
+      STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
+      STRATA_EXPECT_CLOSE(host_as(lg, DType::f32), lr, tol(dt, kTolReduction), what + " lse");
+      const Tensor delta = gpu_nan(ls, kNCHW, DType::f32), dq = gpu_nan(qg.sizes(), kNCHW, dt),
+                   dk = gpu_nan(kg.sizes(), kNCHW, dt), dv = gpu_nan(vg.sizes(), kNCHW, dt);
+      be().attention_bwd({qg, kg, vg, yg, lg, dyg, delta, dq, dk, dv, {}, scale, c.causal});
+      EXPECT_EQ(backends::cuda::fused_attention_counts().bwd - before.bwd, 1u) << what << ": cuDNN did not run the backward";
+      const Tensor deltar = cpu_nan(ls, kNCHW, DType::f32), dqr = cpu_nan(qg.sizes(), kNCHW, rd),
+                   dkr = cpu_nan(kg.sizes(), kNCHW, rd), dvr = cpu_nan(vg.sizes(), kNCHW, rd);
+      ref_.attention_bwd({qr, kr, vr, yr, lr, host_as(dy, rd), deltar, dqr, dkr, dvr, {}, scale, c.causal});
+      EXPECT_TRUE(near(host_as(dq, rd), dqr, tol(dt, 1e-4))) << what << " dq";
+      EXPECT_TRUE(near(host_as(dk, rd), dkr, tol(dt, 1e-4))) << what << " dk";
+      STRATA_EXPECT_CLOSE(host_as(dv, rd), dvr, tol(dt, 1e-4), what + " dv");
+    }
+}
+
+// f32 and the decode path stay on strata's kernels: the fused counters do not move.
+TEST_F(CudaTransformerOps, FusedCudnnAttentionLeavesF32ToTheKernels) {
+  const Tensor q = to_gpu(random_tensor({1, 2, 64, 64}, DType::f32, 52)), k = to_gpu(random_tensor({1, 2, 64, 64}, DType::f32, 53)),
+               v = to_gpu(random_tensor({1, 2, 64, 64}, DType::f32, 54));
+  const auto before = backends::cuda::fused_attention_counts();
+  be().attention_fwd({q, k, v, gpu_nan({1, 2, 64, 64}), gpu_nan({1, 2, 64}), {}, 0.125, true});
+  EXPECT_EQ(backends::cuda::fused_attention_counts().fwd, before.fwd);
 }
 
 // A static cache read by the kernel: kv_len on the device, the keys past it never read.
