@@ -134,7 +134,11 @@ TEST_F(CudaTransformerOps, FusedCudnnAttentionMatchesTheReference) {
     for (const Case& c : {Case{2, 4, 128, 64, true}, Case{1, 12, 256, 64, true}, Case{2, 4, 128, 64, false}}) {
       const DType rd = ref_dtype(dt);
       const Tensor qkv = random_tensor({c.b, c.t, 3, c.h, c.d}, dt, 50), dy = random_tensor({c.b, c.h, c.t, c.d}, dt, 51);
-      const auto head = [](const Tensor& t, int i) { return t.select(2, i).permute({0, 2, 1, 3}); };
+      const auto head = [&](const Tensor& t, int i) {  // [B, T, 3, H, D] -> part i as [B, H, T, D]
+        const Tensor n = t.narrow(2, i, 1);
+        const Shape st = n.strides();
+        return n.as_strided({c.b, c.h, c.t, c.d}, {st[0], st[3], st[1], st[4]}, n.offset());
+      };
       const Tensor g = to_gpu(qkv), r = host_as(qkv, rd), dyg = to_gpu(dy);
       const Tensor qg = head(g, 0), kg = head(g, 1), vg = head(g, 2), qr = head(r, 0), kr = head(r, 1), vr = head(r, 2);
       const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
