@@ -31,6 +31,9 @@
 #include "strata/ops/dispatch.h"
 #include "strata/ops/trace.h"
 #include "trace_summary.h"
+#ifdef STRATA_HAVE_BACKEND_CUDA
+#include "strata/backends/cuda/cuda_backend.h"
+#endif
 
 using namespace strata;
 using json = nlohmann::json;
@@ -98,7 +101,7 @@ int curve(const Common& o, const std::string& weights, const std::string& data, 
   const bool cuda = backends::registry().get(backend).device_type() == DeviceType::cuda;
   const nn::safetensors::Contents w = nn::safetensors::load(weights);
   const Tensor tokens = nn::safetensors::load(data).tensors.at(0).second;
-  STRATA_CHECK(tokens.dim() == 3 && tokens.dtype() == DType::i64, "gpt2_train: ", data,
+  STRATA_CHECK(tokens.dim() == 3 && tokens.dtype() == DType::i64, data,
                ": 'tokens' must be i64 [steps, B, T+1], not ", tokens.str());
   const int64_t steps = tokens.size(0), T = tokens.size(2) - 1;
   json res = {{"backend", backend}, {"steps", steps}, {"lr", o.lr}, {"weight_decay", o.wd}, {"modes", json::object()}};
@@ -122,7 +125,7 @@ int curve(const Common& o, const std::string& weights, const std::string& data, 
   }
   for (size_t i = 1; i < losses.size(); ++i)
     for (size_t s = 0; s < losses[i].size(); ++s)
-      STRATA_CHECK(losses[i][s] == losses[0][s], "gpt2_train: ", names[i],
+      STRATA_CHECK(losses[i][s] == losses[0][s], names[i],
                    " mode's loss at step ", s, " (", losses[i][s], ") is not bitwise ", names[0], "'s (", losses[0][s],
                    ")");
   std::printf("strata: the %zu modes' losses are bitwise alike at every step\n", losses.size());
@@ -152,12 +155,31 @@ json profile_step(const Common& o, const std::string& backend, backends::Backend
   return t;
 }
 
-int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, int warmup, bool profile) {
+// Which of the cuda backend's attention paths the calls so far took (the cuDNN fused engine,
+// cuBLAS GEMMs, strata's row kernels); null elsewhere.
+json attention_paths(bool cuda) {
+#ifdef STRATA_HAVE_BACKEND_CUDA
+  if (cuda) {
+    const auto c = backends::cuda::attention_path_counts();
+    return {{"cudnn", c.cudnn}, {"gemm", c.gemm}, {"own_kernels", c.own_kernels}};
+  }
+#else
+  (void)cuda;
+#endif
+  return nullptr;
+}
+
+int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, int warmup, bool profile,
+          bool cudnn_attention) {
   const std::string backend = o.backend.empty() ? std::string(backends::registry().best()) : o.backend;
   backends::Backend& be = backends::registry().get(backend);
   const bool cuda = be.device_type() == DeviceType::cuda;
   const std::vector<ops::DispatchMode> modes = parse_modes(o.modes, cuda);
-  STRATA_CHECK(seq <= o.c.block_size, "gpt2_train: --seq ", seq, " is longer than --block ", o.c.block_size);
+#ifdef STRATA_HAVE_BACKEND_CUDA
+  if (cuda) backends::registry().impl<backends::CudaBackend>().set_cudnn_attention(cudnn_attention);
+#endif
+  STRATA_CHECK(cuda || cudnn_attention, "--no-cudnn-attention is a cuda backend setting");
+  STRATA_CHECK(seq <= o.c.block_size, "--seq ", seq, " is longer than --block ", o.c.block_size);
   struct Run {
     std::string name;
     std::unique_ptr<nn::Model> model;
@@ -165,6 +187,7 @@ int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, in
     std::vector<double> ms;
     size_t peak = 0;
     double last_loss = 0;
+    json paths;  // attention paths of the warm-up steps (a graph's replays run no host code)
   };
   std::vector<Run> runs;
   manual_seed(1);
@@ -176,9 +199,12 @@ int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, in
     manual_seed(2);
     const size_t held_before = alloc.stats().current_bytes;
     alloc.reset_peak();
-    Run r{std::string(ops::dispatch_mode_name(mode)), make(o, mode, backend), nullptr, {}, 0, 0};
+    Run r{std::string(ops::dispatch_mode_name(mode)), make(o, mode, backend), nullptr, {}, 0, 0, nullptr};
     r.opt = r.model->make_optimizer(adamw(o.lr, o.wd));
+    const json paths_before = attention_paths(cuda);
     for (int i = 0; i < warmup; ++i) r.model->train_step(x, y, *r.opt);
+    if (const json after = attention_paths(cuda); !after.is_null())
+      for (const auto& [k, v] : after.items()) r.paths[k] = v.get<int64_t>() - paths_before[k].get<int64_t>();
     be.synchronize();
     r.peak = alloc.stats().peak_bytes - held_before;
     runs.push_back(std::move(r));
@@ -205,7 +231,8 @@ int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, in
     json j = {{"framework", "strata"}, {"mode", r.name}, {"backend", backend}, {"precision", o.precision},
               {"batch", batch}, {"seq", seq}, {"ms_per_step", med}, {"ms_range", {r.ms.front(), r.ms.back()}},
               {"tokens_per_s", tok_s}, {"tflops", tok_s * flops_per_token / 1e12}, {"peak_mib", r.peak / 1048576.0},
-              {"last_loss", r.last_loss}, {"rounds", rounds}, {"steps_per_round", steps}};
+              {"last_loss", r.last_loss}, {"rounds", rounds}, {"steps_per_round", steps},
+              {"warmup_attention_paths", r.paths}};
     std::printf("%s\n", j.dump().c_str());
   }
   if (profile) {
@@ -235,7 +262,7 @@ int main(int argc, char** argv) try {
   c->add_option("--out", out, "JSON file for the losses")->required();
   int64_t batch = 16, seq = 1024;
   int steps = 10, rounds = 3, warmup = 3;
-  bool profile = false;
+  bool profile = false, no_cudnn_attention = false;
   CLI::App* s = app.add_subcommand("speed", "step time, tokens/s and peak memory on random tokens");
   add_common(*s, o);
   s->add_option("--batch", batch)->check(CLI::Range(1, 4096));
@@ -243,10 +270,12 @@ int main(int argc, char** argv) try {
   s->add_option("--steps", steps, "timed steps per round")->check(CLI::Range(1, 100000));
   s->add_option("--rounds", rounds)->check(CLI::Range(1, 100));
   s->add_option("--warmup", warmup)->check(CLI::Range(1, 1000));
+  s->add_flag("--no-cudnn-attention", no_cudnn_attention,
+              "cuda: f16/bf16 attention as cuBLAS GEMMs instead of cuDNN's fused engine (A/B timing)");
   s->add_flag("--profile", profile, "then one virtual-mode step with every op timed alone (the op trace)");
   STRATA_CLI11_PARSE(app, argc, argv);
   if (*c) return curve(o, weights, data, out);
-  return speed(o, batch, seq, steps, rounds, warmup, profile);
+  return speed(o, batch, seq, steps, rounds, warmup, profile, !no_cudnn_attention);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "gpt2_train: %s\n", e.what());
   return 1;

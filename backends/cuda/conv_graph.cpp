@@ -13,52 +13,16 @@ using namespace strata::ops;  // the op table's argument types
 
 namespace {
 
-// The handle attributes are deprecated in cuDNN 9 in favour of device-property
-// descriptors, but remain the documented way to bind a graph and a plan to the
-// handle (and stream) they run on; named by value to keep the build warning-free.
-constexpr auto kGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);  // OPERATIONGRAPH_HANDLE
-constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);   // EXECUTION_PLAN_HANDLE
-
-class Desc {
- public:
-  explicit Desc(cudnnBackendDescriptorType_t t) { STRATA_CUDNN_CHECK(cudnnBackendCreateDescriptor(t, &d_)); }
-  ~Desc() {
-    if (d_) cudnnBackendDestroyDescriptor(d_);
-  }
-  Desc(Desc&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-  template <class T>
-  Desc& set(cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, int64_t n, const T* v) {
-    STRATA_CUDNN_CHECK(cudnnBackendSetAttribute(d_, a, t, n, v));
-    return *this;
-  }
-  Desc& set_desc(cudnnBackendAttributeName_t a, const Desc& other) {
-    return set(a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &other.d_);
-  }
-  void finalize() { STRATA_CUDNN_CHECK(cudnnBackendFinalize(d_)); }
-  cudnnBackendDescriptor_t get() const { return d_; }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-};
+using Desc = GraphDesc;
 
 constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidB = 'b', kUidZ = 'z';
 // The epilogue's intermediates: virtual tensors that never reach memory.
 constexpr int64_t kUidVirtual = 1000;
 
-// Graph tensors carry the byte alignment the engines may assume; the plan is keyed
-// on it, so a view at an odd offset gets its own (slower, but correct) plan.
-int64_t alignment_of(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  int64_t al = 16;
-  while (al > 1 && a % static_cast<uintptr_t>(al) != 0) al /= 2;
-  return al;
-}
+int64_t alignment_of(const void* p) { return byte_alignment(p); }
 
 // virtual: an intermediate of the graph, in f32, that no kernel writes to memory.
 Desc tensor_desc(const TensorView& v, int64_t uid, bool is_virtual = false) {
-  Desc d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   const cudnnDataType_t dt = is_virtual ? CUDNN_DATA_FLOAT : cudnn_dtype(v.dtype, "conv2d");
   int64_t dims[4], strides[4];
   for (int i = 0; i < 4; ++i) {
@@ -66,15 +30,7 @@ Desc tensor_desc(const TensorView& v, int64_t uid, bool is_virtual = false) {
     // cuDNN rejects zero strides; a size-1 dimension's stride is arbitrary anyway.
     strides[i] = (dims[i] == 1 && v.strides[i] == 0) ? 1 : v.strides[i];
   }
-  const int64_t align = alignment_of(v.data);
-  d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt)
-      .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims)
-      .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides)
-      .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid)
-      .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-  if (is_virtual) d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-  d.finalize();
-  return d;
+  return graph_tensor(dt, dims, strides, uid, alignment_of(v.data), is_virtual);
 }
 
 // The bias [K] as the graph's [1, K, 1, 1] operand, broadcast over N, H and W.
@@ -88,17 +44,8 @@ TensorView bias_4d(const TensorView& b) {
 
 // A pointwise node y = mode(x[, b]) of the epilogue, computed in f32.
 Desc pointwise_op(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y, std::vector<Desc>& keep) {
-  Desc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
-      .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-  pw.finalize();
-  Desc op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw)
-      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
-      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
-  if (b) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  op.finalize();
+  Desc pw = pointwise_mode(mode);
+  Desc op = pointwise_node(pw, x, b, nullptr, y);
   keep.push_back(std::move(pw));
   return op;
 }
@@ -209,12 +156,7 @@ PlanKey graph_key(ConvDir dir, const TensorView& x, const TensorView& w, const T
 
 void execute(Context& ctx, cudnnBackendDescriptor_t plan, int64_t ws_bytes, const Bound& b) {
   void* ws = ws_bytes ? ctx.workspace(static_cast<size_t>(ws_bytes)) : nullptr;
-  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, b.n, b.ptrs)
-      .set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, b.n, b.uids)
-      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-  pack.finalize();
-  STRATA_CUDNN_CHECK(cudnnBackendExecute(ctx.cudnn, plan, pack.get()));
+  execute_graph(ctx, plan, ws, b.n, b.ptrs, b.uids);
 }
 
 // One untimed run (first-launch costs), then the best of three timed runs.
@@ -320,59 +262,11 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
   // Candidates in heuristic order: the first acceptable one, or in benchmark mode up
   // to kMaxTimed of them, timed on the call's own buffers (outputs are about to be
   // overwritten anyway), as cudnnFind does for the legacy API.
-  struct Candidate {
-    Desc cfg, plan;
-    int64_t ws;
-  };
   constexpr size_t kMaxTimed = 8;
-  const size_t want = s.benchmark ? kMaxTimed : 1;
-  std::vector<Candidate> found;
   std::string tried;
-  const auto note = [&](const std::string& why) { tried += (tried.empty() ? "" : "; ") + why; };
-  for (cudnnBackendHeurMode_t mode_h : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    if (!found.empty()) break;
-    Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
-        .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode_h);
-    if (cudnnBackendFinalize(heur.get()) != CUDNN_STATUS_SUCCESS) continue;
-    int64_t count = 0;
-    if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                                 nullptr) != CUDNN_STATUS_SUCCESS)
-      continue;
-    std::vector<Desc> cfgs;
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (int64_t i = 0; i < count; ++i) {
-      cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-      raw.push_back(cfgs.back().get());
-    }
-    int64_t got = 0;
-    if (count == 0 || cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()) !=
-                          CUDNN_STATUS_SUCCESS)
-      continue;
-    for (size_t i = 0; i < static_cast<size_t>(got) && found.size() < want; ++i) {
-      const std::string why = rejected(raw[i], x.dtype, s);
-      if (!why.empty()) {
-        note(why);
-        continue;
-      }
-      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &ctx.cudnn)
-          .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i]);
-      if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) {
-        note("plan not buildable");
-        continue;
-      }
-      int64_t ws = 0, n = 0;
-      STRATA_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                  CUDNN_TYPE_INT64, 1, &n, &ws));
-      if (ws < 0 || static_cast<size_t>(ws) > s.max_workspace_bytes) {
-        note("workspace too large");
-        continue;
-      }
-      found.push_back({std::move(cfgs[i]), std::move(plan), ws});
-    }
-  }
+  std::vector<GraphCandidate> found =
+      graph_candidates(ctx, graph, s.benchmark ? kMaxTimed : 1, s.max_workspace_bytes,
+                       [&](cudnnBackendDescriptor_t cfg) { return rejected(cfg, x.dtype, s); }, tried);
   if (found.empty()) {
     g->unusable = "cuDNN graph API: no acceptable engine (" + (tried.empty() ? std::string("none offered") : tried) +
                   ")";
@@ -397,6 +291,103 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
 }
 
 }  // namespace
+
+GraphDesc graph_tensor(cudnnDataType_t dt, const int64_t (&dims)[4], const int64_t (&strides)[4], int64_t uid,
+                       int64_t align, bool is_virtual, bool by_value) {
+  GraphDesc d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt)
+      .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims)
+      .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides)
+      .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid)
+      .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+  if (is_virtual) d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+  if (by_value) d.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+  d.finalize();
+  return d;
+}
+
+GraphDesc pointwise_mode(cudnnPointwiseMode_t mode, cudnnDataType_t prec, int64_t axis) {
+  GraphDesc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
+      .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+  if (axis >= 0) pw.set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+  pw.finalize();
+  return pw;
+}
+
+GraphDesc pointwise_node(const GraphDesc& pw, const GraphDesc& x, const GraphDesc* b, const GraphDesc* t,
+                         const GraphDesc& y) {
+  GraphDesc op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+  if (b) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+  if (t) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, *t);
+  op.finalize();
+  return op;
+}
+
+std::vector<GraphCandidate> graph_candidates(Context& ctx, const GraphDesc& graph, size_t want, size_t max_ws,
+                                             const std::function<std::string(cudnnBackendDescriptor_t)>& reject,
+                                             std::string& tried) {
+  std::vector<GraphCandidate> found;
+  const auto note = [&](const std::string& why) { tried += (tried.empty() ? "" : "; ") + why; };
+  for (cudnnBackendHeurMode_t mode_h : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    if (!found.empty()) break;
+    GraphDesc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
+        .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode_h);
+    if (cudnnBackendFinalize(heur.get()) != CUDNN_STATUS_SUCCESS) continue;
+    int64_t count = 0;
+    if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                 nullptr) != CUDNN_STATUS_SUCCESS)
+      continue;
+    std::vector<GraphDesc> cfgs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int64_t i = 0; i < count; ++i) {
+      cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+      raw.push_back(cfgs.back().get());
+    }
+    int64_t got = 0;
+    if (count == 0 || cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()) !=
+                          CUDNN_STATUS_SUCCESS)
+      continue;
+    for (size_t i = 0; i < static_cast<size_t>(got) && found.size() < want; ++i) {
+      const std::string why = reject(raw[i]);
+      if (!why.empty()) {
+        note(why);
+        continue;
+      }
+      GraphDesc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &ctx.cudnn)
+          .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i]);
+      if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) {
+        note("plan not buildable");
+        continue;
+      }
+      int64_t ws = 0, n = 0;
+      STRATA_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                  CUDNN_TYPE_INT64, 1, &n, &ws));
+      if (ws < 0 || static_cast<size_t>(ws) > max_ws) {
+        note("workspace too large");
+        continue;
+      }
+      found.push_back({std::move(cfgs[i]), std::move(plan), ws});
+    }
+  }
+  return found;
+}
+
+void execute_graph(Context& ctx, cudnnBackendDescriptor_t plan, void* ws, int64_t n, void* const* ptrs,
+                   const int64_t* uids) {
+  GraphDesc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs)
+      .set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids)
+      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+  pack.finalize();
+  STRATA_CUDNN_CHECK(cudnnBackendExecute(ctx.cudnn, plan, pack.get()));
+}
 
 std::string graph_conv(Context& ctx, ConvDir dir, const TensorView& x, const TensorView& w, const TensorView& y,
                        Layout l, const ops::Conv2dParams& p, const Settings& s, const GraphEpilogue* epilogue) {

@@ -61,10 +61,12 @@ struct ConvApiCounts {
   size_t fused = 0, epilogue_kernels = 0;
 };
 ConvApiCounts conv_api_counts();
-// How many attention ops (forward and backward each count one) ran as cuBLAS GEMMs around
-// strata's softmax rows (long sequences), and how many by strata's row kernels.
+// How many attention ops (forward and backward count one each) ran on cuDNN's fused
+// flash-attention engine (f16/bf16 shapes it takes), as cuBLAS GEMMs around strata's
+// softmax rows (other sequences of 64 and more), and by strata's row kernels (the rest:
+// decoding, short rows, f64).
 struct AttentionPathCounts {
-  size_t gemm = 0, own_kernels = 0;
+  size_t cudnn = 0, gemm = 0, own_kernels = 0;
 };
 AttentionPathCounts attention_path_counts();
 // The buffers the context keeps between calls (part of every peak): the cuDNN workspace
@@ -97,6 +99,9 @@ struct Settings {
   // convolution's cuDNN graph when an engine qualifies (off, or none: the convolution,
   // then strata's one-pass epilogue kernel).
   bool cudnn_fused_epilogue = true;
+  // f16/bf16 attention on cuDNN's fused flash-attention engine where it takes the shape
+  // (off: cuBLAS GEMMs or strata's kernels, as f32 always runs; for A/B timing).
+  bool cudnn_attention = true;
 };
 
 struct Context;  // per-device state: stream, handles, plans (backends/cuda/context.h)
@@ -169,6 +174,7 @@ class CudaBackend {
   void set_own_nchw_batch_norm(bool on) { settings_.own_nchw_batch_norm = on; }
   void set_cudnn_graph(bool on) { settings_.cudnn_graph = on; }
   void set_cudnn_fused_epilogue(bool on) { settings_.cudnn_fused_epilogue = on; }
+  void set_cudnn_attention(bool on) { settings_.cudnn_attention = on; }
 
   // Graph mode: the calls that follow begin_capture() are recorded, not run, until
   // end_capture() returns them as a graph (throws naming the CUDA error when the

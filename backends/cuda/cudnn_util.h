@@ -3,8 +3,12 @@
 // the internal helpers that ops implemented in different files share.
 // Internal to backends/cuda.
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "strata/backends/cuda/context.h"
 
@@ -169,5 +173,74 @@ void fill_view(Context& ctx, const ops::TensorView& y, double value);
 // relu with strata's own kernel (any rank, any strides).
 void relu_fwd_kernel(Context& ctx, const ops::TensorView& x, const ops::TensorView& y);
 void relu_bwd_kernel(Context& ctx, const ops::TensorView& y, const ops::TensorView& dy, const ops::TensorView& dx);
+
+// ---- cuDNN's graph (backend) API: what the convolution and attention graphs share ----
+
+// The handle attributes are deprecated in cuDNN 9 in favour of device-property
+// descriptors, but remain the documented way to bind a graph and a plan to the
+// handle (and stream) they run on; named by value to keep the build warning-free.
+constexpr auto kGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);  // OPERATIONGRAPH_HANDLE
+constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);   // EXECUTION_PLAN_HANDLE
+
+// One backend descriptor, destroyed with its owner; set() throws on a refused attribute.
+class GraphDesc {
+ public:
+  explicit GraphDesc(cudnnBackendDescriptorType_t t) { STRATA_CUDNN_CHECK(cudnnBackendCreateDescriptor(t, &d_)); }
+  ~GraphDesc() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  GraphDesc(GraphDesc&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
+  GraphDesc(const GraphDesc&) = delete;
+  GraphDesc& operator=(const GraphDesc&) = delete;
+  template <class T>
+  GraphDesc& set(cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, int64_t n, const T* v) {
+    STRATA_CUDNN_CHECK(cudnnBackendSetAttribute(d_, a, t, n, v));
+    return *this;
+  }
+  GraphDesc& set_desc(cudnnBackendAttributeName_t a, const GraphDesc& other) {
+    return set(a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &other.d_);
+  }
+  void finalize() { STRATA_CUDNN_CHECK(cudnnBackendFinalize(d_)); }
+  cudnnBackendDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// Graph tensors carry the byte alignment the engines may assume; plans are keyed on it,
+// so a view at an odd offset gets its own (slower, but correct) plan.
+inline int64_t byte_alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  int64_t al = 16;
+  while (al > 1 && a % static_cast<uintptr_t>(al) != 0) al /= 2;
+  return al;
+}
+
+// A finalized rank-4 graph tensor. virtual: an intermediate no kernel writes to memory;
+// by_value: a host scalar passed in the variant pack (its pointer) at each execution.
+GraphDesc graph_tensor(cudnnDataType_t dt, const int64_t (&dims)[4], const int64_t (&strides)[4], int64_t uid,
+                       int64_t align, bool is_virtual = false, bool by_value = false);
+
+// A pointwise node y = mode(x[, b][, t]) (t: binary_select's condition) computing in `prec`
+// (axis: gen_index's), finalized; its mode descriptor `pw` must outlive it.
+GraphDesc pointwise_mode(cudnnPointwiseMode_t mode, cudnnDataType_t prec = CUDNN_DATA_FLOAT, int64_t axis = -1);
+GraphDesc pointwise_node(const GraphDesc& pw, const GraphDesc& x, const GraphDesc* b, const GraphDesc* t,
+                         const GraphDesc& y);
+
+// Execution plans for a finalized operation graph, in heuristic order (mode A, then the
+// fallback list when A offers nothing usable): at most `want`, each with its workspace,
+// skipping configs `reject` names a reason for, plans that do not finalize and plans
+// needing more than max_ws bytes of workspace; `tried` collects why each was skipped.
+struct GraphCandidate {
+  GraphDesc cfg, plan;
+  int64_t ws;
+};
+std::vector<GraphCandidate> graph_candidates(Context& ctx, const GraphDesc& graph, size_t want, size_t max_ws,
+                                             const std::function<std::string(cudnnBackendDescriptor_t)>& reject,
+                                             std::string& tried);
+
+// Enqueues `plan` on the handle's stream with the buffers bound by unique id.
+void execute_graph(Context& ctx, cudnnBackendDescriptor_t plan, void* ws, int64_t n, void* const* ptrs,
+                   const int64_t* uids);
 
 }  // namespace strata::backends::cuda

@@ -36,7 +36,7 @@ ConvApiCounts conv_api_counts() {
 }
 AttentionPathCounts attention_path_counts() {
   const Context& c = context();
-  return {c.gemm_attentions, c.own_attentions};
+  return {c.fused_attentions, c.gemm_attentions, c.own_attentions};
 }
 KeptBuffers kept_buffers() {
   const Context& c = context();

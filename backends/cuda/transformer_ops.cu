@@ -13,6 +13,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "strata/backends/cuda/attention_cudnn.h"
 #include "strata/backends/cuda/attention_gemm.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
@@ -458,6 +459,7 @@ void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
 }
 
 void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
+  if (settings_.cudnn_attention && cuda::cudnn_attention_fwd(*ctx_, a, settings_).empty()) return;
   if (cuda::gemm_attention_fwd(*ctx_, settings_, a)) return;
   ++ctx_->own_attentions;
   const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
@@ -478,6 +480,7 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
 }
 
 void CudaBackend::attention_bwd(const AttentionBwdArgs& a) {
+  if (settings_.cudnn_attention && cuda::cudnn_attention_bwd(*ctx_, a, settings_).empty()) return;
   if (cuda::gemm_attention_bwd(*ctx_, settings_, a)) return;
   ++ctx_->own_attentions;
   const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);

@@ -3,7 +3,7 @@
 // reference in f32 on the same rounded inputs): rows longer than a warp and than the column
 // chunks of the weight gradient, permuted [B, T, H, D] operands, head dims below, between and
 // above the block's width, sequences longer than the block, one query over a cache, and runs
-// repeated for the same bits.
+// repeated for the same bits; and cuDNN's fused attention at GPT-like shapes.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -38,6 +38,18 @@ double tol(DType dt, double f32_tol) {
   for (double v : host_as(got, DType::f64).to_vector<double>()) most = std::max(most, std::abs(v));
   if (most <= 10 * tol) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "max |got| " << most << " where the answer is 0";
+}
+
+// Runs f; an exception fails the case `what` names and lets the other cases run.
+template <class F>
+bool ran(F&& f, const std::string& what) {
+  try {
+    f();
+    return true;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+    return false;
+  }
 }
 
 TEST_F(CudaTransformerOps, LayerNormMatchesTheReference) {
@@ -76,14 +88,28 @@ TEST_F(CudaTransformerOps, LayerNormMatchesTheReference) {
     }
 }
 
-TEST_F(CudaTransformerOps, AttentionMatchesTheReference) {
+// Each case runs with cuDNN's fused attention allowed and not: sequences of 64 and more then
+// take the cuBLAS GEMM path in every dtype but f64 (counted), shorter ones strata's kernels.
+class CudaAttentionPaths : public CudaTransformerOps, public ::testing::WithParamInterface<bool> {
+ protected:
+  void TearDown() override {
+    if (gpu_skip_reason().empty()) be().set_cudnn_attention(true);
+    CudaTransformerOps::TearDown();
+  }
+};
+
+TEST_P(CudaAttentionPaths, AttentionMatchesTheReference) {
+  const bool cudnn = GetParam();
+  be().set_cudnn_attention(cudnn);
   struct Case {
     int64_t b, h, tq, tk, d;
     bool causal;
   };
   for (DType dt : kFloats)
     for (const Case& c : {Case{2, 3, 37, 37, 64, true}, Case{1, 2, 1, 300, 64, true}, Case{1, 1, 5, 9, 80, false},
-                          Case{2, 2, 17, 17, 160, true}, Case{1, 1, 1, 1, 8, true}, Case{1, 4, 200, 200, 16, true}}) {
+                          Case{2, 2, 17, 17, 160, true}, Case{1, 1, 1, 1, 8, true}, Case{1, 4, 200, 200, 16, true},
+                          Case{2, 3, 128, 128, 64, true}, Case{1, 2, 70, 150, 32, true}, Case{1, 2, 96, 130, 24, false}}) {
+      const size_t gemm_before = backends::cuda::attention_path_counts().gemm;
       const DType rd = ref_dtype(dt);
       // q, k, v as the permuted heads of [B, T, H, D] tensors, as a fused projection gives them.
       const Tensor qb = random_tensor({c.b, c.tq, c.h, c.d}, dt, 5), kb = random_tensor({c.b, c.tk, c.h, c.d}, dt, 6),
@@ -94,22 +120,26 @@ TEST_F(CudaTransformerOps, AttentionMatchesTheReference) {
       const Tensor qr = heads(host_as(qb, rd)), kr = heads(host_as(kb, rd)), vr = heads(host_as(vb, rd));
       const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
       const Shape ys{c.b, c.h, c.tq, c.d}, ls{c.b, c.h, c.tq};
-      const Tensor yg = gpu_nan(ys, kNCHW, dt), lg = gpu_nan(ls, kNCHW, stats(dt));
-      be().attention_fwd({qg, kg, vg, yg, lg, {}, scale, c.causal});
-      const Tensor yr = cpu_nan(ys, kNCHW, rd), lr = cpu_nan(ls, kNCHW, stats(dt));
-      ref_.attention_fwd({qr, kr, vr, yr, lr, {}, scale, c.causal});
       const std::string what = std::string(dtype_name(dt)) + " tq " + std::to_string(c.tq) + " tk " +
                                std::to_string(c.tk) + " d " + std::to_string(c.d) + (c.causal ? " causal" : "");
+      const Tensor yg = gpu_nan(ys, kNCHW, dt), lg = gpu_nan(ls, kNCHW, stats(dt));
+      if (!ran([&] { be().attention_fwd({qg, kg, vg, yg, lg, {}, scale, c.causal}); }, what + " forward")) continue;
+      const Tensor yr = cpu_nan(ys, kNCHW, rd), lr = cpu_nan(ls, kNCHW, stats(dt));
+      ref_.attention_fwd({qr, kr, vr, yr, lr, {}, scale, c.causal});
       STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
       STRATA_EXPECT_CLOSE(host_as(lg, stats(dt)), lr, tol(dt, kTolReduction), what + " lse");
       Tensor g[2][4];
-      for (int rep = 0; rep < 2; ++rep) {
+      bool bwd_ran = true;
+      for (int rep = 0; rep < 2 && bwd_ran; ++rep) {
         g[rep][0] = gpu_nan(ls, kNCHW, stats(dt));
         g[rep][1] = gpu_nan(qg.sizes(), kNCHW, dt);
         g[rep][2] = gpu_nan(kg.sizes(), kNCHW, dt);
         g[rep][3] = gpu_nan(vg.sizes(), kNCHW, dt);
-        be().attention_bwd({qg, kg, vg, yg, lg, dyg, g[rep][0], g[rep][1], g[rep][2], g[rep][3], {}, scale, c.causal});
+        bwd_ran = ran(
+            [&] { be().attention_bwd({qg, kg, vg, yg, lg, dyg, g[rep][0], g[rep][1], g[rep][2], g[rep][3], {}, scale, c.causal}); },
+            what + " backward");
       }
+      if (!bwd_ran) continue;
       const Tensor delta = cpu_nan(ls, kNCHW, stats(dt)), dq = cpu_nan(qg.sizes(), kNCHW, rd),
                    dk = cpu_nan(kg.sizes(), kNCHW, rd), dv = cpu_nan(vg.sizes(), kNCHW, rd);
       ref_.attention_bwd({qr, kr, vr, yr, lr, host_as(dy, rd), delta, dq, dk, dv, {}, scale, c.causal});
@@ -117,7 +147,74 @@ TEST_F(CudaTransformerOps, AttentionMatchesTheReference) {
       EXPECT_TRUE(near(host_as(g[0][2], rd), dk, tol(dt, 1e-4))) << what << " dk";
       STRATA_EXPECT_CLOSE(host_as(g[0][3], rd), dv, tol(dt, 1e-4), what + " dv");
       for (int i = 1; i < 4; ++i) EXPECT_TRUE(same_values(to_cpu(g[0][i]), to_cpu(g[1][i]))) << what << " rerun " << i;
+      if (!cudnn && dt != DType::f64 && c.tq >= 64 && c.tk >= 64)  // a forward and two backwards
+        EXPECT_EQ(backends::cuda::attention_path_counts().gemm - gemm_before, 3u) << what << ": not on the GEMM path";
     }
+}
+INSTANTIATE_TEST_SUITE_P(CudnnAllowed, CudaAttentionPaths, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "cudnn" : "no_cudnn"; });
+
+// cuDNN's fused flash attention (attention_cudnn.cpp) at GPT-like shapes, f16 and bf16: q, k, v
+// the heads of one fused [B, T, 3, H, D] projection (arbitrary batch, head and time strides),
+// against the reference in f32 on the same rounded inputs. The fused counters say cuDNN ran
+// each call (a Hopper GPU with cuDNN 9 takes these shapes); without them this test would pass
+// on strata's own kernels alone.
+TEST_F(CudaTransformerOps, FusedCudnnAttentionMatchesTheReference) {
+  struct Case {
+    int64_t b, h, t, d;
+    bool causal;
+  };
+  for (DType dt : {DType::f16, DType::bf16})
+    for (const Case& c : {Case{2, 4, 128, 64, true}, Case{1, 12, 256, 64, true}, Case{2, 4, 128, 64, false}}) {
+      const DType rd = ref_dtype(dt);
+      const Tensor qkv = random_tensor({c.b, c.t, 3, c.h, c.d}, dt, 50), dy = random_tensor({c.b, c.h, c.t, c.d}, dt, 51);
+      const auto head = [&](const Tensor& t, int i) {  // [B, T, 3, H, D] -> part i as [B, H, T, D]
+        const Tensor n = t.narrow(2, i, 1);
+        const Shape st = n.strides();
+        return n.as_strided({c.b, c.h, c.t, c.d}, {st[0], st[3], st[1], st[4]}, n.offset());
+      };
+      const Tensor g = to_gpu(qkv), r = host_as(qkv, rd), dyg = to_gpu(dy);
+      const Tensor qg = head(g, 0), kg = head(g, 1), vg = head(g, 2), qr = head(r, 0), kr = head(r, 1), vr = head(r, 2);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+      const Shape ys{c.b, c.h, c.t, c.d}, ls{c.b, c.h, c.t};
+      const std::string what = std::string(dtype_name(dt)) + " b " + std::to_string(c.b) + " h " +
+                               std::to_string(c.h) + " t " + std::to_string(c.t) + (c.causal ? " causal" : "");
+      const size_t before = backends::cuda::attention_path_counts().cudnn;
+      const Tensor yg = gpu_nan(ys, kNCHW, dt), lg = gpu_nan(ls, kNCHW, DType::f32);
+      if (!ran([&] { be().attention_fwd({qg, kg, vg, yg, lg, {}, scale, c.causal}); }, what + " forward")) continue;
+      EXPECT_EQ(backends::cuda::attention_path_counts().cudnn - before, 1u) << what << ": cuDNN did not run the forward";
+      const Tensor yr = cpu_nan(ys, kNCHW, rd), lr = cpu_nan(ls, kNCHW, DType::f32);
+      ref_.attention_fwd({qr, kr, vr, yr, lr, {}, scale, c.causal});
+      STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
+      STRATA_EXPECT_CLOSE(host_as(lg, DType::f32), lr, tol(dt, kTolReduction), what + " lse");
+      const Tensor delta = gpu_nan(ls, kNCHW, DType::f32), dq = gpu_nan(qg.sizes(), kNCHW, dt),
+                   dk = gpu_nan(kg.sizes(), kNCHW, dt), dv = gpu_nan(vg.sizes(), kNCHW, dt);
+      if (!ran([&] { be().attention_bwd({qg, kg, vg, yg, lg, dyg, delta, dq, dk, dv, {}, scale, c.causal}); },
+               what + " backward"))
+        continue;
+      EXPECT_EQ(backends::cuda::attention_path_counts().cudnn - before, 2u) << what << ": cuDNN did not run the backward";
+      const Tensor deltar = cpu_nan(ls, kNCHW, DType::f32), dqr = cpu_nan(qg.sizes(), kNCHW, rd),
+                   dkr = cpu_nan(kg.sizes(), kNCHW, rd), dvr = cpu_nan(vg.sizes(), kNCHW, rd);
+      ref_.attention_bwd({qr, kr, vr, yr, lr, host_as(dy, rd), deltar, dqr, dkr, dvr, {}, scale, c.causal});
+      EXPECT_TRUE(near(host_as(dq, rd), dqr, tol(dt, 1e-4))) << what << " dq";
+      EXPECT_TRUE(near(host_as(dk, rd), dkr, tol(dt, 1e-4))) << what << " dk";
+      STRATA_EXPECT_CLOSE(host_as(dv, rd), dvr, tol(dt, 1e-4), what + " dv");
+    }
+}
+
+// f32 never goes to cuDNN: 64 queries and keys run as cuBLAS GEMMs, a decoding step's one
+// query by strata's kernels.
+TEST_F(CudaTransformerOps, F32AttentionRunsAsGemmsOrKernels) {
+  const Tensor q = to_gpu(random_tensor({1, 2, 64, 64}, DType::f32, 52)), k = to_gpu(random_tensor({1, 2, 64, 64}, DType::f32, 53)),
+               v = to_gpu(random_tensor({1, 2, 64, 64}, DType::f32, 54));
+  const auto before = backends::cuda::attention_path_counts();
+  be().attention_fwd({q, k, v, gpu_nan({1, 2, 64, 64}), gpu_nan({1, 2, 64}), {}, 0.125, true});
+  auto now = backends::cuda::attention_path_counts();
+  EXPECT_EQ(now.cudnn, before.cudnn);
+  EXPECT_EQ(now.gemm, before.gemm + 1);
+  be().attention_fwd({q.narrow(2, 63, 1), k, v, gpu_nan({1, 2, 1, 64}), gpu_nan({1, 2, 1}), {}, 0.125, true});
+  now = backends::cuda::attention_path_counts();
+  EXPECT_EQ(now.own_kernels, before.own_kernels + 1);
 }
 
 // A static cache read by the kernel: kv_len on the device, the keys past it never read.

@@ -7,7 +7,8 @@
 #  2. training speed: GPT-2 small, bf16, T=1024, at each batch in BATCHES (default "16"): strata
 #     (MODES, default graph) and PyTorch eager and torch.compile (FORMS), alternated over rounds,
 #     the same learning rate on both sides; PROFILE=1 adds one strata step with every op timed alone.
-#     CURVE=0 skips the curve.
+#     CURVE=0 skips the curve; ATTENTION="cudnn gemm" times strata with cuDNN's fused attention
+#     and again with the cuBLAS GEMM path (--no-cudnn-attention).
 # Run from the repository root with .gpu/ packed by
 #   TARGETS="gpt2_train" tools/gpu/pack.sh
 # Logs and files go to $OUT (or /tmp/strata-gpu).
@@ -27,11 +28,15 @@ python3 $P curve $D/curve --steps "$STEPS" || exit 1
 python3 $P compare $D/curve || status=1
 fi
 for b in ${BATCHES:-16}; do
-  (
-    source tools/gpu/env.sh >/dev/null 2>&1
-    .gpu/bin/gpt2_train speed --backend cuda --batch "$b" --seq 1024 --precision bf16 --modes "${MODES:-graph}" \
-      --steps "${SPEED_STEPS:-10}" --rounds 3 --lr 6e-4 ${PROFILE:+--profile}
-  ) || status=1
+  for attention in ${ATTENTION:-cudnn}; do
+    (
+      source tools/gpu/env.sh >/dev/null 2>&1
+      flag=""
+      [ "$attention" = gemm ] && flag=--no-cudnn-attention
+      .gpu/bin/gpt2_train speed --backend cuda --batch "$b" --seq 1024 --precision bf16 --modes "${MODES:-graph}" \
+        --steps "${SPEED_STEPS:-10}" --rounds 3 --lr 6e-4 ${PROFILE:+--profile} $flag
+    ) || status=1
+  done
   python3 $P speed --batch "$b" --seq 1024 --forms "${FORMS:-eager,compile}" --steps "${SPEED_STEPS:-10}" --rounds 3 --lr 6e-4 || status=1
 done
 rm -f $D/curve/weights.safetensors $D/curve/batches.safetensors
