@@ -2,9 +2,10 @@
 // loops these kernels match): comparisons (pointwise.def's STRATA_COMPARE rows, u8 out, every
 // dtype), where, reductions over any set of dims (sum, mean, max, min, argmax, argmin),
 // softmax and log_softmax with their backward, index_select (any dtype, moved as bytes) and
-// index_add (deterministic: each thread adds its position's rows in index order, no atomics).
+// index_add (deterministic: each destination's rows are added in index order, no atomics).
 // Every operand takes any strides (0 for a broadcast input). f16/bf16 compute in float, f64 in
 // double. bmm lives in linear.cu (cuBLAS).
+#include <cub/device/device_radix_sort.cuh>
 #include <limits>
 
 #include "strata/backends/cuda/bad_index_word.h"
@@ -307,6 +308,71 @@ struct IndexAddK {
   }
 };
 
+// A 2-D index_add along dim 0 with many rows, grouped by destination: a stable sort of the
+// index (CUB's radix sort keeps equal keys in position order) gives every destination its
+// positions in index order, and a thread per (destination, column) adds them in that order:
+// the same additions and roundings as IndexAddK's loop, so the same bits, without a chain of n
+// dependent read-modify-writes per column (GPT-2's token-embedding backward, 16,384 rows into
+// 50,257: 4.2 ms a call on an H200 that way).
+constexpr int64_t kGroupedIndexAddRows = 64;  // fewer (a decoding step's cache rows): IndexAddK
+
+template <class I>
+__global__ void index_keys_kernel(const I* index, int64_t stride, int64_t n, I* keys, int64_t* pos) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  keys[i] = index[i * stride];
+  pos[i] = i;
+}
+
+// Block x: a sorted position j (only a group's first does work); threads: columns.
+template <class T, class I>
+__global__ void index_add_grouped_kernel(const T* x, int64_t xs0, int64_t xs1, T* y, int64_t ys0, int64_t ys1,
+                                         const I* keys, const int64_t* pos, int64_t n, int64_t cols, int64_t extent,
+                                         unsigned long long* bad) {
+  using A = acc_t<T>;
+  const int64_t j = blockIdx.x;
+  if (j > 0 && keys[j] == keys[j - 1]) return;
+  const I r = keys[j];
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (r < 0 || r >= extent) {  // a bad group: record its positions, add nothing (IndexAddK skips them too)
+    if (c == 0)
+      for (int64_t k = j; k < n && keys[k] == r; ++k) atomicMin(bad, static_cast<unsigned long long>(pos[k]));
+    return;
+  }
+  if (c >= cols) return;
+  T* d = y + static_cast<int64_t>(r) * ys0 + c * ys1;
+  T acc = *d;
+  for (int64_t k = j; k < n && keys[k] == r; ++k)
+    acc = store<T>(static_cast<A>(load(acc)) + static_cast<A>(load(x[pos[k] * xs0 + c * xs1])));
+  *d = acc;
+}
+
+template <class T, class I>
+void index_add_grouped(Context& ctx, const TensorView& x, const TensorView& index, const TensorView& y,
+                       unsigned long long* bad) {
+  const int64_t n = index.numel(), cols = y.sizes[1], extent = y.sizes[0];
+  DeviceBuffer keys_in(ctx, static_cast<size_t>(n) * sizeof(I)), keys(ctx, static_cast<size_t>(n) * sizeof(I));
+  DeviceBuffer pos_in(ctx, static_cast<size_t>(n) * sizeof(int64_t)), pos(ctx, static_cast<size_t>(n) * sizeof(int64_t));
+  index_keys_kernel<I><<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, ctx.stream>>>(
+      index.ptr<const I>(), index.strides[0], n, keys_in.as<I>(), pos_in.as<int64_t>());
+  STRATA_CUDA_CHECK_LAUNCH("index_add index_keys_kernel");
+  STRATA_CHECK(n <= std::numeric_limits<int>::max(), "index_add: ", n, " index entries do not fit CUB's int");
+  size_t temp_bytes = 0;
+  STRATA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in.as<const I>(), keys.as<I>(),
+                                                    pos_in.as<const int64_t>(), pos.as<int64_t>(), static_cast<int>(n),
+                                                    0, static_cast<int>(sizeof(I) * 8), ctx.stream));
+  DeviceBuffer temp(ctx, std::max<size_t>(temp_bytes, 1));
+  STRATA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys_in.as<const I>(), keys.as<I>(),
+                                                    pos_in.as<const int64_t>(), pos.as<int64_t>(), static_cast<int>(n),
+                                                    0, static_cast<int>(sizeof(I) * 8), ctx.stream));
+  const int threads = static_cast<int>(std::min<int64_t>(cols, 256));
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>((cols + threads - 1) / threads));
+  index_add_grouped_kernel<T, I><<<grid, threads, 0, ctx.stream>>>(x.ptr<const T>(), x.strides[0], x.strides[1],
+                                                                   y.ptr<T>(), y.strides[0], y.strides[1], keys.as<const I>(),
+                                                                   pos.as<const int64_t>(), n, cols, extent, bad);
+  STRATA_CUDA_CHECK_LAUNCH("index_add_grouped_kernel");
+}
+
 template <class F>
 void dispatch_index(DType t, const char* op, F&& f) {
   switch (t) {
@@ -466,6 +532,10 @@ void CudaBackend::index_add(const IndexAddArgs& a) {
     using I = decltype(it);
     dispatch_float(a.y.dtype, "index_add", [&](auto t) {
       using T = decltype(t);
+      if (dim == 0 && a.y.dim() == 2 && n >= kGroupedIndexAddRows) {
+        index_add_grouped<T, I>(*ctx_, a.x, a.index, a.y, bad.get());
+        return;
+      }
       launch_elementwise(*ctx_, strided_by_output(slice, a.x, a.y),
                          IndexAddK<T, I>{a.x.ptr<T>(), a.y.ptr<T>(), a.index.ptr<I>(), a.index.strides[0], n,
                                          a.x.strides[dim], a.y.strides[dim], extent, bad.get()});

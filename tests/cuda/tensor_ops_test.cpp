@@ -389,6 +389,36 @@ TEST_F(CudaTensorOps, IndexAddIntoABroadcastSourceAndManyRows) {
   STRATA_EXPECT_CLOSE(host_as(yg, DType::f32), yr, kTolElementwise, "3000 rows");
 }
 
+// Many rows into a matrix go grouped by destination (a sorted index); the same call on the
+// same data viewed with a trailing dim of 1 goes through the row-serial kernel: the two must
+// agree bit for bit (the same additions in the same order), and in f32 with the reference.
+TEST_F(CudaTensorOps, IndexAddGroupedGivesTheSerialKernelsBits) {
+  std::vector<int64_t> idx(5000);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>((i * 37 + i / 3) % 301);  // repeats, unordered
+  for (DType dt : {DType::f32, DType::bf16})
+    for (DType it : {DType::i64, DType::i32}) {
+      const Tensor index = to_gpu(index_of(idx, it));
+      const Tensor x = to_gpu(random_tensor({5000, 70}, dt, 99)), y0 = random_tensor({301, 70}, dt, 100);
+      Tensor grouped = to_gpu(y0), serial = to_gpu(y0).view({301, 70, 1});
+      be().index_add({x, index, grouped, 0});
+      be().index_add({x.view({5000, 70, 1}), index, serial, 0});
+      const std::string w = std::string(dtype_name(dt)) + " index " + std::string(dtype_name(it));
+      EXPECT_TRUE(bitwise_equal(to_cpu(grouped), to_cpu(serial).view({301, 70}))) << w;
+      if (dt != DType::f32) continue;  // bf16 rounds after every addition, 17 per row: the bits above say enough
+      Tensor yr = y0.clone();
+      ref_.index_add({to_cpu(x), index_of(idx, it), yr, 0});
+      STRATA_EXPECT_CLOSE(to_cpu(grouped), yr, kTolReduction, w + " against the reference");
+    }
+  // An out-of-range entry among many: named (the first one by position), the good rows still added.
+  std::vector<int64_t> with_bad(idx.begin(), idx.begin() + 100);
+  with_bad[40] = 301;
+  with_bad[70] = -2;
+  const Tensor x = to_gpu(random_tensor({100, 70}, DType::f32, 101));
+  Tensor y = to_gpu(random_tensor({301, 70}, DType::f32, 102));
+  EXPECT_STRATA_ERROR(be().index_add({x, to_gpu(index_of(with_bad, DType::i64)), y, 0}), "index_add", "index[40] = 301",
+                      "out of range");
+}
+
 TEST_F(CudaTensorOps, AnOutOfRangeIndexIsAnError) {
   const Tensor x = to_gpu(random_tensor({5, 4}, DType::f32, 95));
   const Tensor bad64 = to_gpu(index_of({1, 9, 0, 7}, DType::i64));
