@@ -29,6 +29,9 @@ class Emitter {
   // Runs the model's prediction for x and records it (recorded_step.h); `names` receives the
   // model's tensors by address.
   virtual RecordedStep record(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) = 0;
+  // The same for one training step (forward, loss, backward, the optimizer's step).
+  virtual RecordedStep record_train(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                                    std::map<const void*, std::string>& names) = 0;
   // The generated project: sources, build file, and the weights (constants of `buffers`).
   virtual std::vector<GeneratedFile> emit(const RecordedStep& step, BufferMap& buffers) = 0;
 };

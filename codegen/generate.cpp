@@ -48,11 +48,14 @@ void create_out_dir(const GenerateOptions& o) {
 
 }  // namespace
 
-GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o) {
+namespace {
+
+template <class Record>
+GenerateResult generate_step(const GenerateOptions& o, Record&& record) {
   std::unique_ptr<Emitter> emitter = make_emitter(o.backend);
   check_out_dir(o);
   std::map<const void*, std::string> names;
-  RecordedStep step = emitter->record(model, x, names);
+  RecordedStep step = record(*emitter, names);
   step.model = o.description.empty() ? "a strata model" : o.description;
   BufferMap buffers(step, names);
   const std::vector<GeneratedFile> files = emitter->emit(step, buffers);
@@ -71,6 +74,21 @@ GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions
   r.arena_bytes = step.arena.bytes;
   r.weight_bytes = buffers.constants_bytes();
   return r;
+}
+
+}  // namespace
+
+GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o) {
+  return generate_step(o, [&](Emitter& e, std::map<const void*, std::string>& names) {
+    return e.record(model, x, names);
+  });
+}
+
+GenerateResult generate_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                                   const GenerateOptions& o) {
+  return generate_step(o, [&](Emitter& e, std::map<const void*, std::string>& names) {
+    return e.record_train(model, x, labels, opt, names);
+  });
 }
 
 void write_npy(const std::string& path, const Tensor& t) {

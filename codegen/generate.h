@@ -36,6 +36,12 @@ struct GenerateResult {
 // generator does not support, and refusing an existing non-empty out_dir unless overwrite.
 GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o);
 
+// The same for one training step, model.train_step(x, labels, opt) (the model in training
+// mode, not yet trained at x's shape; two steps run, the second is recorded). Not written
+// out yet: the onednn emitter refuses it, naming the ops of the step it has no emitter for.
+GenerateResult generate_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                                   const GenerateOptions& o);
+
 // Writes t (contiguous f32) as a NumPy .npy file, the generated program's tensor format.
 void write_npy(const std::string& path, const Tensor& t);
 

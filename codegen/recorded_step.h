@@ -14,9 +14,14 @@
 
 namespace strata::codegen {
 
-// The argument structs of the ops a recorder can hand to an emitter.
-using RecordedArgs = std::variant<ops::Conv2dFwdArgs, ops::LinearFwdArgs, ops::ReluFwdArgs, ops::MaxPool2dFwdArgs,
-                                  ops::AvgPool2dFwdArgs, ops::GlobalAvgPoolFwdArgs, ops::AddArgs, ops::CopyArgs>;
+// The argument structs of the ops a recorder can hand to an emitter: a prediction's, then
+// those a training step adds (backward, loss, dropout, fills, the optimizer's single steps).
+using RecordedArgs =
+    std::variant<ops::Conv2dFwdArgs, ops::LinearFwdArgs, ops::ReluFwdArgs, ops::MaxPool2dFwdArgs,
+                 ops::AvgPool2dFwdArgs, ops::GlobalAvgPoolFwdArgs, ops::AddArgs, ops::CopyArgs,
+                 ops::Conv2dBwdDataArgs, ops::Conv2dBwdWeightArgs, ops::Conv2dBwdBiasArgs, ops::LinearBwdDataArgs,
+                 ops::LinearBwdWeightArgs, ops::ReluBwdArgs, ops::MaxPool2dBwdArgs, ops::SoftmaxXentFwdArgs,
+                 ops::SoftmaxXentBwdArgs, ops::DropoutFwdArgs, ops::DropoutBwdArgs, ops::FillArgs, ops::SgdStepArgs>;
 
 struct RecordedCall {
   ops::OpId op;
@@ -30,6 +35,10 @@ struct RecordedCall {
 
 struct RecordedStep {
   std::string model;  // what the model is, for the generated code's header
+  // A training step (Model::train_step: forward, loss, backward, the optimizer's step)
+  // rather than a prediction; `labels` is then the planned labels buffer the loss read.
+  bool training = false;
+  ops::TensorView labels;
   ops::direct::PlannedArena arena;
   std::vector<RecordedCall> calls;
   ops::TensorView input;   // the caller's input buffer as the step's first call read it

@@ -9,6 +9,8 @@
 // --check also writes check/input.npy (random, from --check-seed) and check/expected.npy,
 // strata's own direct-mode output for it, which the generated program must reproduce bit
 // for bit (the tests do exactly that).
+// --train records one training step instead (forward, softmax cross-entropy, backward, SGD):
+// the onednn emitter does not write it out yet and names the ops of the step it lacks.
 // Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -60,7 +62,8 @@ int main(int argc, char** argv) {
   CLI::App app{"strata_codegen: write a model's direct-mode prediction out as a standalone program"};
   train::ModelSpec spec;
   std::string checkpoint, input = "", dtype = "f32", backend = "onednn", out;
-  bool force = false, check = false;
+  bool force = false, check = false, train = false;
+  double lr = 0.05, momentum = 0.9;
   uint64_t check_seed = 1;
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", version_line("strata_codegen"));
@@ -79,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_flag("--force", force, "write into an output folder that exists and is not empty");
   app.add_flag("--check", check, "also write check/input.npy and strata's output for it, check/expected.npy");
   app.add_option("--check-seed", check_seed, "seed of the random check input");
+  app.add_flag("--train", train, "a training step (forward, loss, backward, SGD) instead of the prediction");
+  app.add_option("--lr", lr, "--train: SGD's learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--momentum", momentum, "--train: SGD's momentum")->check(CLI::Range(0.0, 1.0));
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
     std::optional<nn::safetensors::Contents> ck;
@@ -103,13 +109,28 @@ int main(int argc, char** argv) {
     if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
     auto model = train::build_model(spec, ops::DispatchMode::direct, backend);
     if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
-    model->eval();
+    if (train)
+      model->train();
+    else
+      model->eval();
     std::ostringstream what;
     what << spec.model << (spec.model == "lenet" ? " (" + spec.lenet_variant + " variant)" : "") << ", "
          << spec.num_classes << " classes, "
          << (ck ? "weights of " + std::filesystem::path(checkpoint).filename().string()
                 : "initialised with seed " + std::to_string(spec.seed));
     const Tensor x = random_input(sizes, check_seed);
+    if (train) {
+      std::mt19937_64 gen(check_seed + 1);
+      std::vector<int64_t> classes(static_cast<size_t>(sizes[0]));
+      for (int64_t& c : classes) c = static_cast<int64_t>(gen() % static_cast<uint64_t>(spec.num_classes));
+      nn::OptimizerConfig oc;
+      oc.lr = lr;
+      oc.momentum = momentum;
+      auto opt = model->make_optimizer(oc);
+      codegen::generate_train_step(*model, x, Tensor::from_vector(classes, Shape{sizes[0]}), *opt,
+                                   {out, backend, force, what.str()});
+      return kExitSuccess;
+    }
     const codegen::GenerateResult r = codegen::generate(*model, x, {out, backend, force, what.str()});
     if (check) {
       std::filesystem::create_directories(std::filesystem::path(out) / "check");

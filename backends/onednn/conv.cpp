@@ -304,6 +304,7 @@ void OneDnnBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
 }
 
 void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
+  observe_call(OpId::conv2d_bwd_data, a);
   require_f32_or_bf16("conv2d_bwd_data", a.dy.dtype);
   guarded("conv2d_bwd_data", conv_work(a.dy, a.w), [&] {
     Context& c = *ctx_;
@@ -328,6 +329,7 @@ void OneDnnBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
 }
 
 void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
+  observe_call(OpId::conv2d_bwd_weight, a);
   require_f32_or_bf16("conv2d_bwd_weight", a.x.dtype);
   guarded("conv2d_bwd_weight", conv_work(a.dy, a.dw), [&] {
     Context& c = *ctx_;
@@ -372,6 +374,7 @@ void OneDnnBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
 // for a reduction that keeps the channel dim (milliseconds for a few thousand
 // elements): the shared loop does it in double (bf16 widened element by element).
 void OneDnnBackend::conv2d_bwd_bias(const Conv2dBwdBiasArgs& a) {
+  observe_call(OpId::conv2d_bwd_bias, a);
   require_f32_or_bf16("conv2d_bwd_bias", a.dy.dtype);
   if (a.dy.dtype == DType::f32) return loops::conv_bias_grad<float>(a.dy, a.db);
   const bf16_t* dy = a.dy.ptr<const bf16_t>();

@@ -75,6 +75,7 @@ void OneDnnBackend::relu_fwd(const ReluFwdArgs& a) {
 
 // dx = dy where y > 0: eltwise_relu_use_dst_for_bwd with alpha 0 is exactly that.
 void OneDnnBackend::relu_bwd(const ReluBwdArgs& a) {
+  observe_call(OpId::relu_bwd, a);
   require_f32_or_bf16("relu_bwd", a.dy.dtype);
   if (a.dy.dtype == DType::f32 && a.dy.numel() < kLoopBelow) return loops::relu_bwd<float>(a);
   guarded("relu_bwd", loops::elementwise_work(a.dy.numel()), [&] {

@@ -81,6 +81,7 @@ void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
 
 // dx [N,in] = dy [N,out] * w [out,in]
 void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
+  observe_call(OpId::linear_bwd_data, a);
   require_f32_or_bf16("linear_bwd_data", a.dy.dtype);
   guarded("linear_bwd_data", loops::product_work(a.dx.numel() * a.w.sizes[0]), [&] {
     Key key(OpId::linear_bwd_data);
@@ -92,6 +93,7 @@ void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
 
 // dw [out,in] = dy^T [out,N] * x [N,in]; db [out] = sum over N of dy.
 void OneDnnBackend::linear_bwd_weight(const LinearBwdWeightArgs& a) {
+  observe_call(OpId::linear_bwd_weight, a);
   require_f32_or_bf16("linear_bwd_weight", a.x.dtype);
   guarded("linear_bwd_weight", loops::product_work(a.dw.numel() * a.x.sizes[0]), [&] {
     Key key(OpId::linear_bwd_weight);

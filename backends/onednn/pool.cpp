@@ -134,6 +134,7 @@ void OneDnnBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
 }
 
 void OneDnnBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
+  observe_call(OpId::max_pool2d_bwd, a);
   require_f32_or_bf16("max_pool2d_bwd", a.x.dtype);
   guarded("max_pool2d_bwd", loops::elementwise_work(a.x.numel()), [&] {
     Key key(OpId::max_pool2d_bwd);

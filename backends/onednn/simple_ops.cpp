@@ -25,17 +25,21 @@ void OneDnnBackend::axpy(const AxpyArgs& a) {
   visit_float(kName, "axpy", a.x.dtype, [&](auto t) { loops::axpy<decltype(t)>(a); });
 }
 void OneDnnBackend::dropout_fwd(const DropoutFwdArgs& a) {
+  observe_call(OpId::dropout_fwd, a);
   visit_float(kName, "dropout_fwd", a.x.dtype, [&](auto t) { loops::dropout_fwd<decltype(t)>(a); });
 }
 void OneDnnBackend::dropout_bwd(const DropoutBwdArgs& a) {
+  observe_call(OpId::dropout_bwd, a);
   visit_float(kName, "dropout_bwd", a.dy.dtype, [&](auto t) { loops::dropout_bwd<decltype(t)>(a); });
 }
 // oneDNN's softmax primitive would write the [N, C] softmax the forward no longer keeps: both
 // directions are the shared loops, one pass over the logits each.
 void OneDnnBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
+  observe_call(OpId::softmax_xent_fwd, a);
   visit_float(kName, "softmax_xent_fwd", a.logits.dtype, [&](auto t) { loops::softmax_xent_fwd<decltype(t)>(a); });
 }
 void OneDnnBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
+  observe_call(OpId::softmax_xent_bwd, a);
   visit_float(kName, "softmax_xent_bwd", a.logits.dtype, [&](auto t) { loops::softmax_xent_bwd<decltype(t)>(a); });
 }
 void OneDnnBackend::bce_logits_fwd(const BceLogitsFwdArgs& a) {
@@ -87,6 +91,7 @@ bool run_in_parts(const A& a, const TensorView& first, const std::tuple<Views...
 }  // namespace
 
 void OneDnnBackend::sgd_step(const SgdStepArgs& a) {
+  observe_call(OpId::sgd_step, a);
   const bool buffer_ok = a.o.momentum == 0.0 || a.momentum_buf.defined;  // else the loop's own error
   if (buffer_ok && (a.param.dtype == DType::f32 || a.param.dtype == DType::f64) &&
       run_in_parts(a, a.param, std::make_tuple(&SgdStepArgs::param, &SgdStepArgs::grad, &SgdStepArgs::momentum_buf)))
@@ -148,7 +153,10 @@ void OneDnnBackend::amp_update_scale(const AmpUpdateScaleArgs& a) {
   visit_float(kName, "amp_update_scale", a.grad_sums.dtype, [&](auto t) { loops::amp_update_scale<decltype(t)>(a); });
 }
 
-void OneDnnBackend::fill(const FillArgs& a) { loops::fill(a); }
+void OneDnnBackend::fill(const FillArgs& a) {
+  observe_call(OpId::fill, a);
+  loops::fill(a);
+}
 void OneDnnBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) { loops::space_to_depth_fwd(a); }
 void OneDnnBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) { loops::space_to_depth_bwd(a); }
 

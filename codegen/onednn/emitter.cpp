@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -61,6 +62,10 @@ class OneDnnEmitter final : public Emitter {
   std::string_view backend() const override { return "onednn"; }
   RecordedStep record(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) override {
     return record_predict(model, x, names);
+  }
+  RecordedStep record_train(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                            std::map<const void*, std::string>& names) override {
+    return record_train_step(model, x, labels, opt, names);
   }
   std::vector<GeneratedFile> emit(const RecordedStep& step, BufferMap& buffers) override;
 
@@ -274,7 +279,33 @@ CallText OneDnnEmitter::copy(const RecordedCall& c, const RecordedStep& step, Bu
   return t;
 }
 
+// A training step is recorded in full but not written out yet: the refusal lists every op of
+// the step, with its count, that has no emitter, so that what is missing is known at once
+// (the forward ops' emitters exist, but a training step reads its parameters as state that
+// the optimizer writes, which the weights file of a prediction does not model either).
+[[noreturn]] void refuse_training_step(const RecordedStep& step) {
+  std::map<std::string, int> missing;
+  for (const RecordedCall& c : step.calls) {
+    switch (c.op) {
+      case OpId::copy:
+      case OpId::conv2d_fwd:
+      case OpId::linear_fwd:
+      case OpId::relu_fwd:
+      case OpId::max_pool2d_fwd:
+      case OpId::avg_pool2d_fwd:
+      case OpId::global_avg_pool_fwd: break;
+      default: ++missing[std::string(ops::op_name(c.op))];
+    }
+  }
+  std::string list;
+  for (const auto& [op, n] : missing) list += (list.empty() ? "" : ", ") + op + " (" + std::to_string(n) + ")";
+  STRATA_FAIL("strata_codegen: the onednn emitter does not write out a training step yet: the step of ", step.model,
+              " runs ", step.calls.size(), " kernel calls in an arena of ", step.arena.bytes,
+              " bytes, and it has no emitter for ", list.empty() ? std::string("the optimizer's state") : list);
+}
+
 std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferMap& buffers) {
+  if (step.training) refuse_training_step(step);
   STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32, "strata_codegen: the model takes ",
                dtype_name(step.input.dtype), " and returns ", dtype_name(step.output.dtype),
                "; the onednn emitter writes out f32 models only (bf16 is not supported yet)");
@@ -387,7 +418,7 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
     const RecordedCall& c = step.calls[i];
     std::string io;
     std::visit([&](const auto& args) {
-      if constexpr (requires { args.x; }) io = shape(args.x) + " -> " + shape(args.y);
+      if constexpr (requires { args.x; args.y; }) io = shape(args.x) + " -> " + shape(args.y);
     }, c.args);
     cpp << "  {  // " << c.layer << ": " << ops::op_name(c.op) << " " << io
         << (c.primitive || c.op == OpId::copy ? "" : " (plain loop: strata's below its primitive threshold)") << "\n";

@@ -19,15 +19,29 @@ class Recorder final : public backends::onednn::CallObserver {
  public:
   void on_call(OpId op, const void* args) override {
     RecordedCall c{op, ops::CopyArgs{}, false, 0, 1, {}};
+    auto take = [&]<class A>(std::type_identity<A>) { c.args = *static_cast<const A*>(args); };
     switch (op) {
-      case OpId::conv2d_fwd: c.args = *static_cast<const ops::Conv2dFwdArgs*>(args); break;
-      case OpId::linear_fwd: c.args = *static_cast<const ops::LinearFwdArgs*>(args); break;
-      case OpId::relu_fwd: c.args = *static_cast<const ops::ReluFwdArgs*>(args); break;
-      case OpId::max_pool2d_fwd: c.args = *static_cast<const ops::MaxPool2dFwdArgs*>(args); break;
-      case OpId::avg_pool2d_fwd: c.args = *static_cast<const ops::AvgPool2dFwdArgs*>(args); break;
-      case OpId::global_avg_pool_fwd: c.args = *static_cast<const ops::GlobalAvgPoolFwdArgs*>(args); break;
-      case OpId::add: c.args = *static_cast<const ops::AddArgs*>(args); break;
-      case OpId::copy: c.args = *static_cast<const ops::CopyArgs*>(args); break;
+      case OpId::conv2d_fwd: take(std::type_identity<ops::Conv2dFwdArgs>{}); break;
+      case OpId::linear_fwd: take(std::type_identity<ops::LinearFwdArgs>{}); break;
+      case OpId::relu_fwd: take(std::type_identity<ops::ReluFwdArgs>{}); break;
+      case OpId::max_pool2d_fwd: take(std::type_identity<ops::MaxPool2dFwdArgs>{}); break;
+      case OpId::avg_pool2d_fwd: take(std::type_identity<ops::AvgPool2dFwdArgs>{}); break;
+      case OpId::global_avg_pool_fwd: take(std::type_identity<ops::GlobalAvgPoolFwdArgs>{}); break;
+      case OpId::add: take(std::type_identity<ops::AddArgs>{}); break;
+      case OpId::copy: take(std::type_identity<ops::CopyArgs>{}); break;
+      case OpId::conv2d_bwd_data: take(std::type_identity<ops::Conv2dBwdDataArgs>{}); break;
+      case OpId::conv2d_bwd_weight: take(std::type_identity<ops::Conv2dBwdWeightArgs>{}); break;
+      case OpId::conv2d_bwd_bias: take(std::type_identity<ops::Conv2dBwdBiasArgs>{}); break;
+      case OpId::linear_bwd_data: take(std::type_identity<ops::LinearBwdDataArgs>{}); break;
+      case OpId::linear_bwd_weight: take(std::type_identity<ops::LinearBwdWeightArgs>{}); break;
+      case OpId::relu_bwd: take(std::type_identity<ops::ReluBwdArgs>{}); break;
+      case OpId::max_pool2d_bwd: take(std::type_identity<ops::MaxPool2dBwdArgs>{}); break;
+      case OpId::softmax_xent_fwd: take(std::type_identity<ops::SoftmaxXentFwdArgs>{}); break;
+      case OpId::softmax_xent_bwd: take(std::type_identity<ops::SoftmaxXentBwdArgs>{}); break;
+      case OpId::dropout_fwd: take(std::type_identity<ops::DropoutFwdArgs>{}); break;
+      case OpId::dropout_bwd: take(std::type_identity<ops::DropoutBwdArgs>{}); break;
+      case OpId::fill: take(std::type_identity<ops::FillArgs>{}); break;
+      case OpId::sgd_step: take(std::type_identity<ops::SgdStepArgs>{}); break;
       default:
         STRATA_FAIL("strata_codegen: the onednn backend reported op ", ops::op_name(op),
                     ", which the generator does not record (internal error)");
@@ -72,86 +86,64 @@ std::string module_of(const std::string& tensor) {
   return dot == std::string::npos ? plain : plain.substr(0, dot);
 }
 
+// The parameter a call belongs to: the weight it reads, or the gradient or parameter it writes.
 const ops::TensorView* weight_of(const RecordedCall& c) {
   if (const auto* a = std::get_if<ops::Conv2dFwdArgs>(&c.args)) return &a->w;
   if (const auto* a = std::get_if<ops::LinearFwdArgs>(&c.args)) return &a->w;
+  if (const auto* a = std::get_if<ops::Conv2dBwdDataArgs>(&c.args)) return &a->w;
+  if (const auto* a = std::get_if<ops::Conv2dBwdWeightArgs>(&c.args)) return &a->dw;
+  if (const auto* a = std::get_if<ops::Conv2dBwdBiasArgs>(&c.args)) return &a->db;
+  if (const auto* a = std::get_if<ops::LinearBwdDataArgs>(&c.args)) return &a->w;
+  if (const auto* a = std::get_if<ops::LinearBwdWeightArgs>(&c.args)) return &a->dw;
+  if (const auto* a = std::get_if<ops::SgdStepArgs>(&c.args)) return &a->param;
   return nullptr;
 }
 
 const ops::TensorView& output_of(const RecordedCall& c) {
-  return std::visit([](const auto& a) -> const ops::TensorView& { return a.y; }, c.args);
+  const auto* y = std::visit([](const auto& a) -> const ops::TensorView* {
+    if constexpr (requires { a.y; }) return &a.y;
+    return nullptr;
+  }, c.args);
+  STRATA_CHECK(y, "strata_codegen: the step ends with ", ops::op_name(c.op), ", which writes no output y (internal error)");
+  return *y;
 }
 
-}  // namespace
-
-RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) {
-  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == "onednn",
-               "strata_codegen: the onednn emitter writes out direct mode's plans on the onednn backend, and the "
-               "model runs in another mode or on backend ", model.backend_name());
-  STRATA_CHECK(!model.module().is_training(), "strata_codegen: the model is in training mode; the generator "
-                                              "writes out inference (call eval() first)");
-  STRATA_CHECK(x.dim() == 4 && x.dtype() == model.dtype() && x.is_contiguous() && x.device().is_cpu(),
-               "strata_codegen: the input must be a contiguous [N, C, H, W] ", dtype_name(model.dtype()),
-               " tensor on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
-  RecordedStep step;
-  {
-    ArenaReader arena;
-    ops::direct::ScopedArenaObserver watch(&arena);
-    model.predict(x);
-    // The plan is read as direct mode makes it, at the first prediction for a shape.
-    STRATA_CHECK(!arena.arenas.empty(), "strata_codegen: the model predicted for ", x.str(),
-                 " before, so its memory plan was made then and cannot be read now; generate from a model "
-                 "that has not yet predicted at this shape");
-    STRATA_CHECK(arena.arenas.size() == 1, "strata_codegen: the prediction for ", x.str(), " laid out ",
-                 arena.arenas.size(), " arenas where the generator expects one (internal error)");
-    step.arena = arena.arenas.front();
-  }
+// Runs `step` once under the backend's call observer and the op trace, and returns its calls:
+// every kernel the step ran must have been reported with its arguments, since an op the onednn
+// backend does not report is one the generator cannot write out. `what` names the step.
+template <class Step>
+std::vector<RecordedCall> record_calls(const char* what, Step&& step) {
   Recorder rec;
   const bool traced = ops::trace_enabled();
   ops::take_trace();
   ops::set_trace_enabled(true);
-  Tensor result;
   {
     backends::onednn::ScopedCallObserver watch(&rec);
-    result = model.predict(x);
+    step();
   }
   const std::vector<ops::TraceEvent> trace = ops::take_trace();
   ops::set_trace_enabled(traced);
-  // Every kernel the step ran must have been seen with its arguments: an op the onednn
-  // backend does not report is one the generator cannot write out.
   size_t seen = 0;
   for (const ops::TraceEvent& e : trace) {
-    STRATA_CHECK(seen < rec.calls.size() && rec.calls[seen].op == e.op, "strata_codegen: the model's prediction "
-                 "runs op ", ops::op_name(e.op), " (kernel call ", seen + 1, " of ", trace.size(),
-                 "), which the onednn emitter does not support (it writes out conv2d_fwd, linear_fwd, relu_fwd, "
-                 "max_pool2d_fwd, avg_pool2d_fwd, global_avg_pool_fwd and copy)");
+    // The optimizer's list step reports the single step of each parameter it runs.
+    if (e.op == OpId::multi_sgd_step && seen < rec.calls.size() && rec.calls[seen].op == OpId::sgd_step) {
+      while (seen < rec.calls.size() && rec.calls[seen].op == OpId::sgd_step) ++seen;
+      continue;
+    }
+    STRATA_CHECK(seen < rec.calls.size() && rec.calls[seen].op == e.op, "strata_codegen: the model's ", what,
+                 " runs op ", ops::op_name(e.op), " (kernel call ", seen + 1, "), which the onednn emitter does not "
+                 "support (the onednn backend does not report it to the generator)");
     ++seen;
   }
   STRATA_CHECK(seen == rec.calls.size() && !rec.calls.empty(), "strata_codegen: the onednn backend reported ",
                rec.calls.size(), " calls where the trace shows ", seen, " (internal error)");
-  step.calls = std::move(rec.calls);
-  name_tensors(model.module(), names);
+  return std::move(rec.calls);
+}
 
-  // The first call copies the caller's input into the planned input buffer; predict's
-  // result is the last call's output, copied out of the arena.
-  const auto* first = std::get_if<ops::CopyArgs>(&step.calls.front().args);
-  STRATA_CHECK(first && first->x.data == x.data_ptr(), "strata_codegen: the prediction does not start by copying "
-               "its input into the planned buffer (it starts with ", ops::op_name(step.calls.front().op),
-               "): the generator cannot find the input");
-  step.input = first->x;
-  const auto* y = static_cast<const std::byte*>(first->y.data);
-  const auto* arena = static_cast<const std::byte*>(step.arena.base);
-  if (!(arena && y >= arena && y < arena + step.arena.bytes)) step.input_buffer = first->y;
-  step.output = output_of(step.calls.back());
-  const int64_t out_bytes = step.output.numel() * static_cast<int64_t>(dtype_size(step.output.dtype));
-  STRATA_CHECK(result.sizes() == step.output.sizes && result.dtype() == step.output.dtype && result.is_contiguous() &&
-                   step.output.is_contiguous() &&
-                   std::memcmp(result.data_ptr(), step.output.data, static_cast<size_t>(out_bytes)) == 0,
-               "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (",
-               ops::op_name(step.calls.back().op), "): the generator cannot find the output");
-
+// Names each call after the module whose weight it reads or writes, else after the last one.
+void name_layers(std::vector<RecordedCall>& calls, const std::map<const void*, std::string>& names) {
   std::string last = "input";
-  for (RecordedCall& c : step.calls) {
+  for (RecordedCall& c : calls) {
     const ops::TensorView* w = weight_of(c);
     auto it = w ? names.find(w->data) : names.end();
     if (it != names.end()) {
@@ -161,7 +153,109 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
       c.layer = "after " + last;
     }
   }
-  step.calls.front().layer = "input";
+  calls.front().layer = "input";
+}
+
+void check_model(const nn::Model& model) {
+  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == "onednn",
+               "strata_codegen: the onednn emitter writes out direct mode's plans on the onednn backend, and the "
+               "model runs in another mode or on backend ", model.backend_name());
+}
+
+void check_input(const nn::Model& model, const Tensor& x) {
+  STRATA_CHECK(x.dim() == 4 && x.dtype() == model.dtype() && x.is_contiguous() && x.device().is_cpu(),
+               "strata_codegen: the input must be a contiguous [N, C, H, W] ", dtype_name(model.dtype()),
+               " tensor on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
+}
+
+// The step's first call copies the caller's input into the planned input buffer.
+void find_input(RecordedStep& step, const Tensor& x, const char* what) {
+  const auto* first = std::get_if<ops::CopyArgs>(&step.calls.front().args);
+  STRATA_CHECK(first && first->x.data == x.data_ptr(), "strata_codegen: the ", what, " does not start by copying "
+               "its input into the planned buffer (it starts with ", ops::op_name(step.calls.front().op),
+               "): the generator cannot find the input");
+  step.input = first->x;
+  const auto* y = static_cast<const std::byte*>(first->y.data);
+  const auto* arena = static_cast<const std::byte*>(step.arena.base);
+  if (!(arena && y >= arena && y < arena + step.arena.bytes)) step.input_buffer = first->y;
+}
+
+// The arena direct mode lays out while `step` runs for the first time at x's shape; a step
+// that ran at that shape before makes no plan, and is refused naming what it did.
+template <class Step>
+ops::direct::PlannedArena planned_arena(const Tensor& x, const char* did, const char* done, const char* what,
+                                        Step&& step) {
+  ArenaReader arena;
+  ops::direct::ScopedArenaObserver watch(&arena);
+  step();
+  STRATA_CHECK(!arena.arenas.empty(), "strata_codegen: the model ", did, " ", x.str(),
+               " before, so its memory plan was made then and cannot be read now; generate from a model "
+               "that has not yet ", done, " at this shape");
+  STRATA_CHECK(arena.arenas.size() == 1, "strata_codegen: the ", what, " for ", x.str(), " laid out ",
+               arena.arenas.size(), " arenas where the generator expects one (internal error)");
+  return arena.arenas.front();
+}
+
+}  // namespace
+
+RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) {
+  check_model(model);
+  STRATA_CHECK(!model.module().is_training(), "strata_codegen: the model is in training mode; the generator "
+                                              "writes out inference (call eval() first)");
+  check_input(model, x);
+  RecordedStep step;
+  // The plan is read as direct mode makes it, at the first prediction for a shape.
+  step.arena = planned_arena(x, "predicted for", "predicted", "prediction", [&] { model.predict(x); });
+  Tensor result;
+  step.calls = record_calls("prediction", [&] { result = model.predict(x); });
+  name_tensors(model.module(), names);
+
+  // Predict's result is the last call's output, copied out of the arena.
+  find_input(step, x, "prediction");
+  step.output = output_of(step.calls.back());
+  const int64_t out_bytes = step.output.numel() * static_cast<int64_t>(dtype_size(step.output.dtype));
+  STRATA_CHECK(result.sizes() == step.output.sizes && result.dtype() == step.output.dtype && result.is_contiguous() &&
+                   step.output.is_contiguous() &&
+                   std::memcmp(result.data_ptr(), step.output.data, static_cast<size_t>(out_bytes)) == 0,
+               "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (",
+               ops::op_name(step.calls.back().op), "): the generator cannot find the output");
+
+  name_layers(step.calls, names);
+  return step;
+}
+
+RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                               std::map<const void*, std::string>& names) {
+  check_model(model);
+  STRATA_CHECK(model.module().is_training(), "strata_codegen: the model is in evaluation mode; a training step "
+                                             "is generated from a model in training mode (call train() first)");
+  check_input(model, x);
+  STRATA_CHECK(labels.dim() == 1 && labels.dtype() == DType::i64 && labels.size(0) == x.size(0) &&
+                   labels.is_contiguous() && labels.device().is_cpu(),
+               "strata_codegen: the labels must be a contiguous i64 [", x.size(0), "] tensor on the CPU (one class a "
+               "sample), and they are ", labels.str(), " (", dtype_name(labels.dtype()), ")");
+  RecordedStep step;
+  step.training = true;
+  // The first step for a shape plans its memory; the plan is read as it is made.
+  step.arena = planned_arena(x, "ran a training step for", "trained", "training step",
+                             [&] { model.train_step(x, labels, opt); });
+  // The second step runs on that plan, as every later one does: it is the one recorded.
+  nn::StepResult r;
+  step.calls = record_calls("training step", [&] { r = model.train_step(x, labels, opt); });
+  name_tensors(model.module(), names);
+  for (const auto& [name, t] : model.module().named_parameters())
+    if (t.defined() && t.grad().defined()) names[t.grad().data_ptr()] = name + " (gradient)";
+
+  find_input(step, x, "training step");
+  // The loss is what the loss's forward wrote; the labels are what it read.
+  for (const RecordedCall& c : step.calls)
+    if (const auto* xent = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) {
+      step.output = xent->loss;
+      step.labels = xent->labels;
+    }
+  STRATA_CHECK(step.output.defined, "strata_codegen: the training step computes no softmax cross-entropy loss "
+               "(softmax_xent_fwd); the generator writes out that loss only");
+  name_layers(step.calls, names);
   return step;
 }
 

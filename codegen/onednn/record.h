@@ -16,4 +16,11 @@ namespace strata::codegen::onednn {
 // (parameters, and the folded copies of batch-norm folding) for the weights file.
 RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names);
 
+// The same for one Model::train_step(x, labels, opt) (the model in training mode): the first
+// step plans the memory, the second, run on that plan as every later step is, is recorded.
+// Both update the model's parameters and the optimizer's state. `names` also receives each
+// parameter's gradient.
+RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                               std::map<const void*, std::string>& names);
+
 }  // namespace strata::codegen::onednn

@@ -113,5 +113,21 @@ TEST_F(CodegenTest, RefusesOtherModesTrainingAndInputs) {
   EXPECT_FALSE(fs::exists(dir_));
 }
 
+TEST_F(CodegenTest, RecordsATrainingStepAndRefusesToWriteItOut) {
+  auto m = lenet();
+  auto opt = m->make_optimizer(nn::OptimizerConfig{});
+  const Tensor x = input(Shape{2, 1, 28, 28});
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{1, 7}, Shape{2});
+  EXPECT_STRATA_ERROR(codegen::generate_train_step(*m, x, labels, *opt, to(dir_)), "evaluation mode", "train()");
+  m->train();
+  EXPECT_STRATA_ERROR(codegen::generate_train_step(*m, x, Tensor::from_vector(std::vector<int64_t>{1}, Shape{1}),
+                                                   *opt, to(dir_)),
+                      "labels must be a contiguous i64 [2]");
+  EXPECT_STRATA_ERROR(codegen::generate_train_step(*m, x, labels, *opt, to(dir_)),
+                      "does not write out a training step yet", "conv2d_bwd_data (1)", "sgd_step (8)",
+                      "softmax_xent_fwd (1)");
+  EXPECT_FALSE(fs::exists(dir_)) << "a refused step must leave no folder behind";
+}
+
 }  // namespace
 }  // namespace strata
