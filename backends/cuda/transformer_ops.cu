@@ -283,6 +283,86 @@ __global__ void __launch_bounds__(kAttnMaxThreads)
     lse(b, h, i) = static_cast<S>(keys > 0 ? mx + log(sum) : -static_cast<A>(INFINITY));
 }
 
+// Few query rows over many keys (a decoding step: one query per head, 12 blocks on a GPU of
+// 132 SMs) split the keys into chunks of kSplitKeys across blocks, as flash-decoding does
+// (Dao, Haziza, Massa & Sizov, "Flash-Decoding for long-context inference", 2023): each block
+// writes its chunk's max, sum of exponentials and unnormalised output, and a second kernel
+// combines the chunks of a row in chunk order. The split is fixed by the cache's capacity tk,
+// not by the keys it holds, so a captured step replays over a growing cache; chunks past the
+// held keys write an empty part. Shared: scores [kSplitKeys], q [D], out [D], part [blockDim], red [32].
+constexpr int64_t kSplitKeys = 64;
+constexpr int kSplitThreads = 128;
+
+template <class T, class A>
+__global__ void __launch_bounds__(kSplitThreads)
+    attention_fwd_split_kernel(View4<const T> q, View4<const T> k, View4<const T> v, AttnShape sh, double scale,
+                               int64_t splits, A* part_m, A* part_l, A* part_o) {
+  extern __shared__ unsigned char smem_raw[];
+  A* p = reinterpret_cast<A*>(smem_raw);
+  A* qi = p + kSplitKeys;
+  A* out = qi + sh.D;
+  A* part = out + sh.D;
+  A* red = part + blockDim.x;
+  const int64_t row = blockIdx.x / splits, split = blockIdx.x % splits;
+  const int64_t i = row % sh.tq, h = (row / sh.tq) % sh.H, b = row / (sh.tq * sh.H);
+  const int64_t keys = sh.keys(i), j0 = split * kSplitKeys, j1 = min(keys, j0 + kSplitKeys);
+  A* o = part_o + blockIdx.x * sh.D;
+  if (j0 >= j1) {
+    for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) o[d] = 0;
+    if (threadIdx.x == 0) {
+      part_m[blockIdx.x] = -static_cast<A>(INFINITY);
+      part_l[blockIdx.x] = 0;
+    }
+    return;
+  }
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) qi[d] = static_cast<A>(load(q(b, h, i, d)));
+  __syncthreads();
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  A mx = -static_cast<A>(INFINITY);
+  for (int64_t j = j0 + warp; j < j1; j += warps) {
+    A sc, unused;
+    warp_dot2<A>(
+        sh.D, [&](int64_t d) { return Two<A>{qi[d], static_cast<A>(load(k(b, h, j, d)))}; },
+        [&](int64_t) { return Two<A>{A(0), A(0)}; }, sc, unused);
+    sc *= static_cast<A>(scale);
+    if (threadIdx.x % 32 == 0) p[j - j0] = sc;
+    mx = max(mx, sc);
+  }
+  mx = block_reduce<true>(mx, red);  // its barriers publish p
+  A sum = 0;
+  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) sum += (p[j - j0] = exp(p[j - j0] - mx));
+  sum = block_reduce<false>(sum, red);
+  __syncthreads();
+  weighted_row_sum(p, j0, j1, sh.D, [&](int64_t j, int64_t d) { return static_cast<A>(load(v(b, h, j, d))); }, part,
+                   out);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) o[d] = out[d];
+  if (threadIdx.x == 0) {
+    part_m[blockIdx.x] = mx;
+    part_l[blockIdx.x] = sum;
+  }
+}
+
+// One block per row: the chunks' parts rescaled to the row's max and added in chunk order.
+template <class T, class S, class A>
+__global__ void attention_fwd_combine_kernel(const A* part_m, const A* part_l, const A* part_o, View4<T> y,
+                                             View3<S> lse, AttnShape sh, int64_t splits) {
+  const int64_t row = blockIdx.x, i = row % sh.tq, h = (row / sh.tq) % sh.H, b = row / (sh.tq * sh.H);
+  const A* m = part_m + row * splits;
+  const A* l = part_l + row * splits;
+  A mx = -static_cast<A>(INFINITY);
+  for (int64_t s = 0; s < splits; ++s) mx = max(mx, m[s]);
+  A sum = 0;
+  for (int64_t s = 0; s < splits; ++s)
+    if (l[s] > 0) sum += l[s] * exp(m[s] - mx);
+  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) {
+    A acc = 0;
+    for (int64_t s = 0; s < splits; ++s)
+      if (l[s] > 0) acc += part_o[(row * splits + s) * sh.D + d] * exp(m[s] - mx);
+    y(b, h, i, d) = store<T>(sum > 0 ? acc / sum : A(0));
+  }
+  if (threadIdx.x == 0) lse(b, h, i) = static_cast<S>(sum > 0 ? mx + log(sum) : -static_cast<A>(INFINITY));
+}
+
 // One block per (b, h, query): delta_i, then dq_i = scale sum_j dS_ij k_j.
 // Shared: ds [tk], dy_i [D], q_i [D], out [D], part [blockDim], red [32].
 template <class T, class S>
@@ -468,6 +548,23 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
   cuda::dispatch_float(a.q.dtype, "attention_fwd", [&](auto t) {
     using T = decltype(t);
     using S = cuda::stats_t<T>;
+    using A = cuda::acc_t<T>;
+    const int64_t splits = (sh.tk + cuda::kSplitKeys - 1) / cuda::kSplitKeys;
+    if (rows < ctx_->sm_count && splits > 1) {  // few rows, many keys: split the keys over blocks
+      const size_t parts = static_cast<size_t>(rows * splits);
+      cuda::DeviceBuffer m(*ctx_, parts * sizeof(A)), l(*ctx_, parts * sizeof(A)),
+          o(*ctx_, parts * static_cast<size_t>(sh.D) * sizeof(A));
+      const size_t smem = (static_cast<size_t>(cuda::kSplitKeys + 2 * sh.D) + cuda::kSplitThreads + 32) * sizeof(A);
+      STRATA_CHECK(smem <= 48 * 1024, "attention_fwd: head dim ", sh.D, " is too large for the split-keys kernel");
+      cuda::attention_fwd_split_kernel<T, A><<<static_cast<unsigned>(parts), cuda::kSplitThreads, smem, ctx_->stream>>>(
+          cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), sh, a.scale, splits, m.as<A>(),
+          l.as<A>(), o.as<A>());
+      STRATA_CUDA_CHECK_LAUNCH("attention_fwd_split_kernel");
+      cuda::attention_fwd_combine_kernel<T, S, A><<<static_cast<unsigned>(rows), cuda::kSplitThreads, 0, ctx_->stream>>>(
+          m.as<const A>(), l.as<const A>(), o.as<const A>(), cuda::v4<T>(a.y), cuda::v3<S>(a.lse), sh, splits);
+      STRATA_CUDA_CHECK_LAUNCH("attention_fwd_combine_kernel");
+      return;
+    }
     auto kernel = cuda::attention_fwd_kernel<T, S>;
     const int threads = cuda::attn_threads(*ctx_, rows);
     const size_t smem =

@@ -217,17 +217,22 @@ TEST_F(CudaTransformerOps, F32AttentionRunsAsGemmsOrKernels) {
   EXPECT_EQ(now.own_kernels, before.own_kernels + 1);
 }
 
-// A static cache read by the kernel: kv_len on the device, the keys past it never read.
+// A static cache read by the kernel: kv_len on the device, the keys past it never read. One query
+// per head over a 300-key cache: the keys split over blocks (flash-decoding), 129 of them held.
 TEST_F(CudaTransformerOps, KvLenOnTheDeviceLimitsTheKeys) {
   const int64_t tmax = 300, l = 129;
-  const Tensor q = random_tensor({1, 12, 1, 64}, DType::f32, 40), k = random_tensor({1, 12, tmax, 64}, DType::f32, 41),
-               v = random_tensor({1, 12, tmax, 64}, DType::f32, 42);
-  const Tensor yg = gpu_nan({1, 12, 1, 64}), lg = gpu_nan({1, 12, 1});
-  be().attention_fwd({to_gpu(q), to_gpu(k), to_gpu(v), yg, lg, to_gpu(Tensor::from_vector<int64_t>({l}, {1})), 0.125, true});
-  const Tensor yr = cpu_nan({1, 12, 1, 64}), lr = cpu_nan({1, 12, 1});
-  ref_.attention_fwd({q, k.narrow(2, 0, l), v.narrow(2, 0, l), yr, lr, {}, 0.125, true});
-  STRATA_EXPECT_CLOSE(to_cpu(yg), yr, kTolReduction, "kv_len y");
-  STRATA_EXPECT_CLOSE(to_cpu(lg), lr, kTolReduction, "kv_len lse");
+  for (DType dt : kFloats) {
+    const DType rd = ref_dtype(dt);
+    const Tensor q = random_tensor({1, 12, 1, 64}, dt, 40), k = random_tensor({1, 12, tmax, 64}, dt, 41),
+                 v = random_tensor({1, 12, tmax, 64}, dt, 42);
+    const Tensor yg = gpu_nan({1, 12, 1, 64}, kNCHW, dt), lg = gpu_nan({1, 12, 1}, kNCHW, stats(dt));
+    be().attention_fwd({to_gpu(q), to_gpu(k), to_gpu(v), yg, lg, to_gpu(Tensor::from_vector<int64_t>({l}, {1})), 0.125, true});
+    const Tensor yr = cpu_nan({1, 12, 1, 64}, kNCHW, rd), lr = cpu_nan({1, 12, 1}, kNCHW, stats(dt));
+    ref_.attention_fwd({host_as(q, rd), host_as(k, rd).narrow(2, 0, l), host_as(v, rd).narrow(2, 0, l), yr, lr, {}, 0.125, true});
+    const std::string what = std::string(dtype_name(dt)) + " kv_len";
+    STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
+    STRATA_EXPECT_CLOSE(host_as(lg, stats(dt)), lr, tol(dt, kTolReduction), what + " lse");
+  }
 }
 
 }  // namespace
