@@ -3,8 +3,8 @@
 # machine, on random weights: a small model and GPT-2 small (124M), f32, logits compared and
 # the eager forward timed on both sides, both also against the same model in float64; GPT-2 small from transformers' own state dict (Conv1D
 # layout), with 24 greedy tokens against transformers' generate; then the decoding study (GPT-2
-# small, batch 1, prompt 128, DECODE new tokens, greedy) in fp32 and bf16: strata's ways of decoding
-# and PyTorch's three forms, in the same call. Run from the repository root with .gpu/ packed by
+# small, batch 1, prompt 128, DECODE new tokens, greedy) in fp32 and bf16: strata's ways of decoding,
+# PyTorch's three forms and JAX's two (bench/peers/jax_gpt2.py; JAX=0 skips), in the same call. Run from the repository root with .gpu/ packed by
 #   TARGETS="gpt2_forward" tools/gpu/pack.sh
 # Logs and ids go to $OUT (or /tmp/strata-gpu).
 set -u
@@ -28,5 +28,10 @@ for prec in ${PRECISIONS-fp32 bf16}; do
     .gpu/bin/gpt2_forward --hf --decode $DECODE --rounds 3 --precision $prec --repeat 3 --weights $D/g124/hf.safetensors --ids $D/g124/ids.safetensors --out $D/g124/strata_$prec.safetensors --layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024 --backend cuda
   )
   python3 $P decode $D/g124 --new $DECODE --rounds 3 --precision $prec
+  # JAX beside them (JAX=0 skips): a jitted step per token and the whole generation as one jit.
+  if [ "${JAX:-1}" != 0 ] && python3 -c "import jax" 2>/dev/null; then
+    python3 bench/peers/jax_gpt2.py decode $D/g124 --new $DECODE --rounds 3 --precision $prec \
+      --check-logits $D/g124/strata.safetensors
+  fi
 done
 rm -f $D/*/weights.safetensors $D/*/hf.safetensors $D/*/strata*.safetensors

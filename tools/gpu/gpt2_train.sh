@@ -7,7 +7,7 @@
 #  2. training speed: GPT-2 small, bf16, T=1024, at each batch in BATCHES (default "16"): strata
 #     (MODES, default graph) and PyTorch eager and torch.compile (FORMS), alternated over rounds,
 #     the same learning rate on both sides; PROFILE=1 adds one strata step with every op timed alone.
-#     CURVE=0 skips the curve; ATTENTION="cudnn gemm" times strata with cuDNN's fused attention
+#     JAX's jitted step beside them (bench/peers/jax_gpt2.py train; JAX=0 skips). CURVE=0 skips the curve; ATTENTION="cudnn gemm" times strata with cuDNN's fused attention
 #     and again with the cuBLAS GEMM path (--no-cudnn-attention).
 # Run from the repository root with .gpu/ packed by
 #   TARGETS="gpt2_train" tools/gpu/pack.sh
@@ -38,6 +38,9 @@ for b in ${BATCHES:-16}; do
     ) || status=1
   done
   python3 $P speed --batch "$b" --seq 1024 --forms "${FORMS:-eager,compile}" --steps "${SPEED_STEPS:-10}" --rounds 3 --lr 6e-4 || status=1
+  if [ "${JAX:-1}" != 0 ] && python3 -c "import jax" 2>/dev/null; then
+    python3 bench/peers/jax_gpt2.py train --batch "$b" --seq 1024 --steps "${SPEED_STEPS:-10}" --rounds 3 --lr 6e-4 || status=1
+  fi
 done
 rm -f $D/curve/weights.safetensors $D/curve/batches.safetensors
 exit $status
