@@ -88,27 +88,32 @@ __global__ void __launch_bounds__(kReduceThreads)
 }
 
 // dlogits = (exp(x - lse) - onehot(label)) * g, zero on an ignored row: the softmax
-// recomputed from the logits and the saved lse, in one pass.
-struct SoftmaxXentBwdFn {
-  const float* x;
-  const float* lse;
-  int64_t lse_s;
-  const int64_t* labels;
-  int64_t ls, cols, ignore_index;
-  const double* g;
-  float* dx;
-  __device__ void operator()(int64_t k, const int64_t* o) const {
-    const int64_t row = k / cols, col = k - row * cols;
-    const int64_t l = labels[row * ls];
-    if (l == ignore_index) {
-      dx[o[1]] = 0.0f;
-      return;
-    }
-    const double p = static_cast<double>(expf(x[o[0]] - lse[row * lse_s]));
-    const double onehot = l == col ? 1.0 : 0.0;
-    dx[o[1]] = (l >= 0 && l < cols) ? static_cast<float>((p - onehot) * *g) : NAN;
+// recomputed from the logits and the saved lse, in one pass. A block per row walks its
+// columns with the row's label, lse and scale read once: an element-wise launch over
+// [rows, cols] split every element's index by cols in 64-bit integers (6.0 ms for GPT-2's
+// 16,384 x 50,257 logits on an H200, where the pass's memory takes about 1.4).
+constexpr int kXentBwdThreads = 256;
+__global__ void __launch_bounds__(kXentBwdThreads)
+    softmax_xent_bwd_kernel(const float* x, int64_t xs0, int64_t xs1, const float* lse, int64_t lse_s,
+                            const int64_t* labels, int64_t ls, int64_t cols, int64_t ignore_index, const double* g,
+                            float* dx, int64_t ds0, int64_t ds1) {
+  const int64_t row = blockIdx.x;
+  const int64_t l = labels[row * ls];
+  const float* xr = x + row * xs0;
+  float* dr = dx + row * ds0;
+  if (l == ignore_index) {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) dr[j * ds1] = 0.0f;
+    return;
   }
-};
+  const bool valid = l >= 0 && l < cols;
+  const float row_lse = lse[row * lse_s];
+  const double scale = *g;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const double p = static_cast<double>(expf(xr[j * xs1] - row_lse));
+    const double onehot = l == j ? 1.0 : 0.0;
+    dr[j * ds1] = valid ? static_cast<float>((p - onehot) * scale) : NAN;
+  }
+}
 
 struct BceTerm {
   const float* x;
@@ -170,10 +175,11 @@ void CudaBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
     softmax_xent_grad_scale_kernel<<<1, kReduceThreads, 0, ctx_->stream>>>(
         a.labels.ptr<int64_t>(), a.labels.strides[0], rows, a.ignore_index, a.dloss.ptr<float>(), g.as<double>());
     STRATA_CUDA_CHECK_LAUNCH("softmax_xent_grad_scale_kernel");
-    launch_elementwise(*ctx_, strided_of(a.logits.sizes, a.logits, a.dlogits),
-                       SoftmaxXentBwdFn{a.logits.ptr<float>(), a.lse.ptr<float>(), a.lse.strides[0],
-                                        a.labels.ptr<int64_t>(), a.labels.strides[0], cols, a.ignore_index,
-                                        g.as<double>(), a.dlogits.ptr<float>()});
+    softmax_xent_bwd_kernel<<<static_cast<unsigned>(rows), kXentBwdThreads, 0, ctx_->stream>>>(
+        a.logits.ptr<float>(), a.logits.strides[0], a.logits.strides[1], a.lse.ptr<float>(), a.lse.strides[0],
+        a.labels.ptr<int64_t>(), a.labels.strides[0], cols, a.ignore_index, g.as<double>(), a.dlogits.ptr<float>(),
+        a.dlogits.strides[0], a.dlogits.strides[1]);
+    STRATA_CUDA_CHECK_LAUNCH("softmax_xent_bwd_kernel");
   });
 }
 
