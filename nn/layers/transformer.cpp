@@ -284,6 +284,7 @@ Gpt<P>::Gpt(const P& p, const GptConfig& c)
       wte_(register_module("wte", std::make_unique<Embedding<P>>(p, c.vocab_size, c.n_embd, c.dtype))),
       wpe_(register_module("wpe", std::make_unique<Embedding<P>>(p, c.block_size, c.n_embd, c.dtype))) {
   STRATA_CHECK(c.n_layer > 0 && c.block_size > 0 && c.vocab_size > 0, "GPT: invalid configuration");
+  STRATA_CHECK(c.vocab_multiple >= 1, "GPT: vocab_multiple must be at least 1, got ", c.vocab_multiple);
   STRATA_CHECK(!c.compute_dtype || is_floating(*c.compute_dtype), "GPT: compute_dtype must be floating, got ",
                c.compute_dtype ? dtype_name(*c.compute_dtype) : "");
   for (int64_t i = 0; i < c.n_layer; ++i)
@@ -339,12 +340,19 @@ Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
   for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
   x = ln_f_->forward(x);
   const Tensor& w = wte_.weight();
+  const int64_t v = c_.vocab_size, vp = c_.padded_vocab();
   return lm_head_.forward(  // the output projection, tied to wte's weight (in x's dtype)
       p_, x,
       [&](const auto& tape) {
-        return autograd::matmul(tape, x, autograd::transpose(tape, detail::compute_cast(tape, w, x), 0, 1));
+        Tensor wc = detail::compute_cast(tape, w, x);
+        if (vp > v) {  // zero rows to the padded vocabulary (GptConfig::vocab_multiple)
+          const Tensor rows[] = {wc, ops::full(tape, Shape{vp - v, wc.size(1)}, wc.dtype(), 0.0)};
+          wc = autograd::cat(tape, std::span<const Tensor>(rows), 0);
+        }
+        const Tensor y = autograd::matmul(tape, x, autograd::transpose(tape, wc, 0, 1));
+        return vp > v ? autograd::slice(tape, y, -1, 0, v) : y;
       },
-      w);
+      w, vp);
 }
 
 template <class P>

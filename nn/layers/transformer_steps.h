@@ -219,28 +219,48 @@ class AttentionStep {
 // in x's dtype, mixed precision). Backward as its bmm node: dx = dy W, then W's gradient
 // (x^T dy) [C, V] copied transposed into a [V, C] buffer and converted to W's dtype, which the
 // caller hands to the embedding (Embedding::backward_tied) rather than .grad().
+// With a padded vocabulary Vp > V (GptConfig::padded_vocab) it mirrors the tape's padding: W is
+// converted into the first V rows of a [Vp, C] buffer whose other rows are zero (the tape's cat
+// with zero rows), the product writes [N, Vp] and the logits are its first V columns (the
+// tape's slice); backward puts dy into the first V columns of a [N, Vp] buffer whose others are
+// zero (the slice's backward), so that every product's dimensions and leading dimensions are
+// multiples of the padding, and W's gradient is the first V rows of the padded one.
 template <class Impl>
 class TiedProjectionStep {
  public:
-  void plan(Impl& impl, const Tensor& x, const Tensor& weight) {
+  void plan(Impl& impl, const Tensor& x, const Tensor& weight, int64_t padded) {
     impl_ = &impl;
     weight_ = weight;
-    const int64_t c = x.size(x.dim() - 1), v = weight.size(0);
+    const int64_t c = x.size(x.dim() - 1);
+    v_ = weight.size(0);
+    vp_ = padded;
     x_sizes_ = x.sizes();
     n_ = x.numel() / c;
     a_ = ops::direct::planned_view_or_copy(impl, x, {1, n_, c}, x_copy_);
-    const Tensor wt = w_.plan(impl, weight, x).permute({1, 0});
-    const auto st = view_strides(wt.sizes(), wt.strides(), {1, c, v});
+    Tensor w;
+    if (vp_ > v_) {  // W in x's dtype straight into the padded rows: the same values as the tape's cast, then cat
+      w = ops::direct::planned_empty({vp_, c}, x.dtype(), x.device());
+      w_rows_.plan_into(impl, weight, w.narrow(0, 0, v_));
+      w_pad_ = w.narrow(0, v_, vp_ - v_);
+    } else {
+      w = w_.plan(impl, weight, x);
+    }
+    const Tensor wt = w.permute({1, 0});
+    const auto st = view_strides(wt.sizes(), wt.strides(), {1, c, vp_});
     STRATA_CHECK(st.has_value(), "GPT: the output projection reads wte's weight in place, which needs a dense "
                                  "weight, got ", weight.str());
-    b_ = wt.as_strided({1, c, v}, *st, wt.offset());
+    b_ = wt.as_strided({1, c, vp_}, *st, wt.offset());
     fwd_.plan(impl, a_, b_);
     Shape out = x.sizes();
-    out[out.size() - 1] = v;
+    out[out.size() - 1] = vp_;
     y_ = fwd_.y.view(out);
+    if (vp_ > v_) y_ = y_.narrow(y_.dim() - 1, 0, v_);
   }
-  const Tensor& run(const Tensor& /*weight*/) {
+  const Tensor& run(const Tensor& /*weight*/, int64_t /*padded*/) {
     w_.refresh();
+    w_rows_.run();
+    // Rewritten at each run: the buffer is the step's, whose memory other buffers may share between runs.
+    if (w_pad_.defined()) ops::direct::fill_now(*impl_, w_pad_, 0.0);
     x_copy_.run();
     fwd_.forward();
     return y_;
@@ -249,6 +269,7 @@ class TiedProjectionStep {
   const Tensor& backward(const Tensor& dy) {
     if (needs_rebind(dy_, dy)) plan_backward(dy);
     dy_copy_.run();
+    if (dy_pad_.defined()) ops::direct::fill_now(*impl_, dy_pad_, 0.0);
     da_.forward();
     db_.forward();
     transpose_.run();
@@ -260,13 +281,24 @@ class TiedProjectionStep {
  private:
   void plan_backward(const Tensor& dy) {
     dy_ = dy;
-    const int64_t c = a_.size(2), v = b_.size(2);
-    const Tensor g = ops::direct::planned_view_or_copy(*impl_, dy, {1, n_, v}, dy_copy_);
+    const int64_t c = a_.size(2);
+    Tensor g;
+    dy_pad_ = {};
+    if (vp_ > v_) {
+      g = ops::direct::planned_empty({1, n_, vp_}, dy.dtype(), dy.device());
+      const Tensor cols = g.narrow(2, 0, v_);
+      const auto st = view_strides(cols.sizes(), cols.strides(), dy.sizes());
+      STRATA_CHECK(st.has_value(), "GPT: backward: dlogits ", dy.str(), " are not the logits' sizes");
+      dy_copy_.plan_into(*impl_, dy, cols.as_strided(dy.sizes(), *st, cols.offset()));
+      dy_pad_ = g.narrow(2, v_, vp_ - v_);
+    } else {
+      g = ops::direct::planned_view_or_copy(*impl_, dy, {1, n_, v_}, dy_copy_);
+    }
     da_.plan(*impl_, g, b_.permute({0, 2, 1}));
     dx_ = da_.y.view(x_sizes_);
     db_.plan(*impl_, a_.permute({0, 2, 1}), g);
-    dw_ = ops::direct::planned_empty({v, c}, dy.dtype(), dy.device());
-    transpose_.plan_into(*impl_, db_.y.view({c, v}).permute({1, 0}), dw_);
+    dw_ = ops::direct::planned_empty({v_, c}, dy.dtype(), dy.device());
+    transpose_.plan_into(*impl_, db_.y.view({c, vp_}).narrow(1, 0, v_).permute({1, 0}), dw_);
     to_params_ = {};
     if (dw_.dtype() != weight_.dtype()) {  // step-local: the embedding sums it into the gradient
       to_params_.plan(*impl_, dw_, weight_.dtype());
@@ -276,10 +308,11 @@ class TiedProjectionStep {
 
   Impl* impl_ = nullptr;
   Shape x_sizes_;
-  int64_t n_ = 0;
+  int64_t n_ = 0, v_ = 0, vp_ = 0;
   Tensor weight_, a_, b_, y_, dy_, dx_, dw_;
+  Tensor w_pad_, dy_pad_;  // the padded rows of W's copy and columns of dy's (zero at each run)
   ops::direct::ParamCast<Impl> w_;
-  ops::direct::CastPlan<Impl> x_copy_, dy_copy_, transpose_, to_params_;
+  ops::direct::CastPlan<Impl> x_copy_, w_rows_, dy_copy_, transpose_, to_params_;
   ops::direct::BmmPlan<Impl> fwd_, da_, db_;
 };
 

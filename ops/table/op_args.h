@@ -201,14 +201,14 @@ struct DropoutBwdArgs {
   double p = 0.5;
 };
 
-// Softmax cross-entropy over logits [N, C] with labels i64 [N], the mean over the rows whose
-// label is not ignore_index (PyTorch's F.cross_entropy): loss = sum_kept (lse_n - x_n[label_n])
-// / #kept, rank 0 in the logits' dtype. With every row ignored that is 0/0, NaN, as PyTorch 2.x
-// returns. A label is ignore_index or in [0, C); any other is an error (xent_labels.h).
-// The forward saves only lse_n = logsumexp(x_n), [N] in the statistics dtype (f32 for
-// f32/f16/bf16 logits, f64 for f64; ops::stats_dtype), for every row: the backward reads the
-// logits again instead of a saved [N, C] softmax, which for a language model's vocabulary
-// would be a second copy of the logits. It writes, in one pass,
+// Softmax cross-entropy over logits [N, C] with labels i64 [N], the mean over the rows whose label is not
+// ignore_index (PyTorch's F.cross_entropy): loss = sum_kept (lse_n - x_n[label_n]) / #kept, rank 0 in the logits'
+// dtype; every row ignored is 0/0, NaN, as PyTorch 2.x returns. A label is ignore_index or in [0, C); any other is an
+// error (xent_labels.h). The forward saves only lse_n = logsumexp(x_n), [N] in the statistics dtype (ops::stats_dtype),
+// for every row: the backward reads the logits again instead of a saved [N, C] softmax (for a language model's
+// vocabulary a second copy of the logits). logits and dlogits may have any strides: GPT's are the first C columns of
+// rows padded to an aligned length (nn::GptConfig::vocab_multiple), classes past C never entering, and a backend
+// writes dlogits' own elements only, none of a padding beside them. The backward writes, in one pass,
 //   dlogits_n = (exp(x_n - lse_n) - onehot(label_n)) * dloss / #kept, and 0 on ignored rows.
 inline constexpr int64_t kDefaultIgnoreIndex = -100;  // PyTorch's default
 struct SoftmaxXentFwdArgs {

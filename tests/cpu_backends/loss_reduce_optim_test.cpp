@@ -35,13 +35,16 @@ class LossReduceOptimTest : public CpuBackendTest {};
 // Ignored rows (every `every`-th, labelled -100; 0: none), a batch of 1, strided logits (a
 // transposed view, or a column slice of wider rows) and a language model's vocabulary. The
 // saved state is the [N] log-sum-exp; each backward starts from the reference's, as it would
-// from its own forward's.
+// from its own forward's. Padded: logits and dlogits are the first c (odd) columns of rows of
+// round_up(c, 64), GPT's output projection's layout (GptConfig::vocab_multiple); the backward
+// writes the view's elements only, the padding's NaN left as it was.
 TEST_P(LossReduceOptimTest, SoftmaxCrossEntropy) {
   struct Case {
     std::string name;
     int64_t n, c, every;
     bool transposed;  // logits as a transposed view
     bool sliced;      // logits as columns 2 .. c+1 of [n, c+5]
+    bool padded = false;  // logits and dlogits as columns 0 .. c-1 of [n, round_up(c, 64)]
   };
   uint64_t seed = 10000;
   for (DType dt : {DType::f32, DType::f64}) {
@@ -52,10 +55,14 @@ TEST_P(LossReduceOptimTest, SoftmaxCrossEntropy) {
                                            {"transposed_7x4_ignored", 7, 4, 2, true, false},
                                            {"resnet_2x1000", 2, 1000, 0, false, false},
                                            {"sliced_9x13_ignored", 9, 13, 3, false, true},
-                                           {"vocab_3x50257_ignored", 3, 50257, 2, false, true}}) {
+                                           {"vocab_3x50257_ignored", 3, 50257, 2, false, true},
+                                           {"padded_5x11", 5, 11, 0, false, false, true},
+                                           {"padded_vocab_3x50257_ignored", 3, 50257, 2, false, false, true}}) {
       SCOPED_TRACE(k.name + " " + std::string(dtype_name(dt)));
+      const int64_t cp = (k.c + 63) / 64 * 64;
       const Tensor logits = k.transposed ? random_tensor({k.c, k.n}, dt, seed += 10, -3, 3).permute({1, 0})
                             : k.sliced ? random_tensor({k.n, k.c + 5}, dt, seed += 10, -3, 3).narrow(1, 2, k.c)
+                            : k.padded ? random_tensor({k.n, cp}, dt, seed += 10, -3, 3).narrow(1, 0, k.c)
                                        : random_tensor({k.n, k.c}, dt, seed += 10, -3, 3);
       const Tensor labels = k.every ? labels_with_ignored(k.n, k.c, seed + 1, k.every) : random_labels(k.n, k.c, seed + 1);
       const DType st = dt == DType::f64 ? DType::f64 : DType::f32;
@@ -72,10 +79,16 @@ TEST_P(LossReduceOptimTest, SoftmaxCrossEntropy) {
       STRATA_EXPECT_CLOSE(lse, lse_r, kTolReduction, "softmax_xent_fwd lse");
 
       const Tensor dloss = scalar_tensor(0.7, dt);
-      const Tensor d = nan_tensor({k.n, k.c}, kNCHW, dt), d_r = nan_tensor({k.n, k.c}, kNCHW, dt);
+      const Tensor d_rows = nan_tensor({k.n, k.padded ? cp : k.c}, kNCHW, dt);
+      const Tensor d = d_rows.narrow(1, 0, k.c), d_r = nan_tensor({k.n, k.c}, kNCHW, dt);
       be().softmax_xent_bwd({logits, lse_r, labels, dloss, d});
       ref_.softmax_xent_bwd({logits, lse_r, labels, dloss, d_r});
       STRATA_EXPECT_CLOSE(d, d_r, kTolReduction, "softmax_xent_bwd");
+      if (k.padded) {
+        const Tensor pad = d_rows.narrow(1, k.c, cp - k.c).contiguous().to(DType::f64);
+        const double* p = pad.data<double>();
+        for (int64_t i = 0; i < pad.numel(); ++i) ASSERT_TRUE(std::isnan(p[i])) << "padding element " << i << " written";
+      }
     }
   }
 }

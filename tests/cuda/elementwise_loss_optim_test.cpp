@@ -147,6 +147,31 @@ TEST_F(CudaElementwise, SoftmaxCrossEntropy) {
   }
 }
 
+// GPT's layout (nn::GptConfig::vocab_multiple): logits and dlogits the first V (odd) columns of
+// rows of round_up(V, 64). The classes past V never enter, and the backward writes only the
+// view's elements: the padding's NaN stays.
+TEST_F(CudaElementwise, SoftmaxCrossEntropyOnRowsOfAPaddedStride) {
+  for (const int64_t v : {int64_t{11}, int64_t{50257}}) {
+    SCOPED_TRACE(::testing::Message() << "V " << v);
+    const int64_t n = 7, vp = (v + 63) / 64 * 64;
+    const Pair rows = rand_pair({n, vp}, 38, kNCHW, -5.0, 5.0);
+    const Pair logits{rows.cpu.narrow(1, 0, v), rows.gpu.narrow(1, 0, v)};
+    const Tensor labels_c = labels_with_ignored(n, v, 39, 3), labels_g = to_gpu(labels_c);
+    const Pair loss = nan_pair({}), lse = nan_pair({n});
+    be().softmax_xent_fwd({logits.gpu, labels_g, loss.gpu, lse.gpu});
+    ref_.softmax_xent_fwd({logits.cpu, labels_c, loss.cpu, lse.cpu});
+    STRATA_EXPECT_CLOSE(loss.gpu, loss.cpu, kTolReduction, "softmax_xent_fwd loss");
+    STRATA_EXPECT_CLOSE(lse.gpu, lse.cpu, kTolReduction, "softmax_xent_fwd lse");
+    const Pair dloss = rand_pair({}, 40, kNCHW, 0.5, 2.0), d_rows = nan_pair({n, vp});
+    const Pair dx{d_rows.cpu.narrow(1, 0, v), d_rows.gpu.narrow(1, 0, v)};
+    be().softmax_xent_bwd({logits.gpu, lse.gpu, labels_g, dloss.gpu, dx.gpu});
+    ref_.softmax_xent_bwd({logits.cpu, lse.cpu, labels_c, dloss.cpu, dx.cpu});
+    STRATA_EXPECT_CLOSE(dx.gpu, dx.cpu, kTolReduction, "softmax_xent_bwd");
+    for (float p : to_cpu(d_rows.gpu).narrow(1, v, vp - v).contiguous().to_vector<float>())
+      ASSERT_TRUE(std::isnan(p)) << "the padding was written";
+  }
+}
+
 // Every row ignored: the loss is 0/0 = NaN (PyTorch 2.x's answer) and the gradient zero.
 TEST_F(CudaElementwise, SoftmaxCrossEntropyAllIgnored) {
   const Pair logits = rand_pair({4, 7}, 34);

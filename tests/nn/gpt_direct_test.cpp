@@ -373,5 +373,42 @@ TEST(NnGptDirect, DecodingIsTheTapeModes) {
   EXPECT_STRATA_ERROR(nn::make_gpt(tiny_gpt(), DispatchMode::graph, "reference"), "graph mode", "reference");
 }
 
+// The output projection's padded vocabulary (GptConfig::vocab_multiple) is the model's own
+// business: the logits are [B, T, V] (the first V columns of rows of 64, as the module hands them
+// out), and training follows an unpadded model of the same weights, in every mode.
+TEST(NnGptDirect, ThePaddedVocabularyIsInvisible) {
+  for (DispatchMode mode : kAllModes) {
+    SCOPED_TRACE(std::string(ops::dispatch_mode_name(mode)));
+    std::unique_ptr<nn::Model> m[2];
+    std::unique_ptr<nn::Optimizer> o[2];
+    for (int i = 0; i < 2; ++i) {
+      nn::GptConfig c = tiny_gpt(DType::f64);
+      c.vocab_multiple = i == 0 ? 64 : 1;
+      EXPECT_EQ(c.padded_vocab(), i == 0 ? 64 : 11);
+      manual_seed(21);
+      m[i] = nn::make_gpt(c, mode, "reference");
+      o[i] = m[i]->make_optimizer(gpt_adamw());
+    }
+    for (int step = 0; step < 3; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const auto [x, y] = gpt_batch(step);
+      const StepOutputs a = snapshot(*m[0], m[0]->train_step(x, y, *o[0]));
+      const StepOutputs b = snapshot(*m[1], m[1]->train_step(x, y, *o[1]));
+      EXPECT_EQ(a.logits.sizes(), Shape({3, 8, 11}));
+      EXPECT_LT(max_abs_diff(a.loss, b.loss), 1e-12);
+      EXPECT_LT(max_abs_diff(a.logits, b.logits), 1e-12);
+      for (size_t i = 0; i < a.grads.size(); ++i)
+        EXPECT_LT(max_abs_diff(a.grads[i].second, b.grads[i].second), 1e-12) << a.grads[i].first;
+    }
+    const Tensor logits = m[0]->module().forward(gpt_batch(0).first);
+    EXPECT_EQ(logits.sizes(), Shape({3, 8, 11}));
+    EXPECT_EQ(logits.strides()[1], 64) << "rows of the padded vocabulary";
+  }
+  nn::GptConfig bad = tiny_gpt();
+  bad.vocab_multiple = 0;
+  const std::string e = error_of([&] { nn::make_gpt(bad); });
+  EXPECT_NE(e.find("GPT: vocab_multiple must be at least 1"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace strata::testing

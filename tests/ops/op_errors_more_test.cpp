@@ -65,6 +65,24 @@ TEST(OpErrors, Losses) {
   EXPECT_STRATA_ERROR(ops::bce_logits_bwd(d, logits, rnd({4, 10}), rnd({3})), "bce_logits_bwd", "one element");
 }
 
+// GPT's output projection hands the loss logits that are the first V (odd) columns of rows of
+// a padded length (GptConfig::vocab_multiple): the front end takes them as they are, and the
+// reference's loss, log-sum-exp and gradient in f64 are those of the same values stored densely.
+TEST(OpErrors, SoftmaxXentOnRowsOfAPaddedStrideIsTheDenseRows) {
+  auto d = reference_dispatch();
+  const int64_t n = 6, v = 11, vp = 64;
+  const Tensor padded = rnd({n, vp}, DType::f64).narrow(1, 0, v), dense = padded.contiguous();
+  ASSERT_EQ(padded.strides()[0], vp);
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{0, 10, -100, 3, 7, 5}, {n});
+  const ops::SoftmaxXentOut a = ops::softmax_xent(d, padded, labels), b = ops::softmax_xent(d, dense, labels);
+  EXPECT_EQ(a.loss.item(), b.loss.item());
+  EXPECT_EQ(a.lse.to_vector<double>(), b.lse.to_vector<double>());
+  const Tensor dloss = Tensor::from_vector(std::vector<double>{0.5}, Shape{});
+  const Tensor da = ops::softmax_xent_bwd(d, padded, a.lse, labels, dloss);
+  EXPECT_EQ(da.sizes(), (Shape{n, v}));
+  EXPECT_EQ(da.contiguous().to_vector<double>(), ops::softmax_xent_bwd(d, dense, b.lse, labels, dloss).to_vector<double>());
+}
+
 STRATA_COVERS(sum, "errors");
 STRATA_COVERS(mean, "errors");
 STRATA_COVERS(argmax, "errors");
