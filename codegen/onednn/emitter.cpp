@@ -688,6 +688,8 @@ std::vector<std::string> member_names(const RecordedStep& step) {
       m += ops::op_name(c.op);
     }
     m = identifier(m);
+    // A layer's second call (a training step's backward) gets its op's name, then its index.
+    if (used.count(m)) m += std::string("_") + std::string(ops::op_name(c.op));
     if (!used.insert(m).second) {
       m += '_';
       m += std::to_string(i);
