@@ -98,8 +98,9 @@ class OneDnnEmitter final : public Emitter {
   CallText unary(const RecordedCall& c, const std::string& m, BufferMap& b);
   CallText relu_loop(const RecordedCall& c, BufferMap& b);
   CallText copy(const RecordedCall& c, const RecordedStep& step, BufferMap& b);
-  // A training step's calls (codegen/onednn/emitter.cpp, "training"): parameters, gradients and
-  // momentum buffers are state in the weights file, read and written at every step.
+  // Where a training step's view lives: the arena, the model's input buffer, or its state (the
+  // weights file, which every step reads and writes: parameters, momentum buffers, the loss's
+  // buffers outside the arena).
   std::string state(BufferMap& b, const TensorView& v, const std::string& what) {
     const BufferRef r = b.locate(v, what);
     STRATA_CHECK(r.kind == BufferKind::arena || r.kind == BufferKind::constant || r.kind == BufferKind::input_buffer,
@@ -107,6 +108,7 @@ class OneDnnEmitter final : public Emitter {
                  "the model's state only");
     return where(b, v, what, r.kind);
   }
+  // The same as a float pointer expression for a plain loop.
   std::string fptr(BufferMap& b, const TensorView& v, const std::string& what, bool writes) {
     require_f32(v, what);
     return std::string("reinterpret_cast<") + (writes ? "float*" : "const float*") + ">(" + state(b, v, what) + ")";
