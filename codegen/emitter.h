@@ -34,6 +34,9 @@ class Emitter {
                                     std::map<const void*, std::string>& names) = 0;
   // The generated project: sources, build file, and the weights (constants of `buffers`).
   virtual std::vector<GeneratedFile> emit(const RecordedStep& step, BufferMap& buffers) = 0;
+  // A training step's weights file (its state) as it is now, after emit(): `steps_done` steps
+  // since the recorded one began (1 right after it), which dropout's counters follow.
+  virtual std::string state_file(const RecordedStep& step, const BufferMap& buffers, int64_t steps_done) = 0;
 };
 
 // The emitter for `backend`; throws listing those there are.

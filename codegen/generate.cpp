@@ -1,6 +1,7 @@
 #include "strata/codegen/generate.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -50,8 +51,8 @@ void create_out_dir(const GenerateOptions& o) {
 
 namespace {
 
-template <class Record>
-GenerateResult generate_step(const GenerateOptions& o, Record&& record) {
+template <class Record, class After>
+GenerateResult generate_step(const GenerateOptions& o, Record&& record, After&& after) {
   std::unique_ptr<Emitter> emitter = make_emitter(o.backend);
   check_out_dir(o);
   std::map<const void*, std::string> names;
@@ -70,6 +71,7 @@ GenerateResult generate_step(const GenerateOptions& o, Record&& record) {
     r.code_lines += lines;
     if (f.name == "model.cpp") r.model_lines = lines;
   }
+  after(*emitter, step, buffers);
   r.calls = static_cast<int64_t>(step.calls.size());
   r.arena_bytes = step.arena.bytes;
   r.weight_bytes = buffers.constants_bytes();
@@ -79,32 +81,61 @@ GenerateResult generate_step(const GenerateOptions& o, Record&& record) {
 }  // namespace
 
 GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o) {
-  return generate_step(o, [&](Emitter& e, std::map<const void*, std::string>& names) {
-    return e.record(model, x, names);
-  });
+  return generate_step(
+      o, [&](Emitter& e, std::map<const void*, std::string>& names) { return e.record(model, x, names); },
+      [](Emitter&, const RecordedStep&, const BufferMap&) {});
 }
 
 GenerateResult generate_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
                                    const GenerateOptions& o) {
-  return generate_step(o, [&](Emitter& e, std::map<const void*, std::string>& names) {
-    return e.record_train(model, x, labels, opt, names);
-  });
+  return generate_step(
+      o,
+      [&](Emitter& e, std::map<const void*, std::string>& names) {
+        return e.record_train(model, x, labels, opt, names);
+      },
+      [&](Emitter& e, const RecordedStep& step, const BufferMap& buffers) {
+        if (o.check_steps <= 0) return;
+        // strata's next steps on the same batch, from the state the weights file holds.
+        const fs::path dir = fs::path(o.out_dir) / "check";
+        fs::create_directories(dir);
+        write_npy((dir / "input.npy").string(), x);
+        write_npy((dir / "labels.npy").string(), labels);
+        // A batch whose last label is one past the classes: model_train must refuse it by name.
+        Tensor bad = labels.clone();
+        int64_t classes = 0;
+        for (const RecordedCall& c : step.calls)
+          if (const auto* xent = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) classes = xent->logits.sizes[1];
+        bad.data<int64_t>()[bad.numel() - 1] = classes;
+        write_npy((dir / "labels_out_of_range.npy").string(), bad);
+        std::string losses;
+        for (int64_t k = 0; k < o.check_steps; ++k) {
+          const nn::StepResult r = model.train_step(x, labels, opt);
+          char line[64];
+          std::snprintf(line, sizeof line, "step %lld loss %.9g\n", static_cast<long long>(k + 1),
+                        r.loss.item());
+          losses += line;
+        }
+        write_file(dir / "losses.txt", losses);
+        write_file(dir / "expected_weights.bin", e.state_file(step, buffers, 1 + o.check_steps));
+      });
 }
 
 void write_npy(const std::string& path, const Tensor& t) {
-  STRATA_CHECK(t.dtype() == DType::f32 && t.is_contiguous() && t.device().is_cpu(), "write_npy: ", path,
-               ": the tensor must be contiguous f32 on the CPU, and it is ", t.str());
+  STRATA_CHECK((t.dtype() == DType::f32 || t.dtype() == DType::i64) && t.is_contiguous() && t.device().is_cpu(),
+               "write_npy: ", path, ": the tensor must be contiguous f32 or i64 on the CPU, and it is ", t.str());
   std::string shape = "(";
   for (int d = 0; d < t.dim(); ++d) shape += (d ? ", " : "") + std::to_string(t.size(d));
   shape += t.dim() == 1 ? ",)" : ")";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  const bool f32 = t.dtype() == DType::f32;
+  std::string header = std::string("{'descr': '") + (f32 ? "<f4" : "<i8") + "', 'fortran_order': False, 'shape': " +
+                       shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::string bytes("\x93NUMPY\x01\x00", 8);
   bytes += static_cast<char>(header.size() & 255);
   bytes += static_cast<char>(header.size() >> 8);
   bytes += header;
-  bytes.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * 4);
+  bytes.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * (f32 ? 4 : 8));
   write_file(path, bytes);
 }
 

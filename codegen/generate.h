@@ -20,6 +20,11 @@ struct GenerateOptions {
   std::string backend = "onednn";
   bool overwrite = false;    // write into an existing, non-empty out_dir
   std::string description;   // what the model is, for the generated code's header
+  // A training step: also run this many more steps in strata after the recorded one and write
+  // what the program must reproduce from its weights file into out_dir/check: input.npy,
+  // labels.npy, losses.txt (model_train's output) and expected_weights.bin (the state after them),
+  // and labels_out_of_range.npy, a batch model_train must refuse.
+  int64_t check_steps = 0;
 };
 
 struct GenerateResult {
@@ -37,12 +42,13 @@ struct GenerateResult {
 GenerateResult generate(nn::Model& model, const Tensor& x, const GenerateOptions& o);
 
 // The same for one training step, model.train_step(x, labels, opt) (the model in training
-// mode, not yet trained at x's shape; two steps run, the second is recorded). Not written
-// out yet: the onednn emitter refuses it, naming the ops of the step it has no emitter for.
+// mode, not yet trained at x's shape; two steps run, the second is recorded). The project's
+// Model::train_step continues from the state after the recorded step (its weights file), so
+// that its step k is strata's step 2 + k on the same batch.
 GenerateResult generate_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
                                    const GenerateOptions& o);
 
-// Writes t (contiguous f32) as a NumPy .npy file, the generated program's tensor format.
+// Writes t (contiguous f32 or i64) as a NumPy .npy file, the generated program's tensor format.
 void write_npy(const std::string& path, const Tensor& t);
 
 }  // namespace strata::codegen

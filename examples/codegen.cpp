@@ -9,8 +9,9 @@
 // --check also writes check/input.npy (random, from --check-seed) and check/expected.npy,
 // strata's own direct-mode output for it, which the generated program must reproduce bit
 // for bit (the tests do exactly that).
-// --train records one training step instead (forward, softmax cross-entropy, backward, SGD):
-// the onednn emitter does not write it out yet and names the ops of the step it lacks.
+// --train writes one training step instead (forward, softmax cross-entropy, backward, SGD with
+// momentum) as Model::train_step and the program model_train; with --check, strata's losses and
+// state after --check-steps more steps on the same batch go to check/ for model_train to match.
 // Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   bool force = false, check = false, train = false;
   double lr = 0.05, momentum = 0.9;
   uint64_t check_seed = 1;
+  int64_t check_steps = 3;
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", version_line("strata_codegen"));
   app.add_option("--model", spec.model, "lenet | resnet18 | resnet50 (freshly initialised; see --seed)")
@@ -85,6 +87,8 @@ int main(int argc, char** argv) {
   app.add_flag("--train", train, "a training step (forward, loss, backward, SGD) instead of the prediction");
   app.add_option("--lr", lr, "--train: SGD's learning rate")->check(CLI::PositiveNumber);
   app.add_option("--momentum", momentum, "--train: SGD's momentum")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--check-steps", check_steps, "--train --check: strata's steps after the recorded one to compare")
+      ->check(CLI::Range(1, 1000));
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
     std::optional<nn::safetensors::Contents> ck;
@@ -127,8 +131,15 @@ int main(int argc, char** argv) {
       oc.lr = lr;
       oc.momentum = momentum;
       auto opt = model->make_optimizer(oc);
-      codegen::generate_train_step(*model, x, Tensor::from_vector(classes, Shape{sizes[0]}), *opt,
-                                   {out, backend, force, what.str()});
+      codegen::GenerateOptions go{out, backend, force, what.str()};
+      go.check_steps = check ? check_steps : 0;
+      const codegen::GenerateResult r =
+          codegen::generate_train_step(*model, x, Tensor::from_vector(classes, Shape{sizes[0]}), *opt, go);
+      std::printf("strata_codegen: a training step of %s, input %s -> %s: %lld calls, arena %lld bytes, state "
+                  "%lld bytes, %lld lines of code (model.cpp %lld)\n",
+                  what.str().c_str(), sizes.str().c_str(), out.c_str(), static_cast<long long>(r.calls),
+                  static_cast<long long>(r.arena_bytes), static_cast<long long>(r.weight_bytes),
+                  static_cast<long long>(r.code_lines), static_cast<long long>(r.model_lines));
       return kExitSuccess;
     }
     const codegen::GenerateResult r = codegen::generate(*model, x, {out, backend, force, what.str()});

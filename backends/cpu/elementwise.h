@@ -10,11 +10,39 @@
 
 namespace strata::backends::loops {
 
+// One element of ReLU, dropout and their gradients. The code between "codegen:begin" and
+// "codegen:end" is also written, as it is, into the programs codegen/ generates, so that
+// they compute these elements as the loops below do.
+// codegen:begin train_loops
+template <class T>
+inline T relu_of(T x) {
+  return x > T(0) ? x : T(0);
+}
+// y is ReLU's output: the gradient passes where it is positive.
+template <class T>
+inline T relu_grad_of(T y, T dy) {
+  return y > T(0) ? dy : T(0);
+}
+inline double dropout_inv_keep(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
+template <class T>
+inline T dropout_of(T x, bool keep, double inv_keep) {
+  return keep ? static_cast<T>(x * inv_keep) : T(0);
+}
+template <class T>
+inline T dropout_grad_of(T dy, uint8_t kept, double inv_keep) {
+  return kept ? static_cast<T>(dy * inv_keep) : T(0);
+}
+template <class T>
+void fill_dense(T* y, int64_t n, T v) {
+  for (int64_t i = 0; i < n; ++i) y[i] = v;
+}
+// codegen:end
+
 template <class T>
 void relu_fwd(const ops::ReluFwdArgs& a) {
   const T* x = a.x.ptr<const T>();
   T* y = a.y.ptr<T>();
-  for_each_unordered([x, y](int64_t, int64_t ox, int64_t oy) { y[oy] = x[ox] > T(0) ? x[ox] : T(0); }, a.x, a.y);
+  for_each_unordered([x, y](int64_t, int64_t ox, int64_t oy) { y[oy] = relu_of(x[ox]); }, a.x, a.y);
 }
 
 template <class T>
@@ -23,7 +51,7 @@ void relu_bwd(const ops::ReluBwdArgs& a) {
   const T* dy = a.dy.ptr<const T>();
   T* dx = a.dx.ptr<T>();
   for_each_unordered([y, dy, dx](int64_t, int64_t oy, int64_t ody, int64_t odx) {
-    dx[odx] = y[oy] > T(0) ? dy[ody] : T(0);
+    dx[odx] = relu_grad_of(y[oy], dy[ody]);
   }, a.y, a.dy, a.dx);
 }
 
@@ -131,6 +159,7 @@ inline void fill(const ops::FillArgs& a) {
     using T = decltype(t);
     T* y = a.y.ptr<T>();
     const T v = convert_element<T>(a.value);
+    if (is_dense(a.y)) return fill_dense(y, a.y.numel(), v);
     for_each_unordered([y, v](int64_t, int64_t oy) { y[oy] = v; }, a.y);
   });
 }
@@ -143,13 +172,13 @@ void dropout_fwd(const ops::DropoutFwdArgs& args) {
   const T* x = a.x.ptr<const T>();
   T* y = a.y.ptr<T>();
   uint8_t* m = a.mask.ptr<uint8_t>();
-  const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
+  const double inv_keep = dropout_inv_keep(a.p);
   const uint64_t seed = a.seed, offset = a.offset;
   const double p = a.p;
   for_each_element([=](int64_t k, int64_t ox, int64_t oy, int64_t om) {
     const bool keep = ops::dropout_keep(seed, offset + static_cast<uint64_t>(k), p);
     m[om] = keep ? 1 : 0;
-    y[oy] = keep ? static_cast<T>(x[ox] * inv_keep) : T(0);
+    y[oy] = dropout_of(x[ox], keep, inv_keep);
   }, a.x, a.y, a.mask);
 }
 
@@ -158,9 +187,9 @@ void dropout_bwd(const ops::DropoutBwdArgs& a) {
   const T* dy = a.dy.ptr<const T>();
   const uint8_t* m = a.mask.ptr<const uint8_t>();
   T* dx = a.dx.ptr<T>();
-  const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
+  const double inv_keep = dropout_inv_keep(a.p);
   for_each_unordered([=](int64_t, int64_t ody, int64_t om, int64_t odx) {
-    dx[odx] = m[om] ? static_cast<T>(dy[ody] * inv_keep) : T(0);
+    dx[odx] = dropout_grad_of(dy[ody], m[om], inv_keep);
   }, a.dy, a.mask, a.dx);
 }
 

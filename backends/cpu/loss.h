@@ -30,55 +30,79 @@ inline int64_t label_at(const ops::TensorView& labels, int64_t n, int64_t classe
 // lse_n = logsumexp(x_n) for every row (ignored ones too: the saved statistic does not depend
 // on the labels), the loss the mean over the kept rows; 0/0 = NaN when none is kept. The lse is
 // stored as T: the CPU backends run f32 and f64, whose ops::stats_dtype is the dtype itself.
-template <class T>
-void softmax_xent_fwd(const ops::SoftmaxXentFwdArgs& a) {
-  const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
-  const int64_t s0 = a.logits.strides[0], s1 = a.logits.strides[1];
-  const T* x = a.logits.ptr<const T>();
-  T* lse = a.lse.ptr<T>();
+// The rows' arithmetic over plain pointers, `label(i)` giving row i's label (validated by the
+// caller). The code between "codegen:begin" and "codegen:end" is also written, as it is, into
+// the training steps codegen/ generates, so that they compute the loss as this loop does.
+// codegen:begin train_loops
+// Saves lse_i for every row and returns the mean of lse_i - x_i[label_i] over the rows kept.
+template <class T, class Label>
+T softmax_xent_rows(const T* x, int64_t n, int64_t c, int64_t s0, int64_t s1, T* lse, int64_t lse_stride,
+                    int64_t ignore_index, Label&& label) {
   double total = 0;
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t l = label_at(a.labels, i, c, a.ignore_index, "softmax_xent_fwd");
+    const int64_t l = label(i);
     const T* row = x + i * s0;
     double m = -INFINITY;
     for (int64_t j = 0; j < c; ++j) m = std::max(m, static_cast<double>(row[j * s1]));
     double s = 0;
     for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j * s1]) - m);
     const double row_lse = m + std::log(s);
-    lse[i * a.lse.strides[0]] = static_cast<T>(row_lse);
-    if (l == a.ignore_index) continue;
+    lse[i * lse_stride] = static_cast<T>(row_lse);
+    if (l == ignore_index) continue;
     total += row_lse - static_cast<double>(row[l * s1]);
     ++kept;
   }
-  *a.loss.ptr<T>() = static_cast<T>(total / static_cast<double>(kept));
+  return static_cast<T>(total / static_cast<double>(kept));
 }
+// codegen:end
+
+// lse_n = logsumexp(x_n) for every row (ignored ones too: the saved statistic does not depend
+// on the labels), the loss the mean over the kept rows; 0/0 = NaN when none is kept. The lse is
+// stored as T: the CPU backends run f32 and f64, whose ops::stats_dtype is the dtype itself.
+template <class T>
+void softmax_xent_fwd(const ops::SoftmaxXentFwdArgs& a) {
+  const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
+  *a.loss.ptr<T>() = softmax_xent_rows(a.logits.ptr<const T>(), n, c, a.logits.strides[0], a.logits.strides[1],
+                                       a.lse.ptr<T>(), a.lse.strides[0], a.ignore_index, [&](int64_t i) {
+                                         return label_at(a.labels, i, c, a.ignore_index, "softmax_xent_fwd");
+                                       });
+}
+
+// codegen:begin train_loops
+// dlogits_i = (exp(x_i - lse_i) - onehot(label_i)) * dloss / kept, zero on ignored rows.
+template <class T, class Label>
+void softmax_xent_grad_rows(const T* x, int64_t n, int64_t c, int64_t x0, int64_t x1, const T* lse,
+                            int64_t lse_stride, T dloss, T* d, int64_t d0, int64_t d1, int64_t ignore_index,
+                            Label&& label) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) kept += label(i) != ignore_index;
+  const T g = static_cast<T>(static_cast<double>(dloss) / static_cast<double>(kept));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = label(i);
+    T* dr = d + i * d0;
+    if (l == ignore_index) {
+      for (int64_t j = 0; j < c; ++j) dr[j * d1] = T(0);
+      continue;
+    }
+    const T* xr = x + i * x0;
+    const T m = lse[i * lse_stride];
+    for (int64_t j = 0; j < c; ++j) dr[j * d1] = std::exp(xr[j * x1] - m) * g;
+    dr[l * d1] = (std::exp(xr[l * x1] - m) - T(1)) * g;
+  }
+}
+// codegen:end
 
 // dlogits_n = (exp(x_n - lse_n) - onehot(label_n)) * dloss / kept, zero on ignored rows; in T,
 // from the saved lse (so every backend's softmax here is the one its forward's lse defines).
 template <class T>
 void softmax_xent_bwd(const ops::SoftmaxXentBwdArgs& a) {
   const int64_t n = a.logits.sizes[0], c = a.logits.sizes[1];
-  int64_t kept = 0;
-  for (int64_t i = 0; i < n; ++i) kept += label_at(a.labels, i, c, a.ignore_index, "softmax_xent_bwd") != a.ignore_index;
-  const T g = static_cast<T>(static_cast<double>(*a.dloss.ptr<const T>()) / static_cast<double>(kept));
-  const T* x = a.logits.ptr<const T>();
-  const T* lse = a.lse.ptr<const T>();
-  T* d = a.dlogits.ptr<T>();
-  const int64_t x0 = a.logits.strides[0], x1 = a.logits.strides[1];
-  const int64_t d0 = a.dlogits.strides[0], d1 = a.dlogits.strides[1];
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t l = label_at(a.labels, i, c, a.ignore_index, "softmax_xent_bwd");
-    T* dr = d + i * d0;
-    if (l == a.ignore_index) {
-      for (int64_t j = 0; j < c; ++j) dr[j * d1] = T(0);
-      continue;
-    }
-    const T* xr = x + i * x0;
-    const T m = lse[i * a.lse.strides[0]];
-    for (int64_t j = 0; j < c; ++j) dr[j * d1] = std::exp(xr[j * x1] - m) * g;
-    dr[l * d1] = (std::exp(xr[l * x1] - m) - T(1)) * g;
-  }
+  softmax_xent_grad_rows(a.logits.ptr<const T>(), n, c, a.logits.strides[0], a.logits.strides[1], a.lse.ptr<const T>(),
+                         a.lse.strides[0], *a.dloss.ptr<const T>(), a.dlogits.ptr<T>(), a.dlogits.strides[0],
+                         a.dlogits.strides[1], a.ignore_index, [&](int64_t i) {
+                           return label_at(a.labels, i, c, a.ignore_index, "softmax_xent_bwd");
+                         });
 }
 
 template <class T>

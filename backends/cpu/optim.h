@@ -8,6 +8,22 @@
 
 namespace strata::backends::loops {
 
+// One element's SGD update. The code between "codegen:begin" and "codegen:end" is also written,
+// as it is, into the training steps codegen/ generates, so that they update as this loop does.
+// codegen:begin train_loops
+template <class T>
+inline void sgd_update(T& p, T g, T lr, T wd, T gs) {
+  p -= lr * (g * gs + wd * p);
+}
+template <class T>
+inline void sgd_momentum_update(T& p, T g, T& buf, T lr, T wd, T mom, T gs, bool nesterov) {
+  const T d = g * gs + wd * p;
+  const T nb = mom * buf + d;
+  buf = nb;
+  p -= lr * (nesterov ? d + mom * nb : nb);
+}
+// codegen:end
+
 // g = grad + wd p; buf = momentum buf + g; g = nesterov ? g + momentum buf : buf;
 // p -= lr g. A zero-initialised buffer makes the first step buf = g, as in PyTorch.
 // With loss scaling (args.amp) the gradient is read times 1/scale, or the step skipped.
@@ -20,7 +36,7 @@ void sgd_step(const ops::SgdStepArgs& args) {
   const T lr = static_cast<T>(a.o.lr), wd = static_cast<T>(a.o.weight_decay), mom = static_cast<T>(a.o.momentum);
   const T gs = static_cast<T>(ops::amp_grad_factor(a.amp));
   if (a.o.momentum == 0.0) {
-    for_each_unordered([=](int64_t, int64_t op, int64_t og) { p[op] -= lr * (g[og] * gs + wd * p[op]); }, a.param,
+    for_each_unordered([=](int64_t, int64_t op, int64_t og) { sgd_update(p[op], g[og], lr, wd, gs); }, a.param,
                        a.grad);
     return;
   }
@@ -28,10 +44,7 @@ void sgd_step(const ops::SgdStepArgs& args) {
   T* b = a.momentum_buf.ptr<T>();
   const bool nesterov = a.o.nesterov;
   for_each_unordered([=](int64_t, int64_t op, int64_t og, int64_t ob) {
-    const T d = g[og] * gs + wd * p[op];
-    const T nb = mom * b[ob] + d;
-    b[ob] = nb;
-    p[op] -= lr * (nesterov ? d + mom * nb : nb);
+    sgd_momentum_update(p[op], g[og], b[ob], lr, wd, mom, gs, nesterov);
   }, a.param, a.grad, a.momentum_buf);
 }
 

@@ -10,6 +10,9 @@
 
 namespace strata::backends::loops {
 
+// The code between "codegen:begin" and "codegen:end" is also written, as it is, into the
+// training steps codegen/ generates, so that their bias gradients sum as these loops do.
+// codegen:begin train_loops
 // Sum of n contiguous values in double, in a fixed order.
 template <class T>
 double sum_contiguous(const T* x, int64_t n) {
@@ -21,6 +24,36 @@ double sum_contiguous(const T* x, int64_t n) {
   for (; i < n; ++i) s += static_cast<double>(x[i]);
   return s;
 }
+
+// out[k] = sum over n, h, w of p[n, k, h, w] at strides st, in double.
+template <class T>
+void channel_sums(const T* p, const int64_t (&sizes)[4], const int64_t (&st)[4], T* out, int64_t out_stride) {
+  const int64_t nn = sizes[0], kk = sizes[1], hh = sizes[2], ww = sizes[3];
+  const bool planes = st[3] == 1 && st[2] == ww;  // each (n, k) plane is contiguous
+  for (int64_t k = 0; k < kk; ++k) {
+    double s = 0;
+    for (int64_t n = 0; n < nn; ++n) {
+      const T* base = p + n * st[0] + k * st[1];
+      if (planes) {
+        s += sum_contiguous(base, hh * ww);
+        continue;
+      }
+      for (int64_t h = 0; h < hh; ++h)
+        for (int64_t w = 0; w < ww; ++w) s += static_cast<double>(base[h * st[2] + w * st[3]]);
+    }
+    out[k * out_stride] = static_cast<T>(s);
+  }
+}
+
+// d[o] = sum over the n rows of p [n, out] at strides (s0, s1), in double and in row order.
+template <class T>
+void column_sums_of(const T* p, int64_t n, int64_t out, int64_t s0, int64_t s1, T* d, int64_t d_stride) {
+  std::vector<double> acc(static_cast<size_t>(out), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < out; ++o) acc[o] += static_cast<double>(p[i * s0 + o * s1]);
+  for (int64_t o = 0; o < out; ++o) d[o * d_stride] = static_cast<T>(acc[o]);
+}
+// codegen:end
 
 template <class T>
 double sum_all(const ops::TensorView& v) {
@@ -35,36 +68,17 @@ double sum_all(const ops::TensorView& v) {
 // gradient.
 template <class T>
 void conv_bias_grad(const ops::TensorView& dy, const ops::TensorView& db) {
-  const int64_t nn = dy.sizes[0], kk = dy.sizes[1], hh = dy.sizes[2], ww = dy.sizes[3];
-  const T* p = dy.ptr<const T>();
-  T* out = db.ptr<T>();
-  const bool planes = dy.strides[3] == 1 && dy.strides[2] == ww;  // each (n, k) plane is contiguous
-  for (int64_t k = 0; k < kk; ++k) {
-    double s = 0;
-    for (int64_t n = 0; n < nn; ++n) {
-      const T* base = p + n * dy.strides[0] + k * dy.strides[1];
-      if (planes) {
-        s += sum_contiguous(base, hh * ww);
-        continue;
-      }
-      for (int64_t h = 0; h < hh; ++h)
-        for (int64_t w = 0; w < ww; ++w) s += static_cast<double>(base[h * dy.strides[2] + w * dy.strides[3]]);
-    }
-    out[k * db.strides[0]] = static_cast<T>(s);
-  }
+  const int64_t sizes[4] = {dy.sizes[0], dy.sizes[1], dy.sizes[2], dy.sizes[3]};
+  const int64_t st[4] = {dy.strides[0], dy.strides[1], dy.strides[2], dy.strides[3]};
+  channel_sums(dy.ptr<const T>(), sizes, st, db.ptr<T>(), db.strides[0]);
 }
 
 // db[o] = sum over rows of dy [N, out] (any strides), in double and in row order:
 // the linear bias gradient.
 template <class T>
 void column_sums(const ops::TensorView& dy, const ops::TensorView& db) {
-  const int64_t n = dy.sizes[0], out = dy.sizes[1];
-  std::vector<double> acc(static_cast<size_t>(out), 0.0);
-  const T* p = dy.ptr<const T>();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t o = 0; o < out; ++o) acc[o] += static_cast<double>(p[i * dy.strides[0] + o * dy.strides[1]]);
-  T* d = db.ptr<T>();
-  for (int64_t o = 0; o < out; ++o) d[o * db.strides[0]] = static_cast<T>(acc[o]);
+  column_sums_of(dy.ptr<const T>(), dy.sizes[0], dy.sizes[1], dy.strides[0], dy.strides[1], db.ptr<T>(),
+                 db.strides[0]);
 }
 
 template <class T>

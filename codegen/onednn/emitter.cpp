@@ -55,6 +55,8 @@ std::string identifier(const std::string& s) {
 struct CallText {
   std::string member;  // empty: no primitive (a plain loop or a copy)
   std::string load, run;
+  std::string after;   // run after the primitive (a training step's bias gradient)
+  bool train_call = false;  // a TrainCall (every operand staged), not a prediction's Call
 };
 
 class OneDnnEmitter final : public Emitter {
@@ -96,6 +98,27 @@ class OneDnnEmitter final : public Emitter {
   CallText unary(const RecordedCall& c, const std::string& m, BufferMap& b);
   CallText relu_loop(const RecordedCall& c, BufferMap& b);
   CallText copy(const RecordedCall& c, const RecordedStep& step, BufferMap& b);
+  // Where a training step's view lives: the arena, the model's input buffer, or its state (the
+  // weights file, which every step reads and writes: parameters, momentum buffers, the loss's
+  // buffers outside the arena).
+  std::string state(BufferMap& b, const TensorView& v, const std::string& what) {
+    const BufferRef r = b.locate(v, what);
+    STRATA_CHECK(r.kind == BufferKind::arena || r.kind == BufferKind::constant || r.kind == BufferKind::input_buffer,
+                 "strata_codegen: ", what, " is ", kind_name(r.kind), " where the training step reads the arena or "
+                 "the model's state only");
+    return where(b, v, what, r.kind);
+  }
+  // The same as a float pointer expression for a plain loop.
+  std::string fptr(BufferMap& b, const TensorView& v, const std::string& what, bool writes) {
+    require_f32(v, what);
+    return std::string("reinterpret_cast<") + (writes ? "float*" : "const float*") + ">(" + state(b, v, what) + ")";
+  }
+  CallText train_call(const RecordedCall& c, const RecordedStep& step, BufferMap& b, int dropout_index);
+  CallText train_primitive(const RecordedCall& c, BufferMap& b);
+  std::vector<GeneratedFile> emit_train(const RecordedStep& step, BufferMap& buffers);
+
+ public:
+  std::string state_file(const RecordedStep& step, const BufferMap& buffers, int64_t steps_done) override;
 };
 
 // The run-time block every primitive call shares: pull the staged source, run, push.
@@ -192,7 +215,7 @@ CallText OneDnnEmitter::linear(const RecordedCall& c, const std::string& m, Buff
   if (a.b.defined)
     l << "    " << m << ".args.insert({DNNL_ARG_BIAS, constant(bias, pd.bias_desc(), false, "
       << where(b, a.b, op + " argument b", BufferKind::constant) << ", eng, strm)});\n";
-  return {m, l.str(), run_primitive(m, threads(c))};
+  return {m, l.str(), run_primitive(m, threads(c)), {}, false};
 }
 
 // The one-input primitives: pooling (max, average, global average) and ReLU's eltwise.
@@ -242,7 +265,7 @@ CallText OneDnnEmitter::unary(const RecordedCall& c, const std::string& m, Buffe
   l << "    " << m << ".dst = Staged::make(dst, pd.dst_desc(), eng, false);\n";
   l << "    " << m << ".dst.bind(" << where(b, *y, op + " argument y", BufferKind::arena) << ");\n";
   l << "    " << m << ".args = {{DNNL_ARG_SRC, " << m << ".src.arg()}, {DNNL_ARG_DST, " << m << ".dst.arg()}};\n";
-  return {m, l.str(), run_primitive(m, threads(c))};
+  return {m, l.str(), run_primitive(m, threads(c)), {}, false};
 }
 
 bool dense_same_layout(const TensorView& x, const TensorView& y) {
@@ -279,41 +302,387 @@ CallText OneDnnEmitter::copy(const RecordedCall& c, const RecordedStep& step, Bu
   return t;
 }
 
-// A training step is recorded in full but not written out yet: the refusal lists every op of
-// the step, with its count, that has no emitter, so that what is missing is known at once
-// (the forward ops' emitters exist, but a training step reads its parameters as state that
-// the optimizer writes, which the weights file of a prediction does not model either).
-[[noreturn]] void refuse_training_step(const RecordedStep& step) {
-  std::map<std::string, int> missing;
-  for (const RecordedCall& c : step.calls) {
-    switch (c.op) {
-      case OpId::copy:
-      case OpId::conv2d_fwd:
-      case OpId::linear_fwd:
-      case OpId::relu_fwd:
-      case OpId::max_pool2d_fwd:
-      case OpId::avg_pool2d_fwd:
-      case OpId::global_avg_pool_fwd: break;
-      default: ++missing[std::string(ops::op_name(c.op))];
-    }
+// model.cpp's Model::State: the engine and stream, the weights (a training step's state), the
+// arena, the model's input buffer, one member per primitive call, and the constructor that makes
+// every primitive (each call's load block). `weights_args`: the Weights constructor's size and
+// checksum; `read_only`: a prediction's constants, which no call writes.
+void write_state(std::ostringstream& cpp, const RecordedStep& step, const std::vector<CallText>& texts,
+                 const std::string& weights_args, bool read_only) {
+  cpp << "\nstruct Model::State {\n  dnnl::engine eng{dnnl::engine::kind::cpu, 0};\n  dnnl::stream strm{eng};\n"
+      << "  Weights weights;\n  std::unique_ptr<std::byte[], ArenaDeleter> arena{new (std::align_val_t{64}) std::byte["
+      << std::max<int64_t>(step.arena.bytes, 1) << "]};\n";
+  const int64_t in_bytes = step.input_buffer.defined ? view_span_bytes(step.input_buffer) : 0;
+  cpp << "  // the model's input buffer, apart from the arena as in strata\n"
+      << "  std::unique_ptr<std::byte[], ArenaDeleter> input_buffer{new (std::align_val_t{64}) std::byte["
+      << std::max<int64_t>(in_bytes, 1) << "]};\n";
+  for (const CallText& t : texts)
+    if (!t.member.empty()) cpp << "  " << (t.train_call ? "TrainCall " : "Call ") << t.member << ";\n";
+  cpp << "\n  explicit State(const std::string& weights_path) : weights(weights_path, " << weights_args << ") {\n"
+      << "    std::byte* a = arena.get();\n    std::byte* in = input_buffer.get();\n"
+      << "    " << (read_only ? "const " : "") << "std::byte* w = weights.data();\n    (void)a;\n    (void)in;\n"
+      << "    (void)w;\n";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (texts[i].member.empty()) continue;
+    const RecordedCall& c = step.calls[i];
+    // The load blocks sit one level deeper (inside the constructor) than the run blocks.
+    std::istringstream lines(texts[i].load);
+    cpp << "    {  // " << c.layer << ": " << ops::op_name(c.op) << "\n";
+    for (std::string line; std::getline(lines, line);) cpp << "  " << line << "\n";
+    cpp << "    }\n";
   }
-  std::string list;
-  for (const auto& [op, n] : missing) list += (list.empty() ? "" : ", ") + op + " (" + std::to_string(n) + ")";
-  STRATA_FAIL("strata_codegen: the onednn emitter does not write out a training step yet: the step of ", step.model,
-              " runs ", step.calls.size(), " kernel calls in an arena of ", step.arena.bytes,
-              " bytes, and it has no emitter for ", list.empty() ? std::string("the optimizer's state") : list);
 }
 
-std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferMap& buffers) {
-  if (step.training) refuse_training_step(step);
-  STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32, "strata_codegen: the model takes ",
-               dtype_name(step.input.dtype), " and returns ", dtype_name(step.output.dtype),
-               "; the onednn emitter writes out f32 models only (bf16 is not supported yet)");
-  std::vector<CallText> texts;
+// ---- training ----
+// A training step's primitives live in a TrainCall (model.cpp's training helpers): every
+// operand staged as the backend stages it, inputs pulled at each call (a trained weight changes
+// every step, so it is re-laid out at every call as the backend does), the output pushed.
+
+std::string num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+std::string dims2(int a, int b) { return "{" + std::to_string(a) + ", " + std::to_string(b) + "}"; }
+
+// Appends "c.in.push_back(...)" for an input operand and returns its argument expression.
+struct Operands {
+  std::ostringstream& l;
+  int n = 0;
+  std::string in(const std::string& md, const std::string& want, const std::string& ptr) {
+    l << "    c.in.push_back(Staged::make(" << md << ", " << want << ", eng, true));\n";
+    l << "    c.in.back().bind(" << ptr << ");\n";
+    return "c.in[" + std::to_string(n++) + "].arg()";
+  }
+  std::string out(const std::string& md, const std::string& want, const std::string& ptr) {
+    l << "    c.out = Staged::make(" << md << ", " << want << ", eng, false);\n";
+    l << "    c.out.bind(" << ptr << ");\n";
+    return "c.out.arg()";
+  }
+};
+
+CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
+  const std::string op = std::string(ops::op_name(c.op)) + " (" + c.layer + ")";
+  STRATA_CHECK(c.primitive, "strata_codegen: ", op, " ran no primitive (internal error)");
+  std::ostringstream l;
+  Operands o{l};
+  auto at = [&](const TensorView& v, const char* arg) {
+    require_f32(v, op);
+    return state(b, v, op + " argument " + arg);
+  };
+  l << "    " << threads(c);
+  if (const auto* a = std::get_if<ops::Conv2dFwdArgs>(&c.args)) {
+    const auto form = backends::onednn::conv_forward_form(*a);
+    STRATA_CHECK(a->p.groups == 1 && !a->z.defined && !a->relu && !form.inference && !form.gather_1x1 &&
+                     !form.winograd,
+                 "strata_codegen: ", op, " in a training step has groups, a fused epilogue or an inference form; "
+                 "the onednn emitter writes out a training convolution of groups 1 without epilogue only");
+    l << "    const memory::desc src = " << desc_of(a->x) << ", wei = " << desc_of(a->w) << ", dst = " << desc_of(a->y)
+      << ";\n";
+    l << "    const memory::desc bias = " << (a->b.defined ? desc_of(a->b) : std::string("memory::desc()")) << ";\n";
+    l << "    const auto pd = conv_pd(prop_kind::forward_training, false, src, wei, bias, dst, "
+      << dims2(a->p.stride_h, a->p.stride_w) << ", " << dims2(a->p.dilation_h - 1, a->p.dilation_w - 1) << ", "
+      << dims2(a->p.pad_h, a->p.pad_w) << ", post_ops(false, false), eng);\n";
+    l << "    c.prim = dnnl::convolution_forward(pd);\n";
+    const std::string x = o.in("src", "pd.src_desc()", at(a->x, "x"));
+    const std::string w = o.in("wei", "pd.weights_desc()", at(a->w, "w"));
+    const std::string bias = a->b.defined ? o.in("bias", "pd.bias_desc()", at(a->b, "b")) : "";
+    const std::string y = o.out("dst", "pd.dst_desc()", at(a->y, "y"));
+    l << "    c.args = {{DNNL_ARG_SRC, " << x << "}, {DNNL_ARG_WEIGHTS, " << w << "}, {DNNL_ARG_DST, " << y << "}};\n";
+    if (a->b.defined) l << "    c.args.insert({DNNL_ARG_BIAS, " << bias << "});\n";
+  } else if (const auto* a = std::get_if<ops::Conv2dBwdDataArgs>(&c.args)) {
+    STRATA_CHECK(a->p.groups == 1, "strata_codegen: ", op, " has groups = ", a->p.groups,
+                 "; the onednn emitter writes out groups = 1 only");
+    l << "    const memory::desc dx = " << desc_of(a->dx) << ", wei = " << desc_of(a->w) << ", dy = " << desc_of(a->dy)
+      << ";\n";
+    const std::string geom = dims2(a->p.stride_h, a->p.stride_w) + ", " +
+                             dims2(a->p.dilation_h - 1, a->p.dilation_w - 1) + ", " + dims2(a->p.pad_h, a->p.pad_w);
+    l << "    // the forward's primitive descriptor is the hint oneDNN picks the backward's kernel by\n";
+    l << "    const auto hint = conv_pd(prop_kind::forward_training, false, dx, wei, memory::desc(), dy, " << geom
+      << ", dnnl::primitive_attr(), eng);\n";
+    l << "    const dnnl::convolution_backward_data::primitive_desc pd({algorithm::convolution_direct, any_like(dx), "
+         "any_like(wei), any_like(dy), "
+      << geom << ", " << dims2(a->p.pad_h, a->p.pad_w) << "}, eng, hint);\n";
+    l << "    c.prim = dnnl::convolution_backward_data(pd);\n";
+    const std::string dy = o.in("dy", "pd.diff_dst_desc()", at(a->dy, "dy"));
+    const std::string w = o.in("wei", "pd.weights_desc()", at(a->w, "w"));
+    const std::string dx = o.out("dx", "pd.diff_src_desc()", at(a->dx, "dx"));
+    l << "    c.args = {{DNNL_ARG_DIFF_DST, " << dy << "}, {DNNL_ARG_WEIGHTS, " << w << "}, {DNNL_ARG_DIFF_SRC, " << dx
+      << "}};\n";
+  } else if (const auto* a = std::get_if<ops::Conv2dBwdWeightArgs>(&c.args)) {
+    const int64_t oc = a->dw.sizes[0], ic = a->dw.sizes[1];
+    STRATA_CHECK(a->p.groups == 1 && !(a->dw.sizes[2] == 1 && a->dw.sizes[3] == 1 && oc % 16 == 0 && ic % 16 == 0 &&
+                                       ic >= 1024),
+                 "strata_codegen: ", op, " has groups or is a 1x1 weight gradient the backend unblocks by its own "
+                 "loop; the onednn emitter does not write those out yet");
+    l << "    const memory::desc x = " << desc_of(a->x) << ", dw = " << desc_of(a->dw) << ", dy = " << desc_of(a->dy)
+      << ";\n";
+    const std::string geom = dims2(a->p.stride_h, a->p.stride_w) + ", " +
+                             dims2(a->p.dilation_h - 1, a->p.dilation_w - 1) + ", " + dims2(a->p.pad_h, a->p.pad_w);
+    l << "    const auto hint = conv_pd(prop_kind::forward_training, false, x, dw, memory::desc(), dy, " << geom
+      << ", dnnl::primitive_attr(), eng);\n";
+    l << "    const dnnl::convolution_backward_weights::primitive_desc pd({algorithm::convolution_direct, any_like(x), "
+         "any_like(dw), any_like(dy), "
+      << geom << ", " << dims2(a->p.pad_h, a->p.pad_w) << "}, eng, hint);\n";
+    l << "    c.prim = dnnl::convolution_backward_weights(pd);\n";
+    const std::string x = o.in("x", "pd.src_desc()", at(a->x, "x"));
+    const std::string dy = o.in("dy", "pd.diff_dst_desc()", at(a->dy, "dy"));
+    const std::string dw = o.out("dw", "pd.diff_weights_desc()", at(a->dw, "dw"));
+    l << "    c.args = {{DNNL_ARG_SRC, " << x << "}, {DNNL_ARG_DIFF_DST, " << dy << "}, {DNNL_ARG_DIFF_WEIGHTS, " << dw
+      << "}};\n";
+  } else if (std::holds_alternative<ops::LinearFwdArgs>(c.args) ||
+             std::holds_alternative<ops::LinearBwdDataArgs>(c.args) ||
+             std::holds_alternative<ops::LinearBwdWeightArgs>(c.args)) {
+    // Transposes are strides, as the backend describes them: a 2-D view read transposed.
+    auto transposed = [](const TensorView& v) {
+      const DescLayout l2 = backends::onednn::view_layout(v);
+      return desc(backends::onednn::strided_layout({v.sizes[1], v.sizes[0]}, {l2.strides[1], l2.strides[0]}));
+    };
+    const TensorView *src = nullptr, *wei = nullptr, *bias = nullptr, *dst = nullptr;
+    std::string src_md, wei_md;
+    if (const auto* a = std::get_if<ops::LinearFwdArgs>(&c.args)) {
+      src = &a->x, wei = &a->w, dst = &a->y, src_md = desc_of(a->x), wei_md = transposed(a->w);
+      if (a->b.defined) bias = &a->b;
+    } else if (const auto* a = std::get_if<ops::LinearBwdDataArgs>(&c.args)) {
+      src = &a->dy, wei = &a->w, dst = &a->dx, src_md = desc_of(a->dy), wei_md = desc_of(a->w);
+    } else {
+      const auto& g = std::get<ops::LinearBwdWeightArgs>(c.args);
+      src = &g.dy, wei = &g.x, dst = &g.dw, src_md = transposed(g.dy), wei_md = desc_of(g.x);
+    }
+    l << "    const memory::desc src = " << src_md << ", wei = " << wei_md << ", dst = " << desc_of(*dst) << ";\n";
+    if (bias) {
+      const DescLayout bl =
+          backends::onednn::strided_layout({1, bias->sizes[0]}, {bias->sizes[0] * bias->strides[0], bias->strides[0]});
+      l << "    const memory::desc bias = " << desc(bl) << ";\n";
+      l << "    const memory::desc dense_bias(bias.dims(), dt::f32, memory::format_tag::ab);\n";
+    } else {
+      l << "    const memory::desc dense_bias;\n";
+    }
+    l << "    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dense_bias, dst), eng);\n";
+    l << "    c.prim = dnnl::matmul(pd);\n";
+    const std::string xs = o.in("src", "pd.src_desc()", at(*src, "src"));
+    const std::string ws = o.in("wei", "pd.weights_desc()", at(*wei, "weights"));
+    const std::string bs = bias ? o.in("bias", "pd.bias_desc()", at(*bias, "b")) : "";
+    const std::string ys = o.out("dst", "pd.dst_desc()", at(*dst, "dst"));
+    l << "    c.args = {{DNNL_ARG_SRC, " << xs << "}, {DNNL_ARG_WEIGHTS, " << ws << "}, {DNNL_ARG_DST, " << ys << "}};\n";
+    if (bias) l << "    c.args.insert({DNNL_ARG_BIAS, " << bs << "});\n";
+  } else if (const auto* a = std::get_if<ops::ReluBwdArgs>(&c.args)) {
+    l << "    const memory::desc y = " << desc_of(a->y) << ", dy = " << desc_of(a->dy) << ", dx = " << desc_of(a->dx)
+      << ";\n";
+    l << "    // the gradient from the forward's output: dx = dy where y > 0\n";
+    l << "    const algorithm alg = algorithm::eltwise_relu_use_dst_for_bwd;\n";
+    l << "    const dnnl::eltwise_forward::primitive_desc hint({prop_kind::forward_training, alg, y, 0.f, 0.f}, eng);\n";
+    l << "    const dnnl::eltwise_backward::primitive_desc pd({alg, dx, y, 0.f, 0.f}, eng, hint);\n";
+    l << "    c.prim = dnnl::eltwise_backward(pd);\n";
+    const std::string y = o.in("y", "pd.dst_desc()", at(a->y, "y"));
+    const std::string dy = o.in("dy", "pd.diff_dst_desc()", at(a->dy, "dy"));
+    const std::string dx = o.out("dx", "pd.diff_src_desc()", at(a->dx, "dx"));
+    l << "    c.args = {{DNNL_ARG_DST, " << y << "}, {DNNL_ARG_DIFF_DST, " << dy << "}, {DNNL_ARG_DIFF_SRC, " << dx
+      << "}};\n";
+  } else {
+    const auto& mp = std::get<ops::MaxPool2dBwdArgs>(c.args);
+    const ops::Pool2dParams& p = mp.p;
+    l << "    const memory::desc x = " << desc_of(mp.x) << ", dy = " << desc_of(mp.dy) << ", dx = " << desc_of(mp.dx)
+      << ";\n";
+    const std::string win = dims2(p.stride_h, p.stride_w) + ", " + dims2(p.kernel_h, p.kernel_w) + ", " +
+                            dims2(p.pad_h, p.pad_w) + ", " + dims2(p.pad_h, p.pad_w);
+    l << "    // the forward again, for the workspace (where each maximum was) the backward reads\n";
+    l << "    const dnnl::pooling_forward::primitive_desc hint({prop_kind::forward_training, algorithm::pooling_max, x, "
+         "dy, "
+      << win << "}, eng);\n";
+    l << "    const dnnl::pooling_backward::primitive_desc pd({algorithm::pooling_max, dx, dy, " << win
+      << "}, eng, hint);\n";
+    l << "    c.prim = dnnl::pooling_backward(pd);\n";
+    l << "    c.pre = dnnl::pooling_forward(hint);\n    c.has_pre = true;\n";
+    const std::string x = o.in("x", "hint.src_desc()", at(mp.x, "x"));
+    const std::string dy = o.in("dy", "pd.diff_dst_desc()", at(mp.dy, "dy"));
+    const std::string dx = o.out("dx", "pd.diff_src_desc()", at(mp.dx, "dx"));
+    l << "    const memory workspace(hint.workspace_desc(), eng);\n";
+    l << "    c.pre_args = {{DNNL_ARG_SRC, " << x << "}, {DNNL_ARG_DST, memory(hint.dst_desc(), eng)}, "
+         "{DNNL_ARG_WORKSPACE, workspace}};\n";
+    l << "    c.args = {{DNNL_ARG_DIFF_DST, " << dy << "}, {DNNL_ARG_DIFF_SRC, " << dx
+      << "}, {DNNL_ARG_WORKSPACE, workspace}};\n";
+  }
+  return {"c", l.str(), "    " + threads(c) + "    c.run(strm);\n", "", true};
+}
+
+// The plain loops of a training step: strata's own (the train_loops snippets) on dense buffers.
+CallText OneDnnEmitter::train_call(const RecordedCall& c, const RecordedStep& step, BufferMap& b, int dropout_index) {
+  const std::string op = std::string(ops::op_name(c.op)) + " (" + c.layer + ")";
+  auto dense = [&](std::initializer_list<const TensorView*> views) {
+    for (const TensorView* v : views)
+      STRATA_CHECK(v->is_contiguous(), "strata_codegen: ", op, " reads or writes ", shape(*v),
+                   " with strides; the onednn emitter writes out its plain loop on contiguous buffers only");
+  };
+  std::ostringstream r;
+  switch (c.op) {
+    case OpId::relu_fwd: {
+      if (c.primitive) return unary(c, "c", b);
+      const auto& a = std::get<ops::ReluFwdArgs>(c.args);
+      dense({&a.x, &a.y});
+      r << "    const float* x = " << fptr(b, a.x, op + " argument x", false) << ";\n";
+      r << "    float* y = " << fptr(b, a.y, op + " argument y", true) << ";\n";
+      r << "    for (int64_t i = 0; i < " << a.x.numel() << "; ++i) y[i] = relu_of(x[i]);\n";
+      break;
+    }
+    case OpId::relu_bwd: {
+      if (c.primitive) return train_primitive(c, b);
+      const auto& a = std::get<ops::ReluBwdArgs>(c.args);
+      dense({&a.y, &a.dy, &a.dx});
+      r << "    const float* y = " << fptr(b, a.y, op + " argument y", false) << ";\n";
+      r << "    const float* dy = " << fptr(b, a.dy, op + " argument dy", false) << ";\n";
+      r << "    float* dx = " << fptr(b, a.dx, op + " argument dx", true) << ";\n";
+      r << "    for (int64_t i = 0; i < " << a.y.numel() << "; ++i) dx[i] = relu_grad_of(y[i], dy[i]);\n";
+      break;
+    }
+    case OpId::max_pool2d_fwd: return unary(c, "c", b);
+    case OpId::copy: {
+      const auto& a = std::get<ops::CopyArgs>(c.args);
+      // The caller's labels into the step's planned labels buffer.
+      if (a.y.data != step.labels.data) return copy(c, step, b);
+      STRATA_CHECK(a.x.dtype == DType::i64 && a.y.dtype == DType::i64 && a.y.is_contiguous(), "strata_codegen: ", op,
+                   " copies ", dtype_name(a.x.dtype), " labels; the onednn emitter writes out contiguous i64 ones only");
+      r << "    std::memcpy(" << state(b, a.y, op + " argument y") << ", labels, " << a.y.numel() * 8 << ");\n";
+      break;
+    }
+    case OpId::conv2d_fwd:
+    case OpId::conv2d_bwd_data:
+    case OpId::conv2d_bwd_weight:
+    case OpId::linear_fwd:
+    case OpId::linear_bwd_data:
+    case OpId::max_pool2d_bwd: return train_primitive(c, b);
+    case OpId::linear_bwd_weight: {
+      CallText t = train_primitive(c, b);
+      const auto& a = std::get<ops::LinearBwdWeightArgs>(c.args);
+      if (a.db.defined) {
+        t.after = "    // the bias gradient: strata's column sums (oneDNN 2.6 reduces a kept dim with its reference "
+                  "kernel only)\n    column_sums_of(" +
+                  fptr(b, a.dy, op + " argument dy", false) + ", int64_t{" + std::to_string(a.dy.sizes[0]) +
+                  "}, int64_t{" + std::to_string(a.dy.sizes[1]) + "}, int64_t{" + std::to_string(a.dy.strides[0]) +
+                  "}, int64_t{" + std::to_string(a.dy.strides[1]) + "}, " + fptr(b, a.db, op + " argument db", true) +
+                  ", int64_t{" + std::to_string(a.db.strides[0]) + "});\n";
+      }
+      return t;
+    }
+    case OpId::conv2d_bwd_bias: {
+      const auto& a = std::get<ops::Conv2dBwdBiasArgs>(c.args);
+      r << "    const int64_t sizes[4] = " << ints({a.dy.sizes.begin(), a.dy.sizes.end()}) << ";\n";
+      r << "    const int64_t strides[4] = " << ints({a.dy.strides.begin(), a.dy.strides.end()}) << ";\n";
+      r << "    channel_sums(" << fptr(b, a.dy, op + " argument dy", false) << ", sizes, strides, "
+        << fptr(b, a.db, op + " argument db", true) << ", int64_t{" << a.db.strides[0] << "});\n";
+      break;
+    }
+    case OpId::fill: {
+      const auto& a = std::get<ops::FillArgs>(c.args);
+      dense({&a.y});
+      r << "    fill_dense(" << fptr(b, a.y, op + " argument y", true) << ", int64_t{" << a.y.numel()
+        << "}, static_cast<float>(" << num(a.value) << "));\n";
+      break;
+    }
+    case OpId::dropout_fwd: {
+      const auto& a = std::get<ops::DropoutFwdArgs>(c.args);
+      dense({&a.x, &a.y, &a.mask});
+      STRATA_CHECK(!a.rng.defined, "strata_codegen: ", op, " reads its seed from device memory (internal error)");
+      r << "    // {seed, offset} in the state: each step draws the next numel(x) counters, as strata's layer does\n";
+      r << "    uint64_t* counter = reinterpret_cast<uint64_t*>(w + kCountersAt + " << 16 * dropout_index << ");\n";
+      r << "    const uint64_t seed = counter[0], offset = counter[1];\n";
+      r << "    counter[1] += " << a.x.numel() << ";\n";
+      r << "    const float* x = " << fptr(b, a.x, op + " argument x", false) << ";\n";
+      r << "    float* y = " << fptr(b, a.y, op + " argument y", true) << ";\n";
+      r << "    uint8_t* m = reinterpret_cast<uint8_t*>(" << state(b, a.mask, op + " argument mask") << ");\n";
+      r << "    const double p = " << num(a.p) << ", inv_keep = dropout_inv_keep(p);\n";
+      r << "    for (int64_t k = 0; k < " << a.x.numel() << "; ++k) {\n";
+      r << "      const bool keep = dropout_keep(seed, offset + static_cast<uint64_t>(k), p);\n";
+      r << "      m[k] = keep ? 1 : 0;\n      y[k] = dropout_of(x[k], keep, inv_keep);\n    }\n";
+      break;
+    }
+    case OpId::dropout_bwd: {
+      const auto& a = std::get<ops::DropoutBwdArgs>(c.args);
+      dense({&a.dy, &a.mask, &a.dx});
+      r << "    const float* dy = " << fptr(b, a.dy, op + " argument dy", false) << ";\n";
+      r << "    const uint8_t* m = reinterpret_cast<const uint8_t*>(" << state(b, a.mask, op + " argument mask")
+        << ");\n";
+      r << "    float* dx = " << fptr(b, a.dx, op + " argument dx", true) << ";\n";
+      r << "    const double inv_keep = dropout_inv_keep(" << num(a.p) << ");\n";
+      r << "    for (int64_t i = 0; i < " << a.dy.numel() << "; ++i) dx[i] = dropout_grad_of(dy[i], m[i], inv_keep);\n";
+      break;
+    }
+    case OpId::softmax_xent_fwd: {
+      const auto& a = std::get<ops::SoftmaxXentFwdArgs>(c.args);
+      r << "    const int64_t* l = reinterpret_cast<const int64_t*>(" << state(b, a.labels, op + " argument labels")
+        << ");\n";
+      r << "    *" << fptr(b, a.loss, op + " argument loss", true) << " = softmax_xent_rows("
+        << fptr(b, a.logits, op + " argument logits", false) << ", int64_t{" << a.logits.sizes[0] << "}, int64_t{"
+        << a.logits.sizes[1] << "}, int64_t{" << a.logits.strides[0] << "}, int64_t{" << a.logits.strides[1] << "}, "
+        << fptr(b, a.lse, op + " argument lse", true) << ", int64_t{" << a.lse.strides[0] << "}, int64_t{"
+        << a.ignore_index << "}, [&](int64_t i) { return l[i * " << a.labels.strides[0] << "]; });\n";
+      break;
+    }
+    case OpId::softmax_xent_bwd: {
+      const auto& a = std::get<ops::SoftmaxXentBwdArgs>(c.args);
+      r << "    const int64_t* l = reinterpret_cast<const int64_t*>(" << state(b, a.labels, op + " argument labels")
+        << ");\n";
+      r << "    softmax_xent_grad_rows(" << fptr(b, a.logits, op + " argument logits", false) << ", int64_t{"
+        << a.logits.sizes[0] << "}, int64_t{" << a.logits.sizes[1] << "}, int64_t{" << a.logits.strides[0]
+        << "}, int64_t{" << a.logits.strides[1] << "}, " << fptr(b, a.lse, op + " argument lse", false) << ", int64_t{"
+        << a.lse.strides[0] << "}, *" << fptr(b, a.dloss, op + " argument dloss", false) << ", "
+        << fptr(b, a.dlogits, op + " argument dlogits", true) << ", int64_t{" << a.dlogits.strides[0] << "}, int64_t{"
+        << a.dlogits.strides[1] << "}, int64_t{" << a.ignore_index << "}, [&](int64_t i) { return l[i * "
+        << a.labels.strides[0] << "]; });\n";
+      break;
+    }
+    case OpId::sgd_step: {
+      const auto& a = std::get<ops::SgdStepArgs>(c.args);
+      STRATA_CHECK(!a.hyper.defined && !a.amp.defined, "strata_codegen: ", op, " follows a schedule or loss "
+                   "scaling read from memory; the onednn emitter writes out a fixed learning rate only");
+      dense({&a.param, &a.grad});
+      r << "    float* p = " << fptr(b, a.param, op + " argument param", true) << ";\n";
+      r << "    const float* g = " << fptr(b, a.grad, op + " argument grad", false) << ";\n";
+      r << "    const float lr = static_cast<float>(" << num(a.o.lr) << "), wd = static_cast<float>("
+        << num(a.o.weight_decay) << "), gs = 1.f;\n";
+      if (a.o.momentum == 0.0) {
+        r << "    for (int64_t i = 0; i < " << a.param.numel() << "; ++i) sgd_update(p[i], g[i], lr, wd, gs);\n";
+      } else {
+        dense({&a.momentum_buf});
+        r << "    float* buf = " << fptr(b, a.momentum_buf, op + " argument momentum_buf", true) << ";\n";
+        r << "    const float mom = static_cast<float>(" << num(a.o.momentum) << ");\n";
+        r << "    for (int64_t i = 0; i < " << a.param.numel() << "; ++i) sgd_momentum_update(p[i], g[i], buf[i], lr, "
+             "wd, mom, gs, "
+          << (a.o.nesterov ? "true" : "false") << ");\n";
+      }
+      break;
+    }
+    default:
+      STRATA_FAIL("strata_codegen: op ", op, " of the training step is not supported by the onednn emitter (it "
+                  "writes out LeNet-5's: convolution, linear, ReLU, max pooling, dropout, softmax cross-entropy, "
+                  "their backward, fill and SGD)");
+  }
+  CallText t;
+  t.run = r.str();
+  return t;
+}
+
+// The dropout calls of a training step, in order: each keeps its {seed, offset} in the state.
+std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step) {
+  std::vector<const ops::DropoutFwdArgs*> d;
+  for (const RecordedCall& c : step.calls)
+    if (const auto* a = std::get_if<ops::DropoutFwdArgs>(&c.args)) d.push_back(a);
+  return d;
+}
+
+// A weights file: header (magic, payload size, FNV-1a checksum), then the payload.
+std::string weights_file(const std::string& payload) {
+  const uint64_t header[2] = {payload.size(), fnv1a(payload.data(), static_cast<int64_t>(payload.size()))};
+  std::string f(kWeightsMagic, 8);
+  f.append(reinterpret_cast<const char*>(header), sizeof header);
+  return f + payload;
+}
+
+// A member name per call: the layer's, or for a call without weights the layer before it and the op.
+std::vector<std::string> member_names(const RecordedStep& step) {
+  std::vector<std::string> names;
   std::set<std::string> used;
   for (size_t i = 0; i < step.calls.size(); ++i) {
     const RecordedCall& c = step.calls[i];
-    // The member's name: the layer's, or for a call without weights the layer before it and the op.
     std::string m = c.layer;
     if (m.rfind("after ", 0) == 0) {
       m.erase(0, 6);
@@ -321,11 +690,142 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
       m += ops::op_name(c.op);
     }
     m = identifier(m);
+    // A layer's second call (a training step's backward) gets its op's name, then its index.
+    if (used.count(m)) m += std::string("_") + std::string(ops::op_name(c.op));
     if (!used.insert(m).second) {
       m += '_';
       m += std::to_string(i);
       used.insert(m);
     }
+    names.push_back(m);
+  }
+  return names;
+}
+
+std::string OneDnnEmitter::state_file(const RecordedStep& step, const BufferMap& buffers, int64_t steps_done) {
+  std::string payload(static_cast<size_t>(buffers.constants_bytes()), '\0');
+  for (const Constant& k : buffers.constants())
+    std::memcpy(payload.data() + k.file_offset, k.data, static_cast<size_t>(k.bytes));
+  for (const ops::DropoutFwdArgs* d : dropouts(step)) {
+    const uint64_t counter[2] = {d->seed, d->offset + static_cast<uint64_t>(steps_done * d->x.numel())};
+    payload.append(reinterpret_cast<const char*>(counter), sizeof counter);
+  }
+  return weights_file(payload);
+}
+
+std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, BufferMap& buffers) {
+  STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32 && step.labels.dtype == DType::i64 &&
+                   step.labels.dim() == 1 && step.labels.is_contiguous(),
+               "strata_codegen: the training step takes ", dtype_name(step.input.dtype), " images and ",
+               dtype_name(step.labels.dtype), " labels; the onednn emitter writes out f32 images with contiguous i64 "
+               "labels only");
+  const std::vector<std::string> members = member_names(step);
+  std::vector<CallText> texts;
+  int dropout_index = 0;
+  for (size_t i = 0; i < step.calls.size(); ++i) {
+    const RecordedCall& c = step.calls[i];
+    CallText t = train_call(c, step, buffers, dropout_index);
+    if (c.op == OpId::dropout_fwd) ++dropout_index;
+    if (!t.member.empty()) {
+      const bool trains = t.train_call;
+      t.member = members[i];
+      t.load = std::string("    ") + (trains ? "TrainCall" : "Call") + "& c = " + t.member + ";\n" + t.load;
+      t.run = std::string("    ") + (trains ? "TrainCall" : "Call") + "& c = s." + t.member + ";\n" + t.run;
+    }
+    texts.push_back(std::move(t));
+  }
+  // Where the step reads the labels (a buffer the caller's are copied into) and writes the loss.
+  const std::string labels_at = state(buffers, step.labels, "the labels");
+  bool copies_labels = false;
+  for (const RecordedCall& c : step.calls)
+    if (const auto* cp = std::get_if<ops::CopyArgs>(&c.args)) copies_labels |= cp->y.data == step.labels.data;
+  const std::string loss_at = state(buffers, step.output, "the loss");
+  const int64_t counters_at = buffers.constants_bytes();
+  const std::string weights = state_file(step, buffers, 1);
+  const int64_t payload_bytes = static_cast<int64_t>(weights.size()) - 24;
+  const int64_t batch = step.labels.sizes[0];
+  int64_t classes = 0;
+  for (const RecordedCall& c : step.calls)
+    if (const auto* x = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) classes = x->logits.sizes[1];
+
+  const std::string version = backends::onednn::library_version();
+  std::ostringstream h;
+  h << "#pragma once\n// Generated by strata_codegen: a training step of " << step.model << ", input "
+    << shape(step.input) << " f32, backend onednn.\n// Needs oneDNN only; bitwise equal to strata's direct mode on its "
+       "onednn backend with oneDNN "
+    << version << " on the same CPU and thread count.\n#include <cstdint>\n#include <memory>\n#include <string>\n\n"
+    << "namespace generated {\n\n"
+    << "inline constexpr int64_t kInputSizes[" << step.input.dim() << "] = "
+    << ints(std::vector<int64_t>(step.input.sizes.begin(), step.input.sizes.end())) << ";\n"
+    << "inline constexpr int64_t kLabelSizes[1] = {" << batch << "};\n"
+    << "inline constexpr int64_t kClasses = " << classes << ";\n"
+    << "inline constexpr const char* kOneDnnVersion = \"" << version << "\";  // generated with\n\n"
+    << "class Model {\n public:\n"
+    << "  // Reads the state (parameters, gradients, momentum buffers, dropout's counters) and makes every\n"
+    << "  // primitive; throws std::runtime_error or dnnl::error.\n"
+    << "  explicit Model(const std::string& weights_path);\n  ~Model();\n  Model(const Model&) = delete;\n"
+    << "  Model& operator=(const Model&) = delete;\n"
+    << "  // One step of SGD on a batch: input kInputSizes f32 (NCHW), labels kLabelSizes i64 in [0, kClasses).\n"
+    << "  // Returns the batch's mean softmax cross-entropy before the step; throws std::invalid_argument\n"
+    << "  // naming a label out of range. Not thread-safe.\n"
+    << "  float train_step(const float* input, const int64_t* labels);\n"
+    << "  // Writes the state as it is now, in the format the constructor reads.\n"
+    << "  void save(const std::string& weights_path) const;\n\n"
+    << " private:\n  struct State;\n  std::unique_ptr<State> s_;\n};\n\n}  // namespace generated\n";
+
+  std::ostringstream cpp;
+  cpp << "// Generated by strata_codegen: a training step of " << step.model << ", input " << shape(step.input)
+      << " f32, backend onednn (oneDNN " << version << ").\n"
+      << "// strata's direct-mode training step written out: every primitive made once at load, as strata's onednn\n"
+      << "// backend makes it, then forward, loss, backward and SGD run in order; every intermediate at the offset\n"
+      << "// strata's memory planner chose in one arena of " << step.arena.bytes << " bytes. State: "
+      << buffers.constants().size() << " tensors and " << dropout_index << " dropout counters, " << payload_bytes
+      << " bytes in the weights file:\n";
+  for (const Constant& k : buffers.constants())
+    cpp << "//   w + " << k.file_offset << ": " << k.name << " (" << k.bytes << " bytes)\n";
+  cpp << "//   w + " << counters_at << ": dropout's {seed, offset}, 16 bytes per dropout layer\n";
+  cpp << model_cpp_prologue("#include <cmath>\n#include <string>\n#include <vector>\n") << train_prologue();
+  cpp << "\nconstexpr int64_t kCountersAt = " << counters_at << ";\n";
+  write_state(cpp, step, texts, std::to_string(payload_bytes) + ", 0", false);
+  cpp << "  }\n};\n\nModel::Model(const std::string& weights_path) : s_(std::make_unique<State>(weights_path)) {}\n"
+      << "Model::~Model() = default;\n\n"
+      << "void Model::save(const std::string& weights_path) const { s_->weights.save(weights_path); }\n\n"
+      << "float Model::train_step(const float* input, const int64_t* labels) {\n"
+      << "  for (int64_t i = 0; i < kLabelSizes[0]; ++i)\n"
+      << "    if (labels[i] < 0 || labels[i] >= kClasses)\n"
+      << "      throw std::invalid_argument(\"label \" + std::to_string(i) + \" is \" + std::to_string(labels[i]) +\n"
+      << "                                  \", out of range [0, \" + std::to_string(kClasses) + \")\");\n"
+      << "  State& s = *s_;\n  dnnl::stream& strm = s.strm;\n"
+      << "  std::byte* a = s.arena.get();\n  std::byte* in = s.input_buffer.get();\n  std::byte* w = s.weights.data();\n"
+      << "  (void)in;\n  (void)strm;\n";
+  if (!copies_labels) cpp << "  std::memcpy(" << labels_at << ", labels, " << batch * 8 << ");\n";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const RecordedCall& c = step.calls[i];
+    cpp << "  {  // " << c.layer << ": " << ops::op_name(c.op)
+        << (c.primitive || c.op == OpId::copy ? "" : " (plain loop: strata's own)") << "\n";
+    cpp << texts[i].run << texts[i].after << "  }\n";
+  }
+  cpp << "  return *reinterpret_cast<const float*>(" << loss_at << ");\n}\n\n}  // namespace generated\n";
+
+  return {{"model.h", h.str(), false},
+          {"model.cpp", cpp.str(), false},
+          {"weights.h", weights_h(), false},
+          {"weights.cpp", weights_cpp(), false},
+          {"main.cpp", train_main_cpp(), false},
+          {"CMakeLists.txt", cmake_lists("generated_train_step", "model_train"), false},
+          {"weights.bin", weights, true}};
+}
+
+std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferMap& buffers) {
+  if (step.training) return emit_train(step, buffers);
+  STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32, "strata_codegen: the model takes ",
+               dtype_name(step.input.dtype), " and returns ", dtype_name(step.output.dtype),
+               "; the onednn emitter writes out f32 models only (bf16 is not supported yet)");
+  std::vector<CallText> texts;
+  const std::vector<std::string> members = member_names(step);
+  for (size_t i = 0; i < step.calls.size(); ++i) {
+    const RecordedCall& c = step.calls[i];
+    const std::string& m = members[i];
     // A call's blocks name its member `c`, bound to it here.
     CallText t;
     switch (c.op) {
@@ -388,28 +888,8 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
   for (const Constant& k : buffers.constants())
     cpp << "//   w + " << k.file_offset << ": " << k.name << " (" << k.bytes << " bytes)\n";
   cpp << model_cpp_prologue();
-  cpp << "\nstruct Model::State {\n  dnnl::engine eng{dnnl::engine::kind::cpu, 0};\n  dnnl::stream strm{eng};\n"
-      << "  Weights weights;\n  std::unique_ptr<std::byte[], ArenaDeleter> arena{new (std::align_val_t{64}) std::byte["
-      << std::max<int64_t>(step.arena.bytes, 1) << "]};\n";
-  const int64_t in_bytes = step.input_buffer.defined ? view_span_bytes(step.input_buffer) : 0;
-  cpp << "  // the model's input buffer, apart from the arena as in strata\n"
-      << "  std::unique_ptr<std::byte[], ArenaDeleter> input_buffer{new (std::align_val_t{64}) std::byte["
-      << std::max<int64_t>(in_bytes, 1) << "]};\n";
-  for (const CallText& t : texts)
-    if (!t.member.empty()) cpp << "  Call " << t.member << ";\n";
-  cpp << "\n  explicit State(const std::string& weights_path) : weights(weights_path, " << buffers.constants_bytes()
-      << ", " << checksum << "ull) {\n"
-      << "    std::byte* a = arena.get();\n    std::byte* in = input_buffer.get();\n"
-      << "    const std::byte* w = weights.data();\n    (void)a;\n    (void)in;\n    (void)w;\n";
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (texts[i].member.empty()) continue;
-    const RecordedCall& c = step.calls[i];
-    // The load blocks sit one level deeper (inside the constructor) than the run blocks.
-    std::istringstream lines(texts[i].load);
-    cpp << "    {  // " << c.layer << ": " << ops::op_name(c.op) << "\n";
-    for (std::string line; std::getline(lines, line);) cpp << "  " << line << "\n";
-    cpp << "    }\n";
-  }
+  write_state(cpp, step, texts, std::to_string(buffers.constants_bytes()) + ", " + std::to_string(checksum) + "ull",
+              true);
   cpp << "  }\n};\n\nModel::Model(const std::string& weights_path) : s_(std::make_unique<State>(weights_path)) {}\n"
       << "Model::~Model() = default;\n\n"
       << "void Model::run(const float* input, float* output) {\n  State& s = *s_;\n  dnnl::stream& strm = s.strm;\n"

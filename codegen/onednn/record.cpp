@@ -246,6 +246,12 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
   for (const auto& [name, t] : model.module().named_parameters())
     if (t.defined() && t.grad().defined()) names[t.grad().data_ptr()] = name + " (gradient)";
 
+  // The optimizer's momentum buffers, named after their parameters: state the program keeps.
+  for (const RecordedCall& c : step.calls)
+    if (const auto* sgd = std::get_if<ops::SgdStepArgs>(&c.args); sgd && sgd->momentum_buf.defined) {
+      auto p = names.find(sgd->param.data);
+      if (p != names.end()) names[sgd->momentum_buf.data] = p->second + " (momentum)";
+    }
   find_input(step, x, "training step");
   // The loss is what the loss's forward wrote; the labels are what it read.
   for (const RecordedCall& c : step.calls)
@@ -253,6 +259,22 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
       step.output = xent->loss;
       step.labels = xent->labels;
     }
+  // The model's own labels buffer (outside the arena, as its input buffer is): the program keeps
+  // it with its state, and copies the caller's labels into it as the step does.
+  // So are the loss's buffers that outlive the step (its result and the gradient seed).
+  auto keep = [&](const ops::TensorView& v, const char* name) {
+    if (v.defined && !names.count(v.data)) names[v.data] = name;
+  };
+  keep(step.labels, "labels (the step's copy)");
+  for (const RecordedCall& c : step.calls) {
+    if (const auto* f = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) {
+      keep(f->loss, "loss");
+      keep(f->lse, "loss (logsumexp per row)");
+    } else if (const auto* b = std::get_if<ops::SoftmaxXentBwdArgs>(&c.args)) {
+      keep(b->dloss, "loss (gradient seed)");
+      keep(b->dlogits, "logits (gradient)");
+    }
+  }
   STRATA_CHECK(step.output.defined, "strata_codegen: the training step computes no softmax cross-entropy loss "
                "(softmax_xent_fwd); the generator writes out that loss only");
   name_layers(step.calls, names);

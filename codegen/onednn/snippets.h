@@ -1,11 +1,15 @@
 #pragma once
 // strata's own code that the onednn emitter writes into generated programs, as it is: the
-// blocks of backends/cpu/threads.h and backends/onednn/context.h between their
+// blocks of strata's headers between their
 // "codegen:begin <name>" and "codegen:end" lines, gathered at build time
 // (codegen/embed_snippets.cmake).
 namespace strata::codegen::onednn {
 
 extern const char* const k_thread_rule;  // loops::Work and loops::threads_for
 extern const char* const k_staging;      // Staged and ScopedOmpThreads
+// The training step's plain loops (backends/cpu: elementwise.h, reduce.h, loss.h, optim.h)
+// and dropout's counter-based mask (ops/table/op_args.h).
+extern const char* const k_train_loops;
+extern const char* const k_dropout_rng;
 
 }  // namespace strata::codegen::onednn

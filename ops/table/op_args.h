@@ -470,7 +470,10 @@ inline DropoutFwdArgs with_rng_read(DropoutFwdArgs a) {
 }
 
 // Dropout's random numbers: a counter-based hash (splitmix64) of (seed, offset+i),
-// so every backend draws the same mask for the same seed.
+// so every backend draws the same mask for the same seed. The code between "codegen:begin"
+// and "codegen:end" is also written, as it is, into the training steps codegen/ generates,
+// so that they draw strata's masks.
+// codegen:begin dropout_rng
 STRATA_HOST_DEVICE inline uint64_t dropout_hash(uint64_t seed, uint64_t i) {
   uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -481,6 +484,7 @@ STRATA_HOST_DEVICE inline bool dropout_keep(uint64_t seed, uint64_t i, double p)
   const double u = static_cast<double>(dropout_hash(seed, i) >> 11) * (1.0 / 9007199254740992.0);
   return u >= p;
 }
+// codegen:end
 
 }  // namespace strata::ops
 

@@ -39,14 +39,8 @@ if(NOT run_output MATCHES "time per run: [0-9.]+ ms median .* over 3 runs")
   message(FATAL_ERROR "model_run with REPEAT 3 printed no timing: ${run_output}")
 endif()
 
-find_program(LDD ldd REQUIRED)
-execute_process(COMMAND ${LDD} ${run} OUTPUT_VARIABLE libs RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT libs MATCHES "libdnnl")
-  message(FATAL_ERROR "ldd ${run} failed or lists no oneDNN (${rc}):\n${libs}")
-endif()
-if(libs MATCHES "strata")
-  message(FATAL_ERROR "the generated program links a strata library:\n${libs}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/links_no_strata.cmake)
+expect_links_no_strata(${run})
 
 # Bad inputs are named: another shape (the expected output as input), a file that is no
 # .npy, and weights that are not the generated code's.
