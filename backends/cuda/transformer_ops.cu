@@ -244,6 +244,36 @@ __device__ __forceinline__ void warp_dot2(int64_t D, RowA&& a, RowB&& b, A& ab, 
   cd = warp_sum(t);
 }
 
+// Query i's keys [j0, j1) by one block: q_i into qi, the scaled scores into p (p[j - j0]), their
+// max *mx, the sum *sum of exp(score - max) and the unnormalised sum_j exp(score_j - max) v_j into
+// out. Shared by the whole-row kernel and the split-keys one, so both compute a chunk alike.
+template <class T, class A>
+__device__ void attend_keys(View4<const T> q, View4<const T> k, View4<const T> v, int64_t b, int64_t h, int64_t i,
+                            int64_t j0, int64_t j1, int64_t D, double scale, A* p, A* qi, A* out, A* part, A* red,
+                            A* mx_out, A* sum_out) {
+  for (int64_t d = threadIdx.x; d < D; d += blockDim.x) qi[d] = static_cast<A>(load(q(b, h, i, d)));
+  __syncthreads();
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  A mx = -static_cast<A>(INFINITY);
+  for (int64_t j = j0 + warp; j < j1; j += warps) {
+    A s, unused;
+    warp_dot2<A>(
+        D, [&](int64_t d) { return Two<A>{qi[d], static_cast<A>(load(k(b, h, j, d)))}; },
+        [&](int64_t) { return Two<A>{A(0), A(0)}; }, s, unused);
+    s *= static_cast<A>(scale);
+    if (threadIdx.x % 32 == 0) p[j - j0] = s;
+    mx = max(mx, s);
+  }
+  mx = block_reduce<true>(mx, red);  // its barriers publish p
+  A sum = 0;
+  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) sum += (p[j - j0] = exp(p[j - j0] - mx));
+  sum = block_reduce<false>(sum, red);
+  __syncthreads();
+  weighted_row_sum(p, j0, j1, D, [&](int64_t j, int64_t d) { return static_cast<A>(load(v(b, h, j, d))); }, part, out);
+  *mx_out = mx;
+  *sum_out = sum;
+}
+
 // One block per (b, h, query). Shared: scores [tk], q [D], out [D], part [blockDim], red [32].
 template <class T, class S>
 __global__ void __launch_bounds__(kAttnMaxThreads)
@@ -257,27 +287,9 @@ __global__ void __launch_bounds__(kAttnMaxThreads)
   A* part = out + sh.D;
   A* red = part + blockDim.x;
   const int64_t row = blockIdx.x, i = row % sh.tq, h = (row / sh.tq) % sh.H, b = row / (sh.tq * sh.H);
-  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) qi[d] = static_cast<A>(load(q(b, h, i, d)));
-  __syncthreads();
   const int64_t keys = sh.keys(i);
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  A mx = -static_cast<A>(INFINITY);
-  for (int64_t j = warp; j < keys; j += warps) {
-    A s, unused;
-    warp_dot2<A>(
-        sh.D, [&](int64_t d) { return Two<A>{qi[d], static_cast<A>(load(k(b, h, j, d)))}; },
-        [&](int64_t) { return Two<A>{A(0), A(0)}; }, s, unused);
-    s *= static_cast<A>(scale);
-    if (threadIdx.x % 32 == 0) p[j] = s;
-    mx = max(mx, s);
-  }
-  mx = block_reduce<true>(mx, red);  // its barriers publish p
-  A sum = 0;
-  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) sum += (p[j] = exp(p[j] - mx));
-  sum = block_reduce<false>(sum, red);
-  __syncthreads();
-  weighted_row_sum(p, 0, keys, sh.D, [&](int64_t j, int64_t d) { return static_cast<A>(load(v(b, h, j, d))); }, part,
-                   out);
+  A mx, sum;
+  attend_keys(q, k, v, b, h, i, 0, keys, sh.D, scale, p, qi, out, part, red, &mx, &sum);
   for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) y(b, h, i, d) = store<T>(keys > 0 ? out[d] / sum : A(0));
   if (threadIdx.x == 0)
     lse(b, h, i) = static_cast<S>(keys > 0 ? mx + log(sum) : -static_cast<A>(INFINITY));
@@ -315,26 +327,8 @@ __global__ void __launch_bounds__(kSplitThreads)
     }
     return;
   }
-  for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) qi[d] = static_cast<A>(load(q(b, h, i, d)));
-  __syncthreads();
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  A mx = -static_cast<A>(INFINITY);
-  for (int64_t j = j0 + warp; j < j1; j += warps) {
-    A sc, unused;
-    warp_dot2<A>(
-        sh.D, [&](int64_t d) { return Two<A>{qi[d], static_cast<A>(load(k(b, h, j, d)))}; },
-        [&](int64_t) { return Two<A>{A(0), A(0)}; }, sc, unused);
-    sc *= static_cast<A>(scale);
-    if (threadIdx.x % 32 == 0) p[j - j0] = sc;
-    mx = max(mx, sc);
-  }
-  mx = block_reduce<true>(mx, red);  // its barriers publish p
-  A sum = 0;
-  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) sum += (p[j - j0] = exp(p[j - j0] - mx));
-  sum = block_reduce<false>(sum, red);
-  __syncthreads();
-  weighted_row_sum(p, j0, j1, sh.D, [&](int64_t j, int64_t d) { return static_cast<A>(load(v(b, h, j, d))); }, part,
-                   out);
+  A mx, sum;
+  attend_keys(q, k, v, b, h, i, j0, j1, sh.D, scale, p, qi, out, part, red, &mx, &sum);
   for (int64_t d = threadIdx.x; d < sh.D; d += blockDim.x) o[d] = out[d];
   if (threadIdx.x == 0) {
     part_m[blockIdx.x] = mx;
