@@ -123,6 +123,14 @@ int main(int argc, char** argv) {
          << (ck ? "weights of " + std::filesystem::path(checkpoint).filename().string()
                 : "initialised with seed " + std::to_string(spec.seed));
     const Tensor x = random_input(sizes, check_seed);
+    // One line of what was written: `kind` prefixes the model's description, `state` names the file's contents.
+    const auto report = [&](const codegen::GenerateResult& r, const char* kind, const char* state) {
+      std::printf("strata_codegen: %s%s, input %s -> %s: %lld calls, arena %lld bytes, %s %lld bytes, %lld lines of "
+                  "code (model.cpp %lld)\n",
+                  kind, what.str().c_str(), sizes.str().c_str(), out.c_str(), static_cast<long long>(r.calls),
+                  static_cast<long long>(r.arena_bytes), state, static_cast<long long>(r.weight_bytes),
+                  static_cast<long long>(r.code_lines), static_cast<long long>(r.model_lines));
+    };
     if (train) {
       std::mt19937_64 gen(check_seed + 1);
       std::vector<int64_t> classes(static_cast<size_t>(sizes[0]));
@@ -135,11 +143,7 @@ int main(int argc, char** argv) {
       go.check_steps = check ? check_steps : 0;
       const codegen::GenerateResult r =
           codegen::generate_train_step(*model, x, Tensor::from_vector(classes, Shape{sizes[0]}), *opt, go);
-      std::printf("strata_codegen: a training step of %s, input %s -> %s: %lld calls, arena %lld bytes, state "
-                  "%lld bytes, %lld lines of code (model.cpp %lld)\n",
-                  what.str().c_str(), sizes.str().c_str(), out.c_str(), static_cast<long long>(r.calls),
-                  static_cast<long long>(r.arena_bytes), static_cast<long long>(r.weight_bytes),
-                  static_cast<long long>(r.code_lines), static_cast<long long>(r.model_lines));
+      report(r, "a training step of ", "state");
       return kExitSuccess;
     }
     const codegen::GenerateResult r = codegen::generate(*model, x, {out, backend, force, what.str()});
@@ -148,11 +152,7 @@ int main(int argc, char** argv) {
       codegen::write_npy((std::filesystem::path(out) / "check" / "input.npy").string(), x);
       codegen::write_npy((std::filesystem::path(out) / "check" / "expected.npy").string(), model->predict(x));
     }
-    std::printf("strata_codegen: %s, input %s -> %s: %lld calls, arena %lld bytes, weights %lld bytes, %lld lines of "
-                "code (model.cpp %lld)\n",
-                what.str().c_str(), sizes.str().c_str(), out.c_str(), static_cast<long long>(r.calls),
-                static_cast<long long>(r.arena_bytes), static_cast<long long>(r.weight_bytes),
-                static_cast<long long>(r.code_lines), static_cast<long long>(r.model_lines));
+    report(r, "", "weights");
     return kExitSuccess;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_codegen: error: %s\n", e.what());
