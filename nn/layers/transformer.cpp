@@ -285,6 +285,7 @@ Gpt<P>::Gpt(const P& p, const GptConfig& c)
       wpe_(register_module("wpe", std::make_unique<Embedding<P>>(p, c.block_size, c.n_embd, c.dtype))) {
   STRATA_CHECK(c.n_layer > 0 && c.block_size > 0 && c.vocab_size > 0, "GPT: invalid configuration");
   STRATA_CHECK(c.vocab_multiple >= 1, "GPT: vocab_multiple must be at least 1, got ", c.vocab_multiple);
+  STRATA_CHECK(c.pad_head_min_rows >= 0, "GPT: pad_head_min_rows must not be negative, got ", c.pad_head_min_rows);
   STRATA_CHECK(!c.compute_dtype || is_floating(*c.compute_dtype), "GPT: compute_dtype must be floating, got ",
                c.compute_dtype ? dtype_name(*c.compute_dtype) : "");
   for (int64_t i = 0; i < c.n_layer; ++i)
@@ -340,7 +341,7 @@ Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
   for (size_t i = 0; i < h_.size(); ++i) x = h_[i]->forward(x, cache, i);
   x = ln_f_->forward(x);
   const Tensor& w = wte_.weight();
-  const int64_t v = c_.vocab_size, vp = c_.padded_vocab();
+  const int64_t v = c_.vocab_size, vp = c_.head_columns(x.numel() / x.size(x.dim() - 1));
   return lm_head_.forward(  // the output projection, tied to wte's weight (in x's dtype)
       p_, x,
       [&](const auto& tape) {

@@ -102,8 +102,15 @@ struct GptConfig {
   // and Karpathy's llm.c repository (a padded row stride, softmax over the real classes) do. The
   // parameters, state dicts and the loss keep vocab_size: the padded classes are never seen.
   int64_t vocab_multiple = 64;
+  // The padding costs a copy of the weight per forward (its zero rows appended), which pays only
+  // when the product has enough rows: a decoding step's one row reads the weight once either
+  // way, and the copy made it 17 % slower on an H200 (docs/results/gpt2_vs_pytorch.md). Forwards
+  // of fewer rows (batch times tokens) than this compute over vocab_size.
+  int64_t pad_head_min_rows = 128;
   // vocab_size rounded up to vocab_multiple: the output projection's row length.
   int64_t padded_vocab() const { return (vocab_size + vocab_multiple - 1) / vocab_multiple * vocab_multiple; }
+  // The output projection's row length for a forward of `rows` rows (see pad_head_min_rows).
+  int64_t head_columns(int64_t rows) const { return rows >= pad_head_min_rows ? padded_vocab() : vocab_size; }
 };
 
 // The keys and values of the tokens a model has seen, per layer ([B, heads, rows, head width]

@@ -384,6 +384,7 @@ TEST(NnGptDirect, ThePaddedVocabularyIsInvisible) {
     for (int i = 0; i < 2; ++i) {
       nn::GptConfig c = tiny_gpt(DType::f64);
       c.vocab_multiple = i == 0 ? 64 : 1;
+      c.pad_head_min_rows = 1;
       EXPECT_EQ(c.padded_vocab(), i == 0 ? 64 : 11);
       manual_seed(21);
       m[i] = nn::make_gpt(c, mode, "reference");
@@ -404,6 +405,20 @@ TEST(NnGptDirect, ThePaddedVocabularyIsInvisible) {
     EXPECT_EQ(logits.sizes(), Shape({3, 8, 11}));
     EXPECT_EQ(logits.strides()[1], 64) << "rows of the padded vocabulary";
   }
+  // Padding only from pad_head_min_rows rows (batch times tokens) on: below, the copy of the
+  // weight it needs would cost more than the aligned product saves (a decoding step's one row).
+  for (const int64_t min_rows : {int64_t{24}, int64_t{25}}) {
+    nn::GptConfig c = tiny_gpt(DType::f64);
+    c.vocab_multiple = 64;
+    c.pad_head_min_rows = min_rows;
+    auto m = nn::make_gpt(c, DispatchMode::virtual_call, "reference");
+    const Tensor logits = m->module().forward(gpt_batch(0).first);  // 3 x 8 = 24 rows
+    EXPECT_EQ(logits.strides()[1], min_rows <= 24 ? 64 : 11) << "pad_head_min_rows " << min_rows;
+  }
+  nn::GptConfig negative = tiny_gpt();
+  negative.pad_head_min_rows = -1;
+  const std::string n = error_of([&] { nn::make_gpt(negative); });
+  EXPECT_NE(n.find("GPT: pad_head_min_rows must not be negative, got -1"), std::string::npos) << n;
   nn::GptConfig bad = tiny_gpt();
   bad.vocab_multiple = 0;
   const std::string e = error_of([&] { nn::make_gpt(bad); });
