@@ -44,9 +44,8 @@ and the report gives median, p10, p90 and min of each; img/s = batch / median de
 Peak memory: JAX cannot reset its peak counter, so "peak_bytes" is left null (compare.py prints
 n/a) and "peak_bytes_process" gives the process's peak so far (device.memory_stats()).
 --device cpu runs on the CPU for smoke tests (use a small configuration, e.g. infer_b2_32).
-Not done yet: bench/peers/compare.py reads PyTorch's modes only and does not put this file's
-rows in a column; no tools/gpu script runs it (one device call: the command above, about one
-compilation of tens of seconds per configuration and mode).
+tools/gpu/jax_resnet50.sh runs it beside strata and PyTorch in one device call. Not done yet:
+bench/peers/compare.py reads PyTorch's modes only and does not put this file's rows in a column.
 """
 import functools
 import math
@@ -145,6 +144,23 @@ class Net:
         y = (xf - mean) * (lax.rsqrt(var + EPS) * p["scale"]) + p["shift"]
         return y.astype(self.dtype), s
 
+    def max_pool(self, h):
+        """3x3 max-pool, stride 2, padding 1. Training takes the maximum of the nine strided views
+        of the padded input: differentiating lax.reduce_window failed in bf16 on JAX 0.11.2 on an H200
+        ("Linearization failed to produce known values for all output primals")."""
+        if not self.train:
+            return lax.reduce_window(h, jnp.array(-jnp.inf, h.dtype), lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
+                                     ((0, 0), (1, 1), (1, 1), (0, 0)))
+        ho, wo = (h.shape[1] + 1) // 2, (h.shape[2] + 1) // 2
+        hp = jnp.pad(h, ((0, 0), (1, 1), (1, 1), (0, 0)), constant_values=-jnp.inf)
+        out = None
+        for i in range(3):
+            for j in range(3):
+                v = lax.slice(hp, (0, i, j, 0), (hp.shape[0], i + 2 * (ho - 1) + 1, j + 2 * (wo - 1) + 1, hp.shape[3]),
+                              (1, 2, 2, 1))
+                out = v if out is None else jnp.maximum(out, v)
+        return out
+
     def block(self, x, p, s, stride):
         ns = {}
         h, ns["bn1"] = self.bn(self.conv(x, p["conv1"], 1, 0), p["bn1"], s["bn1"])
@@ -161,8 +177,7 @@ class Net:
         h = self.conv(x.astype(self.dtype), params["stem"]["conv"], 2, 3)
         h, new["stem"] = self.bn(h, params["stem"]["bn"], state["stem"])
         h = jax.nn.relu(h)
-        h = lax.reduce_window(h, jnp.array(-jnp.inf, h.dtype), lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
-                              ((0, 0), (1, 1), (1, 1), (0, 0)))
+        h = self.max_pool(h)
         for (_, _, stride), p_stage, s_stage in zip(STAGES, params["stages"], state["stages"]):
             ns_stage = []
             for b, (p, s) in enumerate(zip(p_stage, s_stage)):
