@@ -243,7 +243,7 @@ void with_layout_fallback(Context& ctx, Layout l, F&& f) {
 // convolution. A bias alone asks for the fused graph too (a downsampling convolution's
 // folded batch norm: its own pass over y cost more than the convolution).
 template <class Ops>
-std::string conv_in(Context& ctx, const TensorView& x, const TensorView& w, const TensorView& y,
+std::string run_conv_in_layout(Context& ctx, const TensorView& x, const TensorView& w, const TensorView& y,
                     const GraphEpilogue& e, Layout l, const Conv2dParams& cp, const Settings& st) {
   auto stage = [&](const TensorView& v, Role r) {
     return r == Ops::kWrites ? stage_out(ctx, v, l) : stage_in(ctx, v, l);
@@ -279,7 +279,7 @@ void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   if (a.y.numel() == 0) return;
   const auto run = [&](Conv2dFwdArgs& b, int64_t) {
     with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) {
-      return conv_in<FwdOps>(*ctx_, b.x, b.w, b.y, GraphEpilogue{b.b, b.z, b.relu}, l, b.p, settings_);
+      return run_conv_in_layout<FwdOps>(*ctx_, b.x, b.w, b.y, GraphEpilogue{b.b, b.z, b.relu}, l, b.p, settings_);
     });
   };
   if (a.z.defined)
@@ -293,10 +293,9 @@ void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
   if (a.dx.numel() == 0) return;
   along_batch("conv2d_bwd_data", a, {{&Conv2dBwdDataArgs::dy, "dy"}, {&Conv2dBwdDataArgs::dx, "dx"}},
               [&](Conv2dBwdDataArgs& b, int64_t) {
-                with_layout_fallback(*ctx_, layout_of(b.dy),
-                                     [&](Layout l) {
-                                       return conv_in<BwdDataOps>(*ctx_, b.dx, b.w, b.dy, GraphEpilogue{}, l, b.p, settings_);
-                                     });
+                with_layout_fallback(*ctx_, layout_of(b.dy), [&](Layout l) {
+                  return run_conv_in_layout<BwdDataOps>(*ctx_, b.dx, b.w, b.dy, GraphEpilogue{}, l, b.p, settings_);
+                });
               });
 }
 
@@ -311,10 +310,9 @@ void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
                   if (!piece.defined) piece = make_temp(*ctx_, piece_buf, a.dw.sizes, a.dw.dtype, layout_of(a.dw));
                   b.dw = piece;
                 }
-                with_layout_fallback(*ctx_, layout_of(b.x),
-                                     [&](Layout l) {
-                                       return conv_in<BwdFilterOps>(*ctx_, b.x, b.dw, b.dy, GraphEpilogue{}, l, b.p, settings_);
-                                     });
+                with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) {
+                  return run_conv_in_layout<BwdFilterOps>(*ctx_, b.x, b.dw, b.dy, GraphEpilogue{}, l, b.p, settings_);
+                });
                 if (n0 > 0) add_into(*ctx_, a.dw, piece);
               });
 }

@@ -102,6 +102,12 @@ struct Settings {
   // f16/bf16 attention on cuDNN's fused flash-attention engine where it takes the shape
   // (off: cuBLAS GEMMs or strata's kernels, as f32 always runs; for A/B timing).
   bool cudnn_attention = true;
+  // Few query rows (a decoding step) over a cache of at least this many keys split the keys
+  // over blocks (flash-decoding); shorter ones run one block per row. On an H200 the split was
+  // the slower of the two for GPT-2 small's decoding over caches of 130 to 384 keys (1.04 vs
+  // 0.99 ms per fp32 token, 1.09 vs 0.94 bf16, docs/results/gpt2_vs_pytorch.md), so the default
+  // keeps it to caches longer than GPT-2's context; longer ones are not measured yet.
+  int64_t attention_split_min_keys = 2048;
 };
 
 struct Context;  // per-device state: stream, handles, plans (backends/cuda/context.h)
@@ -175,6 +181,7 @@ class CudaBackend {
   void set_cudnn_graph(bool on) { settings_.cudnn_graph = on; }
   void set_cudnn_fused_epilogue(bool on) { settings_.cudnn_fused_epilogue = on; }
   void set_cudnn_attention(bool on) { settings_.cudnn_attention = on; }
+  void set_attention_split_min_keys(int64_t keys) { settings_.attention_split_min_keys = keys; }
 
   // Graph mode: the calls that follow begin_capture() are recorded, not run, until
   // end_capture() returns them as a graph (throws naming the CUDA error when the

@@ -544,7 +544,7 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
     using S = cuda::stats_t<T>;
     using A = cuda::acc_t<T>;
     const int64_t splits = (sh.tk + cuda::kSplitKeys - 1) / cuda::kSplitKeys;
-    if (rows < ctx_->sm_count && splits > 1) {  // few rows, many keys: split the keys over blocks
+    if (rows < ctx_->sm_count && splits > 1 && sh.tk >= settings_.attention_split_min_keys) {  // few rows, many keys
       const size_t parts = static_cast<size_t>(rows * splits);
       cuda::DeviceBuffer m(*ctx_, parts * sizeof(A)), l(*ctx_, parts * sizeof(A)),
           o(*ctx_, parts * static_cast<size_t>(sh.D) * sizeof(A));

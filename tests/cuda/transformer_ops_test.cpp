@@ -218,10 +218,20 @@ TEST_F(CudaTransformerOps, F32AttentionRunsAsGemmsOrKernels) {
 }
 
 // A static cache read by the kernel: kv_len on the device, the keys past it never read. One query
-// per head over a 300-key cache: the keys split over blocks (flash-decoding), 129 of them held.
+// per head over a 300-key cache, 129 of them held: one block per row (the default for a cache this
+// short) and the keys split over blocks (flash-decoding, Settings::attention_split_min_keys).
 TEST_F(CudaTransformerOps, KvLenOnTheDeviceLimitsTheKeys) {
   const int64_t tmax = 300, l = 129;
+  const int64_t by_default = backends::cuda::Settings{}.attention_split_min_keys;
+  ASSERT_GT(by_default, tmax) << "the first pass is meant to run one block per row";
+  struct Restore {
+    backends::CudaBackend& b;
+    int64_t keys;
+    ~Restore() { b.set_attention_split_min_keys(keys); }
+  } restore{be(), by_default};
+  for (const int64_t split_from : {by_default, int64_t{0}})
   for (DType dt : kFloats) {
+    be().set_attention_split_min_keys(split_from);
     const DType rd = ref_dtype(dt);
     const Tensor q = random_tensor({1, 12, 1, 64}, dt, 40), k = random_tensor({1, 12, tmax, 64}, dt, 41),
                  v = random_tensor({1, 12, tmax, 64}, dt, 42);
@@ -229,7 +239,7 @@ TEST_F(CudaTransformerOps, KvLenOnTheDeviceLimitsTheKeys) {
     be().attention_fwd({to_gpu(q), to_gpu(k), to_gpu(v), yg, lg, to_gpu(Tensor::from_vector<int64_t>({l}, {1})), 0.125, true});
     const Tensor yr = cpu_nan({1, 12, 1, 64}, kNCHW, rd), lr = cpu_nan({1, 12, 1}, kNCHW, stats(dt));
     ref_.attention_fwd({host_as(q, rd), host_as(k, rd).narrow(2, 0, l), host_as(v, rd).narrow(2, 0, l), yr, lr, {}, 0.125, true});
-    const std::string what = std::string(dtype_name(dt)) + " kv_len";
+    const std::string what = std::string(dtype_name(dt)) + (split_from == 0 ? " kv_len, keys split" : " kv_len");
     STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
     STRATA_EXPECT_CLOSE(host_as(lg, stats(dt)), lr, tol(dt, kTolReduction), what + " lse");
   }
