@@ -103,10 +103,8 @@ struct Settings {
   // (off: cuBLAS GEMMs or strata's kernels, as f32 always runs; for A/B timing).
   bool cudnn_attention = true;
   // Few query rows (a decoding step) over a cache of at least this many keys split the keys
-  // over blocks (flash-decoding); shorter ones run one block per row. On an H200 the split was
-  // the slower of the two for GPT-2 small's decoding over caches of 130 to 384 keys (1.04 vs
-  // 0.99 ms per fp32 token, 1.09 vs 0.94 bf16, docs/results/gpt2_vs_pytorch.md), so the default
-  // keeps it to caches longer than GPT-2's context; longer ones are not measured yet.
+  // over blocks (flash-decoding); shorter caches run one block per row, the faster of the two
+  // for GPT-2's caches on an H200 (docs/results/gpt2_vs_pytorch.md; longer ones unmeasured).
   int64_t attention_split_min_keys = 2048;
 };
 
