@@ -43,12 +43,12 @@ CLASSES = 1000
 START = time.perf_counter()
 
 
-def parse_points(s):
+def parse_points(s, prog="study_torch"):
     out = []
     for item in s.split(","):
         b, _, r = item.strip().partition("x")
         if not (b.isdigit() and r.isdigit()) or int(b) < 1 or int(r) < 8:
-            raise SystemExit(f"study_torch: point '{item}' is not <batch>x<resolution> (batch >= 1, resolution >= 8)")
+            raise SystemExit(f"{prog}: point '{item}' is not <batch>x<resolution> (batch >= 1, resolution >= 8)")
         out.append((int(b), int(r)))
     return out
 

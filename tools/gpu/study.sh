@@ -10,6 +10,7 @@
 #                                 # strata's sweep in every dispatch mode, and its parity run
 #   tools/gpu/study.sh torch      # THERE: PyTorch eager, CUDA-graph replay, TorchScript
 #   tools/gpu/study.sh compile    # THERE: torch.compile (compiles once per kind)
+#   tools/gpu/study.sh jax        # THERE: JAX's jax.jit (bench/peers/study_jax.py), no parity run
 #   tools/gpu/study.sh libtorch   # THERE: builds the LibTorch peer against the torch
 #                                 # package's CMake files, then its sweep and parity run
 #   tools/gpu/study.sh parity     # THERE: only the accuracy-parity runs of every
@@ -55,7 +56,7 @@ if [ "$part" = pack ]; then
   exit 0
 fi
 case "$part" in
-  strata | torch | compile | libtorch | parity) ;;
+  strata | torch | compile | libtorch | parity | jax) ;;
   *)
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 2
@@ -157,6 +158,12 @@ case "$part" in
       --parity-data "$out/parity" --parity-json "$out/${part}_parity.json" 2>&1 | tee -a "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     rm -rf "$out/parity"
+    ;;
+  jax)
+    say "JAX: jax.jit"
+    timeout $(($(left) + 30)) python3 bench/peers/study_jax.py sweep --device "$device" --points "$points" \
+      "${common[@]}" --deadline $(($(left) - 50)) --json "$out/jax_sweep.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     ;;
   parity)
     say "parity data"

@@ -252,7 +252,8 @@ def sec_op_trace(card):
 def sec_peers(card):
     out = []
     summary = []
-    for peer in PEERS:
+    peers = [p for p in PEERS if p in card.impls()]  # a column per peer that ran on this card
+    for peer in peers:
         for kind in ("eval", "train"):
             qs = []
             for b, r in card.points(kind):
@@ -275,7 +276,7 @@ def sec_peers(card):
             if not s:
                 continue
             cells = []
-            for peer in PEERS:
+            for peer in peers:
                 p = card.ok(peer, kind, b, r)
                 cells.append("–" if not p else "{} {}".format(*(lambda q, t: (rtxt(q), t))(*why(s, p))))
             rows.append([f"{b} × {r}", f"{s['impl'][7:]} {num(s['ms_per_sample'])}"] + cells)
@@ -283,7 +284,7 @@ def sec_peers(card):
             out.append(f"**{'Evaluation' if kind == 'eval' else 'Training'}**: strata's best mode (ms per sample) "
                        f"and its ratio to each peer, with the reason read from the measurements (host-bound: host "
                        f"enqueue ≥ {HOST_BOUND:.0%} of device time; memory: peak ratio beyond 1.5×):\n")
-            out.append(table(["point", "strata best"] + PEERS, rows))
+            out.append(table(["point", "strata best"] + peers, rows))
     return "\n".join(out)
 
 

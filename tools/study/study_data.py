@@ -8,14 +8,14 @@ import os
 
 # Column order of every table and plot: the peers from the highest abstraction down,
 # then strata's modes.
-IMPL_ORDER = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch",
+IMPL_ORDER = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch", "jax_jit",
               "strata_virtual", "strata_static", "strata_direct", "strata_cudagraph",
               "strata_virtual_unfused", "strata_static_unfused", "strata_direct_unfused", "strata_cudagraph_unfused"]
 STRATA_MODES = ["strata_virtual", "strata_static", "strata_direct"]
 # strata's modes a best time is taken over: the three above and graph mode (its CUDA-graph replay),
 # all with strata's default fusions; "<impl>_unfused" rows run the same mode with them off.
 STRATA_BEST = STRATA_MODES + ["strata_cudagraph"]
-PEERS = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch"]
+PEERS = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch", "jax_jit"]
 SEED_IMPLS = ["pytorch", "torchscript", "libtorch", "cudnn"]
 
 # The flat row of one sweep record (points.csv's columns).
