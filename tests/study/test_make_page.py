@@ -132,6 +132,29 @@ class MakePage(unittest.TestCase):
             self.assertIn(f"plots/{p})", page)
 
 
+class PairedRuns(unittest.TestCase):
+    """tools/study/paired_runs.py's aggregation of several processes' paired rows."""
+
+    def test_median_over_processes_and_the_union_of_intervals(self):
+        sys.path.insert(0, os.path.join(ROOT, "tools", "study"))
+        from paired_runs import aggregate
+
+        def row(med, lo, hi, layer="front end (static − direct plan)"):
+            return {"op": "relu64", "backend": "cuda", "layer": layer, "median_ns": med, "lo_ns": lo, "hi_ns": hi,
+                    "rounds": 21}
+        runs = [[row(276, 274, 279), row(5, -3, 9, "virtual call (virtual − static)")],
+                [row(122, 120, 123), row(7, 2, 11, "virtual call (virtual − static)")],
+                [row(130, 128, 131), row(6, 1, 8, "virtual call (virtual − static)")]]
+        front, virtual = aggregate(runs)
+        self.assertEqual(front["layer"], "front end (static − direct plan)")  # first seen, first out
+        self.assertEqual(front["median_ns"], 130)
+        self.assertEqual((front["lo_ns"], front["hi_ns"]), (120, 279))
+        self.assertEqual(front["process_median_ns"], [276, 122, 130])
+        self.assertEqual(front["processes"], 3)
+        self.assertEqual(virtual["median_ns"], 6)
+        self.assertEqual((virtual["lo_ns"], virtual["hi_ns"]), (-3, 11))  # one process reaches 0: unresolved
+
+
 if __name__ == "__main__":
     if "--update" in sys.argv:
         tmp = tempfile.mkdtemp()

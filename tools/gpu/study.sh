@@ -130,8 +130,9 @@ case "$part" in
     timeout 150 "$pkg/bin/dispatch_overhead" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
       --benchmark_min_time=0.1 --benchmark_format=json --benchmark_out="$out/dispatch_overhead.json" \
       --benchmark_out_format=json >>"$log" 2>&1 || rc=1
-    say "each layer's cost as paired, interleaved differences (median and its 95 % interval)"
-    timeout 120 "$pkg/bin/dispatch_overhead" --paired --paired-json "$out/dispatch_paired.json" 2>&1 | tee -a "$log"
+    say "each layer's cost as paired, interleaved differences, in PAIRED_RUNS processes (median, range, intervals)"
+    timeout 200 python3 tools/study/paired_runs.py --bin "$pkg/bin/dispatch_overhead" --runs "${PAIRED_RUNS:-5}" \
+      --json "$out/dispatch_paired.json" 2>&1 | tee -a "$log"
     say "per-op costs of one step (device idle vs busy)"
     timeout 120 "$pkg/bin/study_resnet50" op-costs --backend "$backend" --point "${OP_POINT:-32x64}" --json "$out/strata_op_costs.json" 2>&1 | tee -a "$log"
     say "lines of code"

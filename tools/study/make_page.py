@@ -167,7 +167,10 @@ def sec_dispatch(card):
     paired = [r for r in card.docs.get("dispatch_paired", {}).get("paired", []) if r["backend"] == be]
     how = "means over the ops above"
     if paired:
-        how = "medians of paired, interleaved differences with their 95 % intervals"
+        n_proc = card.docs.get("dispatch_paired", {}).get("processes")
+        how = ("medians of paired, interleaved differences with their 95 % intervals" if not n_proc else
+               f"medians over {n_proc} processes of paired, interleaved differences, the range of the processes' "
+               f"medians in parentheses and the union of their 95 % intervals in brackets")
         layers, cells = {}, {}
         names = {"virtual call": "virtual call (virtual − static)",
                  "front end": "front end: checks, shape rule, output allocation (static − direct plan)",
@@ -182,8 +185,11 @@ def sec_dispatch(card):
                 cells[name] = f"within noise (±{max(max(-r['lo_ns'], r['hi_ns']) for r in rs):.0f})"
             else:
                 layers[name] = sorted(r["median_ns"] for r in rs)[len(rs) // 2]
-                cells[name] = "; ".join(f"{r['op']} {r['median_ns']:.0f} [{r['lo_ns']:.0f}, {r['hi_ns']:.0f}]"
-                                        for r in rs)
+                cells[name] = "; ".join(
+                    f"{r['op']} {r['median_ns']:.0f}"
+                    + (f" ({min(r['process_median_ns']):.0f}–{max(r['process_median_ns']):.0f})"
+                       if r.get("process_median_ns") else "")
+                    + f" [{r['lo_ns']:.0f}, {r['hi_ns']:.0f}]" for r in rs)
     costs = card.docs.get("strata_op_costs", {})
     n_ops = {r["kind"]: r["idle"]["ops"] for r in costs.get("records", []) if r.get("status") == "ok"}
     out.append(f"What each layer costs per call on the `{be}` backend ({how}) and per ResNet-50 "
