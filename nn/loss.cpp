@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "strata/autograd/functions.h"
-#include "strata/ops/direct/tensor_plans.h"
 #include "strata/ops/shape_rules.h"
 
 namespace strata::nn {
@@ -52,53 +51,6 @@ Tensor Loss<P>::seed() {
   else
     STRATA_FAIL("Loss::seed is direct mode's; the tape modes seed autograd::backward");
 }
-
-namespace detail {
-
-template <class Impl>
-void LossStep<Impl>::plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind,
-                          int64_t ignore_index) {
-  kind_ = kind;
-  targets_ = targets;
-  if (kind != LossKind::cross_entropy) {
-    bce_.plan(impl, logits, targets);
-    dlogits_ = bce_.dlogits;
-    return;
-  }
-  if (logits.dim() <= 2) {
-    xent_.plan(impl, logits, targets, ignore_index);
-    dlogits_ = xent_.dlogits;
-    return;
-  }
-  // The tape's reshape of the logits to rows and view of the targets (Loss::forward), planned.
-  const int64_t c = logits.size(logits.dim() - 1);
-  xent_.plan(impl, ops::direct::planned_view_or_copy(impl, logits, {logits.numel() / c, c}, logit_rows_),
-             ops::direct::planned_view_or_copy(impl, targets, {targets.numel()}, target_rows_), ignore_index);
-  dlogits_ = xent_.dlogits.view(logits.sizes());
-}
-
-template <class Impl>
-const Tensor& LossStep<Impl>::run(const Tensor&, LossKind, int64_t) {
-  if (kind_ == LossKind::cross_entropy) {
-    logit_rows_.run();
-    target_rows_.run();
-    xent_.forward();
-    return xent_.loss;
-  }
-  bce_.forward();
-  return bce_.loss;
-}
-
-template <class Impl>
-const Tensor& LossStep<Impl>::run_backward(bool seeded) {
-  if (kind_ == LossKind::cross_entropy)
-    xent_.backward(seeded);
-  else
-    bce_.backward(seeded);
-  return dlogits_;
-}
-
-}  // namespace detail
 
 #define STRATA_NN_INSTANTIATE(P) template class Loss<P>;
 STRATA_NN_INSTANTIATE_ALL()

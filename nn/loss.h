@@ -14,36 +14,20 @@
 #include <string_view>
 
 #include "strata/nn/layers/direct_layer.h"
+#include "strata/ops/direct/steps/loss_step.h"
+#include "strata/ops/functional.h"
 
 namespace strata::nn {
 
-enum class LossKind { cross_entropy, bce_logits };
+using ops::LossKind;  // cross_entropy | bce_logits (ops/functional.h)
 LossKind parse_loss_kind(std::string_view s);  // "cross_entropy" | "bce_logits"
 std::string_view loss_kind_name(LossKind k);
 
 namespace detail {
-// The loss's direct step: the plan of its kind, whose backward starts from a planned 1.
-template <class Impl>
-class LossStep {
- public:
-  void plan(Impl& impl, const Tensor& logits, const Tensor& targets, LossKind kind, int64_t ignore_index);
-  const Tensor& run(const Tensor& targets, LossKind kind, int64_t ignore_index);
-  const Tensor& run_backward(bool seeded = false);  // dL/dlogits; seeded: see Loss::backward
-  const Tensor& seed() const { return kind_ == LossKind::cross_entropy ? xent_.dloss : bce_.dloss; }
-
- private:
-  LossKind kind_ = LossKind::cross_entropy;
-  ops::direct::SoftmaxXentPlan<Impl> xent_;
-  ops::direct::BceLogitsPlan<Impl> bce_;
-  Tensor targets_;  // keeps the targets alive (the key holds the logits)
-  // Logits [..., C] and targets [...] as rows [N, C] and [N] (views, or copies the front end's
-  // reshape would make), and dL/dlogits in the logits' sizes.
-  ops::direct::CastPlan<Impl> logit_rows_, target_rows_;
-  Tensor dlogits_;
-};
+// The loss's direct step (ops/direct/steps/loss_step.h).
 struct LossStepOf {
   template <backends::BackendImpl Impl>
-  using type = LossStep<Impl>;
+  using type = ops::direct::LossStep<Impl>;
 };
 }  // namespace detail
 

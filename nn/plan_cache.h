@@ -33,12 +33,6 @@ struct PlanKey {
   }
 };
 
-// Whether a backward plan must be (re)bound to dy: first use, or dy moved.
-inline bool needs_rebind(const Tensor& bound, const Tensor& dy) {
-  return !bound.defined() || bound.data_ptr() != dy.data_ptr() || !(bound.sizes() == dy.sizes()) ||
-         !(bound.strides() == dy.strides());
-}
-
 template <class Entry>
 class PlanCache {
  public:

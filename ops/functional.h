@@ -106,6 +106,8 @@ template <class D> Tensor softmax_xent_bwd(const D& d, const Tensor& logits, con
 template <class D> Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets);
 template <class D> Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets,
                                          const Tensor& dloss);
+// Which of the two a model trains with (nn::Loss, and its direct step ops::direct::LossStep).
+enum class LossKind { cross_entropy, bce_logits };
 
 template <class D> Tensor sum(const D& d, const Tensor& x);
 template <class D> Tensor mean(const D& d, const Tensor& x);

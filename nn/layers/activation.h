@@ -30,7 +30,7 @@ class ReLU final : public Module {
 
  private:
   P p_;
-  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::ReluPlan>> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, ops::direct::PlanOf<ops::direct::ReluPlan>> direct_;
 };
 
 // What every Dropout<P> draws from, whatever its policy: a trainer seeds and saves it for an

@@ -7,17 +7,6 @@
 
 namespace strata::nn {
 
-namespace {
-// Whether x's batch norm must run in the parameters' dtype between two casts: x has
-// another dtype and the backend `b` has no batch norm for x with these parameters as
-// they are (the cuda backend takes f16/bf16 x with f32 parameters; the CPU ones do not).
-bool needs_casts(const backends::Capabilities& b, const Tensor& x, DType params) {
-  if (x.dtype() == params) return false;
-  return !(ops::batch_norm_param_dtype(x) == params && b.supports(ops::OpId::batch_norm_fwd, x.dtype()) &&
-           b.supports(ops::OpId::batch_norm_bwd, x.dtype()));
-}
-}  // namespace
-
 template <class P>
 BatchNorm2d<P>::BatchNorm2d(const P& p, int64_t channels, const BatchNormOptions& o)
     : p_(p), channels_(channels), o_(o) {
@@ -60,7 +49,7 @@ Tensor BatchNorm2d<P>::forward(const Tensor& x) {
   return direct_.forward_keyed(
       p_, x, training ? 1 : 0,
       [&](const auto& tape) {
-        if (needs_casts(tape.capabilities(), x, weight_.dtype())) {
+        if (ops::direct::batch_norm_needs_casts(tape.capabilities(), x, weight_.dtype())) {
           // Statistics, affine parameters and the normalisation in the parameters' dtype
           // (f32), the output back in the input's dtype and layout, at two extra passes
           // over the activation.
@@ -81,9 +70,9 @@ bool BatchNorm2d<P>::fuses(const Tensor& x) const {
                     : !o_.fuse_eval || autograd::GradMode::enabled())
     return false;
   if constexpr (is_direct_v<P>)
-    return !needs_casts(p_.impl->capabilities(), x, weight_.dtype());
+    return !ops::direct::batch_norm_needs_casts(p_.impl->capabilities(), x, weight_.dtype());
   else
-    return !needs_casts(p_.capabilities(), x, weight_.dtype());
+    return !ops::direct::batch_norm_needs_casts(p_.capabilities(), x, weight_.dtype());
 }
 
 template <class P>
@@ -127,60 +116,6 @@ template <class P>
 int64_t BatchNorm2d<P>::plans_made() const {
   return direct_.plans_made();
 }
-
-namespace detail {
-
-// As the tape formula: in the parameters' dtype, NCHW, between two casts.
-template <class Impl>
-void BatchNormStep<Impl>::plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                               const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
-                               double eps, const Tensor& z, bool relu, ops::ChannelSumReducer* sync) {
-  impl_ = &impl;
-  gamma_ = gamma;
-  beta_ = beta;
-  Tensor bn_in = x;
-  if (needs_casts(impl.capabilities(), x, gamma.dtype())) {
-    x_in_.plan(impl, x, gamma.dtype(), MemoryFormat::contiguous);
-    bn_in = x_in_.y;
-  }
-  STRATA_CHECK(!(z.defined() || relu) || !x_in_.planned(), "BatchNorm2d: a fused batch norm between casts");
-  op_.plan(impl, bn_in, gamma, beta, running_mean, running_var, training, momentum, eps, z, relu, sync);
-  if (x_in_.planned()) y_out_.plan(impl, op_.y, x.dtype(), x.suggested_format());
-}
-
-// A plan serves every group (its buffers do not depend on one): this forward's is set.
-template <class Impl>
-const Tensor& BatchNormStep<Impl>::run(const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double,
-                                       double, const Tensor&, bool, ops::ChannelSumReducer* sync) {
-  op_.set_sync(sync);
-  x_in_.run();
-  op_.forward();
-  y_out_.run();
-  return y_out_.planned() ? y_out_.y : op_.y;
-}
-
-template <class Impl>
-void BatchNormStep<Impl>::plan_backward(const Tensor& dy, bool) {
-  if (x_in_.planned()) {
-    dy_in_.plan(*impl_, dy, gamma_.dtype(), MemoryFormat::contiguous);
-    op_.plan_backward(dy_in_.y);
-    dx_out_.plan(*impl_, op_.dx, y_out_.y.dtype(), y_out_.y.suggested_format());
-  } else {
-    op_.plan_backward(dy);
-  }
-}
-
-template <class Impl>
-const Tensor& BatchNormStep<Impl>::run_backward() {
-  backward_into_grads(*impl_, {{gamma_, op_.dgamma}, {beta_, op_.dbeta}}, [&] {
-    dy_in_.run();
-    op_.backward();
-    dx_out_.run();
-  });
-  return dx_out_.planned() ? dx_out_.y : op_.dx;
-}
-
-}  // namespace detail
 
 int convert_sync_batch_norm(Module& root, ops::ChannelSumReducer* group) {
   int n = 0;

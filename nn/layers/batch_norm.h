@@ -7,6 +7,7 @@
 // num_batches_tracked is an i64 scalar kept on the host whatever the device: no
 // kernel reads it (momentum is set), it exists so state dicts match PyTorch's.
 #include "strata/nn/layers/direct_layer.h"
+#include "strata/ops/direct/steps/batch_norm_step.h"
 
 namespace strata::nn {
 
@@ -53,32 +54,10 @@ class SyncableBatchNorm {
 int convert_sync_batch_norm(Module& root, ops::ChannelSumReducer* group);
 
 namespace detail {
-// BatchNorm2d's direct step: the batch norm plan, between two casts when the backend has
-// no batch norm for x's dtype with these parameters (as the tape formula's casts).
-template <class Impl>
-class BatchNormStep {
- public:
-  // z, relu: fused evaluation (BatchNorm2d::forward_fused), never between casts.
-  // sync: the group of the forward that plans; run takes each forward's.
-  void plan(Impl& impl, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-            const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z, bool relu,
-            ops::ChannelSumReducer* sync);
-  const Tensor& run(const Tensor& gamma, const Tensor& beta, const Tensor& running_mean, const Tensor& running_var,
-                    bool training, double momentum, double eps, const Tensor& z, bool relu,
-                    ops::ChannelSumReducer* sync);
-  void plan_backward(const Tensor& dy, bool need_dx);
-  const Tensor& run_backward();
-  const Tensor& residual_grad() const { return op_.dz; }
-
- private:
-  Impl* impl_ = nullptr;
-  Tensor gamma_, beta_;
-  ops::direct::BatchNormPlan<Impl> op_;
-  ops::direct::CastPlan<Impl> x_in_, y_out_, dy_in_, dx_out_;
-};
+// BatchNorm2d's direct step (ops/direct/steps/batch_norm_step.h).
 struct BatchNormStepOf {
   template <backends::BackendImpl Impl>
-  using type = BatchNormStep<Impl>;
+  using type = ops::direct::BatchNormStep<Impl>;
 };
 }  // namespace detail
 

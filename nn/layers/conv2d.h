@@ -132,7 +132,7 @@ class Conv2d final : public Module {
   FoldSources folded_from_{};  // fold_sources() at the latest fold
   uint64_t fold_id_ = 0;  // ops::Conv2dFwdArgs::w_version of the folded weights: new at each fold
   [[no_unique_address]] detail::DirectLayer<P, detail::Conv2dStepOf> direct_;
-  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::SpaceToDepthPlan>> s2d_direct_;
+  [[no_unique_address]] detail::DirectLayer<P, ops::direct::PlanOf<ops::direct::SpaceToDepthPlan>> s2d_direct_;
   [[no_unique_address]] detail::DirectLayer<P, detail::SpaceToDepthConvStepOf> s2d_conv_direct_;
 };
 

@@ -8,16 +8,11 @@
 // Direct<Impl> forward plans a step once per input (nn/plan_cache.h) and runs it; backward
 // binds the latest forward's step to dy once per gradient buffer and runs it backwards.
 //
-// A step (StepOf::type<Impl>) is a layer's direct forward and backward formulas:
-//   void plan(Impl&, const Tensor& x, const Args&... args);  once per input: validate, allocate
-//   const Tensor& run(const Args&... args);                  every forward, same arguments: y
-//   void plan_backward(const Tensor& dy, bool need_dx);      once per dy
-//   const Tensor& run_backward();                            dx (undefined when !need_dx and the
-//                                                            step skips it); parameter gradients
-//                                                            go to .grad() (backward_into_grads)
-// PlanStep adapts a one-input plan of ops/direct/plans.h, WeightedStep a plan
-// y = op(x, weight, bias) with mixed-precision casts; layers with more (BatchNorm2d's casts,
-// Dropout's mask, Flatten's view) declare their own step beside the layer.
+// A step (StepOf::type<Impl>) is a layer's direct forward and backward formulas, composed of
+// ops/direct/'s plans; the steps live in ops/direct/steps/ (plan_step.h says what one is):
+// ops::direct::PlanOf<OpPlan> for a one-input plan, WeightedStep for y = op(x, weight, bias)
+// with mixed-precision casts, and one step per layer with more (batch norm's casts, the loss,
+// GPT's layers); a plan of that interface is a step as it is (Dropout's, Flatten's).
 // (DirectLayer takes a selector type rather than a template template parameter: the
 // plans' parameter is constrained, which its partial specialization cannot repeat.)
 #include <string_view>
@@ -25,6 +20,9 @@
 #include "strata/nn/layers/layer_util.h"
 #include "strata/ops/direct/cast_plans.h"
 #include "strata/ops/direct/plans.h"
+#include "strata/ops/direct/steps/gradients.h"
+#include "strata/ops/direct/steps/plan_step.h"
+#include "strata/ops/direct/steps/weighted_step.h"
 
 namespace strata::nn::detail {
 
@@ -68,7 +66,7 @@ class DirectLayer<Direct<Impl>, StepOf> {
   // dL/d(input) of the latest forward, for module `m` (its name for errors, its input_grad()).
   const Tensor& backward(const Module& m, const Tensor& dy) {
     Entry& e = latest(m.type_name());
-    if (needs_rebind(e.dy, dy) || e.need_dx != m.input_grad()) {
+    if (ops::direct::needs_rebind(e.dy, dy) || e.need_dx != m.input_grad()) {
       e.step.plan_backward(dy, m.input_grad());
       e.dy = dy;
       e.need_dx = m.input_grad();
@@ -129,98 +127,19 @@ Tensor explicit_backward(Module& m, const Tensor& dy, Fn&& children_backward) {
     return m.Module::backward(dy);
 }
 
-// A plan of ops/direct/plans.h with one input x and the plan's y, dx, forward(),
-// plan_backward(dy) and backward(); it always computes dx. A second input tensor among
-// the arguments (a residual add's) is kept alive here: the cache's key holds only x.
-template <class Plan>
-class PlanStep {
- public:
-  template <class Impl, class... Args>
-  void plan(Impl& impl, const Tensor& x, const Args&... args) {
-    op_.plan(impl, x, args...);
-    (keep(args), ...);
-  }
-  template <class... Args>
-  const Tensor& run(const Args&...) {
-    op_.forward();
-    return op_.y;
-  }
-  void plan_backward(const Tensor& dy, bool /*need_dx*/) { op_.plan_backward(dy); }
-  const Tensor& run_backward() {
-    op_.backward();
-    return op_.dx;
-  }
-
- private:
-  void keep(const Tensor& t) { kept_ = t; }
-  template <class A>
-  void keep(const A&) {}
-
-  Plan op_;
-  Tensor kept_;
-};
-
-template <template <backends::BackendImpl> class Plan>
-struct PlanOf {
-  template <backends::BackendImpl Impl>
-  using type = PlanStep<Plan<Impl>>;
-};
-
-// A layer y = op(x, weight, bias) (Conv2d, Linear); Plan is of the shape of
-// ops/direct/plans.h's Conv2dPlan: plan(impl, x, w, b, extra...), plan_backward(dy,
-// need_dx), forward(), backward() and the tensors y, dx, dw, db. Mixed precision: the
-// plan computes in its input's dtype with planned copies of the master weights
-// (refreshed per forward); gradients return to the masters' dtype.
-template <class Impl, class Plan>
-class WeightedStep {
- public:
-  template <class... Extra>
-  void plan(Impl& impl, const Tensor& x, const Tensor& weight, const Tensor& bias, const Extra&... extra) {
-    impl_ = &impl;
-    weight_ = weight;
-    bias_ = bias;
-    op_.plan(impl, x, w_.plan(impl, weight, x), b_.plan(impl, bias, x), extra...);
-  }
-  template <class... Args>
-  const Tensor& run(const Args&...) {
-    w_.refresh();
-    b_.refresh();
-    op_.forward();
-    return op_.y;
-  }
-  void plan_backward(const Tensor& dy, bool need_dx) {
-    op_.plan_backward(dy, need_dx);
-    w_.plan_grad(*impl_, op_.dw);
-    b_.plan_grad(*impl_, op_.db);
-  }
-  const Tensor& run_backward() {
-    backward_into_grads(*impl_, {{weight_, w_.grad(op_.dw)}, {bias_, b_.grad(op_.db)}}, [&] {
-      op_.backward();
-      w_.convert_grad(op_.dw);
-      b_.convert_grad(op_.db);
-    });
-    return op_.dx;
-  }
-
- private:
-  Impl* impl_ = nullptr;
-  Tensor weight_, bias_;  // the masters, whose .grad() receives the gradients
-  Plan op_;
-  ops::direct::ParamCast<Impl> w_, b_;  // mixed precision: master weight and bias
-};
-
+// The steps of the layers y = op(x, weight, bias): WeightedStep over their plan.
 struct Conv2dStepOf {
   template <backends::BackendImpl Impl>
-  using type = WeightedStep<Impl, ops::direct::Conv2dPlan<Impl>>;
+  using type = ops::direct::WeightedStep<Impl, ops::direct::Conv2dPlan<Impl>>;
 };
 // Conv2d's space-to-depth form: the same step over a convolution of pixel blocks.
 struct SpaceToDepthConvStepOf {
   template <backends::BackendImpl Impl>
-  using type = WeightedStep<Impl, ops::direct::SpaceToDepthConv2dPlan<Impl>>;
+  using type = ops::direct::WeightedStep<Impl, ops::direct::SpaceToDepthConv2dPlan<Impl>>;
 };
 struct LinearStepOf {
   template <backends::BackendImpl Impl>
-  using type = WeightedStep<Impl, ops::direct::LinearPlan<Impl>>;
+  using type = ops::direct::WeightedStep<Impl, ops::direct::LinearPlan<Impl>>;
 };
 
 }  // namespace strata::nn::detail

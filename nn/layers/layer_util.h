@@ -1,6 +1,5 @@
 #pragma once
 // Internal to nn/: helpers every layer uses.
-#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -9,7 +8,6 @@
 #include "strata/nn/module.h"
 #include "strata/nn/plan_cache.h"
 #include "strata/nn/policy.h"
-#include "strata/ops/direct/memory_plans.h"
 
 namespace strata::nn::detail {
 
@@ -18,50 +16,6 @@ namespace strata::nn::detail {
 Tensor make_filled(Device dev, const Shape& sizes, DType dt, double value);
 // Writes host values (converted to t's dtype) into t, wherever t lives.
 void assign_host(const Tensor& t, const std::vector<double>& values);
-
-// Direct mode, before a plan overwrites its gradient buffer `buf`: when a parameter's
-// .grad() still is that buffer (gradients were not zeroed since the last backward),
-// it is copied out first so the new gradient accumulates onto it.
-template <class Impl>
-void release_grad_buffer(Impl& impl, Tensor param, const Tensor& buf) {
-  const Tensor g = param.grad();
-  if (!g.defined() || !buf.defined() || g.data_ptr() != buf.data_ptr()) return;
-  Tensor copy = Tensor::empty_like(g, g.sizes());
-  ops::direct::copy_now(impl, g, copy);
-  param.set_grad(copy);
-}
-
-// Direct mode: param.grad = g, or existing + g through the backend's add, exactly
-// as the autograd engine accumulates a leaf's gradient (ops::add(existing, new)).
-template <class Impl>
-void accumulate_grad(Impl& impl, Tensor param, const Tensor& g) {
-  const Tensor existing = param.grad();
-  if (!existing.defined()) {
-    param.set_grad(g);
-    return;
-  }
-  Tensor sum = Tensor::empty_like(existing, existing.sizes());
-  ops::direct::add_now(impl, existing, g, sum);
-  param.set_grad(sum);
-}
-
-// Direct mode: a parameter and the planned buffer its gradient is written to.
-struct ParamGrad {
-  const Tensor& param;  // undefined: no such parameter (a layer without bias)
-  const Tensor& grad;
-};
-// Direct mode: run() writes the gradients into their buffers; each then goes to its
-// parameter's .grad() (release_grad_buffer before, accumulate_grad after).
-// A memory plan's recording pass only notes the kernels: .grad() is left alone.
-template <class Impl, class Run>
-void backward_into_grads(Impl& impl, std::initializer_list<ParamGrad> grads, Run&& run) {
-  if (ops::direct::recording()) return run();
-  for (const ParamGrad& g : grads)
-    if (g.param.defined()) release_grad_buffer(impl, g.param, g.grad);
-  run();
-  for (const ParamGrad& g : grads)
-    if (g.param.defined()) accumulate_grad(impl, g.param, g.grad);
-}
 
 // Mixed precision (tape modes): parameter t in the dtype x computes in, and in x's
 // layout (a channels-last step's convolutions then stage no weights); t itself when

@@ -14,7 +14,7 @@ struct MaxPoolKind {
   static Tensor tape(const D& d, const Tensor& x, const ops::Pool2dParams& p) {
     return autograd::max_pool2d(d, x, p);
   }
-  using Plan = PlanOf<ops::direct::MaxPool2dPlan>;
+  using Plan = ops::direct::PlanOf<ops::direct::MaxPool2dPlan>;
 };
 struct AvgPoolKind {
   static constexpr std::string_view kName = "AvgPool2d";
@@ -22,7 +22,7 @@ struct AvgPoolKind {
   static Tensor tape(const D& d, const Tensor& x, const ops::Pool2dParams& p) {
     return autograd::avg_pool2d(d, x, p);
   }
-  using Plan = PlanOf<ops::direct::AvgPool2dPlan>;
+  using Plan = ops::direct::PlanOf<ops::direct::AvgPool2dPlan>;
 };
 }  // namespace detail
 
@@ -57,7 +57,7 @@ class GlobalAvgPool final : public Module {
 
  private:
   P p_;
-  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::GlobalAvgPoolPlan>> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, ops::direct::PlanOf<ops::direct::GlobalAvgPoolPlan>> direct_;
 };
 
 }  // namespace strata::nn

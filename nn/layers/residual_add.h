@@ -27,7 +27,7 @@ class ResidualAdd {
 
  private:
   P p_;
-  [[no_unique_address]] detail::DirectLayer<P, detail::PlanOf<ops::direct::AddPlan>> sum_, grad_sum_;
+  [[no_unique_address]] detail::DirectLayer<P, ops::direct::PlanOf<ops::direct::AddPlan>> sum_, grad_sum_;
 };
 
 }  // namespace strata::nn

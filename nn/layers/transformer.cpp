@@ -8,9 +8,9 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/factories.h"
 #include "strata/nn/layers/layer_util.h"
-#include "strata/nn/layers/transformer_steps.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/graph_capture.h"
+#include "strata/ops/direct/steps/transformer_steps.h"
 #include "strata/ops/tensor_ops.h"
 
 namespace strata::nn {

@@ -7,7 +7,7 @@
 // The layers are the op table's ops: index_select for the embeddings, layer_norm, linear, the
 // GELU row, the fused causal attention and the batched product of the output projection, in
 // every dispatch mode on every backend. The tape modes (virtual, static) record them; direct
-// mode plans each call once per input shape (nn/layers/transformer_steps.h over ops/direct/'s
+// mode plans each call once per input shape (ops/direct/steps/transformer_steps.h over ops/direct/'s
 // plans) and runs backward explicitly, module by module in reverse order, bitwise the tape's:
 // where gradients meet (the residual stream, wte's weight, which the tied output projection
 // reads too) they are summed by the same kernels in the order the autograd engine sums them,
@@ -36,14 +36,9 @@ template <backends::BackendImpl Impl>
 class UnaryPlan;
 template <backends::BackendImpl Impl>
 class LayerNormPlan;
-}  // namespace strata::ops::direct
-
-namespace strata::nn {
-
-namespace detail {
-// Direct mode's steps of these layers (nn/layers/transformer_steps.h). Only transformer.cpp
-// instantiates them (the layers' destructors are defined there), so the header's other users
-// compile without the plans.
+// Direct mode's steps of these layers (ops/direct/steps/transformer_steps.h). Only
+// transformer.cpp instantiates them (the layers' destructors are defined there), so the
+// header's other users compile without the plans.
 template <class Impl>
 class EmbeddingStep;
 template <class Impl>
@@ -52,26 +47,31 @@ template <class Impl>
 class EmbeddingSumStep;
 template <class Impl>
 class TiedProjectionStep;
+}  // namespace strata::ops::direct
+
+namespace strata::nn {
+
+namespace detail {
 struct EmbeddingStepOf {
   template <backends::BackendImpl Impl>
-  using type = EmbeddingStep<Impl>;
+  using type = ops::direct::EmbeddingStep<Impl>;
 };
 struct LayerNormStepOf {
   template <backends::BackendImpl Impl>
-  using type = WeightedStep<Impl, ops::direct::LayerNormPlan<Impl>>;
+  using type = ops::direct::WeightedStep<Impl, ops::direct::LayerNormPlan<Impl>>;
 };
 struct AttentionStepOf {
   template <backends::BackendImpl Impl>
-  using type = AttentionStep<Impl>;
+  using type = ops::direct::AttentionStep<Impl>;
 };
-using GeluStepOf = PlanOf<ops::direct::UnaryPlan>;
+using GeluStepOf = ops::direct::PlanOf<ops::direct::UnaryPlan>;
 struct EmbeddingSumStepOf {
   template <backends::BackendImpl Impl>
-  using type = EmbeddingSumStep<Impl>;
+  using type = ops::direct::EmbeddingSumStep<Impl>;
 };
 struct TiedProjectionStepOf {
   template <backends::BackendImpl Impl>
-  using type = TiedProjectionStep<Impl>;
+  using type = ops::direct::TiedProjectionStep<Impl>;
 };
 
 // A Linear over x's last dim: x [..., in] folded into rows [N, in] and the output unfolded to

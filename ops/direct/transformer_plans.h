@@ -14,8 +14,9 @@ namespace strata::ops::direct {
 
 // Layer norm over x's last dim C, run on x seen as rows [N, C] (a view, or a planned copy where
 // the front end copies). The shape of plans.h's Conv2dPlan (plan(impl, x, w, b, eps),
-// plan_backward(dy, need_dx), y, dx, dw, db), so nn's WeightedStep runs it; weight and bias are
-// optional. The backward's one kernel writes dx (when asked), dw and db (for the parameters given).
+// plan_backward(dy, need_dx), y, dx, dw, db), so WeightedStep (steps/weighted_step.h) runs it;
+// weight and bias are optional. The backward's one kernel writes dx (when asked), dw and db (for
+// the parameters given).
 template <BackendImpl Impl>
 class LayerNormPlan {
  public:

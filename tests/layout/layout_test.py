@@ -7,7 +7,9 @@
 - the links themselves: strata/<layer> points at the layer's folder;
 - nn/ holds modules, models and optimizers' bookkeeping only: it never calls a backend kernel
   itself (no run_kernel, no op of the table called on a backend object); every op it runs goes
-  through the front end (ops::, autograd::) or a plan of ops/direct/, which validate it.
+  through the front end (ops::, autograd::) or a plan of ops/direct/, which validate it;
+- nor does it define a step class (`class|struct <Name>Step`, a direct-mode composition of plans):
+  steps live in ops/direct/steps/, and a layer only names its step (a `...StepOf` selector).
 
 usage: layout_test.py <repository root>
 """
@@ -59,6 +61,28 @@ def nn_kernel_calls(root):
     return found
 
 
+# a class or struct definition (not a declaration) whose name ends in Step, templated or not: the
+# name, then `final`, a base clause or nothing, then the opening brace
+STEP_CLASS = re.compile(r"\b(?:class|struct)\s+(\w+Step)\b\s*(?:final\b\s*)?(?::[^;{}()]*)?\{")
+
+
+def strip_comments(text):
+    # line comments only (strata writes no block comments in code); keeps line numbers
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def nn_step_classes(root):
+    found = []
+    for path in source_files(os.path.join(root, "nn")):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            code = strip_comments(fh.read())
+        for m in STEP_CLASS.finditer(code):
+            line = code.count("\n", 0, m.start()) + 1
+            found.append(f"{os.path.relpath(path, root)}:{line}: step class {m.group(1)} defined in nn/ "
+                         "(a direct-mode step belongs in ops/direct/steps/; the layer names it in its StepOf)")
+    return found
+
+
 def main():
     root = os.path.abspath(sys.argv[1])
     failures = []
@@ -77,6 +101,7 @@ def main():
                 failures.append(f"{os.path.relpath(path, root)}:{line}: \"{m.group(1)}\" does not resolve "
                                 "from the repository root without a build")
     failures += nn_kernel_calls(root)
+    failures += nn_step_classes(root)
     if checked < 100:
         failures.append(f"only {checked} strata/ includes found: is {root} the repository root?")
     for f in failures:

@@ -1,19 +1,21 @@
 #pragma once
-// Internal to nn/layers/transformer.cpp: direct mode's steps of GPT's layers (the StepOf types
-// of nn/layers/direct_layer.h), over the plans of ops/direct/. Each mirrors the ops the tape
-// modes record for the layer (nn/layers/transformer.cpp's tape formulas) with the same
-// kernels on the same values, so that a step's outputs and gradients are bitwise the tape's;
-// the reshapes the tape records are views planned once here.
+// Direct mode's steps of GPT's layers (nn/layers/transformer.h runs them), over the plans of
+// ops/direct/ (ops/direct/steps/plan_step.h says what a step is). Each mirrors the ops the tape
+// modes record for the layer (nn/layers/transformer.cpp's tape formulas) with the same kernels
+// on the same values, so that a step's outputs and gradients are bitwise the tape's; the
+// reshapes the tape records are views planned once here.
 #include <cmath>
 #include <vector>
 
-#include "strata/nn/layers/direct_layer.h"
-#include "strata/nn/layers/layer_util.h"
+#include "strata/core/shape.h"
+#include "strata/core/tensor.h"
 #include "strata/ops/direct/memory_plans.h"
+#include "strata/ops/direct/steps/gradients.h"
 #include "strata/ops/direct/tensor_plans.h"
 #include "strata/ops/direct/transformer_plans.h"
+#include "strata/ops/tensor_ops.h"
 
-namespace strata::nn::detail {
+namespace strata::ops::direct {
 
 // Embedding (y = weight[ids]): index_select over the ids seen as one row of indices (the tape's
 // ids.contiguous().view(n)); backward the front end's index_add (zeros, then the rows added).
@@ -59,14 +61,14 @@ class EmbeddingStep {
     dy_ = dy;
     later_ = later;
     const Shape rows{ids_.numel(), weight_.size(1)};
-    const Tensor g = ops::direct::planned_view_or_copy(*impl_, dy, rows, dy_copy_);
+    const Tensor g = planned_view_or_copy(*impl_, dy, rows, dy_copy_);
     // Tied, the lookup's gradient is summed with later's before .grad() takes it.
     const DType dt = dy.dtype();
     add_.plan(*impl_, g, 0, ids_, weight_.sizes(),
-              later.defined() ? ops::direct::planned_empty(weight_.sizes(), dt, weight_.device())
-                              : ops::direct::planned_grad(weight_, weight_.sizes(), dt));
+              later.defined() ? planned_empty(weight_.sizes(), dt, weight_.device())
+                              : planned_grad(weight_, weight_.sizes(), dt));
     if (later.defined()) {
-      sum_buf_ = ops::direct::planned_grad(weight_, weight_.sizes(), dt);
+      sum_buf_ = planned_grad(weight_, weight_.sizes(), dt);
       sum_.plan(*impl_, later, add_.y, sum_buf_);
     }
   }
@@ -81,7 +83,7 @@ class EmbeddingStep {
     // backward (not zeroed), (.grad() + later) + lookup's. The first is the planned sum; the
     // second allocates, as accumulating does in direct mode (never inside a captured step,
     // which zeroes the gradients first).
-    if (ops::direct::recording()) return sum_.run();
+    if (recording()) return sum_.run();
     if (!weight_.grad().defined()) {
       sum_.run();
       weight_.set_grad(sum_buf_);
@@ -93,10 +95,10 @@ class EmbeddingStep {
 
   Impl* impl_ = nullptr;
   Tensor weight_, ids_, y_, dy_, later_, sum_buf_;
-  ops::direct::CastPlan<Impl> ids_copy_, dy_copy_;
-  ops::direct::IndexSelectPlan<Impl> select_;
-  ops::direct::IndexAddPlan<Impl> add_;
-  ops::direct::AddIntoPlan<Impl> sum_;
+  CastPlan<Impl> ids_copy_, dy_copy_;
+  IndexSelectPlan<Impl> select_;
+  IndexAddPlan<Impl> add_;
+  AddIntoPlan<Impl> sum_;
 };
 
 // GPT's token and position embeddings summed, tok [B, T, C] + pos [T, C], and converted to the
@@ -155,9 +157,9 @@ class EmbeddingSumStep {
 
   Impl* impl_ = nullptr;
   Tensor pos_, y_, dy_, dtok_, dpos_;
-  ops::direct::AddPlan<Impl> add_;
-  ops::direct::CastPlan<Impl> to_compute_, to_params_;
-  ops::direct::ReducePlan<Impl> reduce_;
+  AddPlan<Impl> add_;
+  CastPlan<Impl> to_compute_, to_params_;
+  ReducePlan<Impl> reduce_;
 };
 
 // Causal self-attention over the QKV projection's output qkv [B, T, 3C] with `heads` heads: q,
@@ -172,9 +174,9 @@ class AttentionStep {
     impl_ = &impl;
     const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
     dims_ = {B, T, heads, C / heads};
-    const Tensor q = ops::direct::planned_view_or_copy(impl, slice(qkv, 0), dims_, copies_[0]).permute(kHeads);
-    const Tensor k = ops::direct::planned_view_or_copy(impl, slice(qkv, 1), dims_, copies_[1]).permute(kHeads);
-    const Tensor v = ops::direct::planned_view_or_copy(impl, slice(qkv, 2), dims_, copies_[2]).permute(kHeads);
+    const Tensor q = planned_view_or_copy(impl, slice(qkv, 0), dims_, copies_[0]).permute(kHeads);
+    const Tensor k = planned_view_or_copy(impl, slice(qkv, 1), dims_, copies_[1]).permute(kHeads);
+    const Tensor v = planned_view_or_copy(impl, slice(qkv, 2), dims_, copies_[2]).permute(kHeads);
     attn_.plan(impl, q, k, v, true, 1.0 / std::sqrt(static_cast<double>(dims_[3])));
     y_ = attn_.y.permute(kHeads).view({B, T, C});
   }
@@ -184,8 +186,8 @@ class AttentionStep {
     return y_;
   }
   void plan_backward(const Tensor& dy, bool /*need_dx*/) {
-    const Tensor dy4 = ops::direct::planned_view_or_copy(*impl_, dy, dims_, dy_copy_).permute(kHeads);
-    dqkv_ = ops::direct::planned_empty({dims_[0], dims_[1], 3 * dims_[2] * dims_[3]}, dy.dtype(), dy.device());
+    const Tensor dy4 = planned_view_or_copy(*impl_, dy, dims_, dy_copy_).permute(kHeads);
+    dqkv_ = planned_empty({dims_[0], dims_[1], 3 * dims_[2] * dims_[3]}, dy.dtype(), dy.device());
     // A dense buffer's slices split into heads are views.
     auto grad = [&](int i) {
       const Tensor part = slice(dqkv_, i);
@@ -210,16 +212,16 @@ class AttentionStep {
   Impl* impl_ = nullptr;
   Shape dims_;  // B, T, H, D
   Tensor y_, dqkv_;
-  ops::direct::CastPlan<Impl> copies_[3], dy_copy_;
-  ops::direct::AttentionPlan<Impl> attn_;
+  CastPlan<Impl> copies_[3], dy_copy_;
+  AttentionPlan<Impl> attn_;
 };
 
 // GPT's output projection, tied to wte's weight W [V, C]: logits = x W^T as the tape's matmul
 // computes it, one batched product of x's rows [1, N, C] and W^T's view [1, C, V] (of W's copy
 // in x's dtype, mixed precision). Backward as its bmm node: dx = dy W, then W's gradient
 // (x^T dy) [C, V] copied transposed into a [V, C] buffer and converted to W's dtype, which the
-// caller hands to the embedding (Embedding::backward_tied) rather than .grad().
-// With a padded vocabulary Vp > V (GptConfig::padded_vocab) it mirrors the tape's padding: W is
+// caller hands to the embedding (nn::Embedding::backward_tied) rather than .grad().
+// With a padded vocabulary Vp > V (nn::GptConfig::padded_vocab) it mirrors the tape's padding: W is
 // converted into the first V rows of a [Vp, C] buffer whose other rows are zero (the tape's cat
 // with zero rows), the product writes [N, Vp] and the logits are its first V columns (the
 // tape's slice); backward puts dy into the first V columns of a [N, Vp] buffer whose others are
@@ -236,10 +238,10 @@ class TiedProjectionStep {
     vp_ = padded;
     x_sizes_ = x.sizes();
     n_ = x.numel() / c;
-    a_ = ops::direct::planned_view_or_copy(impl, x, {1, n_, c}, x_copy_);
+    a_ = planned_view_or_copy(impl, x, {1, n_, c}, x_copy_);
     Tensor w;
     if (vp_ > v_) {  // W in x's dtype straight into the padded rows: the same values as the tape's cast, then cat
-      w = ops::direct::planned_empty({vp_, c}, x.dtype(), x.device());
+      w = planned_empty({vp_, c}, x.dtype(), x.device());
       w_rows_.plan_into(impl, weight, w.narrow(0, 0, v_));
       w_pad_ = w.narrow(0, v_, vp_ - v_);
     } else {
@@ -260,7 +262,7 @@ class TiedProjectionStep {
     w_.refresh();
     w_rows_.run();
     // Rewritten at each run: the buffer is the step's, whose memory other buffers may share between runs.
-    if (w_pad_.defined()) ops::direct::fill_now(*impl_, w_pad_, 0.0);
+    if (w_pad_.defined()) fill_now(*impl_, w_pad_, 0.0);
     x_copy_.run();
     fwd_.forward();
     return y_;
@@ -269,7 +271,7 @@ class TiedProjectionStep {
   const Tensor& backward(const Tensor& dy) {
     if (needs_rebind(dy_, dy)) plan_backward(dy);
     dy_copy_.run();
-    if (dy_pad_.defined()) ops::direct::fill_now(*impl_, dy_pad_, 0.0);
+    if (dy_pad_.defined()) fill_now(*impl_, dy_pad_, 0.0);
     da_.forward();
     db_.forward();
     transpose_.run();
@@ -285,19 +287,19 @@ class TiedProjectionStep {
     Tensor g;
     dy_pad_ = {};
     if (vp_ > v_) {
-      g = ops::direct::planned_empty({1, n_, vp_}, dy.dtype(), dy.device());
+      g = planned_empty({1, n_, vp_}, dy.dtype(), dy.device());
       const Tensor cols = g.narrow(2, 0, v_);
       const auto st = view_strides(cols.sizes(), cols.strides(), dy.sizes());
       STRATA_CHECK(st.has_value(), "GPT: backward: dlogits ", dy.str(), " are not the logits' sizes");
       dy_copy_.plan_into(*impl_, dy, cols.as_strided(dy.sizes(), *st, cols.offset()));
       dy_pad_ = g.narrow(2, v_, vp_ - v_);
     } else {
-      g = ops::direct::planned_view_or_copy(*impl_, dy, {1, n_, v_}, dy_copy_);
+      g = planned_view_or_copy(*impl_, dy, {1, n_, v_}, dy_copy_);
     }
     da_.plan(*impl_, g, b_.permute({0, 2, 1}));
     dx_ = da_.y.view(x_sizes_);
     db_.plan(*impl_, a_.permute({0, 2, 1}), g);
-    dw_ = ops::direct::planned_empty({v_, c}, dy.dtype(), dy.device());
+    dw_ = planned_empty({v_, c}, dy.dtype(), dy.device());
     transpose_.plan_into(*impl_, db_.y.view({c, vp_}).narrow(1, 0, v_).permute({1, 0}), dw_);
     to_params_ = {};
     if (dw_.dtype() != weight_.dtype()) {  // step-local: the embedding sums it into the gradient
@@ -311,9 +313,9 @@ class TiedProjectionStep {
   int64_t n_ = 0, v_ = 0, vp_ = 0;
   Tensor weight_, a_, b_, y_, dy_, dx_, dw_;
   Tensor w_pad_, dy_pad_;  // the padded rows of W's copy and columns of dy's (zero at each run)
-  ops::direct::ParamCast<Impl> w_;
-  ops::direct::CastPlan<Impl> x_copy_, w_rows_, dy_copy_, transpose_, to_params_;
-  ops::direct::BmmPlan<Impl> fwd_, da_, db_;
+  ParamCast<Impl> w_;
+  CastPlan<Impl> x_copy_, w_rows_, dy_copy_, transpose_, to_params_;
+  BmmPlan<Impl> fwd_, da_, db_;
 };
 
-}  // namespace strata::nn::detail
+}  // namespace strata::ops::direct
