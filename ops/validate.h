@@ -52,16 +52,17 @@ void check_input(const D& d, OpId op, std::string_view arg, const Tensor& t, std
 inline DType stats_dtype(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
 
 // Two tensor arguments of an element-wise op: defined, of the same sizes and dtype,
-// each an input the backend takes (check_input).
+// each an input the backend takes (check_input). `shown`: as check_input's.
 template <class D>
 void check_elementwise_pair(const D& d, OpId op, std::string_view a_name, const Tensor& a, std::string_view b_name,
-                            const Tensor& b) {
-  check_defined(op_name(op), a_name, a);
-  check_defined(op_name(op), b_name, b);
-  check_same_shape(op_name(op), a_name, a, b_name, b);
-  check_same_dtype(op_name(op), a_name, a, b_name, b);
-  check_input(d, op, a_name, a);
-  check_input(d, op, b_name, b);
+                            const Tensor& b, std::string_view shown = {}) {
+  const std::string_view name = shown.empty() ? op_name(op) : shown;
+  check_defined(name, a_name, a);
+  check_defined(name, b_name, b);
+  check_same_shape(name, a_name, a, b_name, b);
+  check_same_dtype(name, a_name, a, b_name, b);
+  check_input(d, op, a_name, a, shown);
+  check_input(d, op, b_name, b, shown);
 }
 
 // ---- conv2d: forward returns y's sizes; the backward ones check the output the
@@ -572,16 +573,9 @@ template <class D>
 void validate_unary_bwd(const D& d, UnaryFn fn, const Tensor& x, const Tensor& y, const Tensor& dy) {
   const std::string_view op = unary_name(fn);
   check_defined(op, "input", x);
-  check_defined(op, "output", y);
-  check_defined(op, "grad_output", dy);
   check_float(op, "input", x);
-  check_same_shape(op, "input", x, "grad_output", dy);
-  check_same_shape(op, "input", x, "output", y);
-  check_same_dtype(op, "input", x, "grad_output", dy);
-  check_same_dtype(op, "input", x, "output", y);
-  check_input(d, OpId::unary_bwd, "input", x, op);
-  check_input(d, OpId::unary_bwd, "output", y, op);
-  check_input(d, OpId::unary_bwd, "grad_output", dy, op);
+  check_elementwise_pair(d, OpId::unary_bwd, "input", x, "grad_output", dy, op);
+  check_elementwise_pair(d, OpId::unary_bwd, "input", x, "output", y, op);
 }
 template <class D>
 void validate_binary(const D& d, BinaryFn fn, const Tensor& a, const Tensor& b) {
@@ -599,14 +593,8 @@ void validate_binary_bwd(const D& d, BinaryFn fn, const Tensor& a, const Tensor&
                          const Tensor& dy) {
   validate_binary(d, fn, a, b);
   const std::string_view op = binary_name(fn);
-  check_defined(op, "output", y);
-  check_defined(op, "grad_output", dy);
-  check_same_shape(op, "a", a, "output", y);
-  check_same_shape(op, "a", a, "grad_output", dy);
-  check_same_dtype(op, "a", a, "output", y);
-  check_same_dtype(op, "a", a, "grad_output", dy);
-  check_input(d, OpId::binary_bwd, "output", y, op);
-  check_input(d, OpId::binary_bwd, "grad_output", dy, op);
+  check_elementwise_pair(d, OpId::binary_bwd, "a", a, "output", y, op);
+  check_elementwise_pair(d, OpId::binary_bwd, "a", a, "grad_output", dy, op);
 }
 
 }  // namespace strata::ops

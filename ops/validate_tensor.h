@@ -12,13 +12,7 @@ namespace strata::ops {
 // a and b already broadcast to one shape (ops::compare expands them).
 template <class D>
 void validate_compare(const D& d, CompareFn fn, const Tensor& a, const Tensor& b) {
-  const std::string_view op = compare_name(fn);
-  check_defined(op, "a", a);
-  check_defined(op, "b", b);
-  check_same_shape(op, "a", a, "b", b);
-  check_same_dtype(op, "a", a, "b", b);
-  check_input(d, OpId::compare, "a", a, op);
-  check_input(d, OpId::compare, "b", b, op);
+  check_elementwise_pair(d, OpId::compare, "a", a, "b", b, compare_name(fn));
 }
 
 template <class D>

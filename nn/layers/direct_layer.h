@@ -18,7 +18,6 @@
 #include <string_view>
 
 #include "strata/nn/layers/layer_util.h"
-#include "strata/ops/direct/cast_plans.h"
 #include "strata/ops/direct/plans.h"
 #include "strata/ops/direct/steps/gradients.h"
 #include "strata/ops/direct/steps/plan_step.h"
