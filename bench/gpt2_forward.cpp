@@ -10,7 +10,8 @@
 // --decode N: greedy decoding of N tokens after the first row's ids, timed per token (the
 // prompt's step included, as transformers' generate is timed) in each way strata decodes:
 // virtual and static dispatch with the growing cache, static dispatch with the static cache,
-// and (cuda) the static cache's step captured as a CUDA graph; R rounds, the order of the
+// direct mode's planned steps over the static cache, and (cuda) the static-mode and the
+// direct-mode step captured as a CUDA graph; R rounds, the order of the
 // ways reversed every other round, each way's median and range printed, and every way's
 // tokens checked equal.
 #include <CLI/CLI.hpp>
@@ -60,13 +61,19 @@ void decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispat
   ways.push_back({"virtual, growing cache", [&] { return nn::generate(model, prompt, greedy); }});
 #ifdef STRATA_HAVE_BACKEND_CUDA
   using Static = ops::StaticDispatch<backends::CudaBackend>;
+  using Direct = ops::Direct<backends::CudaBackend>;
   std::unique_ptr<nn::Gpt<Static>> sm;
+  std::unique_ptr<nn::Gpt<Direct>> dm;
   if (d.device().type == DeviceType::cuda) {
     sm = std::make_unique<nn::Gpt<Static>>(Static(), model.config());
     load(*sm);
+    dm = std::make_unique<nn::Gpt<Direct>>(Direct(), model.config());
+    load(*dm);
     ways.push_back({"static, growing cache", [&] { return nn::generate(*sm, prompt, greedy); }});
     ways.push_back({"static, static cache", [&] { return nn::generate(*sm, prompt, fixed); }});
+    ways.push_back({"direct (static cache, planned steps)", [&] { return nn::generate(*dm, prompt, greedy); }});
     ways.push_back({"graph (static cache, captured step)", [&] { return nn::generate(*sm, prompt, graph); }});
+    ways.push_back({"graph (static cache, captured direct step)", [&] { return nn::generate(*dm, prompt, graph); }});
   }
 #else
   (void)load;

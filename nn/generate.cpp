@@ -50,6 +50,17 @@ std::vector<std::vector<double>> last_rows(const Tensor& logits) {
   return r;
 }
 
+// The dispatch of the decoding loop's own ops (the greedy argmax, its copy into the next step's
+// input): the model's in the tape modes, its backend's static dispatch in direct mode (a front-end
+// call per token beside the planned step).
+template <class P>
+auto loop_dispatch(const P& p) {
+  if constexpr (is_direct_v<P>)
+    return ops::StaticDispatch<typename P::Backend>(*p.impl);
+  else
+    return p;
+}
+
 template <class P>
 constexpr bool kCapturable = [] {
   if constexpr (requires { *std::declval<P>().impl; })
@@ -64,7 +75,7 @@ template <class P>
 void decode_static(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o, Generator& gen,
                    std::vector<std::vector<int64_t>>& rows) {
   const int64_t B = prompt.size(0);
-  const P& p = m.policy();
+  const auto p = loop_dispatch(m.policy());
   KvCache cache = m.static_cache(B, prompt.size(1) + o.new_tokens);
   auto take = [&](const std::vector<std::vector<double>>& last) {
     for (int64_t b = 0; b < B; ++b) rows[b].push_back(pick(last[b], o, gen));
@@ -91,7 +102,7 @@ void decode_static(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o, Ge
       step();  // advances the cache itself
     } else {
       if constexpr (kCapturable<P>) {
-        if (!graph) graph = ops::direct::capture_step(*p.impl, step);
+        if (!graph) graph = ops::direct::capture_step(*m.policy().impl, step);
         cache.advance(1);
         graph->launch();
       }
@@ -116,12 +127,9 @@ Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o) {
   STRATA_CHECK(o.new_tokens >= 0 && o.temperature >= 0 && std::isfinite(o.temperature) && o.top_k >= 0,
                "generate: new_tokens ", o.new_tokens, ", temperature ", o.temperature, " and top_k ", o.top_k,
                " must be >= 0 (temperature finite)");
-  if constexpr (is_direct_v<P>)
-    STRATA_FAIL("generate: decoding runs in the tape modes (virtual, static), with a key/value cache; direct mode "
-                "plans whole sequences of one length");
   if constexpr (!kCapturable<P>)
-    STRATA_CHECK(!o.graph, "generate: graph decoding captures the static-mode step, so it needs a model in static "
-                           "mode on a backend with graphs (cuda)");
+    STRATA_CHECK(!o.graph, "generate: graph decoding captures the decoding step, so it needs a model in static or "
+                           "direct mode on a backend with graphs (cuda)");
   autograd::NoGradGuard no_grad;
   const int64_t B = prompt.size(0), block = m.config().block_size, vocab = m.config().vocab_size;
   std::vector<std::vector<int64_t>> rows(static_cast<size_t>(B));
@@ -130,11 +138,11 @@ Tensor generate(Gpt<P>& m, const Tensor& prompt, const GenerateOptions& o) {
     rows[b].assign(flat.begin() + b * prompt.size(1), flat.begin() + (b + 1) * prompt.size(1));
   Generator gen(o.seed);
   const Device dev = m.named_parameters().front().second.device();
-  if (o.graph || o.static_cache) {
-    STRATA_CHECK(prompt.size(1) + o.new_tokens <= block, "generate: a static cache holds block_size ", block,
+  if (o.graph || o.static_cache || is_direct_v<P>) {  // direct mode plans its steps: a static cache always
+    STRATA_CHECK(prompt.size(1) + o.new_tokens <= block, "generate: a static cache",
+                 is_direct_v<P> ? " (direct mode decodes over one)" : "", " holds block_size ", block,
                  " positions, fewer than the prompt's ", prompt.size(1), " and ", o.new_tokens, " new tokens");
-    if constexpr (!is_direct_v<P>)  // refused above
-      if (o.new_tokens > 0) decode_static(m, Tensor::from_vector(flat, prompt.sizes()).to(dev), o, gen, rows);
+    if (o.new_tokens > 0) decode_static(m, Tensor::from_vector(flat, prompt.sizes()).to(dev), o, gen, rows);
     std::vector<int64_t> out;
     for (const auto& r : rows) out.insert(out.end(), r.begin(), r.end());
     return Tensor::from_vector(out, Shape{B, static_cast<int64_t>(rows[0].size())});

@@ -4,8 +4,12 @@
 // tokens fit block_size, a key/value cache (nn::KvCache) makes each step run the newest token
 // alone; a longer generation slides a window of block_size tokens and runs it whole each step.
 //
-// graph: the decoding step of a static cache captured once as a CUDA graph (static mode on
-// the cuda backend) and replayed for every token, so a token costs one graph launch and the
+// Direct mode decodes over a static cache always (its steps are planned once per length: the
+// prompt's, then the one-token step, each bound to the cache), so prompt and new tokens must fit
+// block_size there.
+//
+// graph: the decoding step of a static cache captured once as a CUDA graph (static or direct
+// mode on the cuda backend) and replayed for every token, so a token costs one graph launch and the
 // copies of its token in and out instead of a host call per op. Greedy decoding picks the
 // token inside the graph (argmax) and feeds it to the next launch; sampling reads the logits.
 // The first decoding step runs uncaptured (it warms up what the libraries make lazily).

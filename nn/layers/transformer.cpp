@@ -10,6 +10,7 @@
 #include "strata/nn/layers/layer_util.h"
 #include "strata/nn/policy.h"
 #include "strata/ops/direct/graph_capture.h"
+#include "strata/ops/direct/steps/cached_attention_step.h"
 #include "strata/ops/direct/steps/transformer_steps.h"
 #include "strata/ops/tensor_ops.h"
 
@@ -26,10 +27,11 @@ void normal_(const Tensor& t, double std) {
 
 // Direct mode refuses a key/value cache: decoding is the tape modes'.
 template <class P>
-void no_cache_in_direct_mode(std::string_view layer, const KvCache* cache) {
+void no_growing_cache_in_direct_mode(std::string_view layer, const KvCache* cache) {
   if constexpr (is_direct_v<P>)
-    STRATA_CHECK(cache == nullptr, layer, ": a key/value cache (decoding) runs in the tape modes (virtual, static); "
-                                          "direct mode plans whole sequences of one length");
+    STRATA_CHECK(cache == nullptr || cache->is_static(), layer,
+                 ": a growing key/value cache runs in the tape modes (virtual, static); direct mode plans its steps "
+                 "once per length, so it decodes over a static cache (Gpt::static_cache)");
 }
 
 // The tape modes' attention over qkv [B, T, 3C]: slice i (q, k, v) as the heads' [B, H, T, D],
@@ -170,11 +172,13 @@ template <class P>
 Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
   STRATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == n_embd_, "CausalSelfAttention: input ",
                x.defined() ? x.str() : "(undefined)", " is not [B, T, ", n_embd_, "]");
-  no_cache_in_direct_mode<P>("CausalSelfAttention", cache);
+  no_growing_cache_in_direct_mode<P>("CausalSelfAttention", cache);
+  STRATA_CHECK(cache == nullptr || !cache->is_static() || layer < cache->k.size(), "CausalSelfAttention: layer ",
+               layer, " of a static cache of ", cache ? cache->k.size() : 0, " layers");
   const int64_t C = n_embd_;
   const Tensor qkv = qkv_.forward(p_, c_attn_, x, 3 * C);
-  if constexpr (!is_direct_v<P>)
-    if (cache != nullptr) return proj_.forward(p_, c_proj_, forward_cached(qkv, *cache, layer), C);
+  decoded_ = cache != nullptr;
+  if (cache != nullptr) return proj_.forward(p_, c_proj_, forward_cached(qkv, *cache, layer), C);
   const Tensor y = attend_.forward(
       p_, qkv,
       [&](const auto& tape) {
@@ -191,8 +195,11 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
 // attends over them (y [B, T, C], the heads side by side).
 template <class P>
 Tensor CausalSelfAttention<P>::forward_cached(const Tensor& qkv, KvCache& cache, size_t layer) {
-  if constexpr (is_direct_v<P>) {
-    STRATA_FAIL("CausalSelfAttention: a key/value cache runs in the tape modes");  // refused in forward
+  if constexpr (is_direct_v<P>) {  // a static cache (a growing one is refused in forward)
+    const int64_t T = qkv.size(1);
+    return attend_cached_.forward_keyed(
+        p_, qkv, detail::plan_key_of(cache.k[layer]), [](const auto&) { return Tensor(); }, n_head_, cache.k[layer],
+        cache.v[layer], cache.positions(T), cache.held(T));
   } else {
     const int64_t T = qkv.size(1);
     const Tensor q = heads_of(p_, qkv, 0, n_head_);
@@ -220,6 +227,9 @@ Tensor CausalSelfAttention<P>::forward_cached(const Tensor& qkv, KvCache& cache,
 
 template <class P>
 Tensor CausalSelfAttention<P>::backward(const Tensor& dy) {
+  if constexpr (is_direct_v<P>)
+    STRATA_CHECK(!decoded_, "CausalSelfAttention: no backward through a decoding step over a key/value cache (a "
+                            "cache is for inference)");
   return detail::explicit_backward<P>(*this, dy, [&] {
     const Tensor dqkv = attend_.backward(*this, proj_.backward(*this, c_proj_, dy));
     return qkv_.backward(*this, c_attn_, dqkv);
@@ -310,7 +320,7 @@ template <class P>
 Tensor Gpt<P>::forward(const Tensor& ids, KvCache* cache) {
   STRATA_CHECK(ids.defined() && ids.dim() == 2, "GPT: ids must be [B, T], got ",
                ids.defined() ? ids.str() : "an undefined tensor");
-  no_cache_in_direct_mode<P>("GPT", cache);
+  no_growing_cache_in_direct_mode<P>("GPT", cache);
   const int64_t T = ids.size(1), past = cache != nullptr ? cache->length() : 0;
   STRATA_CHECK(T >= 1 && past + T <= c_.block_size, "GPT: a sequence of ", past + T, " tokens",
                past > 0 ? " (with the cache's)" : "", " is longer than block_size ", c_.block_size);

@@ -44,6 +44,8 @@ class EmbeddingStep;
 template <class Impl>
 class AttentionStep;
 template <class Impl>
+class CachedAttentionStep;
+template <class Impl>
 class EmbeddingSumStep;
 template <class Impl>
 class TiedProjectionStep;
@@ -63,6 +65,10 @@ struct LayerNormStepOf {
 struct AttentionStepOf {
   template <backends::BackendImpl Impl>
   using type = ops::direct::AttentionStep<Impl>;
+};
+struct CachedAttentionStepOf {
+  template <backends::BackendImpl Impl>
+  using type = ops::direct::CachedAttentionStep<Impl>;
 };
 using GeluStepOf = ops::direct::PlanOf<ops::direct::UnaryPlan>;
 struct EmbeddingSumStepOf {
@@ -193,8 +199,9 @@ class CausalSelfAttention final : public Module {
   ~CausalSelfAttention() override;
   std::string_view type_name() const override { return "CausalSelfAttention"; }
   Tensor forward(const Tensor& x) override { return forward(x, nullptr, 0); }
-  // With a cache (tape modes), x is the tokens after the cached ones: their keys and values
-  // join layer `layer`'s, and each attends to every cached token and to the new ones up to itself.
+  // With a cache, x is the tokens after the cached ones: their keys and values join layer
+  // `layer`'s, and each attends to every cached token and to the new ones up to itself. Direct
+  // mode takes a static cache (Gpt::static_cache) only, forward only.
   Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
   Tensor backward(const Tensor& dy) override;
   int64_t plans_made() const;  // the attention's own (its projections count theirs)
@@ -208,6 +215,8 @@ class CausalSelfAttention final : public Module {
   Linear<P>& c_proj_;
   detail::LastDimLinear<P> qkv_, proj_;
   [[no_unique_address]] detail::DirectLayer<P, detail::AttentionStepOf> attend_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::CachedAttentionStepOf> attend_cached_;
+  bool decoded_ = false;  // direct mode: the latest forward read a cache (no backward follows it)
 };
 
 // c_fc (C -> 4C), GELU (the tanh approximation GPT-2 uses), c_proj (4C -> C).

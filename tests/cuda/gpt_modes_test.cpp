@@ -2,7 +2,8 @@
 // bitwise the same loss, logits and parameters in virtual, static, direct and graph mode (the
 // graph captured once per shape and replayed, a second sequence length in between), in f32 and
 // with bf16 compute over f32 master weights; predict alike; and the first step close to the
-// reference backend's (the kernels differ, so not bitwise).
+// reference backend's (the kernels differ, so not bitwise). Decoding in every way strata has gives
+// the same tokens.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -10,6 +11,9 @@
 
 #include "cuda_test_util.h"
 #include "nn/gpt_test_util.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/backends/api/registry.h"
+#include "strata/nn/generate.h"
 #include "strata/nn/nn.h"
 
 namespace strata::testing {
@@ -91,6 +95,44 @@ TEST_F(CudaGptModes, FirstStepIsCloseToTheReference) {
   const std::vector<float> a = rg.logits.to(Device::cpu()).to_vector<float>(), b = rr.logits.to_vector<float>();
   ASSERT_EQ(a.size(), b.size());
   for (size_t k = 0; k < a.size(); ++k) ASSERT_NEAR(a[k], b[k], 1e-5) << "logits[" << k << "]";
+}
+
+// Decoding on the GPU in every way strata has: the growing cache (virtual), the static cache in
+// static and direct mode (direct's logits bitwise static's at every step) and each of those two
+// steps captured as a CUDA graph and replayed per token; greedy and sampled tokens alike.
+TEST_F(CudaGptModes, EveryWayOfDecodingGivesTheSameTokens) {
+  using Cuda = backends::CudaBackend;
+  using PS = ops::StaticDispatch<Cuda>;
+  using PD = ops::Direct<Cuda>;
+  manual_seed(21);
+  nn::Gpt<PS> sg(PS(), tiny_gpt());
+  nn::Gpt<PD> dg(PD(), tiny_gpt());
+  nn::Gpt<ops::VirtualDispatch> vg(ops::VirtualDispatch(backends::registry().get("cuda")), tiny_gpt());
+  dg.load_state_dict(sg.state_dict());
+  vg.load_state_dict(sg.state_dict());
+  {
+    autograd::NoGradGuard no_grad;
+    nn::KvCache cs = sg.static_cache(2, 8), cd = dg.static_cache(2, 8);
+    const Tensor prompt = gpt_batch(0, 2, 3).first.to(Device::cuda());
+    EXPECT_TRUE(same_values(to_cpu(sg.forward(prompt, &cs)), to_cpu(dg.forward(prompt, &cd)))) << "prompt";
+    for (int64_t t = 0; t < 4; ++t) {
+      const Tensor next = gpt_batch(t + 3, 2, 1).first.to(Device::cuda());
+      EXPECT_TRUE(same_values(to_cpu(sg.forward(next, &cs)), to_cpu(dg.forward(next, &cd)))) << "token " << t;
+    }
+  }
+  const Tensor ids = gpt_batch(1, 2, 3).first;
+  for (const double temperature : {0.0, 0.8}) {
+    SCOPED_TRACE("temperature " + std::to_string(temperature));
+    const nn::GenerateOptions o{.new_tokens = 5, .temperature = temperature, .top_k = 4, .seed = 3};
+    nn::GenerateOptions fixed = o, graph = o;
+    fixed.static_cache = true;
+    graph.graph = true;
+    const std::vector<int64_t> want = nn::generate(vg, ids, o).to_vector<int64_t>();
+    EXPECT_EQ(nn::generate(sg, ids, fixed).to_vector<int64_t>(), want) << "static, static cache";
+    EXPECT_EQ(nn::generate(dg, ids, o).to_vector<int64_t>(), want) << "direct";
+    EXPECT_EQ(nn::generate(sg, ids, graph).to_vector<int64_t>(), want) << "graph of the static-mode step";
+    EXPECT_EQ(nn::generate(dg, ids, graph).to_vector<int64_t>(), want) << "graph of the direct-mode step";
+  }
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 
 #include "gpt_test_util.h"
 #include "nn_test_util.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/autograd/node.h"
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/core/factories.h"
 #include "strata/nn/checkpoint.h"
 #include "strata/nn/generate.h"
 #include "strata/nn/model.h"
+#include "strata/nn/policy.h"
 
 namespace strata::testing {
 namespace {
@@ -364,12 +366,56 @@ TEST(NnGptDirect, MixedPrecisionMatchesAnF32ModelOfTheRoundedWeights) {
   }
 }
 
-TEST(NnGptDirect, DecodingIsTheTapeModes) {
+// Direct mode decodes over a static cache: the prompt's step and each one-token step planned
+// once (bound to the cache and its slots), every logit bitwise the static mode's over the same
+// cache, and generate's tokens alike, greedy and sampled; on every CPU backend.
+TEST(NnGptDirect, DecodesOverAStaticCacheAsStaticModeDoes) {
+  for (const std::string& backend : computing_cpu_backends()) {
+    SCOPED_TRACE(backend);
+    nn::with_policy(DispatchMode::direct, backend, [&](const auto& pd) {
+      using PD = std::decay_t<decltype(pd)>;
+      if constexpr (nn::is_direct_v<PD>) {
+        using PS = ops::StaticDispatch<typename PD::Backend>;
+        manual_seed(21);
+        nn::Gpt<PS> sg(PS(*pd.impl), tiny_gpt());
+        nn::Gpt<PD> dg(pd, tiny_gpt());
+        dg.load_state_dict(sg.state_dict());
+        autograd::NoGradGuard no_grad;
+        nn::KvCache cs = sg.static_cache(2, 8), cd = dg.static_cache(2, 8);
+        const Tensor prompt = gpt_batch(0, 2, 3).first;
+        EXPECT_TRUE(bitwise_equal(sg.forward(prompt, &cs), dg.forward(prompt, &cd))) << "prompt";
+        for (int64_t t = 0; t < 5; ++t) {
+          const Tensor next = gpt_batch(t + 3, 2, 1).first;
+          EXPECT_TRUE(bitwise_equal(sg.forward(next, &cs), dg.forward(next, &cd))) << "token " << t;
+        }
+        for (const nn::GenerateOptions o :
+             {nn::GenerateOptions{.new_tokens = 5, .temperature = 0.0},
+              nn::GenerateOptions{.new_tokens = 5, .temperature = 0.8, .top_k = 4, .seed = 3}}) {
+          const Tensor ids = gpt_batch(1, 2, 3).first;
+          nn::GenerateOptions fixed = o;
+          fixed.static_cache = true;
+          EXPECT_TRUE(bitwise_equal(nn::generate(sg, ids, fixed), nn::generate(dg, ids, o)))
+              << "generate, temperature " << o.temperature;
+        }
+      }
+    });
+  }
+}
+
+TEST(NnGptDirect, DecodingRefusesAGrowingCacheAndABackward) {
   nn::Gpt<ops::Direct<Ref>> d(ops::Direct<Ref>(), tiny_gpt());
-  nn::KvCache cache;
+  nn::KvCache growing;
   const Tensor ids = gpt_batch(0, 1, 3).first;
-  EXPECT_STRATA_ERROR(d.forward(ids, &cache), "GPT", "key/value cache", "tape modes");
-  EXPECT_STRATA_ERROR(nn::generate(d, ids, {.new_tokens = 2}), "generate", "tape modes");
+  EXPECT_STRATA_ERROR(d.forward(ids, &growing), "GPT", "growing key/value cache", "static cache");
+  EXPECT_STRATA_ERROR(nn::generate(d, ids, {.new_tokens = 6}), "generate", "static cache",
+                      "direct mode decodes over one", "block_size 8");
+  {
+    autograd::NoGradGuard no_grad;
+    nn::KvCache cache = d.static_cache(1, 8);
+    d.forward(ids, &cache);
+  }
+  EXPECT_STRATA_ERROR(d.backward(random_tensor({1, 3, 11}, DType::f32, 1)), "CausalSelfAttention",
+                      "no backward through a decoding step");
   EXPECT_STRATA_ERROR(nn::make_gpt(tiny_gpt(), DispatchMode::graph, "reference"), "graph mode", "reference");
 }
 

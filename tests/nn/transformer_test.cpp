@@ -236,9 +236,9 @@ TEST(NnGpt, AStaticCacheGivesTheGrowingCachesLogitsAndTokens) {
   }
   EXPECT_STRATA_ERROR(nn::generate(m, ids({3, 1}, 1, 2), {.new_tokens = 5, .static_cache = true}), "generate",
                       "block_size 6");
-  // Graph decoding captures a static-mode step on a backend with graphs.
+  // Graph decoding captures a static- or direct-mode step on a backend with graphs.
   EXPECT_STRATA_ERROR(nn::generate(m, ids({3, 1}, 1, 2), {.new_tokens = 2, .graph = true}), "generate",
-                      "static mode", "cuda");
+                      "static or direct mode", "cuda");
 }
 
 TEST(NnGpt, AStaticCacheRefusesTraining) {
@@ -256,10 +256,11 @@ TEST(NnGpt, WhatCannotRunIsAClearError) {
   nn::GptConfig bad = tiny();
   bad.n_head = 3;
   EXPECT_STRATA_ERROR((nn::Gpt<VirtualDispatch>(reference(), bad)), "n_embd 8", "n_head 3");
-  // Direct mode plans whole sequences; decoding with a cache is the tape modes'.
+  // Direct mode plans its steps once per length: it decodes over a static cache, not a growing one.
   nn::Gpt<ops::Direct<Ref>> d(ops::Direct<Ref>(), tiny());
   nn::KvCache cache;
-  EXPECT_STRATA_ERROR(d.forward(ids({1, 2}, 1, 2), &cache), "GPT", "key/value cache", "tape modes");
+  EXPECT_STRATA_ERROR(d.forward(ids({1, 2}, 1, 2), &cache), "GPT", "growing key/value cache", "tape modes",
+                      "static cache");
   EXPECT_STRATA_ERROR(d.forward(ids({1, 2, 3, 4, 5, 6, 0}, 1, 7)), "GPT", "7 tokens", "block_size 6");
 }
 

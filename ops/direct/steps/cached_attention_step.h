@@ -1,0 +1,75 @@
+#pragma once
+// A decoding step's causal self-attention in direct mode, over a static key/value cache
+// (nn::Gpt::static_cache): the tape modes' forward_cached as plans. Forward only: a cache is
+// for inference.
+#include <cmath>
+#include <vector>
+
+#include "strata/core/shape.h"
+#include "strata/core/tensor.h"
+#include "strata/ops/checks.h"
+#include "strata/ops/direct/tensor_plans.h"
+#include "strata/ops/direct/transformer_plans.h"
+
+namespace strata::ops::direct {
+
+// qkv [B, T, 3C] (the QKV projection's output, `heads` heads): k and v, as [B, H, T, D] views of
+// its slices, are added into the caches k_cache, v_cache [B, H, capacity, D] at the rows
+// `positions` [T] (zeros there before: the tape's index_add_), then q attends over the caches'
+// first `held` [1] keys (read on the device at every run, so one plan serves every position);
+// y [B, T, C] is the heads side by side. The positions and the count are the cache's slots,
+// which the caller rewrites before each run (nn::KvCache::advance).
+template <class Impl>
+class CachedAttentionStep {
+ public:
+  void plan(Impl& impl, const Tensor& qkv, int64_t heads, const Tensor& k_cache, const Tensor& v_cache,
+            const Tensor& positions, const Tensor& held) {
+    impl_ = &impl;
+    const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+    const Shape dims{B, T, heads, C / heads};
+    const Tensor q = planned_view_or_copy(impl, qkv.narrow(2, 0, C), dims, copies_[0]).permute(kHeads);
+    const Tensor k = planned_view_or_copy(impl, qkv.narrow(2, C, C), dims, copies_[1]).permute(kHeads);
+    const Tensor v = planned_view_or_copy(impl, qkv.narrow(2, 2 * C, C), dims, copies_[2]).permute(kHeads);
+    add_k_ = plan_add(impl, k_cache, positions, k);
+    add_v_ = plan_add(impl, v_cache, positions, v);
+    attn_.plan(impl, q, k_cache, v_cache, true, 1.0 / std::sqrt(static_cast<double>(dims[3])), held);
+    y_ = attn_.y.permute(kHeads).view({B, T, C});
+    kept_ = {k_cache, v_cache, positions, held};
+  }
+  template <class... Args>
+  const Tensor& run(const Args&...) {
+    for (auto& c : copies_) c.run();
+    run_kernel<OpId::index_add>(*impl_, add_k_);
+    run_kernel<OpId::index_add>(*impl_, add_v_);
+    attn_.forward();
+    return y_;
+  }
+  void plan_backward(const Tensor&, bool) { no_backward(); }
+  const Tensor& run_backward() { no_backward(); }
+
+ private:
+  inline static const std::vector<int> kHeads{0, 2, 1, 3};  // [B, T, H, D] <-> [B, H, T, D]
+
+  // The front end's index_add_(cache, 2, positions, x), validated as it validates.
+  static IndexAddArgs plan_add(Impl& impl, const Tensor& cache, const Tensor& positions, const Tensor& x) {
+    const StaticDispatch<Impl> d(impl);
+    check_defined("index_add_", "self", cache);
+    check_same_dtype("index_add_", "self", cache, "source", x);
+    check_device("index_add_", "self", cache, d.device(), d.backend_name());
+    const int w = validate_index_add(d, x, 2, index_to_check(positions), cache.sizes());
+    return {x, positions, cache, w};
+  }
+  [[noreturn]] static void no_backward() {
+    STRATA_FAIL("CausalSelfAttention: no backward through a decoding step over a key/value cache (a cache is for "
+                "inference)");
+  }
+
+  Impl* impl_ = nullptr;
+  Tensor y_;
+  std::vector<Tensor> kept_;  // the caches and their slots, which the plans point at
+  CastPlan<Impl> copies_[3];
+  IndexAddArgs add_k_, add_v_;
+  AttentionPlan<Impl> attn_;
+};
+
+}  // namespace strata::ops::direct
