@@ -238,6 +238,13 @@ namespace {
 
 // strata's own plain loops and dropout's mask, as they are (codegen/embed_snippets.cmake).
 #define STRATA_HOST_DEVICE
+// Each call's block below is a lambda kept out of line: many small functions compile several
+// times faster than one of thousands of lines.
+#if defined(__GNUC__)
+#define OUT_OF_LINE __attribute__((noinline))
+#else
+#define OUT_OF_LINE
+#endif
 )cg" + std::string(k_dropout_rng) + "\n" + k_train_loops + R"cg(
 // One primitive call of the training step: its inputs staged into the layouts the primitive
 // chose (pulled at every call: a trained weight changes every step), its output pushed back;
