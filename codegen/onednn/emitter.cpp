@@ -416,6 +416,7 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
   const std::string op = std::string(ops::op_name(c.op)) + " (" + c.layer + ")";
   STRATA_CHECK(c.primitive, "strata_codegen: ", op, " ran no primitive (internal error)");
   std::ostringstream l;
+  std::string after;  // strata's loop after the primitive, if any
   Operands o{l};
   auto at = [&](const TensorView& v, const char* arg) {
     require_f32(v, op);
@@ -459,11 +460,8 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
                  {"DNNL_ARG_WEIGHTS", "wei", "pd.weights_desc()", at(a->w, "w")}},
                 {"DNNL_ARG_DIFF_SRC", "dx", "pd.diff_src_desc()", at(a->dx, "dx")});
   } else if (const auto* a = std::get_if<ops::Conv2dBwdWeightArgs>(&c.args)) {
-    const int64_t oc = a->dw.sizes[0], ic = a->dw.sizes[1];
-    STRATA_CHECK(a->p.groups == 1 && !(a->dw.sizes[2] == 1 && a->dw.sizes[3] == 1 && oc % 16 == 0 && ic % 16 == 0 &&
-                                       ic >= 1024),
-                 "strata_codegen: ", op, " has groups or is a 1x1 weight gradient the backend unblocks by its own "
-                 "loop; the onednn emitter does not write those out yet");
+    STRATA_CHECK(a->p.groups == 1, "strata_codegen: ", op, " has groups = ", a->p.groups,
+                 "; the onednn emitter writes out groups = 1 only");
     l << "    const memory::desc x = " << desc_of(a->x) << ", dw = " << desc_of(a->dw) << ", dy = " << desc_of(a->dy)
       << ";\n";
     const std::string geom = dims2(a->p.stride_h, a->p.stride_w) + ", " +
@@ -477,6 +475,15 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
                 {{"DNNL_ARG_SRC", "x", "pd.src_desc()", at(a->x, "x")},
                  {"DNNL_ARG_DIFF_DST", "dy", "pd.diff_dst_desc()", at(a->dy, "dy")}},
                 {"DNNL_ARG_DIFF_WEIGHTS", "dw", "pd.diff_weights_desc()", at(a->dw, "dw")});
+    if (backends::onednn::unblock_1x1_shape(a->dw, a->p.groups)) {
+      // Where oneDNN chose ABcd16b16a for plain weights, dw leaves it by strata's loop, as in the backend.
+      const std::string dims = ints({a->dw.sizes[0], a->dw.sizes[1], 1, 1});
+      l << "    c.push = !(dw == memory::desc(" << dims << ", dt::f32, memory::format_tag::abcd) &&\n"
+        << "               pd.diff_weights_desc() == memory::desc(" << dims << ", dt::f32, memory::format_tag::ABcd16b16a));\n";
+      after = "    if (!c.push)\n      unblock_1x1(static_cast<const float*>(c.out.inner.get_data_handle()), " +
+              fptr(b, a->dw, op + " argument dw", true) + ", int64_t{" + std::to_string(a->dw.sizes[0]) + "}, int64_t{" +
+              std::to_string(a->dw.sizes[1]) + "});\n";
+    }
   } else if (std::holds_alternative<ops::LinearFwdArgs>(c.args) ||
              std::holds_alternative<ops::LinearBwdDataArgs>(c.args) ||
              std::holds_alternative<ops::LinearBwdWeightArgs>(c.args)) {
@@ -573,7 +580,7 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
     l << "    c.args = {{DNNL_ARG_DIFF_DST, " << dy << "}, {DNNL_ARG_DIFF_SRC, " << dx
       << "}, {DNNL_ARG_WORKSPACE, workspace}};\n";
   }
-  return {"c", l.str(), "    " + threads(c) + "    c.run(strm);\n", "", true};
+  return {"c", l.str(), "    " + threads(c) + "    c.run(strm);\n", after, true};
 }
 
 // Batch norm in training, as the onednn backend runs it (backends/onednn/batch_norm.cpp): the

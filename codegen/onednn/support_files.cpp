@@ -255,11 +255,12 @@ struct TrainCall {
   Staged out;
   std::unordered_map<int, memory> args, pre_args;
   bool has_pre = false;
+  bool push = true;  // false: the output leaves the primitive's layout by a loop of strata's after run()
   void run(dnnl::stream& strm) {
     for (Staged& s : in) s.pull(strm);
     if (has_pre) pre.execute(strm, pre_args);
     prim.execute(strm, args);
-    out.push(strm);
+    if (push) out.push(strm);
     strm.wait();
   }
 };
