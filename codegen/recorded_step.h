@@ -21,7 +21,8 @@ using RecordedArgs =
                  ops::AvgPool2dFwdArgs, ops::GlobalAvgPoolFwdArgs, ops::AddArgs, ops::CopyArgs,
                  ops::Conv2dBwdDataArgs, ops::Conv2dBwdWeightArgs, ops::Conv2dBwdBiasArgs, ops::LinearBwdDataArgs,
                  ops::LinearBwdWeightArgs, ops::ReluBwdArgs, ops::MaxPool2dBwdArgs, ops::SoftmaxXentFwdArgs,
-                 ops::SoftmaxXentBwdArgs, ops::DropoutFwdArgs, ops::DropoutBwdArgs, ops::FillArgs, ops::SgdStepArgs>;
+                 ops::SoftmaxXentBwdArgs, ops::DropoutFwdArgs, ops::DropoutBwdArgs, ops::FillArgs, ops::SgdStepArgs,
+                 ops::BatchNormFwdArgs, ops::BatchNormBwdArgs, ops::GlobalAvgPoolBwdArgs>;
 
 struct RecordedCall {
   ops::OpId op;

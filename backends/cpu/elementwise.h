@@ -10,7 +10,7 @@
 
 namespace strata::backends::loops {
 
-// One element of ReLU, dropout and their gradients. The code between "codegen:begin" and
+// One element of ReLU, dropout, their gradients and add. The code between "codegen:begin" and
 // "codegen:end" is also written, as it is, into the programs codegen/ generates, so that
 // they compute these elements as the loops below do.
 // codegen:begin train_loops
@@ -35,6 +35,10 @@ inline T dropout_grad_of(T dy, uint8_t kept, double inv_keep) {
 template <class T>
 void fill_dense(T* y, int64_t n, T v) {
   for (int64_t i = 0; i < n; ++i) y[i] = v;
+}
+template <class T>
+inline T add_of(T a, T b) {
+  return a + b;
 }
 // codegen:end
 
@@ -133,7 +137,7 @@ void add(const ops::AddArgs& a) {
   const T* pa = a.a.ptr<const T>();
   const T* pb = a.b.ptr<const T>();
   T* y = a.y.ptr<T>();
-  for_each_unordered([pa, pb, y](int64_t, int64_t oa, int64_t ob, int64_t oy) { y[oy] = pa[oa] + pb[ob]; }, a.a,
+  for_each_unordered([pa, pb, y](int64_t, int64_t oa, int64_t ob, int64_t oy) { y[oy] = add_of(pa[oa], pb[ob]); }, a.a,
                      a.b, a.y);
 }
 

@@ -45,6 +45,54 @@ void put(const TensorView& v, int64_t c, double value) {
   if (v.defined) v.ptr<float>()[c * v.strides[0]] = static_cast<float>(value);
 }
 
+// The per-channel loops around oneDNN's training primitives. The code between "codegen:begin"
+// and "codegen:end" is also written, as it is, into the training steps codegen/ generates.
+// codegen:begin train_loops
+// A per-channel f32 view (gamma, statistics): element k at p[k * stride]; absent when p is null.
+struct ChannelView {
+  float* p = nullptr;
+  int64_t stride = 1;
+  float at(int64_t k) const { return p[k * stride]; }
+  void put(int64_t k, double value) const {
+    if (p) p[k * stride] = static_cast<float>(value);
+  }
+};
+// After a training forward: oneDNN's batch mean and biased variance (dense [ch]) become
+// save_mean, save_invstd and the running statistics (unbiased variance over the m elements
+// of a channel, PyTorch's momentum rule), in double.
+inline void batch_norm_train_stats(const float* mean, const float* var, int64_t ch, int64_t m, double eps,
+                                   double momentum, ChannelView save_mean, ChannelView save_invstd,
+                                   ChannelView running_mean, ChannelView running_var) {
+  const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
+  for (int64_t k = 0; k < ch; ++k) {
+    save_mean.put(k, mean[k]);
+    save_invstd.put(k, 1.0 / std::sqrt(static_cast<double>(var[k]) + eps));
+    if (running_mean.p) running_mean.put(k, (1.0 - momentum) * running_mean.at(k) + momentum * mean[k]);
+    if (running_var.p) running_var.put(k, (1.0 - momentum) * running_var.at(k) + momentum * var[k] * unbias);
+  }
+}
+// Before a backward: its mean and variance from the saved mean and inverse std; the primitive
+// runs with epsilon 0, so that its 1/sqrt(var + eps) is exactly the saved invstd.
+inline void batch_norm_bwd_stats(ChannelView save_mean, ChannelView save_invstd, int64_t ch, float* mean,
+                                 float* var) {
+  for (int64_t k = 0; k < ch; ++k) {
+    const double invstd = save_invstd.at(k);
+    mean[k] = save_mean.at(k);
+    var[k] = static_cast<float>(1.0 / (invstd * invstd));
+  }
+}
+// After a backward: its scale and shift gradients (dense [ch]) into dgamma and dbeta.
+inline void batch_norm_param_grads(const float* dscale, const float* dshift, int64_t ch, ChannelView dgamma,
+                                   ChannelView dbeta) {
+  for (int64_t k = 0; k < ch; ++k) {
+    dgamma.put(k, dscale[k]);
+    dbeta.put(k, dshift[k]);
+  }
+}
+// codegen:end
+
+ChannelView channel(const TensorView& v) { return v.defined ? ChannelView{v.ptr<float>(), v.strides[0]} : ChannelView{}; }
+
 const normalization_flags kAffine = normalization_flags::use_scale | normalization_flags::use_shift;
 
 // Eval mode is a per-channel affine map, y = x * s[c] + t[c] with s = gamma * invstd
@@ -127,17 +175,18 @@ struct BwdPlan : Plan {
 // Synchronised (op_args.h): the shared CPU loops, which reduce between the statistics and
 // the normalisation that oneDNN's primitive runs in one call.
 void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
-  if (a.sync) {
-    require_f32("batch_norm_fwd", a.x.dtype);
-    return loops::batch_norm_fwd(kName, a);
-  }
+  observe_call(OpId::batch_norm_fwd, a);
+  require_f32("batch_norm_fwd", a.x.dtype);
+  if (a.sync) return loops::batch_norm_fwd(kName, a);
   if (loops::has_epilogue(a)) {  // one pass where eval_affine runs; else the batch norm, then the epilogue
-    require_f32("batch_norm_fwd", a.x.dtype);
     if (!a.training && !a.relu_mask.defined && a.running_mean.defined && a.running_var.defined && eval_affine(a)) return;
-    batch_norm_fwd(loops::without_epilogue(a));
+    plain_batch_norm_fwd(loops::without_epilogue(a));
     return loops::epilogue<float>(a);
   }
-  require_f32("batch_norm_fwd", a.x.dtype);
+  plain_batch_norm_fwd(a);
+}
+
+void OneDnnBackend::plain_batch_norm_fwd(const BatchNormFwdArgs& a) {
   STRATA_CHECK(a.training || (a.running_mean.defined && a.running_var.defined),
                "onednn: batch_norm_fwd in eval mode needs running_mean and running_var");
   if (!a.training && eval_affine(a)) return;
@@ -191,24 +240,16 @@ void OneDnnBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
       }
       return;
     }
-    const float* mean = data_of(pl.mean.user);
-    const float* var = data_of(pl.var.user);
-    const int64_t m = a.x.numel() / std::max<int64_t>(ch, 1);
-    const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
-    for (int64_t k = 0; k < ch; ++k) {
-      put(a.save_mean, k, mean[k]);
-      put(a.save_invstd, k, 1.0 / std::sqrt(static_cast<double>(var[k]) + a.eps));
-      if (a.running_mean.defined)
-        put(a.running_mean, k, (1.0 - a.momentum) * at(a.running_mean, k) + a.momentum * mean[k]);
-      if (a.running_var.defined)
-        put(a.running_var, k, (1.0 - a.momentum) * at(a.running_var, k) + a.momentum * var[k] * unbias);
-    }
+    batch_norm_train_stats(data_of(pl.mean.user), data_of(pl.var.user), ch, a.x.numel() / std::max<int64_t>(ch, 1),
+                           a.eps, a.momentum, channel(a.save_mean), channel(a.save_invstd), channel(a.running_mean),
+                           channel(a.running_var));
   });
 }
 
 // A fused forward's backward masks dy first (relu_mask.h), into dx where no dz is asked
 // for: oneDNN's backward runs in place (diff_dst and diff_src one memory).
 void OneDnnBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
+  observe_call(OpId::batch_norm_bwd, fused);
   require_f32("batch_norm_bwd", fused.x.dtype);
   if (fused.sync) return loops::batch_norm_bwd(kName, fused);
   ops::masked_batch_norm_bwd<float>(fused, [&](const BatchNormBwdArgs& a) { plain_batch_norm_bwd(a); }, true);
@@ -247,13 +288,7 @@ void OneDnnBackend::plain_batch_norm_bwd(const BatchNormBwdArgs& a) {
                  {DNNL_ARG_DIFF_SCALE, p->dscale},     {DNNL_ARG_DIFF_SHIFT, p->dshift}};
       return p;
     });
-    float* mean = data_of(pl.mean);
-    float* var = data_of(pl.var);
-    for (int64_t k = 0; k < ch; ++k) {
-      const double invstd = at(a.save_invstd, k);
-      mean[k] = at(a.save_mean, k);
-      var[k] = static_cast<float>(1.0 / (invstd * invstd));
-    }
+    batch_norm_bwd_stats(channel(a.save_mean), channel(a.save_invstd), ch, data_of(pl.mean), data_of(pl.var));
     pl.x.bind(a.x.data);
     pl.dy.bind(a.dy.data);
     if (a.dx.defined) pl.dx.bind(a.dx.data);
@@ -263,12 +298,7 @@ void OneDnnBackend::plain_batch_norm_bwd(const BatchNormBwdArgs& a) {
     pl.prim.execute(c.strm, pl.args);
     pl.dx.push(c.strm);
     c.strm.wait();
-    const float* dscale = data_of(pl.dscale);
-    const float* dshift = data_of(pl.dshift);
-    for (int64_t k = 0; k < ch; ++k) {
-      put(a.dgamma, k, dscale[k]);
-      put(a.dbeta, k, dshift[k]);
-    }
+    batch_norm_param_grads(data_of(pl.dscale), data_of(pl.dshift), ch, channel(a.dgamma), channel(a.dbeta));
   });
 }
 

@@ -7,11 +7,12 @@
 // none by default: a call pays a function call and a branch.
 //
 // Reporting ops: conv2d_fwd, linear_fwd, relu_fwd, max_pool2d_fwd, avg_pool2d_fwd,
-// global_avg_pool_fwd, add, copy, and those of a training step: conv2d_bwd_data,
-// conv2d_bwd_weight, conv2d_bwd_bias, linear_bwd_data, linear_bwd_weight, relu_bwd,
-// max_pool2d_bwd, softmax_xent_fwd, softmax_xent_bwd, dropout_fwd, dropout_bwd, fill and
-// sgd_step (once per parameter: multi_sgd_step reports the single steps it runs). An observer must treat any other op run while it
-// watches as unseen (the op trace, ops/trace.h, lists every kernel of a step).
+// global_avg_pool_fwd, batch_norm_fwd, add, copy, and those of a training step:
+// conv2d_bwd_data, conv2d_bwd_weight, conv2d_bwd_bias, linear_bwd_data, linear_bwd_weight,
+// relu_bwd, max_pool2d_bwd, global_avg_pool_bwd, batch_norm_bwd, softmax_xent_fwd,
+// softmax_xent_bwd, dropout_fwd, dropout_bwd, fill and sgd_step (once per parameter:
+// multi_sgd_step reports the single steps it runs). An observer must treat any other op run
+// while it watches as unseen (the op trace, ops/trace.h, lists every kernel of a step).
 #include <cstdint>
 #include <string>
 

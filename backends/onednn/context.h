@@ -147,7 +147,9 @@ inline constexpr int64_t kLoopBelow = 32768;
 // The backend's own loops split over OpenMP threads (the pool oneDNN runs on, sized
 // by OMP_NUM_THREADS) from this many elements on; below, one thread is faster than
 // waking the others.
+// codegen:begin train_loops
 inline constexpr int64_t kParallelAbove = 32768;
+// codegen:end
 
 // The state behind one OneDnnBackend.
 struct Context {

@@ -137,16 +137,11 @@ struct BwdWeightPlan : Plan {
   int64_t unblock_o = 0, unblock_i = 0;  // > 0: dw leaves through unblock_1x1, not the reorder
 };
 
-// oneDNN 2.6's reorder of 1x1 weights from its blocked ABcd16b16a ([O/16][I/16][16i][16o])
-// to plain [O][I] slows down several-fold once a plain row is 4 KiB or more (docs/tuning.md).
-// This is the same 16x16 block transpose, split over OpenMP threads by output-channel blocks.
-constexpr int64_t kUnblockFromInputs = 1024;
-
+// The weight gradient leaves oneDNN's blocked ABcd16b16a ([O/16][I/16][16i][16o]) through
+// unblock_1x1, not its reorder (descriptor_rules.h: unblock_1x1_shape).
 bool unblock_1x1_applies(const memory::desc& user, const memory::desc& blocked, const TensorView& w, int groups) {
-  if (groups != 1 || w.dtype != DType::f32 || w.sizes[2] != 1 || w.sizes[3] != 1) return false;
-  const int64_t o = w.sizes[0], i = w.sizes[1];
-  if (o % 16 != 0 || i % 16 != 0 || i < kUnblockFromInputs) return false;
-  const Dims dims{o, i, 1, 1};
+  if (!unblock_1x1_shape(w, groups)) return false;
+  const Dims dims{w.sizes[0], w.sizes[1], 1, 1};
   return user == memory::desc(dims, memory::data_type::f32, memory::format_tag::abcd) &&
          blocked == memory::desc(dims, memory::data_type::f32, memory::format_tag::ABcd16b16a);
 }
@@ -166,7 +161,12 @@ std::optional<memory::desc> every_strided_pixel(const TensorView& x, const Tenso
 // small output planes at two threads, and faster on large ones (docs/tuning.md).
 constexpr int64_t kBf16GemmBelow = 256;
 
-void unblock_1x1(const float* src, float* dst, int64_t o, int64_t i) {
+// The code between "codegen:begin" and "codegen:end" is also written, as it is, into the
+// training steps codegen/ generates.
+// codegen:begin train_loops
+// oneDNN's blocked ABcd16b16a 1x1 weights [O/16][I/16][16i][16o] to plain [O][I]: its 16x16 block
+// transpose, split over OpenMP threads by output-channel blocks.
+inline void unblock_1x1(const float* src, float* dst, int64_t o, int64_t i) {
   const int64_t ob_count = o / 16, ib_count = i / 16;
 #pragma omp parallel for schedule(static) if (o * i >= kParallelAbove)
   for (int64_t ob = 0; ob < ob_count; ++ob)
@@ -178,6 +178,7 @@ void unblock_1x1(const float* src, float* dst, int64_t o, int64_t i) {
       }
     }
 }
+// codegen:end
 
 }  // namespace
 

@@ -86,6 +86,16 @@ inline ConvForwardForm conv_forward_form(const ops::Conv2dFwdArgs& a) {
   return f;
 }
 
+// oneDNN 2.6's reorder of 1x1 weights from its blocked ABcd16b16a to plain [O][I] slows down
+// several-fold once a plain row is 4 KiB or more (docs/tuning.md): conv2d_bwd_weight then unblocks
+// the weight gradient with its own loop (conv.cpp: unblock_1x1) where oneDNN chose that layout for
+// plain f32 weights of this shape.
+inline constexpr int64_t kUnblockFromInputs = 1024;
+inline bool unblock_1x1_shape(const ops::TensorView& w, int groups) {
+  return groups == 1 && w.dtype == DType::f32 && w.sizes[2] == 1 && w.sizes[3] == 1 && w.sizes[0] % 16 == 0 &&
+         w.sizes[1] % 16 == 0 && w.sizes[1] >= kUnblockFromInputs;
+}
+
 // The gathered source of a 1x1 strided convolution (ConvForwardForm::gather_1x1): x's
 // pixels as an [N, C, OH, OW] view (y's sizes) with x's strides times the stride along H
 // and W. oneDNN may refuse it (rows overlapping the next ones' span): the plain form then.

@@ -48,6 +48,7 @@ class OneDnnBackend {
 #undef STRATA_OP
 
  private:
+  void plain_batch_norm_fwd(const ops::BatchNormFwdArgs& a);  // batch_norm_fwd without its fused epilogue
   void plain_batch_norm_bwd(const ops::BatchNormBwdArgs& a);  // batch_norm_bwd without a fused forward's mask
 
   std::unique_ptr<onednn::Context> ctx_;

@@ -176,6 +176,7 @@ void OneDnnBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
 }
 
 void OneDnnBackend::global_avg_pool_bwd(const GlobalAvgPoolBwdArgs& a) {
+  observe_call(OpId::global_avg_pool_bwd, a);
   require_f32_or_bf16("global_avg_pool_bwd", a.dy.dtype);
   guarded("global_avg_pool_bwd", loops::elementwise_work(a.dx.numel()), [&] {
     Key key(OpId::global_avg_pool_bwd);

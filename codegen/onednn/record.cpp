@@ -42,6 +42,9 @@ class Recorder final : public backends::onednn::CallObserver {
       case OpId::dropout_bwd: take(std::type_identity<ops::DropoutBwdArgs>{}); break;
       case OpId::fill: take(std::type_identity<ops::FillArgs>{}); break;
       case OpId::sgd_step: take(std::type_identity<ops::SgdStepArgs>{}); break;
+      case OpId::batch_norm_fwd: take(std::type_identity<ops::BatchNormFwdArgs>{}); break;
+      case OpId::batch_norm_bwd: take(std::type_identity<ops::BatchNormBwdArgs>{}); break;
+      case OpId::global_avg_pool_bwd: take(std::type_identity<ops::GlobalAvgPoolBwdArgs>{}); break;
       default:
         STRATA_FAIL("strata_codegen: the onednn backend reported op ", ops::op_name(op),
                     ", which the generator does not record (internal error)");
@@ -96,6 +99,8 @@ const ops::TensorView* weight_of(const RecordedCall& c) {
   if (const auto* a = std::get_if<ops::LinearBwdDataArgs>(&c.args)) return &a->w;
   if (const auto* a = std::get_if<ops::LinearBwdWeightArgs>(&c.args)) return &a->dw;
   if (const auto* a = std::get_if<ops::SgdStepArgs>(&c.args)) return &a->param;
+  if (const auto* a = std::get_if<ops::BatchNormFwdArgs>(&c.args)) return &a->gamma;
+  if (const auto* a = std::get_if<ops::BatchNormBwdArgs>(&c.args)) return &a->dgamma;
   return nullptr;
 }
 

@@ -238,6 +238,13 @@ namespace {
 
 // strata's own plain loops and dropout's mask, as they are (codegen/embed_snippets.cmake).
 #define STRATA_HOST_DEVICE
+// Each call's block below is a lambda kept out of line: many small functions compile several
+// times faster than one of thousands of lines.
+#if defined(__GNUC__)
+#define OUT_OF_LINE __attribute__((noinline))
+#else
+#define OUT_OF_LINE
+#endif
 )cg" + std::string(k_dropout_rng) + "\n" + k_train_loops + R"cg(
 // One primitive call of the training step: its inputs staged into the layouts the primitive
 // chose (pulled at every call: a trained weight changes every step), its output pushed back;
@@ -248,11 +255,12 @@ struct TrainCall {
   Staged out;
   std::unordered_map<int, memory> args, pre_args;
   bool has_pre = false;
+  bool push = true;  // false: the output leaves the primitive's layout by a loop of strata's after run()
   void run(dnnl::stream& strm) {
     for (Staged& s : in) s.pull(strm);
     if (has_pre) pre.execute(strm, pre_args);
     prim.execute(strm, args);
-    out.push(strm);
+    if (push) out.push(strm);
     strm.wait();
   }
 };
