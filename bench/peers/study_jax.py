@@ -27,19 +27,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from study_torch import SEED_POINTS, is_oom, parse_points, write_json  # noqa: E402
+from study_torch import SEED_POINTS, is_oom, parse_points, stats, sweep_records, write_json  # noqa: E402
 
 START = time.perf_counter()
 IMPL = "jax_jit"
-
-
-def stats(v):
-    s = sorted(v)
-
-    def q(p):
-        return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
-    return {"n": len(v), "median": q(0.5), "p10": q(0.1), "p90": q(0.9), "p99": q(0.99), "min": s[0], "max": s[-1],
-            "mean": sum(v) / len(v)}
 
 
 class Runner:
@@ -78,7 +69,7 @@ class Runner:
         return {"bytes": host.nbytes, "pageable_ms": sorted(ms)[len(ms) // 2], "pinned_ms": None,
                 "repeats": self.args.h2d_repeats}
 
-    def measure(self, train, b, r):
+    def measure(self, impl, train, b, r):  # noqa: ARG002 - one impl, jax_jit
         jax, jnp, lax, jr, a = self.jax, self.jnp, self.lax, self.jr, self.args
         rec = {"impl": IMPL, "framework": "jax", "kind": "train" if train else "eval", "batch": b, "resolution": r,
                "dtype": "f32", "layout": "NHWC"}
@@ -166,24 +157,10 @@ def cmd_sweep(args):
            "records": []}
     print(f"study_jax sweep on {run.device_info['name']} | jax {run.versions['jax']} | {len(points)} points x "
           f"{len(kinds)} kinds", flush=True)
-    oom_at = {}
-    for b, r in points:
-        for kind in kinds:
-            big = [q for q in oom_at.get(kind, []) if b >= q[0] and r >= q[1]]
-            if time.perf_counter() - START > args.deadline:
-                rec = {"status": "skipped", "note": "deadline: the part's time budget was spent"}
-            elif big:
-                rec = {"status": "oom", "note": f"not run: at least as large as {big[0][0]}x{big[0][1]}, "
-                                                "which ran out of memory"}
-            else:
-                rec = run.measure(kind == "train", b, r)
-                if rec["status"] == "oom":
-                    oom_at.setdefault(kind, []).append((b, r))
-            if "impl" not in rec:
-                rec = {"impl": IMPL, "framework": "jax", "kind": kind, "batch": b, "resolution": r, **rec}
-            doc["records"].append(rec)
-            write_json(args.json, doc)
-            print_record(rec)
+    sweep_records(args, doc, points, kinds, [IMPL], run.measure,
+                  lambda impl, kind, b, r: {"impl": impl, "framework": "jax", "kind": kind, "batch": b,
+                                            "resolution": r},
+                  print_record, START)
     doc["elapsed_s"] = time.perf_counter() - START
     write_json(args.json, doc)
     return 0
@@ -207,7 +184,8 @@ def main():
     s.add_argument("--json", default="")
     args = ap.parse_args()
     if args.warmup < 1 or args.min_repeats < 1 or args.max_repeats < args.min_repeats:
-        raise SystemExit("study_jax: --warmup and --min-repeats must be at least 1, --max-repeats at least --min-repeats")
+        raise SystemExit("study_jax: --warmup and --min-repeats must be at least 1, --max-repeats at least "
+                         "--min-repeats")
     return cmd_sweep(args)
 
 

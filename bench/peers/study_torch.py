@@ -62,7 +62,7 @@ def split_checked(s, allowed, what):
 
 
 def stats(v):
-    from pytorch_resnet50 import quantile
+    from resnet50_common import quantile
     return {"n": len(v), "median": quantile(v, 0.5), "p10": quantile(v, 0.1), "p90": quantile(v, 0.9),
             "p99": quantile(v, 0.99), "min": min(v), "max": max(v), "mean": sum(v) / len(v)}
 
@@ -390,6 +390,34 @@ class Runner:
                 print(f"parity {rec['impl']:<18} {rec['status']} {rec.get('note', '')[:200]}", flush=True)
 
 
+def sweep_records(args, doc, points, kinds, impls, measure, base, show, start):
+    """The sweep both study peers run (this file's and study_jax.py's): each point, kind and impl
+    measured by measure(impl, train, batch, resolution) unless the deadline (seconds after `start`)
+    has passed or a point no larger ran out of memory; every record, its identity from
+    base(impl, kind, batch, resolution) where measure gave none, appended to doc["records"],
+    written to args.json and shown."""
+    oom_at = {}
+    for b, r in points:
+        for kind in kinds:
+            for impl in impls:
+                key = (impl, kind)
+                big = [q for q in oom_at.get(key, []) if b >= q[0] and r >= q[1]]
+                if time.perf_counter() - start > args.deadline:
+                    rec = {"status": "skipped", "note": "deadline: the part's time budget was spent"}
+                elif big:
+                    rec = {"status": "oom", "note": f"not run: at least as large as {big[0][0]}x{big[0][1]}, "
+                                                    "which ran out of memory"}
+                else:
+                    rec = measure(impl, kind == "train", b, r)
+                    if rec["status"] == "oom":
+                        oom_at.setdefault(key, []).append((b, r))
+                if "impl" not in rec:
+                    rec = {**base(impl, kind, b, r), **rec}
+                doc["records"].append(rec)
+                write_json(args.json, doc)
+                show(rec)
+
+
 def print_record(r):
     head = f"{r['impl']:<18} {r['kind']:<5} {r['batch']:>5} x {r['resolution']:<5} {r['status']:<7}"
     if r["status"] != "ok":
@@ -415,26 +443,10 @@ def cmd_sweep(args):
                        "lr": args.lr, "seed": args.seed}
     print(f"study_torch sweep on {run.device_info['name']} | torch {run.versions['torch']} | {len(points)} points x "
           f"{len(kinds)} kinds x {len(impls)} impls", flush=True)
-    oom_at = {}
-    for b, r in points:
-        for kind in kinds:
-            for impl in impls:
-                key = (impl, kind)
-                big = [q for q in oom_at.get(key, []) if b >= q[0] and r >= q[1]]
-                if time.perf_counter() - START > args.deadline:
-                    rec = {"status": "skipped", "note": "deadline: the part's time budget was spent"}
-                elif big:
-                    rec = {"status": "oom", "note": f"not run: at least as large as {big[0][0]}x{big[0][1]}, "
-                                                    "which ran out of memory"}
-                else:
-                    rec = run.measure(impl, kind == "train", b, r)
-                    if rec["status"] == "oom":
-                        oom_at.setdefault(key, []).append((b, r))
-                if "impl" not in rec:
-                    rec = {"impl": IMPL_NAMES[impl], "framework": "pytorch", "kind": kind, "batch": b, "resolution": r, **rec}
-                doc["records"].append(rec)
-                write_json(args.json, doc)
-                print_record(rec)
+    sweep_records(args, doc, points, kinds, impls, run.measure,
+                  lambda impl, kind, b, r: {"impl": IMPL_NAMES[impl], "framework": "pytorch", "kind": kind,
+                                            "batch": b, "resolution": r},
+                  print_record, START)
     doc["elapsed_s"] = time.perf_counter() - START
     write_json(args.json, doc)
     if args.parity_data:

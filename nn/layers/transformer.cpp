@@ -25,7 +25,7 @@ void normal_(const Tensor& t, double std) {
   detail::assign_host(t, v);
 }
 
-// Direct mode refuses a key/value cache: decoding is the tape modes'.
+// Direct mode refuses a growing key/value cache: it decodes over a static one.
 template <class P>
 void no_growing_cache_in_direct_mode(std::string_view layer, const KvCache* cache) {
   if constexpr (is_direct_v<P>)
@@ -195,13 +195,12 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
 // attends over them (y [B, T, C], the heads side by side).
 template <class P>
 Tensor CausalSelfAttention<P>::forward_cached(const Tensor& qkv, KvCache& cache, size_t layer) {
+  const int64_t T = qkv.size(1);
   if constexpr (is_direct_v<P>) {  // a static cache (a growing one is refused in forward)
-    const int64_t T = qkv.size(1);
     return attend_cached_.forward_keyed(
         p_, qkv, detail::plan_key_of(cache.k[layer]), [](const auto&) { return Tensor(); }, n_head_, cache.k[layer],
         cache.v[layer], cache.positions(T), cache.held(T));
   } else {
-    const int64_t T = qkv.size(1);
     const Tensor q = heads_of(p_, qkv, 0, n_head_);
     Tensor k = heads_of(p_, qkv, 1, n_head_), v = heads_of(p_, qkv, 2, n_head_);
     if (cache.is_static()) {

@@ -9,6 +9,7 @@
 #include "strata/core/tensor.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/direct/tensor_plans.h"
+#include "strata/ops/direct/steps/transformer_steps.h"
 #include "strata/ops/direct/transformer_plans.h"
 
 namespace strata::ops::direct {
@@ -27,13 +28,11 @@ class CachedAttentionStep {
     impl_ = &impl;
     const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
     const Shape dims{B, T, heads, C / heads};
-    const Tensor q = planned_view_or_copy(impl, qkv.narrow(2, 0, C), dims, copies_[0]).permute(kHeads);
-    const Tensor k = planned_view_or_copy(impl, qkv.narrow(2, C, C), dims, copies_[1]).permute(kHeads);
-    const Tensor v = planned_view_or_copy(impl, qkv.narrow(2, 2 * C, C), dims, copies_[2]).permute(kHeads);
+    const auto [q, k, v] = plan_qkv_heads(impl, qkv, dims, copies_);
     add_k_ = plan_add(impl, k_cache, positions, k);
     add_v_ = plan_add(impl, v_cache, positions, v);
     attn_.plan(impl, q, k_cache, v_cache, true, 1.0 / std::sqrt(static_cast<double>(dims[3])), held);
-    y_ = attn_.y.permute(kHeads).view({B, T, C});
+    y_ = attn_.y.permute(kQkvHeads).view({B, T, C});
     kept_ = {k_cache, v_cache, positions, held};
   }
   template <class... Args>
@@ -48,8 +47,6 @@ class CachedAttentionStep {
   const Tensor& run_backward() { no_backward(); }
 
  private:
-  inline static const std::vector<int> kHeads{0, 2, 1, 3};  // [B, T, H, D] <-> [B, H, T, D]
-
   // The front end's index_add_(cache, 2, positions, x), validated as it validates.
   static IndexAddArgs plan_add(Impl& impl, const Tensor& cache, const Tensor& positions, const Tensor& x) {
     const StaticDispatch<Impl> d(impl);

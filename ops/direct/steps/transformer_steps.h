@@ -4,6 +4,7 @@
 // modes record for the layer (nn/layers/transformer.cpp's tape formulas) with the same kernels
 // on the same values, so that a step's outputs and gradients are bitwise the tape's; the
 // reshapes the tape records are views planned once here.
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -162,6 +163,20 @@ class EmbeddingSumStep {
   ReducePlan<Impl> reduce_;
 };
 
+// The heads of a fused QKV projection's output qkv [B, T, 3C]: [B, T, H, D] <-> [B, H, T, D].
+inline const std::vector<int> kQkvHeads{0, 2, 1, 3};
+
+// q, k and v of qkv as [B, H, T, D] for dims {B, T, H, D}: views of its three slices (the tape's
+// slice, reshape and transpose), or planned copies into `copies` where the layout needs them.
+template <class Impl>
+std::array<Tensor, 3> plan_qkv_heads(Impl& impl, const Tensor& qkv, const Shape& dims, CastPlan<Impl> (&copies)[3]) {
+  const int64_t C = dims[2] * dims[3];
+  std::array<Tensor, 3> qkv_heads;
+  for (int i = 0; i < 3; ++i)
+    qkv_heads[i] = planned_view_or_copy(impl, qkv.narrow(2, i * C, C), dims, copies[i]).permute(kQkvHeads);
+  return qkv_heads;
+}
+
 // Causal self-attention over the QKV projection's output qkv [B, T, 3C] with `heads` heads: q,
 // k and v are views of its three slices as [B, H, T, D] (the tape's slice, reshape and
 // transpose), y is [B, T, C] over the attention's output (its heads side by side, as the tape's
@@ -174,11 +189,9 @@ class AttentionStep {
     impl_ = &impl;
     const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
     dims_ = {B, T, heads, C / heads};
-    const Tensor q = planned_view_or_copy(impl, slice(qkv, 0), dims_, copies_[0]).permute(kHeads);
-    const Tensor k = planned_view_or_copy(impl, slice(qkv, 1), dims_, copies_[1]).permute(kHeads);
-    const Tensor v = planned_view_or_copy(impl, slice(qkv, 2), dims_, copies_[2]).permute(kHeads);
+    const auto [q, k, v] = plan_qkv_heads(impl, qkv, dims_, copies_);
     attn_.plan(impl, q, k, v, true, 1.0 / std::sqrt(static_cast<double>(dims_[3])));
-    y_ = attn_.y.permute(kHeads).view({B, T, C});
+    y_ = attn_.y.permute(kQkvHeads).view({B, T, C});
   }
   const Tensor& run(int64_t /*heads*/) {
     for (auto& c : copies_) c.run();
@@ -186,12 +199,13 @@ class AttentionStep {
     return y_;
   }
   void plan_backward(const Tensor& dy, bool /*need_dx*/) {
-    const Tensor dy4 = planned_view_or_copy(*impl_, dy, dims_, dy_copy_).permute(kHeads);
+    const Tensor dy4 = planned_view_or_copy(*impl_, dy, dims_, dy_copy_).permute(kQkvHeads);
     dqkv_ = planned_empty({dims_[0], dims_[1], 3 * dims_[2] * dims_[3]}, dy.dtype(), dy.device());
     // A dense buffer's slices split into heads are views.
     auto grad = [&](int i) {
       const Tensor part = slice(dqkv_, i);
-      return part.as_strided(dims_, *view_strides(part.sizes(), part.strides(), dims_), part.offset()).permute(kHeads);
+      return part.as_strided(dims_, *view_strides(part.sizes(), part.strides(), dims_), part.offset())
+          .permute(kQkvHeads);
     };
     attn_.plan_backward(dy4, grad(0), grad(1), grad(2));
   }
@@ -202,7 +216,6 @@ class AttentionStep {
   }
 
  private:
-  inline static const std::vector<int> kHeads{0, 2, 1, 3};  // [B, T, H, D] <-> [B, H, T, D]
   // Slice i (q, k, v) of t [B, T, 3C].
   Tensor slice(const Tensor& t, int i) const {
     const int64_t C = dims_[2] * dims_[3];
