@@ -1,5 +1,5 @@
 // The ONNX importer: onnx::import_model (onnx/onnx.h) on the bytes, which parses the
-// protobuf, validates every node, tensor and value, and builds the nn::Graph on the
+// protobuf, validates every node, tensor and value, and builds the nn::Dag on the
 // reference backend. A graph that imports is run once on a batch of one when it is small
 // (its forward may refuse the input with a strata::Error, never crash). fuzz/make_corpus.py
 // writes small valid models and a few broken ones as seeds; fuzz/onnx.dict holds ONNX's

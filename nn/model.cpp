@@ -10,6 +10,7 @@
 #include "strata/autograd/node.h"
 #include "strata/nn/model_modes.h"
 #include "strata/nn/policy.h"
+#include "strata/nn/step_graphs.h"
 #include "strata/nn/token_inputs.h"
 #include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/direct/memory_plans.h"
@@ -65,6 +66,7 @@ using detail::BufferSet;
 using detail::layout_for;
 using detail::ModelMode;
 using detail::ModelState;
+using detail::StepGraph;
 using detail::mode_of;
 
 template <class P>
@@ -201,7 +203,7 @@ class ModelImpl final : public Model {
     // A capture may not refold, and a replay runs no forward() that would: folded copies are
     // brought up to date first.
     s_.net->refresh_derived();
-    if (StepGraph* c = find_graph(key, in, Tensor(), nullptr)) {
+    if (StepGraph* c = graphs_.find(key, in, Tensor(), nullptr)) {
       c->graph->launch();
       return c->outputs[0];
     }
@@ -211,7 +213,7 @@ class ModelImpl final : public Model {
       Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{y}; });
       return y;
     }
-    StepGraph& c = add_graph({key, ops::direct::capture_step(*s_.p.impl, body), in, Tensor(), {y}});
+    StepGraph& c = graphs_.add({key, ops::direct::capture_step(*s_.p.impl, body), in, Tensor(), {y}});
     c.graph->launch();
     return y;
   }
@@ -253,102 +255,51 @@ class ModelImpl final : public Model {
   }
 
   // Graph mode's train_step: forward, loss, backward and the optimizer's step in one
-  // graph, captured at the second call for a shape (the first plans it, as direct mode)
-  // and launched from then on. Before each launch, outside the graph: the gradients are
-  // released (zero_grad), the input and targets copied into their planned buffers, and
-  // the optimizer's learning rate and step counts written to the pinned host rows its
-  // captured step copies at each launch. After it, .grad() again holds each gradient's arena
-  // buffer (or its bucket view: data-parallel averaging, the gradient hook, is captured between
-  // backward and the optimizer's step as direct mode runs it, and the graph-launch hook
-  // follows each launch).
+  // graph (nn/step_graphs.h). Before each launch, outside the graph: the gradients are
+  // released (zero_grad) and the input and targets copied into their planned buffers. After
+  // it, .grad() again holds each gradient's arena buffer (or its bucket view: data-parallel
+  // averaging, the gradient hook, is captured between backward and the optimizer's step as
+  // direct mode runs it) and the graph-launch hook runs; the gradient hooks are not called
+  // again.
   StepResult captured_train_step(const Tensor& x, const Tensor& targets, Optimizer& opt) {
     opt.zero_grad();
     const Tensor in = to_input(x), tg = to_targets(targets);
     const std::string key = step_key("train_step", in, tg);
     s_.forward_only = false;
-    if (StepGraph* c = find_graph(key, in, tg, &opt)) {
-      opt.advance_captured(c->stepped);
-      launch_training(*c);
-      for (auto& [param, grad] : c->grads) param.set_grad(grad);
+    if (StepGraph* c = graphs_.find(key, in, tg, &opt)) {
+      detail::relaunch_training(*c);
+      run_graph_launch_hook();
       s_.loss_value = c->outputs[0];
       s_.logits = c->outputs[1];
       return {s_.loss_value, s_.logits};
     }
     StepResult r;
-    auto body = [&] {
+    auto forward_backward = [&] {
       r = unplanned_forward_loss(in, tg);
       scaled_backward();
     };
-    if (!s_.memory.known(key)) {
-      Mode::planned(s_, key, body, [&] { return std::vector<Tensor>{r.loss, r.logits}; });
+    auto update = [&] {
       run_gradient_hook();
       step_optimizer(opt);
+    };
+    if (!s_.memory.known(key)) {
+      Mode::planned(s_, key, forward_backward, [&] { return std::vector<Tensor>{r.loss, r.logits}; });
+      update();
       return r;
     }
-    opt.begin_capture();
-    std::unique_ptr<ops::direct::CapturedGraph> graph;
-    try {
-      graph = ops::direct::capture_step(*s_.p.impl, [&] {
-        body();
-        run_gradient_hook();
-        step_optimizer(opt);
-      });
-    } catch (...) {
-      opt.end_capture();
-      throw;
-    }
-    StepGraph c{key, std::move(graph), in, tg, {r.loss, r.logits}};
-    c.opt = &opt;
-    c.opt_epoch = opt.state_epoch();
-    c.stepped = opt.end_capture();
+    StepGraph c = detail::capture_training(*s_.p.impl, opt, [&] {
+      forward_backward();
+      update();
+    });
+    c.key = key;
+    c.input = in;
+    c.targets = tg;
+    c.outputs = {r.loss, r.logits};
     for (const Tensor& param : s_.net->parameters())
       if (param.grad().defined()) c.grads.emplace_back(param, param.grad());
-    opt.write_run_time_hyperparameters();
-    launch_training(add_graph(std::move(c)));
-    return r;
-  }
-
-  // Graph mode: a captured step and what it was captured with.
-  struct StepGraph {
-    std::string key;
-    std::unique_ptr<ops::direct::CapturedGraph> graph;
-    Tensor input, targets;         // the buffers it reads, kept alive
-    std::vector<Tensor> outputs;   // predict: {logits}; train_step: {loss, logits}
-    const Optimizer* opt = nullptr;  // train_step: the optimizer whose state the graph updates,
-    uint64_t opt_epoch = 0;          // and its state_epoch() then
-    std::vector<size_t> stepped{};   // train_step: the optimizer's slots the graph steps
-    std::vector<std::pair<Tensor, Tensor>> grads{};  // train_step: each parameter and its gradient's buffer
-  };
-  // A captured training step's launch, then the graph-launch hook: the step's gradient
-  // hooks ran inside the capture and are not called again.
-  void launch_training(StepGraph& c) {
-    c.graph->launch();
-    for (const auto& [param, grad] : c.grads) param.note_write();  // the replayed optimizer step wrote them
+    detail::launch_training(graphs_.add(std::move(c)));
     run_graph_launch_hook();
-  }
-  // The graph for `key` whose buffers (and optimizer state) are still the ones given;
-  // one whose buffers moved (an evicted buffer, a replaced optimizer state) is dropped,
-  // and so is a stale one (its backend gave back memory it replays: the cuda backend's
-  // cuDNN workspace, when a call grew it), which is then captured again.
-  StepGraph* find_graph(const std::string& key, const Tensor& in, const Tensor& tg, const Optimizer* opt) {
-    for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
-      if (it->key != key) continue;
-      auto same = [](const Tensor& a, const Tensor& b) {
-        return a.defined() == b.defined() && (!a.defined() || a.data_ptr() == b.data_ptr());
-      };
-      if (same(it->input, in) && same(it->targets, tg) && it->opt == opt &&
-          (opt == nullptr || it->opt_epoch == opt->state_epoch()) && !it->graph->stale())
-        return &*it;
-      graphs_.erase(it);
-      return nullptr;
-    }
-    return nullptr;
-  }
-  StepGraph& add_graph(StepGraph c) {
-    constexpr size_t kGraphs = 8;  // bounded like the plan caches; an evicted graph gives its pool back
-    if (graphs_.size() == kGraphs) graphs_.erase(graphs_.begin());
-    graphs_.push_back(std::move(c));
-    return graphs_.back();
+    return r;
   }
 
   StepResult unplanned_forward_loss(const Tensor& x, const Tensor& targets) {
@@ -405,7 +356,7 @@ class ModelImpl final : public Model {
   ModelState<P> s_;
   ops::DispatchMode mode_;
   bool borrowed_ = false;  // ModelOptions::borrowed_results
-  std::vector<StepGraph> graphs_;  // graph mode; after s_, so destroyed before the plans' memory
+  detail::StepGraphs graphs_;  // graph mode; after s_, so destroyed before the plans' memory
   static constexpr int64_t kGrowthInterval = 2000;
   double scale_ = 0;
   int64_t good_steps_ = 0, skipped_ = 0;

@@ -5,13 +5,13 @@
 //    tests/onnx hold the two together);
 //  - BasicBlock and Bottleneck: the residual branch, the identity (downsample or input),
 //    their sum and the last ReLU, as in nn/layers/blocks.cpp;
-//  - nn::Graph: its steps.
+//  - nn::Dag: its steps.
 // Dropout is the identity at inference and leaves no node. Anything else is an error
 // naming the module and its type.
 #include <optional>
 #include <set>
 
-#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/dag.h"
 #include "strata/nn/lenet.h"
 #include "strata/nn/resnet.h"
 #include "strata/onnx/convert.h"
@@ -64,14 +64,14 @@ class Emitter {
     }
     if (detail::is_a<nn::BasicBlock>(m) || detail::is_a<nn::Bottleneck>(m)) return emit_block(m, path, x);
     bool graph = false;
-    detail::visit_as<nn::Graph>(m, [&](const auto& gm) {
+    detail::visit_as<nn::Dag>(m, [&](const auto& gm) {
       graph = true;
       y = emit_graph(gm, path, x);
     });
     if (graph) return y;
     STRATA_FAIL("onnx export: module '", path.empty() ? "<root>" : path, "' of type ", m.type_name(),
                 " has no ONNX form (strata exports Conv2d, BatchNorm2d, ReLU, MaxPool2d, AvgPool2d, GlobalAvgPool, "
-                "Linear, Flatten, Dropout, and Sequential, Graph, BasicBlock, Bottleneck, ResNet and LeNet built "
+                "Linear, Flatten, Dropout, and Sequential, Dag, BasicBlock, Bottleneck, ResNet and LeNet built "
                 "of them; a GPT exports as the whole model)");
   }
 

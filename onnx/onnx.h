@@ -28,7 +28,7 @@
 // (onnx/gpt_graph.h has the whole graph). Input: INT64 ids [batch, sequence] (input_sizes
 // empty: the sequence stays open; [T]: fixed); output: FLOAT logits [batch, sequence, vocab].
 //
-// Import builds an nn::Graph (nn/layers/graph.h) of strata layers that runs in every
+// Import builds an nn::Dag (nn/layers/dag.h) of strata layers that runs in every
 // dispatch mode on any backend, from a graph of the ops above (opsets 11 to 23; also
 // Identity, Dropout at inference, Reshape to [N, features], ReduceMean over H and W,
 // MatMul by a constant and an Add of a constant as its bias), with initializers inline or
@@ -69,7 +69,7 @@ std::string export_model(const nn::Module& m, const ExportOptions& o);
 void save_model(const nn::Module& m, const std::string& path, const ExportOptions& o);
 
 struct Imported {
-  std::unique_ptr<nn::Module> module;  // an nn::Graph, or an nn::Gpt
+  std::unique_ptr<nn::Module> module;  // an nn::Dag, or an nn::Gpt
   Shape input_sizes;                   // with the batch first; -1 where the file leaves it open
   DType input_dtype = DType::f32;      // a GPT's: i64 token ids
   std::string input_name, output_name;

@@ -1,9 +1,9 @@
-// ir::Graph -> an nn::Graph of strata layers, and a GPT read back -> nn::Gpt, for any
+// ir::Graph -> an nn::Dag of strata layers, and a GPT read back -> nn::Gpt, for any
 // dispatch mode and backend.
 #include <map>
 
 #include "strata/nn/layers/container.h"
-#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/dag.h"
 #include "strata/nn/layers/linear.h"
 #include "strata/nn/layers/pool.h"
 #include "strata/onnx/convert.h"
@@ -51,8 +51,8 @@ std::unique_ptr<nn::Module> make_layer(const P& p, const ir::Graph& g, const ir:
 std::unique_ptr<nn::Module> module_of_graph(const ir::Graph& g, ops::DispatchMode mode, std::string_view backend) {
   return nn::with_policy(mode, backend, [&](const auto& p) -> std::unique_ptr<nn::Module> {
     using P = std::decay_t<decltype(p)>;
-    auto graph = std::make_unique<nn::Graph<P>>(p);
-    std::map<std::string, int> ids{{g.input, nn::Graph<P>::kInput}};
+    auto graph = std::make_unique<nn::Dag<P>>(p);
+    std::map<std::string, int> ids{{g.input, nn::Dag<P>::kInput}};
     nn::StateDict state;
     for (const ir::Node& n : g.nodes) {
       const int a = ids.at(n.inputs.at(0));

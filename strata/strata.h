@@ -25,7 +25,7 @@
 #include "strata/autograd/node.h"
 
 #include "strata/nn/custom_model.h"
-#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/dag.h"
 #include "strata/nn/layers/transformer.h"
 #include "strata/nn/layers/factories.h"
 #include "strata/nn/nn.h"

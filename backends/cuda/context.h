@@ -81,7 +81,7 @@ struct Context {
   // buffer it takes is a generation. A replaced buffer goes back to the caching
   // allocator at once, as in direct mode (work queued before still finishes first: the
   // allocator reuses blocks in stream order), so a CUDA graph captured with it is stale
-  // (cuda::Graph::stale) and must be captured again before its next launch; graph mode
+  // (cuda::CudaGraph::stale) and must be captured again before its next launch; graph mode
   // does. Keeping old buffers for such graphs instead held 432 MiB beside the current one
   // in a trainer whose evaluation grew the workspace. (A buffer replaced during a
   // capture goes to that graph's pool.)

@@ -114,11 +114,11 @@ struct Context;  // per-device state: stream, handles, plans (backends/cuda/cont
 // by stream capture into a CUDA graph and run again by launch() as one submission, with
 // the pointers they were captured with. Memory allocated or freed during the capture is
 // the graph's own (the allocator's private pool) until the graph is destroyed.
-class Graph {
+class CudaGraph {
  public:
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph();
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  ~CudaGraph();
   // Throws when stale. Copies from pinned host memory captured in the step (the
   // optimizer's learning rates and step counts, RunTimeHypers in optim.cu) copy what that
   // memory holds at this call, as a direct-mode call would: each launch snapshots it into
@@ -131,7 +131,7 @@ class Graph {
 
  private:
   friend class strata::backends::CudaBackend;
-  Graph() = default;
+  CudaGraph() = default;
   Context* ctx_ = nullptr;
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
@@ -187,7 +187,7 @@ class CudaBackend {
   // capture_broken(): whether the capture in progress was invalidated (a call
   // synchronised or did something a graph cannot hold).
   void begin_capture();
-  std::unique_ptr<cuda::Graph> end_capture();
+  std::unique_ptr<cuda::CudaGraph> end_capture();
   void abort_capture();
   bool capture_broken() const;
 

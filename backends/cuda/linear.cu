@@ -1,9 +1,10 @@
-// linear on cuBLAS (cublasGemmEx): y = x w^T + b, dx = dy w, dw = dy^T x, db = sum_n dy;
+// linear on cuBLAS (cublasGemmEx): y = x w^T + b (a few rows: gemv.cu), dx = dy w, dw = dy^T x, db = sum_n dy;
 // and bmm (cublasGemmStridedBatchedEx): y[i] = alpha a[i] b[i].
 // Matrices may be row-major or column-major views (a transpose is a flag, not a
 // copy); other strides are staged. f32 computes in f32 (TF32 only when allowed);
 // f16/bf16 multiply on the tensor cores and accumulate in f32; f64 (bmm) in f64.
 #include "strata/backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/gemv.h"
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/ops/table/gemm_layout.h"
 
@@ -181,6 +182,7 @@ void CudaBackend::bmm(const BmmArgs& a) {
 
 void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
   if (a.y.numel() == 0) return;
+  if (gemv_fits(a)) return gemv_rows(*ctx_, a);
   float beta = 0.f;
   if (a.b.defined) {
     // y = broadcast(b), then y += x w^T through beta = 1: one pass less than adding after.

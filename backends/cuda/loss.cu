@@ -1,13 +1,10 @@
 // Losses: softmax cross-entropy (mean over the rows not ignored; op_args.h) and binary
 // cross-entropy with logits (mean over all elements). The upstream gradient dloss and the
 // count of kept rows are read on the device. A label neither in [0, C) nor ignore_index is
-// recorded by the forward's kernel and raised after it (bad_index_word.h: one
-// synchronisation per forward, none while a graph is captured, as index_select's check);
-// in the backward, which follows a checked forward, such a row's gradient is NaN.
-#include <optional>
-
-#include "strata/backends/cuda/bad_index_word.h"
+// recorded by the forward's kernel and raised at the host's next look, without a
+// synchronisation per call (index_errors.h); its row's loss and gradient are NaN.
 #include "strata/backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/index_errors.h"
 #include "strata/ops/table/xent_labels.h"
 
 namespace strata::backends {
@@ -150,19 +147,19 @@ void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
     STRATA_CHECK(rows > 0 && cols > 0, "softmax_xent_fwd: empty logits ", a.logits.sizes.str());
     STRATA_CHECK(a.labels.dtype == DType::i64, "softmax_xent_fwd: labels must be i64, got ", dtype_name(a.labels.dtype));
+    raise_bad_index(*ctx_);  // an earlier call's, found since
     DeviceBuffer row_loss(*ctx_, sizeof(double) * rows);
-    BadIndexWord bad(*ctx_);
     const int threads = cols >= 1024 ? 512 : cols >= 256 ? 256 : 128;
     softmax_xent_fwd_kernel<<<static_cast<unsigned>(rows), threads, 0, ctx_->stream>>>(
         a.logits.ptr<float>(), cols, a.logits.strides[0], a.logits.strides[1], a.labels.ptr<int64_t>(),
-        a.labels.strides[0], a.ignore_index, a.lse.ptr<float>(), a.lse.strides[0], row_loss.as<double>(), bad.get());
+        a.labels.strides[0], a.ignore_index, a.lse.ptr<float>(), a.lse.strides[0], row_loss.as<double>(),
+        bad_index_word(*ctx_));
     STRATA_CUDA_CHECK_LAUNCH("softmax_xent_fwd_kernel");
     softmax_xent_mean_kernel<<<1, kReduceThreads, 0, ctx_->stream>>>(row_loss.as<double>(), a.labels.ptr<int64_t>(),
                                                                      a.labels.strides[0], rows, a.ignore_index,
                                                                      a.loss.ptr<float>());
     STRATA_CUDA_CHECK_LAUNCH("softmax_xent_mean_kernel");
-    if (const std::optional<int64_t> i = bad.first_bad())
-      fail_xent_label("softmax_xent_fwd", *i, bad.value_at(a.labels, *i), cols, a.ignore_index);
+    note_bad_index(*ctx_, IndexCheck::xent_label, a.labels, cols, a.ignore_index);
   });
 }
 

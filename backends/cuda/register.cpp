@@ -1,5 +1,6 @@
 // The backend object, its dtype support table, and the factory the registry calls.
 #include "strata/backends/cuda/context.h"
+#include "strata/backends/cuda/index_errors.h"
 
 namespace strata::backends {
 
@@ -74,7 +75,10 @@ const Capabilities& CudaBackend::capabilities() const {
   return kTable;
 }
 
-void CudaBackend::synchronize() { STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream)); }
+void CudaBackend::synchronize() {
+  STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream));
+  cuda::raise_bad_index(*ctx_);
+}
 
 void CudaBackend::copy(const CopyArgs& a) { cuda::copy_views(*ctx_, a.x, a.y); }
 

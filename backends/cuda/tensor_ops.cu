@@ -8,7 +8,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <limits>
 
-#include "strata/backends/cuda/bad_index_word.h"
+#include "strata/backends/cuda/index_errors.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -383,14 +383,6 @@ void dispatch_index(DType t, const char* op, F&& f) {
   STRATA_FAIL(op, ": argument 'index' must be i64 or i32, got ", dtype_name(t));
 }
 
-// The index op's message for the first bad position the kernel recorded, if any.
-void check_index_word(BadIndexWord& bad, const char* op, const TensorView& index, int64_t extent) {
-  const std::optional<int64_t> i = bad.first_bad();
-  if (!i) return;
-  STRATA_FAIL(op, ": argument 'index': index[", *i, "] = ", bad.value_at(index, *i), " is out of range for a dim of size ",
-              extent);
-}
-
 // f(E{}) with E an unsigned integer of the dtype's size: elements moved as bytes.
 template <class F>
 void dispatch_bytes(DType t, F&& f) {
@@ -508,17 +500,18 @@ void CudaBackend::index_select(const IndexSelectArgs& a) {
   x_strides[dim] = 0;
   for (int d = 0; d < a.y.dim(); ++d) pos_strides.push_back(d == dim ? 1 : 0);
   const TensorView xs = reshaped(a.x, a.y.sizes, x_strides), pos = reshaped(a.y, a.y.sizes, pos_strides);
-  BadIndexWord bad(*ctx_);
+  raise_bad_index(*ctx_);  // an earlier call's, found since
+  unsigned long long* bad = bad_index_word(*ctx_);
   dispatch_index(a.index.dtype, "index_select", [&](auto it) {
     using I = decltype(it);
     dispatch_bytes(a.x.dtype, [&](auto e) {
       using E = decltype(e);
       launch_elementwise(*ctx_, strided_by_output(a.y.sizes, xs, pos, a.y),
                          IndexSelectK<E, I>{a.x.ptr<E>(), a.y.ptr<E>(), a.index.ptr<I>(), a.index.strides[0],
-                                            a.x.strides[dim], extent, bad.get()});
+                                            a.x.strides[dim], extent, bad});
     });
   });
-  check_index_word(bad, "index_select", a.index, extent);
+  note_bad_index(*ctx_, IndexCheck::index_select, a.index, extent);
 }
 
 void CudaBackend::index_add(const IndexAddArgs& a) {
@@ -527,21 +520,22 @@ void CudaBackend::index_add(const IndexAddArgs& a) {
   Shape slice = a.x.sizes;
   slice[dim] = 1;
   if (slice.numel() == 0 || n == 0) return;
-  BadIndexWord bad(*ctx_);
+  raise_bad_index(*ctx_);
+  unsigned long long* bad = bad_index_word(*ctx_);
   dispatch_index(a.index.dtype, "index_add", [&](auto it) {
     using I = decltype(it);
     dispatch_float(a.y.dtype, "index_add", [&](auto t) {
       using T = decltype(t);
       if (dim == 0 && a.y.dim() == 2 && n >= kGroupedIndexAddRows) {
-        index_add_grouped<T, I>(*ctx_, a.x, a.index, a.y, bad.get());
+        index_add_grouped<T, I>(*ctx_, a.x, a.index, a.y, bad);
         return;
       }
       launch_elementwise(*ctx_, strided_by_output(slice, a.x, a.y),
                          IndexAddK<T, I>{a.x.ptr<T>(), a.y.ptr<T>(), a.index.ptr<I>(), a.index.strides[0], n,
-                                         a.x.strides[dim], a.y.strides[dim], extent, bad.get()});
+                                         a.x.strides[dim], a.y.strides[dim], extent, bad});
     });
   });
-  check_index_word(bad, "index_add", a.index, extent);
+  note_bad_index(*ctx_, IndexCheck::index_add, a.index, extent);
 }
 
 }  // namespace strata::backends

@@ -244,6 +244,24 @@ __device__ __forceinline__ void warp_dot2(int64_t D, RowA&& a, RowB&& b, A& ab, 
   cd = warp_sum(t);
 }
 
+// The scores of up to U keys j, j + 1, ... below j1, one warp for all of them: their loads are in
+// flight together (a decoding step's warp otherwise waits on one key's row at a time), and each
+// key's sum runs in warp_dot2's order, so a score does not depend on U or on which warp took it.
+template <int U, class A, class KeyRow>
+__device__ __forceinline__ void warp_dots(int64_t D, int64_t j, int64_t j1, const A* qi, KeyRow&& key, A* s) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int u = 0; u < U; ++u) s[u] = 0;
+  for (int64_t d = lane; d < D; d += 32) {
+    const A x = qi[d];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u < j1) s[u] += x * key(j + u, d);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) s[u] = warp_sum(s[u]);
+}
+
 // Query i's keys [j0, j1) by one block: q_i into qi, the scaled scores into p (p[j - j0]), their
 // max *mx, the sum *sum of exp(score - max) and the unnormalised sum_j exp(score_j - max) v_j into
 // out. Shared by the whole-row kernel and the split-keys one, so both compute a chunk alike.
@@ -255,14 +273,17 @@ __device__ void attend_keys(View4<const T> q, View4<const T> k, View4<const T> v
   __syncthreads();
   const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
   A mx = -static_cast<A>(INFINITY);
-  for (int64_t j = j0 + warp; j < j1; j += warps) {
-    A s, unused;
-    warp_dot2<A>(
-        D, [&](int64_t d) { return Two<A>{qi[d], static_cast<A>(load(k(b, h, j, d)))}; },
-        [&](int64_t) { return Two<A>{A(0), A(0)}; }, s, unused);
-    s *= static_cast<A>(scale);
-    if (threadIdx.x % 32 == 0) p[j - j0] = s;
-    mx = max(mx, s);
+  constexpr int U = 4;
+  for (int64_t j = j0 + warp * U; j < j1; j += warps * U) {
+    A s[U];
+    warp_dots<U>(D, j, j1, qi, [&](int64_t key, int64_t d) { return static_cast<A>(load(k(b, h, key, d))); }, s);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (j + u >= j1) break;
+      const A su = s[u] * static_cast<A>(scale);
+      if (threadIdx.x % 32 == 0) p[j + u - j0] = su;
+      mx = max(mx, su);
+    }
   }
   mx = block_reduce<true>(mx, red);  // its barriers publish p
   A sum = 0;

@@ -4,6 +4,18 @@
 // must already exist (a direct-mode run before the capture): inside the capture nothing
 // is planned, allocated, synchronised or read on the host. A kernel call that breaks the
 // capture is named in the error (run_kernel asks the backend after each call).
+//
+// What a layer (or any code a planned step runs) may do in the three passes a step goes
+// through in graph mode: recorded (step_memory.h), run for real, captured.
+//  - Call kernels only through ops::direct's plans and one-off calls (run_kernel): they are
+//    noted while recording, run, or captured, and a capture they break is named.
+//  - Plan, allocate and read device values on the host only while recording or running,
+//    never while capturing(): the capture replays the plans and buffers of the run before.
+//  - Change host state (a gradient handed to .grad(), a counter) only when !recording();
+//    while capturing(), register the change with at_each_launch instead, or it happens once.
+//  - A kernel argument that must differ at every launch (Dropout's seed and offset) is read
+//    from device memory that a before_each_launch writer fills.
+// nn/step_graphs.h is the model's side: when it captures, launches and captures again.
 #include <concepts>
 #include <functional>
 #include <memory>
@@ -78,10 +90,10 @@ class CapturedGraph {
 };
 
 // A captured step: the backend's graph and the host work each launch does around it.
-template <class Graph>
+template <class BackendGraph>
 class CapturedStep final : public CapturedGraph {
  public:
-  CapturedStep(std::unique_ptr<Graph> g, std::vector<std::function<void()>> before,
+  CapturedStep(std::unique_ptr<BackendGraph> g, std::vector<std::function<void()>> before,
                std::vector<std::function<void()>> effects)
       : graph_(std::move(g)), before_(std::move(before)), effects_(std::move(effects)) {}
   void launch() override {
@@ -92,7 +104,7 @@ class CapturedStep final : public CapturedGraph {
   bool stale() const override { return graph_->stale(); }
 
  private:
-  std::unique_ptr<Graph> graph_;
+  std::unique_ptr<BackendGraph> graph_;
   std::vector<std::function<void()>> before_, effects_;
 };
 
@@ -123,8 +135,8 @@ auto capture_step(Impl& impl, Step&& step) {
   }
   detail::t_capture = nullptr;
   auto graph = impl.end_capture();
-  using Graph = typename decltype(graph)::element_type;
-  return std::make_unique<CapturedStep<Graph>>(std::move(graph), std::move(check.before), std::move(check.effects));
+  using BackendGraph = typename decltype(graph)::element_type;
+  return std::make_unique<CapturedStep<BackendGraph>>(std::move(graph), std::move(check.before), std::move(check.effects));
 }
 
 }  // namespace strata::ops::direct

@@ -1,8 +1,8 @@
 #pragma once
 // The labels of softmax cross-entropy (op_args.h, SoftmaxXentFwdArgs): each one a class in
 // [0, C) or ignore_index. One rule and one message for every backend: the CPU backends check
-// each label as they read it, the cuda backend on the device (the first bad position, reported
-// after the kernel), so a bad label reads the same whichever backend met it.
+// each label as they read it, the cuda backend on the device (the first bad position, raised at
+// the host's next look: cuda/index_errors.h), so a bad label reads the same whichever backend met it.
 #include <cstdint>
 #include <string_view>
 

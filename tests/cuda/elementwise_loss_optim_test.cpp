@@ -184,14 +184,29 @@ TEST_F(CudaElementwise, SoftmaxCrossEntropyAllIgnored) {
 }
 
 // A label neither a class nor ignore_index is found on the device and raised by name, with its
-// position and value, as the CPU backends raise it.
+// position and value, as the CPU backends raise it, at the host's next look (index_errors.h): a
+// synchronisation, a copy to the host, or a later forward once the device has run the bad one;
+// raised once.
 TEST_F(CudaElementwise, SoftmaxCrossEntropyBadLabelIsAnError) {
   const Pair logits = rand_pair({5, 10}, 36);
   Tensor labels_c = labels_with_ignored(5, 10, 37, 2);
   labels_c.data<int64_t>()[3] = 10;
+  const Tensor bad = to_gpu(labels_c), good = to_gpu(labels_with_ignored(5, 10, 37, 2));
   const Tensor loss = gpu_nan({}), lse = gpu_nan({5});
-  EXPECT_STRATA_ERROR(be().softmax_xent_fwd({logits.gpu, to_gpu(labels_c), loss, lse}), "softmax_xent_fwd",
-                      "labels[3] = 10", "[0, 10)", "ignore_index (-100)");
+  const auto expect_raised = [](auto&& look, const char* where) {
+    SCOPED_TRACE(where);
+    EXPECT_STRATA_ERROR(look(), "softmax_xent_fwd", "labels[3] = 10", "[0, 10)", "ignore_index (-100)");
+  };
+  EXPECT_NO_THROW(be().softmax_xent_fwd({logits.gpu, bad, loss, lse}));
+  expect_raised([&] { be().synchronize(); }, "synchronize");
+  EXPECT_NO_THROW(be().synchronize()) << "raised a second time";
+  be().softmax_xent_fwd({logits.gpu, bad, loss, lse});
+  expect_raised([&] { (void)to_cpu(loss); }, "reading the loss");
+  be().softmax_xent_fwd({logits.gpu, bad, loss, lse});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_raised([&] { be().softmax_xent_fwd({logits.gpu, good, loss, lse}); }, "the next forward");
+  be().softmax_xent_fwd({logits.gpu, good, loss, lse});
+  EXPECT_FALSE(std::isnan(to_cpu(loss).item())) << "good labels after a raised bad one";
 }
 
 TEST_F(CudaElementwise, BceWithLogits) {

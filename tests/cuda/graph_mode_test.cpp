@@ -95,7 +95,7 @@ TEST_F(CudaGraphMode, AGrownWorkspaceIsGivenBackAndItsGraphsCapturedAgain) {
 
   backends::CudaBackend cuda;
   cuda.begin_capture();
-  std::unique_ptr<backends::cuda::Graph> g = cuda.end_capture();
+  std::unique_ptr<backends::cuda::CudaGraph> g = cuda.end_capture();
   EXPECT_FALSE(g->stale());
   ctx.workspace(ctx.workspace_bytes() + 1);
   EXPECT_TRUE(g->stale());

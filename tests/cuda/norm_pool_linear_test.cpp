@@ -363,6 +363,37 @@ TEST_F(CudaNormPoolLinear, Linear) {
   check_linear(be(), ref_, 1, 1, 1, true, false, 1650);
 }
 
+// Up to kGemvMaxRows rows run on the few-rows kernel (gemv.h): 16-byte loads where the rows allow
+// them (K 768), one element at a time where they do not (K 33, and x a narrowed view whose rows
+// start off alignment), any output strides; five rows and more stay on cuBLAS.
+TEST_F(CudaNormPoolLinear, LinearFewRows) {
+  uint64_t seed = 1900;
+  for (int64_t n : {1, 2, 3, 4, 5})
+    for (int64_t in : {768, 33, 8})
+      for (int64_t out : {1, 37, 2304}) check_linear(be(), ref_, n, in, out, (seed & 1) == 0, false, seed++);
+  for (DType dt : {DType::f16, DType::bf16})
+    for (int64_t n : {1, 3}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " rows " + std::to_string(n));
+      const Tensor x = random_tensor({n, 768}, dt, seed++), w = random_tensor({2304, 768}, dt, seed++);
+      const Tensor b = random_tensor({2304}, dt, seed++);
+      const Tensor y = gpu_nan({n, 2304}, kNCHW, dt), y_ref = cpu_nan({n, 2304});
+      be().linear_fwd({to_gpu(x), to_gpu(w), to_gpu(b), y});
+      ref_.linear_fwd({host_as(x, DType::f32), host_as(w, DType::f32), host_as(b, DType::f32), y_ref});
+      STRATA_EXPECT_CLOSE(y, y_ref, dt == DType::f16 ? kTolF16 : kTolBf16, "linear_fwd few rows, half");
+      const Tensor again = gpu_nan({n, 2304}, kNCHW, dt);
+      be().linear_fwd({to_gpu(x), to_gpu(w), to_gpu(b), again});
+      EXPECT_TRUE(bitwise_equal(host_as(again, DType::f32), host_as(y, DType::f32))) << "a second call differs";
+    }
+  // x's rows 1 element past a 16-byte boundary, y written through a transposed view.
+  const Pair wide = rand_pair({3, 65}, seed++), w = rand_pair({40, 64}, seed++), b = rand_pair({40}, seed++);
+  const Pair x{wide.cpu.narrow(1, 1, 64), wide.gpu.narrow(1, 1, 64)};
+  const Pair yt = nan_pair({40, 3});
+  const Tensor yg = yt.gpu.permute({1, 0}), yc = yt.cpu.permute({1, 0});
+  be().linear_fwd({x.gpu, w.gpu, b.gpu, yg});
+  ref_.linear_fwd({x.cpu, w.cpu, b.cpu, yc});
+  STRATA_EXPECT_CLOSE(yg, yc, kTolGemm, "linear_fwd few rows, unaligned x, transposed y");
+}
+
 TEST_F(CudaNormPoolLinear, LinearStagedOutput) {
   // y as a transposed (column-major) view: cuBLAS writes row-major, so it is staged.
   const Pair x = rand_pair({4, 6}, 1700), w = rand_pair({5, 6}, 1701), b = rand_pair({5}, 1702);

@@ -241,6 +241,38 @@ TEST_F(CudaRuntime, CopyStridedViewsBothWays) {
   EXPECT_TRUE(bitwise_equal(to_cpu(m.clone()), to_cpu(m)));
 }
 
+// Device copies whose operands walk contiguous rows take the row kernel (copy.cu), V elements a
+// thread: dense casts, a transformer's head permute ([B, T, H, D] -> [B, H, T, D]), views whose
+// rows start off a 16-byte boundary (narrower V), odd row lengths (V = 1), every dtype pair. The
+// same bits as the host's conversion.
+TEST_F(CudaRuntime, CopyRowsEveryDtypePairAndAlignment) {
+  const std::vector<DType> all{DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8};
+  const Tensor base = random_tensor({2, 5, 3, 72}, DType::f64, 7, 0.0, 200.0);
+  for (DType from : all) {
+    const Tensor src_host = cpu_convert(base, from);
+    const Tensor src = to_gpu(src_host);
+    for (DType to : all) {
+      SCOPED_TRACE(std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to)));
+      const Tensor dense = Tensor::empty(src.sizes(), to, Device::cuda());
+      copy_into(src, dense);
+      EXPECT_TRUE(bitwise_equal(to_cpu(dense), cpu_convert(src_host, to))) << "dense";
+      const Tensor heads = Tensor::empty({2, 3, 5, 72}, to, Device::cuda());
+      copy_into(src.permute({0, 2, 1, 3}), heads);
+      EXPECT_TRUE(bitwise_equal(to_cpu(heads), cpu_convert(src_host.permute({0, 2, 1, 3}).contiguous(), to)))
+          << "head permute";
+      for (int64_t start : {1, 2, 4}) {  // rows of 64 from element `start` of each 72
+        const Tensor rows = Tensor::empty({2, 5, 3, 64}, to, Device::cuda());
+        copy_into(src.narrow(3, start, 64), rows);
+        EXPECT_TRUE(bitwise_equal(to_cpu(rows), cpu_convert(src_host.narrow(3, start, 64).contiguous(), to)))
+            << "rows from element " << start;
+      }
+      const Tensor odd = Tensor::empty({2, 5, 3, 33}, to, Device::cuda());
+      copy_into(src.narrow(3, 5, 33), odd);
+      EXPECT_TRUE(bitwise_equal(to_cpu(odd), cpu_convert(src_host.narrow(3, 5, 33).contiguous(), to))) << "rows of 33";
+    }
+  }
+}
+
 TEST_F(CudaRuntime, CopyLayoutConversionOnDevice) {
   const Tensor x = random_tensor({2, 3, 7, 5}, DType::f32, 6);
   const Tensor nchw = to_gpu(x);

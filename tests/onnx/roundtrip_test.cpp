@@ -5,7 +5,7 @@
 #include "strata/autograd/functions.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/node.h"
-#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/dag.h"
 #include "strata/nn/loss.h"
 #include "onnx_test_util.h"
 

@@ -1,15 +1,15 @@
-#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/dag.h"
 
 namespace strata::nn {
 
 template <class P>
-void Graph<P>::check_value(int v, const char* what) const {
-  STRATA_CHECK(v >= 0 && v < num_values(), "Graph: ", what, " ", v, " is not a value of this graph (it has ",
+void Dag<P>::check_value(int v, const char* what) const {
+  STRATA_CHECK(v >= 0 && v < num_values(), "Dag: ", what, " ", v, " is not a value of this graph (it has ",
                num_values(), ": the input and one per step)");
 }
 
 template <class P>
-int Graph<P>::add_module(std::string name, std::unique_ptr<Module> m, int input) {
+int Dag<P>::add_module(std::string name, std::unique_ptr<Module> m, int input) {
   check_value(input, "input value");
   Module& ref = register_module(std::move(name), std::move(m));
   if (input == kInput) ref.set_input_grad(input_grad_);
@@ -21,7 +21,7 @@ int Graph<P>::add_module(std::string name, std::unique_ptr<Module> m, int input)
 }
 
 template <class P>
-int Graph<P>::add_sum(int a, int b) {
+int Dag<P>::add_sum(int a, int b) {
   check_value(a, "first summand");
   check_value(b, "second summand");
   Step s;
@@ -33,20 +33,20 @@ int Graph<P>::add_sum(int a, int b) {
 }
 
 template <class P>
-void Graph<P>::set_output(int value) {
+void Dag<P>::set_output(int value) {
   check_value(value, "output value");
   output_ = value;
 }
 
 template <class P>
-void Graph<P>::set_input_grad(bool on) {
+void Dag<P>::set_input_grad(bool on) {
   input_grad_ = on;
   for (Step& s : steps_)
     if (s.module && s.a == kInput) s.module->set_input_grad(on);
 }
 
 template <class P>
-Tensor Graph<P>::forward(const Tensor& x) {
+Tensor Dag<P>::forward(const Tensor& x) {
   std::vector<Tensor> values(static_cast<size_t>(num_values()));
   values[0] = x;
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -58,7 +58,7 @@ Tensor Graph<P>::forward(const Tensor& x) {
 }
 
 template <class P>
-void Graph<P>::accumulate(std::vector<Tensor>& grads, std::vector<int>& arrived, int v, const Tensor& g) {
+void Dag<P>::accumulate(std::vector<Tensor>& grads, std::vector<int>& arrived, int v, const Tensor& g) {
   if (!g.defined() || (v == kInput && !input_grad_)) return;
   Tensor& slot = grads[static_cast<size_t>(v)];
   const int k = arrived[static_cast<size_t>(v)]++;
@@ -72,7 +72,7 @@ void Graph<P>::accumulate(std::vector<Tensor>& grads, std::vector<int>& arrived,
 }
 
 template <class P>
-Tensor Graph<P>::backward(const Tensor& dy) {
+Tensor Dag<P>::backward(const Tensor& dy) {
   return detail::explicit_backward<P>(*this, dy, [&] {
     const size_t n = static_cast<size_t>(num_values());
     accumulators_.resize(n);
@@ -94,7 +94,7 @@ Tensor Graph<P>::backward(const Tensor& dy) {
   });
 }
 
-#define STRATA_NN_INSTANTIATE(P) template class Graph<P>;
+#define STRATA_NN_INSTANTIATE(P) template class Dag<P>;
 STRATA_NN_INSTANTIATE_ALL()
 
 }  // namespace strata::nn

@@ -13,7 +13,7 @@ namespace strata::backends {
 
 namespace cuda {
 
-Graph::~Graph() {
+CudaGraph::~CudaGraph() {
   // A launch in flight may still copy from the ring.
   for (void* e : slot_done_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(e));
   for (void* e : slot_done_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(e));
@@ -26,9 +26,9 @@ Graph::~Graph() {
   }
 }
 
-bool Graph::stale() const { return ctx_->workspace_generation() != workspace_generation_; }
+bool CudaGraph::stale() const { return ctx_->workspace_generation() != workspace_generation_; }
 
-void Graph::find_host_reads() {
+void CudaGraph::find_host_reads() {
   auto* graph = static_cast<cudaGraph_t>(graph_);
   size_t n = 0;
   STRATA_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
@@ -57,7 +57,7 @@ void Graph::find_host_reads() {
   }
 }
 
-void Graph::launch() {
+void CudaGraph::launch() {
   STRATA_CHECK(!stale(), "cuda: a graph whose cuDNN workspace was given back since its capture (the workspace grew, "
                          "or empty_cache() ran) cannot be launched; capture the step again");
   auto* exec = static_cast<cudaGraphExec_t>(exec_);
@@ -101,9 +101,9 @@ bool CudaBackend::capture_broken() const {
   return e != cudaSuccess || status == cudaStreamCaptureStatusInvalidated;
 }
 
-std::unique_ptr<cuda::Graph> CudaBackend::end_capture() {
+std::unique_ptr<cuda::CudaGraph> CudaBackend::end_capture() {
   // The graph owns its pool from here: its destructor gives the pool back.
-  std::unique_ptr<cuda::Graph> g(new cuda::Graph());
+  std::unique_ptr<cuda::CudaGraph> g(new cuda::CudaGraph());
   cudaGraph_t graph = nullptr;
   const cudaError_t e = cudaStreamEndCapture(ctx_->stream, &graph);
   ctx_->allocator->end_pool_capture();

@@ -1,9 +1,9 @@
-// nn::Graph: a DAG of modules. Forward equals the same layers called by hand; direct-mode
+// nn::Dag: a DAG of modules. Forward equals the same layers called by hand; direct-mode
 // backward equals the tape bitwise, with a value read by several steps (fan-out), a sum of
 // a value with itself, a branch that does not reach the output, and the input's gradient.
 #include "strata/autograd/functions.h"
 #include "strata/autograd/node.h"
-#include "strata/nn/layers/graph.h"
+#include "strata/nn/layers/dag.h"
 #include "strata/nn/layers/linear.h"
 #include "strata/nn/loss.h"
 #include "nn_test_util.h"
@@ -15,12 +15,12 @@ using DirectRef = nn::Direct<backends::ReferenceBackend>;
 
 // y = L4((relu(L1 x) + L2 x) * 2), and a dead branch L3(L1 x).
 template <class P>
-std::unique_ptr<nn::Graph<P>> diamond(const P& p) {
-  auto g = std::make_unique<nn::Graph<P>>(p);
+std::unique_ptr<nn::Dag<P>> diamond(const P& p) {
+  auto g = std::make_unique<nn::Dag<P>>(p);
   auto linear = [&](int64_t in, int64_t out) { return std::make_unique<nn::Linear<P>>(p, in, out); };
-  const int v1 = g->add_module("l1", linear(6, 5), nn::Graph<P>::kInput);
+  const int v1 = g->add_module("l1", linear(6, 5), nn::Dag<P>::kInput);
   const int v2 = g->add_module("relu", std::make_unique<nn::ReLU<P>>(p), v1);
-  const int v3 = g->add_module("l2", linear(6, 5), nn::Graph<P>::kInput);
+  const int v3 = g->add_module("l2", linear(6, 5), nn::Dag<P>::kInput);
   const int v4 = g->add_sum(v2, v3);
   const int v5 = g->add_sum(v4, v4);
   g->add_module("l3", linear(5, 2), v1);  // reaches nothing
@@ -29,7 +29,7 @@ std::unique_ptr<nn::Graph<P>> diamond(const P& p) {
   return g;
 }
 
-TEST(NnGraph, ForwardIsTheLayersCalledByHand) {
+TEST(NnDag, ForwardIsTheLayersCalledByHand) {
   const ops::VirtualDispatch p(backends::registry().get("reference"));
   auto g = diamond(p);
   const Tensor x = random_tensor({4, 6}, DType::f32, 1);
@@ -45,7 +45,7 @@ TEST(NnGraph, ForwardIsTheLayersCalledByHand) {
   EXPECT_EQ(g->step_input(4, 1), 4);
 }
 
-TEST(NnGraph, DirectBackwardEqualsTapeBitwise) {
+TEST(NnDag, DirectBackwardEqualsTapeBitwise) {
   const Tensor x0 = random_tensor({4, 6}, DType::f32, 2);
   const Tensor labels = random_labels(4, 3, 3);
 
@@ -82,9 +82,9 @@ TEST(NnGraph, DirectBackwardEqualsTapeBitwise) {
   EXPECT_FALSE(direct->backward(xent.backward()).defined());
 }
 
-TEST(NnGraph, BadValuesAreErrors) {
-  nn::Graph<ops::VirtualDispatch> g(ops::VirtualDispatch(backends::registry().get("reference")));
-  EXPECT_STRATA_ERROR(g.add_sum(0, 1), "Graph: second summand 1 is not a value of this graph (it has 1");
+TEST(NnDag, BadValuesAreErrors) {
+  nn::Dag<ops::VirtualDispatch> g(ops::VirtualDispatch(backends::registry().get("reference")));
+  EXPECT_STRATA_ERROR(g.add_sum(0, 1), "Dag: second summand 1 is not a value of this graph (it has 1");
   EXPECT_STRATA_ERROR(g.set_output(-1), "output value -1");
   EXPECT_STRATA_ERROR(
       g.add_module("x", std::make_unique<nn::ReLU<ops::VirtualDispatch>>(ops::VirtualDispatch(backends::registry().get("reference"))), 3),

@@ -1,5 +1,5 @@
 #pragma once
-// Graph: a module that runs a directed acyclic graph of modules, for networks that are
+// Dag: a module that runs a directed acyclic graph of modules, for networks that are
 // not a chain (an imported ONNX model, onnx/onnx.h). Value 0 is the input; each step
 // makes one new value, either a child module applied to one earlier value or the sum of
 // two earlier values (as ResidualAdd). forward runs the steps in the order they were
@@ -19,12 +19,12 @@
 namespace strata::nn {
 
 template <class P>
-class Graph final : public Module {
+class Dag final : public Module {
  public:
   static constexpr int kInput = 0;
 
-  explicit Graph(const P& p) : p_(p) {}
-  std::string_view type_name() const override { return "Graph"; }
+  explicit Dag(const P& p) : p_(p) {}
+  std::string_view type_name() const override { return "Dag"; }
 
   // A new value, module(value `input`); the module becomes a listed child named `name`
   // (dots allowed: its parameters are then "<name>.<param>" in the state dict).
