@@ -77,7 +77,7 @@ Tensor decode_jpeg_chw(const uint8_t* data, size_t size, const std::string& what
   return t;
 }
 
-std::vector<uint8_t> encode_jpeg(const Tensor& chw, int quality) {
+std::vector<uint8_t> encode_jpeg(const Tensor& chw, int quality, JpegChroma chroma) {
   STRATA_CHECK(chw.dtype() == DType::u8 && chw.dim() == 3 && (chw.size(0) == 3 || chw.size(0) == 1) &&
                    chw.device().is_cpu(),
                "encode_jpeg: expected a cpu u8 [3,H,W] or [1,H,W] tensor, got ", chw.str());
@@ -93,7 +93,7 @@ std::vector<uint8_t> encode_jpeg(const Tensor& chw, int quality) {
   unsigned char* buf = nullptr;
   unsigned long len = 0;
   const int pf = C == 3 ? TJPF_RGB : TJPF_GRAY;
-  const int ss = C == 3 ? TJSAMP_444 : TJSAMP_GRAY;
+  const int ss = C == 1 ? TJSAMP_GRAY : chroma == JpegChroma::half ? TJSAMP_420 : TJSAMP_444;
   if (tjCompress2(t.h, hwc.data(), static_cast<int>(W), 0, static_cast<int>(H), pf, &buf, &len, ss, quality,
                   TJFLAG_ACCURATEDCT) != 0) {
     tjFree(buf);

@@ -24,8 +24,11 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& wh
 // Decodes into u8 [3,H,W] (CHW).
 Tensor decode_jpeg_chw(const uint8_t* data, size_t size, const std::string& what);
 
-// Encodes a u8 [3,H,W] (RGB) or [1,H,W] (greyscale) CPU tensor; quality 1..100,
-// 4:4:4 chroma so colours round-trip closely.
-std::vector<uint8_t> encode_jpeg(const Tensor& chw, int quality = 95);
+// Chroma resolution of an encoded colour JPEG: full (4:4:4, colours round-trip closely) or half in
+// each direction (4:2:0, what cameras and most of ImageNet's files use; smaller and faster to decode).
+enum class JpegChroma : uint8_t { full, half };
+
+// Encodes a u8 [3,H,W] (RGB) or [1,H,W] (greyscale) CPU tensor; quality 1..100.
+std::vector<uint8_t> encode_jpeg(const Tensor& chw, int quality = 95, JpegChroma chroma = JpegChroma::full);
 
 }  // namespace strata::data

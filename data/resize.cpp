@@ -29,17 +29,22 @@ std::vector<Tap> taps(int64_t in, int64_t out) {
   return t;
 }
 
+// Resizes the window `box` of the image; the whole image is the window {0, 0, H, W}.
 template <class T>
-void resize_impl(const T* src, int64_t C, int64_t H, int64_t W, PixelLayout layout, T* dst, int64_t OH,
-                 int64_t OW) {
+void resize_impl(const T* src, int64_t C, int64_t H, int64_t W, PixelLayout layout, const CropBox& box, T* dst,
+                 int64_t OH, int64_t OW) {
   STRATA_CHECK(C > 0 && H > 0 && W > 0 && OH > 0 && OW > 0, "resize_bilinear: sizes must be positive, got [", C,
                ",", H, ",", W, "] -> [", C, ",", OH, ",", OW, "]");
+  STRATA_CHECK(box.top >= 0 && box.left >= 0 && box.height > 0 && box.width > 0 && box.top + box.height <= H &&
+                   box.left + box.width <= W,
+               "resize_bilinear_crop: window (top ", box.top, ", left ", box.left, ", ", box.height, "x", box.width,
+               ") does not lie within the ", H, "x", W, " image");
   const int64_t sc = layout == PixelLayout::chw ? H * W : 1;
   const int64_t sh = layout == PixelLayout::chw ? W : W * C;
   const int64_t sw = layout == PixelLayout::chw ? 1 : C;
-  const std::vector<Tap> ty = taps(H, OH), tx = taps(W, OW);
+  const std::vector<Tap> ty = taps(box.height, OH), tx = taps(box.width, OW);
   for (int64_t c = 0; c < C; ++c) {
-    const T* plane = src + c * sc;
+    const T* plane = src + c * sc + box.top * sh + box.left * sw;
     T* out = dst + c * OH * OW;
     for (int64_t y = 0; y < OH; ++y) {
       const T* r0 = plane + ty[y].i0 * sh;
@@ -65,12 +70,17 @@ void resize_impl(const T* src, int64_t C, int64_t H, int64_t W, PixelLayout layo
 
 void resize_bilinear(const uint8_t* src, int64_t C, int64_t H, int64_t W, PixelLayout layout, uint8_t* dst,
                      int64_t OH, int64_t OW) {
-  resize_impl(src, C, H, W, layout, dst, OH, OW);
+  resize_impl(src, C, H, W, layout, CropBox{0, 0, H, W}, dst, OH, OW);
 }
 
 void resize_bilinear(const float* src, int64_t C, int64_t H, int64_t W, PixelLayout layout, float* dst, int64_t OH,
                      int64_t OW) {
-  resize_impl(src, C, H, W, layout, dst, OH, OW);
+  resize_impl(src, C, H, W, layout, CropBox{0, 0, H, W}, dst, OH, OW);
+}
+
+void resize_bilinear_crop(const uint8_t* src, int64_t C, int64_t H, int64_t W, PixelLayout layout,
+                          const CropBox& box, uint8_t* dst, int64_t OH, int64_t OW) {
+  resize_impl(src, C, H, W, layout, box, dst, OH, OW);
 }
 
 }  // namespace strata::data

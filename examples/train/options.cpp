@@ -88,7 +88,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_flag("--zero-last-bn-gamma", o.zero_last_bn_gamma, "zero gamma of the last BN of each residual block");
   app->add_option("--seed", o.seed, "seed of the init, the data order, augmentation and dropout")
       ->check(unsigned_integer());
-  app->add_option("--resolution", o.resolution, "resize images to this side (VOC default 224; 0: native)")
+  app->add_option("--resolution", o.resolution, "resize images to this side (VOC, imagefolder default 224; 0: native)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   app->add_option("--voc-train-set", o.voc_train_set, "VOC image set to train on");
   app->add_option("--voc-test-set", o.voc_test_set, "VOC image set to evaluate on");
@@ -96,7 +96,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--test-limit", o.test_limit, "use only the first N test images (0: all)")
       ->check(CLI::NonNegativeNumber);
-  app->add_flag_callback("--augment", [&o] { o.augment = 1; }, "random crop + flip (default for cifar10, stl10, voc)");
+  app->add_flag_callback("--augment", [&o] { o.augment = 1; },
+                         "random crop + flip (default for cifar10, stl10, voc, imagefolder: RandomResizedCrop)");
   app->add_flag_callback("--no-augment", [&o] { o.augment = 0; }, "no augmentation (default for (fashion-)mnist)");
   app->add_option("--checkpoint", o.checkpoint, "safetensors file written (atomically) after every epoch");
   app->add_option("--checkpoint-every", o.checkpoint_every, "also write it every N optimizer steps (0: off)")
