@@ -43,26 +43,37 @@ void resize_impl(const T* src, int64_t C, int64_t H, int64_t W, PixelLayout layo
   const int64_t sh = layout == PixelLayout::chw ? W : W * C;
   const int64_t sw = layout == PixelLayout::chw ? 1 : C;
   const std::vector<Tap> ty = taps(box.height, OH), tx = taps(box.width, OW);
-  for (int64_t c = 0; c < C; ++c) {
-    const T* plane = src + c * sc + box.top * sh + box.left * sw;
-    T* out = dst + c * OH * OW;
-    for (int64_t y = 0; y < OH; ++y) {
-      const T* r0 = plane + ty[y].i0 * sh;
-      const T* r1 = plane + ty[y].i1 * sh;
-      const float wy = ty[y].w1;
-      for (int64_t x = 0; x < OW; ++x) {
-        const Tap& t = tx[x];
-        const float wx = t.w1;
-        const float top = static_cast<float>(r0[t.i0 * sw]) * (1 - wx) + static_cast<float>(r0[t.i1 * sw]) * wx;
-        const float bot = static_cast<float>(r1[t.i0 * sw]) * (1 - wx) + static_cast<float>(r1[t.i1 * sw]) * wx;
-        const float v = top * (1 - wy) + bot * wy;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-          out[y * OW + x] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
-        } else {
-          out[y * OW + x] = v;
-        }
-      }
+  const T* origin = src + box.top * sh + box.left * sw;
+  // One output value from rows r0, r1 of one channel (the same arithmetic in either loop order below).
+  auto sample = [&](const T* r0, const T* r1, const Tap& t, float wy) -> T {
+    const float wx = t.w1;
+    const float top = static_cast<float>(r0[t.i0 * sw]) * (1 - wx) + static_cast<float>(r0[t.i1 * sw]) * wx;
+    const float bot = static_cast<float>(r1[t.i0 * sw]) * (1 - wx) + static_cast<float>(r1[t.i1 * sw]) * wx;
+    const float v = top * (1 - wy) + bot * wy;
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      // v is a convex combination of u8 values, so in [0, 255]: adding 0.5 in double and truncating
+      // rounds exactly as std::lround does, without its library call per value (half the crop's time).
+      return static_cast<uint8_t>(std::min(static_cast<double>(v) + 0.5, 255.0));
+    } else {
+      return v;
     }
+  };
+  if (layout == PixelLayout::hwc) {
+    // Interleaved pixels (decoded JPEGs): the channels of a pixel together, reading each source pixel once.
+    for (int64_t y = 0; y < OH; ++y) {
+      const T* r0 = origin + ty[y].i0 * sh;
+      const T* r1 = origin + ty[y].i1 * sh;
+      for (int64_t x = 0; x < OW; ++x)
+        for (int64_t c = 0; c < C; ++c) dst[(c * OH + y) * OW + x] = sample(r0 + c, r1 + c, tx[x], ty[y].w1);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    const T* plane = origin + c * sc;
+    T* out = dst + c * OH * OW;
+    for (int64_t y = 0; y < OH; ++y)
+      for (int64_t x = 0; x < OW; ++x)
+        out[y * OW + x] = sample(plane + ty[y].i0 * sh, plane + ty[y].i1 * sh, tx[x], ty[y].w1);
   }
 }
 
