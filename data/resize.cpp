@@ -44,36 +44,48 @@ void resize_impl(const T* src, int64_t C, int64_t H, int64_t W, PixelLayout layo
   const int64_t sw = layout == PixelLayout::chw ? 1 : C;
   const std::vector<Tap> ty = taps(box.height, OH), tx = taps(box.width, OW);
   const T* origin = src + box.top * sh + box.left * sw;
-  // One output value from rows r0, r1 of one channel (the same arithmetic in either loop order below).
-  auto sample = [&](const T* r0, const T* r1, const Tap& t, float wy) -> T {
-    const float wx = t.w1;
-    const float top = static_cast<float>(r0[t.i0 * sw]) * (1 - wx) + static_cast<float>(r0[t.i1 * sw]) * wx;
-    const float bot = static_cast<float>(r1[t.i0 * sw]) * (1 - wx) + static_cast<float>(r1[t.i1 * sw]) * wx;
-    const float v = top * (1 - wy) + bot * wy;
-    if constexpr (std::is_same_v<T, uint8_t>) {
-      // v is a convex combination of u8 values, so in [0, 255]: adding 0.5 in double and truncating
-      // rounds exactly as std::lround does, without its library call per value (half the crop's time).
-      return static_cast<uint8_t>(std::min(static_cast<double>(v) + 0.5, 255.0));
-    } else {
-      return v;
-    }
+  // Separable: each source row the output needs is interpolated horizontally once, into a cache of two
+  // rows (C x OW floats each, the `top` and `bot` of the 2-D formula), then pairs of rows vertically.
+  // Each value sees the same products and sums, in the same float order, as the direct formula
+  // top * (1 - wy) + bot * wy; rows shared by neighbouring outputs (enlarging) are computed once.
+  std::vector<float> cache(static_cast<size_t>(2 * C * OW));
+  int64_t tag[2] = {-1, -1};  // the source row each half of the cache holds
+  auto fill = [&](int k, int64_t r) {
+    tag[k] = r;
+    float* h = cache.data() + k * C * OW;
+    const T* line = origin + r * sh;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t x = 0; x < OW; ++x) {
+        const Tap& t = tx[x];
+        const float wx = t.w1;
+        h[c * OW + x] = static_cast<float>(line[c * sc + t.i0 * sw]) * (1 - wx) +
+                        static_cast<float>(line[c * sc + t.i1 * sw]) * wx;
+      }
   };
-  if (layout == PixelLayout::hwc) {
-    // Interleaved pixels (decoded JPEGs): the channels of a pixel together, reading each source pixel once.
-    for (int64_t y = 0; y < OH; ++y) {
-      const T* r0 = origin + ty[y].i0 * sh;
-      const T* r1 = origin + ty[y].i1 * sh;
-      for (int64_t x = 0; x < OW; ++x)
-        for (int64_t c = 0; c < C; ++c) dst[(c * OH + y) * OW + x] = sample(r0 + c, r1 + c, tx[x], ty[y].w1);
+  auto find = [&](int64_t r) { return tag[0] == r ? 0 : tag[1] == r ? 1 : -1; };
+  for (int64_t y = 0; y < OH; ++y) {
+    const float wy = ty[y].w1;
+    int k0 = find(ty[y].i0);
+    if (k0 < 0) fill(k0 = find(ty[y].i1) == 0 ? 1 : 0, ty[y].i0);  // keep the half holding i1
+    int k1 = find(ty[y].i1);
+    if (k1 < 0) fill(k1 = 1 - k0, ty[y].i1);
+    const float* top = cache.data() + k0 * C * OW;
+    const float* bot = cache.data() + k1 * C * OW;
+    for (int64_t c = 0; c < C; ++c) {
+      T* out = dst + (c * OH + y) * OW;
+      const float* a = top + c * OW;
+      const float* b = bot + c * OW;
+      for (int64_t x = 0; x < OW; ++x) {
+        const float v = a[x] * (1 - wy) + b[x] * wy;
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          // v is a convex combination of u8 values, so in [0, 255]: adding 0.5 in double and truncating
+          // rounds exactly as std::lround does, without its library call per value.
+          out[x] = static_cast<uint8_t>(std::min(static_cast<double>(v) + 0.5, 255.0));
+        } else {
+          out[x] = v;
+        }
+      }
     }
-    return;
-  }
-  for (int64_t c = 0; c < C; ++c) {
-    const T* plane = origin + c * sc;
-    T* out = dst + c * OH * OW;
-    for (int64_t y = 0; y < OH; ++y)
-      for (int64_t x = 0; x < OW; ++x)
-        out[y * OW + x] = sample(plane + ty[y].i0 * sh, plane + ty[y].i1 * sh, tx[x], ty[y].w1);
   }
 }
 

@@ -1,12 +1,14 @@
 // data/crop.h: torchvision's RandomResizedCrop boxes (hand-computed where the draws cannot matter,
 // replayed draw by draw where they do), Resize(shorter side) + CenterCrop, the cropped resize against
-// crop-then-resize, and refused parameters.
+// crop-then-resize and the 2-D formula written out, and refused parameters.
 #include "strata/data/crop.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "strata/core/random.h"
 #include "data_test_util.h"
@@ -103,6 +105,30 @@ TEST(ResizeCenterCrop, PixelsOfTheCentralWindow) {
   EXPECT_EQ(dst, (std::vector<uint8_t>{80, 90, 140, 150}));  // rows 1, 2; columns 2, 3
 }
 
+// The 2-D bilinear formula written out directly (half-pixel centres, clamped), per output value: what
+// resize.cpp's separable passes must reproduce bit for bit.
+std::vector<uint8_t> direct_bilinear(const std::vector<uint8_t>& chw, int64_t C, int64_t H, int64_t W, int64_t OH,
+                                     int64_t OW) {
+  auto tap = [](int64_t x, int64_t in, int64_t out) {
+    double s = std::max(0.0, (static_cast<double>(x) + 0.5) * static_cast<double>(in) / static_cast<double>(out) -
+                                 0.5);
+    const int64_t i0 = std::min(static_cast<int64_t>(s), in - 1);
+    return std::tuple{i0, std::min(i0 + 1, in - 1), static_cast<float>(s - static_cast<double>(i0))};
+  };
+  std::vector<uint8_t> out(static_cast<size_t>(C * OH * OW));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t y = 0; y < OH; ++y)
+      for (int64_t x = 0; x < OW; ++x) {
+        const auto [y0, y1, wy] = tap(y, H, OH);
+        const auto [x0, x1, wx] = tap(x, W, OW);
+        auto at = [&](int64_t r, int64_t q) { return static_cast<float>(chw[(c * H + r) * W + q]); };
+        const float top = at(y0, x0) * (1 - wx) + at(y0, x1) * wx;
+        const float bot = at(y1, x0) * (1 - wx) + at(y1, x1) * wx;
+        out[(c * OH + y) * OW + x] = static_cast<uint8_t>(std::lround(top * (1 - wy) + bot * wy));
+      }
+  return out;
+}
+
 TEST(ResizeBilinearCrop, EqualsCropThenResize) {
   // Odd sizes, HWC and CHW, shrinking and enlarging windows.
   const int64_t C = 3, H = 13, W = 17;
@@ -120,6 +146,7 @@ TEST(ResizeBilinearCrop, EqualsCropThenResize) {
             window[(c * box.height + y) * box.width + x] = chw[(c * H + box.top + y) * W + box.left + x];
       std::vector<uint8_t> want(static_cast<size_t>(C * oh * ow)), got_chw(want.size()), got_hwc(want.size());
       resize_bilinear(window.data(), C, box.height, box.width, PixelLayout::chw, want.data(), oh, ow);
+      EXPECT_EQ(want, direct_bilinear(window, C, box.height, box.width, oh, ow));
       resize_bilinear_crop(chw.data(), C, H, W, PixelLayout::chw, box, got_chw.data(), oh, ow);
       resize_bilinear_crop(hwc.data(), C, H, W, PixelLayout::hwc, box, got_hwc.data(), oh, ow);
       EXPECT_EQ(got_chw, want) << box.top << "," << box.left << " " << box.height << "x" << box.width;
