@@ -18,8 +18,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 pkg=${PKG:-.gpu}
 out=${OUT:-/tmp/strata-loader}
-images=${IMAGES:-20000}
-val_images=${VAL_IMAGES:-1000}
+images=${IMAGES:-20480}  # 80 full batches of 256: no partial last batch to capture again
+val_images=${VAL_IMAGES:-1024}
 classes=${CLASSES:-100}
 epochs=${EPOCHS:-2}
 batch=${BATCH:-256}
