@@ -12,6 +12,7 @@
 //   loader_ceiling --folder /data/imagenet/train --workers 8,16 --batches 40
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +39,15 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// CPU seconds (user + system) of the whole process so far: per image, the cost that does not depend on
+// whether other programs share the cores, as wall-clock img/s does on a shared machine.
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
 struct Sweep {
   std::vector<int> workers;
   int64_t batch = 256;
@@ -60,9 +70,11 @@ json sweep(const std::shared_ptr<const data::Dataset>& ds, std::vector<data::Tra
     loader.next();  // threads start, buffers and decoder handles are made
     loader.reset_stats();
     const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     int64_t images = 0;
     for (int64_t b = 0; b < timed; ++b) images += loader.next()->images.size(0);
     const double secs = seconds_since(t0);
+    const double cpu_us = 1e6 * (process_cpu_seconds() - cpu0) / static_cast<double>(images);
     const data::LoaderStats st = loader.stats();
     const double busy = st.read_seconds + st.transform_seconds;
     json r = {{"workers", w},
@@ -71,11 +83,13 @@ json sweep(const std::shared_ptr<const data::Dataset>& ds, std::vector<data::Tra
               {"seconds", secs},
               {"images_per_second", images / secs},
               {"images_per_second_per_worker", images / secs / w},
+              {"cpu_microseconds_per_image", cpu_us},
               {"read_share", busy > 0 ? st.read_seconds / busy : 0.0},
               {"transform_share", busy > 0 ? st.transform_seconds / busy : 0.0},
               {"consumer_wait_seconds", st.wait_seconds}};
-    std::printf("%-12s workers %3d: %9.0f img/s (%7.0f per worker)  read %4.1f %%  transform %4.1f %%\n", label, w,
-                images / secs, images / secs / w, 100 * r["read_share"].get<double>(),
+    std::printf("%-12s workers %3d: %9.0f img/s (%7.0f per worker, %7.1f CPU us each)  read %4.1f %%  "
+                "transform %4.1f %%\n",
+                label, w, images / secs, images / secs / w, cpu_us, 100 * r["read_share"].get<double>(),
                 100 * r["transform_share"].get<double>());
     std::fflush(stdout);
     rows.push_back(r);

@@ -144,7 +144,8 @@ void ImageFolderDataset::read_random(int64_t i, uint8_t* image, void* target, st
   const std::vector<uint8_t> bytes = read_regular_file(file);
   thread_local std::vector<uint8_t> scratch;
   if (starts_as_jpeg(bytes)) {  // decoded straight to interleaved RGB, the common case
-    const DecodedImage d = decode_jpeg(bytes.data(), bytes.size(), quoted(file));
+    thread_local DecodedImage d;
+    decode_jpeg_into(bytes.data(), bytes.size(), quoted(file), d);
     apply_crop_geometry(opts_.geometry, d.pixels.data(), 3, d.height, d.width, PixelLayout::hwc, image, rng,
                         scratch);
   } else {

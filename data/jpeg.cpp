@@ -47,6 +47,12 @@ std::string fail_message(TjHandle& t) {
 }  // namespace
 
 DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& what) {
+  DecodedImage img;
+  decode_jpeg_into(data, size, what, img);
+  return img;
+}
+
+void decode_jpeg_into(const uint8_t* data, size_t size, const std::string& what, DecodedImage& img) {
   STRATA_CHECK(size > 0, "corrupt JPEG ", what, ": file is empty");
   STRATA_CHECK(size <= static_cast<size_t>(0x7fffffff), "JPEG ", what, ": ", size, " bytes is too large");
   TjHandle& t = decompressor();
@@ -55,16 +61,14 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& wh
   if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &w, &ht, &subsamp, &colorspace) != 0)
     STRATA_FAIL("corrupt JPEG ", what, ": ", fail_message(t));
   STRATA_CHECK(w > 0 && ht > 0, "corrupt JPEG ", what, ": header says ", w, "x", ht, " pixels");
-  DecodedImage img;
   img.height = ht;
   img.width = w;
-  img.pixels.resize(static_cast<size_t>(w) * static_cast<size_t>(ht) * 3);
+  img.pixels.resize(static_cast<size_t>(w) * static_cast<size_t>(ht) * 3);  // zeroes only what it adds
   // TJFLAG_STOPONWARNING: libjpeg treats truncation and bad Huffman data as warnings
   // and fills the rest with grey; we want an error, never silent garbage.
   if (tjDecompress2(h, data, static_cast<unsigned long>(size), img.pixels.data(), w, 0, ht, TJPF_RGB,
                     TJFLAG_STOPONWARNING) != 0)
     STRATA_FAIL("corrupt JPEG ", what, ": ", fail_message(t));
-  return img;
 }
 
 Tensor decode_jpeg_chw(const uint8_t* data, size_t size, const std::string& what) {

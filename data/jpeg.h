@@ -20,6 +20,9 @@ struct DecodedImage {
 // end of JPEG file", which would otherwise leave grey pixels — throws strata::Error
 // with `what` (the file name) and libjpeg-turbo's message.
 DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& what);
+// The same into `out`, reusing its pixel buffer: a loader worker decoding image after image allocates
+// (and the kernel zeroes) the buffer once instead of per image.
+void decode_jpeg_into(const uint8_t* data, size_t size, const std::string& what, DecodedImage& out);
 
 // Decodes into u8 [3,H,W] (CHW).
 Tensor decode_jpeg_chw(const uint8_t* data, size_t size, const std::string& what);
