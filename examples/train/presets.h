@@ -90,6 +90,7 @@ struct ModelSpec {
   uint64_t seed = 1;
   Task task = Task::classification;
   std::string precision = "fp32";  // fp32 | bf16 (mixed precision, see nn::ModelOptions)
+  bool channels_last = false;      // memory format only: not saved, checkpoints hold the same values
 };
 
 inline const char* const kModelNames[] = {"lenet", "resnet18", "resnet50"};

@@ -134,9 +134,11 @@ TEST(TrainPresets, ImageFolderTakesItsClassesFromTheFolder) {
   o.resolution = 16;
   o.epochs = 1;
   o.batch_size = 4;
+  o.channels_last = true;  // as ImageNet runs on the GPU
   const train::RunConfig cfg = train::resolve(o);
   EXPECT_EQ(cfg.o.augment, 1);  // RandomResizedCrop and flip by default
   train::Trainer t(cfg, nullptr, nullptr);
+  EXPECT_NE(t.model().describe().find("channels_last"), std::string::npos) << t.model().describe();
   EXPECT_EQ(t.spec().num_classes, 4);
   EXPECT_EQ(t.spec().in_channels, 3);
   EXPECT_EQ(t.spec().image_size, 16);
