@@ -145,8 +145,19 @@ void ImageFolderDataset::read_random(int64_t i, uint8_t* image, void* target, st
   const fs::path file = path(i);
   const std::vector<uint8_t> bytes = read_regular_file(file);
   thread_local std::vector<uint8_t> scratch;
-  if (starts_as_jpeg(bytes)) {  // decoded straight to interleaved RGB, the common case
-    thread_local DecodedImage d;
+  thread_local DecodedImage d;
+  const auto* rrc = std::get_if<RandomResizedCrop>(&opts_.geometry);
+  if (rrc && starts_as_jpeg(bytes)) {
+    // Training's common case: the box drawn from the header's size, then only the box decoded (the same
+    // pixels as a full decode, jpeg.h) and resized.
+    const std::string what = quoted(file);
+    const auto [h, w] = jpeg_dimensions(bytes.data(), bytes.size(), what);
+    const CropBox box = random_resized_crop_box(*rrc, h, w, rng);
+    const CropBox part = decode_jpeg_region(bytes.data(), bytes.size(), what, h, w, box, d);
+    resize_bilinear_crop(d.pixels.data(), 3, d.height, d.width, PixelLayout::hwc,
+                         CropBox{box.top - part.top, box.left - part.left, box.height, box.width}, image, rrc->size,
+                         rrc->size);
+  } else if (starts_as_jpeg(bytes)) {  // decoded straight to interleaved RGB
     decode_jpeg_into(bytes.data(), bytes.size(), quoted(file), d);
     apply_crop_geometry(opts_.geometry, d.pixels.data(), 3, d.height, d.width, PixelLayout::hwc, image, rng,
                         scratch);

@@ -71,6 +71,17 @@ void decode_jpeg_into(const uint8_t* data, size_t size, const std::string& what,
     STRATA_FAIL("corrupt JPEG ", what, ": ", fail_message(t));
 }
 
+std::pair<int64_t, int64_t> jpeg_dimensions(const uint8_t* data, size_t size, const std::string& what) {
+  STRATA_CHECK(size > 0, "corrupt JPEG ", what, ": file is empty");
+  STRATA_CHECK(size <= static_cast<size_t>(0x7fffffff), "JPEG ", what, ": ", size, " bytes is too large");
+  TjHandle& t = decompressor();
+  int w = 0, h = 0, subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(t.h, data, static_cast<unsigned long>(size), &w, &h, &subsamp, &colorspace) != 0)
+    STRATA_FAIL("corrupt JPEG ", what, ": ", fail_message(t));
+  STRATA_CHECK(w > 0 && h > 0, "corrupt JPEG ", what, ": header says ", w, "x", h, " pixels");
+  return {h, w};
+}
+
 Tensor decode_jpeg_chw(const uint8_t* data, size_t size, const std::string& what) {
   DecodedImage img = decode_jpeg(data, size, what);
   Tensor t = Tensor::empty(Shape{3, img.height, img.width}, DType::u8);

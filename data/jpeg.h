@@ -1,12 +1,15 @@
 #pragma once
-// JPEG decoding/encoding through libjpeg-turbo's TurboJPEG API. No libjpeg-turbo
-// header leaks out of this file. Handles are per thread, so both functions may be
-// called from the loader's workers concurrently.
+// JPEG decoding/encoding through libjpeg-turbo's TurboJPEG API (jpeg.cpp), and decoding part of an
+// image through its libjpeg API (jpeg_region.cpp). No libjpeg-turbo header leaks out of these files.
+// Handles are per thread or per call, so every function may be called from the loader's workers
+// concurrently.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/data/resize.h"  // CropBox
 
 namespace strata::data {
 
@@ -23,6 +26,16 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& wh
 // The same into `out`, reusing its pixel buffer: a loader worker decoding image after image allocates
 // (and the kernel zeroes) the buffer once instead of per image.
 void decode_jpeg_into(const uint8_t* data, size_t size, const std::string& what, DecodedImage& out);
+
+// The part of the JPEG around `box` into `out`, and where that part lies in the image (it holds the box and
+// a margin). Its pixels are those a full decode_jpeg gives there, for less work: the rows below the part
+// are not decoded, those above it and the columns beside it only entropy-decoded. image_height,
+// image_width: the JPEG's size (jpeg_dimensions). Errors as decode_jpeg's.
+CropBox decode_jpeg_region(const uint8_t* data, size_t size, const std::string& what, int64_t image_height,
+                           int64_t image_width, const CropBox& box, DecodedImage& out);
+
+// (height, width) from the JPEG's header, without decoding; errors as decode_jpeg's.
+std::pair<int64_t, int64_t> jpeg_dimensions(const uint8_t* data, size_t size, const std::string& what);
 
 // Decodes into u8 [3,H,W] (CHW).
 Tensor decode_jpeg_chw(const uint8_t* data, size_t size, const std::string& what);

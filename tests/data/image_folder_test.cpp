@@ -82,6 +82,18 @@ TEST(ImageFolder, DecodesLazilyWithTheGeometry) {
                       scratch);
   const Example x = ds.get(0);
   EXPECT_EQ(std::vector<uint8_t>(x.image.data<uint8_t>(), x.image.data<uint8_t>() + 48), want);
+  // RandomResizedCrop decodes only its box: the same sample as a full decode and the crop there.
+  const ImageFolderDataset train(dir.path(), {RandomResizedCrop{.size = 6}});
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    std::mt19937_64 a(seed), b(seed);
+    std::vector<uint8_t> got(3 * 36), full(3 * 36);
+    int64_t label = -1;
+    train.read_random(0, got.data(), &label, a);
+    apply_crop_geometry(RandomResizedCrop{.size = 6}, d.pixels.data(), 3, 20, 30, PixelLayout::hwc, full.data(), b,
+                        scratch);
+    EXPECT_EQ(got, full) << "seed " << seed;
+    EXPECT_EQ(label, 0);
+  }
   // Files are only listed when the dataset is built: breaking one afterwards fails its own sample.
   write_text(dir / "cat/x.jpg", "no longer a JPEG");
   EXPECT_ERROR_MENTIONS(ds.get(0), "x.jpg': not a JPEG, PNG or binary PGM/PPM image");

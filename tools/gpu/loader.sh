@@ -2,7 +2,7 @@
 # The data loader against ResNet-50 training on the GPU machine, in one device call: is strata's real
 # pipeline (JPEG decode, RandomResizedCrop, flip, normalise, pinned batches) fast enough to feed the
 # GPU? From the repository root there, with strata_train and loader_ceiling packed into .gpu/:
-#   TARGETS="strata_train loader_ceiling" CARRY_LIBS="turbojpeg pugixml stb" tools/gpu/pack.sh   # here
+#   TARGETS="strata_train loader_ceiling" CARRY_LIBS="turbojpeg jpeg pugixml stb" tools/gpu/pack.sh   # here
 #   OUT=$OUT tools/gpu/loader.sh                                # there (carry .gpu)
 # Steps:
 #   1. loader_ceiling writes a synthetic ImageNet-shaped folder (IMAGES training and VAL_IMAGES
