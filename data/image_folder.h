@@ -16,7 +16,8 @@
 // Errors are strata::Error naming the path: a missing root or one that is not a folder, no class folder, a
 // class folder without images, a folder reached twice through symbolic links, an image format strata does
 // not read; and when a sample is read, a file that is unreadable, corrupt, or not an image. JPEGs in CMYK
-// (a few dozen of ImageNet's) are refused by the decoder, naming the file.
+// are refused by the decoder, naming the file (ImageNet's training set holds 22: convert them to RGB first,
+// as the usual preparation scripts do; Pillow's CMYK conversion has changed between versions).
 #include <cstdint>
 #include <filesystem>
 #include <string>

@@ -18,10 +18,10 @@ struct DecodedImage {
   int64_t height = 0, width = 0;
 };
 
-// Decodes any baseline/progressive JPEG (greyscale is expanded to RGB). Corrupt or
-// truncated data — including what libjpeg only reports as a warning, e.g. "premature
-// end of JPEG file", which would otherwise leave grey pixels — throws strata::Error
-// with `what` (the file name) and libjpeg-turbo's message.
+// Decodes any baseline/progressive RGB or greyscale JPEG (greyscale is expanded to RGB; CMYK is
+// refused, naming the file). Corrupt or truncated data — including what libjpeg only reports as a
+// warning, e.g. "premature end of JPEG file", which would otherwise leave grey pixels — throws
+// strata::Error with `what` (the file name) and libjpeg-turbo's message.
 DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& what);
 // The same into `out`, reusing its pixel buffer: a loader worker decoding image after image allocates
 // (and the kernel zeroes) the buffer once instead of per image.
@@ -44,7 +44,8 @@ Tensor decode_jpeg_chw(const uint8_t* data, size_t size, const std::string& what
 // each direction (4:2:0, what cameras and most of ImageNet's files use; smaller and faster to decode).
 enum class JpegChroma : uint8_t { full, half };
 
-// Encodes a u8 [3,H,W] (RGB) or [1,H,W] (greyscale) CPU tensor; quality 1..100.
+// Encodes a u8 [3,H,W] (RGB), [1,H,W] (greyscale) or [4,H,W] (CMYK, written as YCCK: what the decoders
+// refuse, for tests) CPU tensor; quality 1..100.
 std::vector<uint8_t> encode_jpeg(const Tensor& chw, int quality = 95, JpegChroma chroma = JpegChroma::full);
 
 }  // namespace strata::data

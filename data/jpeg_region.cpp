@@ -89,6 +89,7 @@ CropBox decode_jpeg_region(const uint8_t* data, size_t size, const std::string& 
   const int64_t rows = bottom - top;
   auto left = static_cast<JDIMENSION>(std::max<int64_t>(0, box.left - kMargin));
   auto width = static_cast<JDIMENSION>(std::min(image_width, box.left + box.width + kMargin) - left);
+  jpeg_dimensions(data, size, what);  // refuses CMYK with its own message (libjpeg's would say "corrupt")
   out.pixels.resize(static_cast<size_t>(rows * image_width * 3));
   ErrorManager err{};
   if (!decode_rows(data, size, static_cast<JDIMENSION>(top), static_cast<JDIMENSION>(rows), &left, &width,

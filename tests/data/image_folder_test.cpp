@@ -135,6 +135,11 @@ TEST(ImageFolder, CorruptJpegNamedWhenItsSampleIsRead) {
   EXPECT_NO_THROW(ds.get(0));
   EXPECT_ERROR_MENTIONS(ds.get(3), "corrupt JPEG '" + (dir / "dog" / "1.jpg").string() + "'");
   EXPECT_ERROR_MENTIONS(ds.get(5), "index 5 out of range");
+  // A CMYK JPEG is refused when read, naming it, by the training and the evaluation geometry alike.
+  std::vector<uint8_t> cmyk(4 * 12 * 12, 90);
+  write_file(dir / "cat" / "x.jpg", encode_jpeg(Tensor::from_vector(cmyk, Shape{4, 12, 12}), 90));
+  EXPECT_ERROR_MENTIONS(ds.get(0), "JPEG '" + (dir / "cat" / "x.jpg").string() + "' is in CMYK");
+  EXPECT_ERROR_MENTIONS(ImageFolderDataset(dir.path(), {ResizeCenterCrop{}}).get(0), "is in CMYK");
 }
 
 TEST(ImageFolder, LoaderBatchesDoNotDependOnWorkers) {

@@ -77,6 +77,12 @@ TEST(JpegRegion, RefusesBadInput) {
                         "file is empty");
   EXPECT_ERROR_MENTIONS(jpeg_dimensions(jpg.data(), 10, "short.jpg"), "corrupt JPEG short.jpg");
   EXPECT_EQ(jpeg_dimensions(jpg.data(), jpg.size(), "a.jpg"), (std::pair<int64_t, int64_t>{40, 48}));
+  // CMYK (print files; a few in ImageNet): refused by every decoder, naming the file.
+  const std::vector<uint8_t> cmyk = encode_jpeg(picture(4, 16, 16, 2), 90);
+  EXPECT_ERROR_MENTIONS(jpeg_dimensions(cmyk.data(), cmyk.size(), "c.jpg"), "JPEG c.jpg is in CMYK");
+  EXPECT_ERROR_MENTIONS(decode_jpeg(cmyk.data(), cmyk.size(), "c.jpg"), "JPEG c.jpg is in CMYK");
+  EXPECT_ERROR_MENTIONS(decode_jpeg_region(cmyk.data(), cmyk.size(), "c.jpg", 16, 16, {0, 0, 4, 4}, out),
+                        "JPEG c.jpg is in CMYK");
 }
 
 }  // namespace
