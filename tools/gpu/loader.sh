@@ -9,8 +9,9 @@
 #      validation JPEGs of 500x375 / 375x500, quality 90, 4:2:0, in CLASSES class folders) and sweeps the
 #      Loader over 1, 2, 4, ... worker threads up to the cores: img/s with nothing consuming the batches;
 #   2. strata_train trains ResNet-50 on that folder for EPOCHS epochs (--dispatch graph --precision bf16
-#      --channels-last, as bench/resnet50_gpu's 7,000 img/s; batch BATCH, WORKERS loader threads): img/s including loading, and the time the training loop
-#      waited for data (LoaderStats::wait_seconds), per epoch (the first one includes graph capture).
+#      --channels-last, as bench/resnet50_gpu's 7,000 img/s; batch BATCH, WORKERS loader threads):
+#      img/s including loading, and the time the training loop waited for data
+#      (LoaderStats::wait_seconds), per epoch (the first one includes graph capture).
 # The folder lives in FOLDER (default: a fresh folder under /tmp, removed at the end), not in $OUT:
 # 2 GB of JPEGs need not come back. Writes $OUT (or /tmp/strata-loader): loader_ceiling.json,
 # loader_ceiling.log, train.jsonl, train.log, summary.txt.
