@@ -16,7 +16,7 @@
 # 2 GB of JPEGs need not come back. Writes $OUT (or /tmp/strata-loader): loader_ceiling.json,
 # loader_ceiling.log, train.jsonl, train.log, summary.txt.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 pkg=${PKG:-.gpu}
 out=${OUT:-/tmp/strata-loader}
 images=${IMAGES:-20480}  # 80 full batches of 256: no partial last batch to capture again
