@@ -8,6 +8,7 @@
 // at once (the loader's workers). get() is a convenience that allocates tensors.
 #include <cstdint>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ class Dataset {
   // `target` (one int64_t, or target_shape().numel() floats). Thread-safe.
   // Throws strata::Error for i out of range or unreadable data (naming the file).
   virtual void read(int64_t i, uint8_t* image, void* target) const = 0;
+
+  // read() for the loader, with the per-sample generator it seeds from (seed, epoch, index) and then hands
+  // on to the transforms. Datasets whose reading is random (an image folder's RandomResizedCrop) draw
+  // from it, so a sample does not depend on the worker that reads it; the others ignore it.
+  virtual void read_random(int64_t i, uint8_t* image, void* target, std::mt19937_64& rng) const {
+    (void)rng;
+    read(i, image, target);
+  }
 
   // The files the dataset reads (or has read), so a program can refuse to write over
   // its own inputs. Empty for data that comes from no file.

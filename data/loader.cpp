@@ -141,18 +141,21 @@ Batch Loader::build(const Plan& plan, int64_t b) const {
   const size_t tgt_bytes = static_cast<size_t>(k) * dtype_size(batch.targets.dtype());
   for (int64_t r = 0; r < count; ++r) {
     const int64_t idx = batch.indices[r];
-    dataset_->read(idx, raw.data(), tgt + r * tgt_bytes);
+    // One generator per sample, for the dataset's random reading and then the transforms.
+    std::mt19937_64 rng(mix_seed(opts_.seed ^ kTransformStream, static_cast<uint64_t>(plan.epoch),
+                                 static_cast<uint64_t>(idx)));
+    const auto t0 = Clock::now();
+    dataset_->read_random(idx, raw.data(), tgt + r * tgt_bytes, rng);
+    const auto t1 = Clock::now();
+    batch.read_seconds += std::chrono::duration<double>(t1 - t0).count();
     img.resize(static_cast<size_t>(in_numel));
     for (int64_t j = 0; j < in_numel; ++j) img[j] = static_cast<float>(raw[j]) / 255.0f;
     Shape chw = in_shape;
-    if (!opts_.transforms.empty()) {
-      std::mt19937_64 rng(mix_seed(opts_.seed ^ kTransformStream, static_cast<uint64_t>(plan.epoch),
-                                   static_cast<uint64_t>(idx)));
-      apply_transforms(opts_.transforms, img, chw, rng, scratch);
-    }
+    if (!opts_.transforms.empty()) apply_transforms(opts_.transforms, img, chw, rng, scratch);
     STRATA_CHECK(chw == image_shape_, "Loader(", dataset_->name(), "): item ", idx, " transformed to ", chw.str(),
                  " but batches hold ", image_shape_.str());
     std::memcpy(out + r * out_numel, img.data(), sizeof(float) * static_cast<size_t>(out_numel));
+    batch.transform_seconds += seconds_since(t1);
   }
   return batch;
 }
@@ -211,6 +214,8 @@ std::optional<Batch> Loader::next() {
   }
   batch.wait_seconds = seconds_since(t0);
   stats_.wait_seconds += batch.wait_seconds;
+  stats_.read_seconds += batch.read_seconds;
+  stats_.transform_seconds += batch.transform_seconds;
   ++stats_.batches;
   return batch;
 }

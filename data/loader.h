@@ -12,8 +12,9 @@
 //
 // Order: with shuffle, epoch e visits a permutation drawn from
 // std::mt19937_64(mix_seed(seed, e)); the same seed gives the same order on every
-// run and platform. Random transforms use a generator seeded from (seed, epoch,
-// dataset index), so batches are identical whatever num_workers is.
+// run and platform. Random transforms, and a dataset's random reading (Dataset::read_random:
+// an image folder's RandomResizedCrop), use a generator seeded from (seed, epoch, dataset
+// index), so batches are identical whatever num_workers is.
 //
 // Data parallel (shard_count > 1): every rank builds the same permutation of epoch e
 // and takes its slice of each global batch of shard_count x batch_size rows: rank r
@@ -69,11 +70,16 @@ struct Batch {
   int64_t epoch = 0;
   int64_t index = 0;          // batch number within the epoch
   double wait_seconds = 0;    // how long next() blocked (or built, with 0 workers) for it
+  double read_seconds = 0;    // building it: time in Dataset::read (file reads, decoding, crops)
+  double transform_seconds = 0;  // building it: u8 -> f32 and the transforms, copies into the batch
 };
 
 struct LoaderStats {
   double wait_seconds = 0;  // total time next() spent waiting for data since the last reset
   int64_t batches = 0;      // batches returned since the last reset
+  // Worker time spent building those batches (summed over workers, so it can exceed the wall time):
+  // reading items (Batch::read_seconds) and transforming them (Batch::transform_seconds).
+  double read_seconds = 0, transform_seconds = 0;
 };
 
 // The rows of `order` (one epoch, every rank's) that rank `rank` of `world` visits, by

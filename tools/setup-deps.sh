@@ -15,6 +15,7 @@ pkgs=(build-essential cmake ninja-build pkg-config ccache
       nettle-dev  # SHA-1 of ONNX external data checksums (onnx/external_data.cpp)
       libopenmpi-dev openmpi-bin  # mpirun jobs get NCCL's unique id over MPI (dist/mpi_bootstrap.cpp); its tests run mpirun
       zlib1g-dev libturbojpeg0-dev libpugixml-dev
+      libjpeg62-turbo-dev  # libjpeg-turbo's libjpeg API: decoding only a crop's rows and columns (data/jpeg_region.cpp)
       libpcre2-dev  # GPT-2's pre-tokenizing pattern: Unicode letters, numbers, white space (data/gpt2_tokenizer.cpp)
       libstb-dev  # stb_image: PNG and PGM/PPM input of strata_infer (data/image_file.cpp)
       dataset-fashion-mnist

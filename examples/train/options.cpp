@@ -50,6 +50,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                   "fp32 | bf16 | fp16 (mixed precision: half activations, f32 master weights; fp16 with dynamic loss "
                   "scaling, decided on the device in direct/graph; the backend must support the dtype)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
+  app->add_flag("--channels-last", o.channels_last,
+                "activations and conv weights in NHWC (PyTorch's channels_last; the tensor cores' layout on the GPU)");
   std::string epochs;
   for (const DatasetPreset& p : dataset_presets())
     epochs += (epochs.empty() ? "" : ", ") + p.name + " " + std::to_string(p.default_epochs);
@@ -88,7 +90,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
   app->add_flag("--zero-last-bn-gamma", o.zero_last_bn_gamma, "zero gamma of the last BN of each residual block");
   app->add_option("--seed", o.seed, "seed of the init, the data order, augmentation and dropout")
       ->check(unsigned_integer());
-  app->add_option("--resolution", o.resolution, "resize images to this side (VOC default 224; 0: native)")
+  app->add_option("--resolution", o.resolution, "resize images to this side (VOC, imagefolder default 224; 0: native)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   app->add_option("--voc-train-set", o.voc_train_set, "VOC image set to train on");
   app->add_option("--voc-test-set", o.voc_test_set, "VOC image set to evaluate on");
@@ -96,7 +98,8 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--test-limit", o.test_limit, "use only the first N test images (0: all)")
       ->check(CLI::NonNegativeNumber);
-  app->add_flag_callback("--augment", [&o] { o.augment = 1; }, "random crop + flip (default for cifar10, stl10, voc)");
+  app->add_flag_callback("--augment", [&o] { o.augment = 1; },
+                         "random crop + flip (default for cifar10, stl10, voc, imagefolder: RandomResizedCrop)");
   app->add_flag_callback("--no-augment", [&o] { o.augment = 0; }, "no augmentation (default for (fashion-)mnist)");
   app->add_option("--checkpoint", o.checkpoint, "safetensors file written (atomically) after every epoch");
   app->add_option("--checkpoint-every", o.checkpoint_every, "also write it every N optimizer steps (0: off)")

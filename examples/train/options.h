@@ -34,6 +34,7 @@ struct TrainOptions {
   std::string dispatch = "direct";
   std::string precision = "fp32";
   bool tf32 = false;  // cuda: TF32 tensor-core math for f32 conv/linear (PyTorch's conv default)
+  bool channels_last = false;  // NHWC activations and conv weights (nn::ModelOptions::memory_format)
   int epochs = 0;          // 0 -> the dataset's default
   int64_t batch_size = 0;  // 0 -> the model's default
   int64_t eval_batch_size = 256;

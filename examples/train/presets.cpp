@@ -6,6 +6,7 @@
 #include "strata/core/file.h"
 #include "strata/data/cifar10.h"
 #include "strata/data/idx.h"
+#include "strata/data/image_folder.h"
 #include "strata/data/stl10.h"
 #include "strata/data/voc.h"
 #include "examples/train/checkpoint_meta.h"
@@ -72,6 +73,18 @@ std::vector<DatasetPreset> make_presets() {
   voc.augment_by_default = true;
   voc.default_epochs = 20;
   v.push_back(voc);
+
+  DatasetPreset folder;
+  folder.name = "imagefolder";
+  folder.format = "DIR/train/<class>/<image> and DIR/val/<class>/<image> (JPEG, PNG, PGM/PPM), one folder per "
+                  "class as torchvision's ImageFolder reads it: ImageNet's ILSVRC2012 layout";
+  folder.get_data = "ImageNet from image-net.org, its validation images moved into class folders";
+  folder.channels = 3;
+  folder.num_classes = 0;  // the training folder's
+  folder.normalize = data::norm::imagenet();
+  folder.augment_by_default = true;
+  folder.default_epochs = 90;
+  v.push_back(folder);
   return v;
 }
 
@@ -88,6 +101,10 @@ class LimitedDataset final : public data::Dataset {
   void read(int64_t i, uint8_t* image, void* target) const override {
     check_index(i);
     base_->read(i, image, target);
+  }
+  void read_random(int64_t i, uint8_t* image, void* target, std::mt19937_64& rng) const override {
+    check_index(i);
+    base_->read_random(i, image, target, rng);
   }
   std::vector<std::filesystem::path> source_files() const override { return base_->source_files(); }
 
@@ -161,6 +178,17 @@ std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const Da
     return std::make_shared<data::VocDataset>(r.dir, split == data::Split::train ? r.voc_train_set : r.voc_test_set,
                                               o);
   }
+  if (p.name == "imagefolder") {
+    const int64_t side = r.resolution > 0 ? r.resolution : 224;
+    data::ImageFolderOptions o;
+    if (split == data::Split::train && r.augment)
+      o.geometry = data::RandomResizedCrop{.size = side};
+    else  // torchvision's reference recipe: Resize(256) + CenterCrop(224), the same ratio at other sizes
+      o.geometry = data::ResizeCenterCrop{.resize = (side * 8 + 6) / 7, .crop = side};
+    return std::make_shared<data::ImageFolderDataset>(std::filesystem::path(r.dir) /
+                                                          (split == data::Split::train ? "train" : "val"),
+                                                      o);
+  }
   STRATA_FAIL("dataset '", p.name, "' has no reader");
 }
 
@@ -168,7 +196,13 @@ std::vector<data::Transform> make_transforms(const DatasetPreset& p, bool train,
                                              int64_t resolution) {
   std::vector<data::Transform> ts;
   int64_t side = chw[1];
-  // VOC is resized by its reader; the others here, before augmentation.
+  // VOC and image folders are resized (and image folders cropped) by their readers; the others here,
+  // before augmentation.
+  if (p.name == "imagefolder") {
+    if (train && augment) ts.push_back(data::RandomHorizontalFlip{0.5});
+    ts.push_back(p.normalize);
+    return ts;
+  }
   if (p.task == Task::classification && resolution > 0 && resolution != side) {
     ts.push_back(data::Resize{resolution, resolution});
     side = resolution;
@@ -193,6 +227,7 @@ std::unique_ptr<nn::Model> build_model(const ModelSpec& s, ops::DispatchMode mod
   nn::ModelOptions mo;
   mo.loss = s.task == Task::multilabel ? nn::LossKind::bce_logits : nn::LossKind::cross_entropy;
   mo.compute_dtype = nn::parse_precision(s.precision);
+  mo.memory_format = s.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous;
   if (s.model == "lenet") {
     nn::LeNetConfig c;
     c.variant = nn::parse_lenet_variant(s.lenet_variant);
@@ -260,7 +295,7 @@ ModelSpec read_spec(const std::map<std::string, std::string>& meta, const std::s
   // The spec must be one its dataset could have produced.
   if (s.in_channels != p.channels) m.fail(k + "in_channels", "disagrees with dataset '" + ds + "' (" +
                                                                   std::to_string(p.channels) + " channels)");
-  if (s.num_classes != p.num_classes)
+  if (p.num_classes > 0 && s.num_classes != p.num_classes)
     m.fail(k + "num_classes", "disagrees with dataset '" + ds + "' (" + std::to_string(p.num_classes) + " classes)");
   if (s.task != p.task) m.fail(k + "task", "disagrees with dataset '" + ds + "'");
   return s;

@@ -11,6 +11,8 @@
 //   cifar10        binary batches, 3x32x32, 10 classes
 //   stl10          binary, 3x96x96, 10 classes
 //   voc            PASCAL VOC JPEG + XML, 3xRxR (R = --resolution), 20 labels, mAP
+//   imagefolder    DIR/{train,val}/<class>/<image> as torchvision's ImageFolder (ImageNet), 3xRxR
+//                  (R = --resolution, default 224), classes from the folder names
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,7 +36,7 @@ struct DatasetPreset {
   bool idx = false;         // stored as IDX files (what strata_infer --idx reads)
   Task task = Task::classification;
   int64_t channels = 1;
-  int64_t num_classes = 10;
+  int64_t num_classes = 10;  // 0: as many as the training folder holds (imagefolder)
   std::vector<std::string> class_names;
   data::Normalize normalize;
   bool augment_by_default = false;
@@ -56,13 +58,16 @@ std::string describe_presets();
 std::shared_ptr<const data::Dataset> limit_dataset(std::shared_ptr<const data::Dataset> base, int64_t limit);
 
 // Reads one split from `dir` (train: the training set; test: the test set, or for VOC
-// the image set `voc_test_set`). resolution applies to STL-10 (resized when not 96)
-// and VOC; 0 keeps the dataset's own size (VOC: 224). Errors name the files.
+// the image set `voc_test_set`, for imagefolder DIR/val). resolution applies to STL-10 (resized
+// when not 96), VOC and imagefolder; 0 keeps the dataset's own size (VOC, imagefolder: 224).
+// imagefolder's training images are RandomResizedCrop to R, its test images Resize(R * 8 / 7) +
+// CenterCrop(R) (256 and 224 at R = 224). Errors name the files.
 struct DataRequest {
   std::string dir;
   int64_t resolution = 0;
   std::string voc_train_set = "trainval";
   std::string voc_test_set = "test";
+  bool augment = true;  // imagefolder: false trains on the test geometry (Resize + CenterCrop) too
 };
 std::shared_ptr<const data::Dataset> load_split(const DatasetPreset& p, const DataRequest& r, data::Split split);
 
@@ -79,12 +84,13 @@ struct ModelSpec {
   int64_t base_channels = 64;  // resnet width
   int64_t in_channels = 1;
   int64_t image_size = 28;  // square side the model is built for
-  int64_t num_classes = 10;
+  int64_t num_classes = 10;  // 0: as many as the training folder holds (imagefolder)
   std::string init;  // "" -> the model's default (lenet: pytorch_default, resnet: kaiming_normal_fan_out)
   bool zero_last_bn_gamma = false;
   uint64_t seed = 1;
   Task task = Task::classification;
   std::string precision = "fp32";  // fp32 | bf16 (mixed precision, see nn::ModelOptions)
+  bool channels_last = false;      // memory format only: not saved, checkpoints hold the same values
 };
 
 inline const char* const kModelNames[] = {"lenet", "resnet18", "resnet50"};

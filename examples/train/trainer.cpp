@@ -70,12 +70,19 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
       run_id_(new_run_id()) {
   const TrainOptions& o = cfg_.o;
   if (o.tf32) backends::registry().get(o.backend).set_allow_tf32(true);
-  DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set};
+  DataRequest req{o.data_dir, o.resolution, o.voc_train_set, o.voc_test_set, o.augment == 1};
   train_set_ = limit_dataset(load_split(preset_, req, data::Split::train), o.train_limit);
   test_set_ = limit_dataset(load_split(preset_, req, data::Split::test), o.test_limit);
+  if (preset_.num_classes == 0) {  // classes from the training folder (imagefolder)
+    preset_.num_classes = train_set_->num_classes();
+    STRATA_CHECK(test_set_->num_classes() == preset_.num_classes, test_set_->name(), ": ",
+                 test_set_->num_classes(), " class folders, but ", train_set_->name(), " has ",
+                 preset_.num_classes, ": the two must hold the same classes");
+  }
   // A valid file may hold no images; training would run zero steps and fail later
   // without naming it.
   for (const auto* set : {&train_set_, &test_set_}) {
+    if ((*set)->size() > 0) continue;  // (an image folder lists a million files: name them only when needed)
     std::string files;
     for (const auto& f : (*set)->source_files()) files += (files.empty() ? "" : ", ") + quoted(f);
     STRATA_CHECK((*set)->size() > 0, (*set)->name(), ": no images", files.empty() ? "" : " in ", files,
@@ -87,6 +94,8 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
   tl.shuffle = true;
   tl.seed = o.seed;
   tl.num_workers = o.workers;
+  // Page-locked batches make the host-to-device copy of a GPU run asynchronous and faster.
+  tl.pin_memory = backends::registry().get(o.backend).device_type() == DeviceType::cuda;
   tl.shard_rank = cfg_.rank;
   tl.shard_count = cfg_.world;
   tl.transforms = make_transforms(preset_, true, o.augment == 1, train_set_->image_shape(), o.resolution);
@@ -96,6 +105,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
   el.shuffle = false;
   el.seed = o.seed;
   el.num_workers = o.workers;
+  el.pin_memory = tl.pin_memory;
   // mAP needs every score in one place: multi-label evaluation runs whole on every rank.
   if (preset_.task == Task::classification) el.shard_rank = cfg_.rank, el.shard_count = cfg_.world;
   el.transforms = make_transforms(preset_, false, false, test_set_->image_shape(), o.resolution);
@@ -115,6 +125,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
   spec_.seed = o.seed;
   spec_.task = preset_.task;
   spec_.precision = o.precision;
+  spec_.channels_last = o.channels_last;
   check_precision_trains(spec_, cfg_.mode, o.backend, chw, train_set_->target_shape(), train_set_->target_dtype());
   model_ = build_model(spec_, cfg_.mode, o.backend);
   int64_t index = 0;

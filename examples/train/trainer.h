@@ -87,7 +87,7 @@ class Trainer {
   std::vector<double> sum_over_ranks(std::vector<double> v) const;
 
   RunConfig cfg_;
-  const DatasetPreset& preset_;
+  DatasetPreset preset_;  // a copy: an image folder's class count is known once it is read
   std::FILE* log_;
   std::FILE* progress_;
   std::FILE* warnings_;

@@ -75,7 +75,7 @@ TEST(TrainCli, UnknownModelDispatchAndDatasetAreRejectedByTheParser) {
   msg = parse(o, "--dispatch jit");
   EXPECT_NE(msg.find("--dispatch: jit not in {virtual,static,direct,graph}"), std::string::npos) << msg;
   msg = parse(o, "--dataset imagenet");
-  EXPECT_NE(msg.find("imagenet not in {fashion-mnist,mnist,cifar10,stl10,voc}"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("imagenet not in {fashion-mnist,mnist,cifar10,stl10,voc,imagefolder}"), std::string::npos) << msg;
   msg = parse(o, "--epochs three");
   EXPECT_NE(msg.find("--epochs"), std::string::npos) << msg;
   msg = parse(o, "--frobnicate");

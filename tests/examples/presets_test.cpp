@@ -1,6 +1,7 @@
 // The other dataset presets end to end on tiny files written in their real formats:
 // CIFAR-10 (binary batches) with a narrow ResNet-18 and augmentation, and PASCAL VOC
-// (JPEG + XML) as multi-label classification reported with mAP.
+// (JPEG + XML) as multi-label classification reported with mAP, and an image folder (ImageNet's layout)
+// whose classes come from its folder names.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -104,6 +105,57 @@ TEST(TrainPresets, VocIsMultiLabelAndReportsMeanAveragePrecision) {
   EXPECT_TRUE(j.at("test_map").is_number());
   EXPECT_FALSE(j.contains("test_accuracy"));
   EXPECT_TRUE(j.at("train_accuracy").is_null());
+}
+
+// DIR/{train,val}/<class>/<image>: JPEGs of several sizes whose colour says the class.
+void write_image_folder(const fs::path& root, const std::vector<std::string>& train_classes,
+                        const std::vector<std::string>& val_classes) {
+  for (const char* split : {"train", "val"}) {
+    const auto& classes = std::string(split) == "train" ? train_classes : val_classes;
+    for (size_t c = 0; c < classes.size(); ++c)
+      for (int64_t i = 0; i < 3; ++i) {
+        const int64_t h = 20 + 4 * i, w = 28 - 3 * i;
+        std::vector<uint8_t> px(static_cast<size_t>(3 * h * w));
+        for (size_t k = 0; k < px.size(); ++k)
+          px[k] = static_cast<uint8_t>(k / static_cast<size_t>(h * w) == c % 3 ? 220 : 30);
+        const auto jpg = data::encode_jpeg(Tensor::from_vector(px, Shape{3, h, w}), 90);
+        write_bytes(root / split / classes[c] / (std::to_string(i) + ".JPEG"), jpg.data(), jpg.size());
+      }
+  }
+}
+
+TEST(TrainPresets, ImageFolderTakesItsClassesFromTheFolder) {
+  const auto dir = temp_dir("imagefolder");
+  write_image_folder(dir, {"ant", "bee", "cat", "dog"}, {"ant", "bee", "cat", "dog"});
+  train::TrainOptions o = tiny_options(dir.string(), "reference", "direct");
+  o.dataset = "imagefolder";
+  o.model = "resnet18";
+  o.base_channels = 4;
+  o.resolution = 16;
+  o.epochs = 1;
+  o.batch_size = 4;
+  o.channels_last = true;  // as ImageNet runs on the GPU
+  const train::RunConfig cfg = train::resolve(o);
+  EXPECT_EQ(cfg.o.augment, 1);  // RandomResizedCrop and flip by default
+  train::Trainer t(cfg, nullptr, nullptr);
+  EXPECT_NE(t.model().describe().find("channels_last"), std::string::npos) << t.model().describe();
+  EXPECT_EQ(t.spec().num_classes, 4);
+  EXPECT_EQ(t.spec().in_channels, 3);
+  EXPECT_EQ(t.spec().image_size, 16);
+  const train::RunResult r = t.run();
+  ASSERT_EQ(r.epochs.size(), 1u);
+  EXPECT_EQ(r.steps, 3);  // 12 training images
+  EXPECT_TRUE(std::isfinite(r.epochs[0].test_loss));
+
+  const auto other = temp_dir("imagefolder_mismatch");
+  write_image_folder(other, {"ant", "bee", "cat"}, {"ant", "bee"});
+  o.data_dir = other.string();
+  try {
+    train::Trainer bad(train::resolve(o), nullptr, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 class folders, but"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TrainPresets, MissingDataDirectoriesSayWhatToInstall) {

@@ -3,7 +3,7 @@
 # packed into .gpu/ by tools/gpu/pack.sh together with Debian's ONNX and protobuf libraries
 # (the GPU machine has neither):
 #   TARGETS="export_resnet50 strata_export strata_onnx_run" \
-#     CARRY_LIBS="onnx_proto protobuf nettle turbojpeg pugixml stb" tools/gpu/pack.sh    # here
+#     CARRY_LIBS="onnx_proto protobuf nettle turbojpeg jpeg pugixml stb" tools/gpu/pack.sh    # here
 #   tools/gpu/onnx.sh                                                              # there (carry .gpu)
 # (a) strata -> onnxruntime: strata's ResNet-50 (random batch-norm statistics) and its f32
 #     logits on the GPU (export_resnet50 export), exported by strata_export with batch norm

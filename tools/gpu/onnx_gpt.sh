@@ -3,7 +3,7 @@
 # root, with the programs packed into .gpu/ by tools/gpu/pack.sh together with Debian's ONNX
 # and protobuf libraries (the GPU machine has neither):
 #   TARGETS="strata_export strata_onnx_run" \
-#     CARRY_LIBS="onnx_proto protobuf nettle turbojpeg pugixml stb" tools/gpu/pack.sh    # here
+#     CARRY_LIBS="onnx_proto protobuf nettle turbojpeg jpeg pugixml stb" tools/gpu/pack.sh    # here
 #   tools/gpu/onnx_gpt.sh                                                               # there (carry .gpu)
 # For a tiny GPT and one of GPT-2 small's shape (124M parameters), random weights (GPT-2's
 # initialisation, seeded):

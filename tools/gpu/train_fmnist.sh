@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fashion-MNIST training runs on the GPU machine (the GPU target), from the
 # repository root, with strata_train packed into .gpu/ by tools/gpu/pack.sh plus the
-# IDX files in .gpu/fmnist/ and libturbojpeg/libpugixml/libz/libstb in .gpu/lib/:
+# IDX files in .gpu/fmnist/ and libturbojpeg/libjpeg/libpugixml/libz/libstb in .gpu/lib/:
 #   TARGETS=strata_train tools/gpu/pack.sh && mkdir -p .gpu/fmnist &&
 #     cp /usr/share/datasets/fashion-mnist/*.gz .gpu/fmnist/ && cp -L <those libs> .gpu/lib/
 # Each argument is one run, "<name>:<strata_train options>"; the runs share the GPU
