@@ -12,6 +12,8 @@
 // --train writes one training step instead (forward, softmax cross-entropy, backward, SGD with
 // momentum) as Model::train_step and the program model_train; with --check, strata's losses and
 // state after --check-steps more steps on the same batch go to check/ for model_train to match.
+// --backend cuda writes the prediction as cuDNN and cuBLAS calls and strata's own kernels (a .cu
+// file), recorded on the GPU (docs/codegen.md, "The cuda emitter").
 // Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -79,7 +81,8 @@ int main(int argc, char** argv) {
   app.add_option("--classes", spec.num_classes, "classes of a fresh model")->check(CLI::Range(1, 100000));
   app.add_option("--input", input, "input shape batch,channels,height,width (default: batch 1, the model's own)");
   app.add_option("--dtype", dtype, "data type of the generated code")->check(CLI::IsMember({"f32"}));
-  app.add_option("--backend", backend, "library the generated code calls")->check(CLI::IsMember({"onednn"}));
+  app.add_option("--backend", backend, "library the generated code calls: onednn (the CPU), cuda (cuDNN, cuBLAS)")
+      ->check(CLI::IsMember({"onednn", "cuda"}));
   app.add_option("--out", out, "output folder (new, or empty)")->required();
   app.add_flag("--force", force, "write into an output folder that exists and is not empty");
   app.add_flag("--check", check, "also write check/input.npy and strata's output for it, check/expected.npy");
@@ -150,7 +153,8 @@ int main(int argc, char** argv) {
     if (check) {
       std::filesystem::create_directories(std::filesystem::path(out) / "check");
       codegen::write_npy((std::filesystem::path(out) / "check" / "input.npy").string(), x);
-      codegen::write_npy((std::filesystem::path(out) / "check" / "expected.npy").string(), model->predict(x));
+      codegen::write_npy((std::filesystem::path(out) / "check" / "expected.npy").string(),
+                         model->predict(x).to(Device::cpu()));
     }
     report(r, "", "weights");
     return kExitSuccess;

@@ -1,4 +1,5 @@
 // The backend object, its dtype support table, and the factory the registry calls.
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/context.h"
 
 namespace strata::backends {
@@ -76,7 +77,10 @@ const Capabilities& CudaBackend::capabilities() const {
 
 void CudaBackend::synchronize() { STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream)); }
 
-void CudaBackend::copy(const CopyArgs& a) { cuda::copy_views(*ctx_, a.x, a.y); }
+void CudaBackend::copy(const CopyArgs& a) {
+  cuda::observe_call(ops::OpId::copy, a);
+  cuda::copy_views(*ctx_, a.x, a.y);
+}
 
 void* CudaBackend::stream() const { return ctx_->stream; }
 void* CudaBackend::cudnn_handle() const { return ctx_->cudnn; }

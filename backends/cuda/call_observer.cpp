@@ -1,0 +1,18 @@
+#include "strata/backends/cuda/call_observer.h"
+
+#include <cudnn.h>
+
+namespace strata::backends::cuda {
+
+namespace {
+constinit thread_local CallObserver* t_observer = nullptr;
+}
+
+CallObserver* call_observer() { return t_observer; }
+
+ScopedCallObserver::ScopedCallObserver(CallObserver* o) : saved_(t_observer) { t_observer = o; }
+ScopedCallObserver::~ScopedCallObserver() { t_observer = saved_; }
+
+int64_t cudnn_runtime_version() { return static_cast<int64_t>(cudnnGetVersion()); }
+
+}  // namespace strata::backends::cuda
