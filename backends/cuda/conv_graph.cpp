@@ -76,7 +76,10 @@ struct GraphPlan : Plan {
   cudnnBackendDescriptor_t plan = nullptr;
   int64_t ws = 0;
   std::string unusable;
-  // The chosen engine, as a code generator recreates it (call_observer.h).
+  cudnnBackendDescriptor_t cfg = nullptr;  // the chosen engine config (in keep)
+  bool fused = false;
+  // The chosen engine as a code generator recreates it (call_observer.h), read from cfg when a
+  // call is first observed: nothing is read where nobody watches.
   LibraryCall chosen;
 };
 
@@ -316,8 +319,8 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
   }
   g->ws = found[best].ws;
   g->plan = found[best].plan.get();
-  g->chosen = engine_choice(found[best].cfg.get(), g->ws);
-  g->chosen.fused = e != nullptr;
+  g->cfg = found[best].cfg.get();
+  g->fused = e != nullptr;
   keep.push_back(std::move(conv));
   keep.push_back(std::move(*op));
   for (Desc& d : chain) keep.push_back(std::move(d));
@@ -444,7 +447,13 @@ std::string graph_conv(Context& ctx, ConvDir dir, const TensorView& x, const Ten
     }
   });
   if (!g.unusable.empty()) return g.unusable;
-  observe_library(g.chosen);
+  if (observing()) {
+    if (g.chosen.engine < 0) {
+      g.chosen = engine_choice(g.cfg, g.ws);
+      g.chosen.fused = g.fused;
+    }
+    observe_library(g.chosen);
+  }
   execute(ctx, g.plan, g.ws, bound(x, w, y, epilogue));
   ++ctx.graph_convs;
   if (epilogue) ++ctx.fused_epilogues;

@@ -28,6 +28,14 @@ std::string tensor4(const TensorView& v, Places& p, const std::string& what) {
 
 std::string pairs(int64_t a, int64_t b) { return "{" + std::to_string(a) + ", " + std::to_string(b) + "}"; }
 
+// "residual, bias, ReLU": the epilogue's parts, in the order they apply.
+std::string epilogue_parts(const ops::Conv2dFwdArgs& a) {
+  std::string s;
+  for (const auto& [on, name] : {std::pair{a.z.defined, "residual"}, {a.b.defined, "bias"}, {a.relu, "ReLU"}})
+    if (on) s += (s.empty() ? "" : ", ") + std::string(name);
+  return s;
+}
+
 }  // namespace
 
 CallText conv_text(const RecordedCall& c, const std::string& m, Places& p) {
@@ -82,10 +90,7 @@ CallText conv_text(const RecordedCall& c, const std::string& m, Places& p) {
               std::to_string(conv->engine) + ", " + knobs + ");\n    need_workspace(" + m + ".workspace);\n";
     t.run = "  run_conv(cudnn, " + m + ", workspace, " + x + ", " + w + ", " + y + ", " + (fused ? b : "nullptr") +
             ", " + (fused ? z : "nullptr") + ");\n";
-    t.how = "cuDNN graph, engine " + std::to_string(conv->engine) +
-            (fused ? std::string(a.z.defined ? ", residual" : "") + (a.b.defined ? ", bias" : "") +
-                         (a.relu ? ", ReLU" : "") + " in the graph"
-                   : "");
+    t.how = "cuDNN graph, engine " + std::to_string(conv->engine) + (fused ? "; " + epilogue_parts(a) + " in it" : "");
   } else {
     t.member = "LegacyConv " + m + ";";
     const auto ip = [](int64_t u, int64_t v) { return "{" + std::to_string(u) + ", " + std::to_string(v) + "}"; };
@@ -108,8 +113,7 @@ CallText conv_text(const RecordedCall& c, const std::string& m, Places& p) {
              (a.b.defined ? p.fptr(a.b, op + " bias") : "nullptr") + ", " +
              (a.z.defined ? p.fptr(a.z, op + " z") : "nullptr") + ", " + std::to_string(n) + ", " +
              std::to_string(ch) + ", " + std::to_string(hw) + ", " + (a.relu ? "true" : "false") + ");\n";
-    t.how += std::string(", then strata's epilogue kernel (") + (a.z.defined ? "residual, " : "") +
-             (a.b.defined ? "bias, " : "") + (a.relu ? "ReLU" : "") + ")";
+    t.how += "; then " + epilogue_parts(a) + " in strata's epilogue kernel";
   }
   return t;
 }
