@@ -95,7 +95,8 @@ const ops::TensorView& output_of(const RecordedCall& c) {
     if constexpr (requires { a.y; }) return &a.y;
     return nullptr;
   }, c.args);
-  STRATA_CHECK(y, "strata_codegen: the step ends with ", ops::op_name(c.op), ", which writes no output y (internal error)");
+  STRATA_CHECK(y, "strata_codegen: the step ends with ", ops::op_name(c.op),
+               ", which writes no output y (internal error)");
   return *y;
 }
 

@@ -79,9 +79,10 @@ void time_strata(const train::ModelSpec& spec, const std::optional<nn::safetenso
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
-  std::printf("strata_codegen: strata's %s mode on %s: %.3f ms median (min %.3f, max %.3f) over %lld runs after 3\n",
-              std::string(ops::dispatch_mode_name(mode)).c_str(), backend.c_str(), ms[ms.size() / 2], ms.front(), ms.back(),
-              static_cast<long long>(repeat));
+  std::printf("strata_codegen: strata's %s mode on %s: %.3f ms median (min %.3f, max %.3f) over %lld runs "
+              "after 3\n",
+              std::string(ops::dispatch_mode_name(mode)).c_str(), backend.c_str(), ms[ms.size() / 2], ms.front(),
+              ms.back(), static_cast<long long>(repeat));
 }
 
 }  // namespace

@@ -191,7 +191,8 @@ ConvGraph conv_graph(cudnnHandle_t h, const char* layer, const Tensor4& x, const
                              "); another engine would not give strata's bits, so the model is not made");
   };
   Desc eng(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  eng.set_desc(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph).set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &engine);
+  eng.set_desc(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph)
+      .set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &engine);
   if (eng.finalize() != CUDNN_STATUS_SUCCESS) refuse("does not offer");
   std::vector<cudnnBackendDescriptor_t> chosen;
   for (const Knob& k : knobs) {

@@ -57,7 +57,8 @@ std::vector<GeneratedFile> assemble(const RecordedStep& step, const BufferMap& b
     << "#include <cstdint>\n#include <memory>\n#include <string>\n\nnamespace generated {\n\n"
     << "inline constexpr int64_t kInputSizes[" << step.input.dim() << "] = " << sizes_of(step.input) << ";\n"
     << "inline constexpr int64_t kOutputSizes[" << step.output.dim() << "] = " << sizes_of(step.output) << ";\n"
-    << "inline constexpr int64_t kCudnnVersion = " << step.cudnn_version << ";  // generated with (cudnnGetVersion())\n\n"
+    << "inline constexpr int64_t kCudnnVersion = " << step.cudnn_version
+    << ";  // generated with (cudnnGetVersion())\n\n"
     << "class Model {\n public:\n"
     << "  // Reads the weights, makes every cuDNN plan and descriptor (the engines strata chose: refused by\n"
     << "  // name where this cuDNN does not offer one) and, with `graph`, captures the calls into a CUDA graph.\n"

@@ -86,7 +86,11 @@ struct HandRecorded {
     h2d.m = 512;
     add(OpId::copy, ops::CopyArgs{x, xin}, "input", {h2d});
 
-    ops::Conv2dFwdArgs c1{xin, view(c(0), Shape{4, 1, 3, 3}), view(c(64), Shape{4}), view(a(0), Shape{2, 4, 8, 8})};
+    ops::Conv2dFwdArgs c1;
+    c1.x = xin;
+    c1.w = view(c(0), Shape{4, 1, 3, 3});
+    c1.b = view(c(64), Shape{4});
+    c1.y = view(a(0), Shape{2, 4, 8, 8});
     c1.p.pad_h = c1.p.pad_w = 1;
     c1.relu = true;
     LibraryCall g = lib(Kind::conv_graph);
@@ -96,13 +100,18 @@ struct HandRecorded {
     g.workspace = 256;
     add(OpId::conv2d_fwd, c1, "conv1", {g});
 
-    ops::MaxPool2dFwdArgs mp{view(a(0), Shape{2, 4, 8, 8}), view(a(2048), Shape{2, 4, 4, 4})};
+    ops::MaxPool2dFwdArgs mp;
+    mp.x = view(a(0), Shape{2, 4, 8, 8});
+    mp.y = view(a(2048), Shape{2, 4, 4, 4});
     LibraryCall pool = lib(Kind::pooling);
     pool.mode = 0;
     add(OpId::max_pool2d_fwd, mp, "pool1", {pool});
 
-    ops::Conv2dFwdArgs c2{view(a(2048), Shape{2, 4, 4, 4}), view(c(128), Shape{4, 4, 3, 3}), view(c(768), Shape{4}),
-                          view(a(2560), Shape{2, 4, 4, 4})};
+    ops::Conv2dFwdArgs c2;
+    c2.x = view(a(2048), Shape{2, 4, 4, 4});
+    c2.w = view(c(128), Shape{4, 4, 3, 3});
+    c2.b = view(c(768), Shape{4});
+    c2.y = view(a(2560), Shape{2, 4, 4, 4});
     c2.p.pad_h = c2.p.pad_w = 1;
     c2.z = view(a(2048), Shape{2, 4, 4, 4});
     c2.relu = true;
@@ -119,8 +128,8 @@ struct HandRecorded {
                      view(a(3584), Shape{2, 4, 4, 4})},
         "", {lib(Kind::own_kernel)});
     LibraryCall gap = lib(Kind::gap_kernel);
-    add(OpId::global_avg_pool_fwd, ops::GlobalAvgPoolFwdArgs{view(a(3584), Shape{2, 4, 4, 4}), view(a(4096), Shape{2, 4})},
-        "", {gap});
+    add(OpId::global_avg_pool_fwd,
+        ops::GlobalAvgPoolFwdArgs{view(a(3584), Shape{2, 4, 4, 4}), view(a(4096), Shape{2, 4})}, "", {gap});
 
     ops::LinearFwdArgs fc{view(a(4096), Shape{2, 4}), view(c(832), Shape{3, 4}), view(c(896), Shape{3}),
                           view(a(4160), Shape{2, 3})};

@@ -22,7 +22,8 @@ cd "$(dirname "$0")/../.." || exit 1
 out=${OUT:-/tmp/strata-codegen-cuda}
 pkg=${pkg:-.gpu}
 repeat=${REPEAT:-200}
-cases=${CASES:-"lenet:1,1,28,28 lenet:32,1,28,28 lenet_keras:1,1,28,28 lenet_keras:32,1,28,28 resnet18:1,3,32,32 resnet18:32,3,32,32 resnet50:1,3,32,32 resnet50:32,3,32,32 resnet50:1,3,224,224"}
+cases=${CASES:-"lenet:1,1,28,28 lenet:32,1,28,28 lenet_keras:1,1,28,28 lenet_keras:32,1,28,28
+  resnet18:1,3,32,32 resnet18:32,3,32,32 resnet50:1,3,32,32 resnet50:32,3,32,32 resnet50:1,3,224,224"}
 mkdir -p "$out"
 log="$out/codegen_cuda.log"
 : >"$log"
@@ -33,7 +34,11 @@ say() { echo "$*" | tee -a "$log"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1 | tee -a "$log"
 say "cuDNN for strata and the generated programs: $cudnn_root"
 summary="$out/summary.md"
-printf '| case | calls | bitwise (graph) | bitwise (no graph) | model_run graph | model_run no graph | strata direct | strata graph |\n| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n' >"$summary"
+{
+  echo "| case | calls | bitwise (graph) | bitwise (no graph) | model_run graph | model_run no graph | strata direct |" \
+    "strata graph |"
+  echo "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"
+} >"$summary"
 failed=0
 median() { sed -n 's/.*: \([0-9.]*\) ms median.*/\1/p' "$1" | head -1; }
 for c in $cases; do
@@ -51,7 +56,8 @@ for c in $cases; do
       >"$dir/gen.log" 2>&1; then
     why=$(tail -1 "$dir/gen.log")
     # An op or choice the emitter does not write out is named and refused by design; anything else fails.
-    if grep -q "emitter does not support\|not supported by the cuda emitter\|the cuda emitter writes out" "$dir/gen.log"; then
+    refusal="emitter does not support\|not supported by the cuda emitter\|the cuda emitter writes out"
+    if grep -q "$refusal" "$dir/gen.log"; then
       say "$name: refused by strata_codegen: $why"
       echo "| $name | refused: $(echo "$why" | cut -c1-160) | | | | | | |" >>"$summary"
     else
