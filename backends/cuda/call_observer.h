@@ -9,7 +9,7 @@
 // without the CUDA headers (the emitter, its tests) can read a record.
 //
 // Reporting ops: conv2d_fwd, linear_fwd, relu_fwd, max_pool2d_fwd, avg_pool2d_fwd,
-// global_avg_pool_fwd, add, copy. An observer must treat any other op run while it watches
+// global_avg_pool_fwd, add, copy, space_to_depth_fwd. An observer must treat any other op run while it watches
 // as unseen (the op trace, ops/trace.h, lists every kernel of a step).
 #include <cstdint>
 #include <utility>

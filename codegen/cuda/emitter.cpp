@@ -216,6 +216,20 @@ CallText elementwise(const RecordedCall& c, Places& p, const std::string& m) {
   return t;
 }
 
+CallText space_to_depth(const RecordedCall& c, Places& p) {
+  const auto& a = std::get<ops::SpaceToDepthArgs>(c.args);
+  const std::string op = "space_to_depth_fwd (" + c.layer + ")";
+  only(c, Kind::own_kernel, "strata's kernel");
+  require_dense_f32(a.x, op + " x");
+  require_dense_f32(a.y, op + " y");
+  CallText t;
+  t.run = "  kernels::space_to_depth(stream, " + p.fptr(a.x, op + " x") + ", " + dims_of(a.x) + ", " +
+          strides_of(a.x) + ", " + p.fptr(a.y, op + " y") + ", " + dims_of(a.y) + ", " + strides_of(a.y) + ", " +
+          std::to_string(a.p.block) + ", " + std::to_string(a.p.pad_h) + ", " + std::to_string(a.p.pad_w) + ");\n";
+  t.how = "strata's kernel";
+  return t;
+}
+
 // A copy after the first (the first is the input's, in run()).
 CallText copy(const RecordedCall& c, Places& p) {
   const auto& a = std::get<ops::CopyArgs>(c.args);
@@ -268,7 +282,7 @@ std::vector<GeneratedFile> emit_project(const RecordedStep& step, BufferMap& buf
   std::vector<CallText> texts;
   for (size_t i = 1; i < step.calls.size(); ++i) {
     const RecordedCall& c = step.calls[i];
-    const std::string m = "c" + std::to_string(i) + "_" + identifier(c.layer);
+    const std::string m = std::string("c") + std::to_string(i) + "_" + identifier(c.layer);
     switch (c.op) {
       case OpId::conv2d_fwd: texts.push_back(conv_text(c, m, places)); break;
       case OpId::linear_fwd: texts.push_back(linear(c, places)); break;
@@ -286,10 +300,11 @@ std::vector<GeneratedFile> emit_project(const RecordedStep& step, BufferMap& buf
         break;
       }
       case OpId::copy: texts.push_back(copy(c, places)); break;
+      case OpId::space_to_depth_fwd: texts.push_back(space_to_depth(c, places)); break;
       default:
         STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer, ") is not supported by the cuda "
                     "emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, add, max_pool2d_fwd, avg_pool2d_fwd, "
-                    "global_avg_pool_fwd and copy, in f32)");
+                    "global_avg_pool_fwd, space_to_depth_fwd and copy, in f32)");
     }
     CallText& t = texts.back();
     t.comment = c.layer + ": " + std::string(ops::op_name(c.op)) + io_of(c) + " (" + t.how + ")";

@@ -29,6 +29,7 @@ class Recorder final : public backends::cuda::CallObserver {
       case OpId::global_avg_pool_fwd: take(std::type_identity<ops::GlobalAvgPoolFwdArgs>{}); break;
       case OpId::add: take(std::type_identity<ops::AddArgs>{}); break;
       case OpId::copy: take(std::type_identity<ops::CopyArgs>{}); break;
+      case OpId::space_to_depth_fwd: take(std::type_identity<ops::SpaceToDepthArgs>{}); break;
       default:
         STRATA_FAIL("strata_codegen: the cuda backend reported op ", ops::op_name(op),
                     ", which the generator does not record (internal error)");

@@ -30,6 +30,10 @@ void global_avg_pool(cudaStream_t s, const float* x, const int64_t (&sizes)[4], 
 // operand with its own strides (0 broadcasts), n elements in all.
 void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* src_strides,
              const int64_t* dst_strides, const float* src, float* dst);
+// y [N, K, Ho, Wo] = x [N, C, H, W]'s block x block pixel blocks as channels, x padded with zeros by
+// (pad_h, pad_w): strata's space_to_depth (ResNet's stem on the GPU).
+void space_to_depth(cudaStream_t s, const float* x, const int64_t (&xs)[4], const int64_t (&xst)[4], float* y,
+                    const int64_t (&ys)[4], const int64_t (&yst)[4], int block, int pad_h, int pad_w);
 
 }  // namespace generated::kernels
 )cg";
@@ -123,6 +127,20 @@ void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int6
   }
   elementwise_kernel<2, ConvertFn<float, float>><<<grid(n), kThreads, 0, s>>>(st, ConvertFn<float, float>{src, dst});
   check_launch("elementwise_kernel (convert)");
+}
+
+void space_to_depth(cudaStream_t s, const float* x, const int64_t (&xs)[4], const int64_t (&xst)[4], float* y,
+                    const int64_t (&ys)[4], const int64_t (&yst)[4], int block, int pad_h, int pad_w) {
+  // Data movement only: 64-bit indices where strata may take 32-bit ones move the same elements.
+  using I = uint64_t;
+  const int64_t total = ys[0] * ys[1] * ys[2] * ys[3];
+  if (total == 0) return;
+  const auto c = [](int64_t v) { return static_cast<I>(v); };
+  const S2dGeom<I> g{c(xs[0]),  c(xs[1]),  c(xs[2]),  c(xs[3]),  c(ys[1]),  c(ys[2]),    c(ys[3]),
+                     c(xst[0]), c(xst[1]), c(xst[2]), c(xst[3]), c(yst[0]), c(yst[1]),   c(yst[2]),
+                     c(yst[3]), c(block),  c(pad_h),  c(pad_w),  yst[1] == 1 && ys[1] > 1};
+  space_to_depth_kernel<float, I><<<grid(total), kThreads, 0, s>>>(x, y, g, static_cast<I>(total));
+  check_launch("space_to_depth_kernel");
 }
 
 }  // namespace generated::kernels

@@ -144,6 +144,9 @@ struct HandRecorded {
 
     add(OpId::relu_fwd, ops::ReluFwdArgs{view(a(4160), Shape{2, 3}), view(a(4224), Shape{2, 3})}, "",
         {lib(Kind::own_kernel)});
+    ops::SpaceToDepthArgs s2d{xin, view(a(5120), Shape{2, 4, 4, 4}), {}};
+    s2d.p.channels = 1, s2d.p.out_h = 4, s2d.p.out_w = 4;
+    add(OpId::space_to_depth_fwd, s2d, "", {lib(Kind::own_kernel)});
     LibraryCall d2d = lib(Kind::memcpy);
     d2d.m = 24;
     add(OpId::copy, ops::CopyArgs{view(a(4224), Shape{2, 3}), view(a(4288), Shape{2, 3})}, "", {d2d});
@@ -189,13 +192,17 @@ TEST(CodegenCudaText, WritesEveryCallWithTheBackendsChoices) {
   EXPECT_NE(cpp.find("&kOne, a + 4160, CUDA_R_32F, 3, static_cast<cublasComputeType_t>(68)"), std::string::npos);
   EXPECT_NE(cpp.find("kernels::relu(stream, f32(a + 4160), f32(a + 4224), 6);"), std::string::npos);
   EXPECT_NE(cpp.find("cudaMemcpyAsync(a + 4288, a + 4224, 24, cudaMemcpyDeviceToDevice, stream)"), std::string::npos);
+  EXPECT_NE(cpp.find("kernels::space_to_depth(stream, f32(in + 0), {2, 1, 8, 8}, {64, 64, 8, 1}, f32(a + 5120), "
+                     "{2, 4, 4, 4}, {64, 16, 4, 1}, 2, 0, 0);"),
+            std::string::npos);
   // The input in, the output out, the calls captured once at load.
   EXPECT_NE(cpp.find("cudaMemcpyAsync(in + 0, input, 512, cudaMemcpyHostToDevice"), std::string::npos);
   EXPECT_NE(cpp.find("cudaMemcpyAsync(output, a + 4288, 24, cudaMemcpyDeviceToHost"), std::string::npos);
   EXPECT_NE(cpp.find("cudaStreamBeginCapture"), std::string::npos);
   // strata's kernels are in kernels.cu as strata's source, not a copy kept here.
   for (const char* k : {"dense_binary_kernel", "conv_epilogue_dense_kernel", "gap_fwd_kernel", "struct ConvertFn",
-                        "elementwise_kernel", "struct Strided", "__device__ __forceinline__ T store("})
+                        "elementwise_kernel", "struct Strided", "__device__ __forceinline__ T store(",
+                        "space_to_depth_kernel"})
     EXPECT_NE(cu.find(k), std::string::npos) << k;
   // The weights file: header, then each constant at its offset.
   const std::string bin = file(files, "weights.bin");

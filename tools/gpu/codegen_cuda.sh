@@ -10,8 +10,7 @@
 #   OUT=$OUT tools/gpu/codegen_cuda.sh              # there (carry .gpu)
 #   CASES   space-separated model:N,C,H,W (model: lenet, lenet_keras, resnet18, resnet50); default:
 #           LeNet-5 (both variants) and ResNet-18/50 (small-input stem) at batch 1 and 32, and
-#           ResNet-50 at 224x224 (ImageNet stem: its space-to-depth stem is not written out yet,
-#           so strata_codegen is expected to refuse it by name)
+#           ResNet-50 at 224x224 (the ImageNet stem: space-to-depth, max pooling)
 #   REPEAT  timed runs of each (default 200; 0: no timing)
 # Writes $OUT (default /tmp/strata-codegen-cuda): codegen_cuda.log, summary.md, and a folder per
 # case (the project, its build, gen.log, build.log, run logs). Exit status: 1 if a case fails
