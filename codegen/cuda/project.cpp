@@ -104,8 +104,11 @@ std::vector<GeneratedFile> assemble(const RecordedStep& step, const BufferMap& b
     if (!t.load.empty()) cpp << "  {  // " << t.comment << "\n" << t.load << "  }\n";
   cpp << "  workspace_memory = DeviceMemory(workspace_bytes);\n  workspace = workspace_memory.p;\n"
       << "  if (!use_graph) return;\n"
-      << "  // The calls captured once, as strata's graph mode captures a planned step; run() launches them.\n"
-      << "  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));\n"
+      << "  // As strata's graph mode: the calls run once as they are (the libraries' first-call work, such as\n"
+      << "  // loading kernels, stays out of the graph), then are captured once in relaxed mode; run() launches\n"
+      << "  // the graph.\n"
+      << "  forward();\n  CHECK(cudaStreamSynchronize(stream));\n"
+      << "  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));\n"
       << "  try {\n    forward();\n  } catch (...) {\n    cudaGraph_t partial = nullptr;\n"
       << "    cudaStreamEndCapture(stream, &partial);\n    if (partial) cudaGraphDestroy(partial);\n    throw;\n  }\n"
       << "  CHECK(cudaStreamEndCapture(stream, &graph));\n  CHECK(cudaGraphInstantiate(&exec, graph, 0));\n}\n\n"

@@ -187,8 +187,8 @@ std::string main_cpp() {
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
       std::sort(ms.begin(), ms.end());
-      std::printf("time per run (%s): %.3f ms median (min %.3f, max %.3f) over %d runs after 1\n",
-                  graph ? "CUDA graph" : "no graph", ms[ms.size() / 2], ms.front(), ms.back(), repeat);
+      std::printf("time per run: %.3f ms median (min %.3f, max %.3f) over %d runs after 1, %s\n", ms[ms.size() / 2],
+                  ms.front(), ms.back(), repeat, graph ? "CUDA graph" : "no graph");
     }
     return 0;
   } catch (const std::exception& e) {
