@@ -29,7 +29,8 @@ class Places {
   // The same as float* (or const float* for a constant).
   std::string fptr(const ops::TensorView& v, const std::string& what);
   // The byte alignment cuDNN is told (at most 16, as strata gives it): the generated place's,
-  // which must be the recorded address's, or the engine strata chose might not apply.
+  // which must be the recorded address's, or the engine strata chose (or cuBLAS's kernel) might
+  // not apply.
   int64_t align(const ops::TensorView& v, const std::string& what);
   const RecordedStep& step() const { return step_; }
 

@@ -155,9 +155,13 @@ CallText linear(const RecordedCall& c, Places& p) {
     }
   }
   STRATA_CHECK(gemm, "strata_codegen: ", op, ": no GEMM reported (internal error)");
+  // cuBLAS chooses its kernel by its operands' alignment too: the program's must be strata's.
   const auto operand = [&](const void* ptr, const char* role) -> std::string {
     for (const TensorView* v : {&a.x, &a.w, &a.y})
-      if (v->data == ptr) return p.ptr(*v, op + " " + role);
+      if (v->data == ptr) {
+        p.align(*v, op + " " + role);
+        return p.ptr(*v, op + " " + role);
+      }
     STRATA_FAIL("strata_codegen: ", op, ": cuBLAS's ", role, " is none of x, w and y (internal error)");
   };
   const auto trans = [](int o) { return o == 0 ? "CUBLAS_OP_N" : "CUBLAS_OP_T"; };
