@@ -43,6 +43,7 @@ class Places {
 std::string dims_of(const ops::TensorView& v);
 std::string strides_of(const ops::TensorView& v);
 std::string ints(const std::vector<int64_t>& v);
+std::string pairs(int64_t a, int64_t b);  // "{a, b}"
 // Refuses a call whose library record says it went through a temporary or ran in pieces.
 void refuse_staging(const RecordedCall& c);
 // Refuses an operand that is not f32 and dense in NCHW (row-major) order.

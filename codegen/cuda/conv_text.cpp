@@ -23,10 +23,9 @@ TensorView bias_4d(const TensorView& b) {
 }
 
 std::string tensor4(const TensorView& v, Places& p, const std::string& what) {
-  return "{" + dims_of(v) + ", " + strides_of(v) + ", " + std::to_string(p.align(v, what)) + "}";
+  return std::string("{") + dims_of(v) + ", " + strides_of(v) + ", " + std::to_string(p.align(v, what)) + "}";
 }
 
-std::string pairs(int64_t a, int64_t b) { return "{" + std::to_string(a) + ", " + std::to_string(b) + "}"; }
 
 // "residual, bias, ReLU": the epilogue's parts, in the order they apply.
 std::string epilogue_parts(const ops::Conv2dFwdArgs& a) {
@@ -93,10 +92,9 @@ CallText conv_text(const RecordedCall& c, const std::string& m, Places& p) {
     t.how = "cuDNN graph, engine " + std::to_string(conv->engine) + (fused ? "; " + epilogue_parts(a) + " in it" : "");
   } else {
     t.member = "LegacyConv " + m + ";";
-    const auto ip = [](int64_t u, int64_t v) { return "{" + std::to_string(u) + ", " + std::to_string(v) + "}"; };
     t.load = "    " + m + " = {legacy.tensor(" + dims_of(a.x) + ", " + strides_of(a.x) + "), legacy.filter(" +
-             dims_of(a.w) + "),\n          legacy.conv(" + ip(a.p.pad_h, a.p.pad_w) + ", " +
-             ip(a.p.stride_h, a.p.stride_w) + ", " + ip(a.p.dilation_h, a.p.dilation_w) +
+             dims_of(a.w) + "),\n          legacy.conv(" + pairs(a.p.pad_h, a.p.pad_w) + ", " +
+             pairs(a.p.stride_h, a.p.stride_w) + ", " + pairs(a.p.dilation_h, a.p.dilation_w) +
              ", static_cast<cudnnMathType_t>(" + std::to_string(conv->math) + ")), legacy.tensor(" + dims_of(a.y) +
              ", " + strides_of(a.y) + ")};\n    need_workspace(" + std::to_string(conv->workspace) + ");\n";
     const std::string ws = conv->workspace ? "workspace, " + std::to_string(conv->workspace) : "nullptr, 0";

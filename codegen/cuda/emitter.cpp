@@ -29,6 +29,9 @@ std::string ints(const std::vector<int64_t>& v) {
   return s + "}";
 }
 std::string dims_of(const TensorView& v) { return ints(std::vector<int64_t>(v.sizes.begin(), v.sizes.end())); }
+std::string pairs(int64_t a, int64_t b) {
+  return std::string("{") + std::to_string(a) + ", " + std::to_string(b) + "}";
+}
 std::string strides_of(const TensorView& v) { return ints(std::vector<int64_t>(v.strides.begin(), v.strides.end())); }
 
 void refuse_staging(const RecordedCall& c) {
@@ -100,8 +103,6 @@ const LibraryCall& only(const RecordedCall& c, Kind want, const char* name) {
                "writes out for it");
   return c.library[0];
 }
-
-std::string pairs(int a, int b) { return "{" + std::to_string(a) + ", " + std::to_string(b) + "}"; }
 
 // strata's converting copy kernel over the indexing the backend makes (backends/cuda/strided.h).
 std::string convert(const TensorView& src, const TensorView& dst, const std::string& from, const std::string& to) {
