@@ -93,4 +93,19 @@ inline void observe_library(const LibraryCall& c) {
 }
 inline bool observing() { return call_observer() != nullptr; }
 
+// strata's copies (copy_views) report what they ran only inside an op that reports its copies
+// (copy, linear_fwd's bias): a copy outside any op (a Tensor's clone of a step's result) must not
+// be taken for part of the latest call, and a staged operand's copies are reported as `staged`.
+bool copies_observed();
+class ScopedCopyObservation {
+ public:
+  ScopedCopyObservation();
+  ~ScopedCopyObservation();
+  ScopedCopyObservation(const ScopedCopyObservation&) = delete;
+  ScopedCopyObservation& operator=(const ScopedCopyObservation&) = delete;
+
+ private:
+  bool saved_;
+};
+
 }  // namespace strata::backends::cuda

@@ -25,7 +25,8 @@ struct ConvertFn {
 
 // Device-to-device (both pointers on the device), any dtypes and strides.
 void convert_on_device(Context& ctx, const TensorView& src, const TensorView& dst) {
-  if (observing()) observe_library({.kind = LibraryCall::Kind::convert, .a = src.data, .c = dst.data});
+  if (observing() && copies_observed())
+    observe_library({.kind = LibraryCall::Kind::convert, .a = src.data, .c = dst.data});
   const auto s = strided_by_output(src.sizes, src, dst);
   dispatch_all(src.dtype, [&](auto sv) {
     using S = decltype(sv);
@@ -81,7 +82,7 @@ TensorView with_data(TensorView v, void* data, const Shape& strides, Device d) {
 
 // A copy as one cudaMemcpyAsync, for a code generator (call_observer.h).
 void observe_memcpy(const TensorView& src, const TensorView& dst) {
-  if (observing())
+  if (observing() && copies_observed())
     observe_library({.kind = LibraryCall::Kind::memcpy, .m = static_cast<int64_t>(nbytes(src)), .a = src.data,
                      .c = dst.data});
 }
@@ -96,7 +97,7 @@ void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) 
     return;
   }
   // Stage the source's bytes (packed if it is not dense) and convert on the device.
-  if (observing()) observe_library({.kind = LibraryCall::Kind::staged});
+  if (observing() && copies_observed()) observe_library({.kind = LibraryCall::Kind::staged});
   const Device dev = Device::cuda(ctx.device);
   DeviceBuffer stage(ctx, nbytes(src));
   TensorView staged;
@@ -122,7 +123,7 @@ void device_to_host(Context& ctx, const TensorView& src, const TensorView& dst) 
     return;
   }
   // Convert on the device into dst's dtype and (when dense) dst's layout, then copy.
-  if (observing()) observe_library({.kind = LibraryCall::Kind::staged});
+  if (observing() && copies_observed()) observe_library({.kind = LibraryCall::Kind::staged});
   const Device dev = Device::cuda(ctx.device);
   DeviceBuffer stage(ctx, nbytes(dst));
   const Shape layout = dense(dst) ? dst.strides : contiguous_strides(dst.sizes);

@@ -191,6 +191,7 @@ void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
   float beta = 0.f;
   if (a.b.defined) {
     // y = broadcast(b), then y += x w^T through beta = 1: one pass less than adding after.
+    const ScopedCopyObservation report;
     copy_views(*ctx_, broadcast_along(a.b, a.y.sizes, 1), a.y);
     beta = 1.f;
   }

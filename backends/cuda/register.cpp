@@ -79,6 +79,7 @@ void CudaBackend::synchronize() { STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx_->
 
 void CudaBackend::copy(const CopyArgs& a) {
   cuda::observe_call(ops::OpId::copy, a);
+  const cuda::ScopedCopyObservation report;
   cuda::copy_views(*ctx_, a.x, a.y);
 }
 
