@@ -33,6 +33,7 @@ struct LibraryCall {
     convert,        // strata's converting copy kernel (a broadcast, a strided copy)
     staged,         // an operand went through a temporary (the emitter refuses: it has no place for it)
     split,          // the call ran as several along the batch (cuDNN's 32-bit limits; refused likewise)
+    outside_copy,   // a copy outside any reporting op (a = source, c = destination): a Tensor's clone
   };
   Kind kind = Kind::own_kernel;
   // conv_graph: CUDNN_ATTR_ENGINE_GLOBAL_INDEX and the engine config's knob choices
@@ -93,9 +94,9 @@ inline void observe_library(const LibraryCall& c) {
 }
 inline bool observing() { return call_observer() != nullptr; }
 
-// strata's copies (copy_views) report what they ran only inside an op that reports its copies
-// (copy, linear_fwd's bias): a copy outside any op (a Tensor's clone of a step's result) must not
-// be taken for part of the latest call, and a staged operand's copies are reported as `staged`.
+// strata's copies (copy_views) report what they ran inside an op that reports its copies (copy,
+// linear_fwd's bias); elsewhere they report themselves as `outside_copy` only (a Tensor's clone of
+// a step's result, or a staged operand's copy, which its op reports as `staged` too).
 bool copies_observed();
 class ScopedCopyObservation {
  public:

@@ -146,6 +146,8 @@ void copy_views(Context& ctx, const TensorView& src, const TensorView& dst) {
   STRATA_CHECK(src.sizes == dst.sizes, "copy: source ", dtype_name(src.dtype), src.sizes.str(), " and destination ",
                dtype_name(dst.dtype), dst.sizes.str(), " differ in shape");
   if (src.numel() == 0) return;
+  if (observing() && !copies_observed())
+    observe_library({.kind = LibraryCall::Kind::outside_copy, .a = src.data, .c = dst.data});
   const bool sd = src.device.is_cuda(), dd = dst.device.is_cuda();
   if (sd && dd) {
     STRATA_CHECK(src.device == dst.device, "copy: between ", src.device.str(), " and ", dst.device.str(),

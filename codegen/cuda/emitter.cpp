@@ -41,6 +41,9 @@ void refuse_staging(const RecordedCall& c) {
                  "take); the cuda emitter writes out calls on the planned buffers only");
     STRATA_CHECK(l.kind != Kind::split, "strata_codegen: ", ops::op_name(c.op), " (", c.layer, ") ran as several "
                  "calls along the batch (past cuDNN's 32-bit limits); the cuda emitter does not write those out");
+    STRATA_CHECK(l.kind != Kind::outside_copy, "strata_codegen: a copy outside any op the cuda backend reports ran "
+                 "during or after ", ops::op_name(c.op), " (", c.layer, ") in the step; the cuda emitter cannot "
+                 "write it out");
   }
 }
 

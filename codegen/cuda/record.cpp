@@ -94,6 +94,11 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
   ops::set_trace_enabled(traced);
   check_against_trace(trace, rec.calls, "prediction", "cuda");
   step.calls = std::move(rec.calls);
+  // Predict's clone of its result, out of the arena, is the caller's, not the step's.
+  std::vector<LibraryCall>& last = step.calls.back().library;
+  while (!last.empty() && last.back().kind == LibraryCall::Kind::outside_copy &&
+         last.back().a == output_of(step.calls.back()).data)
+    last.pop_back();
   step.cudnn_version = backends::cuda::cudnn_runtime_version();
   name_tensors(model.module(), names);
 

@@ -220,6 +220,11 @@ TEST(CodegenCudaText, NamesWhatItDoesNotWriteOut) {
     EXPECT_STRATA_ERROR(r.emit(), "max_pool2d_fwd (pool1)", "temporary copy");
   }
   {
+    HandRecorded r;  // a Tensor-level copy inside the step, which no op reported
+    r.step.calls[3].library.push_back(lib(Kind::outside_copy));
+    EXPECT_STRATA_ERROR(r.emit(), "a copy outside any op", "conv2d_fwd (conv2)");
+  }
+  {
     HandRecorded r;
     r.step.calls[4].op = OpId::batch_norm_fwd;
     r.step.calls[4].args = ops::BatchNormFwdArgs{};
