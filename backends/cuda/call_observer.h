@@ -92,6 +92,14 @@ inline void observe_library(const LibraryCall& c) {
   if (CallObserver* o = call_observer()) [[unlikely]]
     o->on_library(c);
 }
+// The same for a call of one kind alone, built only when an observer watches.
+inline void observe_library(LibraryCall::Kind kind) {
+  if (CallObserver* o = call_observer()) [[unlikely]] {
+    LibraryCall c;
+    c.kind = kind;
+    o->on_library(c);
+  }
+}
 inline bool observing() { return call_observer() != nullptr; }
 
 // strata's copies (copy_views) report what they ran inside an op that reports its copies (copy,

@@ -253,7 +253,7 @@ std::string run_conv_in_layout(Context& ctx, const TensorView& x, const TensorVi
   };
   Staged sx = stage(x, Role::x), sw = stage(w, Role::w), sy = stage(y, Role::y);
   Staged& out = Ops::kWrites == Role::x ? sx : (Ops::kWrites == Role::w ? sw : sy);
-  if (observing() && (sx.temp || sw.temp || sy.temp)) observe_library({.kind = LibraryCall::Kind::staged});
+  if (sx.temp || sw.temp || sy.temp) observe_library(LibraryCall::Kind::staged);
   const bool epilogue = e.bias.defined || e.z.defined || e.relu;
   if (epilogue && st.cudnn_graph && st.cudnn_fused_epilogue &&
       graph_conv(ctx, Ops::kDir, sx.view, sw.view, sy.view, l, cp, st, &e).empty()) {
@@ -271,7 +271,7 @@ std::string run_conv_in_layout(Context& ctx, const TensorView& x, const TensorVi
     ++ctx.legacy_convs;
   }
   if (epilogue) {
-    observe_library({.kind = LibraryCall::Kind::conv_epilogue});
+    observe_library(LibraryCall::Kind::conv_epilogue);
     conv_epilogue(ctx, out.view, e.bias, e.z, e.relu);
     ++ctx.epilogue_kernels;
   }
@@ -287,7 +287,7 @@ void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
   observe_call(OpId::conv2d_fwd, a);
   if (a.y.numel() == 0) return;
   const auto run = [&](Conv2dFwdArgs& b, int64_t n0) {
-    if (n0 > 0) observe_library({.kind = LibraryCall::Kind::split});
+    if (n0 > 0) observe_library(LibraryCall::Kind::split);
     with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) {
       return run_conv_in_layout<FwdOps>(*ctx_, b.x, b.w, b.y, GraphEpilogue{b.b, b.z, b.relu}, l, b.p, settings_);
     });

@@ -97,7 +97,7 @@ void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) 
     return;
   }
   // Stage the source's bytes (packed if it is not dense) and convert on the device.
-  if (observing() && copies_observed()) observe_library({.kind = LibraryCall::Kind::staged});
+  if (copies_observed()) observe_library(LibraryCall::Kind::staged);
   const Device dev = Device::cuda(ctx.device);
   DeviceBuffer stage(ctx, nbytes(src));
   TensorView staged;
@@ -123,7 +123,7 @@ void device_to_host(Context& ctx, const TensorView& src, const TensorView& dst) 
     return;
   }
   // Convert on the device into dst's dtype and (when dense) dst's layout, then copy.
-  if (observing() && copies_observed()) observe_library({.kind = LibraryCall::Kind::staged});
+  if (copies_observed()) observe_library(LibraryCall::Kind::staged);
   const Device dev = Device::cuda(ctx.device);
   DeviceBuffer stage(ctx, nbytes(dst));
   const Shape layout = dense(dst) ? dst.strides : contiguous_strides(dst.sizes);

@@ -214,7 +214,7 @@ using namespace cuda;
 
 void CudaBackend::add(const AddArgs& a) {
   observe_call(OpId::add, a);
-  observe_library({.kind = LibraryCall::Kind::own_kernel});
+  observe_library(LibraryCall::Kind::own_kernel);
   dispatch_float(a.a.dtype, "add", [&](auto t) {
     using T = decltype(t);
     launch_binary(*ctx_, strided_by_output(a.y.sizes, a.a, a.b, a.y), a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>(),
@@ -243,7 +243,7 @@ void CudaBackend::fill(const FillArgs& a) { fill_view(*ctx_, a.y, a.value); }
 void CudaBackend::relu_fwd(const ReluFwdArgs& a) {
   observe_call(OpId::relu_fwd, a);
   const bool cudnn = use_cudnn_relu(a.x, a.y);
-  observe_library({.kind = cudnn ? LibraryCall::Kind::activation : LibraryCall::Kind::own_kernel});
+  observe_library(cudnn ? LibraryCall::Kind::activation : LibraryCall::Kind::own_kernel);
   if (!cudnn) return relu_fwd_kernel(*ctx_, a.x, a.y);
   CudnnReluDescriptors& p = relu_plan(*ctx_, a.x, a.y);
   const Scalars s(a.x.dtype);

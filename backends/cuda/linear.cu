@@ -87,7 +87,7 @@ void gemm(Context& ctx, const Settings& s, const TensorView& a_in, const TensorV
     lc = mat_layout(c.view);
   }
   if (m == 0 || n == 0) return;
-  if (observing() && (a.temp || b.temp || c.temp)) observe_library({.kind = LibraryCall::Kind::staged});
+  if (a.temp || b.temp || c.temp) observe_library(LibraryCall::Kind::staged);
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS computes the latter with
   // its "A" = our B and "B" = our A. A row-major operand already reads as its
   // transpose in column-major, so it needs no op; a column-major one needs op T.

@@ -49,7 +49,7 @@ void pool_fwd_in(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x_in, 
   Staged y = stage_out(ctx, y_in, l);
   PoolPlan& p = pool_plan(ctx, mode, x.view, y.view, pp, op);
   if (observing()) {
-    if (x.temp || y.temp) observe_library({.kind = LibraryCall::Kind::staged});
+    if (x.temp || y.temp) observe_library(LibraryCall::Kind::staged);
     observe_library({.kind = LibraryCall::Kind::pooling, .mode = static_cast<int64_t>(mode)});
   }
   const Scalars s(x_in.dtype);
@@ -90,7 +90,7 @@ void CudaBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
   if (a.y.numel() == 0) return;
   using A = MaxPool2dFwdArgs;
   along_batch("max_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t n0) {
-    if (n0 > 0) observe_library({.kind = LibraryCall::Kind::split});
+    if (n0 > 0) observe_library(LibraryCall::Kind::split);
     pool_fwd_in(*ctx_, max_mode(settings_), b.x, b.y, b.p, "max_pool2d_fwd");
   });
 }
@@ -109,7 +109,7 @@ void CudaBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
   if (a.y.numel() == 0) return;
   using A = AvgPool2dFwdArgs;
   along_batch("avg_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t n0) {
-    if (n0 > 0) observe_library({.kind = LibraryCall::Kind::split});
+    if (n0 > 0) observe_library(LibraryCall::Kind::split);
     pool_fwd_in(*ctx_, avg_mode(b.p), b.x, b.y, b.p, "avg_pool2d_fwd");
   });
 }

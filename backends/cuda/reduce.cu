@@ -167,7 +167,7 @@ void CudaBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
   dispatch_float(a.x.dtype, "global_avg_pool_fwd", [&](auto t) {
     using T = decltype(t);
     const bool nhwc = st[1] == 1 && s[1] > 1;
-    observe_library({.kind = LibraryCall::Kind::gap_kernel, .mode = nhwc ? 1 : 0});
+    if (observing()) observe_library({.kind = LibraryCall::Kind::gap_kernel, .mode = nhwc ? 1 : 0});
     if (nhwc) {
       gap_fwd_nhwc_kernel<T><<<static_cast<unsigned>((planes + 255) / 256), 256, 0, ctx_->stream>>>(
           a.x.ptr<T>(), s[0], s[1], s[2], s[3], st[0], st[1], st[2], st[3], a.y.ptr<T>(), a.y.strides[0],

@@ -184,7 +184,7 @@ void by_width(Context& ctx, const TensorView& im, const TensorView& bt, const Sp
 
 void CudaBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) {
   cuda::observe_call(OpId::space_to_depth_fwd, a);
-  cuda::observe_library({.kind = cuda::LibraryCall::Kind::own_kernel});
+  cuda::observe_library(cuda::LibraryCall::Kind::own_kernel);
   cuda::by_width(*ctx_, a.x, a.y, a.p, true);
 }
 void CudaBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) { cuda::by_width(*ctx_, a.dx, a.dy, a.p, false); }
