@@ -18,8 +18,9 @@ BufferRef BufferMap::locate(const ops::TensorView& v, const std::string& what) {
   const auto* p = static_cast<const std::byte*>(v.data);
   const auto* base = static_cast<const std::byte*>(step_.arena.base);
   const int64_t span = view_span_bytes(v);
-  STRATA_CHECK(v.device.is_cpu(), "strata_codegen: ", what, " lives on ", v.device.str(),
-               "; the generated program reads host memory only");
+  // The caller's input is host memory; everything else lives where the step ran.
+  STRATA_CHECK(v.device == step_.device || v.data == step_.input.data, "strata_codegen: ", what, " lives on ",
+               v.device.str(), "; the generated program reads memory on ", step_.device.str(), " only");
   if (base && p >= base && p + span <= base + step_.arena.bytes) return {BufferKind::arena, p - base, -1};
   const auto* ib = static_cast<const std::byte*>(step_.input_buffer.data);
   if (ib && p >= ib && p + span <= ib + view_span_bytes(step_.input_buffer))

@@ -5,17 +5,27 @@
 #include <filesystem>
 #include <fstream>
 
+#include "strata/codegen/cuda/emitter.h"
 #include "strata/codegen/emitter.h"
-#include "strata/codegen/onednn/emitter.h"
 #include "strata/core/error.h"
+#ifdef STRATA_CODEGEN_ONEDNN
+#include "strata/codegen/onednn/emitter.h"
+#endif
 
 namespace strata::codegen {
 
 namespace fs = std::filesystem;
 
 std::unique_ptr<Emitter> make_emitter(std::string_view backend) {
+#ifdef STRATA_CODEGEN_ONEDNN
   if (backend == "onednn") return onednn::make_onednn_emitter();
-  STRATA_FAIL("strata_codegen: no emitter for backend '", backend, "' (there is: onednn)");
+#endif
+  if (backend == "cuda") return cuda::make_cuda_emitter();
+  STRATA_FAIL("strata_codegen: no emitter for backend '", backend, "' (there is: ",
+#ifdef STRATA_CODEGEN_ONEDNN
+              "onednn, "
+#endif
+              "cuda)");
 }
 
 namespace {
@@ -66,7 +76,7 @@ GenerateResult generate_step(const GenerateOptions& o, Record&& record, After&& 
   for (const GeneratedFile& f : files) {
     write_file(fs::path(o.out_dir) / f.name, f.text);
     r.files.push_back(f.name);
-    const bool source = !f.binary && (f.name.ends_with(".cpp") || f.name.ends_with(".h"));
+    const bool source = !f.binary && (f.name.ends_with(".cpp") || f.name.ends_with(".h") || f.name.ends_with(".cu"));
     const int64_t lines = source ? std::count(f.text.begin(), f.text.end(), '\n') : 0;
     r.code_lines += lines;
     if (f.name == "model.cpp") r.model_lines = lines;

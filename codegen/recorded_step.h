@@ -4,10 +4,12 @@
 // step's buffers out in. A backend's recorder (codegen/<backend>/) fills it by running the
 // model's predict once more under that backend's call observer; the emitters read it.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "strata/backends/cuda/call_observer.h"  // plain types: what a cuda call ran
 #include "strata/ops/direct/arena_observer.h"
 #include "strata/ops/table/op_args.h"
 #include "strata/ops/table/op_id.h"
@@ -22,7 +24,7 @@ using RecordedArgs =
                  ops::Conv2dBwdDataArgs, ops::Conv2dBwdWeightArgs, ops::Conv2dBwdBiasArgs, ops::LinearBwdDataArgs,
                  ops::LinearBwdWeightArgs, ops::ReluBwdArgs, ops::MaxPool2dBwdArgs, ops::SoftmaxXentFwdArgs,
                  ops::SoftmaxXentBwdArgs, ops::DropoutFwdArgs, ops::DropoutBwdArgs, ops::FillArgs, ops::SgdStepArgs,
-                 ops::BatchNormFwdArgs, ops::BatchNormBwdArgs, ops::GlobalAvgPoolBwdArgs>;
+                 ops::BatchNormFwdArgs, ops::BatchNormBwdArgs, ops::GlobalAvgPoolBwdArgs, ops::SpaceToDepthArgs>;
 
 struct RecordedCall {
   ops::OpId op;
@@ -32,6 +34,9 @@ struct RecordedCall {
   bool primitive = false;
   int64_t work_units = 0, work_grain = 1;
   std::string layer;  // the module the call belongs to, for the generated code's comments
+  // cuda: what the backend ran for the call, in order (the cuDNN engine a plan chose, the
+  // GEMM as called, strata's own kernel): the choices the generated code must repeat.
+  std::vector<backends::cuda::LibraryCall> library{};
 };
 
 struct RecordedStep {
@@ -47,6 +52,10 @@ struct RecordedStep {
   // apart from the arena so that a caller can write into it).
   ops::TensorView input_buffer;
   ops::TensorView output;  // the planned buffer predict's result was copied from (in the arena)
+  int64_t cudnn_version = 0;  // cuda: cudnnGetVersion() of the library the step ran on
+  Device device = Device::cpu();  // where the arena, the input buffer and the constants live
+  // The bytes of each of the model's tensors on a device, by device address (for the weights file).
+  std::map<const void*, std::string> host_bytes;
 };
 
 }  // namespace strata::codegen

@@ -12,8 +12,12 @@
 // --train writes one training step instead (forward, softmax cross-entropy, backward, SGD with
 // momentum) as Model::train_step and the program model_train; with --check, strata's losses and
 // state after --check-steps more steps on the same batch go to check/ for model_train to match.
+// --backend cuda writes the prediction as cuDNN and cuBLAS calls and strata's own kernels (a .cu
+// file), recorded on the GPU (docs/codegen.md, "The cuda emitter").
 // Exit status (core/exit_status.h): 0 done, 1 a runtime error, 2 a usage error.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -26,6 +30,7 @@
 #include "strata/core/version.h"
 #include "strata/nn/checkpoint.h"
 #include "strata/nn/safetensors.h"
+#include "strata/ops/dispatch.h"
 
 using namespace strata;
 
@@ -57,6 +62,29 @@ Tensor random_input(const Shape& sizes, uint64_t seed) {
   return Tensor::from_vector(v, sizes);
 }
 
+// strata's own predict for x, in `mode`, timed as model_run times the generated program (input
+// in, output out to the host): the median of `repeat` runs after a few untimed ones (graph
+// mode captures its graph at the second prediction for a shape).
+void time_strata(const train::ModelSpec& spec, const std::optional<nn::safetensors::Contents>& ck,
+                 const std::string& checkpoint, const std::string& backend, ops::DispatchMode mode, const Tensor& x,
+                 int64_t repeat) {
+  auto model = train::build_model(spec, mode, backend);
+  if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
+  model->eval();
+  for (int i = 0; i < 3; ++i) model->predict(x).to(Device::cpu());
+  std::vector<double> ms;
+  for (int64_t i = 0; i < repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model->predict(x).to(Device::cpu());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("strata_codegen: strata's %s mode on %s: %.3f ms median (min %.3f, max %.3f) over %lld runs "
+              "after 3\n",
+              std::string(ops::dispatch_mode_name(mode)).c_str(), backend.c_str(), ms[ms.size() / 2], ms.front(),
+              ms.back(), static_cast<long long>(repeat));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,7 +94,7 @@ int main(int argc, char** argv) {
   bool force = false, check = false, train = false;
   double lr = 0.05, momentum = 0.9;
   uint64_t check_seed = 1;
-  int64_t check_steps = 3;
+  int64_t check_steps = 3, time_repeat = 0;
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", version_line("strata_codegen"));
   app.add_option("--model", spec.model, "lenet | resnet18 | resnet50 (freshly initialised; see --seed)")
@@ -79,7 +107,8 @@ int main(int argc, char** argv) {
   app.add_option("--classes", spec.num_classes, "classes of a fresh model")->check(CLI::Range(1, 100000));
   app.add_option("--input", input, "input shape batch,channels,height,width (default: batch 1, the model's own)");
   app.add_option("--dtype", dtype, "data type of the generated code")->check(CLI::IsMember({"f32"}));
-  app.add_option("--backend", backend, "library the generated code calls")->check(CLI::IsMember({"onednn"}));
+  app.add_option("--backend", backend, "library the generated code calls: onednn (the CPU), cuda (cuDNN, cuBLAS)")
+      ->check(CLI::IsMember({"onednn", "cuda"}));
   app.add_option("--out", out, "output folder (new, or empty)")->required();
   app.add_flag("--force", force, "write into an output folder that exists and is not empty");
   app.add_flag("--check", check, "also write check/input.npy and strata's output for it, check/expected.npy");
@@ -89,6 +118,9 @@ int main(int argc, char** argv) {
   app.add_option("--momentum", momentum, "--train: SGD's momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--check-steps", check_steps, "--train --check: strata's steps after the recorded one to compare")
       ->check(CLI::Range(1, 1000));
+  app.add_option("--time", time_repeat, "also time strata's own predict for the input in direct and graph mode "
+                 "(the median of this many runs), as model_run REPEAT times the generated program")
+      ->check(CLI::Range(1, 1000000));
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
     std::optional<nn::safetensors::Contents> ck;
@@ -150,9 +182,13 @@ int main(int argc, char** argv) {
     if (check) {
       std::filesystem::create_directories(std::filesystem::path(out) / "check");
       codegen::write_npy((std::filesystem::path(out) / "check" / "input.npy").string(), x);
-      codegen::write_npy((std::filesystem::path(out) / "check" / "expected.npy").string(), model->predict(x));
+      codegen::write_npy((std::filesystem::path(out) / "check" / "expected.npy").string(),
+                         model->predict(x).to(Device::cpu()));
     }
     report(r, "", "weights");
+    if (time_repeat > 0)
+      for (ops::DispatchMode mode : {ops::DispatchMode::direct, ops::DispatchMode::graph})
+        time_strata(spec, ck, checkpoint, backend, mode, x, time_repeat);
     return kExitSuccess;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_codegen: error: %s\n", e.what());

@@ -6,6 +6,7 @@
 // (a weight in the other layout, a strided view) is staged through a temporary.
 #include <string>
 
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/conv_graph.h"
 #include "strata/backends/cuda/cudnn_util.h"
 
@@ -23,6 +24,7 @@ struct ConvPlan : Plan {
   FilterDesc w;
   ConvDesc conv;
   int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t ws = 0;
   std::string unusable;  // why no algorithm fits (then the op retries in NCHW, or fails)
 };
@@ -170,6 +172,7 @@ void choose_algo(Context& ctx, ConvPlan& p, DType dt, const Settings& s, void* x
     size_t ws = 0;
     if (Ops::ws_size(ctx.cudnn, p, static_cast<int>(res[i].algo), &ws) != CUDNN_STATUS_SUCCESS) continue;
     p.algo = static_cast<int>(res[i].algo);
+    p.math = math;
     p.ws = std::max(ws, res[i].memory);
     return;
   }
@@ -250,6 +253,7 @@ std::string run_conv_in_layout(Context& ctx, const TensorView& x, const TensorVi
   };
   Staged sx = stage(x, Role::x), sw = stage(w, Role::w), sy = stage(y, Role::y);
   Staged& out = Ops::kWrites == Role::x ? sx : (Ops::kWrites == Role::w ? sw : sy);
+  if (sx.temp || sw.temp || sy.temp) observe_library(LibraryCall::Kind::staged);
   const bool epilogue = e.bias.defined || e.z.defined || e.relu;
   if (epilogue && st.cudnn_graph && st.cudnn_fused_epilogue &&
       graph_conv(ctx, Ops::kDir, sx.view, sw.view, sy.view, l, cp, st, &e).empty()) {
@@ -260,10 +264,14 @@ std::string run_conv_in_layout(Context& ctx, const TensorView& x, const TensorVi
     ConvPlan& p = conv_plan<Ops>(ctx, sx.view, sw.view, sy.view, l, cp, st);
     if (!p.unusable.empty()) return p.unusable;
     void* ws = p.ws ? ctx.workspace(p.ws) : nullptr;
+    if (observing())
+      observe_library({.kind = LibraryCall::Kind::conv_legacy, .workspace = static_cast<int64_t>(p.ws), .algo = p.algo,
+                       .math = static_cast<int>(p.math)});
     Ops::run(ctx.cudnn, p, Scalars(x.dtype), ws, sx.view.data, sw.view.data, sy.view.data);
     ++ctx.legacy_convs;
   }
   if (epilogue) {
+    observe_library(LibraryCall::Kind::conv_epilogue);
     conv_epilogue(ctx, out.view, e.bias, e.z, e.relu);
     ++ctx.epilogue_kernels;
   }
@@ -276,8 +284,10 @@ std::string run_conv_in_layout(Context& ctx, const TensorView& x, const TensorVi
 // Activations past cuDNN's 32-bit limits run as several calls along the batch (cudnn_util.h);
 // backward-weight sums the pieces' weight gradients.
 void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
+  observe_call(OpId::conv2d_fwd, a);
   if (a.y.numel() == 0) return;
-  const auto run = [&](Conv2dFwdArgs& b, int64_t) {
+  const auto run = [&](Conv2dFwdArgs& b, int64_t n0) {
+    if (n0 > 0) observe_library(LibraryCall::Kind::split);
     with_layout_fallback(*ctx_, layout_of(b.x), [&](Layout l) {
       return run_conv_in_layout<FwdOps>(*ctx_, b.x, b.w, b.y, GraphEpilogue{b.b, b.z, b.relu}, l, b.p, settings_);
     });

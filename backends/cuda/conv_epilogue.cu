@@ -12,6 +12,7 @@ using ops::TensorView;
 
 namespace {
 
+// codegen:begin cuda_kernels
 template <class T>
 __device__ __forceinline__ T finish(acc_t<T> v, const T* b, const T* z, bool relu) {
   using A = acc_t<T>;
@@ -44,6 +45,7 @@ __global__ void __launch_bounds__(kThreads)
     y[i] = finish<T>(load(y[i]), b ? b + k : nullptr, z ? z + i : nullptr, relu);
   }
 }
+// codegen:end
 
 // Channels-last, C a multiple of V, 16-byte aligned buffers: V channels per thread,
 // one 16-byte access per operand (ResNet's activations in bf16 NHWC all qualify).

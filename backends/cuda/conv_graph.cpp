@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 
 namespace strata::backends::cuda {
@@ -75,7 +76,44 @@ struct GraphPlan : Plan {
   cudnnBackendDescriptor_t plan = nullptr;
   int64_t ws = 0;
   std::string unusable;
+  cudnnBackendDescriptor_t cfg = nullptr;  // the chosen engine config (in keep)
+  bool fused = false;
+  // The chosen engine as a code generator recreates it (call_observer.h), read from cfg when a
+  // call is first observed: nothing is read where nobody watches.
+  LibraryCall chosen;
 };
+
+// The engine config's engine index and knob choices: what names an engine config within
+// one cuDNN version, so that a program built without strata can ask for the same one.
+LibraryCall engine_choice(cudnnBackendDescriptor_t cfg, int64_t ws) {
+  LibraryCall c;
+  c.kind = LibraryCall::Kind::conv_graph;
+  c.workspace = ws;
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t e = engine.get();
+  int64_t n = 0;
+  STRATA_CUDNN_CHECK(
+      cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e));
+  STRATA_CUDNN_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &c.engine));
+  std::vector<Desc> knobs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+    knobs.emplace_back(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+    raw.push_back(knobs.back().get());
+  }
+  STRATA_CUDNN_CHECK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                              static_cast<int64_t>(raw.size()), &n, raw.data()));
+  for (int64_t i = 0; i < n; ++i) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0, got = 0;
+    STRATA_CUDNN_CHECK(cudnnBackendGetAttribute(raw[static_cast<size_t>(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                                CUDNN_TYPE_KNOB_TYPE, 1, &got, &type));
+    STRATA_CUDNN_CHECK(cudnnBackendGetAttribute(raw[static_cast<size_t>(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                                CUDNN_TYPE_INT64, 1, &got, &value));
+    c.knobs.emplace_back(static_cast<int64_t>(type), value);
+  }
+  return c;
+}
 
 template <class T>
 bool has_note(cudnnBackendDescriptor_t engine, cudnnBackendAttributeName_t attr, cudnnBackendAttributeType_t type,
@@ -281,6 +319,8 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
   }
   g->ws = found[best].ws;
   g->plan = found[best].plan.get();
+  g->cfg = found[best].cfg.get();
+  g->fused = e != nullptr;
   keep.push_back(std::move(conv));
   keep.push_back(std::move(*op));
   for (Desc& d : chain) keep.push_back(std::move(d));
@@ -407,6 +447,13 @@ std::string graph_conv(Context& ctx, ConvDir dir, const TensorView& x, const Ten
     }
   });
   if (!g.unusable.empty()) return g.unusable;
+  if (observing()) {
+    if (g.chosen.engine < 0) {
+      g.chosen = engine_choice(g.cfg, g.ws);
+      g.chosen.fused = g.fused;
+    }
+    observe_library(g.chosen);
+  }
   execute(ctx, g.plan, g.ws, bound(x, w, y, epilogue));
   ++ctx.graph_convs;
   if (epilogue) ++ctx.fused_epilogues;

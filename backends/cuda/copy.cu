@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/backends/cuda/index_errors.h"
 
@@ -14,12 +15,14 @@ using namespace strata::ops;  // the op table's argument types
 
 namespace {
 
+// codegen:begin cuda_kernels
 template <class S, class D>
 struct ConvertFn {
   const S* src;
   D* dst;
   __device__ void operator()(int64_t, const int64_t* off) const { dst[off[1]] = store<D>(load(src[off[0]])); }
 };
+// codegen:end
 
 // The fast forms of a device conversion: both operands walk rows of L contiguous elements (in
 // the destination's memory order; a dense pair is one row), moved V elements a thread as
@@ -92,6 +95,8 @@ bool convert_rows(Context& ctx, const Strided<2>& s, const S* src, D* dst) {
 
 // Device-to-device (both pointers on the device), any dtypes and strides.
 void convert_on_device(Context& ctx, const TensorView& src, const TensorView& dst) {
+  if (observing() && copies_observed())
+    observe_library({.kind = LibraryCall::Kind::convert, .a = src.data, .c = dst.data});
   const auto s = strided_by_output(src.sizes, src, dst);
   dispatch_all(src.dtype, [&](auto sv) {
     using S = decltype(sv);
@@ -147,8 +152,16 @@ TensorView with_data(TensorView v, void* data, const Shape& strides, Device d) {
   return v;
 }
 
+// A copy as one cudaMemcpyAsync, for a code generator (call_observer.h).
+void observe_memcpy(const TensorView& src, const TensorView& dst) {
+  if (observing() && copies_observed())
+    observe_library({.kind = LibraryCall::Kind::memcpy, .m = static_cast<int64_t>(nbytes(src)), .a = src.data,
+                     .c = dst.data});
+}
+
 void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) {
   if (src.dtype == dst.dtype && dense(src) && same_strides(src, dst)) {
+    observe_memcpy(src, dst);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes(src), cudaMemcpyHostToDevice, ctx.stream));
     // Pageable sources are staged by the runtime before cudaMemcpyAsync returns;
     // pinned ones are read by DMA later, so wait to keep copy_into's contract.
@@ -156,6 +169,7 @@ void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) 
     return;
   }
   // Stage the source's bytes (packed if it is not dense) and convert on the device.
+  if (copies_observed()) observe_library(LibraryCall::Kind::staged);
   const Device dev = Device::cuda(ctx.device);
   DeviceBuffer stage(ctx, nbytes(src));
   TensorView staged;
@@ -177,12 +191,14 @@ void host_to_device(Context& ctx, const TensorView& src, const TensorView& dst) 
 // reading the loss is where a user first sees its value.
 void device_to_host(Context& ctx, const TensorView& src, const TensorView& dst) {
   if (src.dtype == dst.dtype && dense(dst) && same_strides(src, dst)) {
+    observe_memcpy(src, dst);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes(src), cudaMemcpyDeviceToHost, ctx.stream));
     STRATA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     raise_bad_index(ctx);
     return;
   }
   // Convert on the device into dst's dtype and (when dense) dst's layout, then copy.
+  if (copies_observed()) observe_library(LibraryCall::Kind::staged);
   const Device dev = Device::cuda(ctx.device);
   DeviceBuffer stage(ctx, nbytes(dst));
   const Shape layout = dense(dst) ? dst.strides : contiguous_strides(dst.sizes);
@@ -207,11 +223,14 @@ void copy_views(Context& ctx, const TensorView& src, const TensorView& dst) {
   STRATA_CHECK(src.sizes == dst.sizes, "copy: source ", dtype_name(src.dtype), src.sizes.str(), " and destination ",
                dtype_name(dst.dtype), dst.sizes.str(), " differ in shape");
   if (src.numel() == 0) return;
+  if (observing() && !copies_observed())
+    observe_library({.kind = LibraryCall::Kind::outside_copy, .a = src.data, .c = dst.data});
   const bool sd = src.device.is_cuda(), dd = dst.device.is_cuda();
   if (sd && dd) {
     STRATA_CHECK(src.device == dst.device, "copy: between ", src.device.str(), " and ", dst.device.str(),
                  " is not supported (one device per process)");
     if (src.dtype == dst.dtype && dense(src) && same_strides(src, dst)) {
+      if (src.data != dst.data) observe_memcpy(src, dst);
       if (src.data != dst.data)
         STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes(src), cudaMemcpyDeviceToDevice, ctx.stream));
       return;

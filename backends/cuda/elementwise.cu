@@ -1,5 +1,6 @@
 // Element-wise ops: add, scale, axpy, fill, relu, dropout; broadcast bias add.
 // Any strides; f32, f64, f16, bf16 (arithmetic in float, f64 in double).
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -65,6 +66,7 @@ struct DropoutBwdFn {
 // every operand is dense in one memory order (the coalesced indexing is a single
 // dimension of stride 1) and 16-byte aligned, 16-byte vectors (scalar 2-byte accesses left
 // bf16 adds and relus far below the memory's bandwidth: docs/tuning.md); otherwise any strides.
+// codegen:begin cuda_kernels
 template <class T>
 struct AddOp {
   __device__ T operator()(T a, T b) const { return store<T>(load(a) + load(b)); }
@@ -99,6 +101,7 @@ __global__ void __launch_bounds__(kThreads) dense_binary_kernel(const T* a, cons
   const int64_t tail = nvec * V + first;
   if (tail < n) y[tail] = op(a[tail], b[tail]);
 }
+// codegen:end
 
 template <int N>
 bool flat_dense(const Strided<N>& s) {
@@ -210,6 +213,8 @@ void relu_bwd_kernel(Context& ctx, const TensorView& y, const TensorView& dy, co
 using namespace cuda;
 
 void CudaBackend::add(const AddArgs& a) {
+  observe_call(OpId::add, a);
+  observe_library(LibraryCall::Kind::own_kernel);
   dispatch_float(a.a.dtype, "add", [&](auto t) {
     using T = decltype(t);
     launch_binary(*ctx_, strided_by_output(a.y.sizes, a.a, a.b, a.y), a.a.ptr<T>(), a.b.ptr<T>(), a.y.ptr<T>(),
@@ -236,7 +241,10 @@ void CudaBackend::axpy(const AxpyArgs& a) {
 void CudaBackend::fill(const FillArgs& a) { fill_view(*ctx_, a.y, a.value); }
 
 void CudaBackend::relu_fwd(const ReluFwdArgs& a) {
-  if (!use_cudnn_relu(a.x, a.y)) return relu_fwd_kernel(*ctx_, a.x, a.y);
+  observe_call(OpId::relu_fwd, a);
+  const bool cudnn = use_cudnn_relu(a.x, a.y);
+  observe_library(cudnn ? LibraryCall::Kind::activation : LibraryCall::Kind::own_kernel);
+  if (!cudnn) return relu_fwd_kernel(*ctx_, a.x, a.y);
   CudnnReluDescriptors& p = relu_plan(*ctx_, a.x, a.y);
   const Scalars s(a.x.dtype);
   STRATA_CUDNN_CHECK(cudnnActivationForward(ctx_->cudnn, p.act.get(), s.one(), p.a.get(), a.x.data, s.zero(),

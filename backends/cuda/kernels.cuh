@@ -14,6 +14,7 @@
 namespace strata::backends::cuda {
 
 // ---- element types -------------------------------------------------------------
+// codegen:begin cuda_kernels
 // Arithmetic type for an element type: float for f32/f16/bf16, double for f64.
 template <class T> struct AccOf { using type = float; };
 template <> struct AccOf<double> { using type = double; };
@@ -59,6 +60,7 @@ __device__ __forceinline__ T store(V v) {
     return static_cast<T>(v);
   }
 }
+// codegen:end
 
 // ---- dtype dispatch (host) -------------------------------------------------------
 // f(T{}) with T the device element type of `t`, for the floating dtypes.
@@ -103,7 +105,9 @@ void dispatch_all(DType t, F&& f) {
 }
 
 // ---- launches --------------------------------------------------------------------
+// codegen:begin cuda_kernels
 constexpr int kThreads = 256;
+// codegen:end
 
 // V neighbouring elements moved as one 16-byte load or store (channels-last kernels
 // take V channels per thread when C is a multiple of V and the buffers are aligned).
@@ -117,6 +121,7 @@ inline int grid_for(const Context& ctx, int64_t n, int threads = kThreads) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(blocks, int64_t{ctx.sm_count} * 16)));
 }
 
+// codegen:begin cuda_kernels
 // f(k, off) for every element k; off[i] is operand i's element offset.
 template <int N, class F>
 __global__ void __launch_bounds__(kThreads) elementwise_kernel(Strided<N> s, F f) {
@@ -127,6 +132,7 @@ __global__ void __launch_bounds__(kThreads) elementwise_kernel(Strided<N> s, F f
     f(k, off);
   }
 }
+// codegen:end
 
 template <int N, class F>
 void launch_elementwise(Context& ctx, const Strided<N>& s, const F& f) {

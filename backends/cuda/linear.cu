@@ -3,6 +3,7 @@
 // Matrices may be row-major or column-major views (a transpose is a flag, not a
 // copy); other strides are staged. f32 computes in f32 (TF32 only when allowed);
 // f16/bf16 multiply on the tensor cores and accumulate in f32; f64 (bmm) in f64.
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/gemv.h"
 #include "strata/backends/cuda/kernels.cuh"
@@ -87,6 +88,7 @@ void gemm(Context& ctx, const Settings& s, const TensorView& a_in, const TensorV
     lc = mat_layout(c.view);
   }
   if (m == 0 || n == 0) return;
+  if (a.temp || b.temp || c.temp) observe_library(LibraryCall::Kind::staged);
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS computes the latter with
   // its "A" = our B and "B" = our A. A row-major operand already reads as its
   // transpose in column-major, so it needs no op; a column-major one needs op T.
@@ -99,6 +101,10 @@ void gemm(Context& ctx, const Settings& s, const TensorView& a_in, const TensorV
   if (k == 0) {
     if (beta == 0.f) fill_view(ctx, c.view, 0.0);
   } else {
+    if (observing())
+      observe_library({.kind = LibraryCall::Kind::gemm, .mode = static_cast<int64_t>(compute), .op_a = opb,
+                       .op_b = opa, .m = n, .n = m, .k = k, .lda = lb.ld, .ldb = la.ld, .ldc = lc.ld, .beta = beta,
+                       .a = b.view.data, .b = a.view.data, .c = c.view.data});
     STRATA_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, opb, opa, blas_int(n), blas_int(m), blas_int(k), &alpha, b.view.data,
                                      dt, blas_int(lb.ld), a.view.data, dt, blas_int(la.ld), &beta, c.view.data, dt,
                                      blas_int(lc.ld), compute, CUBLAS_GEMM_DEFAULT));
@@ -181,11 +187,13 @@ void CudaBackend::bmm(const BmmArgs& a) {
 }
 
 void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
+  observe_call(OpId::linear_fwd, a);
   if (a.y.numel() == 0) return;
   if (gemv_fits(a)) return gemv_rows(*ctx_, a);
   float beta = 0.f;
   if (a.b.defined) {
     // y = broadcast(b), then y += x w^T through beta = 1: one pass less than adding after.
+    const ScopedCopyObservation report;
     copy_views(*ctx_, broadcast_along(a.b, a.y.sizes, 1), a.y);
     beta = 1.f;
   }

@@ -6,6 +6,7 @@
 // ties inside a window (which random data does not produce) may resolve differently from
 // the reference's "first maximum". Average pooling's backward needs no x or y: cuDNN is handed
 // dy/dx in their place, as it reads neither for averaging.
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/pool_kernels.h"
 
@@ -47,6 +48,10 @@ void pool_fwd_in(Context& ctx, cudnnPoolingMode_t mode, const TensorView& x_in, 
   Staged x = stage_in(ctx, x_in, l);
   Staged y = stage_out(ctx, y_in, l);
   PoolPlan& p = pool_plan(ctx, mode, x.view, y.view, pp, op);
+  if (observing()) {
+    if (x.temp || y.temp) observe_library(LibraryCall::Kind::staged);
+    observe_library({.kind = LibraryCall::Kind::pooling, .mode = static_cast<int64_t>(mode)});
+  }
   const Scalars s(x_in.dtype);
   STRATA_CUDNN_CHECK(cudnnPoolingForward(ctx.cudnn, p.pool.get(), s.one(), p.x.get(), x.view.data, s.zero(),
                                          p.y.get(), y.view.data));
@@ -81,9 +86,11 @@ using namespace cuda;
 
 // Activations past cuDNN's 32-bit limits run as several calls along the batch (cudnn_util.h).
 void CudaBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
+  observe_call(OpId::max_pool2d_fwd, a);
   if (a.y.numel() == 0) return;
   using A = MaxPool2dFwdArgs;
-  along_batch("max_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t) {
+  along_batch("max_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t n0) {
+    if (n0 > 0) observe_library(LibraryCall::Kind::split);
     pool_fwd_in(*ctx_, max_mode(settings_), b.x, b.y, b.p, "max_pool2d_fwd");
   });
 }
@@ -98,9 +105,11 @@ void CudaBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
 }
 
 void CudaBackend::avg_pool2d_fwd(const AvgPool2dFwdArgs& a) {
+  observe_call(OpId::avg_pool2d_fwd, a);
   if (a.y.numel() == 0) return;
   using A = AvgPool2dFwdArgs;
-  along_batch("avg_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t) {
+  along_batch("avg_pool2d_fwd", a, {{&A::x, "x"}, {&A::y, "y"}}, [&](A& b, int64_t n0) {
+    if (n0 > 0) observe_library(LibraryCall::Kind::split);
     pool_fwd_in(*ctx_, avg_mode(b.p), b.x, b.y, b.p, "avg_pool2d_fwd");
   });
 }

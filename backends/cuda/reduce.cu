@@ -1,5 +1,6 @@
 // Reductions: sum, mean, argmax, global average pooling, per-channel sums (conv bias
 // backward). All in a fixed order, accumulating in double: deterministic.
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/channel_reduce.cuh"
 #include "strata/backends/cuda/cudnn_util.h"
 
@@ -64,6 +65,7 @@ __global__ void argmax_kernel(const T* x, int64_t rows, int64_t cols, int64_t s0
   if (lane == 0) y[row * ys] = best_i;
 }
 
+// codegen:begin cuda_kernels
 // Global average pooling forward: one warp per (n, c); lanes walk the H*W plane.
 template <class T>
 __global__ void gap_fwd_kernel(const T* x, int64_t n, int64_t c, int64_t h, int64_t w, int64_t sn, int64_t sc,
@@ -78,6 +80,7 @@ __global__ void gap_fwd_kernel(const T* x, int64_t n, int64_t c, int64_t h, int6
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
   if (lane == 0) y[in * yn + ic * yc] = store<T>(acc / static_cast<acc_t<T>>(h * w));
 }
+// codegen:end
 
 // Channels-last: one thread per (n, c), neighbouring threads read neighbouring channels.
 template <class T>
@@ -156,6 +159,7 @@ void CudaBackend::argmax(const ArgmaxArgs& a) {
 }
 
 void CudaBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
+  observe_call(OpId::global_avg_pool_fwd, a);
   const auto& s = a.x.sizes;
   const auto& st = a.x.strides;
   const int64_t planes = s[0] * s[1];
@@ -163,6 +167,7 @@ void CudaBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
   dispatch_float(a.x.dtype, "global_avg_pool_fwd", [&](auto t) {
     using T = decltype(t);
     const bool nhwc = st[1] == 1 && s[1] > 1;
+    if (observing()) observe_library({.kind = LibraryCall::Kind::gap_kernel, .mode = nhwc ? 1 : 0});
     if (nhwc) {
       gap_fwd_nhwc_kernel<T><<<static_cast<unsigned>((planes + 255) / 256), 256, 0, ctx_->stream>>>(
           a.x.ptr<T>(), s[0], s[1], s[2], s[3], st[0], st[1], st[2], st[3], a.y.ptr<T>(), a.y.strides[0],

@@ -1,4 +1,5 @@
 // The backend object, its dtype support table, and the factory the registry calls.
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/context.h"
 #include "strata/backends/cuda/index_errors.h"
 
@@ -80,7 +81,11 @@ void CudaBackend::synchronize() {
   cuda::raise_bad_index(*ctx_);
 }
 
-void CudaBackend::copy(const CopyArgs& a) { cuda::copy_views(*ctx_, a.x, a.y); }
+void CudaBackend::copy(const CopyArgs& a) {
+  cuda::observe_call(ops::OpId::copy, a);
+  const cuda::ScopedCopyObservation report;
+  cuda::copy_views(*ctx_, a.x, a.y);
+}
 
 void* CudaBackend::stream() const { return ctx_->stream; }
 void* CudaBackend::cudnn_handle() const { return ctx_->cudnn; }

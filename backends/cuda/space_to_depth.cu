@@ -6,6 +6,7 @@
 // chosen by the element's width, not its dtype (zero bits are +0 in every dtype).
 #include <cstdint>
 
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cuda_backend.h"
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/core/dtype_dispatch.h"
@@ -17,6 +18,7 @@ using namespace strata::ops;  // the op table's argument types
 namespace cuda {
 namespace {
 
+// codegen:begin cuda_kernels
 // The two tensors' sizes and strides (elements) and the block geometry. I: the index
 // type, 32-bit when every offset fits.
 template <class I>
@@ -68,6 +70,7 @@ __global__ void __launch_bounds__(kThreads) space_to_depth_kernel(const E* __res
     bt[n * g.bs0 + k * g.bs1 + i * g.bs2 + j * g.bs3] = v;
   }
 }
+// codegen:end
 
 // Forward, one thread per block-tensor pixel (its channels dense, K a multiple of V, every
 // pixel 16-byte aligned): the pixel's K channels walked in order, V to a store.
@@ -179,7 +182,11 @@ void by_width(Context& ctx, const TensorView& im, const TensorView& bt, const Sp
 }  // namespace
 }  // namespace cuda
 
-void CudaBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) { cuda::by_width(*ctx_, a.x, a.y, a.p, true); }
+void CudaBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) {
+  cuda::observe_call(OpId::space_to_depth_fwd, a);
+  cuda::observe_library(cuda::LibraryCall::Kind::own_kernel);
+  cuda::by_width(*ctx_, a.x, a.y, a.p, true);
+}
 void CudaBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) { cuda::by_width(*ctx_, a.dx, a.dy, a.p, false); }
 
 }  // namespace strata::backends

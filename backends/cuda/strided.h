@@ -14,6 +14,7 @@
 
 namespace strata::backends::cuda {
 
+// codegen:begin cuda_kernels
 template <int N>
 struct Strided {
   int nd = 0;
@@ -36,6 +37,7 @@ struct Strided {
     }
   }
 };
+// codegen:end
 
 // Coalesced indexing of `sizes` for operands with the given strides.
 template <int N>

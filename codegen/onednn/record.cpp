@@ -4,6 +4,7 @@
 
 #include "strata/backends/onednn/call_observer.h"
 #include "strata/backends/onednn/onednn_backend.h"
+#include "strata/codegen/record_util.h"
 #include "strata/core/error.h"
 #include "strata/nn/layers/conv2d.h"
 #include "strata/nn/policy.h"
@@ -18,7 +19,7 @@ using ops::OpId;
 class Recorder final : public backends::onednn::CallObserver {
  public:
   void on_call(OpId op, const void* args) override {
-    RecordedCall c{op, ops::CopyArgs{}, false, 0, 1, {}};
+    RecordedCall c{op, ops::CopyArgs{}, false, 0, 1, {}, {}};
     auto take = [&]<class A>(std::type_identity<A>) { c.args = *static_cast<const A*>(args); };
     switch (op) {
       case OpId::conv2d_fwd: take(std::type_identity<ops::Conv2dFwdArgs>{}); break;
@@ -60,57 +61,17 @@ class Recorder final : public backends::onednn::CallObserver {
   std::vector<RecordedCall> calls;
 };
 
-class ArenaReader final : public ops::direct::ArenaObserver {
- public:
-  void on_arena(const ops::direct::PlannedArena& a) override { arenas.push_back(a); }
-  std::vector<ops::direct::PlannedArena> arenas;
-};
-
 using OneDnnConv = nn::Conv2d<nn::Direct<backends::OneDnnBackend>>;
 
 // The model's tensors by address: parameters under their state-dict names, and each
 // convolution's folded copies (not parameters: nn/layers/conv2d.h).
 void name_tensors(nn::Module& m, std::map<const void*, std::string>& names) {
-  for (const auto& [name, t] : m.named_parameters())
-    if (t.defined()) names[t.data_ptr()] = name;
-  for (const auto& [name, t] : m.named_buffers())
-    if (t.defined()) names[t.data_ptr()] = name;
+  name_parameters(m, names);
   for (const auto& [name, mod] : m.named_modules())
     if (const auto* conv = dynamic_cast<const OneDnnConv*>(mod)) {
       if (conv->folded_weight().defined()) names[conv->folded_weight().data_ptr()] = name + ".weight (folded)";
       if (conv->folded_bias().defined()) names[conv->folded_bias().data_ptr()] = name + ".bias (folded)";
     }
-}
-
-// The module a tensor name belongs to: "layer1.0.conv1.weight (folded)" -> "layer1.0.conv1".
-std::string module_of(const std::string& tensor) {
-  const std::string plain = tensor.substr(0, tensor.find(' '));
-  const size_t dot = plain.rfind('.');
-  return dot == std::string::npos ? plain : plain.substr(0, dot);
-}
-
-// The parameter a call belongs to: the weight it reads, or the gradient or parameter it writes.
-const ops::TensorView* weight_of(const RecordedCall& c) {
-  if (const auto* a = std::get_if<ops::Conv2dFwdArgs>(&c.args)) return &a->w;
-  if (const auto* a = std::get_if<ops::LinearFwdArgs>(&c.args)) return &a->w;
-  if (const auto* a = std::get_if<ops::Conv2dBwdDataArgs>(&c.args)) return &a->w;
-  if (const auto* a = std::get_if<ops::Conv2dBwdWeightArgs>(&c.args)) return &a->dw;
-  if (const auto* a = std::get_if<ops::Conv2dBwdBiasArgs>(&c.args)) return &a->db;
-  if (const auto* a = std::get_if<ops::LinearBwdDataArgs>(&c.args)) return &a->w;
-  if (const auto* a = std::get_if<ops::LinearBwdWeightArgs>(&c.args)) return &a->dw;
-  if (const auto* a = std::get_if<ops::SgdStepArgs>(&c.args)) return &a->param;
-  if (const auto* a = std::get_if<ops::BatchNormFwdArgs>(&c.args)) return &a->gamma;
-  if (const auto* a = std::get_if<ops::BatchNormBwdArgs>(&c.args)) return &a->dgamma;
-  return nullptr;
-}
-
-const ops::TensorView& output_of(const RecordedCall& c) {
-  const auto* y = std::visit([](const auto& a) -> const ops::TensorView* {
-    if constexpr (requires { a.y; }) return &a.y;
-    return nullptr;
-  }, c.args);
-  STRATA_CHECK(y, "strata_codegen: the step ends with ", ops::op_name(c.op), ", which writes no output y (internal error)");
-  return *y;
 }
 
 // Runs `step` once under the backend's call observer and the op trace, and returns its calls:
@@ -128,37 +89,8 @@ std::vector<RecordedCall> record_calls(const char* what, Step&& step) {
   }
   const std::vector<ops::TraceEvent> trace = ops::take_trace();
   ops::set_trace_enabled(traced);
-  size_t seen = 0;
-  for (const ops::TraceEvent& e : trace) {
-    // The optimizer's list step reports the single step of each parameter it runs.
-    if (e.op == OpId::multi_sgd_step && seen < rec.calls.size() && rec.calls[seen].op == OpId::sgd_step) {
-      while (seen < rec.calls.size() && rec.calls[seen].op == OpId::sgd_step) ++seen;
-      continue;
-    }
-    STRATA_CHECK(seen < rec.calls.size() && rec.calls[seen].op == e.op, "strata_codegen: the model's ", what,
-                 " runs op ", ops::op_name(e.op), " (kernel call ", seen + 1, "), which the onednn emitter does not "
-                 "support (the onednn backend does not report it to the generator)");
-    ++seen;
-  }
-  STRATA_CHECK(seen == rec.calls.size() && !rec.calls.empty(), "strata_codegen: the onednn backend reported ",
-               rec.calls.size(), " calls where the trace shows ", seen, " (internal error)");
+  check_against_trace(trace, rec.calls, what, "onednn");
   return std::move(rec.calls);
-}
-
-// Names each call after the module whose weight it reads or writes, else after the last one.
-void name_layers(std::vector<RecordedCall>& calls, const std::map<const void*, std::string>& names) {
-  std::string last = "input";
-  for (RecordedCall& c : calls) {
-    const ops::TensorView* w = weight_of(c);
-    auto it = w ? names.find(w->data) : names.end();
-    if (it != names.end()) {
-      c.layer = module_of(it->second);
-      last = c.layer;
-    } else {
-      c.layer = "after " + last;
-    }
-  }
-  calls.front().layer = "input";
 }
 
 void check_model(const nn::Model& model) {
@@ -171,34 +103,6 @@ void check_input(const nn::Model& model, const Tensor& x) {
   STRATA_CHECK(x.dim() == 4 && x.dtype() == model.dtype() && x.is_contiguous() && x.device().is_cpu(),
                "strata_codegen: the input must be a contiguous [N, C, H, W] ", dtype_name(model.dtype()),
                " tensor on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
-}
-
-// The step's first call copies the caller's input into the planned input buffer.
-void find_input(RecordedStep& step, const Tensor& x, const char* what) {
-  const auto* first = std::get_if<ops::CopyArgs>(&step.calls.front().args);
-  STRATA_CHECK(first && first->x.data == x.data_ptr(), "strata_codegen: the ", what, " does not start by copying "
-               "its input into the planned buffer (it starts with ", ops::op_name(step.calls.front().op),
-               "): the generator cannot find the input");
-  step.input = first->x;
-  const auto* y = static_cast<const std::byte*>(first->y.data);
-  const auto* arena = static_cast<const std::byte*>(step.arena.base);
-  if (!(arena && y >= arena && y < arena + step.arena.bytes)) step.input_buffer = first->y;
-}
-
-// The arena direct mode lays out while `step` runs for the first time at x's shape; a step
-// that ran at that shape before makes no plan, and is refused naming what it did.
-template <class Step>
-ops::direct::PlannedArena planned_arena(const Tensor& x, const char* did, const char* done, const char* what,
-                                        Step&& step) {
-  ArenaReader arena;
-  ops::direct::ScopedArenaObserver watch(&arena);
-  step();
-  STRATA_CHECK(!arena.arenas.empty(), "strata_codegen: the model ", did, " ", x.str(),
-               " before, so its memory plan was made then and cannot be read now; generate from a model "
-               "that has not yet ", done, " at this shape");
-  STRATA_CHECK(arena.arenas.size() == 1, "strata_codegen: the ", what, " for ", x.str(), " laid out ",
-               arena.arenas.size(), " arenas where the generator expects one (internal error)");
-  return arena.arenas.front();
 }
 
 }  // namespace

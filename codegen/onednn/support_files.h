@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "strata/codegen/project_files.h"
+
 namespace strata::codegen::onednn {
 
 // model.cpp's opening: includes and the helpers its calls use (the thread-count rule,
@@ -13,18 +15,11 @@ std::string model_cpp_prologue(const std::string& includes = "");
 // What a training step's model.cpp adds: strata's plain loops and dropout's mask (snippets),
 // and TrainCall, a primitive call with every operand staged.
 std::string train_prologue();
-// weights.h and weights.cpp: the weights file's reader (a checked header, then the bytes).
-std::string weights_h();
-std::string weights_cpp();
 // main.cpp: reads a .npy input, checks its shape and dtype, runs the model, writes a .npy output.
 std::string main_cpp();
 // main.cpp of a training step: model_train WEIGHTS INPUT.npy LABELS.npy STEPS OUT_WEIGHTS.
 std::string train_main_cpp();
 // CMakeLists.txt: a static library and the program, needing oneDNN (and OpenMP) only.
 std::string cmake_lists(const std::string& project, const std::string& program = "model_run");
-
-// The weights file's header: magic, payload bytes, FNV-1a checksum of the payload.
-inline constexpr char kWeightsMagic[8] = {'D', 'N', 'N', 'L', 'W', 'T', 'S', '1'};
-uint64_t fnv1a(const void* data, int64_t bytes);
 
 }  // namespace strata::codegen::onednn

@@ -1,0 +1,128 @@
+#include "strata/codegen/cuda/record.h"
+
+#include "strata/backends/cuda/call_observer.h"
+#include "strata/backends/cuda/cuda_backend.h"
+#include "strata/codegen/record_util.h"
+#include "strata/core/error.h"
+#include "strata/nn/layers/conv2d.h"
+#include "strata/nn/policy.h"
+#include "strata/ops/trace.h"
+
+namespace strata::codegen::cuda {
+
+namespace {
+
+using backends::cuda::LibraryCall;
+using ops::OpId;
+
+class Recorder final : public backends::cuda::CallObserver {
+ public:
+  void on_call(OpId op, const void* args) override {
+    RecordedCall c{op, ops::CopyArgs{}, false, 0, 1, {}, {}};
+    auto take = [&]<class A>(std::type_identity<A>) { c.args = *static_cast<const A*>(args); };
+    switch (op) {
+      case OpId::conv2d_fwd: take(std::type_identity<ops::Conv2dFwdArgs>{}); break;
+      case OpId::linear_fwd: take(std::type_identity<ops::LinearFwdArgs>{}); break;
+      case OpId::relu_fwd: take(std::type_identity<ops::ReluFwdArgs>{}); break;
+      case OpId::max_pool2d_fwd: take(std::type_identity<ops::MaxPool2dFwdArgs>{}); break;
+      case OpId::avg_pool2d_fwd: take(std::type_identity<ops::AvgPool2dFwdArgs>{}); break;
+      case OpId::global_avg_pool_fwd: take(std::type_identity<ops::GlobalAvgPoolFwdArgs>{}); break;
+      case OpId::add: take(std::type_identity<ops::AddArgs>{}); break;
+      case OpId::copy: take(std::type_identity<ops::CopyArgs>{}); break;
+      case OpId::space_to_depth_fwd: take(std::type_identity<ops::SpaceToDepthArgs>{}); break;
+      default:
+        STRATA_FAIL("strata_codegen: the cuda backend reported op ", ops::op_name(op),
+                    ", which the generator does not record (internal error)");
+    }
+    calls.push_back(std::move(c));
+  }
+  void on_library(const LibraryCall& l) override {
+    // A backend-internal copy before any reported call (none today) would have no call to belong to.
+    STRATA_CHECK(!calls.empty(), "strata_codegen: the cuda backend ran a library call before any reported op "
+                                 "(internal error)");
+    calls.back().library.push_back(l);
+  }
+  std::vector<RecordedCall> calls;
+};
+
+using CudaConv = nn::Conv2d<nn::Direct<backends::CudaBackend>>;
+
+// Parameters and buffers, and each convolution's folded copies (not parameters: nn/layers/conv2d.h).
+void name_tensors(nn::Module& m, std::map<const void*, std::string>& names) {
+  name_parameters(m, names);
+  for (const auto& [name, mod] : m.named_modules())
+    if (const auto* conv = dynamic_cast<const CudaConv*>(mod)) {
+      if (conv->folded_weight().defined()) names[conv->folded_weight().data_ptr()] = name + ".weight (folded)";
+      if (conv->folded_bias().defined()) names[conv->folded_bias().data_ptr()] = name + ".bias (folded)";
+    }
+}
+
+void keep_bytes(const Tensor& t, RecordedStep& step) {
+  if (!t.defined() || !t.device().is_cuda()) return;
+  STRATA_CHECK(t.is_contiguous(), "strata_codegen: the model's tensor ", t.str(), " is not contiguous; the weights "
+               "file holds contiguous tensors only");
+  const Tensor h = t.to(Device::cpu());
+  step.host_bytes[t.data_ptr()] =
+      std::string(static_cast<const char*>(h.data_ptr()), static_cast<size_t>(h.numel()) * dtype_size(h.dtype()));
+}
+
+}  // namespace
+
+RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) {
+  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == "cuda",
+               "strata_codegen: the cuda emitter writes out direct mode's plans on the cuda backend, and the "
+               "model runs in another mode or on backend ", model.backend_name());
+  STRATA_CHECK(!model.module().is_training(), "strata_codegen: the model is in training mode; the generator "
+                                              "writes out inference (call eval() first)");
+  STRATA_CHECK(x.dim() == 4 && x.dtype() == DType::f32 && model.dtype() == DType::f32 && x.is_contiguous() &&
+                   x.device().is_cpu(),
+               "strata_codegen: the cuda emitter writes out f32 models from a contiguous [N, C, H, W] f32 input on "
+               "the CPU; the model is ", dtype_name(model.dtype()), " and the input ", x.str(), " (",
+               dtype_name(x.dtype()), ")");
+  RecordedStep step;
+  step.arena = planned_arena(x, "predicted for", "predicted", "prediction", [&] { model.predict(x); });
+  Recorder rec;
+  const bool traced = ops::trace_enabled();
+  ops::take_trace();
+  ops::set_trace_enabled(true);
+  Tensor result;
+  {
+    backends::cuda::ScopedCallObserver watch(&rec);
+    result = model.predict(x);
+  }
+  const std::vector<ops::TraceEvent> trace = ops::take_trace();
+  ops::set_trace_enabled(traced);
+  check_against_trace(trace, rec.calls, "prediction", "cuda");
+  step.calls = std::move(rec.calls);
+  // Predict's clone of its result, out of the arena, is the caller's, not the step's.
+  std::vector<LibraryCall>& last = step.calls.back().library;
+  while (!last.empty() && last.back().kind == LibraryCall::Kind::outside_copy &&
+         last.back().a == output_of(step.calls.back()).data)
+    last.pop_back();
+  step.cudnn_version = backends::cuda::cudnn_runtime_version();
+  name_tensors(model.module(), names);
+
+  find_input(step, x, "prediction");
+  step.device = std::get<ops::CopyArgs>(step.calls.front().args).y.device;
+  // The weights file is written from host copies of the model's device tensors.
+  for (const auto& [name, t] : model.module().named_parameters())
+    keep_bytes(t, step);
+  for (const auto& [name, t] : model.module().named_buffers())
+    keep_bytes(t, step);
+  for (const auto& [name, mod] : model.module().named_modules())
+    if (const auto* conv = dynamic_cast<const CudaConv*>(mod)) {
+      keep_bytes(conv->folded_weight(), step);
+      keep_bytes(conv->folded_bias(), step);
+    }
+  // Predict's result is the last call's output, copied out of the arena. Its bytes are on the
+  // device: the generated program's comparison with strata's (tools/gpu/codegen_cuda.sh) checks them.
+  step.output = output_of(step.calls.back());
+  STRATA_CHECK(result.sizes() == step.output.sizes && result.dtype() == step.output.dtype &&
+                   step.output.is_contiguous(),
+               "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (",
+               ops::op_name(step.calls.back().op), "): the generator cannot find the output");
+  name_layers(step.calls, names);
+  return step;
+}
+
+}  // namespace strata::codegen::cuda

@@ -1,0 +1,19 @@
+#pragma once
+// The parts of the cuda emitter's project that do not depend on the model: model.cpp's
+// helpers (checked calls, the convolution plans by engine, the legacy descriptors), the
+// kernels' launchers around strata's own kernels, model_run and the build file.
+#include <string>
+
+namespace strata::codegen::cuda {
+
+// model.cpp's opening after its header comment: includes and helpers.
+std::string model_prologue();
+// kernels.h and kernels.cu: launchers of strata's kernels (the .cu carries them as source).
+std::string kernels_h();
+std::string kernels_cu();
+// main.cpp: model_run WEIGHTS INPUT.npy OUTPUT.npy [REPEAT] [--no-graph].
+std::string main_cpp();
+// CMakeLists.txt: a static library and model_run, needing the CUDA runtime, cuDNN and cuBLAS only.
+std::string cmake_lists(const std::string& project);
+
+}  // namespace strata::codegen::cuda

@@ -1,0 +1,211 @@
+#include "strata/codegen/project_files.h"
+
+namespace strata::codegen {
+
+uint64_t fnv1a(const void* data, int64_t bytes) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (int64_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+namespace {
+// The .npy reading and writing both programs share (checked shapes and dtypes, named errors).
+const char* const kNpy = R"cg(#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model.h"
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + ")";
+}
+
+// The value of 'key' in a .npy header's dictionary, up to the character that ends it.
+std::string header_field(const std::string& header, const std::string& key, char end, const std::string& path) {
+  const size_t k = header.find("'" + key + "'");
+  if (k == std::string::npos) throw std::runtime_error(path + ": .npy header has no '" + key + "': " + header);
+  size_t v = header.find(':', k);
+  if (v == std::string::npos) throw std::runtime_error(path + ": .npy header is malformed: " + header);
+  ++v;
+  while (v < header.size() && header[v] == ' ') ++v;
+  const size_t e = header.find(end, v + 1);
+  if (e == std::string::npos) throw std::runtime_error(path + ": .npy header is malformed: " + header);
+  return header.substr(v, e - v + 1);
+}
+
+// T: float (float32, '<f4') or int64_t (int64, '<i8').
+template <class T>
+std::vector<T> read_npy(const std::string& path, const std::vector<int64_t>& want) {
+  const bool f = sizeof(T) == 4;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot be opened");
+  char magic[8];
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw std::runtime_error(path + ": not a NumPy .npy file");
+  uint32_t len = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    in.read(reinterpret_cast<char*>(b), 2);
+    len = b[0] | (b[1] << 8);
+  } else {
+    unsigned char b[4];
+    in.read(reinterpret_cast<char*>(b), 4);
+    len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  }
+  std::string header(len, '\0');
+  in.read(header.data(), len);
+  if (!in) throw std::runtime_error(path + ": .npy header is cut short");
+  const std::string descr = header_field(header, "descr", '\'', path);
+  if (descr != (f ? "'<f4'" : "'<i8'") && descr != (f ? "'=f4'" : "'=i8'"))
+    throw std::runtime_error(path + ": dtype " + descr + ", but the model takes " +
+                             (f ? "float32 ('<f4')" : "int64 ('<i8')"));
+  if (header_field(header, "fortran_order", 'e', path) != "False")
+    throw std::runtime_error(path + ": Fortran order; the model takes C order (numpy.ascontiguousarray)");
+  std::vector<int64_t> shape;
+  std::stringstream dims(header_field(header, "shape", ')', path).substr(1));
+  for (std::string d; std::getline(dims, d, ',');)
+    if (d.find_first_of("0123456789") != std::string::npos) shape.push_back(std::stoll(d));
+  if (shape != want)
+    throw std::runtime_error(path + ": shape " + shape_str(shape) + ", but the model was generated for " +
+                             shape_str(want));
+  int64_t n = 1;
+  for (int64_t d : want) n *= d;
+  std::vector<T> v(static_cast<size_t>(n));
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(bytes));
+  if (in.gcount() != bytes)
+    throw std::runtime_error(path + ": holds " + std::to_string(in.gcount()) + " bytes of data, the shape needs " +
+                             std::to_string(bytes));
+  return v;
+}
+
+void write_npy(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& v) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_str(shape) + ", }";
+  if (shape.size() == 1) header.insert(header.size() - 4, ",");
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 255),
+                                static_cast<unsigned char>(header.size() >> 8)};
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(reinterpret_cast<const char*>(len), 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  if (!out) throw std::runtime_error(path + ": could not be written");
+}
+
+}  // namespace
+)cg";
+}  // namespace
+
+std::string npy_helpers() { return kNpy; }
+
+std::string weights_h() {
+  return R"cg(#pragma once
+// The weights file written beside this code: a 24-byte header (8 bytes of magic, the
+// payload's size and its FNV-1a checksum, little-endian 64-bit) and the payload, every
+// constant of the model at the offset model.cpp names.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace generated {
+
+struct AlignedDeleter {
+  void operator()(std::byte* p) const;
+};
+
+class Weights {
+ public:
+  // Throws std::runtime_error naming the file and what is wrong with it.
+  // checksum 0: a training step's state, which changes at every step: any payload of the size
+  // whose checksum is the one in its header.
+  Weights(const std::string& path, int64_t payload_bytes, uint64_t checksum);
+  const std::byte* data() const { return data_.get(); }
+  std::byte* data() { return data_.get(); }
+  // Writes the payload as it is now with its header (a training step's state).
+  void save(const std::string& path) const;
+
+ private:
+  std::unique_ptr<std::byte[], AlignedDeleter> data_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace generated
+)cg";
+}
+
+std::string weights_cpp() {
+  return R"cg(#include "weights.h"
+
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <stdexcept>
+
+namespace generated {
+
+namespace {
+constexpr char kMagic[8] = {'D', 'N', 'N', 'L', 'W', 'T', 'S', '1'};
+
+uint64_t fnv1a(const std::byte* p, int64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
+  return h;
+}
+}  // namespace
+
+void AlignedDeleter::operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{64}); }
+
+Weights::Weights(const std::string& path, int64_t payload_bytes, uint64_t checksum) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("weights file " + path + ": cannot be opened");
+  char magic[8];
+  uint64_t header[2] = {0, 0};
+  in.read(magic, 8);
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  if (!in || std::memcmp(magic, kMagic, 8) != 0)
+    throw std::runtime_error("weights file " + path + ": not a weights file of this generated code (bad header)");
+  if (header[0] != static_cast<uint64_t>(payload_bytes) || (checksum != 0 && header[1] != checksum))
+    throw std::runtime_error("weights file " + path + ": holds " + std::to_string(header[0]) +
+                             " bytes of weights with another checksum; this code was generated with " +
+                             std::to_string(payload_bytes) + " bytes (a weights file of another generation?)");
+  data_.reset(new (std::align_val_t{64}) std::byte[static_cast<size_t>(payload_bytes > 0 ? payload_bytes : 1)]);
+  in.read(reinterpret_cast<char*>(data_.get()), payload_bytes);
+  if (in.gcount() != payload_bytes)
+    throw std::runtime_error("weights file " + path + ": ends after " + std::to_string(in.gcount()) + " of " +
+                             std::to_string(payload_bytes) + " payload bytes");
+  if (fnv1a(data_.get(), payload_bytes) != header[1])
+    throw std::runtime_error("weights file " + path + ": the payload's checksum does not match its header");
+  bytes_ = payload_bytes;
+}
+
+void Weights::save(const std::string& path) const {
+  const uint64_t header[2] = {static_cast<uint64_t>(bytes_), fnv1a(data_.get(), bytes_)};
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(kMagic, 8);
+  out.write(reinterpret_cast<const char*>(header), sizeof header);
+  out.write(reinterpret_cast<const char*>(data_.get()), bytes_);
+  out.close();
+  if (!out) throw std::runtime_error("weights file " + path + ": could not be written");
+}
+
+}  // namespace generated
+)cg";
+}
+
+}  // namespace strata::codegen

@@ -1,0 +1,20 @@
+#pragma once
+// The parts of a generated project that no emitter changes: the weights file's format and
+// reader, and the .npy reading and writing of the command-line programs.
+#include <cstdint>
+#include <string>
+
+namespace strata::codegen {
+
+// weights.h and weights.cpp: the weights file's reader (a checked header, then the bytes).
+std::string weights_h();
+std::string weights_cpp();
+// The .npy helpers a program's main.cpp opens with (read_npy<T>, write_npy, shape_str; checked
+// shapes and dtypes, named errors), after the includes they need and "model.h".
+std::string npy_helpers();
+
+// The weights file's header: magic, payload bytes, FNV-1a checksum of the payload.
+inline constexpr char kWeightsMagic[8] = {'D', 'N', 'N', 'L', 'W', 'T', 'S', '1'};
+uint64_t fnv1a(const void* data, int64_t bytes);
+
+}  // namespace strata::codegen

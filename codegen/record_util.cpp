@@ -1,0 +1,114 @@
+#include "strata/codegen/record_util.h"
+
+#include "strata/core/error.h"
+
+namespace strata::codegen {
+
+using ops::OpId;
+
+namespace {
+
+class ArenaReader final : public ops::direct::ArenaObserver {
+ public:
+  void on_arena(const ops::direct::PlannedArena& a) override { arenas.push_back(a); }
+  std::vector<ops::direct::PlannedArena> arenas;
+};
+
+// The parameter a call belongs to: the weight it reads, or the gradient or parameter it writes.
+const ops::TensorView* weight_of(const RecordedCall& c) {
+  if (const auto* a = std::get_if<ops::Conv2dFwdArgs>(&c.args)) return &a->w;
+  if (const auto* a = std::get_if<ops::LinearFwdArgs>(&c.args)) return &a->w;
+  if (const auto* a = std::get_if<ops::Conv2dBwdDataArgs>(&c.args)) return &a->w;
+  if (const auto* a = std::get_if<ops::Conv2dBwdWeightArgs>(&c.args)) return &a->dw;
+  if (const auto* a = std::get_if<ops::Conv2dBwdBiasArgs>(&c.args)) return &a->db;
+  if (const auto* a = std::get_if<ops::LinearBwdDataArgs>(&c.args)) return &a->w;
+  if (const auto* a = std::get_if<ops::LinearBwdWeightArgs>(&c.args)) return &a->dw;
+  if (const auto* a = std::get_if<ops::SgdStepArgs>(&c.args)) return &a->param;
+  if (const auto* a = std::get_if<ops::BatchNormFwdArgs>(&c.args)) return &a->gamma;
+  if (const auto* a = std::get_if<ops::BatchNormBwdArgs>(&c.args)) return &a->dgamma;
+  return nullptr;
+}
+
+}  // namespace
+
+ops::direct::PlannedArena planned_arena(const Tensor& x, const char* did, const char* done, const char* what,
+                                        const std::function<void()>& step) {
+  ArenaReader arena;
+  ops::direct::ScopedArenaObserver watch(&arena);
+  step();
+  STRATA_CHECK(!arena.arenas.empty(), "strata_codegen: the model ", did, " ", x.str(),
+               " before, so its memory plan was made then and cannot be read now; generate from a model "
+               "that has not yet ", done, " at this shape");
+  STRATA_CHECK(arena.arenas.size() == 1, "strata_codegen: the ", what, " for ", x.str(), " laid out ",
+               arena.arenas.size(), " arenas where the generator expects one (internal error)");
+  return arena.arenas.front();
+}
+
+void check_against_trace(const std::vector<ops::TraceEvent>& trace, const std::vector<RecordedCall>& calls,
+                         const char* what, const char* backend) {
+  size_t seen = 0;
+  for (const ops::TraceEvent& e : trace) {
+    // The optimizer's list step reports the single step of each parameter it runs.
+    if (e.op == OpId::multi_sgd_step && seen < calls.size() && calls[seen].op == OpId::sgd_step) {
+      while (seen < calls.size() && calls[seen].op == OpId::sgd_step) ++seen;
+      continue;
+    }
+    STRATA_CHECK(seen < calls.size() && calls[seen].op == e.op, "strata_codegen: the model's ", what, " runs op ",
+                 ops::op_name(e.op), " (kernel call ", seen + 1, "), which the ", backend, " emitter does not "
+                 "support (the ", backend, " backend does not report it to the generator)");
+    ++seen;
+  }
+  STRATA_CHECK(seen == calls.size() && !calls.empty(), "strata_codegen: the ", backend, " backend reported ",
+               calls.size(), " calls where the trace shows ", seen, " (internal error)");
+}
+
+std::string module_of(const std::string& tensor) {
+  const std::string plain = tensor.substr(0, tensor.find(' '));
+  const size_t dot = plain.rfind('.');
+  return dot == std::string::npos ? plain : plain.substr(0, dot);
+}
+
+void name_parameters(nn::Module& m, std::map<const void*, std::string>& names) {
+  for (const auto& [name, t] : m.named_parameters())
+    if (t.defined()) names[t.data_ptr()] = name;
+  for (const auto& [name, t] : m.named_buffers())
+    if (t.defined()) names[t.data_ptr()] = name;
+}
+
+void name_layers(std::vector<RecordedCall>& calls, const std::map<const void*, std::string>& names) {
+  std::string last = "input";
+  for (RecordedCall& c : calls) {
+    const ops::TensorView* w = weight_of(c);
+    auto it = w ? names.find(w->data) : names.end();
+    if (it != names.end()) {
+      c.layer = module_of(it->second);
+      last = c.layer;
+    } else {
+      c.layer = "after " + last;
+    }
+  }
+  calls.front().layer = "input";
+}
+
+const ops::TensorView& output_of(const RecordedCall& c) {
+  const auto* y = std::visit([](const auto& a) -> const ops::TensorView* {
+    if constexpr (requires { a.y; }) return &a.y;
+    return nullptr;
+  }, c.args);
+  STRATA_CHECK(y, "strata_codegen: the step ends with ", ops::op_name(c.op),
+               ", which writes no output y (internal error)");
+  return *y;
+}
+
+void find_input(RecordedStep& step, const Tensor& x, const char* what) {
+  const auto* first = std::get_if<ops::CopyArgs>(&step.calls.front().args);
+  STRATA_CHECK(first && first->x.data == x.data_ptr(), "strata_codegen: the ", what, " does not start by copying "
+               "its input into the planned buffer (it starts with ", ops::op_name(step.calls.front().op),
+               "): the generator cannot find the input");
+  step.input = first->x;
+  const auto* y = static_cast<const std::byte*>(first->y.data);
+  const auto* arena = static_cast<const std::byte*>(step.arena.base);
+  if (!(arena && y >= arena && y < arena + step.arena.bytes)) step.input_buffer = first->y;
+}
+
+}  // namespace strata::codegen

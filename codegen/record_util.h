@@ -1,0 +1,39 @@
+#pragma once
+// What every backend's recorder (codegen/<backend>/record.cpp) does the same way: read the
+// arena direct mode plans, check the calls a backend reported against the op trace, find
+// the step's input, and name each call after the module it belongs to.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strata/codegen/recorded_step.h"
+#include "strata/core/tensor.h"
+#include "strata/nn/module.h"
+#include "strata/ops/trace.h"
+
+namespace strata::codegen {
+
+// The arena direct mode lays out while `step` runs for the first time at x's shape; a step
+// that ran at that shape before makes no plan, and is refused naming what it did.
+ops::direct::PlannedArena planned_arena(const Tensor& x, const char* did, const char* done, const char* what,
+                                        const std::function<void()>& step);
+
+// Checks the calls a backend reported against the op trace of the same run: every kernel the
+// step ran must have been reported, in order, since an op the backend does not report is one
+// the generator cannot write out. `what` names the step, `backend` the emitter.
+void check_against_trace(const std::vector<ops::TraceEvent>& trace, const std::vector<RecordedCall>& calls,
+                         const char* what, const char* backend);
+
+// The module a tensor name belongs to: "layer1.0.conv1.weight (folded)" -> "layer1.0.conv1".
+std::string module_of(const std::string& tensor);
+// The model's parameters and buffers by address, under their state-dict names.
+void name_parameters(nn::Module& m, std::map<const void*, std::string>& names);
+// Names each call after the module whose weight it reads or writes, else after the last one.
+void name_layers(std::vector<RecordedCall>& calls, const std::map<const void*, std::string>& names);
+// The output y the call writes; throws when it has none.
+const ops::TensorView& output_of(const RecordedCall& c);
+// The step's first call copies the caller's input into the planned input buffer.
+void find_input(RecordedStep& step, const Tensor& x, const char* what);
+
+}  // namespace strata::codegen
