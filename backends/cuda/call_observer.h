@@ -29,6 +29,7 @@ struct LibraryCall {
     pooling,        // cudnnPoolingForward: mode
     gap_kernel,     // strata's global average pooling kernel
     gemm,           // cublasGemmEx, in cuBLAS's column-major terms (below)
+    gemv,           // strata's few-rows linear kernel (gemv.cu): mode = the elements a load moves
     memcpy,         // one cudaMemcpyAsync (src, dst, bytes), kind by the pointers' devices
     convert,        // strata's converting copy kernel (a broadcast, a strided copy)
     staged,         // an operand went through a temporary (the emitter refuses: it has no place for it)

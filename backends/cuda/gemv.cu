@@ -1,4 +1,5 @@
 // linear's forward for a few rows: one warp per output column (gemv.h says why).
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/gemv.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -8,6 +9,7 @@ using namespace strata::ops;  // the op table's argument types
 
 namespace {
 
+// codegen:begin cuda_kernels
 constexpr int kGemvThreads = 128;  // 4 warps, 4 output columns, per block
 
 template <class T>
@@ -48,6 +50,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvParams<T> p) {
 #pragma unroll
   for (int r = 0; r < M; ++r) p.y[r * p.ys0 + col * p.ys1] = store<T>(acc[r] + bias);
 }
+// codegen:end
 
 template <class T, int V>
 void launch_rows(Context& ctx, const GemvParams<T>& p) {
@@ -99,7 +102,10 @@ void gemv_rows(Context& ctx, const LinearFwdArgs& a) {
                     a.b.defined ? a.b.strides[0] : 0,
                     a.y.strides[0],
                     a.y.strides[1]};
-    if (vector_loads(p))
+    const bool vec = vector_loads(p);
+    if (observing())  // the V it ran with, for a code generator (call_observer.h)
+      observe_library({.kind = LibraryCall::Kind::gemv, .mode = vec ? static_cast<int64_t>(16 / sizeof(T)) : 1});
+    if (vec)
       launch_rows<T, 16 / sizeof(T)>(ctx, p);
     else
       launch_rows<T, 1>(ctx, p);

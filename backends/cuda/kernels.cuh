@@ -111,10 +111,12 @@ constexpr int kThreads = 256;
 
 // V neighbouring elements moved as one 16-byte load or store (channels-last kernels
 // take V channels per thread when C is a multiple of V and the buffers are aligned).
+// codegen:begin cuda_kernels
 template <class T, int V>
 struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
+// codegen:end
 
 inline int grid_for(const Context& ctx, int64_t n, int threads = kThreads) {
   const int64_t blocks = (n + threads - 1) / threads;
@@ -168,11 +170,13 @@ inline ops::TensorView broadcast_along(const ops::TensorView& v, const Shape& sh
 
 // ---- reductions ------------------------------------------------------------------
 // A warp's sum (or max) of v, in every lane, in a fixed butterfly order.
+// codegen:begin cuda_kernels
 template <class A>
 __device__ __forceinline__ A warp_sum(A v) {
   for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
   return v;
 }
+// codegen:end
 template <class A>
 __device__ __forceinline__ A warp_max(A v) {
   for (int m = 16; m > 0; m >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, m));

@@ -143,6 +143,19 @@ CallText linear(const RecordedCall& c, Places& p) {
   require_dense_f32(a.w, op + " w");
   require_dense_f32(a.y, op + " y");
   CallText t;
+  if (!c.library.empty() && c.library[0].kind == Kind::gemv) {  // at most 4 rows: strata's own kernel
+    const LibraryCall& l = only(c, Kind::gemv, "strata's few-rows linear kernel");
+    p.align(a.x, op + " x");  // its loads are 16 bytes wide only where strata's were
+    p.align(a.w, op + " w");
+    const auto i = [](int64_t v) { return std::to_string(v); };
+    t.run = "  kernels::gemv(stream, " + i(l.mode) + ", " + p.fptr(a.x, op + " x") + ", " + p.fptr(a.w, op + " w") +
+            ", " + (a.b.defined ? p.fptr(a.b, op + " bias") : std::string("nullptr")) + ", " +
+            p.fptr(a.y, op + " y") + ",\n               " + i(a.y.sizes[0]) + ", " + i(a.y.sizes[1]) + ", " +
+            i(a.x.sizes[1]) + ", " + i(a.x.strides[0]) + ", " + i(a.w.strides[0]) + ", " +
+            i(a.b.defined ? a.b.strides[0] : 0) + ", " + i(a.y.strides[0]) + ", " + i(a.y.strides[1]) + ");\n";
+    t.how = "strata's few-rows linear kernel, " + i(l.mode) + " elements a load";
+    return t;
+  }
   const LibraryCall* gemm = nullptr;
   for (const LibraryCall& l : c.library) {
     if (l.kind == Kind::convert) {

@@ -30,6 +30,10 @@ void global_avg_pool(cudaStream_t s, const float* x, const int64_t (&sizes)[4], 
 // operand with its own strides (0 broadcasts), n elements in all.
 void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* src_strides,
              const int64_t* dst_strides, const float* src, float* dst);
+// y = x w^T (+ b) for m <= 4 rows (x [m, k] rows ldx apart, w [n, k] rows ldw apart, b with
+// stride bs or null, y with strides ys0, ys1): strata's few-rows linear kernel, v elements a load.
+void gemv(cudaStream_t s, int v, const float* x, const float* w, const float* b, float* y, int64_t m, int64_t n,
+          int64_t k, int64_t ldx, int64_t ldw, int64_t bs, int64_t ys0, int64_t ys1);
 // y [N, K, Ho, Wo] = x [N, C, H, W]'s block x block pixel blocks as channels, x padded with zeros by
 // (pad_h, pad_w): strata's space_to_depth (ResNet's stem on the GPU).
 void space_to_depth(cudaStream_t s, const float* x, const int64_t (&xs)[4], const int64_t (&xst)[4], float* y,
@@ -127,6 +131,28 @@ void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int6
   }
   elementwise_kernel<2, ConvertFn<float, float>><<<grid(n), kThreads, 0, s>>>(st, ConvertFn<float, float>{src, dst});
   check_launch("elementwise_kernel (convert)");
+}
+
+template <int V>
+void gemv_rows(cudaStream_t s, const GemvParams<float>& p) {
+  const unsigned blocks = static_cast<unsigned>((p.n * 32 + kGemvThreads - 1) / kGemvThreads);
+  switch (p.m) {
+    case 1: gemv_kernel<float, V, 1><<<blocks, kGemvThreads, 0, s>>>(p); break;
+    case 2: gemv_kernel<float, V, 2><<<blocks, kGemvThreads, 0, s>>>(p); break;
+    case 3: gemv_kernel<float, V, 3><<<blocks, kGemvThreads, 0, s>>>(p); break;
+    default: gemv_kernel<float, V, 4><<<blocks, kGemvThreads, 0, s>>>(p); break;
+  }
+  check_launch("gemv_kernel");
+}
+
+void gemv(cudaStream_t s, int v, const float* x, const float* w, const float* b, float* y, int64_t m, int64_t n,
+          int64_t k, int64_t ldx, int64_t ldw, int64_t bs, int64_t ys0, int64_t ys1) {
+  if (m < 1 || m > 4) throw std::runtime_error("gemv: 1 to 4 rows, got " + std::to_string(m));
+  const GemvParams<float> p{x, w, b, y, m, n, k, ldx, ldw, bs, ys0, ys1};
+  if (v == 4)
+    gemv_rows<4>(s, p);
+  else
+    gemv_rows<1>(s, p);
 }
 
 void space_to_depth(cudaStream_t s, const float* x, const int64_t (&xs)[4], const int64_t (&xst)[4], float* y,

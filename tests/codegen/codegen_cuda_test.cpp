@@ -75,6 +75,8 @@ struct HandRecorded {
     names[c(768)] = "conv2.bias (folded)";
     names[c(832)] = "fc.weight";
     names[c(896)] = "fc.bias";
+    names[c(928)] = "fc2.weight";
+    names[c(1024)] = "fc2.bias";
     step.model = "a hand-recorded test network";
     step.arena.base = arena;
     step.arena.bytes = sizeof arena;
@@ -144,6 +146,13 @@ struct HandRecorded {
 
     add(OpId::relu_fwd, ops::ReluFwdArgs{view(a(4160), Shape{2, 3}), view(a(4224), Shape{2, 3})}, "",
         {lib(Kind::own_kernel)});
+    // Two rows: strata's few-rows kernel, one element a load (K = 3 is no whole 16 bytes).
+    LibraryCall gemv = lib(Kind::gemv);
+    gemv.mode = 1;
+    add(OpId::linear_fwd,
+        ops::LinearFwdArgs{view(a(4224), Shape{2, 3}), view(c(928), Shape{5, 3}), view(c(1024), Shape{5}),
+                           view(a(4352), Shape{2, 5})},
+        "fc2", {gemv});
     ops::SpaceToDepthArgs s2d{xin, view(a(5120), Shape{2, 4, 4, 4}), {}};
     s2d.p.channels = 1, s2d.p.out_h = 4, s2d.p.out_w = 4;
     add(OpId::space_to_depth_fwd, s2d, "", {lib(Kind::own_kernel)});
@@ -191,6 +200,8 @@ TEST(CodegenCudaText, WritesEveryCallWithTheBackendsChoices) {
   EXPECT_NE(cpp.find("cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, 3, 2, 4, &kOne,"), std::string::npos);
   EXPECT_NE(cpp.find("&kOne, a + 4160, CUDA_R_32F, 3, static_cast<cublasComputeType_t>(68)"), std::string::npos);
   EXPECT_NE(cpp.find("kernels::relu(stream, f32(a + 4160), f32(a + 4224), 6);"), std::string::npos);
+  EXPECT_NE(cpp.find("kernels::gemv(stream, 1, f32(a + 4224), f32(w + "), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("f32(a + 4352),\n               2, 5, 3, 3, 3, 1, 5, 1);"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("cudaMemcpyAsync(a + 4288, a + 4224, 24, cudaMemcpyDeviceToDevice, stream)"), std::string::npos);
   EXPECT_NE(cpp.find("kernels::space_to_depth(stream, f32(in + 0), {2, 1, 8, 8}, {64, 64, 8, 1}, f32(a + 5120), "
                      "{2, 4, 4, 4}, {64, 16, 4, 1}, 2, 0, 0);"),
@@ -202,12 +213,12 @@ TEST(CodegenCudaText, WritesEveryCallWithTheBackendsChoices) {
   // strata's kernels are in kernels.cu as strata's source, not a copy kept here.
   for (const char* k : {"dense_binary_kernel", "conv_epilogue_dense_kernel", "gap_fwd_kernel", "struct ConvertFn",
                         "elementwise_kernel", "struct Strided", "__device__ __forceinline__ T store(",
-                        "space_to_depth_kernel"})
+                        "space_to_depth_kernel", "gemv_kernel"})
     EXPECT_NE(cu.find(k), std::string::npos) << k;
   // The weights file: header, then each constant at its offset.
   const std::string bin = file(files, "weights.bin");
   // In the order the calls first read them, each at a multiple of 64 bytes.
-  ASSERT_EQ(bin.size(), 24u + 1024u);
+  ASSERT_EQ(bin.size(), 24u + 1024u + 128u);  // fc2's weight and bias last, 64 bytes each
   EXPECT_EQ(std::memcmp(bin.data() + 24 + 256, r.c(128), 576), 0);  // conv2.weight (folded)
   EXPECT_EQ(std::memcmp(bin.data() + 24 + 960, r.c(832), 48), 0);   // fc.weight
   EXPECT_NE(cpp.find("w + 960, CUDA_R_32F, 4, a + 4096, CUDA_R_32F, 4"), std::string::npos);
