@@ -1,5 +1,7 @@
 #include "strata/codegen/record_util.h"
 
+#include <type_traits>
+
 #include "strata/core/error.h"
 
 namespace strata::codegen {
@@ -42,6 +44,43 @@ ops::direct::PlannedArena planned_arena(const Tensor& x, const char* did, const 
   STRATA_CHECK(arena.arenas.size() == 1, "strata_codegen: the ", what, " for ", x.str(), " laid out ",
                arena.arenas.size(), " arenas where the generator expects one (internal error)");
   return arena.arenas.front();
+}
+
+RecordedArgs recorded_args(ops::OpId op, const void* args, const char* backend) {
+  using ops::OpId;
+  RecordedArgs r = ops::CopyArgs{};
+  auto take = [&]<class A>(std::type_identity<A>) { r = *static_cast<const A*>(args); };
+  switch (op) {
+    case OpId::conv2d_fwd: take(std::type_identity<ops::Conv2dFwdArgs>{}); break;
+    case OpId::linear_fwd: take(std::type_identity<ops::LinearFwdArgs>{}); break;
+    case OpId::relu_fwd: take(std::type_identity<ops::ReluFwdArgs>{}); break;
+    case OpId::max_pool2d_fwd: take(std::type_identity<ops::MaxPool2dFwdArgs>{}); break;
+    case OpId::avg_pool2d_fwd: take(std::type_identity<ops::AvgPool2dFwdArgs>{}); break;
+    case OpId::global_avg_pool_fwd: take(std::type_identity<ops::GlobalAvgPoolFwdArgs>{}); break;
+    case OpId::add: take(std::type_identity<ops::AddArgs>{}); break;
+    case OpId::copy: take(std::type_identity<ops::CopyArgs>{}); break;
+    case OpId::space_to_depth_fwd: take(std::type_identity<ops::SpaceToDepthArgs>{}); break;
+    case OpId::conv2d_bwd_data: take(std::type_identity<ops::Conv2dBwdDataArgs>{}); break;
+    case OpId::conv2d_bwd_weight: take(std::type_identity<ops::Conv2dBwdWeightArgs>{}); break;
+    case OpId::conv2d_bwd_bias: take(std::type_identity<ops::Conv2dBwdBiasArgs>{}); break;
+    case OpId::linear_bwd_data: take(std::type_identity<ops::LinearBwdDataArgs>{}); break;
+    case OpId::linear_bwd_weight: take(std::type_identity<ops::LinearBwdWeightArgs>{}); break;
+    case OpId::relu_bwd: take(std::type_identity<ops::ReluBwdArgs>{}); break;
+    case OpId::max_pool2d_bwd: take(std::type_identity<ops::MaxPool2dBwdArgs>{}); break;
+    case OpId::softmax_xent_fwd: take(std::type_identity<ops::SoftmaxXentFwdArgs>{}); break;
+    case OpId::softmax_xent_bwd: take(std::type_identity<ops::SoftmaxXentBwdArgs>{}); break;
+    case OpId::dropout_fwd: take(std::type_identity<ops::DropoutFwdArgs>{}); break;
+    case OpId::dropout_bwd: take(std::type_identity<ops::DropoutBwdArgs>{}); break;
+    case OpId::fill: take(std::type_identity<ops::FillArgs>{}); break;
+    case OpId::sgd_step: take(std::type_identity<ops::SgdStepArgs>{}); break;
+    case OpId::batch_norm_fwd: take(std::type_identity<ops::BatchNormFwdArgs>{}); break;
+    case OpId::batch_norm_bwd: take(std::type_identity<ops::BatchNormBwdArgs>{}); break;
+    case OpId::global_avg_pool_bwd: take(std::type_identity<ops::GlobalAvgPoolBwdArgs>{}); break;
+    default:
+      STRATA_FAIL("strata_codegen: the ", backend, " backend reported op ", ops::op_name(op),
+                  ", which the generator does not record (internal error)");
+  }
+  return r;
 }
 
 void check_against_trace(const std::vector<ops::TraceEvent>& trace, const std::vector<RecordedCall>& calls,

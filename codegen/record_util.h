@@ -19,6 +19,10 @@ namespace strata::codegen {
 ops::direct::PlannedArena planned_arena(const Tensor& x, const char* did, const char* done, const char* what,
                                         const std::function<void()>& step);
 
+// The argument struct a backend's observer handed over for `op` (valid during the call only), kept:
+// the ops any recorder records. Another op is named as an internal error of `backend`'s recorder.
+RecordedArgs recorded_args(ops::OpId op, const void* args, const char* backend);
+
 // Checks the calls a backend reported against the op trace of the same run: every kernel the
 // step ran must have been reported, in order, since an op the backend does not report is one
 // the generator cannot write out. `what` names the step, `backend` the emitter.

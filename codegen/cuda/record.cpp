@@ -19,21 +19,7 @@ class Recorder final : public backends::cuda::CallObserver {
  public:
   void on_call(OpId op, const void* args) override {
     RecordedCall c{op, ops::CopyArgs{}, false, 0, 1, {}, {}};
-    auto take = [&]<class A>(std::type_identity<A>) { c.args = *static_cast<const A*>(args); };
-    switch (op) {
-      case OpId::conv2d_fwd: take(std::type_identity<ops::Conv2dFwdArgs>{}); break;
-      case OpId::linear_fwd: take(std::type_identity<ops::LinearFwdArgs>{}); break;
-      case OpId::relu_fwd: take(std::type_identity<ops::ReluFwdArgs>{}); break;
-      case OpId::max_pool2d_fwd: take(std::type_identity<ops::MaxPool2dFwdArgs>{}); break;
-      case OpId::avg_pool2d_fwd: take(std::type_identity<ops::AvgPool2dFwdArgs>{}); break;
-      case OpId::global_avg_pool_fwd: take(std::type_identity<ops::GlobalAvgPoolFwdArgs>{}); break;
-      case OpId::add: take(std::type_identity<ops::AddArgs>{}); break;
-      case OpId::copy: take(std::type_identity<ops::CopyArgs>{}); break;
-      case OpId::space_to_depth_fwd: take(std::type_identity<ops::SpaceToDepthArgs>{}); break;
-      default:
-        STRATA_FAIL("strata_codegen: the cuda backend reported op ", ops::op_name(op),
-                    ", which the generator does not record (internal error)");
-    }
+    c.args = recorded_args(op, args, "cuda");
     calls.push_back(std::move(c));
   }
   void on_library(const LibraryCall& l) override {
