@@ -78,7 +78,7 @@ for c in $cases; do
   fi
   # The onednn programs' checks, which model_run here shares: strata's output byte for byte (with the
   # graph, again after REPEAT runs), no strata library linked, a bad input or weights file named.
-  if ! cmake -DOUT="$p" -P tests/codegen/check_generated.cmake >"$dir/check.log" 2>&1; then
+  if ! cmake -DOUT="$p" -DLIBRARY=libcudnn -P tests/codegen/check_generated.cmake >"$dir/check.log" 2>&1; then
     say "$name: tests/codegen/check_generated.cmake fails: $(grep -m1 -A2 'Error' "$dir/check.log" | tail -1)"
     failed=1
   fi
