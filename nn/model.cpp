@@ -303,7 +303,7 @@ class ModelImpl final : public Model {
   }
 
   StepResult unplanned_forward_loss(const Tensor& x, const Tensor& targets) {
-    s_.logits = to_params_dtype(forward(x), s_.logits_full);  // the loss in full precision
+    s_.logits = loss_input(forward(x));
     s_.loss_value = s_.loss.forward(s_.logits, to_targets(targets));
     return {s_.loss_value, s_.logits};
   }
@@ -324,6 +324,19 @@ class ModelImpl final : public Model {
                                                                     MemoryFormat::contiguous);
     k += std::to_string(reinterpret_cast<uintptr_t>(in.data_ptr()));
     return k;
+  }
+  // The loss in the parameters' precision. Under mixed precision a backend's cross-entropy
+  // reads f16/bf16 logits as they are, computing in f32 with the cast's bits (ops/validate.h),
+  // as PyTorch's autocast does: no full-precision copy of the logits is written (for a language
+  // model's vocabulary the largest tensor of the step), and StepResult::logits are the network's
+  // own. Other losses, and f64 parameters, get the cast.
+  Tensor loss_input(const Tensor& y) {
+    const auto& caps = s_.p.capabilities();
+    if (y.dtype() != s_.dtype && s_.loss.kind() == LossKind::cross_entropy &&
+        ops::stats_dtype(y.dtype()) == s_.dtype && caps.supports(ops::OpId::softmax_xent_fwd, y.dtype()) &&
+        caps.supports(ops::OpId::softmax_xent_bwd, y.dtype()))
+      return y;
+    return to_params_dtype(y, s_.logits_full);
   }
   // Mixed precision: the network's output (compute dtype) in the parameters' dtype.
   Tensor to_params_dtype(const Tensor& y, BufferSet& bufs) {

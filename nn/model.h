@@ -95,7 +95,10 @@ std::optional<DType> parse_precision(std::string_view name);
 
 struct StepResult {
   Tensor loss;    // rank 0, on the model's device
-  Tensor logits;  // [N, classes]
+  // [N, classes]: in the parameters' dtype, except under mixed precision with a
+  // cross-entropy the backend reads in the compute dtype (Model::loss_input, as PyTorch's
+  // autocast returns its bf16 output): then in the compute dtype.
+  Tensor logits;
 };
 
 class Model {

@@ -30,7 +30,7 @@ LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& d
 template <class D>
 SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
   validate_softmax_xent(d, logits, labels);
-  SoftmaxXentOut out{Tensor::empty(Shape{}, logits.dtype(), logits.device()),
+  SoftmaxXentOut out{Tensor::empty(Shape{}, stats_dtype(logits.dtype()), logits.device()),
                      Tensor::empty(Shape{logits.size(0)}, stats_dtype(logits.dtype()), logits.device())};
   d.softmax_xent_fwd(SoftmaxXentFwdArgs{logits, labels, out.loss, out.lse, ignore_index});
   return out;

@@ -376,8 +376,10 @@ void validate_copy(const D& d, const Tensor& src, const Tensor& dst) {
                d.device().is_cpu() ? " (a copy to or from a GPU runs on its GPU backend)" : "");
 }
 
-// ---- softmax cross-entropy (op_args.h, SoftmaxXentFwdArgs): the loss is a scalar, the saved
-// log-sum-exp [N] in stats_dtype, dlogits the logits' sizes. Label values are checked by the
+// ---- softmax cross-entropy (op_args.h, SoftmaxXentFwdArgs): the loss (and its gradient) is a
+// scalar and the saved log-sum-exp [N], both in stats_dtype (f32 for f16/bf16 logits, which a
+// backend reads as they are, as PyTorch's autocast computes the loss in f32), dlogits the
+// logits' sizes and dtype. Label values are checked by the
 // backends as they read them (xent_labels.h): labels may live on the device. Any ignore_index
 // is legal (PyTorch's rule): it may even name a class, whose rows are then left out.
 template <class D>
@@ -396,7 +398,7 @@ void validate_softmax_xent_bwd(const D& d, const Tensor& logits, const Tensor& l
   check_device(op, "labels", labels, d.device(), d.backend_name());
   check_defined(op, "grad_output", dloss);
   STRATA_CHECK(dloss.numel() == 1, op, ": grad_output must have one element, got ", dloss.str());
-  check_same_dtype(op, "grad_output", dloss, "logits", logits);
+  check_dtype(op, "grad_output", dloss, stats_dtype(logits.dtype()));
   check_input(d, OpId::softmax_xent_bwd, "grad_output", dloss);
   check_defined(op, "lse", lse);
   check_dtype(op, "lse", lse, stats_dtype(logits.dtype()));

@@ -26,24 +26,35 @@ struct ConvertFn {
 
 // The fast forms of a device conversion: both operands walk rows of L contiguous elements (in
 // the destination's memory order; a dense pair is one row), moved V elements a thread as
-// 16-byte (or narrower) loads and stores, each row's offsets worked out once per V elements.
-// The general kernel works out every element's offsets with 64-bit divisions per dimension: a
-// step of GPT-2 training spent 13 ms per step in its head permutes and 9 ms in its casts at
-// 5-25 % of the memory's rate (docs/results/gpt_training.md).
+// 16-byte (or narrower) loads and stores. A row is cut into segments of `seg` vectors; a group
+// of `lanes` threads (a power of two from a warp to the block) takes a segment at a time, its
+// row's offsets worked out once per segment, and walks it. The general kernel works out every
+// element's offsets with 64-bit divisions per dimension (a step of GPT-2 training spent 13 ms in
+// its head permutes and 9 ms in its casts at 5-25 % of the memory's rate,
+// docs/results/gpt_training.md), and a first form of this one a 64-bit division per vector
+// (linear's broadcast of the bias, 48 copies a step, at 0.5 TB/s).
 template <class S, class D, int V>
-__global__ void __launch_bounds__(kThreads) convert_rows_kernel(Strided<2> rows, int64_t vecs_per_row, const S* src,
+__global__ void __launch_bounds__(kThreads) convert_rows_kernel(Strided<2> rows, int64_t vecs_per_row, int64_t seg,
+                                                                int64_t segs_per_row, int lanes, const S* src,
                                                                 D* dst) {
-  const int64_t total = rows.n * vecs_per_row;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += step) {
-    const int64_t r = k / vecs_per_row, c = (k - r * vecs_per_row) * V;
+  const int groups = kThreads / lanes;
+  const int lane = threadIdx.x % lanes;
+  const int64_t segments = rows.n * segs_per_row;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * groups;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * groups + threadIdx.x / lanes; g < segments; g += step) {
+    const int64_t r = g / segs_per_row, c0 = (g - r * segs_per_row) * seg;
+    const int64_t c1 = c0 + seg < vecs_per_row ? c0 + seg : vecs_per_row;
     int64_t off[2];
     rows.offsets(r, off);
-    const Pack<S, V> in = *reinterpret_cast<const Pack<S, V>*>(src + off[0] + c);
-    Pack<D, V> out;
+    const auto* from = reinterpret_cast<const Pack<S, V>*>(src + off[0]);
+    auto* to = reinterpret_cast<Pack<D, V>*>(dst + off[1]);
+    for (int64_t c = c0 + lane; c < c1; c += lanes) {
+      const Pack<S, V> in = from[c];
+      Pack<D, V> out;
 #pragma unroll
-    for (int j = 0; j < V; ++j) out.v[j] = store<D>(load(in.v[j]));
-    *reinterpret_cast<Pack<D, V>*>(dst + off[1] + c) = out;
+      for (int j = 0; j < V; ++j) out.v[j] = store<D>(load(in.v[j]));
+      to[c] = out;
+    }
   }
 }
 
@@ -78,9 +89,15 @@ bool convert_rows(Context& ctx, const Strided<2>& s, const S* src, D* dst) {
     }
   }
   const int64_t vecs = row / v;
-  const int grid = grid_for(ctx, rows.n * vecs);
+  // Lanes per segment: the row's vectors rounded up to a power of two, from a warp to the block;
+  // segments of 8 vectors a lane, so a long row (a dense tensor is one) spreads over the GPU.
+  int lanes = 32;
+  while (lanes < kThreads && lanes < vecs) lanes *= 2;
+  const int64_t seg = int64_t{lanes} * 8, segs = (vecs + seg - 1) / seg;
+  const int64_t groups = kThreads / lanes;
+  const int grid = grid_for(ctx, (rows.n * segs + groups - 1) / groups * kThreads);
   const auto go = [&]<int W>() {
-    convert_rows_kernel<S, D, W><<<grid, kThreads, 0, ctx.stream>>>(rows, vecs, src, dst);
+    convert_rows_kernel<S, D, W><<<grid, kThreads, 0, ctx.stream>>>(rows, vecs, seg, segs, lanes, src, dst);
   };
   switch (v) {
     case 16: if constexpr (kWidest >= 16) go.template operator()<16>(); break;

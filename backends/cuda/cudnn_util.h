@@ -168,6 +168,10 @@ void conv_epilogue(Context& ctx, const ops::TensorView& y, const ops::TensorView
                    bool relu);
 // out[c] = scale * sum of x over every dimension but `dim` (out 1-D, any float dtype).
 void sum_along(Context& ctx, const ops::TensorView& x, int dim, const ops::TensorView& out, double scale = 1.0);
+// out[c] = sum over rows of x[r, c] for a dense 2-D x (columns contiguous, 16-byte aligned rows,
+// whole 16-byte packs per row) in out's dtype: linear's bias gradient. False (nothing run) for
+// any other x; sum_along takes those.
+bool column_sums(Context& ctx, const ops::TensorView& x, const ops::TensorView& out);
 // y = value everywhere.
 void fill_view(Context& ctx, const ops::TensorView& y, double value);
 // relu with strata's own kernel (any rank, any strides).

@@ -168,6 +168,60 @@ inline ops::TensorView broadcast_along(const ops::TensorView& v, const Shape& sh
   return b;
 }
 
+// ---- rows read in chunks of eight ---------------------------------------------------
+// Columns 8k .. 8k+7 of a row as one chunk: loaded (stored) as 16-byte vectors where the row is
+// contiguous and 16-byte aligned (`vec`), else element by element, the same values either way.
+// Kernels that give a thread whole chunks therefore sum in an order that depends on the row's
+// length only, not on its alignment or strides (which differ between the dispatch modes' buffers).
+constexpr int kChunk8 = 8;
+
+// Whether rows starting at `base`, `row_stride` elements apart, with columns `col_stride` apart,
+// can be read in 16-byte vectors.
+template <class T>
+inline bool chunk8_vectorizable(const void* base, int64_t row_stride, int64_t col_stride) {
+  return col_stride == 1 && reinterpret_cast<uintptr_t>(base) % 16 == 0 &&
+         (row_stride * static_cast<int64_t>(sizeof(T))) % 16 == 0;
+}
+
+// Loads chunk k of a row of `cols` elements into v (as A); returns how many columns it holds.
+template <class A, class T>
+__device__ __forceinline__ int load_chunk8(const T* row, int64_t stride, bool vec, int64_t k, int64_t cols,
+                                           A (&v)[kChunk8]) {
+  const int64_t j0 = k * kChunk8;
+  const int n = static_cast<int>(cols - j0 < kChunk8 ? cols - j0 : kChunk8);
+  if (vec && n == kChunk8) {
+    constexpr int per = 16 / static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int p = 0; p < kChunk8 / per; ++p) {
+      const Pack<T, per> pk = reinterpret_cast<const Pack<T, per>*>(row + j0)[p];
+#pragma unroll
+      for (int i = 0; i < per; ++i) v[p * per + i] = static_cast<A>(load(pk.v[i]));
+    }
+  } else {
+    for (int i = 0; i < n; ++i) v[i] = static_cast<A>(load(row[(j0 + i) * stride]));
+  }
+  return n;
+}
+
+// Stores the first n values of chunk k (rounded to T).
+template <class T, class A>
+__device__ __forceinline__ void store_chunk8(T* row, int64_t stride, bool vec, int64_t k, int n,
+                                             const A (&v)[kChunk8]) {
+  const int64_t j0 = k * kChunk8;
+  if (vec && n == kChunk8) {
+    constexpr int per = 16 / static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int p = 0; p < kChunk8 / per; ++p) {
+      Pack<T, per> pk;
+#pragma unroll
+      for (int i = 0; i < per; ++i) pk.v[i] = store<T>(v[p * per + i]);
+      reinterpret_cast<Pack<T, per>*>(row + j0)[p] = pk;
+    }
+  } else {
+    for (int i = 0; i < n; ++i) row[(j0 + i) * stride] = store<T>(v[i]);
+  }
+}
+
 // ---- reductions ------------------------------------------------------------------
 // A warp's sum (or max) of v, in every lane, in a fixed butterfly order.
 // codegen:begin cuda_kernels

@@ -207,7 +207,7 @@ void CudaBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
 
 void CudaBackend::linear_bwd_weight(const LinearBwdWeightArgs& a) {
   if (a.dw.numel() > 0) gemm(*ctx_, settings_, transposed(a.dy), a.x, a.dw, 0.f);
-  if (a.db.defined && a.db.numel() > 0) sum_along(*ctx_, a.dy, 1, a.db);
+  if (a.db.defined && a.db.numel() > 0 && !column_sums(*ctx_, a.dy, a.db)) sum_along(*ctx_, a.dy, 1, a.db);
 }
 
 }  // namespace strata::backends

@@ -28,22 +28,38 @@ __device__ __forceinline__ float block_max(float v) {
   return v;
 }
 
-// One block per row: max, sum of exponentials, the row's lse (saved) and its loss term
-// (0 on an ignored row); a bad label's row recorded in *bad.
+// A thread takes a row's columns in chunks of eight (kernels.cuh's load_chunk8: chunk c = thread,
+// thread + blockDim, ...), in every dtype: f32 logits and f16/bf16 ones that widen to the same
+// floats give the same sums in the same order, so the loss and gradients of bf16 logits are
+// bitwise those of their f32 cast (mixed-precision training reads the network's bf16 output as it
+// is), whatever the rows' alignment.
+//
+// One block per row: max, sum of exponentials (each in float, summed in double), the row's lse
+// (saved) and its loss term (0 on an ignored row); a bad label's row recorded in *bad.
+template <class T>
 __global__ void __launch_bounds__(512)
-    softmax_xent_fwd_kernel(const float* x, int64_t cols, int64_t xs0, int64_t xs1, const int64_t* labels, int64_t ls,
-                            int64_t ignore_index, float* lse, int64_t lse_s, double* row_loss, unsigned long long* bad) {
+    softmax_xent_fwd_kernel(const T* x, int64_t cols, int64_t xs0, int64_t xs1, bool vec, const int64_t* labels,
+                            int64_t ls, int64_t ignore_index, float* lse, int64_t lse_s, double* row_loss,
+                            unsigned long long* bad) {
   __shared__ float bcast;
   const int64_t row = blockIdx.x;
-  const float* xr = x + row * xs0;
+  const T* xr = x + row * xs0;
+  const int64_t chunks = (cols + kChunk8 - 1) / kChunk8;
+  float v[kChunk8];
   float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, xr[j * xs1]);
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    const int n = load_chunk8(xr, xs1, vec, c, cols, v);
+    for (int i = 0; i < n; ++i) m = fmaxf(m, v[i]);
+  }
   m = block_max(m);
   if (threadIdx.x == 0) bcast = m;
   __syncthreads();
   m = bcast;
   double s = 0.0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += exp(static_cast<double>(xr[j * xs1] - m));
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    const int n = load_chunk8(xr, xs1, vec, c, cols, v);
+    for (int i = 0; i < n; ++i) s += static_cast<double>(expf(v[i] - m));
+  }
   s = block_sum(s);
   if (threadIdx.x == 0) {
     const double row_lse = log(s) + m;
@@ -53,7 +69,7 @@ __global__ void __launch_bounds__(512)
       atomicMin(bad, static_cast<unsigned long long>(row));
       row_loss[row] = NAN;
     } else {
-      row_loss[row] = l == ignore_index ? 0.0 : row_lse - static_cast<double>(xr[l * xs1]);
+      row_loss[row] = l == ignore_index ? 0.0 : row_lse - static_cast<double>(load(xr[l * xs1]));
     }
   }
 }
@@ -85,30 +101,41 @@ __global__ void __launch_bounds__(kReduceThreads)
 }
 
 // dlogits = (exp(x - lse) - onehot(label)) * g, zero on an ignored row: the softmax
-// recomputed from the logits and the saved lse, in one pass. A block per row walks its
-// columns with the row's label, lse and scale read once: an element-wise launch over
-// [rows, cols] split every element's index by cols in 64-bit integers (6.0 ms for GPT-2's
-// 16,384 x 50,257 logits on an H200, where the pass's memory takes about 1.4).
+// recomputed from the logits and the saved lse, in one pass, each element computed in float
+// and double and rounded once to dlogits' dtype (f16/bf16 dlogits are the f32 ones, rounded).
+// A block per row walks its columns in chunks of eight with the row's label, lse and scale
+// read once: an element-wise launch over [rows, cols] split every element's index by cols in
+// 64-bit integers (6.0 ms for GPT-2's 16,384 x 50,257 logits on an H200, where the pass's
+// memory takes about 1.4).
 constexpr int kXentBwdThreads = 256;
+template <class T>
 __global__ void __launch_bounds__(kXentBwdThreads)
-    softmax_xent_bwd_kernel(const float* x, int64_t xs0, int64_t xs1, const float* lse, int64_t lse_s,
+    softmax_xent_bwd_kernel(const T* x, int64_t xs0, int64_t xs1, bool xvec, const float* lse, int64_t lse_s,
                             const int64_t* labels, int64_t ls, int64_t cols, int64_t ignore_index, const double* g,
-                            float* dx, int64_t ds0, int64_t ds1) {
+                            T* dx, int64_t ds0, int64_t ds1, bool dvec) {
   const int64_t row = blockIdx.x;
   const int64_t l = labels[row * ls];
-  const float* xr = x + row * xs0;
-  float* dr = dx + row * ds0;
-  if (l == ignore_index) {
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) dr[j * ds1] = 0.0f;
-    return;
-  }
+  const T* xr = x + row * xs0;
+  T* dr = dx + row * ds0;
+  const int64_t chunks = (cols + kChunk8 - 1) / kChunk8;
+  const bool ignored = l == ignore_index;
   const bool valid = l >= 0 && l < cols;
-  const float row_lse = lse[row * lse_s];
-  const double scale = *g;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const double p = static_cast<double>(expf(xr[j * xs1] - row_lse));
-    const double onehot = l == j ? 1.0 : 0.0;
-    dr[j * ds1] = valid ? static_cast<float>((p - onehot) * scale) : NAN;
+  const float row_lse = ignored ? 0.0f : lse[row * lse_s];
+  const double scale = ignored ? 0.0 : *g;
+  float v[kChunk8];
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    const int64_t j0 = c * kChunk8;
+    const int n = ignored ? static_cast<int>(cols - j0 < kChunk8 ? cols - j0 : kChunk8) : load_chunk8(xr, xs1, xvec, c, cols, v);
+    for (int i = 0; i < n; ++i) {
+      if (ignored) {
+        v[i] = 0.0f;
+        continue;
+      }
+      const double p = static_cast<double>(expf(v[i] - row_lse));
+      const double onehot = l == j0 + i ? 1.0 : 0.0;
+      v[i] = valid ? static_cast<float>((p - onehot) * scale) : NAN;
+    }
+    store_chunk8(dr, ds1, dvec, c, n, v);
   }
 }
 
@@ -137,23 +164,38 @@ struct BceBwdFn {
   }
 };
 
+// f32 logits, or f16/bf16 ones read as they are (the loss, lse and dloss in f32: ops::stats_dtype).
+template <class F>
+void dispatch_xent(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::f32: f(float{}); return;
+    case DType::f16: f(__half{}); return;
+    case DType::bf16: f(__nv_bfloat16{}); return;
+    default: break;
+  }
+  STRATA_FAIL(op, ": the cuda backend takes f32, f16 or bf16 logits, got ", dtype_name(t));
+}
+
 }  // namespace
 }  // namespace cuda
 
 using namespace cuda;
 
 void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
-  dispatch_f32(a.logits.dtype, "softmax_xent_fwd", [&](auto) {
+  dispatch_xent(a.logits.dtype, "softmax_xent_fwd", [&](auto t) {
+    using T = decltype(t);
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
     STRATA_CHECK(rows > 0 && cols > 0, "softmax_xent_fwd: empty logits ", a.logits.sizes.str());
     STRATA_CHECK(a.labels.dtype == DType::i64, "softmax_xent_fwd: labels must be i64, got ", dtype_name(a.labels.dtype));
     raise_bad_index(*ctx_);  // an earlier call's, found since
     DeviceBuffer row_loss(*ctx_, sizeof(double) * rows);
-    const int threads = cols >= 1024 ? 512 : cols >= 256 ? 256 : 128;
-    softmax_xent_fwd_kernel<<<static_cast<unsigned>(rows), threads, 0, ctx_->stream>>>(
-        a.logits.ptr<float>(), cols, a.logits.strides[0], a.logits.strides[1], a.labels.ptr<int64_t>(),
-        a.labels.strides[0], a.ignore_index, a.lse.ptr<float>(), a.lse.strides[0], row_loss.as<double>(),
-        bad_index_word(*ctx_));
+    const int64_t chunks = (cols + kChunk8 - 1) / kChunk8;
+    const int threads = chunks >= 1024 ? 512 : chunks >= 256 ? 256 : 128;
+    const T* x = a.logits.ptr<T>();
+    softmax_xent_fwd_kernel<T><<<static_cast<unsigned>(rows), threads, 0, ctx_->stream>>>(
+        x, cols, a.logits.strides[0], a.logits.strides[1], chunk8_vectorizable<T>(x, a.logits.strides[0], a.logits.strides[1]),
+        a.labels.ptr<int64_t>(), a.labels.strides[0], a.ignore_index, a.lse.ptr<float>(), a.lse.strides[0],
+        row_loss.as<double>(), bad_index_word(*ctx_));
     STRATA_CUDA_CHECK_LAUNCH("softmax_xent_fwd_kernel");
     softmax_xent_mean_kernel<<<1, kReduceThreads, 0, ctx_->stream>>>(row_loss.as<double>(), a.labels.ptr<int64_t>(),
                                                                      a.labels.strides[0], rows, a.ignore_index,
@@ -164,7 +206,8 @@ void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
 }
 
 void CudaBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
-  dispatch_f32(a.logits.dtype, "softmax_xent_bwd", [&](auto) {
+  dispatch_xent(a.logits.dtype, "softmax_xent_bwd", [&](auto t) {
+    using T = decltype(t);
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
     if (rows == 0) return;
     STRATA_CHECK(a.labels.dtype == DType::i64, "softmax_xent_bwd: labels must be i64, got ", dtype_name(a.labels.dtype));
@@ -172,10 +215,13 @@ void CudaBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
     softmax_xent_grad_scale_kernel<<<1, kReduceThreads, 0, ctx_->stream>>>(
         a.labels.ptr<int64_t>(), a.labels.strides[0], rows, a.ignore_index, a.dloss.ptr<float>(), g.as<double>());
     STRATA_CUDA_CHECK_LAUNCH("softmax_xent_grad_scale_kernel");
-    softmax_xent_bwd_kernel<<<static_cast<unsigned>(rows), kXentBwdThreads, 0, ctx_->stream>>>(
-        a.logits.ptr<float>(), a.logits.strides[0], a.logits.strides[1], a.lse.ptr<float>(), a.lse.strides[0],
-        a.labels.ptr<int64_t>(), a.labels.strides[0], cols, a.ignore_index, g.as<double>(), a.dlogits.ptr<float>(),
-        a.dlogits.strides[0], a.dlogits.strides[1]);
+    const T* x = a.logits.ptr<T>();
+    T* dx = a.dlogits.ptr<T>();
+    softmax_xent_bwd_kernel<T><<<static_cast<unsigned>(rows), kXentBwdThreads, 0, ctx_->stream>>>(
+        x, a.logits.strides[0], a.logits.strides[1], chunk8_vectorizable<T>(x, a.logits.strides[0], a.logits.strides[1]),
+        a.lse.ptr<float>(), a.lse.strides[0], a.labels.ptr<int64_t>(), a.labels.strides[0], cols, a.ignore_index,
+        g.as<double>(), dx, a.dlogits.strides[0], a.dlogits.strides[1],
+        chunk8_vectorizable<T>(dx, a.dlogits.strides[0], a.dlogits.strides[1]));
     STRATA_CUDA_CHECK_LAUNCH("softmax_xent_bwd_kernel");
   });
 }

@@ -49,8 +49,9 @@ KeptBuffers kept_buffers() {
 
 CudaBackend::CudaBackend(cuda::Settings settings) : settings_(settings), ctx_(&cuda::context()) {}
 
-// Batch norm takes f16/bf16 activations with f32 parameters and statistics; losses and
-// optimizer steps are f32 (mixed-precision training keeps both in f32). The reduce kind's
+// Batch norm takes f16/bf16 activations with f32 parameters and statistics; cross-entropy
+// takes f16/bf16 logits (its loss in f32); the other losses and the optimizer steps are f32
+// (mixed-precision training keeps them in f32). The reduce kind's
 // older rows (sum, mean, argmax) have no f64 form; reduce_dims and softmax do.
 const Capabilities& CudaBackend::capabilities() const {
   static constexpr Capabilities kTable = [] {
@@ -70,6 +71,8 @@ const Capabilities& CudaBackend::capabilities() const {
         .op({OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add}, kFloat | kHalf)
         // Layer norm and attention (transformer_ops.cu): every float dtype.
         .op({OpId::layer_norm_fwd, OpId::layer_norm_bwd, OpId::attention_fwd, OpId::attention_bwd}, kFloat | kHalf)
+        // Cross-entropy reads f16/bf16 logits as they are (loss.cu; the loss and lse in f32).
+        .op({OpId::softmax_xent_fwd, OpId::softmax_xent_bwd}, f32_half)
         .op({OpId::compare}, kAnyDType);
     return c;
   }();

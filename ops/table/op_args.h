@@ -202,8 +202,8 @@ struct DropoutBwdArgs {
 };
 
 // Softmax cross-entropy over logits [N, C] with labels i64 [N], the mean over the rows whose label is not
-// ignore_index (PyTorch's F.cross_entropy): loss = sum_kept (lse_n - x_n[label_n]) / #kept, rank 0 in the logits'
-// dtype; every row ignored is 0/0, NaN, as PyTorch 2.x returns. A label is ignore_index or in [0, C); any other is an
+// ignore_index (PyTorch's F.cross_entropy): loss = sum_kept (lse_n - x_n[label_n]) / #kept, rank 0 in the statistics
+// dtype (ops::stats_dtype: f32 for f16/bf16 logits); every row ignored is 0/0, NaN, as PyTorch 2.x returns. A label is ignore_index or in [0, C); any other is an
 // error (xent_labels.h). The forward saves only lse_n = logsumexp(x_n), [N] in the statistics dtype (ops::stats_dtype),
 // for every row: the backward reads the logits again instead of a saved [N, C] softmax (for a language model's
 // vocabulary a second copy of the logits). logits and dlogits may have any strides: GPT's are the first C columns of

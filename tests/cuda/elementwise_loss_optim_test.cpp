@@ -172,6 +172,53 @@ TEST_F(CudaElementwise, SoftmaxCrossEntropyOnRowsOfAPaddedStride) {
   }
 }
 
+// Mixed-precision training hands the loss the network's f16/bf16 logits as they are (Model's
+// loss_input): the loss and lse (f32) must be bitwise those of the logits' f32 cast, and
+// dlogits that gradient rounded to the logits' dtype, whichever loads a row takes (16-byte
+// vectors on aligned contiguous rows, element loads on strided or misaligned ones: an f32 row
+// may take one path and its half copy the other).
+TEST_F(CudaElementwise, SoftmaxCrossEntropyOnHalfLogitsIsTheF32CastsBits) {
+  struct Case {
+    int64_t n, c, pad, offset;  // rows of c + pad columns, the logits starting `offset` columns in
+    bool transposed;            // logits [n, c] as the transpose of a [c, n] tensor: column stride n
+  };
+  for (const DType dt : {DType::bf16, DType::f16})
+    for (const Case& k : std::vector<Case>{{16, 50257, 47, 0, false},
+                                           {5, 50304, 0, 0, false},
+                                           {3, 11, 0, 0, false},
+                                           {7, 1000, 9, 1, false},
+                                           {4, 37, 0, 0, true},
+                                           {1, 8, 0, 0, false}}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " N" << k.n << " C" << k.c << " pad " << k.pad
+                                        << " offset " << k.offset << (k.transposed ? " transposed" : ""));
+      // Logits exact in dt: random f32 rounded to dt, and those values in f32.
+      const Tensor src = random_tensor(k.transposed ? Shape{k.c, k.n} : Shape{k.n, k.c + k.pad + k.offset},
+                                       DType::f32, 41, -6.0, 6.0, kNCHW);
+      const Tensor half_full = to_gpu(host_as(src, dt));
+      const Tensor f32_full = to_gpu(host_as(half_full, DType::f32));
+      const auto view = [&](const Tensor& t) {
+        return k.transposed ? t.permute({1, 0}) : t.narrow(1, k.offset, k.c);
+      };
+      const Tensor xh = view(half_full), xf = view(f32_full);
+      // Every third row ignored (one row: none, or the loss would be 0/0).
+      const Tensor labels = to_gpu(k.n > 1 ? labels_with_ignored(k.n, k.c, 42, 3) : random_labels(k.n, k.c, 42));
+      const Tensor loss_h = gpu_nan({}), lse_h = gpu_nan({k.n}), loss_f = gpu_nan({}), lse_f = gpu_nan({k.n});
+      be().softmax_xent_fwd({xh, labels, loss_h, lse_h});
+      be().softmax_xent_fwd({xf, labels, loss_f, lse_f});
+      EXPECT_TRUE(same_values(loss_h, loss_f)) << "loss";
+      EXPECT_TRUE(same_values(lse_h, lse_f)) << "lse";
+      const Tensor dloss = to_gpu(cpu_scalar(1.25));
+      const Tensor dh = gpu_nan({k.n, k.c}, kNCHW, dt), df = gpu_nan({k.n, k.c});
+      be().softmax_xent_bwd({xh, lse_h, labels, dloss, dh});
+      be().softmax_xent_bwd({xf, lse_f, labels, dloss, df});
+      EXPECT_TRUE(same_values(dh, to_gpu(host_as(df, dt)))) << "dlogits";
+      // And against the reference, for the values themselves.
+      const Tensor loss_r = cpu_nan({});
+      ref_.softmax_xent_fwd({host_as(xf, DType::f32), to_cpu(labels), loss_r, cpu_nan({k.n})});
+      STRATA_EXPECT_CLOSE(loss_h, loss_r, kTolReduction, "loss against the reference");
+    }
+}
+
 // Every row ignored: the loss is 0/0 = NaN (PyTorch 2.x's answer) and the gradient zero.
 TEST_F(CudaElementwise, SoftmaxCrossEntropyAllIgnored) {
   const Pair logits = rand_pair({4, 7}, 34);

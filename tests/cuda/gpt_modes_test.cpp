@@ -48,7 +48,10 @@ void expect_same(const Snapshot& a, const Snapshot& b, const std::string& what) 
 const ops::DispatchMode kFourModes[] = {ops::DispatchMode::virtual_call, ops::DispatchMode::static_call,
                                         ops::DispatchMode::direct, ops::DispatchMode::graph};
 
-void four_modes_alike(const nn::ModelOptions& o, nn::GptConfig c) {
+// rows: the batch's sequences of 8 tokens; 16 (128 rows) puts the head over the padded
+// vocabulary (nn::GptConfig::pad_head_min_rows), where direct mode's dL/dlogits are the first
+// columns of padded rows.
+void four_modes_alike(const nn::ModelOptions& o, nn::GptConfig c, int64_t rows = 3) {
   c.compute_dtype = o.compute_dtype;
   std::vector<std::unique_ptr<nn::Model>> models;
   std::vector<std::unique_ptr<nn::Optimizer>> opts;
@@ -59,7 +62,7 @@ void four_modes_alike(const nn::ModelOptions& o, nn::GptConfig c) {
   }
   for (int step = 0; step < 6; ++step) {
     // Steps 3 and 4 are another shape (a second graph), step 5 the first shape's graph again.
-    const auto [x, y] = (step == 3 || step == 4) ? gpt_batch(step, 2, 5) : gpt_batch(step);
+    const auto [x, y] = (step == 3 || step == 4) ? gpt_batch(step, 2, 5) : gpt_batch(step, rows);
     std::vector<Snapshot> out;
     for (size_t i = 0; i < models.size(); ++i) out.push_back(take(*models[i], models[i]->train_step(x, y, *opts[i])));
     for (size_t i = 1; i < out.size(); ++i)
@@ -79,6 +82,13 @@ TEST_F(CudaGptModes, FourModesTrainBitwiseAlikeWithBf16Compute) {
   nn::ModelOptions o;
   o.compute_dtype = DType::bf16;
   four_modes_alike(o, tiny_gpt());
+}
+
+TEST_F(CudaGptModes, FourModesTrainBitwiseAlikeOverThePaddedHead) {
+  nn::ModelOptions o;
+  four_modes_alike(o, tiny_gpt(), 16);
+  o.compute_dtype = DType::bf16;
+  four_modes_alike(o, tiny_gpt(), 16);
 }
 
 TEST_F(CudaGptModes, FirstStepIsCloseToTheReference) {

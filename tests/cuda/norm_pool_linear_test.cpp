@@ -1,5 +1,6 @@
 // batch norm, relu and linear on the cuda backend against the reference, forward and
 // backward, NCHW and NHWC (pooling and space_to_depth: pool_test.cpp).
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -392,6 +393,45 @@ TEST_F(CudaNormPoolLinear, LinearFewRows) {
   be().linear_fwd({x.gpu, w.gpu, b.gpu, yg});
   ref_.linear_fwd({x.cpu, w.cpu, b.cpu, yc});
   STRATA_EXPECT_CLOSE(yg, yc, kTolGemm, "linear_fwd few rows, unaligned x, transposed y");
+}
+
+// linear's bias gradient, the sum of dy over its rows: dense rows of whole 16-byte packs take the
+// column kernel (reduce.cu's column_sums), others the channel reduction; both sum in double, so
+// the result is the exact sum rounded once to the dtype (checked against a host sum in double
+// within one rounding), and the same bits on a second call.
+TEST_F(CudaNormPoolLinear, LinearBiasGradient) {
+  struct Case {
+    int64_t rows, cols, pad;  // dy [rows, cols] with rows cols + pad elements apart
+    DType dt;
+  };
+  uint64_t seed = 1950;
+  for (const Case& k : std::vector<Case>{{16384, 768, 0, DType::bf16},
+                                         {1000, 2304, 8, DType::bf16},
+                                         {3, 8, 0, DType::f16},
+                                         {333, 64, 4, DType::f32},
+                                         {5, 12, 0, DType::f32},
+                                         {7, 7, 0, DType::bf16},
+                                         {9, 12, 1, DType::f32}}) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(k.dt) << " rows " << k.rows << " cols " << k.cols << " pad "
+                                      << k.pad);
+    const Tensor full = random_tensor({k.rows, k.cols + k.pad}, k.dt, seed++, -2.0, 2.0);
+    const Tensor dy = to_gpu(full).narrow(1, 0, k.cols);
+    const Tensor x = to_gpu(random_tensor({k.rows, 3}, k.dt, seed++));
+    const Tensor dw = gpu_nan({k.cols, 3}, kNCHW, k.dt);
+    Tensor db = gpu_nan({k.cols}, kNCHW, k.dt);
+    be().linear_bwd_weight({x, dy, dw, db});
+    const std::vector<double> host = host_as(full, DType::f64).to_vector<double>();
+    const std::vector<double> got = host_as(db, DType::f64).to_vector<double>();
+    const double ulp = k.dt == DType::f32 ? 0x1p-23 : k.dt == DType::bf16 ? 0x1p-7 : 0x1p-10;
+    for (int64_t c = 0; c < k.cols; ++c) {
+      double want = 0.0;
+      for (int64_t r = 0; r < k.rows; ++r) want += host[r * (k.cols + k.pad) + c];
+      ASSERT_LE(std::abs(got[c] - want), ulp * std::abs(want) + 1e-9 * k.rows) << "column " << c;
+    }
+    const Tensor again = gpu_nan({k.cols}, kNCHW, k.dt);
+    be().linear_bwd_weight({x, dy, gpu_nan({k.cols, 3}, kNCHW, k.dt), again});
+    EXPECT_TRUE(same_values(again, db)) << "a second call differs";
+  }
 }
 
 TEST_F(CudaNormPoolLinear, LinearStagedOutput) {

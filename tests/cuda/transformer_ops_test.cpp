@@ -88,6 +88,42 @@ TEST_F(CudaTransformerOps, LayerNormMatchesTheReference) {
     }
 }
 
+// A thread takes a row's columns in chunks of eight, read as 16-byte vectors where the rows are
+// contiguous and aligned: the same rows at an aligned address and one element off it (element
+// loads) give the same bits, forward and backward, and the aligned ones match the reference.
+TEST_F(CudaTransformerOps, LayerNormSameBitsWhateverTheRowsAlignment) {
+  for (DType dt : kFloats)
+    for (const int64_t c : {int64_t{768}, int64_t{24}, int64_t{37}}) {
+      const int64_t n = 70;
+      const std::string what = std::string(dtype_name(dt)) + " " + std::to_string(n) + "x" + std::to_string(c);
+      const Tensor x = random_tensor({n, c}, dt, 11, -3.0, 3.0), w = random_tensor({c}, dt, 12),
+                   b = random_tensor({c}, dt, 13), dy = random_tensor({n, c}, dt, 14);
+      const Tensor wg = to_gpu(w), bg = to_gpu(b);
+      // Aligned: dense rows from the allocator. Off: the same values one element into each row.
+      const Tensor aligned_x = to_gpu(x), aligned_dy = to_gpu(dy);
+      const Tensor off_x = gpu_nan({n, c + 1}, kNCHW, dt).narrow(1, 1, c), off_dy = gpu_nan({n, c + 1}, kNCHW, dt).narrow(1, 1, c);
+      copy_into(x, off_x);
+      copy_into(dy, off_dy);
+      Tensor out[2][6];
+      const Tensor xs[2] = {aligned_x, off_x}, dys[2] = {aligned_dy, off_dy};
+      for (int v = 0; v < 2; ++v) {
+        out[v][0] = v == 0 ? gpu_nan({n, c}, kNCHW, dt) : gpu_nan({n, c + 1}, kNCHW, dt).narrow(1, 1, c);
+        out[v][1] = gpu_nan({n}, kNCHW, stats(dt));
+        out[v][2] = gpu_nan({n}, kNCHW, stats(dt));
+        be().layer_norm_fwd({xs[v], wg, bg, out[v][0], out[v][1], out[v][2], 1e-5});
+        out[v][3] = v == 0 ? gpu_nan({n, c}, kNCHW, dt) : gpu_nan({n, c + 1}, kNCHW, dt).narrow(1, 1, c);
+        out[v][4] = gpu_nan({c}, kNCHW, dt);
+        out[v][5] = gpu_nan({c}, kNCHW, dt);
+        be().layer_norm_bwd({xs[v], wg, out[v][1], out[v][2], dys[v], out[v][3], out[v][4], out[v][5]});
+      }
+      for (int i = 0; i < 6; ++i) EXPECT_TRUE(same_values(out[0][i], out[1][i])) << what << " output " << i;
+      const DType rd = ref_dtype(dt);
+      const Tensor yr = cpu_nan({n, c}, kNCHW, rd), mr = cpu_nan({n}, kNCHW, stats(dt)), rr = cpu_nan({n}, kNCHW, stats(dt));
+      ref_.layer_norm_fwd({host_as(x, rd), host_as(w, rd), host_as(b, rd), yr, mr, rr, 1e-5});
+      STRATA_EXPECT_CLOSE(host_as(out[0][0], rd), yr, tol(dt, kTolReduction), what + " y, aligned rows");
+    }
+}
+
 // Each case runs with cuDNN's fused attention allowed and not: sequences of 64 and more then
 // take the cuBLAS GEMM path in every dtype but f64 (counted), shorter ones strata's kernels.
 class CudaAttentionPaths : public CudaTransformerOps, public ::testing::WithParamInterface<bool> {

@@ -48,7 +48,12 @@ void LossStep<Impl>::plan(Impl& impl, const Tensor& logits, const Tensor& target
   const int64_t c = logits.size(logits.dim() - 1);
   xent_.plan(impl, planned_view_or_copy(impl, logits, {logits.numel() / c, c}, logit_rows_),
              planned_view_or_copy(impl, targets, {targets.numel()}, target_rows_), ignore_index);
-  dlogits_ = xent_.dlogits.view(logits.sizes());
+  // dlogits may be the first columns of padded rows (SoftmaxXentPlan): a view with their strides.
+  const Tensor& d = xent_.dlogits;
+  const auto st = view_strides(d.sizes(), d.strides(), logits.sizes());
+  STRATA_CHECK(st.has_value(), "Loss: dL/dlogits ", d.str(), " cannot be viewed as the logits' ", logits.sizes().str(),
+               " (internal error)");
+  dlogits_ = d.as_strided(logits.sizes(), *st, d.offset());
 }
 
 template <class Impl>
