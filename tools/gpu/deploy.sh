@@ -22,6 +22,8 @@
 #   OUT=$OUT tools/gpu/deploy.sh                      # there (carry .gpu)
 #   STARTS    fresh processes per form for the start-up time (default 5)
 #   REPEAT    timed runs per form (default 500)
+#   START_TIMEOUT  seconds a fresh process may take to its first result (default 20); a form that
+#             runs past it is not started again
 #   BUDGET_S  the whole script's wall-clock budget in seconds (default 390: under 7 minutes with the
 #             last step's kill grace); every step runs under `timeout`, capped by what is left, and a
 #             step with no time left is recorded as skipped
@@ -40,6 +42,8 @@ pkg=${pkg:-.gpu}
 starts=${STARTS:-5}
 repeat=${REPEAT:-500}
 budget=${BUDGET_S:-390}
+start_cap=${START_TIMEOUT:-20}  # seconds one fresh process may take to its first result
+gave_up=()
 deadline=$((SECONDS + budget))
 work=${WORK:-$(mktemp -d /tmp/strata-deploy-work.XXXXXX)}
 mkdir -p "$out" "$work"
@@ -201,7 +205,11 @@ for ((r = 0; r < starts && n > 0; r++)); do
     f=${order[$i]}
     o=$work/start_${f}_$r.npy
     rm -f "$o"
-    t=$(allowed 60)
+    if [[ " ${gave_up[*]} " == *" $f "* ]]; then
+      say "start $r $f: skipped (an earlier start ran past ${start_cap} s)"
+      continue
+    fi
+    t=$(allowed "$start_cap")
     if [ "$t" -le 0 ]; then
       say "start $r $f: skipped (budget spent)"
       continue
@@ -211,6 +219,9 @@ for ((r = 0; r < starts && n > 0; r++)); do
     timeout -k 5 "$t" "${cmd[@]}" >"$work/start_${f}_$r.log" 2>&1
     rc=$?
     t1=$EPOCHREALTIME
+    # A start that runs out its time is not repeated: the first run spent its whole budget on
+    # three 60-second starts of the Python form.
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then gave_up+=("$f"); fi
     mt=$(stat -c %.9Y "$o" 2>/dev/null || echo null)
     self=$(grep '^{' "$work/start_${f}_$r.log" | tail -1)
     echo "{\"form\": \"$f\", \"round\": $r, \"position\": $i, \"rc\": $rc, \"t0\": $t0, \"t_exit\": $t1," \
