@@ -2,7 +2,7 @@
 // The transformer's fused ops as loops over any strides, each computed in A (T on the CPU
 // backends, double on the reference backend, the oracle): layer norm over the rows of a
 // matrix and scaled dot-product attention (op_args.h defines both), with their backward.
-// openblas, onednn and eigen run these; backends/cuda/transformer_ops.cu computes the same
+// openblas, onednn and eigen run these; backends/cuda/layer_norm.cu and attention.cu compute the same
 // definitions.
 //
 // Attention never holds the [Tq, Tk] matrix: each query's scores are one row of Tk values,

@@ -2,7 +2,7 @@
 // Attention over long sequences as cuBLAS GEMMs around strata's softmax kernels: the
 // scores of a batch entry's heads, S = q k^T, go through global memory ([heads, Tq, Tk]
 // in f32), as in the "math" form of PyTorch's scaled_dot_product_attention, instead of one
-// block per query re-reading every key (transformer_ops.cu's kernels, the form for
+// block per query re-reading every key (attention.cu's kernels, the form for
 // decoding and short rows). The backward recomputes the probabilities from the forward's
 // log-sum-exp, as the kernels do, so nothing of size T^2 outlives an op. Internal to
 // backends/cuda.

@@ -75,7 +75,7 @@ struct Context {
   size_t epilogue_kernels = 0;  // ... and run by strata's kernel after the convolution
   size_t fused_attentions = 0;  // attention ops (forward, backward: one each) on cuDNN's fused engine
   size_t gemm_attentions = 0;   // ... as cuBLAS GEMMs around strata's softmax rows (attention_gemm.h)
-  size_t own_attentions = 0;    // ... by strata's row kernels (transformer_ops.cu)
+  size_t own_attentions = 0;    // ... by strata's row kernels (attention.cu)
 
   // The cuDNN workspace arena: one buffer, grown on demand, shared by every call. Each
   // buffer it takes is a generation. A replaced buffer goes back to the caching

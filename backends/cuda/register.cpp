@@ -69,7 +69,7 @@ const Capabilities& CudaBackend::capabilities() const {
         // The tensor API's ops (tensor_ops.cu; bmm on cuBLAS in linear.cu): every float dtype,
         // comparisons of every dtype, index_select moving any (the memory kind's row).
         .op({OpId::reduce_dims, OpId::softmax_fwd, OpId::softmax_bwd, OpId::bmm, OpId::index_add}, kFloat | kHalf)
-        // Layer norm and attention (transformer_ops.cu): every float dtype.
+        // Layer norm and attention (layer_norm.cu, attention.cu): every float dtype.
         .op({OpId::layer_norm_fwd, OpId::layer_norm_bwd, OpId::attention_fwd, OpId::attention_bwd}, kFloat | kHalf)
         // Cross-entropy reads f16/bf16 logits as they are (loss.cu; the loss and lse in f32).
         .op({OpId::softmax_xent_fwd, OpId::softmax_xent_bwd}, f32_half)

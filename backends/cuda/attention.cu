@@ -1,6 +1,6 @@
-// The transformer's fused ops on the GPU, strata's own kernels (backends/cpu/transformer_ops.h
-// holds the definitions, the loops these match): layer norm over the rows of a matrix and
-// scaled dot-product attention, with their backward. Every operand takes any strides; f16
+// Scaled dot-product attention and its backward on the GPU, strata's own kernels
+// (backends/cpu/transformer_ops.h holds the definitions, the loops these match; layer norm is
+// layer_norm.cu). Every operand takes any strides; f16
 // and bf16 compute in float with float statistics, f64 in double. Every sum runs in a fixed
 // order (no atomics), so results are the same bits from run to run.
 //
@@ -17,6 +17,7 @@
 #include "strata/backends/cuda/attention_gemm.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/row_views.cuh"
 
 namespace strata::backends {
 
@@ -31,194 +32,6 @@ namespace {
 constexpr int kAttnThreads = 128, kAttnMaxThreads = 1024;
 int attn_threads(const Context& ctx, int64_t blocks) {
   return blocks < int64_t{ctx.sm_count} * 4 ? kAttnMaxThreads : kAttnThreads;
-}
-
-template <class T>
-struct View2 {
-  T* p;
-  int64_t s0, s1;
-  __device__ T& operator()(int64_t i, int64_t j) const { return p[i * s0 + j * s1]; }
-};
-template <class T>
-struct View3 {
-  T* p;
-  int64_t s0, s1, s2;
-  __device__ T& operator()(int64_t b, int64_t h, int64_t i) const { return p[b * s0 + h * s1 + i * s2]; }
-};
-template <class T>
-struct View4 {
-  T* p;
-  int64_t s0, s1, s2, s3;
-  __device__ T& operator()(int64_t b, int64_t h, int64_t i, int64_t d) const {
-    return p[b * s0 + h * s1 + i * s2 + d * s3];
-  }
-};
-// Whether a 2-D view's rows can be read in 16-byte chunks (kernels.cuh's load_chunk8).
-template <class T>
-bool rows_vectorizable(const TensorView& t) {
-  return chunk8_vectorizable<T>(t.data, t.strides[0], t.strides[1]);
-}
-template <class T>
-View2<T> v2(const TensorView& t) {
-  return {t.defined ? t.ptr<T>() : nullptr, t.defined ? t.strides[0] : 0, t.defined ? t.strides[1] : 0};
-}
-template <class T>
-View3<T> v3(const TensorView& t) {
-  return {t.ptr<T>(), t.strides[0], t.strides[1], t.strides[2]};
-}
-template <class T>
-View4<T> v4(const TensorView& t) {
-  return {t.ptr<T>(), t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
-}
-
-// The block's sum (or max) of v in a fixed order, in every thread; `red` holds a value per warp.
-template <bool Max, class A>
-__device__ A block_reduce(A v, A* red) {
-  v = Max ? warp_max(v) : warp_sum(v);
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  __syncthreads();  // red may still be read by a previous reduction
-  if (threadIdx.x % 32 == 0) red[warp] = v;
-  __syncthreads();
-  A r = red[0];
-  for (int w = 1; w < warps; ++w) r = Max ? max(r, red[w]) : r + red[w];
-  return r;
-}
-
-// ---- layer norm -------------------------------------------------------------------------
-// G threads per row (a warp, or the block when there are few rows: a decoding step's one row
-// on one warp was latency-bound, 16 us for 768 values); a thread takes the row's columns in
-// chunks of eight (kernels.cuh: 16-byte loads where the rows allow them, the same order either
-// way; one element per thread per load ran GPT-2's 16,384 x 768 bf16 rows at a fraction of the
-// memory's bandwidth); the row is read three times (mean, variance, output), from L1/L2 after
-// the first.
-template <int G, class A>
-__device__ __forceinline__ A row_sum(A v, A* red) {
-  if constexpr (G == 32)
-    return warp_sum(v);
-  else
-    return block_reduce<false>(v, red);
-}
-
-template <int G, class T, class S>
-__global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T> x, bool xvec, const T* w, int64_t sw,
-                                                                  const T* b, int64_t sb, View2<T> y, bool yvec,
-                                                                  S* mean, int64_t sm, S* rstd, int64_t sr, int64_t n,
-                                                                  int64_t c, double eps) {
-  using A = acc_t<T>;
-  __shared__ A red[32];
-  const int lane = threadIdx.x % G;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / G);
-  const int64_t chunks = (c + kChunk8 - 1) / kChunk8;
-  A v[kChunk8];
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x / G; r < n; r += step) {
-    const T* xr = x.p + r * x.s0;
-    A s = 0;
-    for (int64_t k = lane; k < chunks; k += G) {
-      const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
-      for (int i = 0; i < m; ++i) s += v[i];
-    }
-    const A mu = row_sum<G>(s, red) / static_cast<A>(c);
-    A q = 0;
-    for (int64_t k = lane; k < chunks; k += G) {
-      const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
-      for (int i = 0; i < m; ++i) {
-        const A d = v[i] - mu;
-        q += d * d;
-      }
-    }
-    const A rs = A(1) / sqrt(row_sum<G>(q, red) / static_cast<A>(c) + static_cast<A>(eps));
-    for (int64_t k = lane; k < chunks; k += G) {
-      const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
-      for (int i = 0; i < m; ++i) {
-        const int64_t j = k * kChunk8 + i;
-        A o = (v[i] - mu) * rs;
-        if (w) o = o * static_cast<A>(load(w[j * sw]));
-        if (b) o = o + static_cast<A>(load(b[j * sb]));
-        v[i] = o;
-      }
-      store_chunk8(y.p + r * y.s0, y.s1, yvec, k, m, v);
-    }
-    if (lane == 0) {
-      mean[r * sm] = static_cast<S>(mu);
-      rstd[r * sr] = static_cast<S>(rs);
-    }
-  }
-}
-
-template <class T, class S>
-__global__ void __launch_bounds__(kThreads)
-    layer_norm_bwd_dx_kernel(View2<const T> x, bool xvec, const T* w, int64_t sw, const S* mean, int64_t sm,
-                             const S* rstd, int64_t sr, View2<const T> dy, bool dyvec, View2<T> dx, bool dxvec,
-                             int64_t n, int64_t c) {
-  using A = acc_t<T>;
-  const int lane = threadIdx.x % 32;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
-  const int64_t chunks = (c + kChunk8 - 1) / kChunk8;
-  A xv[kChunk8], gv[kChunk8];
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; r < n; r += step) {
-    const T* xr = x.p + r * x.s0;
-    const T* dyr = dy.p + r * dy.s0;
-    const A mu = static_cast<A>(mean[r * sm]), rs = static_cast<A>(rstd[r * sr]);
-    A sg = 0, sgx = 0;
-    for (int64_t k = lane; k < chunks; k += 32) {
-      const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
-      load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
-      for (int i = 0; i < m; ++i) {
-        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
-        sg += g;
-        sgx += g * (xv[i] - mu) * rs;
-      }
-    }
-    const A mg = warp_sum(sg) / static_cast<A>(c), mgx = warp_sum(sgx) / static_cast<A>(c);
-    for (int64_t k = lane; k < chunks; k += 32) {
-      const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
-      load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
-      for (int i = 0; i < m; ++i) {
-        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
-        const A xh = (xv[i] - mu) * rs;
-        xv[i] = rs * (g - mg - xh * mgx);
-      }
-      store_chunk8(dx.p + r * dx.s0, dx.s1, dxvec, k, m, xv);
-    }
-  }
-}
-
-// dweight and dbias in two passes with a fixed order: partial sums over chunks of kChunk rows
-// (one thread per column and chunk), then the chunks' partials summed in chunk order.
-constexpr int64_t kChunk = 64;
-template <class T, class S, class A>
-__global__ void layer_norm_bwd_partial_kernel(View2<const T> x, const S* mean, int64_t sm, const S* rstd, int64_t sr,
-                                              View2<const T> dy, A* part_w, A* part_b, int64_t n, int64_t c) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, chunk = blockIdx.y;
-  if (j >= c) return;
-  A sw = 0, sb = 0;
-  const int64_t end = min(n, (chunk + 1) * kChunk);
-  for (int64_t r = chunk * kChunk; r < end; ++r) {
-    const A g = static_cast<A>(load(dy(r, j)));
-    sw += g * (static_cast<A>(load(x(r, j))) - static_cast<A>(mean[r * sm])) * static_cast<A>(rstd[r * sr]);
-    sb += g;
-  }
-  part_w[chunk * c + j] = sw;
-  part_b[chunk * c + j] = sb;
-}
-// A warp per column sums its chunks' partials (lanes 32 apart, then the warp's fixed butterfly):
-// a thread per column walking 256 chunks one after another took 56 us for GPT-2's 768 columns.
-template <class T, class A>
-__global__ void layer_norm_bwd_sum_kernel(const A* part_w, const A* part_b, int64_t chunks, T* dw, int64_t sdw, T* db,
-                                          int64_t sdb, int64_t c) {
-  const int64_t j = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (j >= c) return;  // a whole warp: j is the warp's
-  A sw = 0, sb = 0;
-  for (int64_t k = lane; k < chunks; k += 32) {
-    sw += part_w[k * c + j];
-    sb += part_b[k * c + j];
-  }
-  sw = warp_sum(sw);
-  sb = warp_sum(sb);
-  if (lane != 0) return;
-  if (dw) dw[j * sdw] = store<T>(sw);
-  if (db) db[j * sdb] = store<T>(sb);
 }
 
 // ---- attention ----------------------------------------------------------------------------
@@ -527,76 +340,10 @@ AttnShape attn_shape(const TensorView& q, const TensorView& k, bool causal, cons
           kv_len.defined ? kv_len.ptr<const int64_t>() : nullptr};
 }
 
-// f32 statistics for the half types, f64 for f64 (the front end allocates them so).
-template <class T>
-using stats_t = acc_t<T>;
-
 }  // namespace
 }  // namespace cuda
 
 using cuda::kThreads;
-
-void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
-  const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
-  if (n == 0) return;
-  cuda::dispatch_float(a.x.dtype, "layer_norm_fwd", [&](auto t) {
-    using T = decltype(t);
-    using S = cuda::stats_t<T>;
-    auto launch = [&](auto g) {
-      constexpr int G = decltype(g)::value;
-      cuda::layer_norm_fwd_kernel<G, T, S><<<cuda::grid_for(*ctx_, n * G), kThreads, 0, ctx_->stream>>>(
-          cuda::v2<const T>(a.x), cuda::rows_vectorizable<T>(a.x), a.weight.defined ? a.weight.ptr<const T>() : nullptr,
-          a.weight.defined ? a.weight.strides[0] : 0, a.bias.defined ? a.bias.ptr<const T>() : nullptr,
-          a.bias.defined ? a.bias.strides[0] : 0, cuda::v2<T>(a.y), cuda::rows_vectorizable<T>(a.y), a.mean.ptr<S>(),
-          a.mean.strides[0], a.rstd.ptr<S>(), a.rstd.strides[0], n, c, a.eps);
-      STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_kernel");
-    };
-    // A block per row while the rows leave SMs idle with a warp each, else a warp per row.
-    if (n * 8 < int64_t{ctx_->sm_count} * (kThreads / 32))
-      launch(std::integral_constant<int, kThreads>{});
-    else
-      launch(std::integral_constant<int, 32>{});
-  });
-}
-
-void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
-  const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
-  cuda::dispatch_float(a.x.dtype, "layer_norm_bwd", [&](auto t) {
-    using T = decltype(t);
-    using S = cuda::stats_t<T>;
-    using A = cuda::acc_t<T>;
-    const T* w = a.weight.defined ? a.weight.ptr<const T>() : nullptr;
-    const int64_t sw = a.weight.defined ? a.weight.strides[0] : 0;
-    if (a.dx.defined && n > 0) {
-      cuda::layer_norm_bwd_dx_kernel<T, S><<<cuda::grid_for(*ctx_, n * 32), kThreads, 0, ctx_->stream>>>(
-          cuda::v2<const T>(a.x), cuda::rows_vectorizable<T>(a.x), w, sw, a.mean.ptr<const S>(), a.mean.strides[0],
-          a.rstd.ptr<const S>(), a.rstd.strides[0], cuda::v2<const T>(a.dy), cuda::rows_vectorizable<T>(a.dy),
-          cuda::v2<T>(a.dx), cuda::rows_vectorizable<T>(a.dx), n, c);
-      STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_dx_kernel");
-    }
-    if (!a.dweight.defined && !a.dbias.defined) return;
-    const int64_t chunks = std::max<int64_t>(1, (n + cuda::kChunk - 1) / cuda::kChunk);
-    cuda::DeviceBuffer parts(*ctx_, static_cast<size_t>(2 * chunks * c) * sizeof(A));
-    A* part_w = parts.as<A>();
-    A* part_b = part_w + chunks * c;
-    const int cols = static_cast<int>((c + kThreads - 1) / kThreads);
-    if (n > 0) {
-      cuda::layer_norm_bwd_partial_kernel<T, S, A>
-          <<<dim3(cols, static_cast<unsigned>(chunks)), kThreads, 0, ctx_->stream>>>(
-              cuda::v2<const T>(a.x), a.mean.ptr<const S>(), a.mean.strides[0], a.rstd.ptr<const S>(),
-              a.rstd.strides[0], cuda::v2<const T>(a.dy), part_w, part_b, n, c);
-      STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_partial_kernel");
-    } else {
-      STRATA_CUDA_CHECK(cudaMemsetAsync(part_w, 0, static_cast<size_t>(2 * c) * sizeof(A), ctx_->stream));
-    }
-    cuda::layer_norm_bwd_sum_kernel<T, A><<<static_cast<unsigned>((c * 32 + kThreads - 1) / kThreads), kThreads, 0,
-                                            ctx_->stream>>>(
-        part_w, part_b, n > 0 ? chunks : 1, a.dweight.defined ? a.dweight.ptr<T>() : nullptr,
-        a.dweight.defined ? a.dweight.strides[0] : 0,
-        a.dbias.defined ? a.dbias.ptr<T>() : nullptr, a.dbias.defined ? a.dbias.strides[0] : 0, c);
-    STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_sum_kernel");
-  });
-}
 
 void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
   if (settings_.cudnn_attention && cuda::cudnn_attention_fwd(*ctx_, a, settings_).empty()) return;
