@@ -1,0 +1,179 @@
+// gpt2_dist: data-parallel GPT-2 training speed over NCCL (dist/), the peer of
+// bench/peers/pytorch_ddp_gpt2.py (PyTorch DistributedDataParallel, eager and torch.compile).
+//   gpt2_dist --nproc 2 --batch 16 --seq 1024 --precision bf16 --dispatch graph --steps 10
+// starts one process per GPU (or runs as one rank of a world torchrun or mpirun set up); each
+// rank trains GPT-2 small (or --layers/--heads/--embd/--vocab) on random tokens of its own with
+// AdamW, the gradients averaged over the ranks in buckets during the backward
+// (dist::DataParallel), the step captured as a CUDA graph with its all-reduces in graph mode.
+// Rank 0 prints one JSON line: tokens/s over all ranks from the mean wall time of the timed
+// steps (after --warmup untimed ones, the ranks started together at a barrier), per GPU, ms per
+// step and rank 0's peak memory. tools/gpu/gpt2_dist.sh runs it on 1 and 2 GPUs beside PyTorch.
+// Written before a multi-GPU machine was at hand: not yet run on one.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "strata/backends/api/registry.h"
+#include "strata/backends/cuda/cuda_backend.h"
+#include "strata/core/allocator.h"
+#include "strata/core/exit_status.h"
+#include "strata/core/factories.h"
+#include "strata/core/random.h"
+#include "strata/dist/data_parallel.h"
+#include "strata/dist/launcher.h"
+#include "strata/dist/process_group.h"
+#include "strata/dist/rank_env.h"
+#include "strata/nn/model.h"
+#include "strata/ops/dispatch.h"
+
+using namespace strata;
+
+namespace {
+
+struct Options {
+  nn::GptConfig c;
+  int64_t batch = 16, seq = 1024;
+  int steps = 10, warmup = 3, nproc = 1;
+  std::string precision = "bf16", dispatch = "graph";
+  double lr = 6e-4, wd = 0.1, timeout = 300, bucket_mb = 25;
+  bool grad_views = true;
+  uint64_t seed = 1;
+};
+
+int run(const Options& o, const dist::RankInfo& info) {
+  auto& cb = backends::registry().impl<backends::CudaBackend>();
+  dist::ProcessGroupOptions po;
+  if (const char* f = std::getenv(dist::kIdFileVar)) po.id_file = f;
+  po.timeout_seconds = o.timeout;
+  dist::ProcessGroup pg(info, po);
+
+  STRATA_CHECK(o.seq <= o.c.block_size, "--seq ", o.seq, " is longer than --block ", o.c.block_size);
+  nn::GptConfig c = o.c;
+  nn::ModelOptions mo;
+  mo.borrowed_results = true;  // the loss is read once per step; no copy of the planned buffers
+  if (const DType dt = nn::parse_precision(o.precision).value_or(DType::f32); dt != DType::f32) {
+    c.compute_dtype = dt;
+    mo.compute_dtype = dt;
+  }
+  manual_seed(o.seed + static_cast<uint64_t>(info.rank));  // DataParallel's broadcast makes the weights equal
+  auto model = nn::make_gpt(c, ops::parse_dispatch_mode(o.dispatch), "cuda", mo);
+  model->train();
+  dist::DataParallelOptions dpo;
+  dpo.bucket_bytes = static_cast<size_t>(o.bucket_mb * 1024 * 1024);
+  dpo.gradient_as_bucket_view = o.grad_views;
+  dist::DataParallel ddp(*model, pg, dpo);
+  nn::OptimizerConfig oc;
+  oc.kind = nn::OptimizerKind::adamw;
+  oc.lr = o.lr;
+  oc.weight_decay = o.wd;
+  auto opt = model->make_optimizer(oc);
+
+  // Each rank its own tokens (the global batch is world x batch sequences).
+  manual_seed(1000 + o.seed + static_cast<uint64_t>(info.rank));
+  const Tensor x = randint(0, c.vocab_size, {o.batch, o.seq}, DType::i64);
+  const Tensor y = randint(0, c.vocab_size, {o.batch, o.seq}, DType::i64);
+  std::fprintf(stderr, "gpt2_dist: rank %d pid %d on GPU %s\n", info.rank, static_cast<int>(getpid()),
+               std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "0");
+  if (pg.rank() == 0)
+    std::printf("gpt2_dist: %s | %s | %lld x %lld tokens per GPU\n", model->describe().c_str(),
+                ddp.describe().c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.seq));
+  std::fflush(stdout);
+
+  Allocator& alloc = allocator_for(Device::cuda(0));
+  alloc.reset_peak();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point t0 = Clock::now();
+  double loss = 0;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    if (s == o.warmup) {
+      cb.synchronize();
+      pg.barrier();
+      t0 = Clock::now();
+    }
+    const Tensor l = model->train_step(x, y, *opt).loss;
+    if (s + 1 == o.warmup + o.steps) loss = l.item();
+  }
+  cb.synchronize();
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const std::vector<double> sums = pg.all_reduce_sum({seconds, loss});
+  const double mean_seconds = sums[0] / info.world;
+  const double tok_s = static_cast<double>(o.batch * o.seq * info.world * o.steps) / mean_seconds;
+  // nanoGPT's count: parameters without the position embeddings (N), 6N + 6·L·C·T per token.
+  const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layer);
+  const double N = L * 12.0 * C * C + static_cast<double>(c.vocab_size) * C;
+  const double flops_per_token = 6.0 * N + 6.0 * L * C * static_cast<double>(o.seq);
+  if (pg.rank() == 0) {
+    const nlohmann::json j = {{"framework", "strata"},
+                              {"mode", o.dispatch},
+                              {"world", info.world},
+                              {"precision", o.precision},
+                              {"batch_per_gpu", o.batch},
+                              {"seq", o.seq},
+                              {"steps", o.steps},
+                              {"warmup", o.warmup},
+                              {"ms_per_step", 1000 * mean_seconds / o.steps},
+                              {"tokens_per_s", tok_s},
+                              {"tokens_per_s_per_gpu", tok_s / info.world},
+                              {"tflops_per_gpu", tok_s / info.world * flops_per_token / 1e12},
+                              {"peak_mib_rank0", static_cast<double>(alloc.stats().peak_bytes) / 1048576.0},
+                              {"last_loss_mean", sums[1] / info.world},
+                              {"buckets", ddp.num_buckets()},
+                              {"grad_views", o.grad_views}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return kExitSuccess;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Data-parallel GPT-2 training speed over NCCL (dist/), beside bench/peers/pytorch_ddp_gpt2.py"};
+  app.add_option("--layers", o.c.n_layer);
+  app.add_option("--heads", o.c.n_head);
+  app.add_option("--embd", o.c.n_embd);
+  app.add_option("--vocab", o.c.vocab_size);
+  app.add_option("--block", o.c.block_size);
+  app.add_option("--batch", o.batch, "sequences per GPU per step")->check(CLI::Range(1, 4096));
+  app.add_option("--seq", o.seq, "tokens per sequence")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--steps", o.steps, "timed steps")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup, "untimed steps first (graph mode captures in them)")->check(CLI::PositiveNumber);
+  app.add_option("--precision", o.precision, "fp32, or bf16/fp16 with f32 master weights");
+  app.add_option("--dispatch", o.dispatch, "virtual, static, direct or graph");
+  app.add_option("--lr", o.lr, "AdamW's learning rate (constant)");
+  app.add_option("--weight-decay", o.wd, "AdamW's decoupled weight decay, every parameter");
+  app.add_option("--seed", o.seed, "initialisation and token seed");
+  app.add_option("--nproc", o.nproc, "processes (GPUs) to start on this machine");
+  app.add_option("--timeout", o.timeout, "seconds a rank waits for the others before failing")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB")->check(CLI::NonNegativeNumber);
+  app.add_flag("!--no-grad-views", o.grad_views,
+               "stage the gradients in the buckets by copies instead of keeping them there (dist/grad_buckets.h)");
+  STRATA_CLI11_PARSE(app, argc, argv);
+  try {
+    std::optional<dist::RankInfo> info = dist::rank_from_env();
+    if (!info && o.nproc > 1) {
+      dist::check_nproc(o.nproc, backends::cuda::device_count(), backends::cuda::unavailable_reason());
+      std::vector<std::string> args{dist::self_executable()};
+      for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+      const dist::LaunchResult r = dist::launch(dist::strip_nproc(args), o.nproc);
+      if (r.status != 0) std::fprintf(stderr, "gpt2_dist: error: %s\n", r.message.c_str());
+      return r.status;
+    }
+    const dist::RankInfo me = info.value_or(dist::RankInfo{});
+    if (me.world > 1)
+      setenv("CUDA_VISIBLE_DEVICES", dist::device_for_rank(me, std::getenv("CUDA_VISIBLE_DEVICES")).c_str(), 1);
+    return run(o, me);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpt2_dist: error: %s\n", e.what());
+    return kExitFailure;
+  }
+}
