@@ -164,25 +164,13 @@ struct BceBwdFn {
   }
 };
 
-// f32 logits, or f16/bf16 ones read as they are (the loss, lse and dloss in f32: ops::stats_dtype).
-template <class F>
-void dispatch_xent(DType t, const char* op, F&& f) {
-  switch (t) {
-    case DType::f32: f(float{}); return;
-    case DType::f16: f(__half{}); return;
-    case DType::bf16: f(__nv_bfloat16{}); return;
-    default: break;
-  }
-  STRATA_FAIL(op, ": the cuda backend takes f32, f16 or bf16 logits, got ", dtype_name(t));
-}
-
 }  // namespace
 }  // namespace cuda
 
 using namespace cuda;
 
 void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
-  dispatch_xent(a.logits.dtype, "softmax_xent_fwd", [&](auto t) {
+  dispatch_float_no_f64(a.logits.dtype, "softmax_xent_fwd", [&](auto t) {
     using T = decltype(t);
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
     STRATA_CHECK(rows > 0 && cols > 0, "softmax_xent_fwd: empty logits ", a.logits.sizes.str());
@@ -206,7 +194,7 @@ void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
 }
 
 void CudaBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
-  dispatch_xent(a.logits.dtype, "softmax_xent_bwd", [&](auto t) {
+  dispatch_float_no_f64(a.logits.dtype, "softmax_xent_bwd", [&](auto t) {
     using T = decltype(t);
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
     if (rows == 0) return;

@@ -104,10 +104,6 @@ struct GapBwdFn {
   __device__ void operator()(int64_t, const int64_t* o) const { dx[o[1]] = store<T>(load(dy[o[0]]) * inv); }
 };
 
-}  // namespace
-
-namespace {
-
 // Column sums of a dense [rows, cols] matrix whose rows are `ld` elements apart (linear's bias
 // gradient, summed over the batch): a thread reads V neighbouring columns as one 16-byte load per
 // row, 32 threads side by side and 8 rows apart, over the block's share of the rows; sums in
@@ -149,15 +145,14 @@ __global__ void __launch_bounds__(256)
 
 // A warp per column sums the shares' partials (lanes 32 apart, then a fixed butterfly).
 template <class O>
-__global__ void column_final_kernel(const double* partial, int splits, int64_t cols, double scale, O* out,
-                                    int64_t os) {
+__global__ void column_final_kernel(const double* partial, int splits, int64_t cols, O* out, int64_t os) {
   const int64_t c = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (c >= cols) return;  // a whole warp: c is the warp's
   double v = 0.0;
   for (int k = lane; k < splits; k += 32) v += partial[static_cast<int64_t>(k) * cols + c];
   v = warp_sum(v);
-  if (lane == 0) out[c * os] = store<O>(v * scale);
+  if (lane == 0) out[c * os] = store<O>(v);
 }
 
 }  // namespace
@@ -182,7 +177,7 @@ bool column_sums(Context& ctx, const TensorView& x, const TensorView& out) {
                                ctx.stream>>>(x.ptr<T>(), rows, cols, ld, chunk, partial.as<double>());
     STRATA_CUDA_CHECK_LAUNCH("column_partial_kernel");
     column_final_kernel<T><<<static_cast<unsigned>((cols * 32 + 255) / 256), 256, 0, ctx.stream>>>(
-        partial.as<double>(), static_cast<int>(splits), cols, 1.0, out.ptr<T>(), out.strides[0]);
+        partial.as<double>(), static_cast<int>(splits), cols, out.ptr<T>(), out.strides[0]);
     STRATA_CUDA_CHECK_LAUNCH("column_final_kernel");
     done = true;
   });
