@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "rank_launch.h"
 #include "resnet50_support.h"
 #include "strata/backends/cuda/cuda_backend.h"
 #include "strata/core/exit_status.h"
@@ -229,21 +230,5 @@ int main(int argc, char** argv) {
   app.add_flag("--sync-bn", o.sync_bn,
                "batch norm statistics over every GPU's rows (PyTorch's SyncBatchNorm); one GPU: plain batch norm");
   STRATA_CLI11_PARSE(app, argc, argv);
-  try {
-    std::optional<dist::RankInfo> info = dist::rank_from_env();
-    if (!info && o.nproc > 1) {
-      dist::check_nproc(o.nproc, backends::cuda::device_count(), backends::cuda::unavailable_reason());
-      std::vector<std::string> args{dist::self_executable()};
-      for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-      const dist::LaunchResult r = dist::launch(dist::strip_nproc(args), o.nproc);
-      if (r.status != 0) std::fprintf(stderr, "dist_resnet: error: %s\n", r.message.c_str());
-      return r.status;
-    }
-    const dist::RankInfo me = info.value_or(dist::RankInfo{});
-    if (me.world > 1) setenv("CUDA_VISIBLE_DEVICES", dist::device_for_rank(me, std::getenv("CUDA_VISIBLE_DEVICES")).c_str(), 1);
-    return run(o, me);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dist_resnet: error: %s\n", e.what());
-    return kExitFailure;
-  }
+  return bench::run_as_ranks(argc, argv, o.nproc, "dist_resnet", [&](const dist::RankInfo& me) { return run(o, me); });
 }

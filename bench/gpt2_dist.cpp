@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,11 +27,11 @@
 #include "strata/core/factories.h"
 #include "strata/core/random.h"
 #include "strata/dist/data_parallel.h"
-#include "strata/dist/launcher.h"
 #include "strata/dist/process_group.h"
-#include "strata/dist/rank_env.h"
 #include "strata/nn/model.h"
 #include "strata/ops/dispatch.h"
+#include "gpt2_support.h"
+#include "rank_launch.h"
 
 using namespace strata;
 
@@ -56,25 +55,15 @@ int run(const Options& o, const dist::RankInfo& info) {
   dist::ProcessGroup pg(info, po);
 
   STRATA_CHECK(o.seq <= o.c.block_size, "--seq ", o.seq, " is longer than --block ", o.c.block_size);
-  nn::GptConfig c = o.c;
-  nn::ModelOptions mo;
-  mo.borrowed_results = true;  // the loss is read once per step; no copy of the planned buffers
-  if (const DType dt = nn::parse_precision(o.precision).value_or(DType::f32); dt != DType::f32) {
-    c.compute_dtype = dt;
-    mo.compute_dtype = dt;
-  }
+  const nn::GptConfig& c = o.c;
   manual_seed(o.seed + static_cast<uint64_t>(info.rank));  // DataParallel's broadcast makes the weights equal
-  auto model = nn::make_gpt(c, ops::parse_dispatch_mode(o.dispatch), "cuda", mo);
+  auto model = bench::make_gpt_model(c, o.precision, ops::parse_dispatch_mode(o.dispatch), "cuda");
   model->train();
   dist::DataParallelOptions dpo;
   dpo.bucket_bytes = static_cast<size_t>(o.bucket_mb * 1024 * 1024);
   dpo.gradient_as_bucket_view = o.grad_views;
   dist::DataParallel ddp(*model, pg, dpo);
-  nn::OptimizerConfig oc;
-  oc.kind = nn::OptimizerKind::adamw;
-  oc.lr = o.lr;
-  oc.weight_decay = o.wd;
-  auto opt = model->make_optimizer(oc);
+  auto opt = model->make_optimizer(bench::gpt_adamw(o.lr, o.wd));
 
   // Each rank its own tokens (the global batch is world x batch sequences).
   manual_seed(1000 + o.seed + static_cast<uint64_t>(info.rank));
@@ -158,22 +147,5 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-grad-views", o.grad_views,
                "stage the gradients in the buckets by copies instead of keeping them there (dist/grad_buckets.h)");
   STRATA_CLI11_PARSE(app, argc, argv);
-  try {
-    std::optional<dist::RankInfo> info = dist::rank_from_env();
-    if (!info && o.nproc > 1) {
-      dist::check_nproc(o.nproc, backends::cuda::device_count(), backends::cuda::unavailable_reason());
-      std::vector<std::string> args{dist::self_executable()};
-      for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-      const dist::LaunchResult r = dist::launch(dist::strip_nproc(args), o.nproc);
-      if (r.status != 0) std::fprintf(stderr, "gpt2_dist: error: %s\n", r.message.c_str());
-      return r.status;
-    }
-    const dist::RankInfo me = info.value_or(dist::RankInfo{});
-    if (me.world > 1)
-      setenv("CUDA_VISIBLE_DEVICES", dist::device_for_rank(me, std::getenv("CUDA_VISIBLE_DEVICES")).c_str(), 1);
-    return run(o, me);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gpt2_dist: error: %s\n", e.what());
-    return kExitFailure;
-  }
+  return bench::run_as_ranks(argc, argv, o.nproc, "gpt2_dist", [&](const dist::RankInfo& me) { return run(o, me); });
 }

@@ -30,6 +30,7 @@
 #include "strata/nn/safetensors.h"
 #include "strata/ops/dispatch.h"
 #include "strata/ops/trace.h"
+#include "gpt2_support.h"
 #include "trace_summary.h"
 #ifdef STRATA_HAVE_BACKEND_CUDA
 #include "strata/backends/cuda/cuda_backend.h"
@@ -51,14 +52,6 @@ std::vector<ops::DispatchMode> parse_modes(const std::vector<std::string>& names
   std::vector<ops::DispatchMode> out;
   for (const std::string& n : names) out.push_back(ops::parse_dispatch_mode(n));
   return out;
-}
-
-nn::OptimizerConfig adamw(double lr, double wd) {
-  nn::OptimizerConfig oc;
-  oc.kind = nn::OptimizerKind::adamw;
-  oc.lr = lr;
-  oc.weight_decay = wd;
-  return oc;
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -86,14 +79,7 @@ void add_common(CLI::App& app, Common& o) {
 }
 
 std::unique_ptr<nn::Model> make(const Common& o, ops::DispatchMode mode, const std::string& backend) {
-  nn::GptConfig c = o.c;
-  nn::ModelOptions mo;
-  mo.borrowed_results = true;  // the loss is read once per step; no copy of the planned buffers
-  if (const DType dt = nn::parse_precision(o.precision).value_or(DType::f32); dt != DType::f32) {
-    c.compute_dtype = dt;
-    mo.compute_dtype = dt;
-  }
-  return nn::make_gpt(c, mode, backend, mo);
+  return bench::make_gpt_model(o.c, o.precision, mode, backend);
 }
 
 int curve(const Common& o, const std::string& weights, const std::string& data, const std::string& out) {
@@ -110,7 +96,7 @@ int curve(const Common& o, const std::string& weights, const std::string& data, 
   for (ops::DispatchMode mode : parse_modes(o.modes, cuda)) {
     auto model = make(o, mode, backend);
     model->load_state_dict(w.tensors);
-    auto opt = model->make_optimizer(adamw(o.lr, o.wd));
+    auto opt = model->make_optimizer(bench::gpt_adamw(o.lr, o.wd));
     std::vector<double> l;  // each an f32 loss, exactly
     for (int64_t s = 0; s < steps; ++s) {
       const Tensor b = tokens.select(0, s);
@@ -138,7 +124,7 @@ int curve(const Common& o, const std::string& weights, const std::string& data, 
 json profile_step(const Common& o, const std::string& backend, backends::Backend& be, const Tensor& x, const Tensor& y) {
   manual_seed(2);
   auto model = make(o, ops::DispatchMode::virtual_call, backend);
-  auto opt = model->make_optimizer(adamw(o.lr, o.wd));
+  auto opt = model->make_optimizer(bench::gpt_adamw(o.lr, o.wd));
   model->train_step(x, y, *opt);
   be.synchronize();
   ops::take_trace();
@@ -200,7 +186,7 @@ int speed(const Common& o, int64_t batch, int64_t seq, int steps, int rounds, in
     const size_t held_before = alloc.stats().current_bytes;
     alloc.reset_peak();
     Run r{std::string(ops::dispatch_mode_name(mode)), make(o, mode, backend), nullptr, {}, 0, 0, nullptr};
-    r.opt = r.model->make_optimizer(adamw(o.lr, o.wd));
+    r.opt = r.model->make_optimizer(bench::gpt_adamw(o.lr, o.wd));
     const json paths_before = attention_paths(cuda);
     for (int i = 0; i < warmup; ++i) r.model->train_step(x, y, *r.opt);
     if (const json after = attention_paths(cuda); !after.is_null())
