@@ -104,13 +104,15 @@ struct GapBwdFn {
   __device__ void operator()(int64_t, const int64_t* o) const { dx[o[1]] = store<T>(load(dy[o[0]]) * inv); }
 };
 
-// Column sums of a dense [rows, cols] matrix whose rows are `ld` elements apart (linear's bias
-// gradient, summed over the batch): a thread reads V neighbouring columns as one 16-byte load per
-// row, 32 threads side by side and 8 rows apart, over the block's share of the rows; sums in
-// double, in a fixed order (per thread, then the 8 row groups, then the shares across a warp). The
-// channel reduction's generic kernel read 2 bytes per thread per row (about 100 us for GPT-2's
-// 16,384 x 768 bf16 gradient on an H200, where the memory takes 5 us).
-template <class T>
+// Column sums of a [rows, cols] matrix of contiguous rows `ld` elements apart (linear's bias
+// gradient, summed over the batch): a thread sums V neighbouring columns, 32 threads side by side
+// and 8 rows apart, over the block's share of the rows; in double, in a fixed order (per thread,
+// then the 8 row groups, then the shares across a warp). Rows of whole aligned 16-byte packs are
+// read a pack at a time (Vec), others an element at a time, in the same order: the bits do not
+// depend on the rows' alignment. The channel reduction's generic kernel read 2 bytes per thread
+// per row (about 100 us for GPT-2's 16,384 x 768 bf16 gradient on an H200, where the memory takes
+// 5 us).
+template <class T, bool Vec>
 __global__ void __launch_bounds__(256)
     column_partial_kernel(const T* x, int64_t rows, int64_t cols, int64_t ld, int64_t chunk, double* partial) {
   constexpr int V = 16 / static_cast<int>(sizeof(T));
@@ -122,12 +124,20 @@ __global__ void __launch_bounds__(256)
   double acc[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0;
-  if (c0 < cols) {
+  if (Vec && c0 < cols) {
 #pragma unroll 4
     for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
       const Pack<T, V> p = *reinterpret_cast<const Pack<T, V>*>(x + r * ld + c0);
 #pragma unroll
       for (int i = 0; i < V; ++i) acc[i] += static_cast<double>(load(p.v[i]));
+    }
+  } else if (c0 < cols) {
+    const int n = cols - c0 < V ? static_cast<int>(cols - c0) : V;
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+      const T* row = x + r * ld + c0;
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        if (i < n) acc[i] += static_cast<double>(load(row[i]));
     }
   }
 #pragma unroll
@@ -165,7 +175,7 @@ bool column_sums(Context& ctx, const TensorView& x, const TensorView& out) {
     using T = decltype(t);
     constexpr int V = 16 / static_cast<int>(sizeof(T));
     const int64_t rows = x.sizes[0], cols = x.sizes[1], ld = x.strides[0];
-    if (cols % V != 0 || ld % V != 0 || reinterpret_cast<uintptr_t>(x.data) % 16 != 0) return;
+    const bool vec = cols % V == 0 && ld % V == 0 && reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
     const int64_t tiles = (cols + 32 * V - 1) / (32 * V);
     int64_t splits = std::max<int64_t>(1, int64_t{ctx.sm_count} * 8 / tiles);
     splits = std::min<int64_t>(splits, std::max<int64_t>(1, (rows + 63) / 64));
@@ -173,8 +183,13 @@ bool column_sums(Context& ctx, const TensorView& x, const TensorView& out) {
     const int64_t chunk = (rows + splits - 1) / splits;
     splits = (rows + chunk - 1) / chunk;
     DeviceBuffer partial(ctx, sizeof(double) * splits * cols);
-    column_partial_kernel<T><<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)), dim3(32, 8), 0,
-                               ctx.stream>>>(x.ptr<T>(), rows, cols, ld, chunk, partial.as<double>());
+    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
+    if (vec)
+      column_partial_kernel<T, true><<<grid, dim3(32, 8), 0, ctx.stream>>>(x.ptr<T>(), rows, cols, ld, chunk,
+                                                                          partial.as<double>());
+    else
+      column_partial_kernel<T, false><<<grid, dim3(32, 8), 0, ctx.stream>>>(x.ptr<T>(), rows, cols, ld, chunk,
+                                                                           partial.as<double>());
     STRATA_CUDA_CHECK_LAUNCH("column_partial_kernel");
     column_final_kernel<T><<<static_cast<unsigned>((cols * 32 + 255) / 256), 256, 0, ctx.stream>>>(
         partial.as<double>(), static_cast<int>(splits), cols, out.ptr<T>(), out.strides[0]);

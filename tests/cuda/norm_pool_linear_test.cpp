@@ -395,10 +395,10 @@ TEST_F(CudaNormPoolLinear, LinearFewRows) {
   STRATA_EXPECT_CLOSE(yg, yc, kTolGemm, "linear_fwd few rows, unaligned x, transposed y");
 }
 
-// linear's bias gradient, the sum of dy over its rows: dense rows of whole 16-byte packs take the
-// column kernel (reduce.cu's column_sums), others the channel reduction; both sum in double, so
-// the result is the exact sum rounded once to the dtype (checked against a host sum in double
-// within one rounding), and the same bits on a second call.
+// linear's bias gradient, the sum of dy over its rows (reduce.cu's column_sums, in double): the
+// exact sum rounded once to the dtype (checked against a host sum in double within one rounding),
+// the same bits on a second call, and the same bits from the same values in rows one element past
+// a 16-byte boundary (the kernel reads those an element at a time, in the same order).
 TEST_F(CudaNormPoolLinear, LinearBiasGradient) {
   struct Case {
     int64_t rows, cols, pad;  // dy [rows, cols] with rows cols + pad elements apart
@@ -431,6 +431,11 @@ TEST_F(CudaNormPoolLinear, LinearBiasGradient) {
     const Tensor again = gpu_nan({k.cols}, kNCHW, k.dt);
     be().linear_bwd_weight({x, dy, gpu_nan({k.cols, 3}, kNCHW, k.dt), again});
     EXPECT_TRUE(same_values(again, db)) << "a second call differs";
+    const Tensor shifted = gpu_nan({k.rows, k.cols + k.pad + 1}, kNCHW, k.dt).narrow(1, 1, k.cols + k.pad);
+    copy_into(to_gpu(full), shifted);
+    const Tensor misaligned = gpu_nan({k.cols}, kNCHW, k.dt);
+    be().linear_bwd_weight({x, shifted.narrow(1, 0, k.cols), gpu_nan({k.cols, 3}, kNCHW, k.dt), misaligned});
+    EXPECT_TRUE(same_values(misaligned, db)) << "rows one element past alignment differ";
   }
 }
 
