@@ -74,6 +74,76 @@ __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T>
   }
 }
 
+// A warp per row of at most 32 * 8 * K columns, a multiple of 8, in rows x and y whose chunks
+// of eight are aligned 16-byte vectors: the row is read once into registers where the general
+// kernel reads it three times (from L1 after the first). Its sums run in the general kernel's
+// order, so the bits are the same whichever of the two a row's alignment picks.
+template <int K, class T, class S>
+__global__ void __launch_bounds__(kThreads, 3)
+    layer_norm_fwd_rows_kernel(View2<const T> x, const T* w, int64_t sw, const T* b, int64_t sb, View2<T> y,
+                               S* mean, int64_t sm, S* rstd, int64_t sr, int64_t n, int64_t c, double eps) {
+  using A = acc_t<T>;
+  constexpr int per = 16 / static_cast<int>(sizeof(T));
+  using P = Pack<T, per>;
+  const int lane = threadIdx.x % 32;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
+  const int64_t chunks = c / kChunk8;
+  A v[K][kChunk8];
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; r < n; r += step) {
+    const P* xr = reinterpret_cast<const P*>(x.p + r * x.s0);
+    A s = 0;
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int64_t k = lane + 32 * j;
+      if (k < chunks) {
+#pragma unroll
+        for (int q = 0; q < kChunk8 / per; ++q) {
+          const P pk = xr[k * (kChunk8 / per) + q];
+#pragma unroll
+          for (int i = 0; i < per; ++i) v[j][q * per + i] = static_cast<A>(load(pk.v[i]));
+        }
+#pragma unroll
+        for (int i = 0; i < kChunk8; ++i) s += v[j][i];
+      }
+    }
+    const A mu = warp_sum(s) / static_cast<A>(c);
+    A q2 = 0;
+#pragma unroll
+    for (int j = 0; j < K; ++j)
+      if (lane + 32 * j < chunks) {
+#pragma unroll
+        for (int i = 0; i < kChunk8; ++i) {
+          const A d = v[j][i] - mu;
+          q2 += d * d;
+        }
+      }
+    const A rs = A(1) / sqrt(warp_sum(q2) / static_cast<A>(c) + static_cast<A>(eps));
+    P* yr = reinterpret_cast<P*>(y.p + r * y.s0);
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int64_t k = lane + 32 * j;
+      if (k >= chunks) break;
+#pragma unroll
+      for (int q = 0; q < kChunk8 / per; ++q) {
+        P pk;
+#pragma unroll
+        for (int i = 0; i < per; ++i) {
+          const int64_t col = k * kChunk8 + q * per + i;
+          A o = (v[j][q * per + i] - mu) * rs;
+          if (w) o = o * static_cast<A>(load(w[col * sw]));
+          if (b) o = o + static_cast<A>(load(b[col * sb]));
+          pk.v[i] = store<T>(o);
+        }
+        yr[k * (kChunk8 / per) + q] = pk;
+      }
+    }
+    if (lane == 0) {
+      mean[r * sm] = static_cast<S>(mu);
+      rstd[r * sr] = static_cast<S>(rs);
+    }
+  }
+}
+
 template <class T, class S>
 __global__ void __launch_bounds__(kThreads)
     layer_norm_bwd_dx_kernel(View2<const T> x, bool xvec, const T* w, int64_t sw, const S* mean, int64_t sm,
@@ -110,6 +180,94 @@ __global__ void __launch_bounds__(kThreads)
       store_chunk8(dx.p + r * dx.s0, dx.s1, dxvec, k, m, xv);
     }
   }
+}
+
+// Adds the block's warps' per-lane column sums (lane l holds chunks l, l + 32, ...) in warp order
+// and writes the block's row of `part`.
+template <int K>
+__device__ __forceinline__ void block_column_sums(float (&sh)[kThreads / 32][32 * kChunk8 * K],
+                                                  const float (&acc)[K][kChunk8], float* part, int64_t c) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();  // sh may still be read by the previous call
+#pragma unroll
+  for (int j = 0; j < K; ++j)
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i) sh[warp][(lane + 32 * j) * kChunk8 + i] = acc[j][i];
+  __syncthreads();
+  for (int64_t col = threadIdx.x; col < c; col += kThreads) {
+    float v = sh[0][col];
+#pragma unroll
+    for (int q = 1; q < kThreads / 32; ++q) v += sh[q][col];
+    part[static_cast<int64_t>(blockIdx.x) * c + col] = v;
+  }
+}
+
+// Training's backward on rows of at most 32 * 8 * K columns (GPT-2's 768: K = 3), in one pass
+// over x and dy: a warp takes rows `warps` apart and each lane keeps its columns' shares of dweight
+// and dbias in registers across them (the chunks of a row a lane reads are the same in every row);
+// the block's 8 warps add theirs in warp order through shared memory, and the blocks' partials are
+// summed by layer_norm_bwd_sum_kernel. dx is the dx kernel's arithmetic, its sums in the same
+// order. A separate pass for the weight gradients, a thread per column walking 64 rows with 2-byte
+// loads, took longer than dx itself.
+template <int K, class T, class S>
+__global__ void __launch_bounds__(kThreads, 2)
+    layer_norm_bwd_fused_kernel(View2<const T> x, bool xvec, const T* w, int64_t sw, const S* mean, int64_t sm,
+                                const S* rstd, int64_t sr, View2<const T> dy, bool dyvec, View2<T> dx, bool dxvec,
+                                float* part_w, float* part_b, int64_t n, int64_t c) {
+  static_assert(sizeof(acc_t<T>) == sizeof(float), "the fused backward sums in float");
+  using A = float;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ A sh[kWarps][32 * kChunk8 * K];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t chunks = (c + kChunk8 - 1) / kChunk8;
+  A aw[K][kChunk8], ab[K][kChunk8];
+#pragma unroll
+  for (int j = 0; j < K; ++j)
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i) aw[j][i] = ab[j][i] = 0;
+  A xv[kChunk8], gv[kChunk8];
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + warp; r < n; r += step) {
+    const T* xr = x.p + r * x.s0;
+    const T* dyr = dy.p + r * dy.s0;
+    const A mu = static_cast<A>(mean[r * sm]), rs = static_cast<A>(rstd[r * sr]);
+    A sg = 0, sgx = 0;
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int64_t k = lane + 32 * j;
+      if (k >= chunks) break;
+      const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
+      load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
+#pragma unroll
+      for (int i = 0; i < kChunk8; ++i) {
+        if (i >= m) break;
+        const A xh = (xv[i] - mu) * rs;
+        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+        sg += g;
+        sgx += g * (xv[i] - mu) * rs;
+        aw[j][i] += gv[i] * xh;
+        ab[j][i] += gv[i];
+      }
+    }
+    if (!dx.p) continue;
+    const A mg = warp_sum(sg) / static_cast<A>(c), mgx = warp_sum(sgx) / static_cast<A>(c);
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int64_t k = lane + 32 * j;
+      if (k >= chunks) break;
+      const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
+      load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
+      for (int i = 0; i < m; ++i) {
+        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+        const A xh = (xv[i] - mu) * rs;
+        xv[i] = rs * (g - mg - xh * mgx);
+      }
+      store_chunk8(dx.p + r * dx.s0, dx.s1, dxvec, k, m, xv);
+    }
+  }
+  // The block's share of each column, warps added in order.
+  block_column_sums<K>(sh, aw, part_w, c);
+  block_column_sums<K>(sh, ab, part_b, c);
 }
 
 // dweight and dbias in two passes with a fixed order: partial sums over chunks of kChunk rows
@@ -170,9 +328,29 @@ void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
           a.mean.strides[0], a.rstd.ptr<S>(), a.rstd.strides[0], n, c, a.eps);
       STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_kernel");
     };
-    // A block per row while the rows leave SMs idle with a warp each, else a warp per row.
+    // A block per row while the rows leave SMs idle with a warp each, else a warp per row (held in
+    // registers where it fits: up to 1,024 columns in aligned chunks of eight).
+    const int64_t lanes_chunks = (c + 32 * cuda::kChunk8 - 1) / (32 * cuda::kChunk8);
+    auto rows = [&](auto kk) {
+      constexpr int K = decltype(kk)::value;
+      cuda::layer_norm_fwd_rows_kernel<K, T, S><<<cuda::grid_for(*ctx_, n * 32), kThreads, 0, ctx_->stream>>>(
+          cuda::v2<const T>(a.x), a.weight.defined ? a.weight.ptr<const T>() : nullptr,
+          a.weight.defined ? a.weight.strides[0] : 0, a.bias.defined ? a.bias.ptr<const T>() : nullptr,
+          a.bias.defined ? a.bias.strides[0] : 0, cuda::v2<T>(a.y), a.mean.ptr<S>(), a.mean.strides[0],
+          a.rstd.ptr<S>(), a.rstd.strides[0], n, c, a.eps);
+      STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_rows_kernel");
+    };
+    const bool packed = c % cuda::kChunk8 == 0 && cuda::rows_vectorizable<T>(a.x) && cuda::rows_vectorizable<T>(a.y);
     if (n * 8 < int64_t{ctx_->sm_count} * (kThreads / 32))
       launch(std::integral_constant<int, kThreads>{});
+    else if (packed && lanes_chunks == 1)
+      rows(std::integral_constant<int, 1>{});
+    else if (packed && lanes_chunks == 2)
+      rows(std::integral_constant<int, 2>{});
+    else if (packed && lanes_chunks == 3)
+      rows(std::integral_constant<int, 3>{});
+    else if (packed && lanes_chunks == 4)
+      rows(std::integral_constant<int, 4>{});
     else
       launch(std::integral_constant<int, 32>{});
   });
@@ -186,7 +364,10 @@ void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
     using A = cuda::acc_t<T>;
     const T* w = a.weight.defined ? a.weight.ptr<const T>() : nullptr;
     const int64_t sw = a.weight.defined ? a.weight.strides[0] : 0;
-    if (a.dx.defined && n > 0) {
+    // Rows of up to 1,024 columns in float: dx and the weight gradients in one pass.
+    const bool fused = sizeof(A) == sizeof(float) && n > 0 && c <= 4 * 32 * cuda::kChunk8 &&
+                       (a.dweight.defined || a.dbias.defined);
+    if (a.dx.defined && n > 0 && !fused) {
       cuda::layer_norm_bwd_dx_kernel<T, S><<<cuda::grid_for(*ctx_, n * 32), kThreads, 0, ctx_->stream>>>(
           cuda::v2<const T>(a.x), cuda::rows_vectorizable<T>(a.x), w, sw, a.mean.ptr<const S>(), a.mean.strides[0],
           a.rstd.ptr<const S>(), a.rstd.strides[0], cuda::v2<const T>(a.dy), cuda::rows_vectorizable<T>(a.dy),
@@ -194,6 +375,39 @@ void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
       STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_dx_kernel");
     }
     if (!a.dweight.defined && !a.dbias.defined) return;
+    if constexpr (sizeof(A) == sizeof(float)) {
+      if (fused) {
+        const int64_t lanes_chunks = (c + 32 * cuda::kChunk8 - 1) / (32 * cuda::kChunk8);  // chunks per lane
+        // Two blocks an SM, each warp taking several rows (its registers' sums then cover more).
+        const int blocks = static_cast<int>(
+            std::clamp<int64_t>((n + 4 * 8 - 1) / (4 * 8), 1, int64_t{ctx_->sm_count} * 2));
+        cuda::DeviceBuffer parts(*ctx_, static_cast<size_t>(2 * blocks * c) * sizeof(float));
+        float* part_w = parts.as<float>();
+        float* part_b = part_w + blocks * c;
+        auto launch = [&](auto kk) {
+          constexpr int K = decltype(kk)::value;
+          cuda::layer_norm_bwd_fused_kernel<K, T, S><<<blocks, kThreads, 0, ctx_->stream>>>(
+              cuda::v2<const T>(a.x), cuda::rows_vectorizable<T>(a.x), w, sw, a.mean.ptr<const S>(),
+              a.mean.strides[0], a.rstd.ptr<const S>(), a.rstd.strides[0], cuda::v2<const T>(a.dy),
+              cuda::rows_vectorizable<T>(a.dy), cuda::v2<T>(a.dx),
+              a.dx.defined && cuda::rows_vectorizable<T>(a.dx), part_w, part_b, n, c);
+          STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_fused_kernel");
+        };
+        switch (lanes_chunks) {
+          case 1: launch(std::integral_constant<int, 1>{}); break;
+          case 2: launch(std::integral_constant<int, 2>{}); break;
+          case 3: launch(std::integral_constant<int, 3>{}); break;
+          default: launch(std::integral_constant<int, 4>{}); break;
+        }
+        cuda::layer_norm_bwd_sum_kernel<T, float><<<static_cast<unsigned>((c * 32 + kThreads - 1) / kThreads),
+                                                    kThreads, 0, ctx_->stream>>>(
+            part_w, part_b, blocks, a.dweight.defined ? a.dweight.ptr<T>() : nullptr,
+            a.dweight.defined ? a.dweight.strides[0] : 0, a.dbias.defined ? a.dbias.ptr<T>() : nullptr,
+            a.dbias.defined ? a.dbias.strides[0] : 0, c);
+        STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_sum_kernel");
+        return;
+      }
+    }
     const int64_t chunks = std::max<int64_t>(1, (n + cuda::kChunk - 1) / cuda::kChunk);
     cuda::DeviceBuffer parts(*ctx_, static_cast<size_t>(2 * chunks * c) * sizeof(A));
     A* part_w = parts.as<A>();
