@@ -8,12 +8,19 @@
 // Rank 0 prints one JSON line: tokens/s over all ranks from the mean wall time of the timed
 // steps (after --warmup untimed ones, the ranks started together at a barrier), per GPU, ms per
 // step and rank 0's peak memory. tools/gpu/gpt2_dist.sh runs it on 1 and 2 GPUs beside PyTorch.
-// Written before a multi-GPU machine was at hand: not yet run on one.
+// With --record FILE every step draws a new global batch of world x batch sequences from one seed
+// (rank r trains on its rows r*batch..), so N ranks of batch B and one GPU of batch N*B see the
+// same tokens; rank 0 writes every step's loss averaged over the ranks, each parameter's sum and
+// L1 norm, and whether every rank's parameters are the same bits as rank 0's
+// (tests/dist/gpt_two_gpus_match_one.sh compares the runs).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -41,11 +48,38 @@ struct Options {
   nn::GptConfig c;
   int64_t batch = 16, seq = 1024;
   int steps = 10, warmup = 3, nproc = 1;
-  std::string precision = "bf16", dispatch = "graph";
+  std::string precision = "bf16", dispatch = "graph", record;
   double lr = 6e-4, wd = 0.1, timeout = 300, bucket_mb = 25;
   bool grad_views = true;
   uint64_t seed = 1;
 };
+
+// Rank 0 writes the step losses, each parameter's sum and L1 norm, and whether every rank holds
+// the same parameter bits as rank 0 (each rank's checksums gathered through a sum in which the
+// other ranks add zeros: exact).
+void record(const std::string& path, nn::Model& model, dist::ProcessGroup& pg, const dist::RankInfo& info,
+            const std::vector<double>& losses) {
+  std::vector<std::pair<std::string, std::array<double, 2>>> sums;
+  for (const auto& [name, p] : model.module().named_parameters()) {
+    const std::vector<float> v = p.to_vector<float>();
+    double sum = 0, abs = 0;
+    for (float f : v) sum += f, abs += std::fabs(f);
+    sums.push_back({name, {sum, abs}});
+  }
+  std::vector<double> slots(2 * sums.size() * static_cast<size_t>(info.world), 0.0);
+  for (size_t i = 0; i < sums.size(); ++i)
+    for (int k = 0; k < 2; ++k) slots[(static_cast<size_t>(info.rank) * sums.size() + i) * 2 + k] = sums[i].second[k];
+  const std::vector<double> all = pg.all_reduce_sum(slots);
+  bool same = true;
+  for (int r = 1; r < info.world; ++r)
+    for (size_t i = 0; i < 2 * sums.size(); ++i) same = same && all[static_cast<size_t>(r) * 2 * sums.size() + i] == all[i];
+  if (pg.rank() != 0) return;
+  nlohmann::json rec = {{"losses", losses}, {"world", info.world}, {"replicas_identical", same}};
+  for (const auto& [name, v] : sums) rec["params"][name] = {v[0], v[1]};
+  std::ofstream out(path);
+  out << rec.dump() << "\n";
+  STRATA_CHECK(out.good(), "gpt2_dist: --record: cannot write ", path);
+}
 
 int run(const Options& o, const dist::RankInfo& info) {
   auto& cb = backends::registry().impl<backends::CudaBackend>();
@@ -65,10 +99,18 @@ int run(const Options& o, const dist::RankInfo& info) {
   dist::DataParallel ddp(*model, pg, dpo);
   auto opt = model->make_optimizer(bench::gpt_adamw(o.lr, o.wd));
 
-  // Each rank its own tokens (the global batch is world x batch sequences).
+  // Each rank its own tokens (the global batch is world x batch sequences); with --record, a new
+  // global batch every step, of which this rank takes its rows.
   manual_seed(1000 + o.seed + static_cast<uint64_t>(info.rank));
-  const Tensor x = randint(0, c.vocab_size, {o.batch, o.seq}, DType::i64);
-  const Tensor y = randint(0, c.vocab_size, {o.batch, o.seq}, DType::i64);
+  Tensor x = randint(0, c.vocab_size, {o.batch, o.seq}, DType::i64);
+  Tensor y = randint(0, c.vocab_size, {o.batch, o.seq}, DType::i64);
+  const bool recording = !o.record.empty();
+  auto load = [&](int step) {
+    manual_seed(1000 + o.seed + 1000 * static_cast<uint64_t>(step));
+    const int64_t global = o.batch * info.world, first = o.batch * info.rank;
+    x = randint(0, c.vocab_size, {global, o.seq}, DType::i64).narrow(0, first, o.batch).contiguous();
+    y = randint(0, c.vocab_size, {global, o.seq}, DType::i64).narrow(0, first, o.batch).contiguous();
+  };
   std::fprintf(stderr, "gpt2_dist: rank %d pid %d on GPU %s\n", info.rank, static_cast<int>(getpid()),
                std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "0");
   if (pg.rank() == 0)
@@ -81,13 +123,16 @@ int run(const Options& o, const dist::RankInfo& info) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point t0 = Clock::now();
   double loss = 0;
+  std::vector<double> losses;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     if (s == o.warmup) {
       cb.synchronize();
       pg.barrier();
       t0 = Clock::now();
     }
+    if (recording) load(s);
     const Tensor l = model->train_step(x, y, *opt).loss;
+    if (recording) losses.push_back(pg.all_reduce_sum({l.item()})[0] / info.world);
     if (s + 1 == o.warmup + o.steps) loss = l.item();
   }
   cb.synchronize();
@@ -118,6 +163,7 @@ int run(const Options& o, const dist::RankInfo& info) {
                               {"grad_views", o.grad_views}};
     std::printf("%s\n", j.dump().c_str());
   }
+  if (recording) record(o.record, *model, pg, info, losses);
   return kExitSuccess;
 }
 
@@ -144,6 +190,9 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout, "seconds a rank waits for the others before failing")
       ->check(CLI::PositiveNumber);
   app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB")->check(CLI::NonNegativeNumber);
+  app.add_option("--record", o.record,
+                 "a new global batch every step; rank 0 writes the step losses, parameter checksums and whether "
+                 "the replicas agree here (JSON)");
   app.add_flag("!--no-grad-views", o.grad_views,
                "stage the gradients in the buckets by copies instead of keeping them there (dist/grad_buckets.h)");
   STRATA_CLI11_PARSE(app, argc, argv);

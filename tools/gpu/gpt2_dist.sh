@@ -6,7 +6,7 @@
 # this repository's docs for STEPS_GPT steps (the data-parallel language model run end to end).
 # bf16, batch BATCH (16) x 1,024 tokens per GPU. Knobs: NPROC (2), BATCH, STEPS (10), WARMUP (3),
 # MODES ("graph"), STEPS_GPT (50; 0 skips).
-# Pack first:  TARGETS="gpt2_dist strata_gpt" tools/gpu/pack.sh
+# Pack first:  TARGETS="gpt2_dist strata_gpt" CARRY_LIBS="turbojpeg jpeg pugixml stb" tools/gpu/pack.sh
 # Results: $OUT/gpt2_dist.jsonl (one JSON line per run) and $OUT/gpt2_dist.log.
 # Written before a multi-GPU machine was at hand: not yet run on one.
 set -uo pipefail

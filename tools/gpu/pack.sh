@@ -10,8 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 targets=${TARGETS:-test_cuda_backend}
+# No MPI: the GPU machines have none (their jobs start under torchrun's variables or --nproc).
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DSTRATA_WITH_CUDA=ON -DSTRATA_WITH_ONEDNN=OFF -DSTRATA_WITH_OPENBLAS=OFF -DSTRATA_WITH_EIGEN=OFF >/dev/null
+  -DSTRATA_WITH_CUDA=ON -DSTRATA_WITH_ONEDNN=OFF -DSTRATA_WITH_OPENBLAS=OFF -DSTRATA_WITH_EIGEN=OFF \
+  -DSTRATA_WITH_MPI=OFF >/dev/null
 # shellcheck disable=SC2086
 ninja -C "$build" $targets
 rm -rf .gpu
