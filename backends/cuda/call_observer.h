@@ -33,6 +33,7 @@ struct LibraryCall {
     memcpy,         // one cudaMemcpyAsync (src, dst, bytes), kind by the pointers' devices
     convert,        // strata's converting copy kernel (a broadcast, a strided copy)
     staged,         // an operand went through a temporary (the emitter refuses: it has no place for it)
+    gemm_lt,        // cublasLtMatmul with the bias epilogue (half-precision linear; the emitter refuses it)
     split,          // the call ran as several along the batch (cuDNN's 32-bit limits; refused likewise)
     outside_copy,   // a copy outside any reporting op (a = source, c = destination): a Tensor's clone
   };

@@ -135,8 +135,10 @@ Init initialise() {
     c->pinned = new PinnedAllocator;
     // cuBLAS gets a fixed workspace of its own: with it, results do not depend on
     // what cuBLAS could allocate at the time (cuBLAS docs, "Results reproducibility").
-    void* cublas_ws = c->allocator->allocate(size_t{32} << 20);
-    STRATA_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, cublas_ws, size_t{32} << 20));
+    c->cublas_workspace_bytes = size_t{32} << 20;
+    c->cublas_workspace = c->allocator->allocate(c->cublas_workspace_bytes);
+    STRATA_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_workspace, c->cublas_workspace_bytes));
+    STRATA_CUBLAS_CHECK(cublasLtCreate(&c->cublaslt));
     register_device_allocator(DeviceType::cuda, c->allocator);
     set_pinned_host_allocator(c->pinned);
     set_device_copy_hook(DeviceType::cuda, &device_copy_hook);

@@ -65,6 +65,9 @@ struct Context {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;  // gemm_lt.h
+  void* cublas_workspace = nullptr;     // cuBLAS's fixed workspace, cuBLASLt's too (context.cpp)
+  size_t cublas_workspace_bytes = 0;
   CachingAllocator* allocator = nullptr;
   PinnedAllocator* pinned = nullptr;
   size_t layout_fallbacks = 0;  // see cuda_backend.h

@@ -1,6 +1,7 @@
 #pragma once
 // Library status codes become strata::Error naming the call and the status string.
 // Internal to backends/cuda.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>

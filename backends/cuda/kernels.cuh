@@ -198,7 +198,11 @@ __device__ __forceinline__ int load_chunk8(const T* row, int64_t stride, bool ve
       for (int i = 0; i < per; ++i) v[p * per + i] = static_cast<A>(load(pk.v[i]));
     }
   } else {
-    for (int i = 0; i < n; ++i) v[i] = static_cast<A>(load(row[(j0 + i) * stride]));
+    // Unrolled with a guard rather than a loop to n: a loop bound known only at run time would
+    // index v dynamically and put the caller's arrays in local memory.
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i)
+      if (i < n) v[i] = static_cast<A>(load(row[(j0 + i) * stride]));
   }
   return n;
 }
@@ -218,7 +222,9 @@ __device__ __forceinline__ void store_chunk8(T* row, int64_t stride, bool vec, i
       reinterpret_cast<Pack<T, per>*>(row + j0)[p] = pk;
     }
   } else {
-    for (int i = 0; i < n; ++i) row[(j0 + i) * stride] = store<T>(v[i]);
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i)
+      if (i < n) row[(j0 + i) * stride] = store<T>(v[i]);
   }
 }
 

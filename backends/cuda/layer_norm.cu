@@ -182,92 +182,103 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Adds the block's warps' per-lane column sums (lane l holds chunks l, l + 32, ...) in warp order
-// and writes the block's row of `part`.
-template <int K>
-__device__ __forceinline__ void block_column_sums(float (&sh)[kThreads / 32][32 * kChunk8 * K],
-                                                  const float (&acc)[K][kChunk8], float* part, int64_t c) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads();  // sh may still be read by the previous call
+// Training's backward on rows of at most 32 * 8 * K columns (GPT-2's 768: K = 3), in one pass
+// over x and dy: a warp takes rows `warps` apart, loads all of a row's chunks before using any
+// (their loads in flight together) and keeps them for dx; each lane adds its columns' shares of
+// dweight and dbias into its warp's row of shared memory (the chunks a lane reads are the same in
+// every row, so no two lanes touch one word). The block's warps are then added in warp order and
+// the blocks' partials summed by layer_norm_bwd_sum_kernel: a fixed order throughout. dx is the
+// dx kernel's arithmetic, in its order. A separate pass for the weight gradients, a thread per
+// column walking 64 rows with 2-byte loads, took longer than dx itself.
+// Vec: x, dy and dx (when there is one) in aligned rows of whole chunks, read and written as 16-byte
+// vectors with no element-wise path (fewer registers); else load_chunk8's element loads, the same
+// arithmetic in the same order.
+template <bool Vec, class T, class A>
+__device__ __forceinline__ int load_row_chunk(const T* row, int64_t stride, int64_t k, int64_t cols,
+                                              A (&v)[kChunk8]) {
+  if constexpr (Vec) {
+    constexpr int per = 16 / static_cast<int>(sizeof(T));
 #pragma unroll
-  for (int j = 0; j < K; ++j)
+    for (int p = 0; p < kChunk8 / per; ++p) {
+      const Pack<T, per> pk = reinterpret_cast<const Pack<T, per>*>(row + k * kChunk8)[p];
 #pragma unroll
-    for (int i = 0; i < kChunk8; ++i) sh[warp][(lane + 32 * j) * kChunk8 + i] = acc[j][i];
-  __syncthreads();
-  for (int64_t col = threadIdx.x; col < c; col += kThreads) {
-    float v = sh[0][col];
-#pragma unroll
-    for (int q = 1; q < kThreads / 32; ++q) v += sh[q][col];
-    part[static_cast<int64_t>(blockIdx.x) * c + col] = v;
+      for (int i = 0; i < per; ++i) v[p * per + i] = static_cast<A>(load(pk.v[i]));
+    }
+    return kChunk8;
+  } else {
+    return load_chunk8(row, stride, false, k, cols, v);
   }
 }
-
-// Training's backward on rows of at most 32 * 8 * K columns (GPT-2's 768: K = 3), in one pass
-// over x and dy: a warp takes rows `warps` apart and each lane keeps its columns' shares of dweight
-// and dbias in registers across them (the chunks of a row a lane reads are the same in every row);
-// the block's 8 warps add theirs in warp order through shared memory, and the blocks' partials are
-// summed by layer_norm_bwd_sum_kernel. dx is the dx kernel's arithmetic, its sums in the same
-// order. A separate pass for the weight gradients, a thread per column walking 64 rows with 2-byte
-// loads, took longer than dx itself.
-template <int K, class T, class S>
-__global__ void __launch_bounds__(kThreads, 2)
-    layer_norm_bwd_fused_kernel(View2<const T> x, bool xvec, const T* w, int64_t sw, const S* mean, int64_t sm,
-                                const S* rstd, int64_t sr, View2<const T> dy, bool dyvec, View2<T> dx, bool dxvec,
+constexpr int kFusedWarps = 4;
+template <int K, bool Vec, class T, class S>
+__global__ void __launch_bounds__(32 * kFusedWarps)
+    layer_norm_bwd_fused_kernel(View2<const T> x, const T* w, int64_t sw, const S* mean, int64_t sm,
+                                const S* rstd, int64_t sr, View2<const T> dy, View2<T> dx,
                                 float* part_w, float* part_b, int64_t n, int64_t c) {
   static_assert(sizeof(acc_t<T>) == sizeof(float), "the fused backward sums in float");
   using A = float;
-  constexpr int kWarps = kThreads / 32;
-  __shared__ A sh[kWarps][32 * kChunk8 * K];
+  constexpr int kCols = 32 * kChunk8 * K;
+  __shared__ A shw[kFusedWarps][kCols], shb[kFusedWarps][kCols];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kFusedWarps;
   const int64_t chunks = (c + kChunk8 - 1) / kChunk8;
-  A aw[K][kChunk8], ab[K][kChunk8];
-#pragma unroll
-  for (int j = 0; j < K; ++j)
-#pragma unroll
-    for (int i = 0; i < kChunk8; ++i) aw[j][i] = ab[j][i] = 0;
-  A xv[kChunk8], gv[kChunk8];
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + warp; r < n; r += step) {
+  A* aw = shw[warp];
+  A* ab = shb[warp];
+  for (int q = lane; q < kCols; q += 32) aw[q] = ab[q] = 0;
+  __syncwarp();
+  A xv[K][kChunk8], gv[K][kChunk8];
+  int m[K];
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kFusedWarps + warp; r < n; r += step) {
     const T* xr = x.p + r * x.s0;
     const T* dyr = dy.p + r * dy.s0;
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int64_t k = lane + 32 * j;
+      m[j] = 0;
+      if (k < chunks) {
+        m[j] = load_row_chunk<Vec>(xr, x.s1, k, c, xv[j]);
+        load_row_chunk<Vec>(dyr, dy.s1, k, c, gv[j]);
+      }
+    }
     const A mu = static_cast<A>(mean[r * sm]), rs = static_cast<A>(rstd[r * sr]);
     A sg = 0, sgx = 0;
 #pragma unroll
     for (int j = 0; j < K; ++j) {
       const int64_t k = lane + 32 * j;
-      if (k >= chunks) break;
-      const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
-      load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
 #pragma unroll
-      for (int i = 0; i < kChunk8; ++i) {
-        if (i >= m) break;
-        const A xh = (xv[i] - mu) * rs;
-        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
-        sg += g;
-        sgx += g * (xv[i] - mu) * rs;
-        aw[j][i] += gv[i] * xh;
-        ab[j][i] += gv[i];
-      }
+      for (int i = 0; i < kChunk8; ++i)
+        if (i < m[j]) {
+          const A xh = (xv[j][i] - mu) * rs;
+          const A g = gv[j][i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+          sg += g;
+          sgx += g * (xv[j][i] - mu) * rs;
+          aw[k * kChunk8 + i] += gv[j][i] * xh;
+          ab[k * kChunk8 + i] += gv[j][i];
+        }
     }
     if (!dx.p) continue;
     const A mg = warp_sum(sg) / static_cast<A>(c), mgx = warp_sum(sgx) / static_cast<A>(c);
 #pragma unroll
     for (int j = 0; j < K; ++j) {
       const int64_t k = lane + 32 * j;
-      if (k >= chunks) break;
-      const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
-      load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
-      for (int i = 0; i < m; ++i) {
-        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
-        const A xh = (xv[i] - mu) * rs;
-        xv[i] = rs * (g - mg - xh * mgx);
-      }
-      store_chunk8(dx.p + r * dx.s0, dx.s1, dxvec, k, m, xv);
+#pragma unroll
+      for (int i = 0; i < kChunk8; ++i)
+        if (i < m[j]) {
+          const A g = gv[j][i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+          const A xh = (xv[j][i] - mu) * rs;
+          xv[j][i] = rs * (g - mg - xh * mgx);
+        }
+      if (m[j] > 0) store_chunk8(dx.p + r * dx.s0, dx.s1, Vec, k, m[j], xv[j]);
     }
   }
-  // The block's share of each column, warps added in order.
-  block_column_sums<K>(sh, aw, part_w, c);
-  block_column_sums<K>(sh, ab, part_b, c);
+  __syncthreads();
+  for (int64_t col = threadIdx.x; col < c; col += 32 * kFusedWarps) {
+    A vw = shw[0][col], vb = shb[0][col];
+#pragma unroll
+    for (int q = 1; q < kFusedWarps; ++q) vw += shw[q][col], vb += shb[q][col];
+    part_w[static_cast<int64_t>(blockIdx.x) * c + col] = vw;
+    part_b[static_cast<int64_t>(blockIdx.x) * c + col] = vb;
+  }
 }
 
 // dweight and dbias in two passes with a fixed order: partial sums over chunks of kChunk rows
@@ -378,19 +389,22 @@ void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
     if constexpr (sizeof(A) == sizeof(float)) {
       if (fused) {
         const int64_t lanes_chunks = (c + 32 * cuda::kChunk8 - 1) / (32 * cuda::kChunk8);  // chunks per lane
-        // Two blocks an SM, each warp taking several rows (its registers' sums then cover more).
+        // Four blocks an SM, each warp taking several rows (fewer partials to add).
+        const int64_t rows_per_block = 4 * cuda::kFusedWarps;
         const int blocks = static_cast<int>(
-            std::clamp<int64_t>((n + 4 * 8 - 1) / (4 * 8), 1, int64_t{ctx_->sm_count} * 2));
+            std::clamp<int64_t>((n + rows_per_block - 1) / rows_per_block, 1, int64_t{ctx_->sm_count} * 4));
         cuda::DeviceBuffer parts(*ctx_, static_cast<size_t>(2 * blocks * c) * sizeof(float));
         float* part_w = parts.as<float>();
         float* part_b = part_w + blocks * c;
+        const bool vec = c % cuda::kChunk8 == 0 && cuda::rows_vectorizable<T>(a.x) &&
+                         cuda::rows_vectorizable<T>(a.dy) && (!a.dx.defined || cuda::rows_vectorizable<T>(a.dx));
         auto launch = [&](auto kk) {
           constexpr int K = decltype(kk)::value;
-          cuda::layer_norm_bwd_fused_kernel<K, T, S><<<blocks, kThreads, 0, ctx_->stream>>>(
-              cuda::v2<const T>(a.x), cuda::rows_vectorizable<T>(a.x), w, sw, a.mean.ptr<const S>(),
-              a.mean.strides[0], a.rstd.ptr<const S>(), a.rstd.strides[0], cuda::v2<const T>(a.dy),
-              cuda::rows_vectorizable<T>(a.dy), cuda::v2<T>(a.dx),
-              a.dx.defined && cuda::rows_vectorizable<T>(a.dx), part_w, part_b, n, c);
+          const auto kernel = vec ? cuda::layer_norm_bwd_fused_kernel<K, true, T, S>
+                                  : cuda::layer_norm_bwd_fused_kernel<K, false, T, S>;
+          kernel<<<blocks, 32 * cuda::kFusedWarps, 0, ctx_->stream>>>(
+              cuda::v2<const T>(a.x), w, sw, a.mean.ptr<const S>(), a.mean.strides[0], a.rstd.ptr<const S>(),
+              a.rstd.strides[0], cuda::v2<const T>(a.dy), cuda::v2<T>(a.dx), part_w, part_b, n, c);
           STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_fused_kernel");
         };
         switch (lanes_chunks) {

@@ -1,4 +1,4 @@
-// cuDNN and cuBLAS are opened (dlopen) when the cuda backend initialises a device, not when a program
+// cuDNN, cuBLAS and cuBLASLt are opened (dlopen) when the cuda backend initialises a device, not when a program
 // that links strata starts: a program that never uses a GPU never maps them (several hundred MB), the
 // way PyTorch keeps CUDA libraries out of CPU-only processes. The backend's calls bind, inside this
 // shared library only, to the definitions below (hidden visibility: nothing outside binds to them), each
@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 #pragma GCC visibility push(hidden)
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 #pragma GCC visibility pop
@@ -33,6 +34,8 @@ struct Library {
 
 Library cudnn_lib{"libcudnn.so." STRATA_STR(CUDNN_MAJOR), "cuDNN " STRATA_STR(CUDNN_MAJOR), {}, nullptr, {}};
 Library cublas_lib{"libcublas.so." STRATA_STR(CUBLAS_VER_MAJOR), "cuBLAS " STRATA_STR(CUBLAS_VER_MAJOR), {}, nullptr, {}};
+Library cublaslt_lib{"libcublasLt.so." STRATA_STR(CUBLAS_VER_MAJOR), "cuBLASLt " STRATA_STR(CUBLAS_VER_MAJOR), {}, nullptr,
+                     {}};
 
 void* open(Library& lib) {
   std::call_once(lib.once, [&] {
@@ -59,6 +62,7 @@ void* symbol(Library& lib, const char* name) {
 void load_libraries() {
   open(cudnn_lib);
   open(cublas_lib);
+  open(cublaslt_lib);
 }
 
 }  // namespace strata::backends::cuda

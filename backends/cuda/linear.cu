@@ -1,10 +1,12 @@
-// linear on cuBLAS (cublasGemmEx): y = x w^T + b (a few rows: gemv.cu), dx = dy w, dw = dy^T x, db = sum_n dy;
+// linear on cuBLAS (cublasGemmEx): y = x w^T + b (a few rows: gemv.cu; f16/bf16 with the bias in
+// cuBLASLt's epilogue: gemm_lt.h), dx = dy w, dw = dy^T x, db = sum_n dy;
 // and bmm (cublasGemmStridedBatchedEx): y[i] = alpha a[i] b[i].
 // Matrices may be row-major or column-major views (a transpose is a flag, not a
 // copy); other strides are staged. f32 computes in f32 (TF32 only when allowed);
 // f16/bf16 multiply on the tensor cores and accumulate in f32; f64 (bmm) in f64.
 #include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/gemm_lt.h"
 #include "strata/backends/cuda/gemv.h"
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/ops/table/gemm_layout.h"
@@ -15,29 +17,6 @@ using namespace strata::ops;  // the op table's argument types
 
 namespace cuda {
 namespace {
-
-// How a [rows, cols] view sits in memory for BLAS: row-major with leading dimension
-// ld (stride of rows), or column-major (stride of cols).
-struct MatLayout {
-  bool ok = false;
-  bool row_major = true;
-  int64_t ld = 0;
-};
-
-MatLayout mat_layout(const TensorView& v) {
-  const int64_t r = v.sizes[0], c = v.sizes[1], s0 = v.strides[0], s1 = v.strides[1];
-  MatLayout m;
-  if ((c == 1 || s1 == 1) && (r == 1 || s0 >= std::max<int64_t>(c, 1))) {
-    m.ok = true;
-    m.row_major = true;
-    m.ld = r == 1 ? std::max<int64_t>(c, 1) : s0;
-  } else if ((r == 1 || s0 == 1) && (c == 1 || s1 >= std::max<int64_t>(r, 1))) {
-    m.ok = true;
-    m.row_major = false;
-    m.ld = c == 1 ? std::max<int64_t>(r, 1) : s1;
-  }
-  return m;
-}
 
 TensorView transposed(const TensorView& v) {
   TensorView t = v;
@@ -190,6 +169,8 @@ void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
   observe_call(OpId::linear_fwd, a);
   if (a.y.numel() == 0) return;
   if (gemv_fits(a)) return gemv_rows(*ctx_, a);
+  // f16/bf16 with a dense bias: the bias in cuBLASLt's epilogue (gemm_lt.h).
+  if (a.b.defined && gemm_bias_lt(*ctx_, a.x, transposed(a.w), a.b, a.y)) return;
   float beta = 0.f;
   if (a.b.defined) {
     // y = broadcast(b), then y += x w^T through beta = 1: one pass less than adding after.

@@ -464,6 +464,17 @@ TEST_F(CudaNormPoolLinear, LinearHalf) {
     be().linear_fwd({to_gpu(x), to_gpu(w), to_gpu(b), y});
     ref_.linear_fwd({f32(x), f32(w), f32(b), y_ref});
     STRATA_EXPECT_CLOSE(y, y_ref, dt == DType::f16 ? kTolF16 : kTolBf16, "linear_fwd half");
+    // The bias in cuBLASLt's epilogue (gemm_lt.h): odd sizes, x one element past alignment (the
+    // heuristic asked for algorithms at 2-byte alignment), y in rows longer than it.
+    const Tensor xw = random_tensor({33, 71}, dt, 1803), w2 = random_tensor({45, 70}, dt, 1804);
+    const Tensor b2 = random_tensor({45}, dt, 1805);
+    const Tensor yw = gpu_nan({33, 48}, kNCHW, dt), yw_ref = cpu_nan({33, 48});
+    be().linear_fwd({to_gpu(xw).narrow(1, 1, 70), to_gpu(w2), to_gpu(b2), yw.narrow(1, 0, 45)});
+    ref_.linear_fwd({f32(xw).narrow(1, 1, 70), f32(w2), f32(b2), yw_ref.narrow(1, 0, 45)});
+    STRATA_EXPECT_CLOSE(yw.narrow(1, 0, 45), yw_ref.narrow(1, 0, 45), dt == DType::f16 ? kTolF16 : kTolBf16,
+                        "linear_fwd half, odd sizes, unaligned x");
+    for (float v : host_as(yw.narrow(1, 45, 3), DType::f32).to_vector<float>())
+      ASSERT_TRUE(std::isnan(v)) << "linear_fwd wrote past y's 45 columns";
   }
 }
 
