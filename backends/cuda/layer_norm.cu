@@ -217,14 +217,18 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
                                 float* part_w, float* part_b, int64_t n, int64_t c) {
   static_assert(sizeof(acc_t<T>) == sizeof(float), "the fused backward sums in float");
   using A = float;
-  constexpr int kCols = 32 * kChunk8 * K;
-  __shared__ A shw[kFusedWarps][kCols], shb[kFusedWarps][kCols];
+  // Element i of chunk k at [i][k]: the lanes of a warp, on chunks side by side, touch 32
+  // neighbouring words (at [k * 8 + i] they were 8 words apart: 8-way bank conflicts on every add).
+  constexpr int kChunks = 32 * K;
+  __shared__ A shw[kFusedWarps][kChunk8][kChunks], shb[kFusedWarps][kChunk8][kChunks];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kFusedWarps;
   const int64_t chunks = (c + kChunk8 - 1) / kChunk8;
-  A* aw = shw[warp];
-  A* ab = shb[warp];
-  for (int q = lane; q < kCols; q += 32) aw[q] = ab[q] = 0;
+  A(&aw)[kChunk8][kChunks] = shw[warp];
+  A(&ab)[kChunk8][kChunks] = shb[warp];
+  for (int q = lane; q < kChunks; q += 32)
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i) aw[i][q] = ab[i][q] = 0;
   __syncwarp();
   A xv[K][kChunk8], gv[K][kChunk8];
   int m[K];
@@ -252,8 +256,8 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
           const A g = gv[j][i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
           sg += g;
           sgx += g * (xv[j][i] - mu) * rs;
-          aw[k * kChunk8 + i] += gv[j][i] * xh;
-          ab[k * kChunk8 + i] += gv[j][i];
+          aw[i][k] += gv[j][i] * xh;
+          ab[i][k] += gv[j][i];
         }
     }
     if (!dx.p) continue;
@@ -273,9 +277,10 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
   }
   __syncthreads();
   for (int64_t col = threadIdx.x; col < c; col += 32 * kFusedWarps) {
-    A vw = shw[0][col], vb = shb[0][col];
+    const int64_t k = col / kChunk8, i = col % kChunk8;
+    A vw = shw[0][i][k], vb = shb[0][i][k];
 #pragma unroll
-    for (int q = 1; q < kFusedWarps; ++q) vw += shw[q][col], vb += shb[q][col];
+    for (int q = 1; q < kFusedWarps; ++q) vw += shw[q][i][k], vb += shb[q][i][k];
     part_w[static_cast<int64_t>(blockIdx.x) * c + col] = vw;
     part_b[static_cast<int64_t>(blockIdx.x) * c + col] = vb;
   }

@@ -34,8 +34,12 @@ __device__ __forceinline__ float block_max(float v) {
 // bitwise those of their f32 cast (mixed-precision training reads the network's bf16 output as it
 // is), whatever the rows' alignment.
 //
-// One block per row: max, sum of exponentials (each in float, summed in double), the row's lse
-// (saved) and its loss term (0 on an ignored row); a bad label's row recorded in *bad.
+// One block per row, in one read of it: each thread keeps a running maximum and its sum of
+// exponentials (each in float, summed in double), rescaled when the maximum grows (Milakov and
+// Gimelshein, "Online normalizer calculation for softmax", 2018); then the block's maximum, the
+// threads' sums rescaled to it and added in a fixed order, the row's lse (saved) and its loss term
+// (0 on an ignored row); a bad label's row recorded in *bad. The two passes it replaces (maximum,
+// then sum) read GPT-2's 16,384 x 50,257 bf16 logits twice: 1.35 ms on an H200.
 template <class T>
 __global__ void __launch_bounds__(512)
     softmax_xent_fwd_kernel(const T* x, int64_t cols, int64_t xs0, int64_t xs1, bool vec, const int64_t* labels,
@@ -47,19 +51,27 @@ __global__ void __launch_bounds__(512)
   const int64_t chunks = (cols + kChunk8 - 1) / kChunk8;
   float v[kChunk8];
   float m = -INFINITY;
+  double s = 0.0;
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     const int n = load_chunk8(xr, xs1, vec, c, cols, v);
-    for (int i = 0; i < n; ++i) m = fmaxf(m, v[i]);
+    float cm = m;
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i)
+      if (i < n) cm = fmaxf(cm, v[i]);
+    if (cm > m) {  // never from -inf to -inf: exp(-inf - -inf) would be NaN
+      s *= exp(static_cast<double>(m) - static_cast<double>(cm));
+      m = cm;
+    }
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i)
+      if (i < n) s += static_cast<double>(expf(v[i] - m));
   }
+  const float tm = m;
   m = block_max(m);
   if (threadIdx.x == 0) bcast = m;
   __syncthreads();
   m = bcast;
-  double s = 0.0;
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-    const int n = load_chunk8(xr, xs1, vec, c, cols, v);
-    for (int i = 0; i < n; ++i) s += static_cast<double>(expf(v[i] - m));
-  }
+  if (tm != m) s *= exp(static_cast<double>(tm) - static_cast<double>(m));  // tm = -inf: s is 0
   s = block_sum(s);
   if (threadIdx.x == 0) {
     const double row_lse = log(s) + m;
