@@ -27,11 +27,13 @@ MatLayout mat_layout(const TensorView& v) {
 
 namespace {
 
-// The largest power of two (at most 256) dividing a pointer: cuBLASLt's heuristic must only offer
-// algorithms that work at the operands' actual alignment.
+// The largest power of two dividing a pointer, at most 16: cuBLASLt's heuristic must only offer
+// algorithms that work at the operands' actual alignment, and no more than 16 bytes is what direct
+// mode's arena guarantees (step_memory.h's buffer_alignment): a buffer from the allocator and the
+// same buffer in the arena then get the same algorithm, and the dispatch modes the same bits.
 int64_t alignment(const void* p) {
   const auto u = reinterpret_cast<uintptr_t>(p);
-  int64_t a = 256;
+  int64_t a = 16;
   while (a > 1 && u % static_cast<uintptr_t>(a) != 0) a /= 2;
   return a;
 }

@@ -131,6 +131,15 @@ Tensor planned_grad(const Tensor& param, const Shape& sizes, DType dt) {
   return planned_empty(sizes, dt, param.device(), fmt, Lifetime::to_step_end);
 }
 
+bool planned_in_step(const Tensor& t) {
+  if (!t.defined()) return false;
+  const Storage* s = t.impl().storage.get();
+  if (detail::t_recording)
+    return std::any_of(detail::t_recording->storage.begin(), detail::t_recording->storage.end(),
+                       [&](const auto& p) { return p.get() == s; });
+  return detail::t_assignment && detail::t_assignment->arena.get() == s;
+}
+
 int64_t buffer_alignment(DeviceType t) { return t == DeviceType::cpu ? 64 : 16; }
 
 void on_recording_end(std::function<void()> undo) {

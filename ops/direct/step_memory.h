@@ -68,6 +68,10 @@ Tensor planned_empty_like(const Tensor& x, const Shape& sizes);
 // planned_empty(..., Lifetime::to_step_end). Contiguous.
 Tensor planned_grad(const Tensor& param, const Shape& sizes, DType dt);
 
+// Whether t's memory is a buffer planned by the step being recorded or assigned (planned_empty*):
+// the step's own, which its plans may write anywhere in (a user's tensor handed to a step is not).
+bool planned_in_step(const Tensor& t);
+
 // The alignment of the buffers planned in one memory on a device of type t (arenas,
 // gradient buckets): a cache line and vector on the CPU (core/allocator.h); on a GPU 16
 // bytes, the widest vector strata's kernels load and the most alignment the cuDNN graphs

@@ -273,6 +273,28 @@ TEST_F(CudaRuntime, CopyRowsEveryDtypePairAndAlignment) {
   }
 }
 
+// A transposed copy (tiles through shared memory, copy.cu): every dtype pair, odd sizes, rows of the
+// source longer than the view, against the host's conversion bit for bit.
+TEST_F(CudaRuntime, CopyTransposedEveryDtypePair) {
+  const std::vector<DType> all{DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8};
+  const Tensor base = random_tensor({77, 45}, DType::f64, 9, 0.0, 200.0);
+  for (DType from : all) {
+    const Tensor src_host = cpu_convert(base, from);
+    const Tensor src = to_gpu(src_host);
+    for (DType to : all) {
+      SCOPED_TRACE(std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to)));
+      const Tensor t = Tensor::empty({45, 77}, to, Device::cuda());
+      copy_into(src.permute({1, 0}), t);
+      EXPECT_TRUE(bitwise_equal(to_cpu(t), cpu_convert(src_host.permute({1, 0}).contiguous(), to))) << "whole";
+      const Tensor part = Tensor::empty({40, 70}, to, Device::cuda());
+      copy_into(src.narrow(0, 3, 70).narrow(1, 2, 40).permute({1, 0}), part);
+      EXPECT_TRUE(bitwise_equal(to_cpu(part),
+                                cpu_convert(src_host.narrow(0, 3, 70).narrow(1, 2, 40).permute({1, 0}).contiguous(), to)))
+          << "a block of it";
+    }
+  }
+}
+
 TEST_F(CudaRuntime, CopyLayoutConversionOnDevice) {
   const Tensor x = random_tensor({2, 3, 7, 5}, DType::f32, 6);
   const Tensor nchw = to_gpu(x);
