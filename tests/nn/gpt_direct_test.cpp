@@ -120,6 +120,30 @@ TEST(NnGptDirect, ModulesForwardAndBackwardBitwiseInF64) {
   expect_same_grads(s, d, "f64");
 }
 
+TEST(NnGptDirect, ThePaddedHeadNeverWritesIntoItsUsersGradient) {
+  // dL/dlogits handed to the direct network by its user as the first V columns of rows of their
+  // own, as wide as the padded vocabulary: the head reads them in place only when the buffer is the
+  // step's (the loss's); a user's is copied, its other columns left as they were, and the
+  // gradients are the tape's.
+  nn::GptConfig c = tiny_gpt(DType::f64);
+  c.vocab_multiple = 64;
+  c.pad_head_min_rows = 1;
+  manual_seed(5);
+  nn::Gpt<ops::StaticDispatch<Ref>> s(ops::StaticDispatch<Ref>(), c);
+  manual_seed(5);
+  nn::Gpt<ops::Direct<Ref>> d(ops::Direct<Ref>(), c);
+  const Tensor ids = gpt_batch(1, 2, 6).first;
+  Tensor wide = full({2, 6, 64}, 7.0, DType::f64);
+  copy_into(random_tensor({2, 6, 11}, DType::f64, 9), wide.narrow(2, 0, 11));
+  const Tensor cot = wide.narrow(2, 0, 11);
+  const Tensor ls = s.forward(ids);
+  d.forward(ids);
+  autograd::backward(ls, cot);
+  d.backward(cot);
+  expect_same_grads(s, d, "f64, a user's dL/dlogits");
+  for (double v : wide.narrow(2, 11, 53).contiguous().to_vector<double>()) ASSERT_EQ(v, 7.0) << "the user's columns";
+}
+
 TEST(NnGptDirect, NonContiguousIdsAreReadAfreshEachForward) {
   // Ids seen through a transpose: the tape copies them (contiguous()) at each call, direct mode
   // into a buffer of its plan at each run, so new values written into them are the ones used.
