@@ -144,6 +144,12 @@ __global__ void __launch_bounds__(kThreads, 3)
   }
 }
 
+// dy times the weight of column j (no weight: dy itself), the g of the backward's formulas.
+template <class A, class T>
+__device__ __forceinline__ A weighted(A dy, const T* w, int64_t sw, int64_t j) {
+  return dy * (w ? static_cast<A>(load(w[j * sw])) : A(1));
+}
+
 template <class T, class S>
 __global__ void __launch_bounds__(kThreads)
     layer_norm_bwd_dx_kernel(View2<const T> x, bool xvec, const T* w, int64_t sw, const S* mean, int64_t sm,
@@ -163,7 +169,7 @@ __global__ void __launch_bounds__(kThreads)
       const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
       load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
       for (int i = 0; i < m; ++i) {
-        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+        const A g = weighted(gv[i], w, sw, k * kChunk8 + i);
         sg += g;
         sgx += g * (xv[i] - mu) * rs;
       }
@@ -173,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
       const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
       load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
       for (int i = 0; i < m; ++i) {
-        const A g = gv[i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+        const A g = weighted(gv[i], w, sw, k * kChunk8 + i);
         const A xh = (xv[i] - mu) * rs;
         xv[i] = rs * (g - mg - xh * mgx);
       }
@@ -253,7 +259,7 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
       for (int i = 0; i < kChunk8; ++i)
         if (i < m[j]) {
           const A xh = (xv[j][i] - mu) * rs;
-          const A g = gv[j][i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+          const A g = weighted(gv[j][i], w, sw, k * kChunk8 + i);
           sg += g;
           sgx += g * (xv[j][i] - mu) * rs;
           aw[i][k] += gv[j][i] * xh;
@@ -268,7 +274,7 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
 #pragma unroll
       for (int i = 0; i < kChunk8; ++i)
         if (i < m[j]) {
-          const A g = gv[j][i] * (w ? static_cast<A>(load(w[(k * kChunk8 + i) * sw])) : A(1));
+          const A g = weighted(gv[j][i], w, sw, k * kChunk8 + i);
           const A xh = (xv[j][i] - mu) * rs;
           xv[j][i] = rs * (g - mg - xh * mgx);
         }

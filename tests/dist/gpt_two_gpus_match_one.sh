@@ -13,10 +13,8 @@ set -euo pipefail
 prog=$1
 shift
 modes=${*:-direct}
-gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
-if [ "${gpus:-0}" -lt 2 ]; then echo "skipped: needs 2 GPUs, found ${gpus:-0}"; exit 77; fi
-out=${DIST_CHECK_DIR:-$(mktemp -d)}
-mkdir -p "$out"
+# shellcheck source=tests/dist/two_gpus.sh
+. "$(dirname "$0")/two_gpus.sh"
 common="--layers 2 --heads 4 --embd 128 --vocab 512 --block 64 --seq 64 --precision fp32 --lr 1e-3 --steps 5 --warmup 1"
 rc=0
 for mode in $modes; do
@@ -29,20 +27,13 @@ for mode in $modes; do
     --record "$out/one_$mode.json"
   python3 - "$out" "$mode" <<'PY' || rc=1
 import json, sys
+from run_checks import Checks, rel
 out, mode = sys.argv[1], sys.argv[2]
 two, staged, one = (json.load(open(f"{out}/{n}_{mode}.json")) for n in ("two", "staged", "one"))
-def rel(a, b):
-    return abs(a - b) / max(abs(a), abs(b), 1e-12)
-ok = True
-def check(name, worst, tol):
-    global ok
-    verdict = "ok" if worst <= tol else "FAIL"
-    ok = ok and worst <= tol
-    print(f"{mode}: {name}: max relative difference {worst:.3e} (tolerance {tol:g}) {verdict}")
+c = Checks(mode)
+check = c.check
 for run, d in (("bucket views", two), ("staged", staged)):
-    print(f"{mode}: 2 GPUs ({run}): every rank's parameters the same bits as rank 0's:",
-          "yes" if d["replicas_identical"] else "NO: FAIL")
-    ok = ok and d["replicas_identical"]
+    c.require(f"2 GPUs ({run}): every rank's parameters the same bits as rank 0's", d["replicas_identical"])
 check("2 GPUs, gradients as bucket views vs staged by copies, step losses and parameter checksums",
       max([rel(a, b) for a, b in zip(two["losses"], staged["losses"])] +
           [rel(x, y) for k in two["params"] for x, y in zip(two["params"][k], staged["params"][k])]), 0.0)
@@ -52,7 +43,7 @@ check("2 GPUs (batch 8 each) vs 1 GPU (batch 16), parameters' L1 norms",
       max(rel(two["params"][k][1], one["params"][k][1]) for k in two["params"]), 1e-3)
 print(f"{mode}: losses 2 GPUs", " ".join(f"{x:.6f}" for x in two["losses"]))
 print(f"{mode}: losses 1 GPU ", " ".join(f"{x:.6f}" for x in one["losses"]))
-sys.exit(0 if ok else 1)
+sys.exit(0 if c.ok else 1)
 PY
 done
 if [[ " $modes " == *" direct "* && " $modes " == *" graph "* ]]; then

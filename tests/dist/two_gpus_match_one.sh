@@ -25,10 +25,8 @@ set -euo pipefail
 prog=$1
 shift
 modes=${*:-direct}
-gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
-if [ "${gpus:-0}" -lt 2 ]; then echo "skipped: needs 2 GPUs, found ${gpus:-0}"; exit 77; fi
-out=${DIST_CHECK_DIR:-$(mktemp -d)}
-mkdir -p "$out"
+# shellcheck source=tests/dist/two_gpus.sh
+. "$(dirname "$0")/two_gpus.sh"
 common="--model resnet18 --resolution 64 --steps 6 --warmup 0 --fresh-data --precision fp32 --lr 0.05 --deterministic"
 rc=0
 for mode in $modes; do
@@ -46,17 +44,12 @@ for mode in $modes; do
   "$prog" $common --dispatch "$mode" --batch 32 --nproc 2 --sync-bn --record "$out/sync_$mode.json"
   python3 - "$out" "$mode" <<'PY' || rc=1
 import json, sys
+from run_checks import Checks, rel
 out, mode = sys.argv[1], sys.argv[2]
 two, staged, acc, dbl, sync = (json.load(open(f"{out}/{n}_{mode}.json"))
                                for n in ("two", "staged", "accumulate", "doubled", "sync"))
-def rel(a, b):
-    return abs(a - b) / max(abs(a), abs(b), 1e-12)
-ok = True
-def check(name, worst, tol):
-    global ok
-    verdict = "ok" if worst <= tol else "FAIL"
-    ok = ok and worst <= tol
-    print(f"{mode}: {name}: max relative difference {worst:.3e} (tolerance {tol:g}) {verdict}")
+c = Checks(mode)
+check = c.check
 check("2 GPUs, gradients as bucket views vs staged by copies, step losses and parameter checksums",
       max([rel(a, b) for a, b in zip(two["losses"], staged["losses"])] +
           [rel(x, y) for k in two["params"] for x, y in zip(two["params"][k], staged["params"][k])]), 0.0)
@@ -89,7 +82,7 @@ print(f"{mode}: losses 2 GPUs   ", " ".join(f"{x:.5f}" for x in two["losses"]))
 print(f"{mode}: losses accumulate", " ".join(f"{x:.5f}" for x in acc["losses"]))
 print(f"{mode}: losses doubled   ", " ".join(f"{x:.5f}" for x in dbl["losses"]))
 print(f"{mode}: losses --sync-bn  ", " ".join(f"{x:.5f}" for x in sync["losses"]))
-sys.exit(0 if ok else 1)
+sys.exit(0 if c.ok else 1)
 PY
 done
 if [[ " $modes " == *" direct "* && " $modes " == *" graph "* ]]; then

@@ -10,19 +10,20 @@ ms per step and us per kernel, the dearest first, then the total.
     python3 tools/gpu/ncu_kernels.py k.csv --steps 2
 """
 import argparse
-import csv
-import io
+import os
 import re
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ncu_pass import kernels  # noqa: E402  (the CSV reader both scripts share)
 
 
 def kind(name):
     if any(s in name for s in ("xmma", "nvjet", "cutlass", "sm90_", "cudnn", "gemv", "splitKreduce", "gemmk")):
         return "cuDNN/cuBLAS: " + ("attention" if re.search(r"fmha|flash|sdpa|attn", name, re.I) else "GEMM or conv")
-    name = re.sub(r"\(.*", "", name.replace("(anonymous namespace)::", "").replace("<unnamed>::", ""))
-    base = re.sub(r"<.*", "", name)
-    return re.sub(r"^void ", "", base).split("::")[-1]
+    name = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    return re.sub(r"^void ", "", re.sub(r"<.*", "", name)).split("::")[-1]
 
 
 def main():
@@ -30,24 +31,9 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--steps", type=float, default=1.0)
     a = ap.parse_args()
-    try:
-        lines = open(a.csv, encoding="utf-8", errors="replace").read().splitlines()
-    except OSError as e:
-        sys.exit(f"ncu_kernels: cannot read {a.csv}: {e.strerror}")
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        sys.exit(f"ncu_kernels: {a.csv} holds no Nsight Compute raw CSV (no header line starting with \"ID\")")
-    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
-    metric = "gpu__time_duration.sum"
-    if metric not in (reader.fieldnames or []):
-        sys.exit(f"ncu_kernels: {a.csv} has no column {metric}")
     by = defaultdict(lambda: [0, 0.0])
-    for r in list(reader)[1:]:  # the second row holds units
-        try:
-            t = float(r[metric].replace(",", ""))
-        except ValueError:
-            sys.exit(f"ncu_kernels: {metric} of {r['Kernel Name'][:60]} is '{r[metric]}', not a number")
-        b = by[kind(r["Kernel Name"])]
+    for name, t in kernels(a.csv, ("gpu__time_duration.sum",), "ncu_kernels"):
+        b = by[kind(name)]
         b[0] += 1
         b[1] += t
     total = sum(t for _, t in by.values())

@@ -19,27 +19,28 @@ from collections import defaultdict
 METRICS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum")
 
 
-def kernels(path):
+def kernels(path, metrics=METRICS, tool="ncu_pass"):
+    """(kernel name without its parameters, *metrics) for every kernel of an ncu raw CSV."""
     try:
         lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
     except OSError as e:
-        sys.exit(f"ncu_pass: cannot read {path}: {e.strerror}")
+        sys.exit(f"{tool}: cannot read {path}: {e.strerror}")
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
-        sys.exit(f"ncu_pass: {path} holds no Nsight Compute raw CSV (no header line starting with \"ID\")")
+        sys.exit(f"{tool}: {path} holds no Nsight Compute raw CSV (no header line starting with \"ID\")")
     reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
-    missing = [k for k in ("Kernel Name",) + METRICS if k not in (reader.fieldnames or [])]
+    missing = [k for k in ("Kernel Name",) + tuple(metrics) if k not in (reader.fieldnames or [])]
     if missing:
-        sys.exit(f"ncu_pass: {path} has no column {', '.join(missing)} (run ncu with --metrics {','.join(METRICS)})")
+        sys.exit(f"{tool}: {path} has no column {', '.join(missing)} (run ncu with --metrics {','.join(metrics)})")
     rows = list(reader)[1:]  # the second row holds units
 
     def num(r, k):
         try:
             return float(r[k].replace(",", ""))
         except ValueError:
-            sys.exit(f"ncu_pass: {path}: {k} of kernel {r['Kernel Name'][:60]} is '{r[k]}', not a number")
+            sys.exit(f"{tool}: {path}: {k} of kernel {r['Kernel Name'][:60]} is '{r[k]}', not a number")
 
-    return [(re.sub(r"\(.*", "", r["Kernel Name"]), *(num(r, k) for k in METRICS)) for r in rows]
+    return [(re.sub(r"\(.*", "", r["Kernel Name"]), *(num(r, k) for k in metrics)) for r in rows]
 
 
 def kind(name):
