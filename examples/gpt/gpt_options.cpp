@@ -109,7 +109,9 @@ GptRunConfig resolve_gpt(const GptOptions& in) {
       backends::registry().get(o.backend);  // the registry's error lists the built backends
       r.backend_note = "chosen with --backend";
     }
-    train::check_precision(o.precision, o.backend, {ops::OpKind::linear});
+    train::check_precision(o.precision, o.backend, {ops::OpKind::linear},
+                           {ops::OpId::bmm, ops::OpId::layer_norm_fwd, ops::OpId::layer_norm_bwd,
+                            ops::OpId::attention_fwd, ops::OpId::attention_bwd});
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {

@@ -138,7 +138,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
 std::string best_cpu_backend() { return std::string(backends::registry().best(DeviceType::cpu)); }
 
 void check_precision(const std::string& precision, const std::string& backend,
-                     std::initializer_list<ops::OpKind> kinds) {
+                     std::initializer_list<ops::OpKind> kinds, std::initializer_list<ops::OpId> ops) {
   if (precision == "fp32") return;
   STRATA_CHECK(precision == "bf16" || precision == "fp16", "unknown precision '", precision,
                "' (known and supported by strata_train: fp32, bf16, fp16)");
@@ -152,10 +152,19 @@ void check_precision(const std::string& precision, const std::string& backend,
                                   : k == ops::OpKind::linear ? std::string("matrix products")
                                                              : std::string(ops::kOpKindNames[static_cast<int>(k)]) + " ops";
   };
-  backends::DTypeSet compute = caps.dtypes(*kinds.begin());
+  // A kind by its layers' ops: bmm is a matrix product too, but no CNN runs it.
+  const auto layer_dtypes = [&](ops::OpKind k) {
+    using ops::OpId;
+    if (k == ops::OpKind::conv)
+      return caps.dtypes(OpId::conv2d_fwd) & caps.dtypes(OpId::conv2d_bwd_data) & caps.dtypes(OpId::conv2d_bwd_weight);
+    if (k == ops::OpKind::linear)
+      return caps.dtypes(OpId::linear_fwd) & caps.dtypes(OpId::linear_bwd_data) & caps.dtypes(OpId::linear_bwd_weight);
+    return caps.dtypes(k);
+  };
+  backends::DTypeSet compute = layer_dtypes(*kinds.begin());
   std::string what = plural(*kinds.begin());
   for (auto k = kinds.begin() + 1; k != kinds.end(); ++k) {
-    compute = compute & caps.dtypes(*k);
+    compute = compute & layer_dtypes(*k);
     what += (k + 1 == kinds.end() ? " and " : ", ") + plural(*k);
   }
   std::string supported = "fp32";
@@ -163,6 +172,9 @@ void check_precision(const std::string& precision, const std::string& backend,
   if (compute.contains(DType::f16)) supported += ", fp16";
   STRATA_CHECK(compute.contains(dt), "precision '", precision, "' is not supported on backend '", backend,
                "' (its ", what, " run in ", compute.str(), "); supported: ", supported);
+  for (const ops::OpId op : ops)
+    STRATA_CHECK(caps.dtypes(op).contains(dt), "precision '", precision, "' is not supported on backend '", backend,
+                 "' for this model: its ", ops::op_name(op), " runs in ", caps.dtypes(op).str());
 }
 
 RunConfig resolve(const TrainOptions& in) {

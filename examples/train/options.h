@@ -93,9 +93,13 @@ std::string best_cpu_backend();
 // --precision: "fp32" everywhere; "bf16"/"fp16" (mixed precision: half activations
 // and conv/linear, f32 master weights, BN and loss; fp16 with dynamic loss scaling)
 // on a backend with half convolutions, in every dispatch mode.
-// `kinds`: the op kinds that run in the half dtype (a GPT has no convolution: linear alone).
+// `kinds`: the op kinds whose layers run in the half dtype (a GPT has no convolution: linear
+// alone), checked by their layers' ops (a convolution's or a linear layer's forward and two
+// gradients: a kind's other ops, such as bmm among the matrix products, do not count); `ops`: other
+// ops the model runs in it (a GPT's attention and layer norm).
 void check_precision(const std::string& precision, const std::string& backend,
-                     std::initializer_list<ops::OpKind> kinds = {ops::OpKind::conv, ops::OpKind::linear});
+                     std::initializer_list<ops::OpKind> kinds = {ops::OpKind::conv, ops::OpKind::linear},
+                     std::initializer_list<ops::OpId> ops = {});
 
 // --threads: the OpenMP / OpenBLAS pools size themselves from the environment when
 // the libraries load, i.e. before main(). If the environment does not already ask

@@ -10,6 +10,7 @@
 #include "examples/gpt/gpt_options.h"
 #include "examples/gpt/gpt_trainer.h"
 #include "examples/train/options.h"
+#include "strata/backends/api/registry.h"
 #include "strata/nn/checkpoint.h"
 #include "support/compare.h"
 #include "support/expect_error.h"
@@ -230,6 +231,16 @@ TEST(GptOptions, WhatThisBuildCannotHonourIsAUsageError) {
   gpt::GptOptions half = o;
   half.precision = "fp16";
   refused(half, {"precision 'fp16'", "backend 'reference'", "supported: fp32"});
+  // A backend whose linear layers run bf16 but whose attention ops do not (onednn on a CPU with
+  // native bf16): refused by the op, not after training started.
+  const backends::Backend* onednn = backends::registry().find("onednn");
+  if (onednn && onednn->supports(ops::OpId::linear_fwd, DType::bf16) &&
+      !onednn->supports(ops::OpId::bmm, DType::bf16)) {
+    gpt::GptOptions ops_half = o;
+    ops_half.backend = "onednn";
+    ops_half.precision = "bf16";
+    refused(ops_half, {"precision 'bf16'", "backend 'onednn'", "for this model: its bmm runs in"});
+  }
   gpt::GptOptions bpe = o;
   bpe.tokenizer = "gpt2";
   refused(bpe, {"--tokenizer gpt2 needs --bpe-dir"});
