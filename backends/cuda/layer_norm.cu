@@ -44,27 +44,33 @@ __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T>
     A s = 0;
     for (int64_t k = lane; k < chunks; k += G) {
       const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
-      for (int i = 0; i < m; ++i) s += v[i];
+#pragma unroll
+      for (int i = 0; i < kChunk8; ++i)
+        if (i < m) s += v[i];
     }
     const A mu = row_sum<G>(s, red) / static_cast<A>(c);
     A q = 0;
     for (int64_t k = lane; k < chunks; k += G) {
       const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
-      for (int i = 0; i < m; ++i) {
-        const A d = v[i] - mu;
-        q += d * d;
-      }
+#pragma unroll
+      for (int i = 0; i < kChunk8; ++i)
+        if (i < m) {
+          const A d = v[i] - mu;
+          q += d * d;
+        }
     }
     const A rs = A(1) / sqrt(row_sum<G>(q, red) / static_cast<A>(c) + static_cast<A>(eps));
     for (int64_t k = lane; k < chunks; k += G) {
       const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
-      for (int i = 0; i < m; ++i) {
-        const int64_t j = k * kChunk8 + i;
-        A o = (v[i] - mu) * rs;
-        if (w) o = o * static_cast<A>(load(w[j * sw]));
-        if (b) o = o + static_cast<A>(load(b[j * sb]));
-        v[i] = o;
-      }
+#pragma unroll
+      for (int i = 0; i < kChunk8; ++i)
+        if (i < m) {
+          const int64_t j = k * kChunk8 + i;
+          A o = (v[i] - mu) * rs;
+          if (w) o = o * static_cast<A>(load(w[j * sw]));
+          if (b) o = o + static_cast<A>(load(b[j * sb]));
+          v[i] = o;
+        }
       store_chunk8(y.p + r * y.s0, y.s1, yvec, k, m, v);
     }
     if (lane == 0) {
@@ -168,21 +174,25 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t k = lane; k < chunks; k += 32) {
       const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
       load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
-      for (int i = 0; i < m; ++i) {
-        const A g = weighted(gv[i], w, sw, k * kChunk8 + i);
-        sg += g;
-        sgx += g * (xv[i] - mu) * rs;
-      }
+#pragma unroll
+      for (int i = 0; i < kChunk8; ++i)
+        if (i < m) {
+          const A g = weighted(gv[i], w, sw, k * kChunk8 + i);
+          sg += g;
+          sgx += g * (xv[i] - mu) * rs;
+        }
     }
     const A mg = warp_sum(sg) / static_cast<A>(c), mgx = warp_sum(sgx) / static_cast<A>(c);
     for (int64_t k = lane; k < chunks; k += 32) {
       const int m = load_chunk8(xr, x.s1, xvec, k, c, xv);
       load_chunk8(dyr, dy.s1, dyvec, k, c, gv);
-      for (int i = 0; i < m; ++i) {
-        const A g = weighted(gv[i], w, sw, k * kChunk8 + i);
-        const A xh = (xv[i] - mu) * rs;
-        xv[i] = rs * (g - mg - xh * mgx);
-      }
+#pragma unroll
+      for (int i = 0; i < kChunk8; ++i)
+        if (i < m) {
+          const A g = weighted(gv[i], w, sw, k * kChunk8 + i);
+          const A xh = (xv[i] - mu) * rs;
+          xv[i] = rs * (g - mg - xh * mgx);
+        }
       store_chunk8(dx.p + r * dx.s0, dx.s1, dxvec, k, m, xv);
     }
   }

@@ -138,7 +138,10 @@ __global__ void __launch_bounds__(kXentBwdThreads)
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     const int64_t j0 = c * kChunk8;
     const int n = ignored ? static_cast<int>(cols - j0 < kChunk8 ? cols - j0 : kChunk8) : load_chunk8(xr, xs1, xvec, c, cols, v);
-    for (int i = 0; i < n; ++i) {
+    // Unrolled with a guard: a loop to n would index v dynamically (local memory).
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i) {
+      if (i >= n) continue;
       if (ignored) {
         v[i] = 0.0f;
         continue;
