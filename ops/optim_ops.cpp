@@ -1,4 +1,5 @@
 #include "strata/ops/frontend_support.h"
+#include "strata/ops/validate_optim.h"
 
 namespace strata::ops {
 

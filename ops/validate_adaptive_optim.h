@@ -9,6 +9,7 @@
 
 #include "strata/ops/adaptive_optim.h"
 #include "strata/ops/validate.h"
+#include "strata/ops/validate_optim.h"
 
 namespace strata::ops {
 

@@ -12,6 +12,7 @@
 #include "strata/ops/dispatch.h"
 #include "strata/ops/validate.h"
 #include "strata/ops/validate_adaptive_optim.h"
+#include "strata/ops/validate_optim.h"
 
 namespace strata::ops::direct {
 
