@@ -15,7 +15,6 @@
 // every parameter after the last step.
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "checksums.h"
 #include "rank_launch.h"
 #include "resnet50_support.h"
 #include "strata/backends/cuda/cuda_backend.h"
@@ -178,20 +178,10 @@ int run(const Options& o, const dist::RankInfo& info) {
     std::printf("%s\n", j.dump().c_str());
     if (!o.record.empty()) {
       nlohmann::json rec = {{"losses", losses}, {"world", info.world}, {"batch_per_gpu", o.batch}};
-      for (const auto& [name, p] : model->module().named_parameters()) {
-        const std::vector<float> v = p.to_vector<float>();
-        double sum = 0, abs = 0;
-        for (float f : v) sum += f, abs += std::fabs(f);
-        rec["params"][name] = {sum, abs};
-      }
+      for (const auto& [name, p] : model->module().named_parameters()) rec["params"][name] = bench::sum_and_l1(p);
       // Batch norms' running statistics: rank 0's, which --sync-bn makes the global batch's.
-      for (const auto& [name, b] : model->module().named_buffers()) {
-        if (b.dtype() != DType::f32) continue;
-        const std::vector<float> v = b.to_vector<float>();
-        double sum = 0, abs = 0;
-        for (float f : v) sum += f, abs += std::fabs(f);
-        rec["buffers"][name] = {sum, abs};
-      }
+      for (const auto& [name, b] : model->module().named_buffers())
+        if (b.dtype() == DType::f32) rec["buffers"][name] = bench::sum_and_l1(b);
       std::ofstream(o.record) << rec.dump() << "\n";
     }
   }

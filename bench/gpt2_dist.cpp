@@ -18,7 +18,6 @@
 
 #include <array>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <cstdlib>
@@ -37,6 +36,7 @@
 #include "strata/dist/process_group.h"
 #include "strata/nn/model.h"
 #include "strata/ops/dispatch.h"
+#include "checksums.h"
 #include "gpt2_support.h"
 #include "rank_launch.h"
 
@@ -60,12 +60,7 @@ struct Options {
 void record(const std::string& path, nn::Model& model, dist::ProcessGroup& pg, const dist::RankInfo& info,
             const std::vector<double>& losses) {
   std::vector<std::pair<std::string, std::array<double, 2>>> sums;
-  for (const auto& [name, p] : model.module().named_parameters()) {
-    const std::vector<float> v = p.to_vector<float>();
-    double sum = 0, abs = 0;
-    for (float f : v) sum += f, abs += std::fabs(f);
-    sums.push_back({name, {sum, abs}});
-  }
+  for (const auto& [name, p] : model.module().named_parameters()) sums.push_back({name, bench::sum_and_l1(p)});
   std::vector<double> slots(2 * sums.size() * static_cast<size_t>(info.world), 0.0);
   for (size_t i = 0; i < sums.size(); ++i)
     for (int k = 0; k < 2; ++k) slots[(static_cast<size_t>(info.rank) * sums.size() + i) * 2 + k] = sums[i].second[k];
