@@ -124,6 +124,8 @@ const char* block_close(bool out_of_line);
 // model.cpp's Model::State (emitter.cpp says what it holds).
 void write_state(std::ostringstream& cpp, const RecordedStep& step, const std::vector<CallText>& texts,
                  const std::string& weights_args, bool read_only, bool out_of_line);
+// A double as C++ source that reads back to the same value (%.17g).
+std::string num(double v);
 // A weights file: header (magic, payload size, FNV-1a checksum), then the payload.
 std::string weights_file(const std::string& payload);
 // A member name per call: the layer's, or for a call without weights the layer before it and the op.
