@@ -309,16 +309,17 @@ class TiedProjectionStep {
       const size_t padded_bytes = static_cast<size_t>(dy.offset() + n_ * vp_) * dtype_size(dy.dtype());
       const bool whole_rows =
           rows && (*rows)[1] == vp_ && (*rows)[2] == 1 && padded_bytes <= dy.impl().storage->bytes();
+      const Tensor dy_rows = whole_rows ? dy.as_strided({1, n_, vp_}, {n_ * vp_, vp_, 1}, dy.offset()) : Tensor();
       dy_copy_ = {};
       if (whole_rows && planned_in_step(dy)) {
-        g = dy.as_strided({1, n_, vp_}, {n_ * vp_, vp_, 1}, dy.offset());
+        g = dy_rows;
       } else {
         g = planned_empty({1, n_, vp_}, dy.dtype(), dy.device());
         const Tensor cols = g.narrow(2, 0, v_);
         const auto st = view_strides(cols.sizes(), cols.strides(), dy.sizes());
         STRATA_CHECK(st.has_value(), "GPT: backward: dlogits ", dy.str(), " are not the logits' sizes");
         if (whole_rows)
-          dy_copy_.plan_into(*impl_, dy.as_strided({1, n_, vp_}, {n_ * vp_, vp_, 1}, dy.offset()), g);
+          dy_copy_.plan_into(*impl_, dy_rows, g);
         else
           dy_copy_.plan_into(*impl_, dy, cols.as_strided(dy.sizes(), *st, cols.offset()));
       }
