@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/autograd/grad_mode.h"
@@ -42,6 +43,7 @@ using namespace strata;
 namespace {
 
 struct Way {
+  Way(std::string n, std::function<Tensor()> r) : name(std::move(n)), run(std::move(r)) {}
   std::string name;
   std::function<Tensor()> run;  // the generated tokens
   std::vector<double> ms_per_token;

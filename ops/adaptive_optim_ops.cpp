@@ -3,17 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "strata/ops/bind/optim.h"
 #include "strata/ops/frontend_support.h"
-#include "strata/ops/validate_adaptive_optim.h"
 
 namespace strata::ops {
 
 namespace {
 
-std::vector<TensorView> views_of(std::span<const Tensor> ts) { return {ts.begin(), ts.end()}; }
-std::vector<TensorView> views_if(bool used, std::span<const Tensor> ts) {
-  return used ? views_of(ts) : std::vector<TensorView>();
-}
 void note_writes(std::span<const Tensor> params) {
   for (const Tensor& p : params) p.note_write();
 }
@@ -46,59 +42,54 @@ void check_adadelta_options(std::string_view who, const AdadeltaOptions& o) {
 template <class D>
 void rmsprop_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& square_avg,
                    const Tensor& momentum_buf, const Tensor& grad_avg, const RmspropOptions& o) {
-  validate_rmsprop_step(d, param, grad, square_avg, momentum_buf, grad_avg, o);
-  const bool mom = o.momentum != 0.0;
+  auto b = bind::rmsprop_step(d, param, grad, square_avg, momentum_buf, grad_avg, o);
   param.note_write();
-  d.rmsprop_step(RmspropStepArgs{param, grad, square_avg, mom ? TensorView(momentum_buf) : TensorView(),
-                                 o.centered ? TensorView(grad_avg) : TensorView(), o});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void adagrad_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& sum, const AdagradOptions& o,
                    int64_t step) {
-  validate_adagrad_step(d, param, grad, sum, o, step);
+  auto b = bind::adagrad_step(d, param, grad, sum, o, step);
   param.note_write();
-  d.adagrad_step(AdagradStepArgs{param, grad, sum, o, step});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void adadelta_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& square_avg,
                     const Tensor& acc_delta, const AdadeltaOptions& o) {
-  validate_adadelta_step(d, param, grad, square_avg, acc_delta, o);
+  auto b = bind::adadelta_step(d, param, grad, square_avg, acc_delta, o);
   param.note_write();
-  d.adadelta_step(AdadeltaStepArgs{param, grad, square_avg, acc_delta, o});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void multi_rmsprop_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
                          std::span<const Tensor> square_avgs, std::span<const Tensor> momentum_bufs,
                          std::span<const Tensor> grad_avgs, const RmspropOptions& o) {
-  validate_multi_rmsprop_step(d, params, grads, square_avgs, momentum_bufs, grad_avgs, o);
-  const bool mom = o.momentum != 0.0;
-  const std::vector<TensorView> pv = views_of(params), gv = views_of(grads), sv = views_of(square_avgs),
-                                bv = views_if(mom, momentum_bufs), av = views_if(o.centered, grad_avgs);
+  bind::ListViews v;
+  auto b = bind::multi_rmsprop_step(d, v, params, grads, square_avgs, momentum_bufs, grad_avgs, o);
   note_writes(params);
-  d.multi_rmsprop_step(MultiRmspropStepArgs{pv, gv, sv, bv, av, {}, o});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void multi_adagrad_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
                          std::span<const Tensor> sums, std::span<const int64_t> steps, const AdagradOptions& o) {
-  validate_multi_adagrad_step(d, params, grads, sums, steps, o);
-  const std::vector<TensorView> pv = views_of(params), gv = views_of(grads), sv = views_of(sums);
+  bind::ListViews v;
+  auto b = bind::multi_adagrad_step(d, v, params, grads, sums, steps, o);
   note_writes(params);
-  d.multi_adagrad_step(MultiAdagradStepArgs{pv, gv, sv, {}, steps, o});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void multi_adadelta_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
                           std::span<const Tensor> square_avgs, std::span<const Tensor> acc_deltas,
                           const AdadeltaOptions& o) {
-  validate_multi_adadelta_step(d, params, grads, square_avgs, acc_deltas, o);
-  const std::vector<TensorView> pv = views_of(params), gv = views_of(grads), sv = views_of(square_avgs),
-                                av = views_of(acc_deltas);
+  bind::ListViews v;
+  auto b = bind::multi_adadelta_step(d, v, params, grads, square_avgs, acc_deltas, o);
   note_writes(params);
-  d.multi_adadelta_step(MultiAdadeltaStepArgs{pv, gv, sv, av, {}, o});
+  run_once(d, std::move(b));
 }
 
 using Tensors = std::span<const Tensor>;

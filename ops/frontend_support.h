@@ -1,7 +1,7 @@
 #pragma once
-// Internal to ops/*_ops.cpp: the per-call checks every front-end function makes
-// (validate.h, shared with the direct-mode plans), and the explicit instantiation
-// over the dispatchers of this build.
+// Internal to ops/*_ops.cpp: what a front-end function runs once (an op's binding, ops/bind/,
+// which the direct-mode plans keep), the checks of the front end's own rules (broadcasting,
+// dims), and the explicit instantiation over the dispatchers of this build.
 #include "strata/ops/checks.h"
 #include "strata/ops/dispatch.h"
 #include "strata/ops/functional.h"

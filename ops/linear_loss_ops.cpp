@@ -1,64 +1,42 @@
+#include "strata/ops/bind/linear_loss.h"
 #include "strata/ops/frontend_support.h"
 
 namespace strata::ops {
 
 template <class D>
 Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
-  const Shape out = validate_linear(d, x, w, b);
-  Tensor y = Tensor::empty(out, x.dtype(), x.device());
-  d.linear_fwd(LinearFwdArgs{x, w, b, y});
-  return y;
+  return run_once(d, bind::linear_fwd(d, x, w, b));
 }
 
 template <class D>
 Tensor linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w) {
-  const Shape out = validate_linear_bwd_data(d, dy, w);
-  Tensor dx = Tensor::empty(out, dy.dtype(), dy.device());
-  d.linear_bwd_data(LinearBwdDataArgs{dy, w, dx});
-  return dx;
+  return run_once(d, bind::linear_bwd_data(d, dy, w));
 }
 
 template <class D>
 LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, bool with_bias) {
-  const Shape dw = validate_linear_bwd_weight(d, x, dy);
-  LinearWeightGrads g{Tensor::empty(dw, x.dtype(), x.device()),
-                      with_bias ? Tensor::empty(Shape{dy.size(1)}, x.dtype(), x.device()) : Tensor()};
-  d.linear_bwd_weight(LinearBwdWeightArgs{x, dy, g.dw, g.db});
-  return g;
+  return run_once(d, bind::linear_bwd_weight(d, x, dy, with_bias));
 }
 
 template <class D>
 SoftmaxXentOut softmax_xent(const D& d, const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
-  validate_softmax_xent(d, logits, labels);
-  SoftmaxXentOut out{Tensor::empty(Shape{}, stats_dtype(logits.dtype()), logits.device()),
-                     Tensor::empty(Shape{logits.size(0)}, stats_dtype(logits.dtype()), logits.device())};
-  d.softmax_xent_fwd(SoftmaxXentFwdArgs{logits, labels, out.loss, out.lse, ignore_index});
-  return out;
+  return run_once(d, bind::softmax_xent_fwd(d, logits, labels, ignore_index));
 }
 
 template <class D>
 Tensor softmax_xent_bwd(const D& d, const Tensor& logits, const Tensor& lse, const Tensor& labels, const Tensor& dloss,
                         int64_t ignore_index) {
-  validate_softmax_xent_bwd(d, logits, lse, labels, dloss);
-  Tensor dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
-  d.softmax_xent_bwd(SoftmaxXentBwdArgs{logits, lse, labels, dloss, dlogits, ignore_index});
-  return dlogits;
+  return run_once(d, bind::softmax_xent_bwd(d, logits, lse, labels, dloss, ignore_index));
 }
 
 template <class D>
 Tensor bce_logits(const D& d, const Tensor& logits, const Tensor& targets) {
-  validate_bce_logits(d, logits, targets);
-  Tensor loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
-  d.bce_logits_fwd(BceLogitsFwdArgs{logits, targets, loss});
-  return loss;
+  return run_once(d, bind::bce_logits_fwd(d, logits, targets));
 }
 
 template <class D>
 Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, const Tensor& dloss) {
-  validate_bce_logits_bwd(d, logits, targets, dloss);
-  Tensor dlogits = Tensor::empty(logits.sizes(), logits.dtype(), logits.device());
-  d.bce_logits_bwd(BceLogitsBwdArgs{logits, targets, dloss, dlogits});
-  return dlogits;
+  return run_once(d, bind::bce_logits_bwd(d, logits, targets, dloss));
 }
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                        \

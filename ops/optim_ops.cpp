@@ -1,54 +1,52 @@
+#include "strata/ops/bind/optim.h"
 #include "strata/ops/frontend_support.h"
-#include "strata/ops/validate_optim.h"
 
 namespace strata::ops {
 
 namespace {
-std::vector<TensorView> views_of(std::span<const Tensor> ts) { return {ts.begin(), ts.end()}; }
+void note_writes(std::span<const Tensor> params) {
+  for (const Tensor& p : params) p.note_write();
+}
 }  // namespace
 
 template <class D>
 void sgd_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdOptions& o) {
-  validate_sgd_step(d, param, grad, momentum_buf, o);
+  auto b = bind::sgd_step(d, param, grad, momentum_buf, o);
   param.note_write();
-  d.sgd_step(SgdStepArgs{param, grad, momentum_buf, o});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void adam_step_(const D& d, const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamOptions& o, int64_t step) {
-  validate_adam_step(d, param, grad, exp_avg, exp_avg_sq, step);
+  auto b = bind::adam_step(d, param, grad, exp_avg, exp_avg_sq, o, step);
   param.note_write();
-  d.adam_step(AdamStepArgs{param, grad, exp_avg, exp_avg_sq, o, step});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void multi_sgd_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
                      std::span<const Tensor> momentum_bufs, const SgdOptions& o) {
-  validate_multi_sgd_step(d, params, grads, momentum_bufs, o);
-  const bool mom = o.momentum != 0.0;
-  const std::vector<TensorView> pv = views_of(params), gv = views_of(grads),
-                                bv = mom ? views_of(momentum_bufs) : std::vector<TensorView>();
-  for (const Tensor& p : params) p.note_write();
-  d.multi_sgd_step(MultiSgdStepArgs{pv, gv, bv, {}, o});
+  bind::ListViews v;
+  auto b = bind::multi_sgd_step(d, v, params, grads, momentum_bufs, o);
+  note_writes(params);
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void multi_adam_step_(const D& d, std::span<const Tensor> params, std::span<const Tensor> grads,
                       std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
                       std::span<const int64_t> steps, const AdamOptions& o) {
-  validate_multi_adam_step(d, params, grads, exp_avgs, exp_avg_sqs, steps);
-  const std::vector<TensorView> pv = views_of(params), gv = views_of(grads), mv = views_of(exp_avgs),
-                                vv = views_of(exp_avg_sqs);
-  for (const Tensor& p : params) p.note_write();
-  d.multi_adam_step(MultiAdamStepArgs{pv, gv, mv, vv, {}, steps, o});
+  bind::ListViews v;
+  auto b = bind::multi_adam_step(d, v, params, grads, exp_avgs, exp_avg_sqs, steps, o);
+  note_writes(params);
+  run_once(d, std::move(b));
 }
 
 template <class D>
 void amp_update_scale_(const D& d, const Tensor& grad_sums, const Tensor& state, double growth, double backoff,
                        int64_t interval) {
-  validate_amp_update_scale(d, grad_sums, state, growth, backoff, interval);
-  d.amp_update_scale(AmpUpdateScaleArgs{grad_sums, state, growth, backoff, interval});
+  run_once(d, bind::amp_update_scale(d, grad_sums, state, growth, backoff, interval));
 }
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                           \

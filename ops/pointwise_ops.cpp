@@ -1,97 +1,65 @@
+#include "strata/ops/bind/pointwise.h"
 #include "strata/ops/frontend_support.h"
 
 namespace strata::ops {
 
 template <class D>
 Tensor relu(const D& d, const Tensor& x) {
-  validate_relu(d, x);
-  Tensor y = Tensor::empty_like(x, x.sizes());
-  d.relu_fwd(ReluFwdArgs{x, y});
-  return y;
+  return run_once(d, bind::relu_fwd(d, x));
 }
 
 template <class D>
 Tensor relu_bwd(const D& d, const Tensor& y, const Tensor& dy) {
-  validate_relu_bwd(d, y, dy);
-  Tensor dx = Tensor::empty_like(y, y.sizes());
-  d.relu_bwd(ReluBwdArgs{y, dy, dx});
-  return dx;
+  return run_once(d, bind::relu_bwd(d, y, dy));
 }
 
 template <class D>
 Tensor add(const D& d, const Tensor& a, const Tensor& b) {
-  validate_add(d, a, b);
-  Tensor y = Tensor::empty_like(a, a.sizes());
-  d.add(AddArgs{a, b, y});
-  return y;
+  return run_once(d, bind::add(d, a, b));
 }
 
 template <class D>
 Tensor scale(const D& d, const Tensor& x, double alpha) {
-  validate_scale(d, x);
-  Tensor y = Tensor::empty_like(x, x.sizes());
-  d.scale(ScaleArgs{x, y, alpha});
-  return y;
+  return run_once(d, bind::scale(d, x, alpha));
 }
 
 template <class D>
 void axpy_(const D& d, const Tensor& x, const Tensor& y, double alpha) {
-  validate_axpy(d, x, y);
+  auto b = bind::axpy(d, x, y, alpha);
   y.note_write();
-  d.axpy(AxpyArgs{x, y, alpha});
+  run_once(d, std::move(b));
 }
 
 template <class D>
 DropoutOut dropout(const D& d, const Tensor& x, double p, uint64_t seed, uint64_t offset) {
-  validate_dropout(d, x, p);
-  DropoutOut out{Tensor::empty_like(x, x.sizes()), Tensor::empty_like(x, x.sizes(), DType::u8)};
-  DropoutFwdArgs a{x, out.y, out.mask};
-  a.p = p;
-  a.seed = seed;
-  a.offset = offset;
-  d.dropout_fwd(a);
-  return out;
+  return run_once(d, bind::dropout_fwd(d, x, p, seed, offset));
 }
 
 template <class D>
 Tensor dropout_bwd(const D& d, const Tensor& dy, const Tensor& mask, double p) {
-  validate_dropout_bwd(d, dy, mask);
-  Tensor dx = Tensor::empty_like(dy, dy.sizes());
-  DropoutBwdArgs a{dy, mask, dx};
-  a.p = p;
-  d.dropout_bwd(a);
-  return dx;
+  return run_once(d, bind::dropout_bwd(d, dy, mask, p));
 }
 
 template <class D>
 Tensor sum(const D& d, const Tensor& x) {
-  validate_reduce_all(d, OpId::sum, x);
-  Tensor y = Tensor::empty(Shape{}, x.dtype(), x.device());
-  d.sum(ReduceArgs{x, y});
-  return y;
+  return run_once(d, bind::reduce_all<OpId::sum>(d, x));
 }
 
 template <class D>
 Tensor mean(const D& d, const Tensor& x) {
-  validate_reduce_all(d, OpId::mean, x);
-  Tensor y = Tensor::empty(Shape{}, x.dtype(), x.device());
-  d.mean(ReduceArgs{x, y});
-  return y;
+  return run_once(d, bind::reduce_all<OpId::mean>(d, x));
 }
 
 template <class D>
 Tensor argmax(const D& d, const Tensor& x) {
-  validate_argmax(d, x);
-  Tensor y = Tensor::empty(Shape{x.size(0)}, DType::i64, x.device());
-  d.argmax(ArgmaxArgs{x, y});
-  return y;
+  return run_once(d, bind::argmax(d, x));
 }
 
 template <class D>
 void fill_(const D& d, const Tensor& y, double value) {
-  validate_fill(d, y);
+  auto b = bind::fill(d, y, value);
   y.note_write();
-  d.fill(FillArgs{y, value});
+  run_once(d, std::move(b));
 }
 
 template <class D>
@@ -103,9 +71,9 @@ Tensor full(const D& d, const Shape& sizes, DType dt, double value) {
 
 template <class D>
 void copy_(const D& d, const Tensor& src, const Tensor& dst) {
-  validate_copy(d, src, dst);
+  auto b = bind::copy(d, src, dst);
   dst.note_write();
-  d.copy(CopyArgs{src, dst});
+  run_once(d, std::move(b));
 }
 
 template <class D>

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "strata/ops/bind/pointwise.h"
+#include "strata/ops/bind/tensor.h"
 #include "strata/ops/broadcast.h"
 #include "strata/ops/frontend_support.h"
 #include "strata/ops/table/gemm_layout.h"
@@ -100,24 +102,12 @@ Tensor gemm_operand(const Tensor& t, int64_t batch) {
 
 template <class D>
 Tensor compare(const D& d, CompareFn fn, const Tensor& a, const Tensor& b) {
-  const Broadcast e = broadcast(compare_name(fn), a, b);
-  validate_compare(d, fn, e.a, e.b);
-  Tensor y = output_like(a, b, e.sizes, DType::u8);
-  d.compare(CompareArgs{e.a, e.b, y, fn});
-  return y;
+  return run_once(d, bind::compare(d, fn, a, b));
 }
 
 template <class D>
 Tensor where(const D& d, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  check_defined("where", "condition", cond);
-  check_defined("where", "a", a);
-  check_defined("where", "b", b);
-  const Shape out = broadcast_shape("where", broadcast_shape("where", cond.sizes(), a.sizes()), b.sizes());
-  const Tensor ec = expand_to("where", cond, out), ea = expand_to("where", a, out), eb = expand_to("where", b, out);
-  validate_where(d, ec, ea, eb);
-  Tensor y = output_like(a, b, out, a.dtype());
-  d.where(WhereArgs{ec, ea, eb, y});
-  return y;
+  return run_once(d, bind::where(d, cond, a, b));
 }
 
 template <class D>
@@ -131,65 +121,41 @@ Tensor reduce(const D& d, ReduceFn fn, const Tensor& x, std::span<const int> dim
     for (int i = 0; i < x.dim(); ++i) ones.push_back(1);
     return r.view(ones);
   }
-  const std::vector<bool> mask = validate_reduce(d, fn, x, dims);
-  const Shape keep = reduced_shape(x.sizes(), mask, true);
-  Tensor y = Tensor::empty(keep, arg ? DType::i64 : x.dtype(), x.device());
-  d.reduce_dims(ReduceDimsArgs{x, y, fn});
+  std::vector<bool> mask;
+  const Tensor y = run_once(d, bind::reduce_dims(d, fn, x, dims, &mask));
   return keepdim ? y : y.view(reduced_shape(x.sizes(), mask, false));
 }
 
 template <class D>
 Tensor softmax(const D& d, const Tensor& x, int dim, bool log) {
-  check_defined(log ? "log_softmax" : "softmax", "input", x);
-  const int w = validate_softmax(d, x, dim, log);
-  if (x.dim() == 0) return softmax(d, x.view({1}), 0, log).view(Shape{});
-  Tensor y = Tensor::empty_like(x, x.sizes());
-  d.softmax_fwd(SoftmaxArgs{x, y, w, log});
-  return y;
+  return run_once(d, bind::softmax_fwd(d, x, dim, log));
 }
 
 template <class D>
 Tensor softmax_bwd(const D& d, const Tensor& y, const Tensor& dy, int dim, bool log) {
-  const int w = validate_softmax_bwd(d, y, dy, dim, log);
-  if (y.dim() == 0) return softmax_bwd(d, y.view({1}), dy.contiguous().view({1}), 0, log).view(Shape{});
-  Tensor dx = Tensor::empty_like(y, y.sizes());
-  d.softmax_bwd(SoftmaxBwdArgs{y, dy, dx, w, log});
-  return dx;
+  return run_once(d, bind::softmax_bwd(d, y, dy, dim, log));
 }
 
 template <class D>
 Tensor bmm(const D& d, const Tensor& a, const Tensor& b, double alpha) {
-  const Shape out = validate_bmm(d, a, b);
-  Tensor y = Tensor::empty(out, a.dtype(), a.device());
-  d.bmm(BmmArgs{gemm_operand(a, out[0]), gemm_operand(b, out[0]), y, alpha});
-  return y;
+  return run_once(d, bind::bmm(d, a, b, alpha, gemm_operand)).result;
 }
 
 template <class D>
 Tensor index_select(const D& d, const Tensor& x, int dim, const Tensor& index) {
-  const int w = validate_index_select(d, x, dim, index);
-  Shape out = x.sizes();
-  out[w] = index.numel();
-  Tensor y = Tensor::empty(out, x.dtype(), x.device());
-  d.index_select(IndexSelectArgs{x, index, y, w});
-  return y;
+  return run_once(d, bind::index_select(d, x, dim, index, index));
 }
 
 template <class D>
 Tensor index_add(const D& d, const Tensor& x, int dim, const Tensor& index, const Shape& sizes) {
-  const int w = validate_index_add(d, x, dim, index, sizes);
-  Tensor y = full(d, sizes, x.dtype(), 0.0);
-  d.index_add(IndexAddArgs{x, index, y, w});
-  return y;
+  auto b = bind::index_add(d, x, dim, index, index, sizes);
+  fill_(d, b.out, 0.0);
+  return run_once(d, std::move(b));
 }
 
 template <class D>
 void index_add_(const D& d, const Tensor& y, int dim, const Tensor& index, const Tensor& x) {
-  check_defined("index_add_", "self", y);
-  check_same_dtype("index_add_", "self", y, "source", x);
-  check_device("index_add_", "self", y, d.device(), d.backend_name());
-  const int w = validate_index_add(d, x, dim, index, y.sizes());
-  d.index_add(IndexAddArgs{x, index, y, w});
+  run_once(d, bind::index_add_into(d, y, dim, index, index, x));
 }
 
 #define STRATA_OPS_INSTANTIATE(D)                                                                       \

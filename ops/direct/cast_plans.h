@@ -2,6 +2,7 @@
 // Direct mode, mixed precision: dtype (and layout) conversions planned once, like
 // the plans of plans.h. CastPlan is one copy op; ParamCast keeps a parameter's
 // compute-dtype copy and converts its gradient back.
+#include "strata/ops/bind/pointwise.h"
 #include "strata/ops/direct/kernel_call.h"
 #include "strata/ops/direct/step_memory.h"
 #include "strata/ops/dispatch.h"
@@ -25,9 +26,8 @@ class CastPlan {
   // The conversion into a buffer the caller chose (a gradient's, planned_grad).
   void plan_into(Impl& impl, const Tensor& x, const Tensor& out) {
     y = out;
-    validate_copy(StaticDispatch<Impl>(impl), x, y);
+    args_ = bind::copy(StaticDispatch<Impl>(impl), x, y).args;
     impl_ = &impl;
-    args_ = {x, y};
   }
   bool planned() const { return impl_ != nullptr; }
   void run() {

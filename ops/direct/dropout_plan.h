@@ -1,9 +1,10 @@
 #pragma once
 // Dropout's direct plan: a planned mask and output; seed and offset are read at every run,
 // or, inside a graph capture, at every launch of the graph (the launch writes them to device
-// memory the kernel reads: DropoutFwdArgs::rng). Validated by the front end's own functions.
+// memory the kernel reads: DropoutFwdArgs::rng). Bound by the ops' one definition (ops/bind/).
 #include <memory>
 
+#include "strata/ops/bind/pointwise.h"
 #include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/direct/kernel_call.h"
 #include "strata/ops/direct/step_memory.h"
@@ -21,16 +22,17 @@ template <backends::BackendImpl Impl>
 class DropoutPlan {
  public:
   void plan(Impl& impl, const Tensor& x, double prob, DropoutCounter*, uint64_t) {
-    validate_dropout(StaticDispatch<Impl>(impl), x, prob);
+    auto bound = bind::dropout_fwd(StaticDispatch<Impl>(impl), x, prob);
     impl_ = &impl;
-    y_ = planned_empty_like(x, x.sizes());
-    mask_ = planned_empty_like(x, x.sizes(), DType::u8);
+    y_ = bound.out.y;
+    mask_ = bound.out.mask;
     // Made here, outside any capture (nothing is allocated inside one).
-    if constexpr (CapturesGraphs<Impl>)
+    if constexpr (CapturesGraphs<Impl>) {
       rng_ = std::make_shared<Rng>(
-          Rng{Tensor::empty(Shape{2}, DType::i64, Device::cpu()), Tensor::empty(Shape{2}, DType::i64, x.device())});
-    fwd_ = DropoutFwdArgs{x, y_, mask_};
-    fwd_.p = prob;
+          Rng{Tensor::empty(Shape{2}, DType::i64, Device::cpu()), Tensor::empty(Shape{2}, DType::i64, x.device()), {}});
+      rng_->upload = bind::copy(StaticDispatch<Impl>(impl), rng_->host, rng_->device).args;
+    }
+    fwd_ = bound.args;
   }
   const Tensor& run(double, DropoutCounter* counter, uint64_t offset) {
     if (!capturing()) {
@@ -46,7 +48,7 @@ class DropoutPlan {
       int64_t* h = rng->host.template data<int64_t>();
       h[0] = static_cast<int64_t>(counter->seed);
       h[1] = static_cast<int64_t>(counter->offset);
-      run_kernel<OpId::copy>(*impl, CopyArgs{rng->host, rng->device});
+      run_kernel<OpId::copy>(*impl, rng->upload);
       counter->offset += n;
     });
     fwd_.rng = rng_->device;
@@ -55,10 +57,9 @@ class DropoutPlan {
     return y_;
   }
   void plan_backward(const Tensor& dy, bool) {
-    validate_dropout_bwd(StaticDispatch<Impl>(*impl_), dy, mask_);
-    dx_ = planned_empty_like(dy, dy.sizes());
-    bwd_ = DropoutBwdArgs{dy, mask_, dx_};
-    bwd_.p = fwd_.p;
+    auto bound = bind::dropout_bwd(StaticDispatch<Impl>(*impl_), dy, mask_, fwd_.p);
+    dx_ = bound.out;
+    bwd_ = bound.args;
   }
   const Tensor& run_backward() {
     run_kernel<OpId::dropout_bwd>(*impl_, bwd_);
@@ -72,6 +73,7 @@ class DropoutPlan {
   // launches' writes (a graph may outlive this plan in a plan cache).
   struct Rng {
     Tensor host, device;
+    CopyArgs upload;  // host to device
   };
   std::shared_ptr<Rng> rng_;
   DropoutFwdArgs fwd_;

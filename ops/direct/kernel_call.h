@@ -8,6 +8,7 @@
 // (graph_capture.h).
 //   ops::direct::run_kernel<OpId::conv2d_fwd>(*impl_, fwd_);
 #include "strata/backends/api/backend.h"
+#include "strata/ops/bind/bound.h"
 #include "strata/ops/direct/graph_capture.h"
 #include "strata/ops/direct/step_memory.h"
 #include "strata/ops/table/arg_views.h"
@@ -15,23 +16,8 @@
 
 namespace strata::ops::direct {
 
-// For each op of the table: its argument struct and the backend member that runs it.
-template <OpId op>
-struct Kernel;
-#define STRATA_OP(name, ArgsT, kind)                   \
-  template <>                                          \
-  struct Kernel<OpId::name> {                          \
-    using Args = ArgsT;                                \
-    template <class Impl>                              \
-    static void call(Impl& impl, const ArgsT& a) {     \
-      impl.name(a);                                    \
-    }                                                  \
-  };
-#include "strata/ops/table/op_table.def"
-#undef STRATA_OP
-
 template <OpId op, backends::BackendImpl Impl>
-inline void run_kernel(Impl& impl, const typename Kernel<op>::Args& a) {
+inline void run_kernel(Impl& impl, const typename OpCall<op>::Args& a) {
   if (trace_enabled() || recording() || capturing()) [[unlikely]] {
     if (recording()) {
       for_each_view(a, [](const TensorView& v) { detail::note_use(v.data); });
@@ -39,12 +25,12 @@ inline void run_kernel(Impl& impl, const typename Kernel<op>::Args& a) {
       return;
     }
     if (capturing()) {  // untraced: a traced call waits for the device, which a capture cannot
-      detail::captured_call(op, Impl::kName, [&] { Kernel<op>::call(impl, a); });
+      detail::captured_call(op, Impl::kName, [&] { OpCall<op>::call(impl, a); });
       return;
     }
-    traced_call(op, Impl::kName, [&] { Kernel<op>::call(impl, a); }, [&] { impl.synchronize(); });
+    traced_call(op, Impl::kName, [&] { OpCall<op>::call(impl, a); }, [&] { impl.synchronize(); });
   } else {
-    Kernel<op>::call(impl, a);
+    OpCall<op>::call(impl, a);
   }
 }
 

@@ -1,18 +1,16 @@
 #pragma once
-// The optimizer's steps of a parameter group in direct and graph modes: validated with the
-// front end's own functions (ops/validate.h) whenever the group's tensors differ from the last
-// validated ones (their memory, dtype and sizes: a planned step keeps them, so once per shape),
-// then one kernel call over the group's lists. What changes every step (the learning rate, the
+// The optimizer's steps of a parameter group in direct and graph modes: bound by the ops' one
+// definitions (ops/bind/optim.h), the front end's, checked whenever the group's tensors differ
+// from the last checked ones (their memory, dtype and sizes: a planned step keeps them, so once
+// per shape), then one kernel call over the group's lists. What changes every step (the learning rate, the
 // step counts) is not part of the check. Hyperparameters in device memory (graph mode) and the
 // loss scale's state (amp) are the steps' optional arguments (op_args.h).
 #include <span>
 #include <vector>
 
+#include "strata/ops/bind/optim.h"
 #include "strata/ops/direct/kernel_call.h"
 #include "strata/ops/dispatch.h"
-#include "strata/ops/validate.h"
-#include "strata/ops/validate_adaptive_optim.h"
-#include "strata/ops/validate_optim.h"
 
 namespace strata::ops::direct {
 
@@ -50,8 +48,6 @@ class ListsKey {
   }
   std::vector<Entry> key_;
 };
-inline TensorView view_or_none(const Tensor& t) { return t.defined() ? TensorView(t) : TensorView(); }
-inline void views_into(std::span<const Tensor> ts, std::vector<TensorView>& out) { out.assign(ts.begin(), ts.end()); }
 }  // namespace detail
 
 template <backends::BackendImpl Impl>
@@ -59,21 +55,19 @@ class MultiSgdStepPlan {
  public:
   void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> bufs,
            const SgdOptions& o, std::span<const Tensor> hypers, const Tensor& amp) {
-    if (key_.update(p, g, bufs) || o.momentum != momentum_ || o.nesterov != nesterov_) {
-      validate_multi_sgd_step(StaticDispatch<Impl>(impl), p, g, bufs, o);
-      momentum_ = o.momentum;
-      nesterov_ = o.nesterov;
-    }
-    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(bufs, b_), detail::views_into(hypers, h_);
+    const bool check = key_.update(p, g, bufs) || o.momentum != momentum_ || o.nesterov != nesterov_;
+    const auto b = bind::multi_sgd_step(StaticDispatch<Impl>(impl), views_, p, g, bufs, o, hypers, amp, check);
+    momentum_ = o.momentum;
+    nesterov_ = o.nesterov;
     for (const Tensor& t : p) t.note_write();
-    run_kernel<OpId::multi_sgd_step>(impl, MultiSgdStepArgs{p_, g_, b_, h_, o, detail::view_or_none(amp)});
+    run_kernel<OpId::multi_sgd_step>(impl, b.args);
   }
 
  private:
   detail::ListsKey key_;
   double momentum_ = -1.0;
   bool nesterov_ = false;
-  std::vector<TensorView> p_, g_, b_, h_;  // kept: no allocation once the lists have their size
+  bind::ListViews views_;  // kept: no allocation once the lists have their size
 };
 
 template <backends::BackendImpl Impl>
@@ -82,16 +76,15 @@ class MultiAdamStepPlan {
   void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> m,
            std::span<const Tensor> v, std::span<const int64_t> steps, const AdamOptions& o,
            std::span<const Tensor> hypers, const Tensor& amp) {
-    if (key_.update(p, g, m, v)) validate_multi_adam_step(StaticDispatch<Impl>(impl), p, g, m, v, steps);
-    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(m, m_), detail::views_into(v, v_),
-        detail::views_into(hypers, h_);
+    const bool check = key_.update(p, g, m, v);
+    const auto b = bind::multi_adam_step(StaticDispatch<Impl>(impl), views_, p, g, m, v, steps, o, hypers, amp, check);
     for (const Tensor& t : p) t.note_write();
-    run_kernel<OpId::multi_adam_step>(impl, MultiAdamStepArgs{p_, g_, m_, v_, h_, steps, o, detail::view_or_none(amp)});
+    run_kernel<OpId::multi_adam_step>(impl, b.args);
   }
 
  private:
   detail::ListsKey key_;
-  std::vector<TensorView> p_, g_, m_, v_, h_;
+  bind::ListViews views_;
 };
 
 template <backends::BackendImpl Impl>
@@ -100,23 +93,20 @@ class MultiRmspropStepPlan {
   void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
            std::span<const Tensor> bufs, std::span<const Tensor> avgs, const RmspropOptions& o,
            std::span<const Tensor> hypers, const Tensor& amp) {
-    if (key_.update(p, g, sq, bufs, avgs) || o.momentum != momentum_ || o.centered != centered_) {
-      validate_multi_rmsprop_step(StaticDispatch<Impl>(impl), p, g, sq, bufs, avgs, o);
-      momentum_ = o.momentum;
-      centered_ = o.centered;
-    }
-    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sq, s_), detail::views_into(bufs, b_),
-        detail::views_into(avgs, a_), detail::views_into(hypers, h_);
+    const bool check = key_.update(p, g, sq, bufs, avgs) || o.momentum != momentum_ || o.centered != centered_;
+    const auto b =
+        bind::multi_rmsprop_step(StaticDispatch<Impl>(impl), views_, p, g, sq, bufs, avgs, o, hypers, amp, check);
+    momentum_ = o.momentum;
+    centered_ = o.centered;
     for (const Tensor& t : p) t.note_write();
-    const MultiRmspropStepArgs args{p_, g_, s_, b_, a_, h_, o, detail::view_or_none(amp)};
-    run_kernel<OpId::multi_rmsprop_step>(impl, args);
+    run_kernel<OpId::multi_rmsprop_step>(impl, b.args);
   }
 
  private:
   detail::ListsKey key_;
   double momentum_ = -1.0;
   bool centered_ = false;
-  std::vector<TensorView> p_, g_, s_, b_, a_, h_;
+  bind::ListViews views_;
 };
 
 template <backends::BackendImpl Impl>
@@ -124,16 +114,15 @@ class MultiAdagradStepPlan {
  public:
   void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sums,
            std::span<const int64_t> steps, const AdagradOptions& o, std::span<const Tensor> hypers, const Tensor& amp) {
-    if (key_.update(p, g, sums)) validate_multi_adagrad_step(StaticDispatch<Impl>(impl), p, g, sums, steps, o);
-    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sums, s_), detail::views_into(hypers, h_);
+    const bool check = key_.update(p, g, sums);
+    const auto b = bind::multi_adagrad_step(StaticDispatch<Impl>(impl), views_, p, g, sums, steps, o, hypers, amp, check);
     for (const Tensor& t : p) t.note_write();
-    const MultiAdagradStepArgs args{p_, g_, s_, h_, steps, o, detail::view_or_none(amp)};
-    run_kernel<OpId::multi_adagrad_step>(impl, args);
+    run_kernel<OpId::multi_adagrad_step>(impl, b.args);
   }
 
  private:
   detail::ListsKey key_;
-  std::vector<TensorView> p_, g_, s_, h_;
+  bind::ListViews views_;
 };
 
 template <backends::BackendImpl Impl>
@@ -141,17 +130,15 @@ class MultiAdadeltaStepPlan {
  public:
   void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sq,
            std::span<const Tensor> acc, const AdadeltaOptions& o, std::span<const Tensor> hypers, const Tensor& amp) {
-    if (key_.update(p, g, sq, acc)) validate_multi_adadelta_step(StaticDispatch<Impl>(impl), p, g, sq, acc, o);
-    detail::views_into(p, p_), detail::views_into(g, g_), detail::views_into(sq, s_), detail::views_into(acc, a_),
-        detail::views_into(hypers, h_);
+    const bool check = key_.update(p, g, sq, acc);
+    const auto b = bind::multi_adadelta_step(StaticDispatch<Impl>(impl), views_, p, g, sq, acc, o, hypers, amp, check);
     for (const Tensor& t : p) t.note_write();
-    const MultiAdadeltaStepArgs args{p_, g_, s_, a_, h_, o, detail::view_or_none(amp)};
-    run_kernel<OpId::multi_adadelta_step>(impl, args);
+    run_kernel<OpId::multi_adadelta_step>(impl, b.args);
   }
 
  private:
   detail::ListsKey key_;
-  std::vector<TensorView> p_, g_, s_, a_, h_;
+  bind::ListViews views_;
 };
 
 }  // namespace strata::ops::direct

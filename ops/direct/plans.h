@@ -1,22 +1,24 @@
 #pragma once
-// Direct mode: each call site is planned once per input shape. The plan validates
-// its arguments with the front end's own functions (ops/validate.h, through a
-// StaticDispatch over the plan's backend), so both reject the same calls with the
-// same messages; it allocates outputs and gradient buffers in the front end's
-// formats (those that live within a step through planned_empty, which a planned
-// step places in its arena: step_memory.h), and fills the backend's argument
-// structs with raw pointers. Running a
-// plan is then one non-virtual call into the backend class: no checks, no
-// allocation, no tape (only the op trace's branch, as in every mode: kernel_call.h).
+// Direct mode: each call site is planned once per input shape. A plan binds each of its
+// ops with the op's one definition (ops/bind/: the checks, the outputs and the argument
+// struct, through a StaticDispatch over the plan's backend), the function the front end
+// binds and runs once, so both reject the same calls with the same messages and
+// allocate the same outputs (those that live within a step in the step's arena:
+// step_memory.h). Running a plan is then one non-virtual call into the backend class
+// per op: no checks, no allocation, no tape (only the op trace's branch, as in every
+// mode: kernel_call.h).
 // Backward is run explicitly, in reverse order, by whoever owns the plans (a model,
 // or a hand-written network like llm.c's).
 // Inputs are bound by pointer at plan time: to run on new data, write it into the
 // planned input tensors (as a hand-written cuDNN network does).
 #include "strata/backends/api/backend.h"
 #include "strata/ops/direct/kernel_call.h"
+#include "strata/ops/bind/conv.h"
+#include "strata/ops/bind/linear_loss.h"
+#include "strata/ops/bind/norm_pool.h"
+#include "strata/ops/bind/pointwise.h"
 #include "strata/ops/direct/step_memory.h"
 #include "strata/ops/dispatch.h"
-#include "strata/ops/validate.h"
 
 namespace strata::ops::direct {
 
@@ -31,16 +33,13 @@ class Conv2dPlan {
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
             const Tensor& z = Tensor(), bool relu = false, const uint64_t* w_version = nullptr, bool into_z = false) {
     impl_ = &impl;
-    const Shape out = validate_conv2d(StaticDispatch<Impl>(impl), x, w, b, p, z, relu, into_z);
-    y = into_z ? z : planned_empty_like(x, out);
+    auto bound = bind::conv2d_fwd(StaticDispatch<Impl>(impl), x, w, b, p, z, relu, w_version, into_z);
+    y = bound.out;
+    fwd_ = bound.args;
     x_ = x;
     w_ = w;
     z_ = z;
     b_ = b;
-    fwd_ = {x, w, b, y, p};
-    fwd_.z = z;
-    fwd_.relu = relu;
-    fwd_.w_version = w_version;
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
     check_conv2d_has_backward(fwd_.z.defined || fwd_.relu);
@@ -50,17 +49,17 @@ class Conv2dPlan {
     dx = Tensor();
     db = Tensor();
     if (need_dx) {
-      dx = planned_empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
-      validate_conv2d_bwd_data(d, dy, w_, dx, fwd_.p);
-      bd_ = {dy, w_, dx, fwd_.p};
+      auto data = bind::conv2d_bwd_data(d, dy, w_, x_.sizes(), fwd_.p, x_.suggested_format());
+      dx = data.out;
+      bd_ = data.args;
     }
-    dw = planned_grad(w_, w_.sizes(), w_.dtype());
-    validate_conv2d_bwd_weight(d, x_, dy, dw, fwd_.p);
-    bw_ = {x_, dy, dw, fwd_.p};
+    auto weight = bind::conv2d_bwd_weight(d, x_, dy, w_.sizes(), fwd_.p, MemoryFormat::contiguous, w_);
+    dw = weight.out;
+    bw_ = weight.args;
     if (fwd_.b.defined) {
-      const Shape db_sizes = validate_conv2d_bwd_bias(d, dy);
-      db = planned_grad(b_, db_sizes, fwd_.b.dtype);
-      bb_ = {dy, db};
+      auto bias = bind::conv2d_bwd_bias(d, dy, b_);
+      db = bias.out;
+      bb_ = bias.args;
     }
   }
   void forward() { run_kernel<OpId::conv2d_fwd>(*impl_, fwd_); }
@@ -90,25 +89,16 @@ class BatchNormPlan {
             const Tensor& running_var, bool training, double momentum, double eps, const Tensor& z = Tensor(),
             bool relu = false, ChannelSumReducer* sync = nullptr) {
     impl_ = &impl;
-    const int64_t c = validate_batch_norm(StaticDispatch<Impl>(impl), x, gamma, beta, running_mean, running_var,
-                                          training, momentum, eps, z, relu, sync);
+    auto bound = bind::batch_norm_fwd(StaticDispatch<Impl>(impl), x, gamma, beta, running_mean, running_var, training,
+                                      momentum, eps, z, relu, sync);
+    y = bound.out.y;
+    save_mean = bound.out.save_mean;
+    save_invstd = bound.out.save_invstd;
+    relu_mask = bound.out.relu_mask;
+    fwd_ = bound.args;
     x_ = x;
     gamma_ = gamma;
     beta_ = beta;
-    y = planned_empty_like(x, x.sizes());
-    if (training || (!z.defined() && !relu)) {  // fused evaluation saves nothing for a backward
-      save_mean = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
-      save_invstd = planned_empty(Shape{c}, batch_norm_param_dtype(x), x.device());
-    }
-    if (training && relu) relu_mask = planned_empty(Shape{relu_mask_bytes(x.numel())}, DType::u8, x.device());
-    fwd_ = {x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd};
-    fwd_.training = training;
-    fwd_.momentum = momentum;
-    fwd_.eps = eps;
-    fwd_.z = z;
-    fwd_.relu = relu;
-    fwd_.relu_mask = relu_mask;
-    fwd_.sync = active_sync(sync);
   }
   // The group the next forward (and its backward) synchronises over, or none: the plan's
   // buffers do not depend on it. Training only, as plan checks.
@@ -119,15 +109,13 @@ class BatchNormPlan {
   void plan_backward(const Tensor& dy) {
     STRATA_CHECK(fwd_.training || (!fwd_.z.defined && !fwd_.relu),
                  "batch_norm: no backward through a fused evaluation (it ran with gradients off)");
-    validate_batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd, relu_mask);
-    dx = planned_empty_like(y, y.sizes());
-    dgamma = planned_grad(gamma_, save_mean.sizes(), save_mean.dtype());
-    dbeta = planned_grad(beta_, save_mean.sizes(), save_mean.dtype());
-    if (fwd_.z.defined) dz = relu_mask.defined() ? planned_empty_like(y, y.sizes()) : dy;
-    bwd_ = {fwd_.x, dy, fwd_.gamma, save_mean, save_invstd, dx, dgamma, dbeta};
-    bwd_.training = fwd_.training;
-    bwd_.relu_mask = relu_mask;
-    if (relu_mask.defined()) bwd_.dz = dz;
+    auto bound = bind::batch_norm_bwd(StaticDispatch<Impl>(*impl_), x_, dy, gamma_, save_mean, save_invstd,
+                                      fwd_.training, relu_mask, fwd_.z.defined, fwd_.sync, gamma_, beta_);
+    dx = bound.out.dx;
+    dgamma = bound.out.dgamma;
+    dbeta = bound.out.dbeta;
+    dz = bound.out.dz;
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::batch_norm_fwd>(*impl_, fwd_); }
   void backward() {
@@ -148,14 +136,14 @@ class ReluPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x) {
     impl_ = &impl;
-    validate_relu(StaticDispatch<Impl>(impl), x);
-    y = planned_empty_like(x, x.sizes());
-    fwd_ = {x, y};
+    auto bound = bind::relu_fwd(StaticDispatch<Impl>(impl), x);
+    y = bound.out;
+    fwd_ = bound.args;
   }
   void plan_backward(const Tensor& dy) {
-    validate_relu_bwd(StaticDispatch<Impl>(*impl_), y, dy);
-    dx = planned_empty_like(y, y.sizes());
-    bwd_ = {y, dy, dx};
+    auto bound = bind::relu_bwd(StaticDispatch<Impl>(*impl_), y, dy);
+    dx = bound.out;
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::relu_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::relu_bwd>(*impl_, bwd_); }
@@ -172,14 +160,15 @@ class MaxPool2dPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
-    y = planned_empty_like(x, validate_max_pool2d(StaticDispatch<Impl>(impl), x, p));
+    auto bound = bind::max_pool2d_fwd(StaticDispatch<Impl>(impl), x, p);
+    y = bound.out;
+    fwd_ = bound.args;
     x_ = x;
-    fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
-    validate_max_pool2d_bwd(StaticDispatch<Impl>(*impl_), x_, y, dy, fwd_.p);
-    dx = planned_empty_like(y, fwd_.x.sizes);
-    bwd_ = {fwd_.x, y, dy, dx, fwd_.p};
+    auto bound = bind::max_pool2d_bwd(StaticDispatch<Impl>(*impl_), x_, y, dy, fwd_.p);
+    dx = bound.out;
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::max_pool2d_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::max_pool2d_bwd>(*impl_, bwd_); }
@@ -197,14 +186,15 @@ class AvgPool2dPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, const Pool2dParams& p) {
     impl_ = &impl;
-    y = planned_empty_like(x, validate_avg_pool2d(StaticDispatch<Impl>(impl), x, p));
+    auto bound = bind::avg_pool2d_fwd(StaticDispatch<Impl>(impl), x, p);
+    y = bound.out;
+    fwd_ = bound.args;
     x_ = x;
-    fwd_ = {x, y, p};
   }
   void plan_backward(const Tensor& dy) {
-    validate_avg_pool2d_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p);
-    dx = planned_empty_like(y, fwd_.x.sizes);
-    bwd_ = {dy, dx, fwd_.p};
+    auto bound = bind::avg_pool2d_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p);
+    dx = bound.out;
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::avg_pool2d_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::avg_pool2d_bwd>(*impl_, bwd_); }
@@ -222,19 +212,16 @@ class SpaceToDepthPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, const SpaceToDepthParams& p) {
     impl_ = &impl;
-    const SpaceToDepthParams r = validate_space_to_depth(StaticDispatch<Impl>(impl), x, p);
-    y = planned_empty_like(x, space_to_depth_out_shape(x, r));
+    auto bound = bind::space_to_depth_fwd(StaticDispatch<Impl>(impl), x, p);
+    y = bound.out;
+    fwd_ = bound.args;
     x_ = x;
-    fwd_ = {x, y, r};
   }
-  void plan_backward(const Tensor& dy) { plan_backward_into(dy, planned_empty_like(x_, fwd_.x.sizes, dy.dtype())); }
-  // Into a buffer of the caller's (a parameter's gradient, planned_grad).
-  void plan_backward_into(const Tensor& dy, const Tensor& into) {
-    validate_space_to_depth_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p);
-    STRATA_CHECK(into.sizes() == x_.sizes() && into.dtype() == dy.dtype(), "space_to_depth_bwd: gradient buffer ",
-                 into.str(), " must be the input's sizes in grad_output's dtype (internal error)");
-    dx = into;
-    bwd_ = {dy, dx, fwd_.p};
+  // Into a buffer of the caller's when given (a parameter's gradient, planned_grad).
+  void plan_backward(const Tensor& dy, const Tensor& into = Tensor()) {
+    auto bound = bind::space_to_depth_bwd(StaticDispatch<Impl>(*impl_), dy, x_, fwd_.p, into);
+    dx = bound.out;
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::space_to_depth_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::space_to_depth_bwd>(*impl_, bwd_); }
@@ -268,7 +255,7 @@ class SpaceToDepthConv2dPlan {
       xs_.plan_backward(conv_.dx);
       dx = xs_.dx;
     }
-    ws_.plan_backward_into(conv_.dw, planned_grad(w_, w_.sizes(), w_.dtype()));
+    ws_.plan_backward(conv_.dw, planned_grad(w_, w_.sizes(), w_.dtype()));
     dw = ws_.dx;
     db = conv_.db;
   }
@@ -295,15 +282,15 @@ class GlobalAvgPoolPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x) {
     impl_ = &impl;
-    const Shape out = validate_global_avg_pool(StaticDispatch<Impl>(impl), x);
-    y = planned_empty(out, x.dtype(), x.device());
+    auto bound = bind::global_avg_pool_fwd(StaticDispatch<Impl>(impl), x);
+    y = bound.out;
+    fwd_ = bound.args;
     x_ = x;
-    fwd_ = {x, y};
   }
   void plan_backward(const Tensor& dy) {
-    validate_global_avg_pool_bwd(StaticDispatch<Impl>(*impl_), dy, x_);
-    dx = planned_empty(x_.sizes(), x_.dtype(), x_.device(), x_.suggested_format());
-    bwd_ = {dy, dx};
+    auto bound = bind::global_avg_pool_bwd(StaticDispatch<Impl>(*impl_), dy, x_);
+    dx = bound.out;
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::global_avg_pool_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::global_avg_pool_bwd>(*impl_, bwd_); }
@@ -321,12 +308,12 @@ class LinearPlan {
   Tensor y, dx, dw, db;
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b) {
     impl_ = &impl;
-    const Shape out = validate_linear(StaticDispatch<Impl>(impl), x, w, b);
-    y = planned_empty(out, x.dtype(), x.device());
+    auto bound = bind::linear_fwd(StaticDispatch<Impl>(impl), x, w, b);
+    y = bound.out;
+    fwd_ = bound.args;
     x_ = x;
     w_ = w;
     b_ = b;
-    fwd_ = {x, w, b, y};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
     // Validated in the order the autograd node calls the ops (see Conv2dPlan).
@@ -334,17 +321,17 @@ class LinearPlan {
     dx = Tensor();
     db = Tensor();
     if (need_dx) {
-      const Shape dx_sizes = validate_linear_bwd_data(d, dy, w_);
-      dx = planned_empty(dx_sizes, x_.dtype(), x_.device());
-      bd_ = {dy, w_, dx};
+      auto data = bind::linear_bwd_data(d, dy, w_);
+      dx = data.out;
+      bd_ = data.args;
     }
-    const Shape dw_sizes = validate_linear_bwd_weight(d, x_, dy);
+    auto weight = bind::linear_bwd_weight(d, x_, dy, fwd_.b.defined, w_, b_);
     // bwd_weight alone does not see the weight: without bwd_data, a grad_output of
     // another width would give a dw of another shape.
     check_same_shape("linear_bwd_weight", "output", y, "grad_output", dy);
-    dw = planned_grad(w_, dw_sizes, w_.dtype());
-    if (fwd_.b.defined) db = planned_grad(b_, fwd_.b.sizes, fwd_.b.dtype);
-    bw_ = {x_, dy, dw, db};
+    dw = weight.out.dw;
+    db = weight.out.db;
+    bw_ = weight.args;
   }
   void forward() { run_kernel<OpId::linear_fwd>(*impl_, fwd_); }
   void backward() {
@@ -367,9 +354,9 @@ class AddPlan {
   Tensor y;
   void plan(Impl& impl, const Tensor& a, const Tensor& b) {
     impl_ = &impl;
-    validate_add(StaticDispatch<Impl>(impl), a, b);
-    y = planned_empty_like(a, a.sizes());
-    fwd_ = {a, b, y};
+    auto bound = bind::add(StaticDispatch<Impl>(impl), a, b);
+    y = bound.out;
+    fwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::add>(*impl_, fwd_); }
 
@@ -389,31 +376,35 @@ class SoftmaxXentPlan {
   Tensor loss, lse, dloss, dlogits;
   void plan(Impl& impl, const Tensor& logits, const Tensor& labels, int64_t ignore_index = kDefaultIgnoreIndex) {
     impl_ = &impl;
-    validate_softmax_xent(StaticDispatch<Impl>(impl), logits, labels);
-    loss = Tensor::empty(Shape{}, stats_dtype(logits.dtype()), logits.device());
-    lse = planned_empty(Shape{logits.size(0)}, stats_dtype(logits.dtype()), logits.device());
+    const StaticDispatch<Impl> d(impl);
+    auto bound = bind::softmax_xent_fwd(d, logits, labels, ignore_index);
+    loss = bound.out.loss;
+    lse = bound.out.lse;
+    fwd_ = bound.args;
     dloss = planned_empty(Shape{}, stats_dtype(logits.dtype()), logits.device());
+    seed_ = bind::fill(d, dloss, 1.0).args;
     // dlogits in the logits' layout where they are the first columns of wider rows (GPT's padded
     // vocabulary, nn::GptConfig::vocab_multiple): rows that start aligned, so the backward stores
     // and the tied head's copy of them into its padded rows move 16 bytes at a time (rows of 50,257
     // bf16 values start misaligned: 4 ms and 3.9 ms a step on an H200, against about 1 each).
     const int64_t cols = logits.size(1), ld = logits.strides()[0];  // a little padding, not any view's stride
     const bool padded = logits.strides()[1] == 1 && ld > cols && ld - cols <= (cols / 8 > 64 ? cols / 8 : 64);
-    dlogits = padded ? planned_empty({logits.size(0), logits.strides()[0]}, logits.dtype(), logits.device())
-                           .narrow(1, 0, logits.size(1))
-                     : planned_empty(logits.sizes(), logits.dtype(), logits.device());
-    fwd_ = {logits, labels, loss, lse, ignore_index};
-    validate_softmax_xent_bwd(StaticDispatch<Impl>(impl), logits, lse, labels, dloss);
-    bwd_ = {logits, lse, labels, dloss, dlogits, ignore_index};
+    const Tensor rows = padded ? planned_empty({logits.size(0), logits.strides()[0]}, logits.dtype(), logits.device())
+                                     .narrow(1, 0, logits.size(1))
+                               : planned_empty(logits.sizes(), logits.dtype(), logits.device());
+    auto back = bind::softmax_xent_bwd(d, logits, lse, labels, dloss, ignore_index, rows);
+    dlogits = back.out;
+    bwd_ = back.args;
   }
   void forward() { run_kernel<OpId::softmax_xent_fwd>(*impl_, fwd_); }
   void backward(bool seeded = false) {
-    if (!seeded) run_kernel<OpId::fill>(*impl_, FillArgs{dloss, 1.0});
+    if (!seeded) run_kernel<OpId::fill>(*impl_, seed_);
     run_kernel<OpId::softmax_xent_bwd>(*impl_, bwd_);
   }
 
  private:
   Impl* impl_ = nullptr;
+  FillArgs seed_;
   SoftmaxXentFwdArgs fwd_;
   SoftmaxXentBwdArgs bwd_;
 };
@@ -425,21 +416,25 @@ class BceLogitsPlan {
   Tensor loss, dloss, dlogits;
   void plan(Impl& impl, const Tensor& logits, const Tensor& targets) {
     impl_ = &impl;
-    validate_bce_logits(StaticDispatch<Impl>(impl), logits, targets);
-    loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    const StaticDispatch<Impl> d(impl);
+    auto bound = bind::bce_logits_fwd(d, logits, targets);
+    loss = bound.out;
+    fwd_ = bound.args;
     dloss = planned_empty(Shape{}, logits.dtype(), logits.device());
-    dlogits = planned_empty(logits.sizes(), logits.dtype(), logits.device());
-    fwd_ = {logits, targets, loss};
-    bwd_ = {logits, targets, dloss, dlogits};
+    seed_ = bind::fill(d, dloss, 1.0).args;
+    auto back = bind::bce_logits_bwd(d, logits, targets, dloss);
+    dlogits = back.out;
+    bwd_ = back.args;
   }
   void forward() { run_kernel<OpId::bce_logits_fwd>(*impl_, fwd_); }
   void backward(bool seeded = false) {
-    if (!seeded) run_kernel<OpId::fill>(*impl_, FillArgs{dloss, 1.0});
+    if (!seeded) run_kernel<OpId::fill>(*impl_, seed_);
     run_kernel<OpId::bce_logits_bwd>(*impl_, bwd_);
   }
 
  private:
   Impl* impl_ = nullptr;
+  FillArgs seed_;
   BceLogitsFwdArgs fwd_;
   BceLogitsBwdArgs bwd_;
 };

@@ -1,10 +1,9 @@
 #pragma once
 // Direct-mode plans of the tensor API's ops that networks beyond the CNNs need (a pointwise.def
 // formula, the batched matrix product, index_select and its adjoint, a reduction over dims),
-// made as ops/direct/plans.h makes its plans: validated with the front end's own functions
-// (ops/validate.h, ops/validate_tensor.h) through a StaticDispatch over the plan's backend, so
-// both refuse the same calls with the same messages; outputs allocated where the front end
-// allocates them, in the step's memory (planned_empty); one run_kernel per op when run.
+// made as ops/direct/plans.h makes its plans: each op bound by its one definition (ops/bind/),
+// the front end's, so both refuse the same calls with the same messages and allocate the same
+// outputs (here in the step's memory); one run_kernel per op when run.
 // Where the front end would copy an operand a kernel cannot read as it is (a reshape that is
 // no view, a matrix no GEMM reads), the plan holds a planned buffer and copies into it at each
 // run, so the copy follows the operand's new values as the front end's would.
@@ -12,6 +11,8 @@
 #include <vector>
 
 #include "strata/core/factories.h"
+#include "strata/ops/bind/pointwise.h"
+#include "strata/ops/bind/tensor.h"
 #include "strata/ops/direct/cast_plans.h"
 #include "strata/ops/direct/kernel_call.h"
 #include "strata/ops/direct/step_memory.h"
@@ -42,15 +43,15 @@ class UnaryPlan {
   Tensor y, dx;
   void plan(Impl& impl, const Tensor& x, UnaryFn fn, double p0 = 0.0, double p1 = 0.0) {
     impl_ = &impl;
-    validate_unary(StaticDispatch<Impl>(impl), fn, x, p0, p1);
-    y = planned_empty_like(x, x.sizes());
+    auto bound = bind::unary_fwd(StaticDispatch<Impl>(impl), fn, x, p0, p1);
+    y = bound.out;
+    fwd_ = bound.args;
     x_ = x;
-    fwd_ = {x, y, fn, p0, p1};
   }
   void plan_backward(const Tensor& dy) {
-    validate_unary_bwd(StaticDispatch<Impl>(*impl_), fwd_.fn, x_, y, dy);
-    dx = planned_empty_like(x_, x_.sizes());
-    bwd_ = {x_, y, dy, dx, fwd_.fn, fwd_.p0, fwd_.p1};
+    auto bound = bind::unary_bwd(StaticDispatch<Impl>(*impl_), fwd_.fn, x_, y, dy, fwd_.p0, fwd_.p1);
+    dx = bound.out;
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::unary_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::unary_bwd>(*impl_, bwd_); }
@@ -71,11 +72,14 @@ class BmmPlan {
   Tensor y;
   void plan(Impl& impl, const Tensor& a, const Tensor& b, double alpha = 1.0) {
     impl_ = &impl;
-    const Shape out = validate_bmm(StaticDispatch<Impl>(impl), a, b);
-    y = planned_empty(out, a.dtype(), a.device());
-    a_ = operand(impl, a, out[0], a_copy_);
-    b_ = operand(impl, b, out[0], b_copy_);
-    args_ = {a_, b_, y, alpha};
+    int i = 0;  // the binding asks for a's operand, then b's
+    auto bound = bind::bmm(StaticDispatch<Impl>(impl), a, b, alpha, [&](const Tensor& t, int64_t batch) {
+      return operand(impl, t, batch, i++ == 0 ? a_copy_ : b_copy_);
+    });
+    y = bound.out.result;
+    a_ = bound.out.reads[0];
+    b_ = bound.out.reads[1];
+    args_ = bound.args;
   }
   void forward() {
     a_copy_.run();
@@ -120,13 +124,11 @@ class IndexSelectPlan {
   Tensor y;
   void plan(Impl& impl, const Tensor& x, int dim, const Tensor& index) {
     impl_ = &impl;
-    const int w = validate_index_select(StaticDispatch<Impl>(impl), x, dim, index_to_check(index));
-    Shape out = x.sizes();
-    out[w] = index.numel();
-    y = planned_empty(out, x.dtype(), x.device());
+    auto bound = bind::index_select(StaticDispatch<Impl>(impl), x, dim, index, index_to_check(index));
+    y = bound.out;
+    args_ = bound.args;
     x_ = x;
     index_ = index;
-    args_ = {x, index, y, w};
   }
   void forward() { run_kernel<OpId::index_select>(*impl_, args_); }
 
@@ -146,15 +148,12 @@ class IndexAddPlan {
             const Tensor& into = Tensor()) {
     impl_ = &impl;
     const StaticDispatch<Impl> d(impl);
-    const int w = validate_index_add(d, x, dim, index_to_check(index), sizes);
-    y = into.defined() ? into : planned_empty(sizes, x.dtype(), x.device());
-    STRATA_CHECK(y.sizes() == sizes && y.dtype() == x.dtype() && y.is_contiguous(), "index_add: output buffer ",
-                 y.str(), " must be contiguous ", sizes.str(), " in the source's dtype (internal error)");
-    validate_fill(d, y);
+    auto bound = bind::index_add(d, x, dim, index, index_to_check(index), sizes, into);
+    y = bound.out;
+    add_ = bound.args;
+    zero_ = bind::fill(d, y, 0.0).args;
     x_ = x;
     index_ = index;
-    zero_ = {y, 0.0};
-    add_ = {x, index, y, w};
   }
   void forward() {
     run_kernel<OpId::fill>(*impl_, zero_);
@@ -175,14 +174,13 @@ class ReducePlan {
  public:
   Tensor y;
   void plan(Impl& impl, ReduceFn fn, const Tensor& x, std::span<const int> dims) {
-    check_defined(reduce_name(fn), "input", x);
     STRATA_CHECK(fn != ReduceFn::argmax && fn != ReduceFn::argmin, reduce_name(fn),
                  ": direct mode plans sum, mean, max and min (internal error)");
     impl_ = &impl;
-    const std::vector<bool> mask = validate_reduce(StaticDispatch<Impl>(impl), fn, x, dims);
-    y = planned_empty(reduced_shape(x.sizes(), mask, true), x.dtype(), x.device());
+    auto bound = bind::reduce_dims(StaticDispatch<Impl>(impl), fn, x, dims);
+    y = bound.out;
+    args_ = bound.args;
     x_ = x;
-    args_ = {x, y, fn};
   }
   void forward() { run_kernel<OpId::reduce_dims>(*impl_, args_); }
 

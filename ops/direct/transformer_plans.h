@@ -1,14 +1,13 @@
 #pragma once
 // Direct-mode plans of the transformer's fused ops, layer norm and scaled dot-product attention
 // (op_table.def's layer_norm_* and attention_*), made as ops/direct/plans.h makes its plans:
-// validated with the front end's own functions (ops/validate_transformer.h) through a
-// StaticDispatch over the plan's backend, so both refuse the same calls with the same messages;
-// outputs, saved statistics and gradients allocated as the front end (ops/transformer_ops.cpp)
-// allocates them, in the step's memory; one kernel call each way when run.
+// each op bound by its one definition (ops/bind/transformer.h), the front end's, so both refuse
+// the same calls with the same messages and allocate the same outputs, saved statistics and
+// gradients (here in the step's memory); one kernel call each way when run.
 #include <cmath>
 
+#include "strata/ops/bind/transformer.h"
 #include "strata/ops/direct/tensor_plans.h"
-#include "strata/ops/validate_transformer.h"
 
 namespace strata::ops::direct {
 
@@ -23,28 +22,37 @@ class LayerNormPlan {
   Tensor y, mean, rstd, dx, dw, db;
   void plan(Impl& impl, const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
     impl_ = &impl;
-    const int64_t c = validate_layer_norm(StaticDispatch<Impl>(impl), x, weight, bias, eps);
+    auto bound = bind::layer_norm_fwd(StaticDispatch<Impl>(impl), x, weight, bias, eps,
+                                      [&](const Tensor& t, const Shape& rows) {
+                                        return planned_view_or_copy(impl, t, rows, x_copy_);
+                                      });
+    y = bound.out.result.y;
+    mean = bound.out.result.mean;
+    rstd = bound.out.result.rstd;
+    x_rows_ = bound.out.reads[0];
+    fwd_ = bound.args;
     x_ = x;
     w_ = weight;
     b_ = bias;
-    rows_ = {x.numel() / c, c};
-    const Shape stats(x.sizes().begin(), x.sizes().end() - 1);
-    y = planned_empty(x.sizes(), x.dtype(), x.device());
-    mean = planned_empty(stats, stats_dtype(x.dtype()), x.device());
-    rstd = planned_empty(stats, stats_dtype(x.dtype()), x.device());
-    const Shape n{rows_[0]};
-    x_rows_ = planned_view_or_copy(impl, x, rows_, x_copy_);
-    fwd_ = {x_rows_, weight, bias, y.view(rows_), mean.view(n), rstd.view(n), eps};
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
-    validate_layer_norm_bwd(StaticDispatch<Impl>(*impl_), x_, w_, mean, rstd, dy);
-    const Shape c{rows_[1]}, n{rows_[0]};
-    dx = need_dx ? planned_empty(x_.sizes(), x_.dtype(), x_.device()) : Tensor();
-    dw = w_.defined() ? planned_grad(w_, c, x_.dtype()) : Tensor();
-    db = b_.defined() ? planned_grad(b_, c, x_.dtype()) : Tensor();
-    any_grad_ = dx.defined() || dw.defined() || db.defined();
-    bwd_ = {x_rows_, w_, mean.view(n), rstd.view(n), planned_view_or_copy(*impl_, dy, rows_, dy_copy_),
-            dx.defined() ? dx.view(rows_) : Tensor(), dw, db};
+    // The binding sees x, mean, rstd and dy as rows, in that order: x as the forward saw it, the
+    // statistics (this plan's own dense buffers) as views, dy as a view or a planned copy.
+    int i = 0;
+    auto bound = bind::layer_norm_bwd(StaticDispatch<Impl>(*impl_), x_, w_, mean, rstd, dy, need_dx, w_.defined(), b_.defined(),
+                                      [&](const Tensor& t, const Shape& rows) {
+                                        switch (i++) {
+                                          case 0: return x_rows_;
+                                          case 3: return planned_view_or_copy(*impl_, t, rows, dy_copy_);
+                                          default: return t.view(rows);
+                                        }
+                                      },
+                                      w_, b_);
+    dx = bound.out.result.dx;
+    dw = bound.out.result.dweight;
+    db = bound.out.result.dbias;
+    any_grad_ = bind::layer_norm_bwd_needed(bound.out.result);
+    if (any_grad_) bwd_ = bound.args;
   }
   void forward() {
     x_copy_.run();
@@ -59,7 +67,6 @@ class LayerNormPlan {
  private:
   Impl* impl_ = nullptr;
   Tensor x_, w_, b_, x_rows_;
-  Shape rows_;
   bool any_grad_ = false;
   CastPlan<Impl> x_copy_, dy_copy_;
   LayerNormFwdArgs fwd_;
@@ -78,36 +85,29 @@ class AttentionPlan {
   void plan(Impl& impl, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
             const Tensor& kv_len = Tensor()) {
     impl_ = &impl;
-    validate_attention(StaticDispatch<Impl>(impl), q, k, v, causal, scale, kv_len);
+    auto bound = bind::attention_fwd(StaticDispatch<Impl>(impl), q, k, v, causal, scale, kv_len);
+    y = bound.out.y;
+    lse = bound.out.lse;
+    fwd_ = bound.args;
     q_ = q;
     k_ = k;
     v_ = v;
     kv_len_ = kv_len;
-    y = planned_empty(Shape{q.size(0), q.size(2), q.size(1), q.size(3)}, q.dtype(), q.device()).permute({0, 2, 1, 3});
-    lse = planned_empty(Shape{q.size(0), q.size(1), q.size(2)}, stats_dtype(q.dtype()), q.device());
-    fwd_ = {q, k, v, y, lse, kv_len, scale, causal};
   }
   void plan_backward(const Tensor& dy, const Tensor& dq_into = Tensor(), const Tensor& dk_into = Tensor(),
                      const Tensor& dv_into = Tensor()) {
-    validate_attention_bwd(StaticDispatch<Impl>(*impl_), q_, k_, v_, y, lse, dy, fwd_.causal, fwd_.scale, kv_len_);
-    dq = gradient_buffer("dq", q_, dq_into);
-    dk = gradient_buffer("dk", k_, dk_into);
-    dv = gradient_buffer("dv", v_, dv_into);
-    delta_ = planned_empty(lse.sizes(), lse.dtype(), lse.device());
-    bwd_ = {q_, k_, v_, y, lse, dy, delta_, dq, dk, dv, kv_len_, fwd_.scale, fwd_.causal};
+    auto bound = bind::attention_bwd(StaticDispatch<Impl>(*impl_), q_, k_, v_, y, lse, dy, fwd_.causal, fwd_.scale,
+                                     kv_len_, dq_into, dk_into, dv_into);
+    dq = bound.out.result.dq;
+    dk = bound.out.result.dk;
+    dv = bound.out.result.dv;
+    delta_ = bound.out.reads[0];
+    bwd_ = bound.args;
   }
   void forward() { run_kernel<OpId::attention_fwd>(*impl_, fwd_); }
   void backward() { run_kernel<OpId::attention_bwd>(*impl_, bwd_); }
 
  private:
-  static Tensor gradient_buffer(const char* name, const Tensor& like, const Tensor& into) {
-    if (!into.defined()) return planned_empty(like.sizes(), like.dtype(), like.device());
-    STRATA_CHECK(into.sizes() == like.sizes() && into.dtype() == like.dtype() && into.device() == like.device(),
-                 "scaled_dot_product_attention_bwd: the buffer for ", name, " ", into.str(), " is not like ",
-                 like.str(), " (internal error)");
-    return into;
-  }
-
   Impl* impl_ = nullptr;
   Tensor q_, k_, v_, kv_len_, delta_;
   AttentionFwdArgs fwd_;

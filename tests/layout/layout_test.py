@@ -9,7 +9,10 @@
   itself (no run_kernel, no op of the table called on a backend object); every op it runs goes
   through the front end (ops::, autograd::) or a plan of ops/direct/, which validate it;
 - nor does it define a step class (`class|struct <Name>Step`, a direct-mode composition of plans):
-  steps live in ops/direct/steps/, and a layer only names its step (a `...StepOf` selector).
+  steps live in ops/direct/steps/, and a layer only names its step (a `...StepOf` selector);
+- an op is defined once: its checks, outputs and argument struct are its binding in ops/bind/,
+  which the front end runs once and a direct plan keeps; so nowhere else in ops/ or nn/ calls a
+  validate_* function or fills an argument struct of the table (`<Op>Args{`).
 
 usage: layout_test.py <repository root>
 """
@@ -49,7 +52,7 @@ def nn_kernel_calls(root):
         return [f"only {len(ops)} ops read from ops/table/op_table.def"]
     # a backend object (impl, impl_, p.impl, backend, ...) calling an op of the table, or run_kernel
     call = re.compile(r"\b\w*(impl|backend)\w*\s*(->|\.)\s*(" + "|".join(ops) + r")\s*\(|\brun_kernel\s*<|"
-                      r"\bKernel<\s*ops::OpId")
+                      r"\bOpCall<\s*ops::OpId")
     found = []
     for path in source_files(os.path.join(root, "nn")):
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -71,16 +74,43 @@ def strip_comments(text):
     return re.sub(r"//[^\n]*", "", text)
 
 
+def code_matches(root, layers, pattern, skip=()):
+    """(path relative to root, line, match) for each match of pattern in the code (comments
+    stripped) of the layers' files, but those whose relative path starts with one in skip."""
+    for layer in layers:
+        for path in source_files(os.path.join(root, layer)):
+            rel = os.path.relpath(path, root)
+            if skip and rel.startswith(skip):
+                continue
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                code = strip_comments(fh.read())
+            for m in pattern.finditer(code):
+                yield rel, code.count("\n", 0, m.start()) + 1, m
+
+
 def nn_step_classes(root):
-    found = []
-    for path in source_files(os.path.join(root, "nn")):
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            code = strip_comments(fh.read())
-        for m in STEP_CLASS.finditer(code):
-            line = code.count("\n", 0, m.start()) + 1
-            found.append(f"{os.path.relpath(path, root)}:{line}: step class {m.group(1)} defined in nn/ "
-                         "(a direct-mode step belongs in ops/direct/steps/; the layer names it in its StepOf)")
-    return found
+    return [f"{rel}:{line}: step class {m.group(1)} defined in nn/ (a direct-mode step belongs in "
+            "ops/direct/steps/; the layer names it in its StepOf)"
+            for rel, line, m in code_matches(root, ("nn",), STEP_CLASS)]
+
+
+def arg_structs(root):
+    with open(os.path.join(root, "ops", "table", "op_table.def"), encoding="utf-8") as fh:
+        return sorted(set(re.findall(r"^STRATA_OP\(\w+,\s*(\w+),", fh.read(), re.M)))
+
+
+def ops_defined_twice(root):
+    """Checks or argument structs of an op written outside its binding (ops/bind/)."""
+    structs = arg_structs(root)
+    if len(structs) < 10:
+        return [f"only {len(structs)} argument structs read from ops/table/op_table.def"]
+    use = re.compile(r"\bvalidate_\w+\s*\(|\b(?:" + "|".join(structs) + r")\s*\{")
+    # where an op's definition lives: its binding, the checks it calls, the table itself
+    own = (os.path.join("ops", "bind") + os.sep, os.path.join("ops", "table") + os.sep,
+           os.path.join("ops", "validate"))
+    return [f"{rel}:{line}: `{m.group(0).strip()}` outside the op's binding (ops/bind/): the front end and the "
+            "plans bind an op with bind::<op>, its one definition"
+            for rel, line, m in code_matches(root, ("ops", "nn"), use, own)]
 
 
 def main():
@@ -102,6 +132,7 @@ def main():
                                 "from the repository root without a build")
     failures += nn_kernel_calls(root)
     failures += nn_step_classes(root)
+    failures += ops_defined_twice(root)
     if checked < 100:
         failures.append(f"only {checked} strata/ includes found: is {root} the repository root?")
     for f in failures:

@@ -7,7 +7,7 @@
 
 #include "strata/core/shape.h"
 #include "strata/core/tensor.h"
-#include "strata/ops/checks.h"
+#include "strata/ops/bind/tensor.h"
 #include "strata/ops/direct/tensor_plans.h"
 #include "strata/ops/direct/steps/transformer_steps.h"
 #include "strata/ops/direct/transformer_plans.h"
@@ -47,14 +47,10 @@ class CachedAttentionStep {
   const Tensor& run_backward() { no_backward(); }
 
  private:
-  // The front end's index_add_(cache, 2, positions, x), validated as it validates.
+  // The front end's index_add_(cache, 2, positions, x): its binding, with the positions' values
+  // checked as the plans check an index (index_to_check).
   static IndexAddArgs plan_add(Impl& impl, const Tensor& cache, const Tensor& positions, const Tensor& x) {
-    const StaticDispatch<Impl> d(impl);
-    check_defined("index_add_", "self", cache);
-    check_same_dtype("index_add_", "self", cache, "source", x);
-    check_device("index_add_", "self", cache, d.device(), d.backend_name());
-    const int w = validate_index_add(d, x, 2, index_to_check(positions), cache.sizes());
-    return {x, positions, cache, w};
+    return bind::index_add_into(StaticDispatch<Impl>(impl), cache, 2, positions, index_to_check(positions), x).args;
   }
   [[noreturn]] static void no_backward() {
     STRATA_FAIL("CausalSelfAttention: no backward through a decoding step over a key/value cache (a cache is for "

@@ -1,0 +1,121 @@
+#pragma once
+// Layer norm and scaled dot-product attention, each with its backward (bound.h): the front end
+// (ops/transformer_ops.cpp) and direct mode's plans (ops/direct/transformer_plans.h) both bind
+// here. Layer norm runs on its tensors seen as rows [N, C] through rows(t, sizes): a view when
+// the strides allow, else a copy (the front end's now, a plan's planned copy at each run).
+#include "strata/ops/bind/bound.h"
+#include "strata/ops/direct/step_memory.h"
+#include "strata/ops/transformer_ops.h"
+#include "strata/ops/validate_transformer.h"
+
+namespace strata::ops::bind {
+
+namespace detail {
+inline Shape without_last(const Shape& s) {
+  Shape r;
+  for (int i = 0; i + 1 < s.size(); ++i) r.push_back(s[i]);
+  return r;
+}
+inline Shape layer_norm_rows(const Tensor& x) {
+  const int64_t c = x.size(x.dim() - 1);
+  return {x.numel() / c, c};
+}
+}  // namespace detail
+
+// reads[0]: x as rows.
+template <class D, class Rows>
+Bound<OpId::layer_norm_fwd, WithReads<LayerNormResult, 1>> layer_norm_fwd(const D& d, const Tensor& x,
+                                                                          const Tensor& weight, const Tensor& bias,
+                                                                          double eps, Rows&& rows) {
+  validate_layer_norm(d, x, weight, bias, eps);
+  const Shape rs = detail::layer_norm_rows(x), n{rs[0]}, stats = detail::without_last(x.sizes());
+  Bound<OpId::layer_norm_fwd, WithReads<LayerNormResult, 1>> r;
+  LayerNormResult& o = r.out.result;
+  o.y = direct::planned_empty(x.sizes(), x.dtype(), x.device());
+  o.mean = direct::planned_empty(stats, stats_dtype(x.dtype()), x.device());
+  o.rstd = direct::planned_empty(stats, stats_dtype(x.dtype()), x.device());
+  r.out.reads[0] = rows(x, rs);
+  r.args = {r.out.reads[0], weight, bias, o.y.view(rs), o.mean.view(n), o.rstd.view(n), eps};
+  return r;
+}
+
+inline bool layer_norm_bwd_needed(const LayerNormGrads& g) {
+  return g.dx.defined() || g.dweight.defined() || g.dbias.defined();
+}
+
+// The gradients the flags ask for (dweight only with a weight); weight_param, bias_param: the
+// parameters whose gradients' homes take dweight and dbias (a plan's), when given. No gradient
+// asked for: nothing to run (layer_norm_bwd_needed). reads: x, mean, rstd and dy as rows.
+template <class D, class Rows>
+Bound<OpId::layer_norm_bwd, WithReads<LayerNormGrads, 4>> layer_norm_bwd(const D& d, const Tensor& x, const Tensor& weight,
+                                                           const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                                                           bool need_dx, bool need_dweight, bool need_dbias,
+                                                           Rows&& rows, const Tensor& weight_param = Tensor(),
+                                                           const Tensor& bias_param = Tensor()) {
+  validate_layer_norm_bwd(d, x, weight, mean, rstd, dy);
+  const Shape rs = detail::layer_norm_rows(x), c{rs[1]}, n{rs[0]};
+  auto grad = [&](const Tensor& param) {
+    return param.defined() ? direct::planned_grad(param, c, x.dtype()) : direct::planned_empty(c, x.dtype(), x.device());
+  };
+  Bound<OpId::layer_norm_bwd, WithReads<LayerNormGrads, 4>> r;
+  LayerNormGrads& g = r.out.result;
+  if (need_dx) g.dx = direct::planned_empty(x.sizes(), x.dtype(), x.device());
+  if (need_dweight && weight.defined()) g.dweight = grad(weight_param);
+  if (need_dbias) g.dbias = grad(bias_param);
+  if (!layer_norm_bwd_needed(g)) return r;
+  Tensor* reads = r.out.reads;
+  reads[0] = rows(x, rs);
+  reads[1] = rows(mean, n);
+  reads[2] = rows(rstd, n);
+  reads[3] = rows(dy, rs);
+  r.args = {reads[0], weight, reads[1], reads[2], reads[3], g.dx.defined() ? g.dx.view(rs) : Tensor(), g.dweight,
+            g.dbias};
+  return r;
+}
+
+// y [B, H, Tq, D] over [B, Tq, H, D] memory: the heads' outputs side by side, so the
+// [B, Tq, H * D] the output projection reads is a view of it; lse [B, H, Tq] in stats_dtype.
+template <class D>
+Bound<OpId::attention_fwd, AttentionResult> attention_fwd(const D& d, const Tensor& q, const Tensor& k, const Tensor& v,
+                                                          bool causal, double scale, const Tensor& kv_len = Tensor()) {
+  validate_attention(d, q, k, v, causal, scale, kv_len);
+  Bound<OpId::attention_fwd, AttentionResult> r;
+  r.out.y = direct::planned_empty(Shape{q.size(0), q.size(2), q.size(1), q.size(3)}, q.dtype(), q.device())
+                .permute({0, 2, 1, 3});
+  r.out.lse = direct::planned_empty(Shape{q.size(0), q.size(1), q.size(2)}, stats_dtype(q.dtype()), q.device());
+  r.args = {q, k, v, r.out.y, r.out.lse, kv_len, scale, causal};
+  return r;
+}
+
+namespace detail {
+// A gradient like `like`, or the buffer the caller gave for it (the kernels take any strides).
+inline Tensor gradient_buffer(const char* name, const Tensor& like, const Tensor& into) {
+  if (!into.defined()) return direct::planned_empty(like.sizes(), like.dtype(), like.device());
+  STRATA_CHECK(into.sizes() == like.sizes() && into.dtype() == like.dtype() && into.device() == like.device(),
+               "scaled_dot_product_attention_bwd: the buffer for ", name, " ", into.str(), " is not like ", like.str(),
+               " (internal error)");
+  return into;
+}
+}  // namespace detail
+
+// dq, dk, dv into the buffers given (a plan's: the slices of one QKV projection's gradient) or new
+// ones; reads[0]: the kernel's scratch (delta, lse's sizes).
+template <class D>
+Bound<OpId::attention_bwd, WithReads<AttentionGrads, 1>> attention_bwd(const D& d, const Tensor& q, const Tensor& k, const Tensor& v,
+                                                         const Tensor& y, const Tensor& lse, const Tensor& dy,
+                                                         bool causal, double scale, const Tensor& kv_len,
+                                                         const Tensor& dq_into = Tensor(),
+                                                         const Tensor& dk_into = Tensor(),
+                                                         const Tensor& dv_into = Tensor()) {
+  validate_attention_bwd(d, q, k, v, y, lse, dy, causal, scale, kv_len);
+  Bound<OpId::attention_bwd, WithReads<AttentionGrads, 1>> r;
+  AttentionGrads& g = r.out.result;
+  g.dq = detail::gradient_buffer("dq", q, dq_into);
+  g.dk = detail::gradient_buffer("dk", k, dk_into);
+  g.dv = detail::gradient_buffer("dv", v, dv_into);
+  r.out.reads[0] = direct::planned_empty(lse.sizes(), lse.dtype(), lse.device());
+  r.args = {q, k, v, y, lse, dy, r.out.reads[0], g.dq, g.dk, g.dv, kv_len, scale, causal};
+  return r;
+}
+
+}  // namespace strata::ops::bind
