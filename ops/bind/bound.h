@@ -44,6 +44,9 @@ struct WithReads {
   Tensor reads[N];
 };
 
+// Made in one expression where the bindings return it ({Args{...}, outputs}): the argument
+// structs are large (a TensorView holds its sizes and strides), and building one in place is
+// what keeps the front end's cost what a hand-filled struct costs.
 template <OpId op, class Out = NoOutput>
 struct Bound {
   typename OpCall<op>::Args args;

@@ -1,6 +1,8 @@
 #pragma once
 // linear and the losses, each with its backward (bound.h): the front end
 // (ops/linear_loss_ops.cpp) and direct mode's plans (ops/direct/plans.h) both bind here.
+#include <utility>
+
 #include "strata/ops/bind/bound.h"
 #include "strata/ops/direct/step_memory.h"
 #include "strata/ops/functional.h"
@@ -20,20 +22,16 @@ inline Tensor output_or(const Tensor& into, const char* op, const Shape& sizes, 
 
 template <class D>
 Bound<OpId::linear_fwd, Tensor> linear_fwd(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
-  const Shape out = validate_linear(d, x, w, b);
-  Bound<OpId::linear_fwd, Tensor> r;
-  r.out = direct::planned_empty(out, x.dtype(), x.device());
-  r.args = {x, w, b, r.out};
-  return r;
+  const Shape out = validate_linear(d, x, w, b);  // before x.dtype(): x may be undefined
+  Tensor y = direct::planned_empty(out, x.dtype(), x.device());
+  return {{x, w, b, y}, std::move(y)};
 }
 
 template <class D>
 Bound<OpId::linear_bwd_data, Tensor> linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w) {
   const Shape out = validate_linear_bwd_data(d, dy, w);
-  Bound<OpId::linear_bwd_data, Tensor> r;
-  r.out = direct::planned_empty(out, dy.dtype(), dy.device());
-  r.args = {dy, w, r.out};
-  return r;
+  Tensor dx = direct::planned_empty(out, dy.dtype(), dy.device());
+  return {{dy, w, dx}, std::move(dx)};
 }
 
 // dw, and db when with_bias; in weight's and bias's gradient homes when given (a plan's).
@@ -43,13 +41,11 @@ Bound<OpId::linear_bwd_weight, LinearWeightGrads> linear_bwd_weight(const D& d, 
                                                                     const Tensor& bias = Tensor()) {
   const Shape dw = validate_linear_bwd_weight(d, x, dy);
   const Shape db{dy.size(1)};
-  Bound<OpId::linear_bwd_weight, LinearWeightGrads> r;
-  LinearWeightGrads& g = r.out;
+  LinearWeightGrads g;
   g.dw = weight.defined() ? direct::planned_grad(weight, dw, x.dtype()) : direct::planned_empty(dw, x.dtype(), x.device());
   if (with_bias)
     g.db = bias.defined() ? direct::planned_grad(bias, db, x.dtype()) : direct::planned_empty(db, x.dtype(), x.device());
-  r.args = {x, dy, g.dw, g.db};
-  return r;
+  return {{x, dy, g.dw, g.db}, std::move(g)};
 }
 
 // The loss (a scalar that outlives a planned step: Tensor::empty) and the per-row log-sum-exp
@@ -59,10 +55,9 @@ Bound<OpId::softmax_xent_fwd, SoftmaxXentOut> softmax_xent_fwd(const D& d, const
                                                                int64_t ignore_index) {
   validate_softmax_xent(d, logits, labels);
   const DType st = stats_dtype(logits.dtype());
-  Bound<OpId::softmax_xent_fwd, SoftmaxXentOut> r;
-  r.out = {Tensor::empty(Shape{}, st, logits.device()), direct::planned_empty(Shape{logits.size(0)}, st, logits.device())};
-  r.args = {logits, labels, r.out.loss, r.out.lse, ignore_index};
-  return r;
+  SoftmaxXentOut o{Tensor::empty(Shape{}, st, logits.device()),
+                   direct::planned_empty(Shape{logits.size(0)}, st, logits.device())};
+  return {{logits, labels, o.loss, o.lse, ignore_index}, std::move(o)};
 }
 
 // into: a buffer for dlogits that a plan laid out itself (logits' sizes and dtype, any strides).
@@ -71,29 +66,23 @@ Bound<OpId::softmax_xent_bwd, Tensor> softmax_xent_bwd(const D& d, const Tensor&
                                                        const Tensor& labels, const Tensor& dloss, int64_t ignore_index,
                                                        const Tensor& into = Tensor()) {
   validate_softmax_xent_bwd(d, logits, lse, labels, dloss);
-  Bound<OpId::softmax_xent_bwd, Tensor> r;
-  r.out = detail::output_or(into, "softmax_xent_bwd", logits.sizes(), logits.dtype(), logits.device());
-  r.args = {logits, lse, labels, dloss, r.out, ignore_index};
-  return r;
+  Tensor dlogits = detail::output_or(into, "softmax_xent_bwd", logits.sizes(), logits.dtype(), logits.device());
+  return {{logits, lse, labels, dloss, dlogits, ignore_index}, std::move(dlogits)};
 }
 
 template <class D>
 Bound<OpId::bce_logits_fwd, Tensor> bce_logits_fwd(const D& d, const Tensor& logits, const Tensor& targets) {
   validate_bce_logits(d, logits, targets);
-  Bound<OpId::bce_logits_fwd, Tensor> r;
-  r.out = Tensor::empty(Shape{}, logits.dtype(), logits.device());
-  r.args = {logits, targets, r.out};
-  return r;
+  Tensor loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+  return {{logits, targets, loss}, std::move(loss)};
 }
 
 template <class D>
 Bound<OpId::bce_logits_bwd, Tensor> bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets,
                                                    const Tensor& dloss) {
   validate_bce_logits_bwd(d, logits, targets, dloss);
-  Bound<OpId::bce_logits_bwd, Tensor> r;
-  r.out = direct::planned_empty(logits.sizes(), logits.dtype(), logits.device());
-  r.args = {logits, targets, dloss, r.out};
-  return r;
+  Tensor dlogits = direct::planned_empty(logits.sizes(), logits.dtype(), logits.device());
+  return {{logits, targets, dloss, dlogits}, std::move(dlogits)};
 }
 
 }  // namespace strata::ops::bind

@@ -3,6 +3,7 @@
 // matrix product, index_select and index_add (bound.h): the front end (ops/tensor_ops.cpp) and
 // direct mode's plans (ops/direct/tensor_plans.h) both bind here.
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "strata/ops/bind/bound.h"
@@ -19,11 +20,9 @@ Bound<OpId::reduce_dims, Tensor> reduce_dims(const D& d, ReduceFn fn, const Tens
   check_defined(reduce_name(fn), "input", x);
   const std::vector<bool> mask = validate_reduce(d, fn, x, dims);
   const bool arg = fn == ReduceFn::argmax || fn == ReduceFn::argmin;
-  Bound<OpId::reduce_dims, Tensor> r;
-  r.out = direct::planned_empty(reduced_shape(x.sizes(), mask, true), arg ? DType::i64 : x.dtype(), x.device());
-  r.args = {x, r.out, fn};
+  Tensor y = direct::planned_empty(reduced_shape(x.sizes(), mask, true), arg ? DType::i64 : x.dtype(), x.device());
   if (mask_out) *mask_out = mask;
-  return r;
+  return {{x, y, fn}, std::move(y)};
 }
 
 // A scalar is softmaxed as [1] (its one element, a view), as PyTorch does.
@@ -32,11 +31,8 @@ Bound<OpId::softmax_fwd, Tensor> softmax_fwd(const D& d, const Tensor& x, int di
   check_defined(log ? "log_softmax" : "softmax", "input", x);
   const int w = validate_softmax(d, x, dim, log);
   const Tensor xs = x.dim() == 0 ? x.view({1}) : x;
-  Bound<OpId::softmax_fwd, Tensor> r;
   const Tensor y = direct::planned_empty_like(xs, xs.sizes());
-  r.args = {xs, y, w, log};
-  r.out = x.dim() == 0 ? y.view(Shape{}) : y;
-  return r;
+  return {{xs, y, w, log}, x.dim() == 0 ? y.view(Shape{}) : y};
 }
 
 template <class D>
@@ -44,11 +40,8 @@ Bound<OpId::softmax_bwd, Tensor> softmax_bwd(const D& d, const Tensor& y, const 
   const int w = validate_softmax_bwd(d, y, dy, dim, log);
   const bool scalar = y.dim() == 0;
   const Tensor ys = scalar ? y.view({1}) : y, dys = scalar ? dy.view({1}) : dy;
-  Bound<OpId::softmax_bwd, Tensor> r;
   const Tensor dx = direct::planned_empty_like(ys, ys.sizes());
-  r.args = {ys, dys, dx, w, log};
-  r.out = scalar ? dx.view(Shape{}) : dx;
-  return r;
+  return {{ys, dys, dx, w, log}, scalar ? dx.view(Shape{}) : dx};
 }
 
 // y = alpha a b, batched. operand(t, batch): t as a GEMM reads it (gemm_layout.h; the front end
@@ -58,12 +51,9 @@ template <class D, class Operand>
 Bound<OpId::bmm, WithReads<Tensor, 2>> bmm(const D& d, const Tensor& a, const Tensor& b, double alpha,
                                             Operand&& operand) {
   const Shape out = validate_bmm(d, a, b);
-  Bound<OpId::bmm, WithReads<Tensor, 2>> r;
-  r.out.result = direct::planned_empty(out, a.dtype(), a.device());
-  r.out.reads[0] = operand(a, out[0]);
-  r.out.reads[1] = operand(b, out[0]);
-  r.args = {r.out.reads[0], r.out.reads[1], r.out.result, alpha};
-  return r;
+  Tensor y = direct::planned_empty(out, a.dtype(), a.device());
+  Tensor ra = operand(a, out[0]), rb = operand(b, out[0]);
+  return {{ra, rb, y, alpha}, {std::move(y), {std::move(ra), std::move(rb)}}};
 }
 
 // x with dim `dim` replaced by its rows at `index`. index_values: the index whose values are
@@ -74,10 +64,8 @@ Bound<OpId::index_select, Tensor> index_select(const D& d, const Tensor& x, int 
   const int w = validate_index_select(d, x, dim, index_values);
   Shape out = x.sizes();
   out[w] = index.numel();
-  Bound<OpId::index_select, Tensor> r;
-  r.out = direct::planned_empty(out, x.dtype(), x.device());
-  r.args = {x, index, r.out, w};
-  return r;
+  Tensor y = direct::planned_empty(out, x.dtype(), x.device());
+  return {{x, index, y, w}, std::move(y)};
 }
 
 // y[index] += x along dim (index_select's adjoint), into a given y of `sizes` (zero it first:
@@ -86,12 +74,10 @@ template <class D>
 Bound<OpId::index_add, Tensor> index_add(const D& d, const Tensor& x, int dim, const Tensor& index,
                                          const Tensor& index_values, const Shape& sizes, const Tensor& into = Tensor()) {
   const int w = validate_index_add(d, x, dim, index_values, sizes);
-  Bound<OpId::index_add, Tensor> r;
-  r.out = into.defined() ? into : direct::planned_empty(sizes, x.dtype(), x.device());
-  STRATA_CHECK(r.out.sizes() == sizes && r.out.dtype() == x.dtype(), "index_add: output ", r.out.str(), " must be ",
-               sizes.str(), " in the source's dtype");
-  r.args = {x, index, r.out, w};
-  return r;
+  Tensor y = into.defined() ? into : direct::planned_empty(sizes, x.dtype(), x.device());
+  STRATA_CHECK(y.sizes() == sizes && y.dtype() == x.dtype(), "index_add: output ", y.str(), " must be ", sizes.str(),
+               " in the source's dtype");
+  return {{x, index, y, w}, std::move(y)};
 }
 
 // index_add_: y[index] += x along dim, in place into a tensor of the caller's (its own checks

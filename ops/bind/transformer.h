@@ -3,6 +3,8 @@
 // (ops/transformer_ops.cpp) and direct mode's plans (ops/direct/transformer_plans.h) both bind
 // here. Layer norm runs on its tensors seen as rows [N, C] through rows(t, sizes): a view when
 // the strides allow, else a copy (the front end's now, a plan's planned copy at each run).
+#include <utility>
+
 #include "strata/ops/bind/bound.h"
 #include "strata/ops/direct/step_memory.h"
 #include "strata/ops/transformer_ops.h"
@@ -29,14 +31,11 @@ Bound<OpId::layer_norm_fwd, WithReads<LayerNormResult, 1>> layer_norm_fwd(const 
                                                                           double eps, Rows&& rows) {
   validate_layer_norm(d, x, weight, bias, eps);
   const Shape rs = detail::layer_norm_rows(x), n{rs[0]}, stats = detail::without_last(x.sizes());
-  Bound<OpId::layer_norm_fwd, WithReads<LayerNormResult, 1>> r;
-  LayerNormResult& o = r.out.result;
-  o.y = direct::planned_empty(x.sizes(), x.dtype(), x.device());
-  o.mean = direct::planned_empty(stats, stats_dtype(x.dtype()), x.device());
-  o.rstd = direct::planned_empty(stats, stats_dtype(x.dtype()), x.device());
-  r.out.reads[0] = rows(x, rs);
-  r.args = {r.out.reads[0], weight, bias, o.y.view(rs), o.mean.view(n), o.rstd.view(n), eps};
-  return r;
+  LayerNormResult o{direct::planned_empty(x.sizes(), x.dtype(), x.device()),
+                    direct::planned_empty(stats, stats_dtype(x.dtype()), x.device()),
+                    direct::planned_empty(stats, stats_dtype(x.dtype()), x.device())};
+  Tensor xr = rows(x, rs);
+  return {{xr, weight, bias, o.y.view(rs), o.mean.view(n), o.rstd.view(n), eps}, {std::move(o), {std::move(xr)}}};
 }
 
 inline bool layer_norm_bwd_needed(const LayerNormGrads& g) {
@@ -57,20 +56,14 @@ Bound<OpId::layer_norm_bwd, WithReads<LayerNormGrads, 4>> layer_norm_bwd(const D
   auto grad = [&](const Tensor& param) {
     return param.defined() ? direct::planned_grad(param, c, x.dtype()) : direct::planned_empty(c, x.dtype(), x.device());
   };
-  Bound<OpId::layer_norm_bwd, WithReads<LayerNormGrads, 4>> r;
-  LayerNormGrads& g = r.out.result;
+  LayerNormGrads g;
   if (need_dx) g.dx = direct::planned_empty(x.sizes(), x.dtype(), x.device());
   if (need_dweight && weight.defined()) g.dweight = grad(weight_param);
   if (need_dbias) g.dbias = grad(bias_param);
-  if (!layer_norm_bwd_needed(g)) return r;
-  Tensor* reads = r.out.reads;
-  reads[0] = rows(x, rs);
-  reads[1] = rows(mean, n);
-  reads[2] = rows(rstd, n);
-  reads[3] = rows(dy, rs);
-  r.args = {reads[0], weight, reads[1], reads[2], reads[3], g.dx.defined() ? g.dx.view(rs) : Tensor(), g.dweight,
-            g.dbias};
-  return r;
+  if (!layer_norm_bwd_needed(g)) return {{}, {std::move(g), {}}};
+  Tensor xr = rows(x, rs), mr = rows(mean, n), rr = rows(rstd, n), dyr = rows(dy, rs);
+  return {{xr, weight, mr, rr, dyr, g.dx.defined() ? g.dx.view(rs) : Tensor(), g.dweight, g.dbias},
+          {std::move(g), {std::move(xr), std::move(mr), std::move(rr), std::move(dyr)}}};
 }
 
 // y [B, H, Tq, D] over [B, Tq, H, D] memory: the heads' outputs side by side, so the
@@ -79,12 +72,10 @@ template <class D>
 Bound<OpId::attention_fwd, AttentionResult> attention_fwd(const D& d, const Tensor& q, const Tensor& k, const Tensor& v,
                                                           bool causal, double scale, const Tensor& kv_len = Tensor()) {
   validate_attention(d, q, k, v, causal, scale, kv_len);
-  Bound<OpId::attention_fwd, AttentionResult> r;
-  r.out.y = direct::planned_empty(Shape{q.size(0), q.size(2), q.size(1), q.size(3)}, q.dtype(), q.device())
-                .permute({0, 2, 1, 3});
-  r.out.lse = direct::planned_empty(Shape{q.size(0), q.size(1), q.size(2)}, stats_dtype(q.dtype()), q.device());
-  r.args = {q, k, v, r.out.y, r.out.lse, kv_len, scale, causal};
-  return r;
+  AttentionResult o{
+      direct::planned_empty(Shape{q.size(0), q.size(2), q.size(1), q.size(3)}, q.dtype(), q.device()).permute({0, 2, 1, 3}),
+      direct::planned_empty(Shape{q.size(0), q.size(1), q.size(2)}, stats_dtype(q.dtype()), q.device())};
+  return {{q, k, v, o.y, o.lse, kv_len, scale, causal}, std::move(o)};
 }
 
 namespace detail {
@@ -108,14 +99,10 @@ Bound<OpId::attention_bwd, WithReads<AttentionGrads, 1>> attention_bwd(const D& 
                                                          const Tensor& dk_into = Tensor(),
                                                          const Tensor& dv_into = Tensor()) {
   validate_attention_bwd(d, q, k, v, y, lse, dy, causal, scale, kv_len);
-  Bound<OpId::attention_bwd, WithReads<AttentionGrads, 1>> r;
-  AttentionGrads& g = r.out.result;
-  g.dq = detail::gradient_buffer("dq", q, dq_into);
-  g.dk = detail::gradient_buffer("dk", k, dk_into);
-  g.dv = detail::gradient_buffer("dv", v, dv_into);
-  r.out.reads[0] = direct::planned_empty(lse.sizes(), lse.dtype(), lse.device());
-  r.args = {q, k, v, y, lse, dy, r.out.reads[0], g.dq, g.dk, g.dv, kv_len, scale, causal};
-  return r;
+  AttentionGrads g{detail::gradient_buffer("dq", q, dq_into), detail::gradient_buffer("dk", k, dk_into),
+                   detail::gradient_buffer("dv", v, dv_into)};
+  Tensor delta = direct::planned_empty(lse.sizes(), lse.dtype(), lse.device());
+  return {{q, k, v, y, lse, dy, delta, g.dq, g.dk, g.dv, kv_len, scale, causal}, {std::move(g), {std::move(delta)}}};
 }
 
 }  // namespace strata::ops::bind

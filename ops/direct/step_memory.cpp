@@ -18,6 +18,7 @@ namespace detail {
 constinit thread_local Recording* t_recording = nullptr;
 constinit thread_local const CaptureCheck* t_capture = nullptr;  // graph_capture.h
 constinit thread_local Assignment* t_assignment = nullptr;
+constinit std::atomic<int> g_passes{0};
 constinit thread_local ArenaObserver* t_arena_observer = nullptr;  // arena_observer.h
 
 namespace {
@@ -86,10 +87,11 @@ void next_position() {
 
 }  // namespace detail
 
-Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt, Lifetime life) {
+Tensor detail::planned_empty_in_pass(const Shape& sizes, DType dt, Device d, MemoryFormat fmt, int life_value) {
   using detail::t_assignment;
   using detail::t_recording;
-  if (!t_recording && !t_assignment) return Tensor::empty(sizes, dt, d, fmt);
+  const auto life = static_cast<Lifetime>(life_value);
+  if (!t_recording && !t_assignment) return Tensor::empty(sizes, dt, d, fmt);  // another thread's pass
   const int64_t bytes = sizes.numel() * static_cast<int64_t>(dtype_size(dt));
   if (t_recording) {
     auto storage = std::make_shared<Storage>(static_cast<size_t>(bytes), d, detail::reserved_addresses());
@@ -115,10 +117,6 @@ Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt, L
   return Tensor::in_storage(as.arena, (*as.offsets)[i], sizes, dt, fmt);
 }
 
-Tensor planned_empty_like(const Tensor& x, const Shape& sizes, DType dt) {
-  return planned_empty(sizes, dt, x.device(), Tensor::format_like(x, sizes));
-}
-Tensor planned_empty_like(const Tensor& x, const Shape& sizes) { return planned_empty_like(x, sizes, x.dtype()); }
 
 Tensor planned_grad(const Tensor& param, const Shape& sizes, DType dt) {
   STRATA_CHECK(param.defined(), "planned_grad: the parameter is undefined (internal error)");
@@ -159,10 +157,12 @@ StepMemory::RecordingPass::RecordingPass(StepMemory& m) : m_(m), rec_(std::make_
   STRATA_CHECK(!detail::t_recording && !detail::t_assignment,
                "direct mode memory plan: a planned step started inside another");
   detail::t_recording = rec_.get();
+  detail::g_passes.fetch_add(1, std::memory_order_relaxed);
 }
 
 StepMemory::RecordingPass::~RecordingPass() {
   detail::t_recording = nullptr;
+  detail::g_passes.fetch_sub(1, std::memory_order_relaxed);
   // Plans made against placeholders go before the placeholders do.
   for (auto& undo : rec_->undo) undo();
 }
@@ -208,9 +208,13 @@ StepMemory::AssignmentPass::AssignmentPass(StepMemory& m, Device d)
   as_->offsets = &m.offsets_;
   as_->bytes = &m.bytes_;
   detail::t_assignment = as_.get();
+  detail::g_passes.fetch_add(1, std::memory_order_relaxed);
 }
 
-StepMemory::AssignmentPass::~AssignmentPass() { detail::t_assignment = nullptr; }
+StepMemory::AssignmentPass::~AssignmentPass() {
+  detail::t_assignment = nullptr;
+  detail::g_passes.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void StepMemory::AssignmentPass::finish() {
   STRATA_CHECK(as_->next == m_.offsets_.size(), "direct mode memory plan: the step asked for ", as_->next,

@@ -27,6 +27,7 @@
 // The recording pass leaves host state alone: code that changes it during a step (a
 // gradient handed to .grad(), Dropout's random offset, a batch counter) asks
 // recording() first.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,11 @@ extern constinit thread_local Assignment* t_assignment;
 void note_use(const void* data);
 // Recording: the kernel call at the current position is complete.
 void next_position();
+// How many threads are in a recording or assignment pass now. While none is, planned_empty* is
+// Tensor::empty without reading the thread's pass (in a shared library a thread-local read is a
+// call): the eager front end allocates through the same bindings as the plans at its old cost.
+extern std::atomic<int> g_passes;
+Tensor planned_empty_in_pass(const Shape& sizes, DType dt, Device d, MemoryFormat fmt, int life);
 }  // namespace detail
 
 // Whether this thread is in a recording pass (kernels noted, not run).
@@ -58,10 +64,16 @@ inline bool recording() { return detail::t_recording != nullptr; }
 enum class Lifetime : uint8_t { step_local, to_step_end };
 
 // Like Tensor::empty and Tensor::empty_like, for a buffer written anew each step.
-Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt = MemoryFormat::contiguous,
-                     Lifetime life = Lifetime::step_local);
-Tensor planned_empty_like(const Tensor& x, const Shape& sizes, DType dt);
-Tensor planned_empty_like(const Tensor& x, const Shape& sizes);
+inline Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat fmt = MemoryFormat::contiguous,
+                            Lifetime life = Lifetime::step_local) {
+  if (detail::g_passes.load(std::memory_order_relaxed) == 0) [[likely]]
+    return Tensor::empty(sizes, dt, d, fmt);
+  return detail::planned_empty_in_pass(sizes, dt, d, fmt, static_cast<int>(life));
+}
+inline Tensor planned_empty_like(const Tensor& x, const Shape& sizes, DType dt) {
+  return planned_empty(sizes, dt, x.device(), Tensor::format_like(x, sizes));
+}
+inline Tensor planned_empty_like(const Tensor& x, const Shape& sizes) { return planned_empty_like(x, sizes, x.dtype()); }
 // The buffer a plan writes parameter `param`'s gradient into, which .grad() then takes
 // over: param's gradient home (Tensor::grad_home, a data-parallel bucket's view) when it
 // has these sizes and dtype, so the kernel writes straight into the bucket; otherwise
