@@ -1,16 +1,16 @@
 #pragma once
 // Validate-and-infer: one function per op that checks every argument (shape rule,
-// dtype, device, backend support) and returns what the output needs. The op front
-// end (ops/*_ops.cpp) calls it before every call; direct-mode plans
-// (ops/direct/plans.h) call it once, at plan time, through a StaticDispatch over
-// their backend. So every dispatch mode accepts the same calls and rejects a bad one
-// with the same message (cudnn-frontend's validate -> plan -> execute).
+// dtype, device, backend support) and returns what the output needs. Its one caller is
+// the op's binding (ops/bind/), which the front end runs at every call and a direct-mode
+// plan makes once, through a StaticDispatch over its backend. So every dispatch mode
+// accepts the same calls and rejects a bad one with the same message (cudnn-frontend's
+// validate -> plan -> execute).
 //
 // D is a dispatcher (VirtualDispatch or StaticDispatch<Impl>): it names the backend,
-// its device and what it supports. Outputs are allocated by the caller in the
-// format Tensor::empty_like gives (the input's Tensor::suggested_format()), after
-// the validation returned: an argument list that also reads an input's dtype would
-// read it, undefined, before the check.
+// its device and what it supports. The binding allocates the outputs in the format
+// Tensor::empty_like gives (the input's Tensor::suggested_format()), after the
+// validation returned: an argument list that also reads an input's dtype would read
+// it, undefined, before the check.
 #include <span>
 #include <string>
 #include <utility>
