@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "strata/core/tensor.h"
+#include "strata/ops/direct/step_memory.h"
 #include "strata/ops/table/op_args.h"
 #include "strata/ops/table/op_id.h"
 
@@ -52,6 +53,15 @@ struct Bound {
   typename OpCall<op>::Args args;
   Out out;
 };
+
+namespace bind::detail {
+// A parameter's gradient: in the gradient's home when a plan names the parameter (planned_grad),
+// else a new buffer (in layout fmt).
+inline Tensor gradient(const Tensor& param, const Shape& sizes, DType dt, Device dev,
+                       MemoryFormat fmt = MemoryFormat::contiguous) {
+  return param.defined() ? direct::planned_grad(param, sizes, dt) : direct::planned_empty(sizes, dt, dev, fmt);
+}
+}  // namespace bind::detail
 
 // The eager front end: a binding run once through the dispatcher d (traced as every call).
 template <OpId op, class Out, class D>

@@ -35,8 +35,7 @@ Bound<OpId::conv2d_bwd_weight, Tensor> conv2d_bwd_weight(const D& d, const Tenso
                                                          const Shape& w_sizes, const Conv2dParams& p,
                                                          MemoryFormat fmt, const Tensor& weight = Tensor()) {
   check_input(d, OpId::conv2d_bwd_weight, "input", x);
-  Tensor dw = weight.defined() ? direct::planned_grad(weight, w_sizes, x.dtype())
-                               : direct::planned_empty(w_sizes, x.dtype(), x.device(), fmt);
+  Tensor dw = detail::gradient(weight, w_sizes, x.dtype(), x.device(), fmt);
   validate_conv2d_bwd_weight(d, x, dy, dw, p);
   return {{x, dy, dw, p}, std::move(dw)};
 }
@@ -45,7 +44,7 @@ Bound<OpId::conv2d_bwd_weight, Tensor> conv2d_bwd_weight(const D& d, const Tenso
 template <class D>
 Bound<OpId::conv2d_bwd_bias, Tensor> conv2d_bwd_bias(const D& d, const Tensor& dy, const Tensor& bias = Tensor()) {
   const Shape out = validate_conv2d_bwd_bias(d, dy);
-  Tensor db = bias.defined() ? direct::planned_grad(bias, out, dy.dtype()) : direct::planned_empty(out, dy.dtype(), dy.device());
+  Tensor db = detail::gradient(bias, out, dy.dtype(), dy.device());
   return {{dy, db}, std::move(db)};
 }
 

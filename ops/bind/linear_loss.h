@@ -42,9 +42,8 @@ Bound<OpId::linear_bwd_weight, LinearWeightGrads> linear_bwd_weight(const D& d, 
   const Shape dw = validate_linear_bwd_weight(d, x, dy);
   const Shape db{dy.size(1)};
   LinearWeightGrads g;
-  g.dw = weight.defined() ? direct::planned_grad(weight, dw, x.dtype()) : direct::planned_empty(dw, x.dtype(), x.device());
-  if (with_bias)
-    g.db = bias.defined() ? direct::planned_grad(bias, db, x.dtype()) : direct::planned_empty(db, x.dtype(), x.device());
+  g.dw = detail::gradient(weight, dw, x.dtype(), x.device());
+  if (with_bias) g.db = detail::gradient(bias, db, x.dtype(), x.device());
   return {{x, dy, g.dw, g.db}, std::move(g)};
 }
 

@@ -59,8 +59,8 @@ Bound<OpId::batch_norm_bwd, BatchNormGrads> batch_norm_bwd(const D& d, const Ten
   const DType st = batch_norm_param_dtype(x);
   BatchNormGrads g;
   g.dx = direct::planned_empty_like(x, x.sizes());
-  g.dgamma = weight.defined() ? direct::planned_grad(weight, Shape{c}, st) : direct::planned_empty(Shape{c}, st, x.device());
-  g.dbeta = bias.defined() ? direct::planned_grad(bias, Shape{c}, st) : direct::planned_empty(Shape{c}, st, x.device());
+  g.dgamma = detail::gradient(weight, Shape{c}, st, x.device());
+  g.dbeta = detail::gradient(bias, Shape{c}, st, x.device());
   if (want_dz) g.dz = relu_mask.defined() ? direct::planned_empty_like(x, x.sizes()) : dy;
   return {{.x = x,
            .dy = dy,

@@ -130,9 +130,7 @@ Bound<OpId::binary_bwd, BinaryGrads> binary_bwd(const D& d, BinaryFn fn, const T
   BinaryGrads g;
   if (want_da) g.da = direct::planned_empty_like(a, a.sizes());
   if (want_db) g.db = direct::planned_empty_like(b, b.sizes());
-  return {{a, b, y, dy, g.da.defined() ? TensorView(g.da) : TensorView(), g.db.defined() ? TensorView(g.db) : TensorView(),
-           fn},
-          std::move(g)};
+  return {{a, b, y, dy, g.da, g.db, fn}, std::move(g)};  // a gradient not asked for: an undefined view
 }
 
 // u8 a fn b, a and b broadcast.

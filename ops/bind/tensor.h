@@ -72,7 +72,8 @@ Bound<OpId::index_select, Tensor> index_select(const D& d, const Tensor& x, int 
 // bind::fill) or a new one.
 template <class D>
 Bound<OpId::index_add, Tensor> index_add(const D& d, const Tensor& x, int dim, const Tensor& index,
-                                         const Tensor& index_values, const Shape& sizes, const Tensor& into = Tensor()) {
+                                         const Tensor& index_values, const Shape& sizes,
+                                         const Tensor& into = Tensor()) {
   const int w = validate_index_add(d, x, dim, index_values, sizes);
   Tensor y = into.defined() ? into : direct::planned_empty(sizes, x.dtype(), x.device());
   STRATA_CHECK(y.sizes() == sizes && y.dtype() == x.dtype(), "index_add: output ", y.str(), " must be ", sizes.str(),

@@ -46,20 +46,16 @@ inline bool layer_norm_bwd_needed(const LayerNormGrads& g) {
 // parameters whose gradients' homes take dweight and dbias (a plan's), when given. No gradient
 // asked for: nothing to run (layer_norm_bwd_needed). reads: x, mean, rstd and dy as rows.
 template <class D, class Rows>
-Bound<OpId::layer_norm_bwd, WithReads<LayerNormGrads, 4>> layer_norm_bwd(const D& d, const Tensor& x, const Tensor& weight,
-                                                           const Tensor& mean, const Tensor& rstd, const Tensor& dy,
-                                                           bool need_dx, bool need_dweight, bool need_dbias,
-                                                           Rows&& rows, const Tensor& weight_param = Tensor(),
-                                                           const Tensor& bias_param = Tensor()) {
+Bound<OpId::layer_norm_bwd, WithReads<LayerNormGrads, 4>> layer_norm_bwd(
+    const D& d, const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+    bool need_dx, bool need_dweight, bool need_dbias, Rows&& rows, const Tensor& weight_param = Tensor(),
+    const Tensor& bias_param = Tensor()) {
   validate_layer_norm_bwd(d, x, weight, mean, rstd, dy);
   const Shape rs = detail::layer_norm_rows(x), c{rs[1]}, n{rs[0]};
-  auto grad = [&](const Tensor& param) {
-    return param.defined() ? direct::planned_grad(param, c, x.dtype()) : direct::planned_empty(c, x.dtype(), x.device());
-  };
   LayerNormGrads g;
   if (need_dx) g.dx = direct::planned_empty(x.sizes(), x.dtype(), x.device());
-  if (need_dweight && weight.defined()) g.dweight = grad(weight_param);
-  if (need_dbias) g.dbias = grad(bias_param);
+  if (need_dweight && weight.defined()) g.dweight = detail::gradient(weight_param, c, x.dtype(), x.device());
+  if (need_dbias) g.dbias = detail::gradient(bias_param, c, x.dtype(), x.device());
   if (!layer_norm_bwd_needed(g)) return {{}, {std::move(g), {}}};
   Tensor xr = rows(x, rs), mr = rows(mean, n), rr = rows(rstd, n), dyr = rows(dy, rs);
   return {{xr, weight, mr, rr, dyr, g.dx.defined() ? g.dx.view(rs) : Tensor(), g.dweight, g.dbias},
@@ -72,9 +68,9 @@ template <class D>
 Bound<OpId::attention_fwd, AttentionResult> attention_fwd(const D& d, const Tensor& q, const Tensor& k, const Tensor& v,
                                                           bool causal, double scale, const Tensor& kv_len = Tensor()) {
   validate_attention(d, q, k, v, causal, scale, kv_len);
-  AttentionResult o{
-      direct::planned_empty(Shape{q.size(0), q.size(2), q.size(1), q.size(3)}, q.dtype(), q.device()).permute({0, 2, 1, 3}),
-      direct::planned_empty(Shape{q.size(0), q.size(1), q.size(2)}, stats_dtype(q.dtype()), q.device())};
+  const Shape heads_last{q.size(0), q.size(2), q.size(1), q.size(3)};
+  AttentionResult o{direct::planned_empty(heads_last, q.dtype(), q.device()).permute({0, 2, 1, 3}),
+                    direct::planned_empty(Shape{q.size(0), q.size(1), q.size(2)}, stats_dtype(q.dtype()), q.device())};
   return {{q, k, v, o.y, o.lse, kv_len, scale, causal}, std::move(o)};
 }
 
@@ -92,12 +88,10 @@ inline Tensor gradient_buffer(const char* name, const Tensor& like, const Tensor
 // dq, dk, dv into the buffers given (a plan's: the slices of one QKV projection's gradient) or new
 // ones; reads[0]: the kernel's scratch (delta, lse's sizes).
 template <class D>
-Bound<OpId::attention_bwd, WithReads<AttentionGrads, 1>> attention_bwd(const D& d, const Tensor& q, const Tensor& k, const Tensor& v,
-                                                         const Tensor& y, const Tensor& lse, const Tensor& dy,
-                                                         bool causal, double scale, const Tensor& kv_len,
-                                                         const Tensor& dq_into = Tensor(),
-                                                         const Tensor& dk_into = Tensor(),
-                                                         const Tensor& dv_into = Tensor()) {
+Bound<OpId::attention_bwd, WithReads<AttentionGrads, 1>> attention_bwd(
+    const D& d, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& y, const Tensor& lse, const Tensor& dy,
+    bool causal, double scale, const Tensor& kv_len, const Tensor& dq_into = Tensor(), const Tensor& dk_into = Tensor(),
+    const Tensor& dv_into = Tensor()) {
   validate_attention_bwd(d, q, k, v, y, lse, dy, causal, scale, kv_len);
   AttentionGrads g{detail::gradient_buffer("dq", q, dq_into), detail::gradient_buffer("dk", k, dk_into),
                    detail::gradient_buffer("dv", v, dv_into)};
