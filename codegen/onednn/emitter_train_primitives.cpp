@@ -33,6 +33,12 @@ std::string dims2(int a, int b) {
   return s;
 }
 
+// A convolution's strides, dilations (oneDNN counts them from 0) and padding, as its descriptors take them.
+std::string conv_geometry(const ops::Conv2dParams& p) {
+  return dims2(p.stride_h, p.stride_w) + ", " + dims2(p.dilation_h - 1, p.dilation_w - 1) + ", " +
+         dims2(p.pad_h, p.pad_w);
+}
+
 // Appends "c.in.push_back(...)" for an input operand and returns its argument expression.
 struct Operands {
   std::ostringstream& l;
@@ -95,9 +101,8 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
     l << "    const memory::desc src = " << desc_of(a->x) << ", wei = " << desc_of(a->w) << ", dst = " << desc_of(a->y)
       << ";\n";
     l << "    const memory::desc bias = " << (a->b.defined ? desc_of(a->b) : std::string("memory::desc()")) << ";\n";
-    l << "    const auto pd = conv_pd(prop_kind::forward_training, false, src, wei, bias, dst, "
-      << dims2(a->p.stride_h, a->p.stride_w) << ", " << dims2(a->p.dilation_h - 1, a->p.dilation_w - 1) << ", "
-      << dims2(a->p.pad_h, a->p.pad_w) << ", post_ops(false, false), eng);\n";
+    l << "    const auto pd = conv_pd(prop_kind::forward_training, false, src, wei, bias, dst, " << conv_geometry(a->p)
+      << ", post_ops(false, false), eng);\n";
     l << "    c.prim = dnnl::convolution_forward(pd);\n";
     const std::string x = o.in("src", "pd.src_desc()", at(a->x, "x"));
     const std::string w = o.in("wei", "pd.weights_desc()", at(a->w, "w"));
@@ -110,8 +115,7 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
                  "; the onednn emitter writes out groups = 1 only");
     l << "    const memory::desc dx = " << desc_of(a->dx) << ", wei = " << desc_of(a->w) << ", dy = " << desc_of(a->dy)
       << ";\n";
-    const std::string geom = dims2(a->p.stride_h, a->p.stride_w) + ", " +
-                             dims2(a->p.dilation_h - 1, a->p.dilation_w - 1) + ", " + dims2(a->p.pad_h, a->p.pad_w);
+    const std::string geom = conv_geometry(a->p);
     l << "    // the forward's primitive descriptor is the hint oneDNN picks the backward's kernel by\n";
     l << "    const auto hint = conv_pd(prop_kind::forward_training, false, dx, wei, memory::desc(), dy, " << geom
       << ", dnnl::primitive_attr(), eng);\n";
@@ -127,8 +131,7 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
                  "; the onednn emitter writes out groups = 1 only");
     l << "    const memory::desc x = " << desc_of(a->x) << ", dw = " << desc_of(a->dw) << ", dy = " << desc_of(a->dy)
       << ";\n";
-    const std::string geom = dims2(a->p.stride_h, a->p.stride_w) + ", " +
-                             dims2(a->p.dilation_h - 1, a->p.dilation_w - 1) + ", " + dims2(a->p.pad_h, a->p.pad_w);
+    const std::string geom = conv_geometry(a->p);
     l << "    const auto hint = conv_pd(prop_kind::forward_training, false, x, dw, memory::desc(), dy, " << geom
       << ", dnnl::primitive_attr(), eng);\n";
     l << "    const dnnl::convolution_backward_weights::primitive_desc pd({algorithm::convolution_direct, any_like(x), "
