@@ -123,6 +123,8 @@ struct Options {
   std::optional<bool> s2d_stem, winograd;  // nn::ResNetConfig::space_to_depth_stem, winograd
   bool trace = false;  // one extra traced step in the tape modes
   bool trace_sync = false;  // and one with every op waited for (per-op device time)
+  bool auto_layout = false;  // configurations without _nhwc: the backend's preferred layout, not NCHW
+  bool nchw_input = false;   // the input a plain NCHW tensor the model converts, not its own buffer
 };
 
 constexpr int kMinIters = 20;
@@ -134,7 +136,7 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
             {"batch", c.batch},
             {"resolution", c.resolution},
             {"dtype", c.bf16 ? "bf16-mixed" : "f32"},
-            {"layout", c.nhwc ? "NHWC" : "NCHW"}};
+            {"layout", c.nhwc ? "NHWC" : o.auto_layout ? "auto" : "NCHW"}};
   backends::Backend& be = backends::registry().get(o.backend);
   const bool cuda = be.device_type() == DeviceType::cuda;
   try {
@@ -142,7 +144,9 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
       bench::cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
       backends::cuda::empty_cache();
     }
-    const MemoryFormat fmt = c.nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+    const std::optional<MemoryFormat> fmt = c.nhwc         ? std::optional(MemoryFormat::channels_last)
+                                            : o.auto_layout ? std::nullopt
+                                                            : std::optional(MemoryFormat::contiguous);
     auto t_build = std::chrono::steady_clock::now();
     auto model =
         bench::make_resnet50(mode, o.backend, fmt, c.bf16 ? std::optional<DType>(DType::bf16) : std::nullopt, o.fuse,
@@ -150,7 +154,11 @@ json measure(const Options& o, const BenchConfig& c, ops::DispatchMode mode) {
     r["describe"] = model->describe();
     const Shape in_sizes{c.batch, 3, c.resolution, c.resolution};
     Tensor x = model->input_buffer(in_sizes);
-    copy_into(bench::random_images(c.batch, c.resolution, fmt, o.seed), x);
+    r["model_layout"] = x.is_channels_last() && !x.is_contiguous() ? "NHWC" : "NCHW";
+    if (o.nchw_input) x = Tensor::empty(in_sizes, DType::f32, model->device());
+    r["input"] = o.nchw_input ? "a user's NCHW f32 tensor, converted by the model each step" : "the model's buffer";
+    copy_into(bench::random_images(c.batch, c.resolution, c.nhwc ? MemoryFormat::channels_last
+                                                                  : MemoryFormat::contiguous, o.seed), x);
     Tensor labels = model->targets_buffer(Shape{c.batch});  // read in place, as the input buffer
     copy_into(bench::random_labels(c.batch, o.seed + 1), labels);
     std::unique_ptr<nn::Optimizer> opt;
@@ -308,6 +316,11 @@ int main(int argc, char** argv) {
   app.add_option("--backend", o.backend, "cuda (default); reference or null for CPU smoke tests");
   app.add_option("--seed", o.seed, "seed of the random inputs and labels");
   app.add_flag("--tf32", tf32, "allow TF32 for f32 conv/linear (strata's default: off)");
+  app.add_flag("--auto-layout", o.auto_layout,
+               "configurations without _nhwc: the layout the backend prefers (nn::ModelOptions::memory_format "
+               "unset) instead of NCHW");
+  app.add_flag("--nchw-input", o.nchw_input,
+               "time predict/train_step on a plain NCHW f32 tensor the model converts, not on its input buffer");
   app.add_flag("--cudnn-find", find_algos, "choose cuDNN engines by timing them once per shape (default: heuristics)");
   bool no_fuse = false;
   app.add_flag("--no-fuse", no_fuse,

@@ -98,7 +98,8 @@ json device_info(bool cuda) {
   return d;
 }
 
-std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend, MemoryFormat fmt,
+std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend,
+                                         std::optional<MemoryFormat> fmt,
                                          std::optional<DType> compute, bool fuse, std::optional<bool> fold,
                                          std::optional<bool> s2d_stem, std::optional<bool> winograd) {
   nn::ResNetConfig rc;

@@ -59,12 +59,13 @@ Tensor random_labels(int64_t n, uint64_t seed, int64_t classes = kImageNetClasse
 nlohmann::json device_info(bool cuda);
 
 // torchvision's ResNet-50 (1000 classes, kaiming_normal_fan_out, seed 0) in `mode` on
-// `backend`; `compute` = bf16/f16 for mixed precision (nn::ModelOptions::compute_dtype);
+// `backend`; `fmt` nn::ModelOptions::memory_format (nullopt: the backend's choice);
+// `compute` = bf16/f16 for mixed precision (nn::ModelOptions::compute_dtype);
 // `fuse`: nn::ResNetConfig::fuse_eval and fuse_train; `fold`, `s2d_stem`, `winograd`:
 // nn::ResNetConfig::fold_batch_norm, space_to_depth_stem, winograd (unset: the model's
 // defaults for the backend's device).
 std::unique_ptr<nn::Model> make_resnet50(ops::DispatchMode mode, const std::string& backend,
-                                         MemoryFormat fmt = MemoryFormat::contiguous,
+                                         std::optional<MemoryFormat> fmt = MemoryFormat::contiguous,
                                          std::optional<DType> compute = std::nullopt, bool fuse = true,
                                          std::optional<bool> fold = std::nullopt,
                                          std::optional<bool> s2d_stem = std::nullopt,

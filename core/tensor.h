@@ -12,6 +12,7 @@
 #include "strata/core/dtype.h"
 #include "strata/core/device.h"
 #include "strata/core/error.h"
+#include "strata/core/memory_format.h"
 #include "strata/core/shape.h"
 #include "strata/core/storage.h"
 
@@ -20,8 +21,6 @@ namespace strata {
 namespace autograd {
 class Node;
 }
-
-enum class MemoryFormat : uint8_t { contiguous, channels_last };
 
 class Tensor;
 

@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
     // A fresh ResNet's stem follows the input size (strata_train's rule); a checkpoint's is its own, and
     // ResNet runs any input size through it.
     if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
+    // The emitters write NCHW programs: the model is made NCHW whatever layout the backend would prefer.
+    spec.nchw = true;
     auto model = train::build_model(spec, ops::DispatchMode::direct, backend);
     if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
     if (train)

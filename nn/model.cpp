@@ -76,7 +76,8 @@ class ModelImpl final : public Model {
  public:
   ModelImpl(const P& p, std::unique_ptr<Module> net, DType dt, const ModelOptions& o, const std::string& what,
             const std::string& init, ops::DispatchMode mode)
-      : s_{p, std::move(net), Loss<P>(p, o.loss, o.ignore_index), dt, o.compute_dtype.value_or(dt), o.memory_format},
+      : s_{p, std::move(net), Loss<P>(p, o.loss, o.ignore_index), dt, o.compute_dtype.value_or(dt),
+           o.memory_format.value_or(p.preferred_memory_format(o.compute_dtype.value_or(dt)))},
         mode_(mode), borrowed_(o.borrowed_results) {
     STRATA_CHECK(mode == mode_of(P::kMode) || (mode == ops::DispatchMode::graph && captures_graphs_v<P>),
                  "Model: dispatch mode ", ops::dispatch_mode_name(mode), " does not go with the policy ", P::kMode);

@@ -65,7 +65,12 @@ struct ModelOptions {
   // train_step themselves (no copy; the next call overwrites them) instead of copies the
   // caller owns. The tape modes return fresh tensors either way.
   bool borrowed_results = false;
-  MemoryFormat memory_format = MemoryFormat::contiguous;
+  // The layout of the network's 4-D activations and convolution weights. nullopt: the one the
+  // backend runs fastest for the compute dtype under its settings when the model is made
+  // (Backend::preferred_memory_format: NCHW on the CPU backends and in strict f32 on cuda,
+  // channels-last for cuda's tensor-core dtypes), as PyTorch's inductor picks a layout for a
+  // frozen model; inputs in either layout are converted to it (ops copy them once per call).
+  std::optional<MemoryFormat> memory_format;
   // Mixed precision: activations, convolutions and matmuls in this dtype (bf16/f16),
   // parameters (master weights), optimizer state, batch-norm statistics and the loss
   // in the parameters' dtype; nullopt computes in the parameters' dtype. Any compute

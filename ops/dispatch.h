@@ -32,6 +32,7 @@ struct VirtualDispatch {
   std::string_view backend_name() const { return backend->name(); }
   Device device() const { return {backend->device_type(), 0}; }
   const backends::Capabilities& capabilities() const { return backend->capabilities(); }
+  MemoryFormat preferred_memory_format(DType dt) const { return backend->preferred_memory_format(dt); }
   void synchronize() const { backend->synchronize(); }
 #define STRATA_OP(op, Args, kind)                                                    \
   void op(const Args& a) const {                                               \
@@ -57,6 +58,7 @@ struct StaticDispatch {
   std::string_view backend_name() const { return Impl::kName; }
   Device device() const { return {Impl::kDevice, 0}; }
   const backends::Capabilities& capabilities() const { return impl->capabilities(); }
+  MemoryFormat preferred_memory_format(DType dt) const { return backends::preferred_memory_format(*impl, dt); }
   void synchronize() const { impl->synchronize(); }
 #define STRATA_OP(op, Args, kind)                                                    \
   void op(const Args& a) const {                                               \
@@ -85,6 +87,7 @@ struct Direct {
   std::string_view backend_name() const { return Impl::kName; }
   Device device() const { return {Impl::kDevice, 0}; }
   const backends::Capabilities& capabilities() const { return impl->capabilities(); }
+  MemoryFormat preferred_memory_format(DType dt) const { return backends::preferred_memory_format(*impl, dt); }
   void synchronize() const { impl->synchronize(); }
 };
 

@@ -10,6 +10,7 @@
 #include "strata/core/device.h"
 #include "strata/core/dtype.h"
 #include "strata/core/error.h"
+#include "strata/core/memory_format.h"
 #include "strata/ops/table/op_args.h"
 #include "strata/ops/table/op_id.h"
 
@@ -28,6 +29,10 @@ class Backend {
   virtual std::string describe() const = 0;
   // TF32 for f32 convolutions and matrix products; an error on a backend without it.
   virtual void set_allow_tf32(bool on) = 0;
+  // The layout a network's 4-D activations and convolution weights run fastest in here when
+  // computing in `compute` under the backend's current settings; a model built without a
+  // layout of its own takes it (nn::ModelOptions::memory_format).
+  virtual MemoryFormat preferred_memory_format(DType compute) const = 0;
   // Waits for queued work (a no-op on synchronous CPU backends).
   virtual void synchronize() = 0;
 #define STRATA_OP(name, Args, kind) virtual void name(const ops::Args& args) = 0;
@@ -47,6 +52,15 @@ concept BackendImpl = requires(B& b, const B& cb) {
 #include "strata/ops/table/op_table.def"
 #undef STRATA_OP
 };
+
+// A backend class's preferred_memory_format, or NCHW for one that states no preference.
+template <BackendImpl Impl>
+MemoryFormat preferred_memory_format(const Impl& b, DType compute) {
+  if constexpr (requires { b.preferred_memory_format(compute); })
+    return b.preferred_memory_format(compute);
+  else
+    return MemoryFormat::contiguous;
+}
 
 // The thin virtual adapter the registry holds over each backend class. Virtual and
 // static dispatch therefore run the very same function bodies.
@@ -69,6 +83,9 @@ class BackendAdapter final : public Backend {
       impl_.set_allow_tf32(on);
     else
       STRATA_CHECK(!on, "backend '", Impl::kName, "' has no TF32 mode (TF32 is a cuda backend setting)");
+  }
+  MemoryFormat preferred_memory_format(DType compute) const override {
+    return backends::preferred_memory_format(impl_, compute);
   }
   void synchronize() override { impl_.synchronize(); }
 #define STRATA_OP(name, Args, kind) \

@@ -30,7 +30,8 @@ __device__ __forceinline__ A row_sum(A v, A* red) {
 
 template <int G, class T, class S>
 __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T> x, bool xvec, const T* w, int64_t sw,
-                                                                  const T* b, int64_t sb, View2<T> y, bool yvec,
+                                                                  bool wvec, const T* b, int64_t sb, bool bvec,
+                                                                  View2<T> y, bool yvec,
                                                                   S* mean, int64_t sm, S* rstd, int64_t sr, int64_t n,
                                                                   int64_t c, double eps) {
   using A = acc_t<T>;
@@ -62,13 +63,15 @@ __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T>
     const A rs = A(1) / sqrt(row_sum<G>(q, red) / static_cast<A>(c) + static_cast<A>(eps));
     for (int64_t k = lane; k < chunks; k += G) {
       const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
+      A wk[kChunk8], bk[kChunk8];
+      if (w) load_chunk8(w, sw, wvec, k, c, wk);
+      if (b) load_chunk8(b, sb, bvec, k, c, bk);
 #pragma unroll
       for (int i = 0; i < kChunk8; ++i)
         if (i < m) {
-          const int64_t j = k * kChunk8 + i;
           A o = (v[i] - mu) * rs;
-          if (w) o = o * static_cast<A>(load(w[j * sw]));
-          if (b) o = o + static_cast<A>(load(b[j * sb]));
+          if (w) o = o * wk[i];
+          if (b) o = o + bk[i];
           v[i] = o;
         }
       store_chunk8(y.p + r * y.s0, y.s1, yvec, k, m, v);
@@ -86,8 +89,9 @@ __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T>
 // order, so the bits are the same whichever of the two a row's alignment picks.
 template <int K, class T, class S>
 __global__ void __launch_bounds__(kThreads, 3)
-    layer_norm_fwd_rows_kernel(View2<const T> x, const T* w, int64_t sw, const T* b, int64_t sb, View2<T> y,
-                               S* mean, int64_t sm, S* rstd, int64_t sr, int64_t n, int64_t c, double eps) {
+    layer_norm_fwd_rows_kernel(View2<const T> x, const T* w, int64_t sw, bool wvec, const T* b, int64_t sb,
+                               bool bvec, View2<T> y, S* mean, int64_t sm, S* rstd, int64_t sr, int64_t n, int64_t c,
+                               double eps) {
   using A = acc_t<T>;
   constexpr int per = 16 / static_cast<int>(sizeof(T));
   using P = Pack<T, per>;
@@ -129,15 +133,19 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int j = 0; j < K; ++j) {
       const int64_t k = lane + 32 * j;
       if (k >= chunks) break;
+      // The chunk's weights and biases in one 16-byte load each where they are dense (eight scalar
+      // loads each were most of the kernel's instructions); the same values either way.
+      A wk[kChunk8], bk[kChunk8];
+      if (w) load_chunk8(w, sw, wvec, k, c, wk);
+      if (b) load_chunk8(b, sb, bvec, k, c, bk);
 #pragma unroll
       for (int q = 0; q < kChunk8 / per; ++q) {
         P pk;
 #pragma unroll
         for (int i = 0; i < per; ++i) {
-          const int64_t col = k * kChunk8 + q * per + i;
           A o = (v[j][q * per + i] - mu) * rs;
-          if (w) o = o * static_cast<A>(load(w[col * sw]));
-          if (b) o = o + static_cast<A>(load(b[col * sb]));
+          if (w) o = o * wk[q * per + i];
+          if (b) o = o + bk[q * per + i];
           pk.v[i] = store<T>(o);
         }
         yr[k * (kChunk8 / per) + q] = pk;
@@ -228,7 +236,7 @@ __device__ __forceinline__ int load_row_chunk(const T* row, int64_t stride, int6
 constexpr int kFusedWarps = 4;
 template <int K, bool Vec, class T, class S>
 __global__ void __launch_bounds__(32 * kFusedWarps)
-    layer_norm_bwd_fused_kernel(View2<const T> x, const T* w, int64_t sw, const S* mean, int64_t sm,
+    layer_norm_bwd_fused_kernel(View2<const T> x, const T* w, int64_t sw, bool wvec, const S* mean, int64_t sm,
                                 const S* rstd, int64_t sr, View2<const T> dy, View2<T> dx,
                                 float* part_w, float* part_b, int64_t n, int64_t c) {
   static_assert(sizeof(acc_t<T>) == sizeof(float), "the fused backward sums in float");
@@ -247,6 +255,15 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
     for (int i = 0; i < kChunk8; ++i) aw[i][q] = ab[i][q] = 0;
   __syncwarp();
   A xv[K][kChunk8], gv[K][kChunk8];
+  // The lane's columns' weights, loaded once for all its rows (two scalar loads per element per
+  // row were most of the kernel's instructions); 1 without a weight, as weighted() multiplies.
+  A wv[K][kChunk8];
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+#pragma unroll
+    for (int i = 0; i < kChunk8; ++i) wv[j][i] = A(1);
+    if (w && lane + 32 * j < chunks) load_chunk8(w, sw, wvec, lane + 32 * j, c, wv[j]);
+  }
   int m[K];
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kFusedWarps + warp; r < n; r += step) {
     const T* xr = x.p + r * x.s0;
@@ -269,7 +286,7 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
       for (int i = 0; i < kChunk8; ++i)
         if (i < m[j]) {
           const A xh = (xv[j][i] - mu) * rs;
-          const A g = weighted(gv[j][i], w, sw, k * kChunk8 + i);
+          const A g = gv[j][i] * wv[j][i];
           sg += g;
           sgx += g * (xv[j][i] - mu) * rs;
           aw[i][k] += gv[j][i] * xh;
@@ -284,7 +301,7 @@ __global__ void __launch_bounds__(32 * kFusedWarps)
 #pragma unroll
       for (int i = 0; i < kChunk8; ++i)
         if (i < m[j]) {
-          const A g = weighted(gv[j][i], w, sw, k * kChunk8 + i);
+          const A g = gv[j][i] * wv[j][i];
           const A xh = (xv[j][i] - mu) * rs;
           xv[j][i] = rs * (g - mg - xh * mgx);
         }
@@ -355,8 +372,9 @@ void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
       constexpr int G = decltype(g)::value;
       cuda::layer_norm_fwd_kernel<G, T, S><<<cuda::grid_for(*ctx_, n * G), kThreads, 0, ctx_->stream>>>(
           cuda::v2<const T>(a.x), cuda::rows_vectorizable<T>(a.x), a.weight.defined ? a.weight.ptr<const T>() : nullptr,
-          a.weight.defined ? a.weight.strides[0] : 0, a.bias.defined ? a.bias.ptr<const T>() : nullptr,
-          a.bias.defined ? a.bias.strides[0] : 0, cuda::v2<T>(a.y), cuda::rows_vectorizable<T>(a.y), a.mean.ptr<S>(),
+          a.weight.defined ? a.weight.strides[0] : 0, cuda::vector_vectorizable<T>(a.weight),
+          a.bias.defined ? a.bias.ptr<const T>() : nullptr, a.bias.defined ? a.bias.strides[0] : 0,
+          cuda::vector_vectorizable<T>(a.bias), cuda::v2<T>(a.y), cuda::rows_vectorizable<T>(a.y), a.mean.ptr<S>(),
           a.mean.strides[0], a.rstd.ptr<S>(), a.rstd.strides[0], n, c, a.eps);
       STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_kernel");
     };
@@ -367,8 +385,9 @@ void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
       constexpr int K = decltype(kk)::value;
       cuda::layer_norm_fwd_rows_kernel<K, T, S><<<cuda::grid_for(*ctx_, n * 32), kThreads, 0, ctx_->stream>>>(
           cuda::v2<const T>(a.x), a.weight.defined ? a.weight.ptr<const T>() : nullptr,
-          a.weight.defined ? a.weight.strides[0] : 0, a.bias.defined ? a.bias.ptr<const T>() : nullptr,
-          a.bias.defined ? a.bias.strides[0] : 0, cuda::v2<T>(a.y), a.mean.ptr<S>(), a.mean.strides[0],
+          a.weight.defined ? a.weight.strides[0] : 0, cuda::vector_vectorizable<T>(a.weight),
+          a.bias.defined ? a.bias.ptr<const T>() : nullptr, a.bias.defined ? a.bias.strides[0] : 0,
+          cuda::vector_vectorizable<T>(a.bias), cuda::v2<T>(a.y), a.mean.ptr<S>(), a.mean.strides[0],
           a.rstd.ptr<S>(), a.rstd.strides[0], n, c, a.eps);
       STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_rows_kernel");
     };
@@ -424,7 +443,8 @@ void CudaBackend::layer_norm_bwd(const LayerNormBwdArgs& a) {
           const auto kernel = vec ? cuda::layer_norm_bwd_fused_kernel<K, true, T, S>
                                   : cuda::layer_norm_bwd_fused_kernel<K, false, T, S>;
           kernel<<<blocks, 32 * cuda::kFusedWarps, 0, ctx_->stream>>>(
-              cuda::v2<const T>(a.x), w, sw, a.mean.ptr<const S>(), a.mean.strides[0], a.rstd.ptr<const S>(),
+              cuda::v2<const T>(a.x), w, sw, cuda::vector_vectorizable<T>(a.weight), a.mean.ptr<const S>(),
+              a.mean.strides[0], a.rstd.ptr<const S>(),
               a.rstd.strides[0], cuda::v2<const T>(a.dy), cuda::v2<T>(a.dx), part_w, part_b, n, c);
           STRATA_CUDA_CHECK_LAUNCH("layer_norm_bwd_fused_kernel");
         };

@@ -49,6 +49,12 @@ KeptBuffers kept_buffers() {
 
 CudaBackend::CudaBackend(cuda::Settings settings) : settings_(settings), ctx_(&cuda::context()) {}
 
+MemoryFormat CudaBackend::preferred_memory_format(DType compute) const {
+  const bool tensor_cores = compute == DType::f16 || compute == DType::bf16 ||
+                            (compute == DType::f32 && settings_.allow_tf32);
+  return tensor_cores ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+}
+
 // Batch norm takes f16/bf16 activations with f32 parameters and statistics; cross-entropy
 // takes f16/bf16 logits (its loss in f32); the other losses and the optimizer steps are f32
 // (mixed-precision training keeps them in f32). The reduce kind's

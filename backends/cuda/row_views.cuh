@@ -34,6 +34,11 @@ template <class T>
 bool rows_vectorizable(const ops::TensorView& t) {
   return chunk8_vectorizable<T>(t.data, t.strides[0], t.strides[1]);
 }
+// The same for a 1-D view read in chunks of eight (a weight or bias per column); false when undefined.
+template <class T>
+bool vector_vectorizable(const ops::TensorView& t) {
+  return t.defined && chunk8_vectorizable<T>(t.data, 0, t.strides[0]);
+}
 template <class T>
 View2<T> v2(const ops::TensorView& t) {
   return {t.defined ? t.ptr<T>() : nullptr, t.defined ? t.strides[0] : 0, t.defined ? t.strides[1] : 0};

@@ -1,4 +1,6 @@
-"""Timing helper shared by the kernel experiments of bench/peers (stem_conv.py, conv1x1_gemm.py)."""
+"""CUDA helpers shared by bench/peers: a device-time median (the kernel experiments stem_conv.py and
+conv1x1_gemm.py) and PyTorch's recipe for capturing a call into a CUDA graph (pytorch_lenet.py,
+resnet50_b1_forms.py)."""
 import torch
 
 
@@ -16,3 +18,19 @@ def median_ms(f, n=30, warmup=5):
         ts.append(a.elapsed_time(b))
     ts.sort()
     return ts[len(ts) // 2]
+
+
+def capture(f, warmup=3):
+    """f() captured into a CUDA graph by PyTorch's recipe: `warmup` calls on a side stream first (so that
+    libraries make their handles and workspaces outside the capture), then one call captured. Returns
+    (graph, output): graph.replay() runs it again, writing the same output tensor."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            f()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = f()
+    return graph, out

@@ -35,6 +35,7 @@ import sys
 
 import lenet_common as lc
 import torch
+from cuda_events import capture
 import torch.nn.functional as F
 from torch import nn
 
@@ -89,15 +90,7 @@ def make_impl(name, model, x_host, x_dev, device):
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     if name == "cudagraph":
         static_x = x_dev.clone()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm-up off the capturing stream, as PyTorch's recipe does
-            for _ in range(3):
-                model(static_x)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_y = model(static_x)
+        graph, static_y = capture(lambda: model(static_x))
 
         def e2e():
             static_x.copy_(x_host)

@@ -67,6 +67,7 @@ class OpCostBackend final : public backends::Backend {
   const backends::Capabilities& capabilities() const override { return inner_.capabilities(); }
   std::string describe() const override { return inner_.describe(); }
   void set_allow_tf32(bool on) override { inner_.set_allow_tf32(on); }
+  MemoryFormat preferred_memory_format(DType compute) const override { return inner_.preferred_memory_format(compute); }
   void synchronize() override { inner_.synchronize(); }
 #define STRATA_OP(op_name_, Args, kind) \
   void op_name_(const Args& a) override { call(OpId::op_name_, [&] { inner_.op_name_(a); }); }

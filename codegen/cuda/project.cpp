@@ -66,7 +66,10 @@ std::vector<GeneratedFile> assemble(const RecordedStep& step, const BufferMap& b
     << "  explicit Model(const std::string& weights_path, bool graph = true);\n  ~Model();\n"
     << "  Model(const Model&) = delete;\n  Model& operator=(const Model&) = delete;\n"
     << "  // input: kInputSizes, f32, contiguous (NCHW), host memory; output: kOutputSizes, f32. Not thread-safe.\n"
-    << "  void run(const float* input, float* output);\n\n private:\n  struct State;\n  std::unique_ptr<State> s_;\n"
+    << "  void run(const float* input, float* output);\n"
+    << "  // The forward alone on the input run() last copied in (the graph's launch, or the calls), without\n"
+    << "  // waiting for it; returns the cudaStream_t it was enqueued on. For timing the calls by themselves.\n"
+    << "  void* launch();\n\n private:\n  struct State;\n  std::unique_ptr<State> s_;\n"
     << "};\n\n}  // namespace generated\n";
 
   std::ostringstream cpp;
@@ -125,6 +128,8 @@ std::vector<GeneratedFile> assemble(const RecordedStep& step, const BufferMap& b
       << "  if (s.exec)\n    CHECK(cudaGraphLaunch(s.exec, s.stream));\n  else\n    s.forward();\n"
       << "  CHECK(cudaMemcpyAsync(output, " << output_at << ", " << out_bytes
       << ", cudaMemcpyDeviceToHost, s.stream));\n  CHECK(cudaStreamSynchronize(s.stream));\n}\n\n"
+      << "void* Model::launch() {\n  State& s = *s_;\n  if (s.exec)\n    CHECK(cudaGraphLaunch(s.exec, s.stream));\n"
+      << "  else\n    s.forward();\n  return s.stream;\n}\n\n"
       << "}  // namespace generated\n";
 
   return {{"model.h", h.str(), false},

@@ -177,11 +177,15 @@ std::string main_cpp() {
   return R"cg(// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order, the
 // shape the code was generated for), writes the output as .npy. With REPEAT, also runs the model
 // that many more times and prints the median time of one run (input copied in, output copied
-// out, as strata's predict). --no-graph runs the calls one by one instead of the CUDA graph
-// captured at load, so that both can be timed.
+// out, as strata's predict), then times the forward alone as many times on the resident input: the
+// host's time to enqueue it, the device's (CUDA events around it) and the two with the wait.
+// --no-graph runs the calls one by one instead of the CUDA graph captured at load, so that both can
+// be timed.
 //   model_run weights.bin input.npy output.npy [REPEAT] [--no-graph]
 // Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
-)cg" + npy_helpers() + R"cg(int main(int argc, char** argv) {
+)cg" + npy_helpers() + R"cg(#include <cuda_runtime_api.h>
+
+int main(int argc, char** argv) {
   bool graph = true;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
@@ -215,6 +219,33 @@ std::string main_cpp() {
       std::sort(ms.begin(), ms.end());
       std::printf("time per run: %.3f ms median (min %.3f, max %.3f) over %d runs after 1, %s\n", ms[ms.size() / 2],
                   ms.front(), ms.back(), repeat, graph ? "CUDA graph" : "no graph");
+      std::vector<double> host, device, wall;
+      cudaEvent_t start = nullptr, end = nullptr;
+      if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&end) != cudaSuccess)
+        throw std::runtime_error("cudaEventCreate failed");
+      for (int i = 0; i < repeat; ++i) {
+        // One forward timed by the host (to enqueue it; with the wait), the next by events on its stream.
+        const auto t0 = std::chrono::steady_clock::now();
+        cudaStream_t s = static_cast<cudaStream_t>(model.launch());
+        const auto t1 = std::chrono::steady_clock::now();
+        if (cudaStreamSynchronize(s) != cudaSuccess) throw std::runtime_error("the forward failed on the device");
+        const auto t2 = std::chrono::steady_clock::now();
+        cudaEventRecord(start, s);
+        model.launch();
+        cudaEventRecord(end, s);
+        if (cudaEventSynchronize(end) != cudaSuccess) throw std::runtime_error("the forward failed on the device");
+        float dev = 0.f;
+        cudaEventElapsedTime(&dev, start, end);
+        host.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        wall.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
+        device.push_back(dev);
+      }
+      cudaEventDestroy(start);
+      cudaEventDestroy(end);
+      for (auto* v : {&host, &device, &wall}) std::sort(v->begin(), v->end());
+      std::printf("time per forward, input resident: host %.4f ms, device %.4f ms, wall %.4f ms median over %d, %s\n",
+                  host[host.size() / 2], device[device.size() / 2], wall[wall.size() / 2], repeat,
+                  graph ? "CUDA graph" : "no graph");
     }
     return 0;
   } catch (const std::exception& e) {

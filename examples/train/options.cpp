@@ -50,8 +50,10 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                   "fp32 | bf16 | fp16 (mixed precision: half activations, f32 master weights; fp16 with dynamic loss "
                   "scaling, decided on the device in direct/graph; the backend must support the dtype)");
   app->add_flag("--tf32", o.tf32, "cuda: f32 conv/linear on TF32 tensor cores (PyTorch's conv default; off: exact FMA)");
-  app->add_flag("--channels-last", o.channels_last,
-                "activations and conv weights in NHWC (PyTorch's channels_last; the tensor cores' layout on the GPU)");
+  auto* nhwc = app->add_flag("--channels-last", o.channels_last,
+                             "activations and conv weights in NHWC (PyTorch's channels_last; by default the backend "
+                             "chooses: NHWC on cuda for bf16/fp16 and for fp32 with --tf32, NCHW otherwise)");
+  app->add_flag("--nchw", o.nchw, "activations and conv weights in NCHW whatever the backend prefers")->excludes(nhwc);
   std::string epochs;
   for (const DatasetPreset& p : dataset_presets())
     epochs += (epochs.empty() ? "" : ", ") + p.name + " " + std::to_string(p.default_epochs);

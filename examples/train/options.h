@@ -35,6 +35,7 @@ struct TrainOptions {
   std::string precision = "fp32";
   bool tf32 = false;  // cuda: TF32 tensor-core math for f32 conv/linear (PyTorch's conv default)
   bool channels_last = false;  // NHWC activations and conv weights (nn::ModelOptions::memory_format)
+  bool nchw = false;           // NCHW whatever the backend prefers (neither: the backend's choice)
   int epochs = 0;          // 0 -> the dataset's default
   int64_t batch_size = 0;  // 0 -> the model's default
   int64_t eval_batch_size = 256;

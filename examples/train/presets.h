@@ -91,6 +91,7 @@ struct ModelSpec {
   Task task = Task::classification;
   std::string precision = "fp32";  // fp32 | bf16 (mixed precision, see nn::ModelOptions)
   bool channels_last = false;      // memory format only: not saved, checkpoints hold the same values
+  bool nchw = false;               // NCHW forced (neither flag: the backend's preferred layout)
 };
 
 inline const char* const kModelNames[] = {"lenet", "resnet18", "resnet50"};

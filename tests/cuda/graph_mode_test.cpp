@@ -5,6 +5,7 @@
 // checkpoint saved in graph mode resumes exactly, into a fresh model or into the one
 // whose graphs exist; a gradient hook is captured with the step.
 #include <cmath>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -107,6 +108,46 @@ TEST_F(CudaGraphMode, Bf16ChannelsLastReplaysBitwiseEqualToDirectMode) {
   o.compute_dtype = DType::bf16;
   o.memory_format = MemoryFormat::channels_last;
   expect_graph_equals_direct(o);
+}
+
+// A model given no layout takes the backend's: NHWC where cuDNN computes on the tensor cores (bf16,
+// f16, f32 with TF32), NCHW in strict f32. Its predictions from NCHW inputs are then bitwise those of
+// a model asked for that layout, and its weights and input buffer are in it.
+TEST_F(CudaGraphMode, AModelWithoutALayoutTakesTheBackendsChoice) {
+  auto& cb = backends::registry().impl<backends::CudaBackend>();
+  const bool tf32 = cb.settings().allow_tf32;
+  struct Case {
+    std::optional<DType> compute;
+    bool tf32;
+    MemoryFormat want;
+  };
+  const std::vector<Tensor> inputs{random_tensor({2, 3, 64, 64}, DType::f32, 50),
+                                   random_tensor({2, 3, 64, 64}, DType::f32, 51),
+                                   random_tensor({2, 3, 64, 64}, DType::f32, 52)};
+  for (const Case& c : {Case{std::nullopt, false, MemoryFormat::contiguous},
+                        Case{std::nullopt, true, MemoryFormat::channels_last},
+                        Case{DType::bf16, false, MemoryFormat::channels_last},
+                        Case{DType::f16, false, MemoryFormat::channels_last}}) {
+    SCOPED_TRACE(::testing::Message() << (c.compute ? dtype_name(*c.compute) : "f32") << (c.tf32 ? " tf32" : ""));
+    cb.set_allow_tf32(c.tf32);
+    EXPECT_EQ(cb.preferred_memory_format(c.compute.value_or(DType::f32)), c.want);
+    nn::ModelOptions chosen;
+    chosen.compute_dtype = c.compute;
+    auto m = nn::make_resnet(resnet18(), ops::DispatchMode::graph, "cuda", chosen);
+    const Tensor in = m->input_buffer(Shape{2, 3, 64, 64});
+    EXPECT_EQ(in.is_contiguous(), c.want == MemoryFormat::contiguous) << in.str();
+    for (const auto& [name, p] : m->module().named_parameters()) {
+      if (p.dim() == 4 && p.size(2) > 1) {
+        EXPECT_EQ(p.is_contiguous(), c.want == MemoryFormat::contiguous) << name;
+      }
+    }
+    nn::ModelOptions asked = chosen;
+    asked.memory_format = c.want;
+    const std::vector<Tensor> a = predictions(ops::DispatchMode::graph, inputs, chosen);
+    const std::vector<Tensor> b = predictions(ops::DispatchMode::graph, inputs, asked);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "input " << i;
+  }
+  cb.set_allow_tf32(tf32);
 }
 
 // Host copies of named tensors (a graph's buffers are overwritten by its next launch).

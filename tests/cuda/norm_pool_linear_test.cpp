@@ -371,7 +371,10 @@ TEST_F(CudaNormPoolLinear, LinearFewRows) {
   uint64_t seed = 1900;
   for (int64_t n : {1, 2, 3, 4, 5})
     for (int64_t in : {768, 33, 8})
-      for (int64_t out : {1, 37, 2304}) check_linear(be(), ref_, n, in, out, (seed & 1) == 0, false, seed++);
+      for (int64_t out : {1, 37, 2304}) {
+        const uint64_t s = seed++;
+        check_linear(be(), ref_, n, in, out, (s & 1) == 0, false, s);
+      }
   for (DType dt : {DType::f16, DType::bf16})
     for (int64_t n : {1, 3}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " rows " + std::to_string(n));

@@ -68,6 +68,27 @@ TEST_P(NnMemoryFormat, FoldedWeightsFollowTheWeightsLayout) {
   EXPECT_GT(folded, 0);
 }
 
+// Without a layout of its own, a model takes its backend's preferred one: NCHW on every CPU
+// backend (tests/cuda/graph_mode_test.cpp checks cuda's choices), for every compute dtype; a layout
+// asked for is kept.
+TEST_P(NnMemoryFormat, WithoutALayoutTheBackendsPreferenceIsTaken) {
+  for (const std::string& backend : backends::registry().names()) {
+    if (backends::registry().get(backend).device_type() != DeviceType::cpu) continue;
+    SCOPED_TRACE(backend);
+    EXPECT_EQ(backends::registry().get(backend).preferred_memory_format(DType::f32), MemoryFormat::contiguous);
+    auto chosen = nn::make_resnet(tiny_resnet(18, DType::f32, 4), GetParam(), backend, nn::ModelOptions{});
+    const Tensor in = chosen->input_buffer(Shape{2, 3, 8, 8});
+    EXPECT_TRUE(in.is_contiguous()) << in.str();
+    for (const auto& [name, p] : chosen->module().named_parameters()) {
+      if (spatial(p)) {
+        EXPECT_TRUE(p.is_contiguous()) << name;
+      }
+    }
+    auto asked = nn::make_resnet(tiny_resnet(18, DType::f32, 4), GetParam(), backend, channels_last());
+    EXPECT_FALSE(asked->input_buffer(Shape{2, 3, 8, 8}).is_contiguous());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllModes, NnMemoryFormat, ::testing::ValuesIn(kAllModes),
                          [](const auto& info) { return std::string(ops::dispatch_mode_name(info.param)); });
 

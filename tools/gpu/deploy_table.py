@@ -173,11 +173,22 @@ def build(args):
         "check": None if bitwise is None else f"bitwise equal to strata's output: {bitwise}",
         "generated": gen_line,
     }
+
+    def forward_times(log):
+        """model_run's host, device and wall ms of the forward alone on a resident input (None where it
+        did not print them: a program generated before it did)."""
+        head = r"time per forward, input resident: host "
+        return {"host_ms": median_of(log, head + r"([0-9.]+) ms"),
+                "device_ms": median_of(log, head + r"[0-9.]+ ms, device ([0-9.]+) ms"),
+                "wall_ms": median_of(log, head + r"[0-9.]+ ms, device [0-9.]+ ms, wall ([0-9.]+) ms")}
+
     rows.append(dict(base_mr, form="strata_codegen's program: model_run, CUDA graph", error=mr_err or failed(
-        "time_model_run"), io_wall_ms=median_of(w.path("time_model_run.log"), r"time per run: ([0-9.]+) ms median")))
+        "time_model_run"), io_wall_ms=median_of(w.path("time_model_run.log"), r"time per run: ([0-9.]+) ms median"),
+        **forward_times(w.path("time_model_run.log"))))
     rows.append({"form": "strata_codegen's program: model_run --no-graph", "same_as": rows[0]["form"],
                  "error": mr_err or failed("time_model_run_nograph"),
-                 "io_wall_ms": median_of(w.path("time_model_run_nograph.log"), r"time per run: ([0-9.]+) ms median")})
+                 "io_wall_ms": median_of(w.path("time_model_run_nograph.log"), r"time per run: ([0-9.]+) ms median"),
+                 **forward_times(w.path("time_model_run_nograph.log"))})
     # (2) strata itself, timed by strata_codegen --time (strata_infer takes no random weights nor .npy).
     st_libs = None
     if os.path.exists(w.path("time_strata.libs.json")):

@@ -2,7 +2,7 @@
 """A training step's kernels by kind, from Nsight Compute's raw CSV of `gpu__time_duration.sum`.
 
 Sums every kernel of the file by kind (the kernel's name without template arguments or
-parameters; cuDNN's and cuBLAS's own kernels as one kind) and divides by --steps, the number of
+parameters; cuDNN's and cuBLAS's own kernels as one kind; --names: by each kernel's own name) and divides by --steps, the number of
 steps the profiled run took (a warm-up step and a timed one: 2). Prints kind, kernels per step,
 ms per step and us per kernel, the dearest first, then the total.
 
@@ -30,10 +30,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv")
     ap.add_argument("--steps", type=float, default=1.0)
+    ap.add_argument("--names", action="store_true",
+                    help="every kernel by its own name (template arguments dropped), cuDNN's and cuBLAS's too")
     a = ap.parse_args()
     by = defaultdict(lambda: [0, 0.0])
     for name, t in kernels(a.csv, ("gpu__time_duration.sum",), "ncu_kernels"):
-        b = by[kind(name)]
+        b = by[re.sub(r"\(.*", "", name)[:140] if a.names else kind(name)]
         b[0] += 1
         b[1] += t
     total = sum(t for _, t in by.values())
