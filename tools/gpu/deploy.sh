@@ -171,6 +171,12 @@ have_model_run=0 have_python=0 have_cpp=0
 [ -s "$pt2" ] && have_python=1
 [ -s "$pt2" ] && [ -x "$runner" ] && have_cpp=1
 say "ready: model_run $have_model_run, AOTI package $have_python, aoti_runner $have_cpp"
+# What the program's bytes are (machine code, the kernels' fat binary, tables), and the objects' sizes.
+if [ "$have_model_run" = 1 ]; then
+  { size -A "$gen/build/model_run"; ls -l "$gen"/build/*.a "$gen"/build/CMakeFiles/*/*.o 2>/dev/null; } \
+    >"$work/size_model_run.txt" 2>&1
+  sed 's/^/size: /' "$work/size_model_run.txt" >>"$log"
+fi
 
 # model_run against strata's own output for the check input, byte for byte (codegen_cuda.sh's check).
 if [ "$have_model_run" = 1 ] &&
