@@ -61,6 +61,16 @@ inline Tensor gradient(const Tensor& param, const Shape& sizes, DType dt, Device
                        MemoryFormat fmt = MemoryFormat::contiguous) {
   return param.defined() ? direct::planned_grad(param, sizes, dt) : direct::planned_empty(sizes, dt, dev, fmt);
 }
+// An output in the buffer a plan chose for it (checked: the sizes, dtype and device the op would
+// allocate; the kernels take any strides), else a new one (in layout fmt). `op` and `what` name it in
+// the error, which is strata's own (a plan's buffer, never a user's).
+inline Tensor given_or_new(const char* op, const char* what, const Tensor& into, const Shape& sizes, DType dt,
+                           Device dev, MemoryFormat fmt = MemoryFormat::contiguous) {
+  if (!into.defined()) return direct::planned_empty(sizes, dt, dev, fmt);
+  STRATA_CHECK(into.sizes() == sizes && into.dtype() == dt && into.device() == dev, op, ": the buffer for ", what, " ",
+               into.str(), " must be ", sizes.str(), " ", dtype_name(dt), " (internal error)");
+  return into;
+}
 }  // namespace bind::detail
 
 // The eager front end: a binding run once through the dispatcher d (traced as every call).

@@ -10,16 +10,6 @@
 
 namespace strata::ops::bind {
 
-namespace detail {
-// A new output, or the buffer a plan chose for it (checked: it must be what the op would allocate).
-inline Tensor output_or(const Tensor& into, const char* op, const Shape& sizes, DType dt, Device dev) {
-  if (!into.defined()) return direct::planned_empty(sizes, dt, dev);
-  STRATA_CHECK(into.sizes() == sizes && into.dtype() == dt && into.device() == dev, op, ": output buffer ", into.str(),
-               " must be ", sizes.str(), " ", dtype_name(dt), " (internal error)");
-  return into;
-}
-}  // namespace detail
-
 template <class D>
 Bound<OpId::linear_fwd, Tensor> linear_fwd(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
   const Shape out = validate_linear(d, x, w, b);  // before x.dtype(): x may be undefined
@@ -65,7 +55,8 @@ Bound<OpId::softmax_xent_bwd, Tensor> softmax_xent_bwd(const D& d, const Tensor&
                                                        const Tensor& labels, const Tensor& dloss, int64_t ignore_index,
                                                        const Tensor& into = Tensor()) {
   validate_softmax_xent_bwd(d, logits, lse, labels, dloss);
-  Tensor dlogits = detail::output_or(into, "softmax_xent_bwd", logits.sizes(), logits.dtype(), logits.device());
+  Tensor dlogits =
+      detail::given_or_new("softmax_xent_bwd", "dlogits", into, logits.sizes(), logits.dtype(), logits.device());
   return {{logits, lse, labels, dloss, dlogits, ignore_index}, std::move(dlogits)};
 }
 

@@ -132,10 +132,8 @@ template <class D>
 Bound<OpId::space_to_depth_bwd, Tensor> space_to_depth_bwd(const D& d, const Tensor& dy, const Tensor& x_like,
                                                            const SpaceToDepthParams& p, const Tensor& into = Tensor()) {
   const SpaceToDepthParams q = validate_space_to_depth_bwd(d, dy, x_like, p);
-  if (into.defined())
-    STRATA_CHECK(into.sizes() == x_like.sizes() && into.dtype() == dy.dtype(), "space_to_depth_bwd: gradient buffer ",
-                 into.str(), " must be the input's sizes in grad_output's dtype (internal error)");
-  Tensor dx = into.defined() ? into : direct::planned_empty_like(x_like, x_like.sizes(), dy.dtype());
+  Tensor dx = detail::given_or_new("space_to_depth_bwd", "dx", into, x_like.sizes(), dy.dtype(), x_like.device(),
+                                   Tensor::format_like(x_like, x_like.sizes()));
   return {{dy, dx, q}, std::move(dx)};
 }
 

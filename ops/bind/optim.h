@@ -25,10 +25,6 @@ struct ListViews {
   }
 };
 
-namespace detail {
-inline TensorView view_or_none(const Tensor& t) { return t.defined() ? TensorView(t) : TensorView(); }
-}  // namespace detail
-
 template <class D>
 Bound<OpId::sgd_step> sgd_step(const D& d, const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
                                const SgdOptions& o) {
@@ -73,7 +69,7 @@ Bound<OpId::multi_sgd_step> multi_sgd_step(const D& d, ListViews& v, std::span<c
                                            const Tensor& amp = Tensor(), bool check = true) {
   if (check) validate_multi_sgd_step(d, params, grads, momentum_bufs, o);
   return {{v.set(0, params), v.set(1, grads), v.set(2, momentum_bufs, o.momentum != 0.0), v.set(3, hypers), o,
-           detail::view_or_none(amp)},
+           TensorView(amp)},
           {}};
 }
 
@@ -85,7 +81,7 @@ Bound<OpId::multi_adam_step> multi_adam_step(const D& d, ListViews& v, std::span
                                              const Tensor& amp = Tensor(), bool check = true) {
   if (check) validate_multi_adam_step(d, params, grads, exp_avgs, exp_avg_sqs, steps);
   return {{v.set(0, params), v.set(1, grads), v.set(2, exp_avgs), v.set(3, exp_avg_sqs), v.set(4, hypers), steps, o,
-           detail::view_or_none(amp)},
+           TensorView(amp)},
           {}};
 }
 
@@ -98,7 +94,7 @@ Bound<OpId::multi_rmsprop_step> multi_rmsprop_step(const D& d, ListViews& v, std
                                                    bool check = true) {
   if (check) validate_multi_rmsprop_step(d, params, grads, square_avgs, momentum_bufs, grad_avgs, o);
   return {{v.set(0, params), v.set(1, grads), v.set(2, square_avgs), v.set(3, momentum_bufs, o.momentum != 0.0),
-           v.set(4, grad_avgs, o.centered), v.set(5, hypers), o, detail::view_or_none(amp)},
+           v.set(4, grad_avgs, o.centered), v.set(5, hypers), o, TensorView(amp)},
           {}};
 }
 
@@ -109,7 +105,7 @@ Bound<OpId::multi_adagrad_step> multi_adagrad_step(const D& d, ListViews& v, std
                                                    std::span<const Tensor> hypers = {}, const Tensor& amp = Tensor(),
                                                    bool check = true) {
   if (check) validate_multi_adagrad_step(d, params, grads, sums, steps, o);
-  return {{v.set(0, params), v.set(1, grads), v.set(2, sums), v.set(3, hypers), steps, o, detail::view_or_none(amp)},
+  return {{v.set(0, params), v.set(1, grads), v.set(2, sums), v.set(3, hypers), steps, o, TensorView(amp)},
           {}};
 }
 
@@ -122,7 +118,7 @@ Bound<OpId::multi_adadelta_step> multi_adadelta_step(const D& d, ListViews& v, s
                                                      bool check = true) {
   if (check) validate_multi_adadelta_step(d, params, grads, square_avgs, acc_deltas, o);
   return {{v.set(0, params), v.set(1, grads), v.set(2, square_avgs), v.set(3, acc_deltas), v.set(4, hypers), o,
-           detail::view_or_none(amp)},
+           TensorView(amp)},
           {}};
 }
 

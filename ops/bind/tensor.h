@@ -75,9 +75,7 @@ Bound<OpId::index_add, Tensor> index_add(const D& d, const Tensor& x, int dim, c
                                          const Tensor& index_values, const Shape& sizes,
                                          const Tensor& into = Tensor()) {
   const int w = validate_index_add(d, x, dim, index_values, sizes);
-  Tensor y = into.defined() ? into : direct::planned_empty(sizes, x.dtype(), x.device());
-  STRATA_CHECK(y.sizes() == sizes && y.dtype() == x.dtype(), "index_add: output ", y.str(), " must be ", sizes.str(),
-               " in the source's dtype");
+  Tensor y = detail::given_or_new("index_add", "y", into, sizes, x.dtype(), x.device());
   return {{x, index, y, w}, std::move(y)};
 }
 

@@ -74,17 +74,6 @@ Bound<OpId::attention_fwd, AttentionResult> attention_fwd(const D& d, const Tens
   return {{q, k, v, o.y, o.lse, kv_len, scale, causal}, std::move(o)};
 }
 
-namespace detail {
-// A gradient like `like`, or the buffer the caller gave for it (the kernels take any strides).
-inline Tensor gradient_buffer(const char* name, const Tensor& like, const Tensor& into) {
-  if (!into.defined()) return direct::planned_empty(like.sizes(), like.dtype(), like.device());
-  STRATA_CHECK(into.sizes() == like.sizes() && into.dtype() == like.dtype() && into.device() == like.device(),
-               "scaled_dot_product_attention_bwd: the buffer for ", name, " ", into.str(), " is not like ", like.str(),
-               " (internal error)");
-  return into;
-}
-}  // namespace detail
-
 // dq, dk, dv into the buffers given (a plan's: the slices of one QKV projection's gradient) or new
 // ones; reads[0]: the kernel's scratch (delta, lse's sizes).
 template <class D>
@@ -93,8 +82,10 @@ Bound<OpId::attention_bwd, WithReads<AttentionGrads, 1>> attention_bwd(
     bool causal, double scale, const Tensor& kv_len, const Tensor& dq_into = Tensor(), const Tensor& dk_into = Tensor(),
     const Tensor& dv_into = Tensor()) {
   validate_attention_bwd(d, q, k, v, y, lse, dy, causal, scale, kv_len);
-  AttentionGrads g{detail::gradient_buffer("dq", q, dq_into), detail::gradient_buffer("dk", k, dk_into),
-                   detail::gradient_buffer("dv", v, dv_into)};
+  const auto grad = [](const char* name, const Tensor& like, const Tensor& into) {
+    return detail::given_or_new("attention_bwd", name, into, like.sizes(), like.dtype(), like.device());
+  };
+  AttentionGrads g{grad("dq", q, dq_into), grad("dk", k, dk_into), grad("dv", v, dv_into)};
   Tensor delta = direct::planned_empty(lse.sizes(), lse.dtype(), lse.device());
   return {{q, k, v, y, lse, dy, delta, g.dq, g.dk, g.dv, kv_len, scale, causal}, {std::move(g), {std::move(delta)}}};
 }

@@ -136,7 +136,8 @@ auto capture_step(Impl& impl, Step&& step) {
   detail::t_capture = nullptr;
   auto graph = impl.end_capture();
   using BackendGraph = typename decltype(graph)::element_type;
-  return std::make_unique<CapturedStep<BackendGraph>>(std::move(graph), std::move(check.before), std::move(check.effects));
+  return std::make_unique<CapturedStep<BackendGraph>>(std::move(graph), std::move(check.before),
+                                                     std::move(check.effects));
 }
 
 }  // namespace strata::ops::direct

@@ -115,7 +115,8 @@ class MultiAdagradStepPlan {
   void run(Impl& impl, std::span<const Tensor> p, std::span<const Tensor> g, std::span<const Tensor> sums,
            std::span<const int64_t> steps, const AdagradOptions& o, std::span<const Tensor> hypers, const Tensor& amp) {
     const bool check = key_.update(p, g, sums);
-    const auto b = bind::multi_adagrad_step(StaticDispatch<Impl>(impl), views_, p, g, sums, steps, o, hypers, amp, check);
+    const auto b =
+        bind::multi_adagrad_step(StaticDispatch<Impl>(impl), views_, p, g, sums, steps, o, hypers, amp, check);
     for (const Tensor& t : p) t.note_write();
     run_kernel<OpId::multi_adagrad_step>(impl, b.args);
   }

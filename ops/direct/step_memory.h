@@ -73,7 +73,9 @@ inline Tensor planned_empty(const Shape& sizes, DType dt, Device d, MemoryFormat
 inline Tensor planned_empty_like(const Tensor& x, const Shape& sizes, DType dt) {
   return planned_empty(sizes, dt, x.device(), Tensor::format_like(x, sizes));
 }
-inline Tensor planned_empty_like(const Tensor& x, const Shape& sizes) { return planned_empty_like(x, sizes, x.dtype()); }
+inline Tensor planned_empty_like(const Tensor& x, const Shape& sizes) {
+  return planned_empty_like(x, sizes, x.dtype());
+}
 // The buffer a plan writes parameter `param`'s gradient into, which .grad() then takes
 // over: param's gradient home (Tensor::grad_home, a data-parallel bucket's view) when it
 // has these sizes and dtype, so the kernel writes straight into the bucket; otherwise

@@ -39,15 +39,15 @@ class LayerNormPlan {
     // The binding sees x, mean, rstd and dy as rows, in that order: x as the forward saw it, the
     // statistics (this plan's own dense buffers) as views, dy as a view or a planned copy.
     int i = 0;
-    auto bound = bind::layer_norm_bwd(StaticDispatch<Impl>(*impl_), x_, w_, mean, rstd, dy, need_dx, w_.defined(), b_.defined(),
-                                      [&](const Tensor& t, const Shape& rows) {
-                                        switch (i++) {
-                                          case 0: return x_rows_;
-                                          case 3: return planned_view_or_copy(*impl_, t, rows, dy_copy_);
-                                          default: return t.view(rows);
-                                        }
-                                      },
-                                      w_, b_);
+    const auto as_rows = [&](const Tensor& t, const Shape& rows) {
+      switch (i++) {
+        case 0: return x_rows_;
+        case 3: return planned_view_or_copy(*impl_, t, rows, dy_copy_);
+        default: return t.view(rows);
+      }
+    };
+    auto bound = bind::layer_norm_bwd(StaticDispatch<Impl>(*impl_), x_, w_, mean, rstd, dy, need_dx, w_.defined(),
+                                      b_.defined(), as_rows, w_, b_);
     dx = bound.out.result.dx;
     dw = bound.out.result.dweight;
     db = bound.out.result.dbias;
