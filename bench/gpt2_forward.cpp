@@ -13,8 +13,10 @@
 // direct mode's planned steps over the static cache, and (cuda) the static-mode and the
 // direct-mode step captured as a CUDA graph; R rounds, the order of the
 // ways reversed every other round, each way's median and range printed, and every way's
-// tokens checked equal.
+// tokens checked equal. --json PATH also writes the study's figures (every round of every way),
+// for the study's page.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #ifdef STRATA_HAVE_BACKEND_CUDA
 #include <nvtx3/nvToolsExt.h>
 #endif
@@ -53,8 +55,8 @@ struct Way {
 // Greedy decoding of `tokens` after `prompt` in each way this build runs (the file's comment),
 // alternating the order, timed per token. Every way must give the same tokens.
 template <class Load>
-void decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispatch& d, Load&& load,
-                  const Tensor& prompt, int64_t tokens, int rounds) {
+nlohmann::json decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispatch& d, Load&& load,
+                            const Tensor& prompt, int64_t tokens, int rounds) {
   std::vector<Way> ways;
   const nn::GenerateOptions greedy{.new_tokens = tokens, .temperature = 0.0};
   nn::GenerateOptions fixed = greedy, graph = greedy;
@@ -93,9 +95,14 @@ void decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispat
       STRATA_CHECK(got.to_vector<int64_t>() == ways[0].tokens.to_vector<int64_t>(), "decode study: '", w.name,
                    "' gave other tokens than '", ways[0].name, "'");
     }
+  nlohmann::json out = {{"new_tokens", tokens}, {"prompt_tokens", prompt.size(1)}, {"rounds", rounds},
+                        {"ways", nlohmann::json::array()}};
   for (Way& w : ways) {
+    // In the order measured: round r of every way ran in the same stretch of time (paired figures).
+    out["ways"].push_back({{"way", w.name}, {"ms_per_token_by_round", w.ms_per_token}});
     std::sort(w.ms_per_token.begin(), w.ms_per_token.end());
     const double med = w.ms_per_token[w.ms_per_token.size() / 2];
+    out["ways"].back()["ms_per_token_median"] = med;
     std::printf("strata decode %s: %lld tokens after %lld, %.4f ms per token (%.0f tokens/s), range %.4f-%.4f over %d "
                 "rounds\n",
                 w.name.c_str(), static_cast<long long>(tokens), static_cast<long long>(prompt.size(1)), med,
@@ -106,6 +113,8 @@ void decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispat
   std::string list;
   for (size_t i = static_cast<size_t>(prompt.size(1)); i < ids.size(); ++i) list += (list.empty() ? "" : ", ") + std::to_string(ids[i]);
   std::printf("strata tokens: [%s]\n", list.c_str());
+  out["same_tokens_every_way"] = true;  // checked above, or the study failed
+  return out;
 }
 
 // One one-token step over a static cache (the step graph mode captures), run uncaptured inside
@@ -162,12 +171,15 @@ int main(int argc, char** argv) try {
   app.add_option("--decode", decode, "greedy tokens to decode per timed run (0: no decoding study)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--rounds", rounds, "timed rounds of the decoding study")->check(CLI::Range(1, 100));
+  std::string json_path;
+  app.add_option("--json", json_path, "with --decode: the decoding study's figures to this file (JSON)");
   bool profile_step = false;
   app.add_flag("--profile-step", profile_step,
                "(cuda) one decoding step of the static cache in static mode inside the NVTX range 'decode_step', "
                "for a profiler: ncu --nvtx --nvtx-include 'decode_step/'");
   app.add_option("--precision", precision, "the model's dtype: fp32, bf16 or fp16 (every parameter and activation)");
   STRATA_CLI11_PARSE(app, argc, argv);
+  STRATA_CHECK(json_path.empty() || decode > 0, "--json writes the decoding study's figures; give --decode N");
 
   auto& reg = backends::registry();
   backends::Backend& be = reg.get(backend.empty() ? reg.best() : std::string_view(backend));
@@ -204,7 +216,19 @@ int main(int argc, char** argv) try {
                 std::string(be.name()).c_str(), static_cast<long long>(generate), static_cast<long long>(ids.size(1)),
                 g_ms / static_cast<double>(generate));
   }
-  if (decode > 0) decode_study(model, d, load, ids.slice(0, 0, 1), decode, rounds);
+  if (decode > 0) {
+    nlohmann::json study = decode_study(model, d, load, ids.slice(0, 0, 1), decode, rounds);
+    if (!json_path.empty()) {
+      study["backend"] = std::string(be.name());
+      study["precision"] = precision;
+      study["model"] = {{"layers", c.n_layer}, {"heads", c.n_head}, {"embd", c.n_embd}, {"vocab", c.vocab_size}};
+      std::FILE* f = std::fopen(json_path.c_str(), "w");
+      STRATA_CHECK(f != nullptr, "gpt2_forward: cannot write --json '", json_path, "'");
+      const std::string text = study.dump(1) + "\n";
+      const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+      STRATA_CHECK(std::fclose(f) == 0 && ok, "gpt2_forward: writing --json '", json_path, "' failed");
+    }
+  }
   if (profile_step) profile_one_step(model, d, load, ids.slice(0, 0, 1));
   nn::safetensors::save(out, results);
   std::printf("strata %s: GPT-2 %lld layers, %lld heads, %lld embd, ids %s: forward %.3f ms (median of %d)\n",

@@ -6,7 +6,7 @@
 # small, batch 1, prompt 128, DECODE new tokens, greedy) in fp32 and bf16: strata's ways of decoding,
 # PyTorch's three forms and JAX's two (bench/peers/jax_gpt2.py; JAX=0 skips), in the same call. Run from the repository root with .gpu/ packed by
 #   TARGETS="gpt2_forward" tools/gpu/pack.sh
-# Logs and ids go to $OUT (or /tmp/strata-gpu).
+# Logs and ids go to $OUT (or /tmp/strata-gpu); strata's decoding figures to $OUT/gpt_decode_<precision>.json.
 set -u
 OUT=${OUT:-/tmp/strata-gpu}
 D=$OUT/gpt
@@ -25,7 +25,7 @@ DECODE=${DECODE:-256}  # 0: the parity checks only
 for prec in ${PRECISIONS-fp32 bf16}; do
   (
     source tools/gpu/env.sh >/dev/null 2>&1
-    .gpu/bin/gpt2_forward --hf --decode $DECODE --rounds 3 --precision $prec --repeat 3 --weights $D/g124/hf.safetensors --ids $D/g124/ids.safetensors --out $D/g124/strata_$prec.safetensors --layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024 --backend cuda
+    .gpu/bin/gpt2_forward --hf --decode $DECODE --rounds 3 --precision $prec --repeat 3 --json $OUT/gpt_decode_$prec.json --weights $D/g124/hf.safetensors --ids $D/g124/ids.safetensors --out $D/g124/strata_$prec.safetensors --layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024 --backend cuda
   )
   python3 $P decode $D/g124 --new $DECODE --rounds 3 --precision $prec
   # JAX beside them (JAX=0 skips): a jitted step per token and the whole generation as one jit.
