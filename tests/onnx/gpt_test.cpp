@@ -20,7 +20,14 @@ using ops::DispatchMode;
 
 // ε is not GPT-2's: the import must take it from the file.
 nn::GptConfig gpt_config() {
-  return {.vocab_size = 37, .block_size = 12, .n_layer = 2, .n_head = 2, .n_embd = 16, .layer_norm_eps = 1e-6};
+  nn::GptConfig c;
+  c.vocab_size = 37;
+  c.block_size = 12;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.layer_norm_eps = 1e-6;
+  return c;
 }
 
 // Every parameter at random, the layer norms' too (their 1 and 0 would hide a mix-up).
