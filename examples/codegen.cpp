@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     // ResNet runs any input size through it.
     if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
     // The emitters write NCHW programs: the model is made NCHW whatever layout the backend would prefer.
-    spec.nchw = true;
+    spec.memory_format = MemoryFormat::contiguous;
     auto model = train::build_model(spec, ops::DispatchMode::direct, backend);
     if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
     if (train)

@@ -227,7 +227,7 @@ std::unique_ptr<nn::Model> build_model(const ModelSpec& s, ops::DispatchMode mod
   nn::ModelOptions mo;
   mo.loss = s.task == Task::multilabel ? nn::LossKind::bce_logits : nn::LossKind::cross_entropy;
   mo.compute_dtype = nn::parse_precision(s.precision);
-  if (s.channels_last || s.nchw) mo.memory_format = s.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+  mo.memory_format = s.memory_format;
   if (s.model == "lenet") {
     nn::LeNetConfig c;
     c.variant = nn::parse_lenet_variant(s.lenet_variant);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,8 +91,9 @@ struct ModelSpec {
   uint64_t seed = 1;
   Task task = Task::classification;
   std::string precision = "fp32";  // fp32 | bf16 (mixed precision, see nn::ModelOptions)
-  bool channels_last = false;      // memory format only: not saved, checkpoints hold the same values
-  bool nchw = false;               // NCHW forced (neither flag: the backend's preferred layout)
+  // nn::ModelOptions::memory_format (nullopt: the backend's preferred layout); not saved, checkpoints
+  // hold the same values in every layout.
+  std::optional<MemoryFormat> memory_format;
 };
 
 inline const char* const kModelNames[] = {"lenet", "resnet18", "resnet50"};

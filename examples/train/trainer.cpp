@@ -125,8 +125,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
   spec_.seed = o.seed;
   spec_.task = preset_.task;
   spec_.precision = o.precision;
-  spec_.channels_last = o.channels_last;
-  spec_.nchw = o.nchw;
+  if (o.channels_last || o.nchw) spec_.memory_format = o.nchw ? MemoryFormat::contiguous : MemoryFormat::channels_last;
   check_precision_trains(spec_, cfg_.mode, o.backend, chw, train_set_->target_shape(), train_set_->target_dtype());
   model_ = build_model(spec_, cfg_.mode, o.backend);
   int64_t index = 0;
