@@ -2,7 +2,7 @@
 """GPT-2 in plain JAX (jax.numpy and jax.lax, no Flax), the second framework beside PyTorch for
 GPT's two points: batch-1 decoding and a training step.
 
-    python3 bench/peers/jax_gpt2.py decode DIR --new 256 --rounds 3 --precision bf16 [--check-logits F]
+    python3 bench/peers/jax_gpt2.py decode DIR --new 256 --rounds 3 --precision bf16 [--check-logits F] [--json F]
     python3 bench/peers/jax_gpt2.py train --batch 16 --seq 1024 --steps 10 --rounds 3 [--lr 6e-4]
 
 decode  reads DIR as bench/peers/pytorch_gpt2.py export writes it (hf.safetensors: transformers'
@@ -14,7 +14,8 @@ decode  reads DIR as bench/peers/pytorch_gpt2.py export writes it (hf.safetensor
         captured step). Time per token = a generation's wall time (prompt's step included) over
         --new; median and range over --rounds, the forms alternated. Both forms must give the same
         tokens; --check-logits compares the f32 prompt logits with a file of strata's
-        (gpt2_forward --out, key "logits") and prints the relative L2 difference.
+        (gpt2_forward --out, key "logits") and prints the relative L2 difference; --json writes
+        every round's figures (bench/peers/decode_record.py), for the study's page.
 train   GPT-2 small (or --layers/--heads/--embd) from GPT-2's initialisation (normal 0.02, the
         residual projections 0.02/sqrt(2 L)), on the same random tokens every step, bf16 compute
         with f32 parameters (as autocast: products and attention in bf16, layer norm statistics,
@@ -41,6 +42,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import decode_record  # noqa: E402
 import safetensors_np  # noqa: E402
 
 EPS = 1e-5
@@ -187,7 +189,8 @@ def decode(args):
             t0 = time.perf_counter()
             forms[name]().block_until_ready()
             times[name].append(1e3 * (time.perf_counter() - t0) / n)
-    same = all(np.array_equal(tokens[k], tokens[names[0]]) for k in names)
+    same_as_first = {k: np.array_equal(tokens[k], tokens[names[0]]) for k in names}
+    same = all(same_as_first.values())
     dev = jax.devices()[0].device_kind
     for name in names:
         ms = sorted(times[name])
@@ -202,6 +205,9 @@ def decode(args):
         got = np.asarray(logits, np.float64)
         rel = np.linalg.norm(got - ref) / np.linalg.norm(ref)
         print(f"JAX f32 prompt logits vs {os.path.basename(args.check_logits)}: relative L2 {rel:.3e}")
+    if args.json:
+        decode_record.write(args.json, f"JAX {jax.__version__}", dev, args.precision, cfg, n, T0, args.rounds, times,
+                            same_as_first)
     if not same:
         sys.exit(1)
 
@@ -275,6 +281,7 @@ def main():
     d.add_argument("--rounds", type=int, default=3)
     d.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     d.add_argument("--check-logits", help="strata's logits for the same ids (gpt2_forward --out)")
+    d.add_argument("--json", help="also write every round's figures here (bench/peers/decode_record.py)")
     t = sub.add_parser("train")
     for name, default in (("layers", 12), ("heads", 12), ("embd", 768), ("vocab", 50257), ("batch", 16),
                           ("seq", 1024), ("steps", 10), ("rounds", 3), ("warmup", 3)):

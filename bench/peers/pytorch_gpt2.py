@@ -13,14 +13,15 @@ the model in f32 (TF32 off) eager, prints the largest absolute difference of the
 relative L2 distance, both sides' relative L2 distance to the same model computed in float64
 (strata's must be within 1e-6), and the eager forward's median time (CUDA-synchronised).
 
-    python3 bench/peers/pytorch_gpt2.py decode DIR --new 256 --rounds 3 [--precision bf16]
+    python3 bench/peers/pytorch_gpt2.py decode DIR --new 256 --rounds 3 [--precision bf16] [--json FILE]
 
 decode times greedy decoding of --new tokens after the first row of DIR's ids, per token (the
 prompt's step included), in PyTorch's three forms: transformers' generate (eager, its dynamic
 cache), a plain loop over a nanoGPT-style forward with a static key/value cache (eager), and the
 same loop with the one-token step compiled by torch.compile(mode="reduce-overhead") (CUDA graphs;
 the prompt's step stays eager). The order alternates over rounds; the medians and ranges are
-printed, and whether each form's tokens equal generate's.
+printed, and whether each form's tokens equal generate's; --json FILE also writes every round's
+figures (bench/peers/decode_record.py), for the study's page.
 """
 import argparse
 import json
@@ -30,8 +31,12 @@ import sys
 import time
 
 import torch
+import transformers
 from safetensors.torch import load_file, save_file
 from transformers import GPT2Config, GPT2LMHeadModel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import decode_record  # noqa: E402
 
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 
@@ -231,13 +236,17 @@ def decode(args):
                 torch.cuda.synchronize()
                 times[name].append(1e3 * (time.perf_counter() - t0) / n)
     ref = tokens[names[0]]
+    same = {name: torch.equal(tokens[name], ref) for name in names}
     for name in names:
         ms = sorted(times[name])
-        same = torch.equal(tokens[name], ref)
         print(f"PyTorch {torch.__version__} decode {name} ({args.precision}): {n} tokens after {prompt.shape[1]}, "
               f"{statistics.median(ms):.4f} ms per token ({1e3 / statistics.median(ms):.0f} tokens/s), "
               f"range {ms[0]:.4f}-{ms[-1]:.4f} over {args.rounds} rounds; "
-              f"{'the same tokens as' if same else 'OTHER tokens than'} generate")
+              f"{'the same tokens as' if same[name] else 'OTHER tokens than'} generate")
+    if args.json:
+        decode_record.write(args.json, f"PyTorch {torch.__version__}, transformers {transformers.__version__}",
+                            torch.cuda.get_device_name(), args.precision, cfg, n, prompt.shape[1], args.rounds, times,
+                            same)
 
 
 def main():
@@ -257,6 +266,7 @@ def main():
     dc.add_argument("--new", type=int, default=256)
     dc.add_argument("--rounds", type=int, default=3)
     dc.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
+    dc.add_argument("--json", help="also write every round's figures here (bench/peers/decode_record.py)")
     args = ap.parse_args()
     {"export": export, "compare": compare, "decode": decode}[args.cmd](args)
 

@@ -21,17 +21,22 @@ FIXTURE = os.path.join(HERE, "fixture", "fake_card")
 EXPECTED = os.path.join(HERE, "expected_RESULTS.md")
 
 
-def generate(tmp, plots=False, without=()):
+def generate(tmp, plots=False, without=(), card=FIXTURE, extra=()):
+    """The page of one card (a fixture folder holding study/), less the study files named in
+    `without`, plus the files in `extra`; returns it and the copied card's study folder."""
     results = os.path.join(tmp, "docs", "results")
     shutil.rmtree(results, ignore_errors=True)
-    shutil.copytree(FIXTURE, os.path.join(results, "fake_card"))
+    study = os.path.join(results, os.path.basename(card), "study")
+    shutil.copytree(card, os.path.dirname(study))
     for name in without:  # study files left out, to see the page without them
-        os.remove(os.path.join(results, "fake_card", "study", name + ".json"))
+        os.remove(os.path.join(study, name + ".json"))
+    for path in extra:
+        shutil.copy(path, study)
     out = os.path.join(tmp, "docs", "RESULTS.md")
     cmd = [sys.executable, MAKE_PAGE, "--results", results, "--out", out] + ([] if plots else ["--no-plots"])
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     with open(out) as f:
-        return f.read(), os.path.join(results, "fake_card", "study")
+        return f.read(), study
 
 
 def fixture(name):

@@ -4,7 +4,7 @@
 # new measurements at its deadline and keeps what it measured). From the repo root:
 #
 #   tools/gpu/study.sh pack       # HERE (build machine): builds study_resnet50,
-#                                 # resnet50_gpu and dispatch_overhead (sm_90) into .gpu/
+#                                 # resnet50_gpu, dispatch_overhead and gpt2_forward (sm_90) into .gpu/
 #   tools/gpu/study.sh strata     # THERE: dispatch microbenchmarks (every backend, cuda
 #                                 # included), per-op costs of one step, LOC count, then
 #                                 # strata's sweep in every dispatch mode, and its parity run
@@ -16,6 +16,10 @@
 #   tools/gpu/study.sh parity     # THERE: only the accuracy-parity runs of every
 #                                 # implementation (strata, PyTorch's four, LibTorch), for
 #                                 # redoing them alone (e.g. after a protocol change)
+#   tools/gpu/study.sh gpt        # THERE: GPT-2 small, batch-1 greedy decoding (random weights):
+#                                 # strata's ways (gpt2_forward --decode, GPT_PROCESSES processes),
+#                                 # PyTorch's three forms and JAX's two, bf16 then fp32 while the
+#                                 # budget lasts: gpt_decode_<prec>[_<i>].json, gpt_peers_<fw>_<prec>.json
 #
 # Output goes to $OUT (default /tmp/strata-study): *_sweep.json, *_parity.json,
 # dispatch_overhead.json, strata_op_costs.json, loc.json, env_<part>.json, <part>.log
@@ -25,7 +29,8 @@
 # Knobs: GRID (seed | default | full; tools/study/grid.py), POINTS (overrides GRID),
 # PART_BUDGET, MIN_REPEATS (10), MIN_SECONDS (0.6), WARMUP (3), PKG (.gpu), STRATA_IMPLS
 # (strata's sweep rows, default virtual,static,direct,cudagraph; <mode>_unfused rows too,
-# docs/study.md), and for a
+# docs/study.md), GPT_ROUNDS (11), GPT_PROCESSES (2), GPT_NEW (256), GPT_PROMPT (128),
+# GPT_PRECISIONS ("bf16 fp32"), and for a
 # smoke run of the parts on a machine without a GPU, BACKEND=reference (strata's
 # backend; the peers then run on the CPU), e.g.
 #   PKG=build-study BACKEND=reference POINTS=2x16 MIN_REPEATS=2 MIN_SECONDS=0 \
@@ -45,7 +50,8 @@ device=cuda
 
 if [ "$part" = pack ]; then
   # The Debian build's libbenchmark is not on the GPU machine: carry it in lib/.
-  BUILD_DIR=${BUILD_DIR:-build-study} TARGETS="study_resnet50 resnet50_gpu dispatch_overhead" tools/gpu/pack.sh || exit 1
+  BUILD_DIR=${BUILD_DIR:-build-study} TARGETS="study_resnet50 resnet50_gpu dispatch_overhead gpt2_forward" \
+    tools/gpu/pack.sh || exit 1
   cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian .gpu/lib/
   {
     echo "commit $(git rev-parse HEAD 2>/dev/null)"
@@ -56,7 +62,7 @@ if [ "$part" = pack ]; then
   exit 0
 fi
 case "$part" in
-  strata | torch | compile | libtorch | parity | jax) ;;
+  strata | torch | compile | libtorch | parity | jax | gpt) ;;
   *)
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 2
@@ -121,6 +127,50 @@ build_libtorch() {
       return 1
     }
   fi
+}
+
+# One step of the gpt part, named $1: the command after it, within what is left of the budget (plus
+# 30 s to finish); started only while some budget is left, as the other parts' drivers do.
+gpt_step() {
+  local what=$1
+  shift
+  if [ "$(left)" -le 0 ]; then
+    say "skipped, the budget is spent: $what"
+    return 0
+  fi
+  say "$what"
+  timeout $(($(left) + 30)) "$@" 2>&1 | tee -a "$log"
+  return "${PIPESTATUS[0]}"
+}
+
+# GPT-2 small decoding at batch 1 in one precision: strata's ways in GPT_PROCESSES processes (one file
+# each), then PyTorch's forms and JAX's (they decode on CUDA only). Expects $g (the exported model),
+# $gpt_model, $gpt_new, $gpt_rounds.
+gpt_precision() {
+  local prec=$1 i f check=()
+  for i in $(seq 1 "${GPT_PROCESSES:-2}"); do
+    f="$out/gpt_decode_$prec.json"
+    [ "$i" -gt 1 ] && f="$out/gpt_decode_${prec}_$i.json"
+    gpt_step "strata $prec, process $i: gpt2_forward --decode" "$pkg/bin/gpt2_forward" --hf --backend "$backend" \
+      "${gpt_model[@]}" --precision "$prec" --decode "$gpt_new" --rounds "$gpt_rounds" --repeat 1 --json "$f" \
+      --weights "$g/hf.safetensors" --ids "$g/ids.safetensors" --out "$g/strata_$prec.safetensors" || rc=1
+  done
+  if [ "$device" != cuda ]; then
+    say "no peers: they decode on CUDA only"
+    return
+  fi
+  gpt_step "PyTorch $prec: generate, eager static-cache loop, compiled loop" python3 bench/peers/pytorch_gpt2.py \
+    decode "$g" --new "$gpt_new" --rounds "$gpt_rounds" --precision "$prec" --json "$out/gpt_peers_torch_$prec.json" \
+    || rc=1
+  if ! python3 -c "import jax" 2>/dev/null; then
+    say "JAX not importable: no JAX rows"
+    return
+  fi
+  # strata's f32 prompt logits, where this call wrote them, for JAX's check of its own.
+  [ "$prec" = fp32 ] && [ -f "$g/strata_fp32.safetensors" ] && check=(--check-logits "$g/strata_fp32.safetensors")
+  gpt_step "JAX $prec: a jitted step per token, the whole generation as one jit" python3 bench/peers/jax_gpt2.py \
+    decode "$g" --new "$gpt_new" --rounds "$gpt_rounds" --precision "$prec" ${check[@]+"${check[@]}"} \
+    --json "$out/gpt_peers_jax_$prec.json" || rc=1
 }
 
 rc=0
@@ -193,6 +243,29 @@ case "$part" in
       --device "$device" --data "$out/parity" ${PARITY_ARGS:-} --json "$out/libtorch_parity.json" 2>&1 | tee -a "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     rm -rf "$out/parity"
+    ;;
+  gpt)
+    # Random weights: no checkpoint reaches the GPU machine. The PyTorch peer's export writes
+    # transformers' own state dict (seed 0), which gpt2_forward --hf and both peers load.
+    g="$out/gpt"
+    gpt_model=(--layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024)
+    gpt_new=${GPT_NEW:-256}
+    gpt_rounds=${GPT_ROUNDS:-11}
+    say "GPT-2 small, random weights (bench/peers/pytorch_gpt2.py export, seed 0), a ${GPT_PROMPT:-128}-token prompt"
+    python3 bench/peers/pytorch_gpt2.py export "$g" "${gpt_model[@]}" --batch 1 --tokens "${GPT_PROMPT:-128}" \
+      >>"$log" 2>&1 || exit 1
+    took=0
+    for prec in ${GPT_PRECISIONS:-bf16 fp32}; do
+      # A precision is started only if what is left covers what the last one took.
+      if [ "$(left)" -lt "$took" ]; then
+        say "$prec skipped: $(left) s left, the last precision took $took s"
+        continue
+      fi
+      p0=$(date +%s)
+      gpt_precision "$prec"
+      took=$(($(date +%s) - p0))
+    done
+    rm -rf "$g"
     ;;
   libtorch)
     build_libtorch || exit 1

@@ -15,7 +15,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from study_data import IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, STRATA_MODES, find_cards, read_commented_csv, \
+from study_data import GPT_COMPILED, GPT_GENERATE, IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, \
+    STRATA_MODES, find_cards, gpt_decoding, gpt_layer_rows, gpt_peer_rows, gpt_way_rows, read_commented_csv, \
     seed_points  # noqa: E402
 import plots  # noqa: E402
 from grid import SEED, SWEEP_BATCH, SWEEP_RESOLUTION  # noqa: E402
@@ -54,6 +55,23 @@ def cell(card, impl, kind, b, r, key="ms_per_sample"):
     if row["status"] != "ok":
         return row["status"]
     return num(row[key])
+
+
+def paired_text(r, fmt=lambda v: f"{v:.0f}", scale=1.0):
+    """A paired row (paired_runs.py): its median, the range of its processes' medians where there were
+    several, and the union of their 95 % intervals, each divided by scale."""
+    meds = r.get("process_median_ns") or []
+    spread = f" ({fmt(min(meds) / scale)}–{fmt(max(meds) / scale)})" if len(meds) > 1 else ""
+    return f"{fmt(r['median_ns'] / scale)}{spread} [{fmt(r['lo_ns'] / scale)}, {fmt(r['hi_ns'] / scale)}]"
+
+
+def unresolved(rs):
+    """True where every row's interval reaches 0: the measurement cannot tell the layer from noise."""
+    return all(r["lo_ns"] <= 0 <= r["hi_ns"] for r in rs)
+
+
+def noise_text(rs, fmt=lambda v: f"{v:.0f}", scale=1.0):
+    return f"within noise (±{fmt(max(max(-r['lo_ns'], r['hi_ns']) for r in rs) / scale)})"
 
 
 def host_bound(row):
@@ -180,16 +198,12 @@ def sec_dispatch(card):
             rs = [r for r in paired if r["layer"].startswith(key)]
             if not rs:
                 continue
-            if all(r["lo_ns"] <= 0 <= r["hi_ns"] for r in rs):
+            if unresolved(rs):
                 layers[name] = None
-                cells[name] = f"within noise (±{max(max(-r['lo_ns'], r['hi_ns']) for r in rs):.0f})"
+                cells[name] = noise_text(rs)
             else:
                 layers[name] = sorted(r["median_ns"] for r in rs)[len(rs) // 2]
-                cells[name] = "; ".join(
-                    f"{r['op']} {r['median_ns']:.0f}"
-                    + (f" ({min(r['process_median_ns']):.0f}–{max(r['process_median_ns']):.0f})"
-                       if r.get("process_median_ns") else "")
-                    + f" [{r['lo_ns']:.0f}, {r['hi_ns']:.0f}]" for r in rs)
+                cells[name] = "; ".join(f"{r['op']} {paired_text(r)}" for r in rs)
     costs = card.docs.get("strata_op_costs", {})
     n_ops = {r["kind"]: r["idle"]["ops"] for r in costs.get("records", []) if r.get("status") == "ok"}
     out.append(f"What each layer costs per call on the `{be}` backend ({how}) and per ResNet-50 "
@@ -457,6 +471,67 @@ def sec_status(card):
                    "first note"], rows))
 
 
+def sec_gpt(card):
+    """GPT-2 decoding at batch 1 (tools/gpu/study.sh gpt), one block per precision; None where the
+    card has no decoding files."""
+    runs = gpt_decoding(card)
+    if not runs:
+        return None
+    return "\n".join(gpt_block(prec, r["strata"], r["peers"]) for prec, r in runs.items())
+
+
+def gpt_setting(prec, strata_docs, peer_docs):
+    """The sentence that says what was decoded, read from the files."""
+    first = (strata_docs or peer_docs)[0]
+    model = dict((peer_docs[0].get("config") if peer_docs else None) or {}, **(first.get("model") or {}))
+    seed = (peer_docs[0].get("config") or {}).get("seed") if peer_docs else None
+    weights = f"random weights (bench/peers/pytorch_gpt2.py export, seed {seed})" if seed is not None else \
+        "weights not recorded"
+    where = ", ".join(x for x in ([f"strata's `{strata_docs[0].get('backend')}` backend"] if strata_docs else []) +
+                      sorted({d.get("device") for d in peer_docs if d.get("device")}) if x)
+    text = (f"**{prec}**: GPT-2 ({model.get('layers')} layers, {model.get('heads')} heads, width "
+            f"{model.get('embd')}, vocabulary {model.get('vocab')}; {weights}), batch 1, greedy, "
+            f"{first.get('new_tokens')} new tokens after a {first.get('prompt_tokens')}-token prompt; {where}. "
+            f"Time per token: one generation's wall time, the prompt's step included, over the new tokens.")
+    if strata_docs:
+        same = all(d.get("same_tokens_every_way") for d in strata_docs)
+        text += (f" strata: {len(strata_docs)} process(es) of {strata_docs[0].get('rounds')} rounds, every way once a "
+                 f"round, the order reversed every other round; "
+                 f"{'every way gave the same tokens' if same else 'the ways gave DIFFERENT tokens'}.")
+    return text + "\n"
+
+
+def gpt_block(prec, strata_docs, peer_docs):
+    ways, peers = gpt_way_rows(strata_docs), gpt_peer_rows(peer_docs)
+    refs = {form: r["median_ms"] for r in peers for form in (GPT_GENERATE, GPT_COMPILED) if r["label"][1] == form}
+    rows = []
+    for r in ways + peers:
+        label = f"strata {r['label']}" if isinstance(r["label"], str) else f"{r['label'][0]}: {r['label'][1]}"
+        rows.append([label, num(r["median_ms"]), f"{num(r['min_ms'])}–{num(r['max_ms'])}", r["rounds"],
+                     num(1e3 / r["median_ms"]), rtxt(ratio(refs.get(GPT_GENERATE), r["median_ms"])),
+                     rtxt(ratio(refs.get(GPT_COMPILED), r["median_ms"])), "yes" if r["same_tokens"] else "no"])
+    out = [gpt_setting(prec, strata_docs, peer_docs),
+           "ms per token (median; over several processes the median of their medians), the range of every round, "
+           "tokens/s at the median, and the rate as a multiple of PyTorch's `generate` and of its compiled "
+           "static-cache loop (above 1: faster); \"same tokens\": as the first way (strata) or form (each peer) "
+           "in every process.\n",
+           table(["way", "ms per token", "range", "rounds", "tokens/s", "× generate's rate",
+                  "× compiled loop's rate", "same tokens"], rows)]
+    layers = gpt_layer_rows(strata_docs)
+    if layers:
+        med = {r["label"]: r["median_ms"] for r in ways}
+        rows = [[r["layer"], f"{r['a']} − {r['b']}"] +
+                ([noise_text([r], num, 1e3), "–"] if unresolved([r]) else
+                 [paired_text(r, num, 1e3), num(100 * r["median_ns"] / (1e6 * med[r["a"]]), " %")]) for r in layers]
+        out += ["What each layer costs per token: way a's time minus way b's in the same round (the two ran in the "
+                "same stretch of time), µs per token; the median with a distribution-free 95 % interval of the "
+                "median in brackets (the ranks n/2 ∓ 1.96·√n/2, as `dispatch_overhead --paired`); over several "
+                "processes the median of their medians, their range in parentheses and the union of their "
+                "intervals; \"within noise\" where an interval reaches 0. Share: of way a's median time.\n",
+                table(["layer", "ways (a − b)", "µs per token", "share of a"], rows)]
+    return "\n".join(out)
+
+
 def page(cards, seed, seed_text, plot_files, out_path):
     rel = os.path.relpath
     o = ["# Results: the cost of abstraction, measured\n",
@@ -475,18 +550,19 @@ def page(cards, seed, seed_text, plot_files, out_path):
                                           for n in sorted(card.docs)) +
                  f"; flat tables [`points.csv`]({rel(os.path.join(card.folder, 'points.csv'), d)}), "
                  f"[`parity.csv`]({rel(os.path.join(card.folder, 'parity.csv'), d)}).\n")
-        for title, body in (
-                ("Environment", sec_environment(card)),
-                ("The paper's table beside ours", sec_seed_table(card, seed)),
-                ("What each dispatch layer costs", sec_dispatch(card)),
-                ("One step, op by op (device idle vs busy)", sec_op_trace(card)),
-                ("Where strata wins or loses against each peer, and why", sec_peers(card)),
-                ("Fusion: each mode with and without it", sec_fusion(card)),
-                ("Host-to-device copies: pageable vs pinned", sec_copies(card, seed_text)),
-                ("Tails, memory, utilisation and energy at the paper's points", sec_tails(card)),
-                ("Accuracy parity on a short training run", sec_parity(card)),
-                ("Effort: lines of the ResNet definition", sec_loc(card)),
-                ("What ran, and what did not produce a number", sec_status(card))):
+        # A card with GPT-2 decoding figures alone has no ResNet-50 sections.
+        resnet = ((("The paper's table beside ours", sec_seed_table(card, seed)),
+                   ("What each dispatch layer costs", sec_dispatch(card)),
+                   ("One step, op by op (device idle vs busy)", sec_op_trace(card)),
+                   ("Where strata wins or loses against each peer, and why", sec_peers(card)),
+                   ("Fusion: each mode with and without it", sec_fusion(card)),
+                   ("Host-to-device copies: pageable vs pinned", sec_copies(card, seed_text)),
+                   ("Tails, memory, utilisation and energy at the paper's points", sec_tails(card)),
+                   ("Accuracy parity on a short training run", sec_parity(card)),
+                   ("Effort: lines of the ResNet definition", sec_loc(card)),
+                   ("What ran, and what did not produce a number", sec_status(card))) if card.rows else ())
+        for title, body in (("Environment", sec_environment(card)),) + resnet + \
+                (("GPT-2 small, batch-1 decoding", sec_gpt(card)),):
             if body is not None:  # a section with nothing to show for this card's data
                 o.append(f"### {title}\n\n{body}")
         pf = plot_files.get(card.slug)
@@ -513,7 +589,7 @@ def main():
     plot_files = {}
     for card in cards:
         card.write_csv()
-        if not args.no_plots:
+        if not args.no_plots and card.rows:  # the plots are the ResNet-50 sweep's
             plot_files[card.slug] = plots.draw(card, os.path.join(card.folder, "plots"), seed, SWEEP_RESOLUTION,
                                                SWEEP_BATCH) if plots.have_gnuplot() else []
     with open(args.out, "w") as f:

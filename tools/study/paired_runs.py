@@ -14,10 +14,14 @@ make_page.py reads, each row now
 and prints, per row, the median, the range of the processes' medians and whether it is resolved.
 
     tools/study/paired_runs.py --bin .gpu/bin/dispatch_overhead --runs 5 --json dispatch_paired.json
+
+paired() is the binary's rule for one process in Python, for paired figures that come as rounds
+(GPT-2 decoding's ways, tools/study/study_data.py); aggregate() then combines processes alike.
 Standard library only.
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -28,6 +32,22 @@ def median(v):
     s = sorted(v)
     n = len(s)
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def paired(diffs):
+    """(median, lo, hi) of paired differences a - b, one per interleaved round: the rule of
+    dispatch_overhead --paired (the sorted differences' middle element, and the ranks
+    n/2 -/+ 1.96 sqrt(n)/2 as a distribution-free 95 % interval of the median), for figures that
+    come with their rounds (gpt2_forward --json) rather than as rows."""
+    d = sorted(diffs)
+    if not d:
+        raise ValueError("paired: no rounds")
+    n = len(d)
+    half = 1.96 * math.sqrt(n) / 2
+
+    def rank(x):
+        return int(min(max(x, 0), n - 1))
+    return d[n // 2], d[rank(math.floor(n / 2 - half))], d[rank(math.ceil(n / 2 + half))]
 
 
 def run_once(binary, rounds, timeout):

@@ -6,6 +6,8 @@ import glob
 import json
 import os
 
+from paired_runs import aggregate, median, paired
+
 # Column order of every table and plot: the peers from the highest abstraction down,
 # then strata's modes.
 IMPL_ORDER = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch", "jax_jit",
@@ -17,6 +19,27 @@ STRATA_MODES = ["strata_virtual", "strata_static", "strata_direct"]
 STRATA_BEST = STRATA_MODES + ["strata_cudagraph"]
 PEERS = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch", "jax_jit"]
 SEED_IMPLS = ["pytorch", "torchscript", "libtorch", "cudnn"]
+
+# GPT-2 decoding (tools/gpu/study.sh gpt): strata's ways as bench/gpt2_forward.cpp names them, and
+# the steps between two ways that each take one layer of abstraction away (docs/study.md).
+GPT_VIRTUAL = "virtual, growing cache"
+GPT_STATIC_GROWING = "static, growing cache"
+GPT_STATIC = "static, static cache"
+GPT_DIRECT = "direct (static cache, planned steps)"
+GPT_GRAPH = "graph (static cache, captured step)"
+GPT_GRAPH_DIRECT = "graph (static cache, captured direct step)"
+GPT_LAYERS = [  # (way a, way b, what a - b is)
+    (GPT_VIRTUAL, GPT_STATIC_GROWING, "virtual call"),
+    (GPT_STATIC_GROWING, GPT_STATIC,
+     "growing cache: keys and values appended (copied) per token, not written in place"),
+    (GPT_STATIC, GPT_DIRECT, "front end: checks, shape rule, output allocation (no tape: decoding records none)"),
+    (GPT_DIRECT, GPT_GRAPH_DIRECT, "launching: a host call per kernel, not one graph launch per token"),
+    (GPT_STATIC, GPT_GRAPH, "front end and launching together"),
+]
+# The peers' forms strata's rates are divided by (bench/peers/pytorch_gpt2.py's names).
+GPT_GENERATE = "transformers generate, eager"
+GPT_COMPILED = "static-cache loop, torch.compile reduce-overhead"
+GPT_PRECISION_ORDER = ["bf16", "fp32"]  # bf16 first: the study's decoding precision
 
 # The flat row of one sweep record (points.csv's columns).
 POINT_COLUMNS = [
@@ -143,9 +166,82 @@ def _fmt_csv(v):
 
 
 def find_cards(results_root):
+    """The cards with a ResNet-50 sweep or GPT-2 decoding figures."""
     return [Card(os.path.dirname(p)) for p in
             sorted(glob.glob(os.path.join(results_root, "*", "study", "")))
-            if glob.glob(os.path.join(p, "*_sweep.json"))]
+            if any(glob.glob(os.path.join(p, pat)) for pat in ("*_sweep.json", "gpt_decode_*.json",
+                                                               "gpt_peers_*.json"))]
+
+
+# --- GPT-2 decoding -------------------------------------------------------------------------------
+def gpt_decoding(card):
+    """{precision: {"strata": [gpt2_forward --json files, one per process], "peers": [the peers'
+    files (bench/peers/decode_record.py)]}}, bf16 first."""
+    out = {}
+    for name, doc in sorted(card.docs.items()):
+        side = ("strata" if name.startswith("gpt_decode_") and "ways" in doc else
+                "peers" if name.startswith("gpt_peers_") and "forms" in doc else None)
+        if side:
+            out.setdefault(doc.get("precision"), {"strata": [], "peers": []})[side].append(doc)
+
+    def order(prec):
+        return (GPT_PRECISION_ORDER.index(prec) if prec in GPT_PRECISION_ORDER else len(GPT_PRECISION_ORDER), str(prec))
+
+    def references_first(doc):  # the file holding the ratios' references (PyTorch's) leads the peers
+        return not any(f["form"] in (GPT_GENERATE, GPT_COMPILED) for f in doc["forms"])
+    for r in out.values():
+        r["peers"].sort(key=references_first)  # stable: file-name order otherwise
+    return {p: out[p] for p in sorted(out, key=order)}
+
+
+def _decode_rows(entries):
+    """entries: (label, {"ms_per_token_by_round", "ms_per_token_median"}, same tokens) over the
+    processes -> one row per label, in the order first seen: the median of the processes' medians
+    (paired_runs' rule), the range of every round, the rounds, and whether every process gave the
+    same tokens as its first way or form."""
+    by, order = {}, []
+    for label, e, same in entries:
+        if label not in by:
+            by[label] = []
+            order.append(label)
+        by[label].append((e, same))
+    rows = []
+    for label in order:
+        es = by[label]
+        ms = [m for e, _ in es for m in e["ms_per_token_by_round"]]
+        rows.append({"label": label, "median_ms": median([e["ms_per_token_median"] for e, _ in es]),
+                     "min_ms": min(ms), "max_ms": max(ms), "rounds": len(ms), "processes": len(es),
+                     "same_tokens": all(s for _, s in es)})
+    return rows
+
+
+def gpt_way_rows(strata_docs):
+    """One row per strata way (label: the way's name)."""
+    return _decode_rows([(w["way"], w, d.get("same_tokens_every_way", False)) for d in strata_docs for w in d["ways"]])
+
+
+def gpt_peer_rows(peer_docs):
+    """One row per peer form (label: (framework, form))."""
+    return _decode_rows([((d.get("framework"), f["form"]), f, f.get("same_tokens_as_first", False))
+                         for d in peer_docs for f in d["forms"]])
+
+
+def gpt_layer_rows(strata_docs):
+    """What each layer costs per token: way a's ms per token minus way b's in the same round (they ran
+    in the same stretch of time), in ns, the median and 95 % interval by paired_runs.paired per
+    process, then paired_runs.aggregate over the processes. Each row also names its ways (a, b)."""
+    runs = []
+    for doc in strata_docs:
+        ms = {w["way"]: w["ms_per_token_by_round"] for w in doc["ways"]}
+        rows = []
+        for a, b, layer in GPT_LAYERS:
+            if a in ms and b in ms and ms[a] and len(ms[a]) == len(ms[b]):
+                med, lo, hi = paired([1e6 * (x - y) for x, y in zip(ms[a], ms[b])])
+                rows.append({"op": "gpt2 decode", "backend": doc.get("backend"), "layer": layer, "median_ns": med,
+                             "lo_ns": lo, "hi_ns": hi, "rounds": len(ms[a])})
+        runs.append(rows)
+    ways = {layer: (a, b) for a, b, layer in GPT_LAYERS}
+    return [dict(r, a=ways[r["layer"]][0], b=ways[r["layer"]][1]) for r in aggregate(runs)]
 
 
 def read_commented_csv(path):
