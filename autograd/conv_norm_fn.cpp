@@ -1,4 +1,4 @@
-// Backward formulas of conv2d, batch_norm and linear.
+// Backward formulas of conv2d, batch_norm, linear and the two-layer perceptron.
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/node_base.h"
 #include "strata/ops/validate.h"
@@ -74,6 +74,7 @@ class BatchNormNode final : public NodeT<D> {
   ops::ChannelSumReducer* sync_;  // the forward's group: its backward reduces over it too
 };
 
+// Inputs x, w, b and, with a residual added (linear_add), z, whose gradient is dy.
 template <class D>
 class LinearNode final : public NodeT<D> {
  public:
@@ -85,6 +86,7 @@ class LinearNode final : public NodeT<D> {
     Tensor dx = e[0].valid() ? ops::linear_bwd_data(this->d_, dy, w_) : Tensor();
     ops::LinearWeightGrads g;
     if (e[1].valid() || (has_bias_ && e[2].valid())) g = ops::linear_bwd_weight(this->d_, x_, dy, has_bias_);
+    if (e.size() > 3) return {dx, g.dw, g.db, e[3].valid() ? dy : Tensor()};
     return {dx, g.dw, g.db};
   }
   void release() override { x_ = w_ = Tensor(); }
@@ -92,6 +94,36 @@ class LinearNode final : public NodeT<D> {
  private:
   Tensor x_, w_;
   bool has_bias_;
+};
+
+// Inputs x, w1, b1, w2, b2 and the residual z (optional; its gradient is dy); saved the
+// pre-activation and the hidden layer h = act(pre). The ops in the order direct mode's MlpPlan runs
+// them (ops/direct/plans.h).
+template <class D>
+class MlpNode final : public NodeT<D> {
+ public:
+  MlpNode(const D& d, Tensor x, Tensor w1, bool has_b1, Tensor w2, bool has_b2, ops::UnaryFn act, Tensor pre, Tensor h)
+      : NodeT<D>(d), x_(std::move(x)), w1_(std::move(w1)), w2_(std::move(w2)), pre_(std::move(pre)), h_(std::move(h)),
+        has_b1_(has_b1), has_b2_(has_b2), act_(act) {}
+  std::string_view name() const override { return "mlp"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    const auto& e = this->next;
+    ops::LinearWeightGrads g1, g2;
+    Tensor dx;
+    if (e[3].valid() || (has_b2_ && e[4].valid())) g2 = ops::linear_bwd_weight(this->d_, h_, dy, has_b2_);
+    if (e[0].valid() || e[1].valid() || (has_b1_ && e[2].valid())) {
+      const Tensor dpre = ops::linear_act_bwd_data(this->d_, dy, w2_, act_, pre_, h_);
+      if (e[1].valid() || (has_b1_ && e[2].valid())) g1 = ops::linear_bwd_weight(this->d_, x_, dpre, has_b1_);
+      if (e[0].valid()) dx = ops::linear_bwd_data(this->d_, dpre, w1_);
+    }
+    return {dx, g1.dw, g1.db, g2.dw, g2.db, e[5].valid() ? dy : Tensor()};
+  }
+  void release() override { x_ = w1_ = w2_ = pre_ = h_ = Tensor(); }
+
+ private:
+  Tensor x_, w1_, w2_, pre_, h_;
+  bool has_b1_, has_b2_;
+  ops::UnaryFn act_;
 };
 
 }  // namespace
@@ -137,6 +169,23 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
   return y;
 }
 
+template <class D>
+Tensor linear_add(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z) {
+  Tensor y = ops::linear_add(d, x, w, b, z);
+  record<LinearNode<D>>(d, {&x, &w, &b, &z}, y, x, w, b.defined());
+  return y;
+}
+
+template <class D>
+Tensor mlp(const D& d, const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+           ops::UnaryFn act, const Tensor& z) {
+  const ops::LinearActOut hidden = ops::linear_act(d, x, w1, b1, act);
+  Tensor y = z.defined() ? ops::linear_add(d, hidden.y, w2, b2, z) : ops::linear(d, hidden.y, w2, b2);
+  record<MlpNode<D>>(d, {&x, &w1, &b1, &w2, &b2, &z}, y, x, w1, b1.defined(), w2, b2.defined(), act, hidden.pre,
+                     hidden.y);
+  return y;
+}
+
 #define STRATA_AUTOGRAD_INSTANTIATE(D)                                                                   \
   template ops::Conv2dSignature<D> conv2d<D>;                                                           \
   template Tensor conv2d_fused<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&, \
@@ -144,7 +193,10 @@ Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b) {
   template Tensor batch_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,    \
                                 const Tensor&, bool, double, double, const Tensor&, bool,                \
                                 ops::ChannelSumReducer*);                                                \
-  template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);
+  template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);                     \
+  template Tensor linear_add<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&);   \
+  template Tensor mlp<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \
+                         ops::UnaryFn, const Tensor&);
 STRATA_AUTOGRAD_INSTANTIATE_ALL()
 
 }  // namespace strata::autograd

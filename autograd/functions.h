@@ -29,6 +29,15 @@ template <class D> Tensor avg_pool2d(const D& d, const Tensor& x, const Pool2dPa
 template <class D> Tensor global_avg_pool(const D& d, const Tensor& x);
 template <class D> Tensor space_to_depth(const D& d, const Tensor& x, const ops::SpaceToDepthParams& p);
 template <class D> Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b);
+// x w^T + b + z, the residual z added in the product where the backend can (ops::linear_add).
+template <class D> Tensor linear_add(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z);
+// The two-layer perceptron y = act(x w1^T + b1) w2^T + b2 (GPT's MLP; NVIDIA Apex's
+// FusedDenseGeluDense) as one node: the activation in the first product's epilogue and its
+// derivative in the second's backward product (ops::linear_act, ops::linear_act_bwd_data); act a
+// parameterless formula of pointwise.def; b1, b2 optional; z, optional, added to the output in the
+// second product (ops::linear_add).
+template <class D> Tensor mlp(const D& d, const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                              const Tensor& b2, ops::UnaryFn act, const Tensor& z = Tensor());
 template <class D> Tensor add(const D& d, const Tensor& a, const Tensor& b);
 template <class D> Tensor scale(const D& d, const Tensor& x, double alpha);
 // Identity when p == 0 (eval mode is the caller's choice: pass p = 0).

@@ -29,6 +29,13 @@ Tensor space_to_depth(const Tensor& x, const ops::SpaceToDepthParams& p) {
   return autograd::space_to_depth(dd(x), x, p);
 }
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) { return autograd::linear(dd(x), x, w, b); }
+Tensor mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2, ops::UnaryFn act,
+           const Tensor& z) {
+  return autograd::mlp(dd(x), x, w1, b1, w2, b2, act, z);
+}
+Tensor linear_add(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z) {
+  return autograd::linear_add(dd(x), x, w, b, z);
+}
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
   return autograd::dropout(dd(x), x, p, seed, offset);
 }

@@ -23,6 +23,12 @@ Tensor avg_pool2d(const Tensor& x, const ops::Pool2dParams& p);
 Tensor global_avg_pool(const Tensor& x);
 Tensor space_to_depth(const Tensor& x, const ops::SpaceToDepthParams& p);
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
+// act(x w1^T + b1) w2^T + b2 as one fused op (autograd::mlp: GPT's MLP with act gelu_tanh, the
+// activation in the first product's epilogue where the backend has one); x [N, in].
+Tensor mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+           ops::UnaryFn act = ops::UnaryFn::gelu_tanh, const Tensor& z = Tensor());
+// x w^T + b + z (torch.addmm's sum), z added in the product where the backend can.
+Tensor linear_add(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z);
 // Identity when p == 0; the mask is drawn from (seed, offset).
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset = 0);
 // logits [N, C], i64 labels [N]: the mean over the rows whose label is not ignore_index

@@ -79,6 +79,18 @@ template <class D> Tensor space_to_depth_bwd(const D& d, const Tensor& dy, const
 
 template <class D> Tensor linear(const D& d, const Tensor& x, const Tensor& w, const Tensor& b);
 template <class D> Tensor linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w);
+// x w^T + b + z (torch.addmm's sum with the linear's operands): z read by the product where the
+// backend can (cuBLASLt's C operand), else added after it.
+template <class D> Tensor linear_add(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z);
+// y = act(x w^T + b) with the activation as the product's epilogue (a parameterless formula of
+// pointwise.def: gelu_tanh runs in cuBLASLt's GELU epilogue), and pre = x w^T + b for the backward.
+struct LinearActOut {
+  Tensor y, pre;
+};
+template <class D> LinearActOut linear_act(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, UnaryFn act);
+// The gradient at pre of a linear whose input was post = act(pre): act'(pre) * (dy w).
+template <class D> Tensor linear_act_bwd_data(const D& d, const Tensor& dy, const Tensor& w, UnaryFn act,
+                                              const Tensor& pre, const Tensor& post);
 struct LinearWeightGrads {
   Tensor dw, db;
 };

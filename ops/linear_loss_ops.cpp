@@ -14,6 +14,22 @@ Tensor linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w) {
 }
 
 template <class D>
+Tensor linear_add(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z) {
+  return run_once(d, bind::linear_add_fwd(d, x, w, b, z));
+}
+
+template <class D>
+LinearActOut linear_act(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, UnaryFn act) {
+  return run_once(d, bind::linear_act_fwd(d, x, w, b, act));
+}
+
+template <class D>
+Tensor linear_act_bwd_data(const D& d, const Tensor& dy, const Tensor& w, UnaryFn act, const Tensor& pre,
+                           const Tensor& post) {
+  return run_once(d, bind::linear_act_bwd_data(d, dy, w, act, pre, post));
+}
+
+template <class D>
 LinearWeightGrads linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy, bool with_bias) {
   return run_once(d, bind::linear_bwd_weight(d, x, dy, with_bias));
 }
@@ -42,6 +58,10 @@ Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, c
 #define STRATA_OPS_INSTANTIATE(D)                                                                        \
   template Tensor linear<D>(const D&, const Tensor&, const Tensor&, const Tensor&);                     \
   template Tensor linear_bwd_data<D>(const D&, const Tensor&, const Tensor&);                           \
+  template Tensor linear_add<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&);   \
+  template LinearActOut linear_act<D>(const D&, const Tensor&, const Tensor&, const Tensor&, UnaryFn);   \
+  template Tensor linear_act_bwd_data<D>(const D&, const Tensor&, const Tensor&, UnaryFn, const Tensor&,  \
+                                         const Tensor&);                                                 \
   template LinearWeightGrads linear_bwd_weight<D>(const D&, const Tensor&, const Tensor&, bool);       \
   template SoftmaxXentOut softmax_xent<D>(const D&, const Tensor&, const Tensor&, int64_t);             \
   template Tensor softmax_xent_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \

@@ -329,6 +329,50 @@ Shape validate_linear_bwd_data(const D& d, const Tensor& dy, const Tensor& w) {
   return Shape{dy.size(0), w.size(1)};
 }
 
+// ---- linear with a residual (LinearFwdArgs::z): linear's checks, and z of y's shape and dtype.
+template <class D>
+Shape validate_linear_add(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z) {
+  const Shape out = validate_linear(d, x, w, b);
+  check_defined("linear", "residual", z);
+  STRATA_CHECK(z.sizes() == out, "linear: residual ", z.str(), " must be the output's shape ", out.str());
+  check_same_dtype("linear", "residual", z, "input", x);
+  check_input(d, OpId::add, "residual", z, "linear");
+  return out;
+}
+
+// ---- linear with an activation epilogue (LinearFwdArgs::act): linear's checks and the formula's,
+// which must take no scalar parameters; the backward's pre-activation and activation (the
+// forward's input, act(pre)) are of dx's shape and dtype.
+inline void check_linear_act(std::string_view op, UnaryFn act) {
+  STRATA_CHECK(unary_params(act) == 0, op, ": the activation ", unary_name(act), " takes ", unary_params(act),
+               " scalar parameter(s); an epilogue takes a formula without");
+}
+
+template <class D>
+Shape validate_linear_act(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, UnaryFn act) {
+  const Shape out = validate_linear(d, x, w, b);
+  check_linear_act("linear", act);
+  check_input(d, OpId::unary_fwd, "input", x, unary_name(act));
+  return out;
+}
+
+template <class D>
+Shape validate_linear_act_bwd_data(const D& d, const Tensor& dy, const Tensor& w, UnaryFn act, const Tensor& pre,
+                                   const Tensor& post) {
+  const Shape out = validate_linear_bwd_data(d, dy, w);
+  constexpr std::string_view op = "linear_bwd_data";
+  check_linear_act(op, act);
+  check_defined(op, "pre-activation", pre);
+  check_defined(op, "activation", post);
+  STRATA_CHECK(pre.sizes() == out && post.sizes() == out, op, ": pre-activation ", pre.str(), " and activation ",
+               post.str(), " must both be ", out.str(), " (the gradient's shape)");
+  check_same_dtype(op, "pre-activation", pre, "grad_output", dy);
+  check_same_dtype(op, "activation", post, "grad_output", dy);
+  check_input(d, OpId::unary_bwd, "pre-activation", pre, unary_name(act));
+  check_input(d, OpId::unary_bwd, "activation", post, unary_name(act));
+  return out;
+}
+
 template <class D>
 Shape validate_linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy) {
   check_rank("linear_bwd_weight", "input", x, 2);

@@ -19,18 +19,16 @@ struct GemvParams {
   const T* b;  // null: no bias
   T* y;
   int64_t m, n, k, ldx, ldw, bs, ys0, ys1;
+  const T* z = nullptr;  // a residual added to y (null: none)
+  int64_t zs0 = 0, zs1 = 0;
 };
 
-// Lane l reads elements [l V, l V + V) of every 32 V along K, for the M rows at once, so the
-// weights are read once; x's few rows come from the caches. V elements per load (16 bytes when
-// the rows allow it, else 1).
+// Column col's sums over K for the M rows, in every lane: lane l reads elements [l V, l V + V) of
+// every 32 V along K, for the M rows at once, so the weights are read once; x's few rows come
+// from the caches. V elements per load (16 bytes when the rows allow it, else 1).
 template <class T, int V, int M>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvParams<T> p) {
-  const int64_t col = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  if (col >= p.n) return;
+__device__ __forceinline__ void gemv_sums(const GemvParams<T>& p, int64_t col, int lane, float (&acc)[M]) {
   const T* w = p.w + col * p.ldw;
-  float acc[M];
 #pragma unroll
   for (int r = 0; r < M; ++r) acc[r] = 0.f;
 #pragma unroll 4
@@ -45,22 +43,65 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvParams<T> p) {
   }
 #pragma unroll
   for (int r = 0; r < M; ++r) acc[r] = warp_sum(acc[r]);
+}
+
+// y's element (r, col) from its sum: plus the bias (0 without one), plus the residual where given.
+template <class T>
+__device__ __forceinline__ float gemv_out(const GemvParams<T>& p, int r, int64_t col, float sum) {
+  float v = sum + (p.b ? static_cast<float>(load(p.b[col * p.bs])) : 0.f);
+  if (p.z) v += static_cast<float>(load(p.z[r * p.zs0 + col * p.zs1]));
+  return v;
+}
+
+template <class T, int V, int M>
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvParams<T> p) {
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (col >= p.n) return;
+  float acc[M];
+  gemv_sums<T, V, M>(p, col, lane, acc);
   if (lane != 0) return;
-  const float bias = p.b ? static_cast<float>(load(p.b[col * p.bs])) : 0.f;
 #pragma unroll
-  for (int r = 0; r < M; ++r) p.y[r * p.ys0 + col * p.ys1] = store<T>(acc[r] + bias);
+  for (int r = 0; r < M; ++r) p.y[r * p.ys0 + col * p.ys1] = store<T>(gemv_out(p, r, col, acc[r]));
 }
 // codegen:end
 
+// With GELU (linear_fwd's act, gemv.h): pre written as gemv_kernel writes y, and y GELU of pre's
+// rounded value as the unary op computes it (pointwise.cu's functor, in float): the bits of the
+// product followed by the formula, in one kernel where they were two.
+template <class T, int V, int M>
+__global__ void __launch_bounds__(kGemvThreads) gemv_gelu_kernel(GemvParams<T> p, T* pre, int64_t ps0, int64_t ps1) {
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (col >= p.n) return;
+  float acc[M];
+  gemv_sums<T, V, M>(p, col, lane, acc);
+  if (lane != 0) return;
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    const T v = store<T>(gemv_out(p, r, col, acc[r]));
+    pre[r * ps0 + col * ps1] = v;
+    p.y[r * p.ys0 + col * p.ys1] = store<T>(UnaryFunctor<UnaryFn::gelu_tanh>::fwd(load(v), 0.0, 0.0));
+  }
+}
+
+// pre (null: no activation): GELU's input, written beside y (gemv_gelu_kernel).
 template <class T, int V>
-void launch_rows(Context& ctx, const GemvParams<T>& p) {
+void launch_rows(Context& ctx, const GemvParams<T>& p, T* pre, int64_t ps0, int64_t ps1) {
   const int64_t blocks = (p.n * 32 + kGemvThreads - 1) / kGemvThreads;
   const dim3 grid(static_cast<unsigned>(blocks));
+  const auto run = [&](auto rows) {
+    constexpr int M = decltype(rows)::value;
+    if (pre)
+      gemv_gelu_kernel<T, V, M><<<grid, kGemvThreads, 0, ctx.stream>>>(p, pre, ps0, ps1);
+    else
+      gemv_kernel<T, V, M><<<grid, kGemvThreads, 0, ctx.stream>>>(p);
+  };
   switch (p.m) {
-    case 1: gemv_kernel<T, V, 1><<<grid, kGemvThreads, 0, ctx.stream>>>(p); break;
-    case 2: gemv_kernel<T, V, 2><<<grid, kGemvThreads, 0, ctx.stream>>>(p); break;
-    case 3: gemv_kernel<T, V, 3><<<grid, kGemvThreads, 0, ctx.stream>>>(p); break;
-    default: gemv_kernel<T, V, 4><<<grid, kGemvThreads, 0, ctx.stream>>>(p); break;
+    case 1: run(std::integral_constant<int, 1>{}); break;
+    case 2: run(std::integral_constant<int, 2>{}); break;
+    case 3: run(std::integral_constant<int, 3>{}); break;
+    default: run(std::integral_constant<int, 4>{}); break;
   }
   STRATA_CUDA_CHECK_LAUNCH("linear (few rows)");
 }
@@ -80,6 +121,7 @@ bool gemv_fits(const LinearFwdArgs& a) {
   const DType t = a.y.dtype;
   if (t != DType::f32 && t != DType::f16 && t != DType::bf16) return false;
   if (a.x.dtype != t || a.w.dtype != t || (a.b.defined && a.b.dtype != t)) return false;
+  if (a.z.defined && a.z.dtype != t) return false;
   const int64_t m = a.y.sizes[0], k = a.x.sizes[1];
   if (m < 1 || m > kGemvMaxRows || k < 1) return false;
   const bool x_rows = k == 1 || a.x.strides[1] == 1;
@@ -101,14 +143,21 @@ void gemv_rows(Context& ctx, const LinearFwdArgs& a) {
                     a.w.strides[0],
                     a.b.defined ? a.b.strides[0] : 0,
                     a.y.strides[0],
-                    a.y.strides[1]};
+                    a.y.strides[1],
+                    a.z.defined ? static_cast<const T*>(a.z.data) : nullptr,
+                    a.z.defined ? a.z.strides[0] : 0,
+                    a.z.defined ? a.z.strides[1] : 0};
     const bool vec = vector_loads(p);
     if (observing())  // the V it ran with, for a code generator (call_observer.h)
       observe_library({.kind = LibraryCall::Kind::gemv, .mode = vec ? static_cast<int64_t>(16 / sizeof(T)) : 1});
+    STRATA_CHECK(!a.act || *a.act == UnaryFn::gelu_tanh, "linear: the few-rows kernel's activation is GELU's only "
+                 "(internal error)");
+    T* pre = a.act ? static_cast<T*>(a.pre.data) : nullptr;
+    const int64_t ps0 = a.act ? a.pre.strides[0] : 0, ps1 = a.act ? a.pre.strides[1] : 0;
     if (vec)
-      launch_rows<T, 16 / sizeof(T)>(ctx, p);
+      launch_rows<T, 16 / sizeof(T)>(ctx, p, pre, ps0, ps1);
     else
-      launch_rows<T, 1>(ctx, p);
+      launch_rows<T, 1>(ctx, p, pre, ps0, ps1);
   });
 }
 

@@ -1,9 +1,11 @@
 // linear on cuBLAS (cublasGemmEx): y = x w^T + b (a few rows: gemv.cu; f16/bf16 with the bias in
-// cuBLASLt's epilogue: gemm_lt.h), dx = dy w, dw = dy^T x, db = sum_n dy;
+// cuBLASLt's epilogue: gemm_lt.h, with GELU and its derivative there too), dx = dy w, dw = dy^T x,
+// db = sum_n dy;
 // and bmm (cublasGemmStridedBatchedEx): y[i] = alpha a[i] b[i].
 // Matrices may be row-major or column-major views (a transpose is a flag, not a
 // copy); other strides are staged. f32 computes in f32 (TF32 only when allowed);
 // f16/bf16 multiply on the tensor cores and accumulate in f32; f64 (bmm) in f64.
+#include "strata/backends/api/linear_epilogue.h"
 #include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/gemm_lt.h"
@@ -166,11 +168,32 @@ void CudaBackend::bmm(const BmmArgs& a) {
 }
 
 void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
+  if (a.act) {
+    // GELU in the few-rows kernel (its bits those of the product, then the formula) or in
+    // cuBLASLt's epilogue (f16/bf16); any other case as the product, then the formula.
+    if (a.y.numel() > 0 && *a.act == UnaryFn::gelu_tanh) {
+      observe_call(OpId::linear_fwd, a);
+      if (gemv_fits(a)) return gemv_rows(*ctx_, a);
+      const LtEpilogue gelu{LtEpilogue::Kind::gelu, a.b.defined ? &a.b : nullptr, &a.pre};
+      if (gemm_lt(*ctx_, a.x, transposed(a.w), a.y, gelu)) return;
+    }
+    return linear_fwd_composed(*this, a);
+  }
+  if (a.z.defined) {
+    // The residual as cuBLASLt's C operand (f16/bf16, more rows than the few-rows kernel takes,
+    // which adds it itself); otherwise the product, then the add.
+    if (a.y.numel() > 0 && !gemv_fits(a)) {
+      observe_call(OpId::linear_fwd, a);
+      const LtEpilogue sum{LtEpilogue::Kind::bias, a.b.defined ? &a.b : nullptr, nullptr, &a.z};
+      if (gemm_lt(*ctx_, a.x, transposed(a.w), a.y, sum)) return;
+    }
+    if (!gemv_fits(a)) return linear_fwd_composed(*this, a);
+  }
   observe_call(OpId::linear_fwd, a);
   if (a.y.numel() == 0) return;
   if (gemv_fits(a)) return gemv_rows(*ctx_, a);
   // f16/bf16 with a dense bias: the bias in cuBLASLt's epilogue (gemm_lt.h).
-  if (a.b.defined && gemm_bias_lt(*ctx_, a.x, transposed(a.w), a.b, a.y)) return;
+  if (a.b.defined && gemm_lt(*ctx_, a.x, transposed(a.w), a.y, {LtEpilogue::Kind::bias, &a.b})) return;
   float beta = 0.f;
   if (a.b.defined) {
     // y = broadcast(b), then y += x w^T through beta = 1: one pass less than adding after.
@@ -183,6 +206,11 @@ void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
 
 void CudaBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
   if (a.dx.numel() == 0) return;
+  if (a.act) {
+    const LtEpilogue dgelu{LtEpilogue::Kind::dgelu, nullptr, &a.pre};
+    if (*a.act == UnaryFn::gelu_tanh && gemm_lt(*ctx_, a.dy, a.w, a.dx, dgelu)) return;
+    return linear_act_bwd_data_composed(*this, a);
+  }
   gemm(*ctx_, settings_, a.dy, a.w, a.dx, 0.f);
 }
 

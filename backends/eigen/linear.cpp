@@ -3,6 +3,7 @@
 // contracted over its other dimension instead of being copied.
 #include <optional>
 
+#include "strata/backends/api/linear_epilogue.h"
 #include "strata/backends/eigen/context.h"
 
 namespace strata::backends {
@@ -56,6 +57,7 @@ Map<const T, 1> vec(eigen::Context& ctx, const TensorView& v, std::optional<Pack
 }  // namespace
 
 void EigenBackend::linear_fwd(const LinearFwdArgs& a) {
+  if (a.act || a.z.defined) return linear_fwd_composed(*this, a);
   visit_float("linear_fwd", a.x.dtype, [&](auto t) {
     using T = decltype(t);
     const Operand<T> x(*ctx_, a.x, "linear_fwd", "x"), w(*ctx_, a.w, "linear_fwd", "w");
@@ -76,6 +78,7 @@ void EigenBackend::linear_fwd(const LinearFwdArgs& a) {
 }
 
 void EigenBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
+  if (a.act) return linear_act_bwd_data_composed(*this, a);
   visit_float("linear_bwd_data", a.dy.dtype, [&](auto t) {
     using T = decltype(t);
     const Operand<T> dy(*ctx_, a.dy, "linear_bwd_data", "dy"), w(*ctx_, a.w, "linear_bwd_data", "w");

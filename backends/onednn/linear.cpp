@@ -2,6 +2,7 @@
 // described with swapped strides, dy^T likewise. f32, and bf16 where the CPU has it.
 #include <vector>
 
+#include "strata/backends/api/linear_epilogue.h"
 #include "strata/backends/onednn/context.h"
 #include "strata/backends/cpu/reduce.h"
 
@@ -67,6 +68,7 @@ void matmul(Context& c, const Key& key, const memory::desc& src, const memory::d
 
 // y [N,out] = x [N,in] * w^T [in,out] + b [1,out]
 void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
+  if (a.act || a.z.defined) return linear_fwd_composed(*this, a);
   observe_call(OpId::linear_fwd, a);
   require_f32_or_bf16("linear_fwd", a.x.dtype);
   guarded("linear_fwd", loops::product_work(a.y.numel() * a.w.sizes[1]), [&] {
@@ -81,6 +83,7 @@ void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
 
 // dx [N,in] = dy [N,out] * w [out,in]
 void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
+  if (a.act) return linear_act_bwd_data_composed(*this, a);
   observe_call(OpId::linear_bwd_data, a);
   require_f32_or_bf16("linear_bwd_data", a.dy.dtype);
   guarded("linear_bwd_data", loops::product_work(a.dx.numel() * a.w.sizes[0]), [&] {

@@ -3,6 +3,7 @@
 // the transpose flag); others are packed first.
 #include <algorithm>
 
+#include "strata/backends/api/linear_epilogue.h"
 #include "strata/backends/openblas/gemm.h"
 #include "strata/backends/cpu/reduce.h"
 #include "strata/backends/openblas/openblas_backend.h"
@@ -92,9 +93,11 @@ void backward_weight(const LinearBwdWeightArgs& a) {
 }  // namespace
 
 void OpenBlasBackend::linear_fwd(const LinearFwdArgs& a) {
+  if (a.act || a.z.defined) return linear_fwd_composed(*this, a);
   visit_float(kName, "linear_fwd", a.x.dtype, [&](auto t) { forward<decltype(t)>(a); });
 }
 void OpenBlasBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
+  if (a.act) return linear_act_bwd_data_composed(*this, a);
   visit_float(kName, "linear_bwd_data", a.dy.dtype, [&](auto t) { backward_data<decltype(t)>(a); });
 }
 void OpenBlasBackend::linear_bwd_weight(const LinearBwdWeightArgs& a) {

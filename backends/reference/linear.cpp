@@ -1,4 +1,5 @@
 // linear: y[N,out] = x[N,in] * w[out,in]^T + b[out], any strides, sums in double.
+#include "strata/backends/api/linear_epilogue.h"
 #include "strata/backends/reference/reference_backend.h"
 #include "strata/backends/reference/strided.h"
 
@@ -10,6 +11,7 @@ using ref::off2;
 using ref::visit_float;
 
 void ReferenceBackend::linear_fwd(const LinearFwdArgs& a) {
+  if (a.act || a.z.defined) return linear_fwd_composed(*this, a);
   visit_float(a.x.dtype, "linear_fwd", [&](auto tag) {
     using T = decltype(tag);
     const T* x = a.x.ptr<T>();
@@ -29,6 +31,7 @@ void ReferenceBackend::linear_fwd(const LinearFwdArgs& a) {
 
 // dx[n,i] = sum_o dy[n,o] * w[o,i]
 void ReferenceBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
+  if (a.act) return linear_act_bwd_data_composed(*this, a);
   visit_float(a.dy.dtype, "linear_bwd_data", [&](auto tag) {
     using T = decltype(tag);
     const T* dy = a.dy.ptr<T>();

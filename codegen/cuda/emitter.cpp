@@ -138,6 +138,10 @@ CallText pool(const RecordedCall& c, const TensorView& x, const TensorView& y, c
 CallText linear(const RecordedCall& c, Places& p) {
   const auto& a = std::get<ops::LinearFwdArgs>(c.args);
   const std::string op = "linear_fwd (" + c.layer + ")";
+  STRATA_CHECK(!a.act, "strata_codegen: ", op, " has an activation epilogue (", ops::unary_name(*a.act),
+               "), which the cuda emitter does not write out yet");
+  STRATA_CHECK(!a.z.defined, "strata_codegen: ", op, " adds a residual in its product, which the cuda emitter does "
+               "not write out yet");
   refuse_staging(c);
   require_dense_f32(a.x, op + " x");
   require_dense_f32(a.w, op + " w");

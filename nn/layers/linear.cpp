@@ -2,6 +2,7 @@
 
 #include "strata/autograd/functions.h"
 #include "strata/nn/init.h"
+#include "strata/nn/layers/residual_add.h"
 
 namespace strata::nn {
 
@@ -30,6 +31,16 @@ Tensor Linear<P>::forward(const Tensor& x) {
         return autograd::linear(tape, x, weight_cast_(tape, weight_, x), bias_cast_(tape, bias_, x));
       },
       weight_, bias_);
+}
+
+template <class P>
+Tensor Linear<P>::forward_add(const Tensor& x, const Tensor& z) {
+  return direct_.forward_keyed(
+      p_, x, detail::plan_key_of(z),
+      [&](const auto& tape) {
+        return autograd::linear_add(tape, x, weight_cast_(tape, weight_, x), bias_cast_(tape, bias_, x), z);
+      },
+      weight_, bias_, z);
 }
 
 template <class P>

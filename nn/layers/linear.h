@@ -17,6 +17,9 @@ class Linear final : public Module {
   std::string_view type_name() const override { return "Linear"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
+  // x weight^T + bias + z, the residual z added in the product where the backend can
+  // (ops::linear_add); in direct mode backward() returns dL/dx and z's gradient is dy, the caller's.
+  Tensor forward_add(const Tensor& x, const Tensor& z);
   Tensor backward(const Tensor& dy) override;
 
   const Tensor& weight() const { return weight_; }

@@ -50,12 +50,20 @@ Tensor side_by_side(const Tape& tape, const Tensor& y) {
 }  // namespace
 
 template <class P>
-Tensor detail::LastDimLinear<P>::forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out) {
+Tensor detail::LastDimLinear<P>::forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z) {
   const Shape rows{x.numel() / x.size(x.dim() - 1), x.size(x.dim() - 1)};
   Shape back = x.sizes();
   back[back.size() - 1] = out;
   const Tensor in = rows_.forward(p, x, [&](const auto& tape) { return autograd::reshape(tape, x, rows); }, rows);
-  const Tensor y = lin.forward(in);
+  Tensor y;
+  if (z.defined()) {
+    const Shape z_rows{rows[0], out};
+    const Tensor zr =
+        z_rows_.forward(p, z, [&](const auto& tape) { return autograd::reshape(tape, z, z_rows); }, z_rows);
+    y = lin.forward_add(in, zr);
+  } else {
+    y = lin.forward(in);
+  }
   return unfold_.forward(p, y, [&](const auto& tape) { return autograd::reshape(tape, y, back); }, back);
 }
 
@@ -169,7 +177,7 @@ template <class P>
 CausalSelfAttention<P>::~CausalSelfAttention() = default;
 
 template <class P>
-Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
+Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t layer, const Tensor& residual) {
   STRATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == n_embd_, "CausalSelfAttention: input ",
                x.defined() ? x.str() : "(undefined)", " is not [B, T, ", n_embd_, "]");
   no_growing_cache_in_direct_mode<P>("CausalSelfAttention", cache);
@@ -178,7 +186,7 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
   const int64_t C = n_embd_;
   const Tensor qkv = qkv_.forward(p_, c_attn_, x, 3 * C);
   decoded_ = cache != nullptr;
-  if (cache != nullptr) return proj_.forward(p_, c_proj_, forward_cached(qkv, *cache, layer), C);
+  if (cache != nullptr) return proj_.forward(p_, c_proj_, forward_cached(qkv, *cache, layer), C, residual);
   const Tensor y = attend_.forward(
       p_, qkv,
       [&](const auto& tape) {
@@ -188,7 +196,7 @@ Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t l
         return side_by_side(tape, autograd::scaled_dot_product_attention(tape, q, k, v, true));
       },
       n_head_);
-  return proj_.forward(p_, c_proj_, y, C);
+  return proj_.forward(p_, c_proj_, y, C, residual);
 }
 
 // The tape modes' decoding: the new tokens' keys and values join the cache's, and each query
@@ -250,19 +258,28 @@ template <class P>
 GptMlp<P>::~GptMlp() = default;
 
 template <class P>
-Tensor GptMlp<P>::forward(const Tensor& x) {
-  const int64_t C = x.size(x.dim() - 1);
-  const Tensor h = fc_.forward(p_, c_fc_, x, 4 * C);
-  const Tensor g = gelu_.forward(
-      p_, h, [&](const auto& tape) { return autograd::gelu_tanh(tape, h); }, ops::UnaryFn::gelu_tanh);
-  return proj_.forward(p_, c_proj_, g, C);
+Tensor GptMlp<P>::forward(const Tensor& x, const Tensor& residual) {
+  constexpr ops::UnaryFn act = ops::UnaryFn::gelu_tanh;
+  const Shape rows{x.numel() / x.size(x.dim() - 1), x.size(x.dim() - 1)};
+  const Tensor in = rows_.forward(p_, x, [&](const auto& tape) { return autograd::reshape(tape, x, rows); }, rows);
+  Tensor z;
+  if (residual.defined())
+    z = z_rows_.forward(p_, residual, [&](const auto& tape) { return autograd::reshape(tape, residual, rows); }, rows);
+  const Tensor &w1 = c_fc_.weight(), &b1 = c_fc_.bias(), &w2 = c_proj_.weight(), &b2 = c_proj_.bias();
+  const Tensor y = mlp_.forward_keyed(
+      p_, in, z.defined() ? detail::plan_key_of(z) : 0,
+      [&](const auto& tape) {
+        return autograd::mlp(tape, in, w1_cast_(tape, w1, in), b1_cast_(tape, b1, in), w2_cast_(tape, w2, in),
+                             b2_cast_(tape, b2, in), act, z);
+      },
+      w1, b1, w2, b2, act, z);
+  return unfold_.forward(p_, y, [&](const auto& tape) { return autograd::reshape(tape, y, x.sizes()); }, x.sizes());
 }
 
 template <class P>
 Tensor GptMlp<P>::backward(const Tensor& dy) {
-  return detail::explicit_backward<P>(*this, dy, [&] {
-    return fc_.backward(*this, c_fc_, gelu_.backward(*this, proj_.backward(*this, c_proj_, dy)));
-  });
+  return detail::explicit_backward<P>(
+      *this, dy, [&] { return rows_.backward(*this, mlp_.backward(*this, unfold_.backward(*this, dy))); });
 }
 
 template <class P>
@@ -275,8 +292,8 @@ GptBlock<P>::GptBlock(const P& p, const GptConfig& c)
 
 template <class P>
 Tensor GptBlock<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
-  const Tensor h = attn_add_.forward(x, attn_.forward(ln_1_.forward(x), cache, layer));
-  return mlp_add_.forward(h, mlp_.forward(ln_2_.forward(h)));
+  const Tensor h = attn_.forward(ln_1_.forward(x), cache, layer, x);
+  return mlp_.forward(ln_2_.forward(h), h);
 }
 
 template <class P>

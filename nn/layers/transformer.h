@@ -70,7 +70,10 @@ struct CachedAttentionStepOf {
   template <backends::BackendImpl Impl>
   using type = ops::direct::CachedAttentionStep<Impl>;
 };
-using GeluStepOf = ops::direct::PlanOf<ops::direct::UnaryPlan>;
+struct MlpStepOf {
+  template <backends::BackendImpl Impl>
+  using type = ops::direct::MlpStep<Impl>;
+};
 struct EmbeddingSumStepOf {
   template <backends::BackendImpl Impl>
   using type = ops::direct::EmbeddingSumStep<Impl>;
@@ -85,12 +88,14 @@ struct TiedProjectionStepOf {
 template <class P>
 class LastDimLinear {
  public:
-  Tensor forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out);
+  // z (optional, x's shape but for the last dim, `out`): a residual added in the product
+  // (Linear::forward_add); its gradient is dy, the caller's to route in direct mode.
+  Tensor forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z = Tensor());
   // Direct mode: dL/dx from dL/dy; `m` (the layer that owns it) names it in errors.
   Tensor backward(const Module& m, Linear<P>& lin, const Tensor& dy);
 
  private:
-  [[no_unique_address]] DirectLayer<P, FlattenStepOf> rows_, unfold_;
+  [[no_unique_address]] DirectLayer<P, FlattenStepOf> rows_, unfold_, z_rows_;
 };
 }  // namespace detail
 
@@ -201,8 +206,9 @@ class CausalSelfAttention final : public Module {
   Tensor forward(const Tensor& x) override { return forward(x, nullptr, 0); }
   // With a cache, x is the tokens after the cached ones: their keys and values join layer
   // `layer`'s, and each attends to every cached token and to the new ones up to itself. Direct
-  // mode takes a static cache (Gpt::static_cache) only, forward only.
-  Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
+  // mode takes a static cache (Gpt::static_cache) only, forward only. residual (optional, x's
+  // shape): added to the output in c_proj's product (its gradient, dy, is the caller's).
+  Tensor forward(const Tensor& x, KvCache* cache, size_t layer, const Tensor& residual = Tensor());
   Tensor backward(const Tensor& dy) override;
   int64_t plans_made() const;  // the attention's own (its projections count theirs)
 
@@ -219,22 +225,30 @@ class CausalSelfAttention final : public Module {
   bool decoded_ = false;  // direct mode: the latest forward read a cache (no backward follows it)
 };
 
-// c_fc (C -> 4C), GELU (the tanh approximation GPT-2 uses), c_proj (4C -> C).
+// c_fc (C -> 4C), GELU (the tanh approximation GPT-2 uses), c_proj (4C -> C), over x's rows
+// as one fused op in every mode (autograd::mlp; direct mode's MlpStep): GELU runs in c_fc's
+// product's epilogue and its derivative in c_proj's data-gradient product's where the backend
+// has them (cuBLASLt, f16/bf16), and a residual, when given, in c_proj's product. c_fc and
+// c_proj hold the parameters (and their names).
 template <class P>
 class GptMlp final : public Module {
  public:
   GptMlp(const P& p, const GptConfig& c);
   ~GptMlp() override;
   std::string_view type_name() const override { return "MLP"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x) override { return forward(x, Tensor()); }
+  // + residual (x's shape), whose gradient (dy) is the caller's in direct mode.
+  Tensor forward(const Tensor& x, const Tensor& residual);
   Tensor backward(const Tensor& dy) override;
+  int64_t plans_made() const { return mlp_.plans_made(); }  // c_fc and c_proj plan none of their own
 
  private:
   P p_;
   Linear<P>& c_fc_;
   Linear<P>& c_proj_;
-  detail::LastDimLinear<P> fc_, proj_;
-  [[no_unique_address]] detail::DirectLayer<P, detail::GeluStepOf> gelu_;
+  detail::EvalCast w1_cast_, b1_cast_, w2_cast_, b2_cast_;  // mixed-precision evaluation in the tape modes
+  [[no_unique_address]] detail::DirectLayer<P, detail::FlattenStepOf> rows_, unfold_, z_rows_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::MlpStepOf> mlp_;
 };
 
 template <class P>
@@ -244,7 +258,8 @@ class GptBlock final : public Module {
   std::string_view type_name() const override { return "Block"; }
   Tensor forward(const Tensor& x) override { return forward(x, nullptr, 0); }
   Tensor forward(const Tensor& x, KvCache* cache, size_t layer);
-  // Direct mode: each residual add's gradient sum as identity + branch (nn/layers/residual_add.h).
+  // The residual adds run in the output projections' products (attention's c_proj, the MLP's);
+  // direct mode sums each one's gradients as identity + branch (nn/layers/residual_add.h).
   Tensor backward(const Tensor& dy) override;
 
  private:

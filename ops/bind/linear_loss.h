@@ -24,6 +24,33 @@ Bound<OpId::linear_bwd_data, Tensor> linear_bwd_data(const D& d, const Tensor& d
   return {{dy, w, dx}, std::move(dx)};
 }
 
+// y = x w^T + b + z (op_args.h's LinearFwdArgs::z).
+template <class D>
+Bound<OpId::linear_fwd, Tensor> linear_add_fwd(const D& d, const Tensor& x, const Tensor& w, const Tensor& b,
+                                               const Tensor& z) {
+  const Shape out = validate_linear_add(d, x, w, b, z);
+  Tensor y = direct::planned_empty(out, x.dtype(), x.device());
+  return {{x, w, b, y, std::nullopt, {}, z}, std::move(y)};
+}
+
+// y = act(x w^T + b) and the pre-activation the backward reads (op_args.h's LinearFwdArgs).
+template <class D>
+Bound<OpId::linear_fwd, LinearActOut> linear_act_fwd(const D& d, const Tensor& x, const Tensor& w, const Tensor& b,
+                                                     UnaryFn act) {
+  const Shape out = validate_linear_act(d, x, w, b, act);
+  LinearActOut o{direct::planned_empty(out, x.dtype(), x.device()), direct::planned_empty(out, x.dtype(), x.device())};
+  return {{x, w, b, o.y, act, o.pre}, std::move(o)};
+}
+
+// The gradient at pre of a linear whose input was post = act(pre) (op_args.h's LinearBwdDataArgs).
+template <class D>
+Bound<OpId::linear_bwd_data, Tensor> linear_act_bwd_data(const D& d, const Tensor& dy, const Tensor& w, UnaryFn act,
+                                                         const Tensor& pre, const Tensor& post) {
+  const Shape out = validate_linear_act_bwd_data(d, dy, w, act, pre, post);
+  Tensor dpre = direct::planned_empty(out, dy.dtype(), dy.device());
+  return {{dy, w, dpre, act, pre, post}, std::move(dpre)};
+}
+
 // dw, and db when with_bias; in weight's and bias's gradient homes when given (a plan's).
 template <class D>
 Bound<OpId::linear_bwd_weight, LinearWeightGrads> linear_bwd_weight(const D& d, const Tensor& x, const Tensor& dy,

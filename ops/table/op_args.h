@@ -5,6 +5,7 @@
 // runs; backends may assume the shape rules hold.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "strata/ops/table/channel_sum.h"
@@ -133,11 +134,24 @@ struct GlobalAvgPoolBwdArgs {
   TensorView dy, dx;
 };
 
+// With act (a parameterless pointwise.def formula), y = act(x w^T + b) and pre = x w^T + b, the
+// input the backward's derivative reads: the activation as the GEMM's epilogue where the backend
+// has one (cuBLASLt's GELU), else the product into pre, then the formula. With z (a residual of y's
+// shape; not with act), y = x w^T + b + z: z read by the GEMM (cuBLASLt's C) where the backend can,
+// else added after it.
 struct LinearFwdArgs {
   TensorView x, w, b, y;  // b optional
+  std::optional<UnaryFn> act = std::nullopt;
+  TensorView pre = {};  // with act only
+  TensorView z = {};
 };
+// With act, the linear's input was act(pre) (post, which the formula may read): dx is the
+// gradient at pre, act'(pre) * (dy w), the derivative in the GEMM's epilogue where the backend
+// has one (cuBLASLt's DGELU).
 struct LinearBwdDataArgs {
   TensorView dy, w, dx;
+  std::optional<UnaryFn> act = std::nullopt;
+  TensorView pre = {}, post = {};  // with act only
 };
 struct LinearBwdWeightArgs {
   TensorView x, dy, dw, db;  // db optional

@@ -182,6 +182,17 @@ constexpr std::string_view unary_name(UnaryFn fn) {
   }
   return "?";
 }
+// The number of scalar parameters a formula takes (p0, p1).
+constexpr int unary_params(UnaryFn fn) {
+  switch (fn) {
+#define STRATA_UNARY(name, params, fwd, bwd, domain) \
+  case UnaryFn::name:                        \
+    return params;
+#include "strata/ops/table/pointwise.def"
+#undef STRATA_UNARY
+  }
+  return 0;
+}
 constexpr std::string_view binary_name(BinaryFn fn) {
   switch (fn) {
 #define STRATA_BINARY(name, fwd, bwd_a, bwd_b, domain) \

@@ -94,8 +94,62 @@ TEST(TransformerOps, AttentionGradients) {
   }
 }
 
+// The fused two-layer perceptron against the same computation as three recorded ops.
+TEST(TransformerOps, MlpEqualsItsComposedForm) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Tensor x = random_tensor({6, 5}, dt, 40).transpose(0, 1);  // [5, 6], strided
+    const Tensor w1 = random_tensor({8, 6}, dt, 41), b1 = random_tensor({8}, dt, 42);
+    const Tensor w2 = random_tensor({3, 8}, dt, 43), b2 = random_tensor({3}, dt, 44);
+    const double tol = dt == DType::f32 ? 1e-5 : 1e-12;
+    EXPECT_TRUE(close(functional::mlp(x, w1, b1, w2, b2),
+                      functional::linear(functional::linear(x, w1, b1).gelu(true), w2, b2),
+                      tol));
+    EXPECT_TRUE(close(functional::mlp(x, w1, Tensor(), w2, Tensor(), ops::UnaryFn::tanh),
+                      functional::linear(functional::linear(x, w1).tanh(), w2), tol));
+  }
+}
+
+// The residual added in the product: as linear, then add; its gradient is dy.
+TEST(TransformerOps, LinearAddAndMlpWithAResidual) {
+  const Tensor x = random_tensor({5, 6}, DType::f64, 60), w = random_tensor({4, 6}, DType::f64, 61);
+  const Tensor b = random_tensor({4}, DType::f64, 62), z = random_tensor({4, 5}, DType::f64, 63).transpose(0, 1);
+  EXPECT_TRUE(close(functional::linear_add(x, w, b, z), functional::linear(x, w, b) + z, 1e-12));
+  const Tensor w1 = random_tensor({7, 6}, DType::f64, 64), w2 = random_tensor({4, 7}, DType::f64, 65);
+  EXPECT_TRUE(close(functional::mlp(x, w1, Tensor(), w2, b, ops::UnaryFn::gelu_tanh, z),
+                    functional::mlp(x, w1, Tensor(), w2, b) + z, 1e-12));
+  expect_gradcheck("linear_add",
+                   [](const Inputs& in) { return weighted(functional::linear_add(in[0], in[1], in[2], in[3])); },
+                   {leaf({3, 4}, 66), leaf({2, 4}, 67), leaf({2}, 68), leaf({3, 2}, 69)});
+  expect_gradcheck("mlp with a residual",
+                   [](const Inputs& in) {
+                     return weighted(
+                         functional::mlp(in[0], in[1], in[2], in[3], in[4], ops::UnaryFn::gelu_tanh, in[5]));
+                   },
+                   {leaf({3, 4}, 70), leaf({5, 4}, 71), leaf({5}, 72), leaf({2, 5}, 73), leaf({2}, 74),
+                    leaf({3, 2}, 75)});
+  EXPECT_STRATA_ERROR(functional::linear_add(x, w, b, random_tensor({5, 3}, DType::f64, 76)), "linear", "residual",
+                      "[5,4]");
+}
+
+TEST(TransformerOps, MlpGradients) {
+  expect_gradcheck("mlp gelu_tanh with biases",
+                   [](const Inputs& in) { return weighted(functional::mlp(in[0], in[1], in[2], in[3], in[4])); },
+                   {leaf({4, 5}, 50), leaf({7, 5}, 51), leaf({7}, 52), leaf({3, 7}, 53), leaf({3}, 54)});
+  expect_gradcheck("mlp sigmoid, batch 1, no biases, transposed x",
+                   [](const Inputs& in) {
+                     return weighted(
+                         functional::mlp(in[0].transpose(0, 1), in[1], Tensor(), in[2], Tensor(), ops::UnaryFn::sigmoid));
+                   },
+                   {leaf({5, 1}, 55), leaf({6, 5}, 56), leaf({2, 6}, 57)});
+}
+
 TEST(TransformerOps, BadArgumentsAreRefusedByName) {
   const Tensor x = random_tensor({2, 3}, DType::f32, 30);
+  const Tensor w1 = random_tensor({4, 3}, DType::f32, 36), w2 = random_tensor({2, 4}, DType::f32, 37);
+  EXPECT_STRATA_ERROR(functional::mlp(x, w1, Tensor(), w2, Tensor(), ops::UnaryFn::clamp), "linear", "clamp",
+                      "parameter");
+  EXPECT_STRATA_ERROR(functional::mlp(x, w2, Tensor(), w2, Tensor()), "linear", "features");
+  EXPECT_STRATA_ERROR(functional::mlp(x, w1, Tensor(), w1, Tensor()), "linear", "features");
   EXPECT_STRATA_ERROR(functional::layer_norm(x, ones({4})), "layer_norm", "weight", "[3]");
   EXPECT_STRATA_ERROR(functional::layer_norm(x, ones({3}), ones({3}, DType::f64)), "layer_norm", "bias");
   EXPECT_STRATA_ERROR(functional::layer_norm(x, Tensor(), Tensor(), 0.0), "layer_norm", "eps");

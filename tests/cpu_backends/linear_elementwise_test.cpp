@@ -73,6 +73,50 @@ TEST_P(LinearElementwiseTest, Linear) {
   for (const LinearCase& c : cases) check_linear(be(), ref_, c, seed += 10);
 }
 
+// linear with an activation epilogue (LinearFwdArgs::act; each CPU backend composes it of its
+// product and formula) and the data gradient through it, for two formulas; batch 1 and strided x.
+TEST_P(LinearElementwiseTest, LinearActivation) {
+  uint64_t seed = 6500;
+  for (ops::UnaryFn act : {ops::UnaryFn::gelu_tanh, ops::UnaryFn::tanh})
+    for (const LinearCase& c : {LinearCase{"small_3x5to7", 3, 5, 7}, LinearCase{"batch1_no_bias", 1, 17, 9, false},
+                                LinearCase{"transposed_x", 4, 6, 5, true, true}}) {
+      SCOPED_TRACE(c.name + " " + std::string(ops::unary_name(act)));
+      seed += 10;
+      const Tensor x = c.transposed ? rand_f32({c.in, c.n}, seed).permute({1, 0}) : rand_f32({c.n, c.in}, seed);
+      const Tensor w = rand_f32({c.out, c.in}, seed + 1);
+      const Tensor b = c.bias ? rand_f32({c.out}, seed + 2) : Tensor();
+      const Tensor y = nan_tensor({c.n, c.out}), pre = nan_tensor({c.n, c.out});
+      const Tensor y_r = nan_tensor({c.n, c.out}), pre_r = nan_tensor({c.n, c.out});
+      be().linear_fwd({x, w, b, y, act, pre});
+      ref_.linear_fwd({x, w, b, y_r, act, pre_r});
+      STRATA_EXPECT_CLOSE(pre, pre_r, kTolGemm, "linear_fwd with an activation: pre-activation");
+      STRATA_EXPECT_CLOSE(y, y_r, kTolGemm, "linear_fwd with an activation: y");
+      const Tensor dy = rand_f32({c.n, 3}, seed + 3), w2 = rand_f32({3, c.out}, seed + 4);
+      const Tensor dpre = nan_tensor({c.n, c.out}), dpre_r = nan_tensor({c.n, c.out});
+      be().linear_bwd_data({dy, w2, dpre, act, pre_r, y_r});
+      ref_.linear_bwd_data({dy, w2, dpre_r, act, pre_r, y_r});
+      STRATA_EXPECT_CLOSE(dpre, dpre_r, kTolGemm, "linear_bwd_data with an activation");
+    }
+}
+
+// linear with a residual added (LinearFwdArgs::z; composed of the product and an add on the CPU).
+TEST_P(LinearElementwiseTest, LinearResidual) {
+  uint64_t seed = 6700;
+  for (const LinearCase& c : {LinearCase{"small_3x5to7", 3, 5, 7}, LinearCase{"batch1_no_bias", 1, 17, 9, false},
+                              LinearCase{"transposed_x", 4, 6, 5, true, true}}) {
+    SCOPED_TRACE(c.name);
+    seed += 10;
+    const Tensor x = c.transposed ? rand_f32({c.in, c.n}, seed).permute({1, 0}) : rand_f32({c.n, c.in}, seed);
+    const Tensor w = rand_f32({c.out, c.in}, seed + 1);
+    const Tensor b = c.bias ? rand_f32({c.out}, seed + 2) : Tensor();
+    const Tensor z = c.transposed ? rand_f32({c.out, c.n}, seed + 3).permute({1, 0}) : rand_f32({c.n, c.out}, seed + 3);
+    const Tensor y = nan_tensor({c.n, c.out}), y_r = nan_tensor({c.n, c.out});
+    be().linear_fwd({x, w, b, y, std::nullopt, {}, z});
+    ref_.linear_fwd({x, w, b, y_r, std::nullopt, {}, z});
+    STRATA_EXPECT_CLOSE(y, y_r, kTolGemm, "linear_fwd with a residual");
+  }
+}
+
 // ---------------------------------------------------------------- element-wise
 
 // Layout pairs (input, output) the element-wise ops run on.

@@ -2,7 +2,10 @@
 // Direct mode's step of a layer y = op(x, weight, bias) (Conv2d, Linear, LayerNorm), over one
 // plan of ops/direct/ and the parameters' mixed-precision casts (ops/direct/steps/plan_step.h
 // says what a step is).
+#include <array>
+
 #include "strata/ops/direct/cast_plans.h"
+#include "strata/ops/direct/plans.h"
 #include "strata/ops/direct/steps/gradients.h"
 
 namespace strata::ops::direct {
@@ -47,6 +50,52 @@ class WeightedStep {
   Tensor weight_, bias_;  // the masters, whose .grad() receives the gradients
   Plan op_;
   ParamCast<Impl> w_, b_;  // mixed precision: master weight and bias
+};
+
+// Direct mode's step of the two-layer perceptron (plans.h's MlpPlan; GPT's MLP): WeightedStep's
+// mixed-precision casts for each of its four parameters.
+template <class Impl>
+class MlpStep {
+ public:
+  void plan(Impl& impl, const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+            UnaryFn act, const Tensor& z = Tensor()) {
+    impl_ = &impl;
+    params_ = {w1, b1, w2, b2};
+    op_.plan(impl, x, casts_[0].plan(impl, w1, x), casts_[1].plan(impl, b1, x), casts_[2].plan(impl, w2, x),
+             casts_[3].plan(impl, b2, x), act, z);
+  }
+  template <class... Args>
+  const Tensor& run(const Args&...) {
+    for (ParamCast<Impl>& c : casts_) c.refresh();
+    op_.forward();
+    return op_.y;
+  }
+  void plan_backward(const Tensor& dy, bool need_dx) {
+    op_.plan_backward(dy, need_dx);
+    const std::array<const Tensor*, 4> g = grads();
+    for (size_t i = 0; i < casts_.size(); ++i) casts_[i].plan_grad(*impl_, *g[i]);
+  }
+  const Tensor& run_backward() {
+    const std::array<const Tensor*, 4> g = grads();
+    backward_into_grads(*impl_,
+                        {{params_[0], casts_[0].grad(*g[0])},
+                         {params_[1], casts_[1].grad(*g[1])},
+                         {params_[2], casts_[2].grad(*g[2])},
+                         {params_[3], casts_[3].grad(*g[3])}},
+                        [&] {
+                          op_.backward();
+                          for (size_t i = 0; i < casts_.size(); ++i) casts_[i].convert_grad(*g[i]);
+                        });
+    return op_.dx;
+  }
+
+ private:
+  std::array<const Tensor*, 4> grads() const { return {&op_.dw1, &op_.db1, &op_.dw2, &op_.db2}; }
+
+  Impl* impl_ = nullptr;
+  std::array<Tensor, 4> params_;  // w1, b1, w2, b2: the masters, whose .grad() receives the gradients
+  MlpPlan<Impl> op_;
+  std::array<ParamCast<Impl>, 4> casts_;
 };
 
 }  // namespace strata::ops::direct
