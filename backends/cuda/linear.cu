@@ -1,6 +1,6 @@
 // linear on cuBLAS (cublasGemmEx): y = x w^T + b (a few rows: gemv.cu; f16/bf16 with the bias in
-// cuBLASLt's epilogue: gemm_lt.h, with GELU and its derivative there too), dx = dy w, dw = dy^T x,
-// db = sum_n dy;
+// cuBLASLt's epilogue: gemm_lt.h, with GELU and its derivative there too and a residual as its C
+// operand), dx = dy w, dw = dy^T x, db = sum_n dy;
 // and bmm (cublasGemmStridedBatchedEx): y[i] = alpha a[i] b[i].
 // Matrices may be row-major or column-major views (a transpose is a flag, not a
 // copy); other strides are staged. f32 computes in f32 (TF32 only when allowed);
