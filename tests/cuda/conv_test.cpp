@@ -246,8 +246,10 @@ TEST_F(CudaConv, FusedEpilogue) {
           if (!in_cudnn) {
             EXPECT_EQ(kernels, 1u);
           }
-          if (in_cudnn && dt == DType::bf16 && fmt == kNHWC && c.name.starts_with("resnet_") && c.bias && sm90_or_later())
+          if (in_cudnn && dt == DType::bf16 && fmt == kNHWC && c.name.starts_with("resnet_") && c.bias &&
+              sm90_or_later()) {
             EXPECT_EQ(fused, 1u) << "ResNet's bf16 channels-last epilogue outside cuDNN's graph";
+          }
           if (in_cudnn)
             RecordProperty(c.name + (dt == DType::bf16 ? "_bf16" : "_f32") + (fmt == kNHWC ? "_nhwc" : "_nchw"),
                            fused ? "cudnn graph" : "strata kernel");

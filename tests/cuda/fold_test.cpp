@@ -138,7 +138,9 @@ TEST_F(CudaFold, SpaceToDepthStemMatchesTheStem) {
         EXPECT_TRUE(close(got, want, tol)) << "call " << i;
         int rearranged = 0;
         for (const ops::TraceEvent& e : ops::take_trace()) rearranged += e.op == ops::OpId::space_to_depth_fwd;
-        if (mode != ops::DispatchMode::graph || i == 0) EXPECT_EQ(rearranged, 1) << "call " << i;
+        if (mode != ops::DispatchMode::graph || i == 0) {
+          EXPECT_EQ(rearranged, 1) << "call " << i;
+        }
       }
     }
 }

@@ -252,7 +252,9 @@ TEST(NnCustomModel, DirectModeResultsAreTheCallersUnlessBorrowed) {
     const nn::StepResult r1 = m->train_step(x1, y, *opt);
     const double loss1 = r1.loss.item();
     m->train_step(x2, y, *opt);
-    if (!borrowed) EXPECT_EQ(r1.loss.item(), loss1);
+    if (!borrowed) {
+      EXPECT_EQ(r1.loss.item(), loss1);
+    }
   }
 }
 
