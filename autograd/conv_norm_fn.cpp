@@ -113,8 +113,8 @@ class MlpNode final : public NodeT<D> {
     if (e[3].valid() || (has_b2_ && e[4].valid())) g2 = ops::linear_bwd_weight(this->d_, h_, dy, has_b2_);
     if (e[0].valid() || e[1].valid() || (has_b1_ && e[2].valid())) {
       const Tensor dpre = ops::linear_act_bwd_data(this->d_, dy, w2_, act_, pre_, h_);
-      if (e[1].valid() || (has_b1_ && e[2].valid())) g1 = ops::linear_bwd_weight(this->d_, x_, dpre, has_b1_);
       if (e[0].valid()) dx = ops::linear_bwd_data(this->d_, dpre, w1_);
+      if (e[1].valid() || (has_b1_ && e[2].valid())) g1 = ops::linear_bwd_weight(this->d_, x_, dpre, has_b1_);
     }
     return {dx, g1.dw, g1.db, g2.dw, g2.db, e[5].valid() ? dy : Tensor()};
   }

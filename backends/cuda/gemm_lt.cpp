@@ -1,7 +1,8 @@
-// cuBLASLt's GEMM with a C operand and the bias, GELU and GELU-derivative epilogues (gemm_lt.h). Descriptors and the heuristic's algorithm
-// are made once per shape, layout, dtype and operand alignment (the context's plan cache): a call
-// then sets the pointers and runs cublasLtMatmul on the context's stream with the cuBLAS
-// workspace (the same fixed buffer: cuBLAS and cuBLASLt run in stream order on one stream).
+// cuBLASLt's GEMM with a C operand and the bias, GELU and GELU-derivative epilogues (gemm_lt.h).
+// Descriptors and the heuristic's algorithm are made once per shape, layout, dtype and operand
+// alignment (the context's plan cache): a call then sets the pointers and runs cublasLtMatmul on the
+// context's stream with the cuBLAS workspace (the same fixed buffer: cuBLAS and cuBLASLt run in
+// stream order on one stream).
 #include "strata/backends/cuda/gemm_lt.h"
 
 #include <cublasLt.h>
@@ -51,10 +52,6 @@ struct LtPlan : Plan {
     if (op) cublasLtMatmulDescDestroy(op);
   }
 };
-
-}  // namespace
-
-namespace {
 
 cublasLtEpilogue_t epilogue_of(const LtEpilogue& e) {
   switch (e.kind) {

@@ -31,8 +31,8 @@ struct LtEpilogue {
 
 // D[M,N] = A[M,K] B[K,N] with epilogue e, D row-major, A and B as mat_layout reads them, every
 // operand of D's dtype (f16 or bf16: f32 keeps cublasGemmEx, the path the generated programs
-// reproduce), the bias dense, c row-major, aux row-major with rows of a multiple of 8 elements (cuBLASLt's
-// rule). Returns false, having done nothing, where these do not hold or cuBLASLt offers no
+// reproduce), the bias dense, c row-major, aux row-major with rows of a multiple of 8 elements
+// (cuBLASLt's rule). Returns false, having done nothing, where these do not hold or cuBLASLt offers no
 // algorithm; the caller then takes its general path.
 bool gemm_lt(Context& ctx, const TensorView& a, const TensorView& b, const TensorView& d, const LtEpilogue& e);
 

@@ -16,9 +16,10 @@ constexpr int64_t kGemvMaxRows = 4;
 // and w contiguous (stride 1 along K), K > 0 (a residual z of any strides is added; an activation
 // is the caller's).
 bool gemv_fits(const ops::LinearFwdArgs& a);
-// y = x w^T (+ b) (+ z), or with act (GELU's tanh form only) pre = x w^T (+ b) and y = GELU(pre)
-// of pre's rounded value, bitwise the product followed by the unary op: each output the sum over K in a fixed order (lanes, then a butterfly), in
-// f32 (f32 without TF32 rounding), so every call of a shape gives the same bits.
+// y = x w^T (+ b) (+ z), or with act (GELU's tanh form only) pre = x w^T (+ b) and y = GELU of pre's
+// rounded value, bitwise the product followed by the unary op: each output the sum over K in a fixed
+// order (lanes, then a butterfly), in f32 (f32 without TF32 rounding), so every call of a shape gives
+// the same bits.
 void gemv_rows(Context& ctx, const ops::LinearFwdArgs& a);
 
 }  // namespace strata::backends::cuda

@@ -50,29 +50,38 @@ Tensor side_by_side(const Tape& tape, const Tensor& y) {
 }  // namespace
 
 template <class P>
-Tensor detail::LastDimLinear<P>::forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z) {
-  const Shape rows{x.numel() / x.size(x.dim() - 1), x.size(x.dim() - 1)};
+template <class F>
+Tensor detail::LastDimRows<P>::forward(const P& p, const Tensor& x, int64_t out, const Tensor& z, F&& f) {
+  const Shape rows{x.numel() / x.size(x.dim() - 1), x.size(x.dim() - 1)}, out_rows{rows[0], out};
   Shape back = x.sizes();
   back[back.size() - 1] = out;
   const Tensor in = rows_.forward(p, x, [&](const auto& tape) { return autograd::reshape(tape, x, rows); }, rows);
-  Tensor y;
-  if (z.defined()) {
-    const Shape z_rows{rows[0], out};
-    const Tensor zr =
-        z_rows_.forward(p, z, [&](const auto& tape) { return autograd::reshape(tape, z, z_rows); }, z_rows);
-    y = lin.forward_add(in, zr);
-  } else {
-    y = lin.forward(in);
-  }
+  Tensor zr;
+  if (z.defined())
+    zr = z_rows_.forward(p, z, [&](const auto& tape) { return autograd::reshape(tape, z, out_rows); }, out_rows);
+  const Tensor y = f(in, zr);
   return unfold_.forward(p, y, [&](const auto& tape) { return autograd::reshape(tape, y, back); }, back);
 }
 
 template <class P>
-Tensor detail::LastDimLinear<P>::backward(const Module& m, Linear<P>& lin, const Tensor& dy) {
+template <class F>
+Tensor detail::LastDimRows<P>::backward(const Module& m, const Tensor& dy, F&& back) {
   if constexpr (is_direct_v<P>)
-    return rows_.backward(m, lin.backward(unfold_.backward(m, dy)));
+    return rows_.backward(m, back(unfold_.backward(m, dy)));
   else
     STRATA_FAIL(m.type_name(), "::backward runs in direct mode only; in the tape modes call autograd::backward(loss)");
+}
+
+template <class P>
+Tensor detail::LastDimLinear<P>::forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z) {
+  return rows_.forward(p, x, out, z, [&](const Tensor& in, const Tensor& zr) {
+    return zr.defined() ? lin.forward_add(in, zr) : lin.forward(in);
+  });
+}
+
+template <class P>
+Tensor detail::LastDimLinear<P>::backward(const Module& m, Linear<P>& lin, const Tensor& dy) {
+  return rows_.backward(m, dy, [&](const Tensor& d) { return lin.backward(d); });
 }
 
 template <class P>
@@ -260,26 +269,22 @@ GptMlp<P>::~GptMlp() = default;
 template <class P>
 Tensor GptMlp<P>::forward(const Tensor& x, const Tensor& residual) {
   constexpr ops::UnaryFn act = ops::UnaryFn::gelu_tanh;
-  const Shape rows{x.numel() / x.size(x.dim() - 1), x.size(x.dim() - 1)};
-  const Tensor in = rows_.forward(p_, x, [&](const auto& tape) { return autograd::reshape(tape, x, rows); }, rows);
-  Tensor z;
-  if (residual.defined())
-    z = z_rows_.forward(p_, residual, [&](const auto& tape) { return autograd::reshape(tape, residual, rows); }, rows);
   const Tensor &w1 = c_fc_.weight(), &b1 = c_fc_.bias(), &w2 = c_proj_.weight(), &b2 = c_proj_.bias();
-  const Tensor y = mlp_.forward_keyed(
-      p_, in, z.defined() ? detail::plan_key_of(z) : 0,
-      [&](const auto& tape) {
-        return autograd::mlp(tape, in, w1_cast_(tape, w1, in), b1_cast_(tape, b1, in), w2_cast_(tape, w2, in),
-                             b2_cast_(tape, b2, in), act, z);
-      },
-      w1, b1, w2, b2, act, z);
-  return unfold_.forward(p_, y, [&](const auto& tape) { return autograd::reshape(tape, y, x.sizes()); }, x.sizes());
+  return rows_.forward(p_, x, x.size(x.dim() - 1), residual, [&](const Tensor& in, const Tensor& z) {
+    return mlp_.forward_keyed(
+        p_, in, z.defined() ? detail::plan_key_of(z) : 0,
+        [&](const auto& tape) {
+          return autograd::mlp(tape, in, w1_cast_(tape, w1, in), b1_cast_(tape, b1, in), w2_cast_(tape, w2, in),
+                               b2_cast_(tape, b2, in), act, z);
+        },
+        w1, b1, w2, b2, act, z);
+  });
 }
 
 template <class P>
 Tensor GptMlp<P>::backward(const Tensor& dy) {
   return detail::explicit_backward<P>(
-      *this, dy, [&] { return rows_.backward(*this, mlp_.backward(*this, unfold_.backward(*this, dy))); });
+      *this, dy, [&] { return rows_.backward(*this, dy, [&](const Tensor& d) { return mlp_.backward(*this, d); }); });
 }
 
 template <class P>

@@ -83,19 +83,33 @@ struct TiedProjectionStepOf {
   using type = ops::direct::TiedProjectionStep<Impl>;
 };
 
-// A Linear over x's last dim: x [..., in] folded into rows [N, in] and the output unfolded to
-// [..., out], by autograd::reshape in the tape modes and planned views in direct mode.
+// An op over x's last dim: x [..., in] folded into rows [N, in], f(rows, z_rows) -> [N, out], and
+// its output unfolded to [..., out], by autograd::reshape in the tape modes and planned views in
+// direct mode. z (optional, the output's shape) is folded alike: a residual f adds, whose gradient
+// is dy, the caller's to route in direct mode.
 template <class P>
-class LastDimLinear {
+class LastDimRows {
  public:
-  // z (optional, x's shape but for the last dim, `out`): a residual added in the product
-  // (Linear::forward_add); its gradient is dy, the caller's to route in direct mode.
-  Tensor forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z = Tensor());
-  // Direct mode: dL/dx from dL/dy; `m` (the layer that owns it) names it in errors.
-  Tensor backward(const Module& m, Linear<P>& lin, const Tensor& dy);
+  template <class F>
+  Tensor forward(const P& p, const Tensor& x, int64_t out, const Tensor& z, F&& f);
+  // Direct mode: dL/dx from dL/dy through back (the rows' gradient from the output rows');
+  // `m` (the layer that owns it) names it in errors.
+  template <class F>
+  Tensor backward(const Module& m, const Tensor& dy, F&& back);
 
  private:
   [[no_unique_address]] DirectLayer<P, FlattenStepOf> rows_, unfold_, z_rows_;
+};
+
+// A Linear over x's last dim (LastDimRows); z, optional, added in the product (Linear::forward_add).
+template <class P>
+class LastDimLinear {
+ public:
+  Tensor forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z = Tensor());
+  Tensor backward(const Module& m, Linear<P>& lin, const Tensor& dy);
+
+ private:
+  LastDimRows<P> rows_;
 };
 }  // namespace detail
 
@@ -247,7 +261,7 @@ class GptMlp final : public Module {
   Linear<P>& c_fc_;
   Linear<P>& c_proj_;
   detail::EvalCast w1_cast_, b1_cast_, w2_cast_, b2_cast_;  // mixed-precision evaluation in the tape modes
-  [[no_unique_address]] detail::DirectLayer<P, detail::FlattenStepOf> rows_, unfold_, z_rows_;
+  detail::LastDimRows<P> rows_;
   [[no_unique_address]] detail::DirectLayer<P, detail::MlpStepOf> mlp_;
 };
 

@@ -306,14 +306,23 @@ template <BackendImpl Impl>
 class LinearPlan {
  public:
   Tensor y, dx, dw, db;
-  // z (optional): a residual added to y in the product (ops::linear_add); its gradient is dy, which
-  // the owner routes.
-  void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z = Tensor()) {
+  Tensor pre;  // with act: the pre-activation (ops::linear_act)
+  // z (optional): a residual added to y in the product (ops::linear_add), its gradient dy, which
+  // the owner routes; act (optional, not with z): y = act(x w^T + b) (ops::linear_act).
+  void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z = Tensor(),
+            std::optional<UnaryFn> act = std::nullopt) {
     impl_ = &impl;
     const StaticDispatch<Impl> d(impl);
-    auto bound = z.defined() ? bind::linear_add_fwd(d, x, w, b, z) : bind::linear_fwd(d, x, w, b);
-    y = bound.out;
-    fwd_ = bound.args;
+    if (act) {
+      auto bound = bind::linear_act_fwd(d, x, w, b, *act);
+      y = bound.out.y;
+      pre = bound.out.pre;
+      fwd_ = bound.args;
+    } else {
+      auto bound = z.defined() ? bind::linear_add_fwd(d, x, w, b, z) : bind::linear_fwd(d, x, w, b);
+      y = bound.out;
+      fwd_ = bound.args;
+    }
     x_ = x;
     w_ = w;
     b_ = b;
@@ -341,6 +350,7 @@ class LinearPlan {
     if (dx.defined()) run_kernel<OpId::linear_bwd_data>(*impl_, bd_);
     run_kernel<OpId::linear_bwd_weight>(*impl_, bw_);
   }
+  const Tensor& weight() const { return w_; }
 
  private:
   Impl* impl_ = nullptr;
@@ -351,71 +361,44 @@ class LinearPlan {
 };
 
 // The two-layer perceptron y = act(x w1^T + b1) w2^T + b2 (+ z, a residual in the second product
-// whose gradient, dy, the owner routes): autograd::mlp's ops in its node's order. Forward: the first product with the activation in its epilogue (the pre-activation kept
-// for the backward), then the second. Backward: the second's weight gradients, the gradient at
-// the pre-activation (the derivative in the data-gradient product's epilogue), the first's weight
-// gradients, then dx.
+// whose gradient, dy, the owner routes): autograd::mlp's ops in its node's order, two linear plans
+// and, between them in the backward, the gradient at the pre-activation (the derivative in the
+// second product's data-gradient epilogue). Forward: the first product with the activation in its
+// epilogue, then the second. Backward: the second's weight gradients, the gradient at the
+// pre-activation, then the first's dx and weight gradients.
 template <BackendImpl Impl>
 class MlpPlan {
  public:
-  Tensor y, dx, dw1, db1, dw2, db2;
+  LinearPlan<Impl> fc, proj;  // their dw, db: the parameters' gradients; y: proj.y, dx: fc.dx
   void plan(Impl& impl, const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
             UnaryFn act, const Tensor& z = Tensor()) {
     impl_ = &impl;
-    const StaticDispatch<Impl> d(impl);
-    auto hidden = bind::linear_act_fwd(d, x, w1, b1, act);
-    h_ = hidden.out.y;
-    pre_ = hidden.out.pre;
-    fc_ = hidden.args;
-    auto out = z.defined() ? bind::linear_add_fwd(d, h_, w2, b2, z) : bind::linear_fwd(d, h_, w2, b2);
-    y = out.out;
-    proj_ = out.args;
-    x_ = x;
-    w1_ = w1;
-    b1_ = b1;
-    w2_ = w2;
-    b2_ = b2;
+    fc.plan(impl, x, w1, b1, Tensor(), act);
+    proj.plan(impl, fc.y, w2, b2, z);
     act_ = act;
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
-    const StaticDispatch<Impl> d(*impl_);
-    check_same_shape("linear_bwd_weight", "output", y, "grad_output", dy);
-    auto second = bind::linear_bwd_weight(d, h_, dy, b2_.defined(), w2_, b2_);
-    auto at_pre = bind::linear_act_bwd_data(d, dy, w2_, act_, pre_, h_);
+    proj.plan_backward(dy, false);
+    auto at_pre = bind::linear_act_bwd_data(StaticDispatch<Impl>(*impl_), dy, proj.weight(), act_, fc.pre, fc.y);
     dpre_ = at_pre.out;
-    auto first = bind::linear_bwd_weight(d, x_, dpre_, b1_.defined(), w1_, b1_);
-    dw2 = second.out.dw;
-    db2 = second.out.db;
-    dw1 = first.out.dw;
-    db1 = first.out.db;
-    bw2_ = second.args;
     bd_act_ = at_pre.args;
-    bw1_ = first.args;
-    dx = Tensor();
-    if (need_dx) {
-      auto data = bind::linear_bwd_data(d, dpre_, w1_);
-      dx = data.out;
-      bd1_ = data.args;
-    }
+    fc.plan_backward(dpre_, need_dx);
   }
   void forward() {
-    run_kernel<OpId::linear_fwd>(*impl_, fc_);
-    run_kernel<OpId::linear_fwd>(*impl_, proj_);
+    fc.forward();
+    proj.forward();
   }
   void backward() {
-    run_kernel<OpId::linear_bwd_weight>(*impl_, bw2_);
+    proj.backward();
     run_kernel<OpId::linear_bwd_data>(*impl_, bd_act_);
-    run_kernel<OpId::linear_bwd_weight>(*impl_, bw1_);
-    if (dx.defined()) run_kernel<OpId::linear_bwd_data>(*impl_, bd1_);
+    fc.backward();
   }
 
  private:
   Impl* impl_ = nullptr;
-  Tensor x_, w1_, b1_, w2_, b2_, pre_, h_, dpre_;
+  Tensor dpre_;
   UnaryFn act_ = UnaryFn::gelu_tanh;
-  LinearFwdArgs fc_, proj_;
-  LinearBwdDataArgs bd_act_, bd1_;
-  LinearBwdWeightArgs bw1_, bw2_;
+  LinearBwdDataArgs bd_act_;
 };
 
 // Residual add. Its backward is the identity for both inputs: the owner routes dy.

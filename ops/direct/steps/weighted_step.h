@@ -68,7 +68,7 @@ class MlpStep {
   const Tensor& run(const Args&...) {
     for (ParamCast<Impl>& c : casts_) c.refresh();
     op_.forward();
-    return op_.y;
+    return op_.proj.y;
   }
   void plan_backward(const Tensor& dy, bool need_dx) {
     op_.plan_backward(dy, need_dx);
@@ -86,11 +86,11 @@ class MlpStep {
                           op_.backward();
                           for (size_t i = 0; i < casts_.size(); ++i) casts_[i].convert_grad(*g[i]);
                         });
-    return op_.dx;
+    return op_.fc.dx;
   }
 
  private:
-  std::array<const Tensor*, 4> grads() const { return {&op_.dw1, &op_.db1, &op_.dw2, &op_.db2}; }
+  std::array<const Tensor*, 4> grads() const { return {&op_.fc.dw, &op_.fc.db, &op_.proj.dw, &op_.proj.db}; }
 
   Impl* impl_ = nullptr;
   std::array<Tensor, 4> params_;  // w1, b1, w2, b2: the masters, whose .grad() receives the gradients
