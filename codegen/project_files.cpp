@@ -208,4 +208,58 @@ void Weights::save(const std::string& path) const {
 )cg";
 }
 
+std::string train_main_cpp(bool graph_switch) {
+  return R"cg(// Trains the generated model: STEPS steps of SGD on one batch (a NumPy .npy input, float32,
+// and its labels, int64, in the shapes the code was generated for), printing the loss of each
+// step, then writes the state (parameters, gradients, momentum, dropout's counters).
+//   model_train weights.bin input.npy labels.npy STEPS out_weights.bin)cg" +
+         std::string(graph_switch ? " [--no-graph]\n// --no-graph runs the step's calls one by one instead of "
+                                    "the CUDA graph captured at load." : "") +
+         R"cg(
+// Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
+)cg" + npy_helpers() + "constexpr bool kGraphSwitch = " + (graph_switch ? "true" : "false") + ";\n" +
+         (graph_switch ? "std::unique_ptr<generated::Model> make_model(const char* path, bool graph) {\n"
+                         "  return std::make_unique<generated::Model>(path, graph);\n}\n"
+                       : "std::unique_ptr<generated::Model> make_model(const char* path, bool) {\n"
+                         "  return std::make_unique<generated::Model>(path);\n}\n") +
+         R"cg(int main(int argc, char** argv) {
+  bool graph = true;
+  std::vector<const char*> args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (kGraphSwitch && std::string(argv[i]) == "--no-graph")
+      graph = false;
+    else
+      args.push_back(argv[i]);
+  }
+  argc = static_cast<int>(args.size());
+  argv = const_cast<char**>(args.data());
+  const long steps = argc == 6 ? std::atol(argv[4]) : 0;
+  if (argc != 6 || steps <= 0) {
+    std::fprintf(stderr, "usage: %s WEIGHTS INPUT.npy LABELS.npy STEPS>0 OUT_WEIGHTS%s\n", argv[0],
+                 kGraphSwitch ? " [--no-graph]" : "");
+    return 2;
+  }
+  try {
+    const std::vector<int64_t> in_shape(std::begin(generated::kInputSizes), std::end(generated::kInputSizes));
+    const std::vector<int64_t> label_shape(std::begin(generated::kLabelSizes), std::end(generated::kLabelSizes));
+    const std::vector<float> x = read_npy<float>(argv[2], in_shape);
+    const std::vector<int64_t> labels = read_npy<int64_t>(argv[3], label_shape);
+    for (size_t i = 0; i < labels.size(); ++i)
+      if (labels[i] < 0 || labels[i] >= generated::kClasses)
+        throw std::runtime_error(std::string(argv[3]) + ": label " + std::to_string(i) + " is " +
+                                 std::to_string(labels[i]) + ", out of range [0, " +
+                                 std::to_string(generated::kClasses) + ")");
+    const std::unique_ptr<generated::Model> model = make_model(argv[1], graph);
+    for (long i = 0; i < steps; ++i)
+      std::printf("step %ld loss %.9g\n", i + 1, static_cast<double>(model->train_step(x.data(), labels.data())));
+    model->save(argv[5]);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
+    return 1;
+  }
+}
+)cg";
+}
+
 }  // namespace strata::codegen

@@ -13,6 +13,10 @@ std::string weights_cpp();
 // shapes and dtypes, named errors), after the includes they need and "model.h".
 std::string npy_helpers();
 
+// main.cpp of a training step: model_train WEIGHTS INPUT.npy LABELS.npy STEPS OUT_WEIGHTS, the
+// labels checked and named; with graph_switch also [--no-graph] (the Model takes (path, graph)).
+std::string train_main_cpp(bool graph_switch);
+
 // The weights file's header: magic, payload bytes, FNV-1a checksum of the payload.
 inline constexpr char kWeightsMagic[8] = {'D', 'N', 'N', 'L', 'W', 'T', 'S', '1'};
 uint64_t fnv1a(const void* data, int64_t bytes);

@@ -9,6 +9,7 @@
 
 #include "strata/codegen/recorded_step.h"
 #include "strata/core/tensor.h"
+#include "strata/nn/model.h"
 #include "strata/nn/module.h"
 #include "strata/ops/trace.h"
 
@@ -39,5 +40,12 @@ void name_layers(std::vector<RecordedCall>& calls, const std::map<const void*, s
 const ops::TensorView& output_of(const RecordedCall& c);
 // The step's first call copies the caller's input into the planned input buffer.
 void find_input(RecordedStep& step, const Tensor& x, const char* what);
+// A recorded training step's state beyond the parameters, named as the program keeps it: each
+// parameter's gradient, the optimizer's momentum buffers (after their parameters), the model's
+// labels buffer and the loss's buffers that outlive the step; and step.output (the loss) and
+// step.labels (what the loss read). Throws when the step computes no softmax cross-entropy.
+void name_training_state(RecordedStep& step, nn::Module& module, std::map<const void*, std::string>& names);
+// The checks every recorder makes of a training step's model and batch.
+void check_train_inputs(const nn::Model& model, const Tensor& x, const Tensor& labels);
 
 }  // namespace strata::codegen

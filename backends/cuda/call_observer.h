@@ -9,7 +9,10 @@
 // without the CUDA headers (the emitter, its tests) can read a record.
 //
 // Reporting ops: conv2d_fwd, linear_fwd, relu_fwd, max_pool2d_fwd, avg_pool2d_fwd,
-// global_avg_pool_fwd, add, copy, space_to_depth_fwd. An observer must treat any other op run while it watches
+// global_avg_pool_fwd, add, copy, space_to_depth_fwd; and a training step's conv2d_bwd_data,
+// conv2d_bwd_weight, conv2d_bwd_bias, linear_bwd_data, linear_bwd_weight, relu_bwd, max_pool2d_bwd,
+// softmax_xent_fwd, softmax_xent_bwd, dropout_fwd, dropout_bwd, fill and sgd_step (multi_sgd_step
+// reports the single step of each parameter its lists take). An observer must treat any other op run while it watches
 // as unseen (the op trace, ops/trace.h, lists every kernel of a step).
 #include <cstdint>
 #include <utility>
@@ -36,6 +39,14 @@ struct LibraryCall {
     gemm_lt,        // cublasLtMatmul with the bias epilogue (half-precision linear; the emitter refuses it)
     split,          // the call ran as several along the batch (cuDNN's 32-bit limits; refused likewise)
     outside_copy,   // a copy outside any reporting op (a = source, c = destination): a Tensor's clone
+    activation_bwd, // cudnnActivationBackward (ReLU's backward)
+    pooling_bwd,    // cudnnPoolingBackward: mode
+    // strata's per-channel sums (channel_reduce.cuh; conv bias gradient): mode 1 when the channel is
+    // innermost; column sums (linear's bias gradient): mode 1 when read in 16-byte packs. Both: m =
+    // the blocks along the summed dimension and k = the elements each takes, which strata sizes by
+    // the GPU's SM count: the order of the sums, so a program repeats them rather than its own.
+    channel_sums,
+    column_sums,
   };
   Kind kind = Kind::own_kernel;
   // conv_graph: CUDNN_ATTR_ENGINE_GLOBAL_INDEX and the engine config's knob choices

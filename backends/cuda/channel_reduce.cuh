@@ -5,10 +5,12 @@
 // eval-mode backward. Two kernels: one for channels that are innermost in memory
 // (NHWC, [N,C] matrices: a warp reads 32 neighbouring channels), one for the rest
 // (NCHW: a block walks one channel's contiguous planes). Internal to backends/cuda.
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/kernels.cuh"
 
 namespace strata::backends::cuda {
 
+// codegen:begin cuda_train_kernels
 struct ChannelGeometry {
   int64_t channels = 0;  // size of the channel dimension
   int64_t rest = 0;      // elements per channel
@@ -101,6 +103,7 @@ __global__ void channel_reduce_final_kernel(const double* partial, ChannelGeomet
   }
 }
 
+// codegen:end
 // Runs the reduction of f over `views` (all of `shape`) along `dim`. Returns the
 // [M][C] sums in a device buffer of doubles.
 template <int M, class F, class... V>
@@ -134,6 +137,8 @@ DeviceBuffer channel_sums(Context& ctx, const Shape& shape, int dim, const F& f,
   g.chunk = (g.rest + splits - 1) / splits;
   STRATA_CHECK(tiles <= 0x7fffffff, "channel reduction: too many channels (", g.channels, ")");
 
+  if (observing())
+    observe_library({.kind = LibraryCall::Kind::channel_sums, .mode = g.inner ? 1 : 0, .m = g.splits, .k = g.chunk});
   DeviceBuffer partial(ctx, sizeof(double) * M * g.channels * g.splits);
   DeviceBuffer sums(ctx, sizeof(double) * M * std::max<int64_t>(g.channels, 1));
   if (g.channels == 0) return sums;

@@ -300,9 +300,11 @@ void CudaBackend::conv2d_fwd(const Conv2dFwdArgs& a) {
 }
 
 void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
+  observe_call(OpId::conv2d_bwd_data, a);
   if (a.dx.numel() == 0) return;
   along_batch("conv2d_bwd_data", a, {{&Conv2dBwdDataArgs::dy, "dy"}, {&Conv2dBwdDataArgs::dx, "dx"}},
-              [&](Conv2dBwdDataArgs& b, int64_t) {
+              [&](Conv2dBwdDataArgs& b, int64_t n0) {
+                if (n0 > 0) observe_library(LibraryCall::Kind::split);
                 with_layout_fallback(*ctx_, layout_of(b.dy), [&](Layout l) {
                   return run_conv_in_layout<BwdDataOps>(*ctx_, b.dx, b.w, b.dy, GraphEpilogue{}, l, b.p, settings_);
                 });
@@ -310,6 +312,7 @@ void CudaBackend::conv2d_bwd_data(const Conv2dBwdDataArgs& a) {
 }
 
 void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
+  observe_call(OpId::conv2d_bwd_weight, a);
   if (a.dw.numel() == 0) return;
   if (a.x.numel() == 0) return fill_view(*ctx_, a.dw, 0.0);
   DeviceBuffer piece_buf;
@@ -317,6 +320,7 @@ void CudaBackend::conv2d_bwd_weight(const Conv2dBwdWeightArgs& a) {
   along_batch("conv2d_bwd_weight", a, {{&Conv2dBwdWeightArgs::x, "x"}, {&Conv2dBwdWeightArgs::dy, "dy"}},
               [&](Conv2dBwdWeightArgs& b, int64_t n0) {
                 if (n0 > 0) {
+                  observe_library(LibraryCall::Kind::split);
                   if (!piece.defined) piece = make_temp(*ctx_, piece_buf, a.dw.sizes, a.dw.dtype, layout_of(a.dw));
                   b.dw = piece;
                 }

@@ -27,6 +27,7 @@ struct AxpyFn {
     y[o[1]] = store<T>(load(y[o[1]]) + alpha * load(x[o[0]]));
   }
 };
+// codegen:begin cuda_train_kernels
 template <class T>
 struct FillFn {
   T* y;
@@ -61,6 +62,7 @@ struct DropoutBwdFn {
   }
 };
 
+// codegen:end
 // ---- binary ops: y = op(a, b) ------------------------------------------------------
 // add, relu (b unused) and relu's backward, each defined once for both paths: when
 // every operand is dense in one memory order (the coalesced indexing is a single
@@ -238,7 +240,11 @@ void CudaBackend::axpy(const AxpyArgs& a) {
   });
 }
 
-void CudaBackend::fill(const FillArgs& a) { fill_view(*ctx_, a.y, a.value); }
+void CudaBackend::fill(const FillArgs& a) {
+  observe_call(OpId::fill, a);
+  observe_library(LibraryCall::Kind::own_kernel);
+  fill_view(*ctx_, a.y, a.value);
+}
 
 void CudaBackend::relu_fwd(const ReluFwdArgs& a) {
   observe_call(OpId::relu_fwd, a);
@@ -254,8 +260,11 @@ void CudaBackend::relu_fwd(const ReluFwdArgs& a) {
 void CudaBackend::relu_bwd(const ReluBwdArgs& a) {
   // cudnnActivationBackward needs y, dy and x; for relu x > 0 exactly where y > 0, so
   // y stands in for x. dy and dx must share y's layout for the one-descriptor plan.
+  observe_call(OpId::relu_bwd, a);
   const bool same = a.dy.strides == a.y.strides && a.dx.strides == a.y.strides;
-  if (!use_cudnn_relu(a.y, a.dx) || !same) return relu_bwd_kernel(*ctx_, a.y, a.dy, a.dx);
+  const bool cudnn = use_cudnn_relu(a.y, a.dx) && same;
+  observe_library(cudnn ? LibraryCall::Kind::activation_bwd : LibraryCall::Kind::own_kernel);
+  if (!cudnn) return relu_bwd_kernel(*ctx_, a.y, a.dy, a.dx);
   CudnnReluDescriptors& p = relu_plan(*ctx_, a.y, a.dx);
   const Scalars s(a.y.dtype);
   STRATA_CUDNN_CHECK(cudnnActivationBackward(ctx_->cudnn, p.act.get(), s.one(), p.a.get(), a.y.data, p.a.get(),
@@ -263,6 +272,8 @@ void CudaBackend::relu_bwd(const ReluBwdArgs& a) {
 }
 
 void CudaBackend::dropout_fwd(const DropoutFwdArgs& a) {
+  observe_call(OpId::dropout_fwd, a);
+  observe_library(LibraryCall::Kind::own_kernel);
   const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
   STRATA_CHECK(!a.rng.defined || (a.rng.dtype == DType::i64 && a.rng.numel() == 2 && a.rng.is_contiguous() &&
                                   a.rng.device.is_cuda()),
@@ -278,6 +289,8 @@ void CudaBackend::dropout_fwd(const DropoutFwdArgs& a) {
 }
 
 void CudaBackend::dropout_bwd(const DropoutBwdArgs& a) {
+  observe_call(OpId::dropout_bwd, a);
+  observe_library(LibraryCall::Kind::own_kernel);
   const double inv_keep = a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0;
   dispatch_float(a.dy.dtype, "dropout_bwd", [&](auto t) {
     using T = decltype(t);

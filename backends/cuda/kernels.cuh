@@ -173,6 +173,7 @@ inline ops::TensorView broadcast_along(const ops::TensorView& v, const Shape& sh
 // contiguous and 16-byte aligned (`vec`), else element by element, the same values either way.
 // Kernels that give a thread whole chunks therefore sum in an order that depends on the row's
 // length only, not on its alignment or strides (which differ between the dispatch modes' buffers).
+// codegen:begin cuda_train_kernels
 constexpr int kChunk8 = 8;
 
 // Whether rows starting at `base`, `row_stride` elements apart, with columns `col_stride` apart,
@@ -228,6 +229,7 @@ __device__ __forceinline__ void store_chunk8(T* row, int64_t stride, bool vec, i
   }
 }
 
+// codegen:end
 // ---- reductions ------------------------------------------------------------------
 // A warp's sum (or max) of v, in every lane, in a fixed butterfly order.
 // codegen:begin cuda_kernels
@@ -242,6 +244,7 @@ __device__ __forceinline__ A warp_max(A v) {
   for (int m = 16; m > 0; m >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, m));
   return v;
 }
+// codegen:begin cuda_train_kernels
 // Block-wide sum of a double per thread (blockDim.x a multiple of 32, at most 1024).
 // Fixed order: the result depends only on the inputs, never on timing.
 __device__ __forceinline__ double block_sum(double v) {
@@ -264,6 +267,7 @@ __device__ __forceinline__ double block_sum(double v) {
 // Sum over k of f(k) for k in [0, n), times `scale`, written to *out as T.
 // Two passes (block partials, then one block over the partials): deterministic.
 constexpr int kReduceThreads = 256;
+// codegen:end
 
 template <class F>
 __global__ void __launch_bounds__(kReduceThreads) reduce_partial_kernel(int64_t n, F f, double* partial) {

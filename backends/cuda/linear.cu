@@ -205,6 +205,7 @@ void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
 }
 
 void CudaBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
+  observe_call(OpId::linear_bwd_data, a);
   if (a.dx.numel() == 0) return;
   if (a.act) {
     const LtEpilogue dgelu{LtEpilogue::Kind::dgelu, nullptr, &a.pre};
@@ -215,6 +216,7 @@ void CudaBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
 }
 
 void CudaBackend::linear_bwd_weight(const LinearBwdWeightArgs& a) {
+  observe_call(OpId::linear_bwd_weight, a);
   if (a.dw.numel() > 0) gemm(*ctx_, settings_, transposed(a.dy), a.x, a.dw, 0.f);
   if (a.db.defined && a.db.numel() > 0 && !column_sums(*ctx_, a.dy, a.db)) sum_along(*ctx_, a.dy, 1, a.db);
 }

@@ -3,8 +3,9 @@
 // count of kept rows are read on the device. A label neither in [0, C) nor ignore_index is
 // recorded by the forward's kernel and raised at the host's next look, without a
 // synchronisation per call (index_errors.h); its row's loss and gradient are NaN.
-#include "strata/backends/cuda/kernels.cuh"
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/index_errors.h"
+#include "strata/backends/cuda/kernels.cuh"
 #include "strata/ops/table/xent_labels.h"
 
 namespace strata::backends {
@@ -14,6 +15,7 @@ using namespace strata::ops;  // the op table's argument types
 namespace cuda {
 namespace {
 
+// codegen:begin cuda_train_kernels
 __device__ __forceinline__ float block_max(float v) {
   __shared__ float warp_max[32];
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
@@ -153,6 +155,7 @@ __global__ void __launch_bounds__(kXentBwdThreads)
     store_chunk8(dr, ds1, dvec, c, n, v);
   }
 }
+// codegen:end
 
 struct BceTerm {
   const float* x;
@@ -185,6 +188,7 @@ struct BceBwdFn {
 using namespace cuda;
 
 void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
+  observe_call(OpId::softmax_xent_fwd, a);
   dispatch_float_no_f64(a.logits.dtype, "softmax_xent_fwd", [&](auto t) {
     using T = decltype(t);
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];
@@ -194,6 +198,8 @@ void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
     DeviceBuffer row_loss(*ctx_, sizeof(double) * rows);
     const int64_t chunks = (cols + kChunk8 - 1) / kChunk8;
     const int threads = chunks >= 1024 ? 512 : chunks >= 256 ? 256 : 128;
+    // The block's size orders the row's sums: a program that wants the bits launches the same.
+    if (observing()) observe_library({.kind = LibraryCall::Kind::own_kernel, .mode = threads});
     const T* x = a.logits.ptr<T>();
     softmax_xent_fwd_kernel<T><<<static_cast<unsigned>(rows), threads, 0, ctx_->stream>>>(
         x, cols, a.logits.strides[0], a.logits.strides[1], chunk8_vectorizable<T>(x, a.logits.strides[0], a.logits.strides[1]),
@@ -209,6 +215,8 @@ void CudaBackend::softmax_xent_fwd(const SoftmaxXentFwdArgs& a) {
 }
 
 void CudaBackend::softmax_xent_bwd(const SoftmaxXentBwdArgs& a) {
+  observe_call(OpId::softmax_xent_bwd, a);
+  observe_library(LibraryCall::Kind::own_kernel);
   dispatch_float_no_f64(a.logits.dtype, "softmax_xent_bwd", [&](auto t) {
     using T = decltype(t);
     const int64_t rows = a.logits.sizes[0], cols = a.logits.sizes[1];

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/multi_tensor.cuh"
 
 namespace strata::backends {
@@ -13,6 +14,7 @@ using namespace strata::ops;  // the op table's argument types
 namespace cuda {
 namespace {
 
+// codegen:begin cuda_train_kernels
 // One element's SGD step: what the single and the multi-tensor kernels both run, so
 // that the two give the same bits.
 __device__ __forceinline__ void sgd_update(float& p, float g, float* buf, const ops::SgdOptions& opt, double lr,
@@ -27,6 +29,7 @@ __device__ __forceinline__ void sgd_update(float& p, float g, float* buf, const 
   }
   p = static_cast<float>(pv - lr * d);
 }
+// codegen:end
 
 struct SgdFn {
   float* p;
@@ -147,6 +150,8 @@ __global__ void amp_update_scale_kernel(const T* sums, int64_t count, int64_t st
 using namespace cuda;
 
 void CudaBackend::sgd_step(const SgdStepArgs& a) {
+  observe_call(OpId::sgd_step, a);
+  observe_library(LibraryCall::Kind::own_kernel);
   const RunTimeHypers hyper(*ctx_, {&a.hyper, 1}, "sgd_step");
   dispatch_f32(a.param.dtype, "sgd_step", [&](auto) {
     const bool mom = a.o.momentum != 0.0;
@@ -186,6 +191,9 @@ void CudaBackend::multi_sgd_step(const MultiSgdStepArgs& a) {
       sgd_step(s);
       return std::nullopt;
     }
+    // Its step in the list's kernel is the single step's update of each element (sgd_update).
+    observe_call(OpId::sgd_step, s);
+    observe_library(LibraryCall::Kind::own_kernel);
     return SgdTensor{s.param.ptr<float>(), s.grad.ptr<const float>(), mom ? s.momentum_buf.ptr<float>() : nullptr,
                      a.hypers.empty() ? nullptr : hypers[i], s.param.numel(), 0};
   };

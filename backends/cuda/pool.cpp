@@ -69,6 +69,10 @@ void pool_bwd_in(Context& ctx, cudnnPoolingMode_t mode, const TensorView* x_in, 
   const TensorView& xv = x_in ? x.view : dx.view;
   const TensorView& yv = y_in ? y.view : dy.view;
   PoolPlan& p = pool_plan(ctx, mode, xv, yv, pp, op);
+  if (observing()) {
+    if (dy.temp || dx.temp || x.temp || y.temp) observe_library(LibraryCall::Kind::staged);
+    observe_library({.kind = LibraryCall::Kind::pooling_bwd, .mode = static_cast<int64_t>(mode)});
+  }
   const Scalars s(dx_in.dtype);
   STRATA_CUDNN_CHECK(cudnnPoolingBackward(ctx.cudnn, p.pool.get(), s.one(), p.y.get(), yv.data, p.y.get(),
                                           dy.view.data, p.x.get(), xv.data, s.zero(), p.x.get(), dx.view.data));
@@ -96,10 +100,12 @@ void CudaBackend::max_pool2d_fwd(const MaxPool2dFwdArgs& a) {
 }
 
 void CudaBackend::max_pool2d_bwd(const MaxPool2dBwdArgs& a) {
+  observe_call(OpId::max_pool2d_bwd, a);
   if (a.dx.numel() == 0) return;
-  if (max_pool2d_bwd_channels_last(*ctx_, a)) return;
+  if (max_pool2d_bwd_channels_last(*ctx_, a)) return observe_library(LibraryCall::Kind::own_kernel);
   using A = MaxPool2dBwdArgs;
-  along_batch("max_pool2d_bwd", a, {{&A::x, "x"}, {&A::y, "y"}, {&A::dy, "dy"}, {&A::dx, "dx"}}, [&](A& b, int64_t) {
+  along_batch("max_pool2d_bwd", a, {{&A::x, "x"}, {&A::y, "y"}, {&A::dy, "dy"}, {&A::dx, "dx"}}, [&](A& b, int64_t n0) {
+    if (n0 > 0) observe_library(LibraryCall::Kind::split);
     pool_bwd_in(*ctx_, max_mode(settings_), &b.x, &b.y, b.dy, b.dx, b.p, "max_pool2d_bwd");
   });
 }

@@ -22,6 +22,7 @@ struct ValueAt {
   }
 };
 
+// codegen:begin cuda_train_kernels
 template <class T>
 struct ChannelValue {
   const T* x;
@@ -33,6 +34,7 @@ __global__ void store_sums_kernel(const double* sums, int64_t n, double scale, T
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i * out_stride] = store<T>(sums[i] * scale);
 }
+// codegen:end
 
 // One warp per row: the first maximum wins (a later element must be strictly greater);
 // NaN counts as the maximum (the first NaN wins), as in PyTorch and the reference.
@@ -104,6 +106,7 @@ struct GapBwdFn {
   __device__ void operator()(int64_t, const int64_t* o) const { dx[o[1]] = store<T>(load(dy[o[0]]) * inv); }
 };
 
+// codegen:begin cuda_train_kernels
 // Column sums of a [rows, cols] matrix of contiguous rows `ld` elements apart (linear's bias
 // gradient, summed over the batch): a thread sums V neighbouring columns, 32 threads side by side
 // and 8 rows apart, over the block's share of the rows; in double, in a fixed order (per thread,
@@ -164,6 +167,7 @@ __global__ void column_final_kernel(const double* partial, int splits, int64_t c
   v = warp_sum(v);
   if (lane == 0) out[c * os] = store<O>(v);
 }
+// codegen:end
 
 }  // namespace
 
@@ -182,6 +186,8 @@ bool column_sums(Context& ctx, const TensorView& x, const TensorView& out) {
     splits = std::min<int64_t>(splits, 65535);
     const int64_t chunk = (rows + splits - 1) / splits;
     splits = (rows + chunk - 1) / chunk;
+    if (observing())
+      observe_library({.kind = LibraryCall::Kind::column_sums, .mode = vec ? 1 : 0, .m = splits, .k = chunk});
     DeviceBuffer partial(ctx, sizeof(double) * splits * cols);
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
     if (vec)
@@ -286,6 +292,9 @@ void CudaBackend::global_avg_pool_bwd(const GlobalAvgPoolBwdArgs& a) {
   });
 }
 
-void CudaBackend::conv2d_bwd_bias(const Conv2dBwdBiasArgs& a) { sum_along(*ctx_, a.dy, 1, a.db); }
+void CudaBackend::conv2d_bwd_bias(const Conv2dBwdBiasArgs& a) {
+  observe_call(OpId::conv2d_bwd_bias, a);
+  sum_along(*ctx_, a.dy, 1, a.db);
+}
 
 }  // namespace strata::backends

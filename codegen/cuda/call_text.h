@@ -2,7 +2,9 @@
 // The cuda emitter's pieces (internal to codegen/cuda): where each buffer lives in the
 // generated program, and each call's text: a member of the model's state, its making at load
 // and its run in the forward pass.
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/codegen/buffer_map.h"
@@ -50,6 +52,31 @@ void refuse_staging(const RecordedCall& c);
 void require_dense_f32(const ops::TensorView& v, const std::string& what);
 
 CallText conv_text(const RecordedCall& c, const std::string& member, Places& p);
+// A convolution's backward (data or weight) as the backend ran it: a graph-API plan of the engine
+// it chose, or the legacy call with its algorithm.
+CallText conv_bwd_text(const RecordedCall& c, const std::string& member, Places& p);
+// A forward call (a prediction's, or a training step's forward): "c<i>_<layer>" members.
+CallText forward_text(const RecordedCall& c, const std::string& member, Places& p);
+std::string member_name(size_t i, const RecordedCall& c);
+// "layer: op [sizes] -> [sizes]"'s sizes part.
+std::string io_of(const RecordedCall& c);
+// One cublasGemmEx as the backend called it, its A, B and C found among `views` by address
+// (each aligned in the program as in strata: cuBLAS picks its kernel by that too).
+std::string gemm_text(const backends::cuda::LibraryCall& gemm,
+                      std::initializer_list<std::pair<const ops::TensorView*, const char*>> views,
+                      const std::string& op, Places& p);
+// The same as a recorded call's only library call of kind `want` (refusing staging and others).
+const backends::cuda::LibraryCall& only(const RecordedCall& c, backends::cuda::LibraryCall::Kind want,
+                                        const char* name);
+
+// A training step's project (model_train) and its state file (the constants' host_bytes, then
+// dropout's counters after `steps_done` steps since the recorded one began).
+std::vector<GeneratedFile> emit_train_project(const RecordedStep& step, BufferMap& buffers);
+std::string train_state_file(const RecordedStep& step, const BufferMap& buffers, int64_t steps_done);
+// The weights file of `payload` (header: magic, size, checksum), its checksum in `checksum`.
+std::string weights_file_of(const std::string& payload, uint64_t& checksum);
+// The constants' bytes at their file offsets, from the host copies the recorder made.
+std::string constants_payload(const RecordedStep& step, const BufferMap& buffers);
 
 // The project's files from the calls' texts: model.h, model.cpp (the state, made at load, and
 // forward(), the calls in order), kernels.h/.cu, weights.h/.cpp, main.cpp, CMakeLists.txt and

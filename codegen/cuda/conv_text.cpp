@@ -116,4 +116,62 @@ CallText conv_text(const RecordedCall& c, const std::string& m, Places& p) {
   return t;
 }
 
+CallText conv_bwd_text(const RecordedCall& c, const std::string& m, Places& p) {
+  // In cuDNN's roles: x (x, or dx for backward data), w (w, or dw), y (dy); `dir` as conv_graph takes it.
+  const auto* bd = std::get_if<ops::Conv2dBwdDataArgs>(&c.args);
+  const auto* bw = std::get_if<ops::Conv2dBwdWeightArgs>(&c.args);
+  const TensorView& x = bd ? bd->dx : bw->x;
+  const TensorView& w = bd ? bd->w : bw->dw;
+  const TensorView& y = bd ? bd->dy : bw->dy;
+  const ops::Conv2dParams& cp = bd ? bd->p : bw->p;
+  const int dir = bd ? 1 : 2;
+  const std::string op = std::string(ops::op_name(c.op)) + " (" + c.layer + ")";
+  refuse_staging(c);
+  STRATA_CHECK(cp.groups == 1, "strata_codegen: ", op, " has ", cp.groups, " groups; the cuda emitter writes out "
+               "convolutions of one group (strata's graph path takes no others)");
+  for (const auto& [v, name] : {std::pair{&x, bd ? " dx" : " x"}, {&w, bd ? " w" : " dw"}, {&y, " dy"}})
+    require_dense_f32(*v, op + name);
+  STRATA_CHECK(c.library.size() == 1 && (c.library[0].kind == Kind::conv_graph ||
+                                         c.library[0].kind == Kind::conv_legacy),
+               "strata_codegen: ", op, ": the cuda backend ran it otherwise than by one cuDNN convolution, which is "
+               "all the cuda emitter writes out for it");
+  const LibraryCall& conv = c.library[0];
+  const std::string xs = p.ptr(x, op + " x"), ws = p.ptr(w, op + " w"), ys = p.ptr(y, op + " dy");
+  const std::string pad = pairs(cp.pad_h, cp.pad_w), stride = pairs(cp.stride_h, cp.stride_w),
+                    dilation = pairs(cp.dilation_h, cp.dilation_w);
+  CallText t;
+  if (conv.kind == Kind::conv_graph) {
+    std::string knobs = "{";
+    for (size_t i = 0; i < conv.knobs.size(); ++i)
+      knobs += (i ? ", {" : "{") + std::to_string(conv.knobs[i].first) + ", " +
+               std::to_string(conv.knobs[i].second) + "}";
+    knobs += "}";
+    t.member = "ConvGraph " + m + ";";
+    t.load = "    " + m + " = conv_graph(cudnn, \"" + c.layer + "\", " + tensor4(x, p, op + " x") + ",\n        " +
+             tensor4(w, p, op + " w") + ", " + tensor4(y, p, op + " dy") + ",\n        nullptr, nullptr, false, " +
+             pad + ", " + stride + ", " + dilation + ", " + std::to_string(conv.engine) + ", " + knobs + ", " +
+             std::to_string(dir) + ");\n    need_workspace(" + m + ".workspace);\n";
+    t.run = "  run_conv(cudnn, " + m + ", workspace, " + xs + ", " + ws + ", " + ys + ", nullptr, nullptr);\n";
+    t.how = "cuDNN graph, engine " + std::to_string(conv.engine);
+    return t;
+  }
+  t.member = "LegacyConv " + m + ";";
+  t.load = "    " + m + " = {legacy.tensor(" + dims_of(x) + ", " + strides_of(x) + "), legacy.filter(" + dims_of(w) +
+           "),\n          legacy.conv(" + pad + ", " + stride + ", " + dilation + ", static_cast<cudnnMathType_t>(" +
+           std::to_string(conv.math) + ")), legacy.tensor(" + dims_of(y) + ", " + strides_of(y) +
+           ")};\n    need_workspace(" + std::to_string(conv.workspace) + ");\n";
+  const std::string wsp = conv.workspace ? "workspace, " + std::to_string(conv.workspace) : "nullptr, 0";
+  const std::string algo = std::to_string(conv.algo);
+  if (bd)
+    t.run = "  CHECK(cudnnConvolutionBackwardData(cudnn, &kOne, " + m + ".w, " + ws + ", " + m + ".y, " + ys + ", " + m +
+            ".conv,\n      static_cast<cudnnConvolutionBwdDataAlgo_t>(" + algo + "), " + wsp + ", &kZero, " + m +
+            ".x, " + xs + "));\n";
+  else
+    t.run = "  CHECK(cudnnConvolutionBackwardFilter(cudnn, &kOne, " + m + ".x, " + xs + ", " + m + ".y, " + ys + ", " +
+            m + ".conv,\n      static_cast<cudnnConvolutionBwdFilterAlgo_t>(" + algo + "), " + wsp + ", &kZero, " +
+            m + ".w, " + ws + "));\n";
+  t.how = std::string(bd ? "cudnnConvolutionBackwardData" : "cudnnConvolutionBackwardFilter") + ", algorithm " + algo;
+  return t;
+}
+
 }  // namespace strata::codegen::cuda

@@ -99,6 +99,8 @@ std::string identifier(const std::string& s) {
   return r;
 }
 
+}  // namespace
+
 const LibraryCall& only(const RecordedCall& c, Kind want, const char* name) {
   refuse_staging(c);
   STRATA_CHECK(c.library.size() == 1 && c.library[0].kind == want, "strata_codegen: ", ops::op_name(c.op), " (",
@@ -106,6 +108,8 @@ const LibraryCall& only(const RecordedCall& c, Kind want, const char* name) {
                "writes out for it");
   return c.library[0];
 }
+
+namespace {
 
 // strata's converting copy kernel over the indexing the backend makes (backends/cuda/strided.h).
 std::string convert(const TensorView& src, const TensorView& dst, const std::string& from, const std::string& to) {
@@ -134,6 +138,33 @@ CallText pool(const RecordedCall& c, const TensorView& x, const TensorView& y, c
   t.how = "cudnnPoolingForward, mode " + std::to_string(l.mode);
   return t;
 }
+
+}  // namespace
+
+std::string gemm_text(const LibraryCall& gemm, std::initializer_list<std::pair<const TensorView*, const char*>> views,
+                      const std::string& op, Places& p) {
+  // cuBLAS chooses its kernel by its operands' alignment too: the program's must be strata's.
+  const auto operand = [&](const void* ptr, const char* role) -> std::string {
+    for (const auto& [v, name] : views)
+      if (v->data == ptr) {
+        p.align(*v, op + " " + name);
+        return p.ptr(*v, op + " " + name);
+      }
+    STRATA_FAIL("strata_codegen: ", op, ": cuBLAS's ", role, " is none of the call's operands (internal error)");
+  };
+  const auto trans = [](int o) { return o == 0 ? "CUBLAS_OP_N" : "CUBLAS_OP_T"; };
+  STRATA_CHECK(gemm.op_a <= 1 && gemm.op_b <= 1, "strata_codegen: ", op, ": an unexpected cuBLAS operation");
+  STRATA_CHECK(gemm.beta == 0.f || gemm.beta == 1.f, "strata_codegen: ", op, ": an unexpected GEMM beta");
+  return "  CHECK(cublasGemmEx(cublas, " + std::string(trans(gemm.op_a)) + ", " + trans(gemm.op_b) + ", " +
+         std::to_string(gemm.m) + ", " + std::to_string(gemm.n) + ", " + std::to_string(gemm.k) +
+         ", &kOne,\n                     " + operand(gemm.a, "A") + ", CUDA_R_32F, " + std::to_string(gemm.lda) +
+         ", " + operand(gemm.b, "B") + ", CUDA_R_32F, " + std::to_string(gemm.ldb) + ",\n                     " +
+         (gemm.beta == 0.f ? "&kZero, " : "&kOne, ") + operand(gemm.c, "C") + ", CUDA_R_32F, " +
+         std::to_string(gemm.ldc) + ", static_cast<cublasComputeType_t>(" + std::to_string(gemm.mode) +
+         "), CUBLAS_GEMM_DEFAULT));\n";
+}
+
+namespace {
 
 CallText linear(const RecordedCall& c, Places& p) {
   const auto& a = std::get<ops::LinearFwdArgs>(c.args);
@@ -176,25 +207,7 @@ CallText linear(const RecordedCall& c, Places& p) {
     }
   }
   STRATA_CHECK(gemm, "strata_codegen: ", op, ": no GEMM reported (internal error)");
-  // cuBLAS chooses its kernel by its operands' alignment too: the program's must be strata's.
-  const auto operand = [&](const void* ptr, const char* role) -> std::string {
-    for (const TensorView* v : {&a.x, &a.w, &a.y})
-      if (v->data == ptr) {
-        p.align(*v, op + " " + role);
-        return p.ptr(*v, op + " " + role);
-      }
-    STRATA_FAIL("strata_codegen: ", op, ": cuBLAS's ", role, " is none of x, w and y (internal error)");
-  };
-  const auto trans = [](int o) { return o == 0 ? "CUBLAS_OP_N" : "CUBLAS_OP_T"; };
-  STRATA_CHECK(gemm->op_a <= 1 && gemm->op_b <= 1, "strata_codegen: ", op, ": an unexpected cuBLAS operation");
-  t.run += "  CHECK(cublasGemmEx(cublas, " + std::string(trans(gemm->op_a)) + ", " + trans(gemm->op_b) + ", " +
-           std::to_string(gemm->m) + ", " + std::to_string(gemm->n) + ", " + std::to_string(gemm->k) +
-           ", &kOne,\n                     " + operand(gemm->a, "A") + ", CUDA_R_32F, " + std::to_string(gemm->lda) +
-           ", " + operand(gemm->b, "B") + ", CUDA_R_32F, " + std::to_string(gemm->ldb) + ",\n                     " +
-           (gemm->beta == 0.f ? "&kZero, " : "&kOne, ") + operand(gemm->c, "C") + ", CUDA_R_32F, " +
-           std::to_string(gemm->ldc) + ", static_cast<cublasComputeType_t>(" + std::to_string(gemm->mode) +
-           "), CUBLAS_GEMM_DEFAULT));\n";
-  STRATA_CHECK(gemm->beta == 0.f || gemm->beta == 1.f, "strata_codegen: ", op, ": an unexpected GEMM beta");
+  t.run += gemm_text(*gemm, {{&a.x, "x"}, {&a.w, "w"}, {&a.y, "y"}}, op, p);
   t.how = std::string(a.b.defined ? "the bias broadcast by strata's copy kernel, then " : "") +
           "cublasGemmEx (CUBLAS_GEMM_DEFAULT)";
   return t;
@@ -280,6 +293,8 @@ CallText copy(const RecordedCall& c, Places& p) {
   return t;
 }
 
+}  // namespace
+
 std::string io_of(const RecordedCall& c) {
   std::string io;
   std::visit([&](const auto& args) {
@@ -288,11 +303,38 @@ std::string io_of(const RecordedCall& c) {
   return io;
 }
 
-}  // namespace
+std::string member_name(size_t i, const RecordedCall& c) {
+  return std::string("c") + std::to_string(i) + "_" + identifier(c.layer);
+}
+
+CallText forward_text(const RecordedCall& c, const std::string& m, Places& places) {
+  switch (c.op) {
+    case OpId::conv2d_fwd: return conv_text(c, m, places);
+    case OpId::linear_fwd: return linear(c, places);
+    case OpId::relu_fwd:
+    case OpId::add:
+    case OpId::global_avg_pool_fwd: return elementwise(c, places, m);
+    case OpId::max_pool2d_fwd: {
+      const auto& a = std::get<ops::MaxPool2dFwdArgs>(c.args);
+      return pool(c, a.x, a.y, a.p, m, places);
+    }
+    case OpId::avg_pool2d_fwd: {
+      const auto& a = std::get<ops::AvgPool2dFwdArgs>(c.args);
+      return pool(c, a.x, a.y, a.p, m, places);
+    }
+    case OpId::copy: return copy(c, places);
+    case OpId::space_to_depth_fwd: return space_to_depth(c, places);
+    default:
+      STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer, ") is not supported by the cuda "
+                  "emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, add, max_pool2d_fwd, avg_pool2d_fwd, "
+                  "global_avg_pool_fwd, space_to_depth_fwd and copy, in f32",
+                  places.step().training ? "; in a training step also LeNet-5's backward, loss, dropout and SGD" : "",
+                  ")");
+  }
+}
 
 std::vector<GeneratedFile> emit_project(const RecordedStep& step, BufferMap& buffers) {
-  STRATA_CHECK(!step.training, "strata_codegen: the cuda emitter writes out predictions only (a training step is "
-                               "the onednn emitter's so far)");
+  if (step.training) return emit_train_project(step, buffers);
   STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32, "strata_codegen: the model takes ",
                dtype_name(step.input.dtype), " and returns ", dtype_name(step.output.dtype),
                "; the cuda emitter writes out f32 models only");
@@ -307,30 +349,7 @@ std::vector<GeneratedFile> emit_project(const RecordedStep& step, BufferMap& buf
   std::vector<CallText> texts;
   for (size_t i = 1; i < step.calls.size(); ++i) {
     const RecordedCall& c = step.calls[i];
-    const std::string m = std::string("c") + std::to_string(i) + "_" + identifier(c.layer);
-    switch (c.op) {
-      case OpId::conv2d_fwd: texts.push_back(conv_text(c, m, places)); break;
-      case OpId::linear_fwd: texts.push_back(linear(c, places)); break;
-      case OpId::relu_fwd:
-      case OpId::add:
-      case OpId::global_avg_pool_fwd: texts.push_back(elementwise(c, places, m)); break;
-      case OpId::max_pool2d_fwd: {
-        const auto& a = std::get<ops::MaxPool2dFwdArgs>(c.args);
-        texts.push_back(pool(c, a.x, a.y, a.p, m, places));
-        break;
-      }
-      case OpId::avg_pool2d_fwd: {
-        const auto& a = std::get<ops::AvgPool2dFwdArgs>(c.args);
-        texts.push_back(pool(c, a.x, a.y, a.p, m, places));
-        break;
-      }
-      case OpId::copy: texts.push_back(copy(c, places)); break;
-      case OpId::space_to_depth_fwd: texts.push_back(space_to_depth(c, places)); break;
-      default:
-        STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer, ") is not supported by the cuda "
-                    "emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, add, max_pool2d_fwd, avg_pool2d_fwd, "
-                    "global_avg_pool_fwd, space_to_depth_fwd and copy, in f32)");
-    }
+    texts.push_back(forward_text(c, member_name(i, c), places));
     CallText& t = texts.back();
     t.comment = c.layer + ": " + std::string(ops::op_name(c.op)) + io_of(c) + " (" + t.how + ")";
   }
@@ -352,16 +371,28 @@ class CudaEmitter final : public Emitter {
                 "record a model (build with -DSTRATA_WITH_CUDA=ON and run on a GPU)");
 #endif
   }
-  RecordedStep record_train(nn::Model&, const Tensor&, const Tensor&, nn::Optimizer&,
-                            std::map<const void*, std::string>&) override {
-    STRATA_FAIL("strata_codegen: the cuda emitter writes out predictions only; a training step (--train) is the "
-                "onednn emitter's so far");
+  RecordedStep record_train(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                            std::map<const void*, std::string>& names) override {
+#ifdef STRATA_CODEGEN_CUDA_RECORD
+    return record_train_step(model, x, labels, opt, names);
+#else
+    (void)model, (void)x, (void)labels, (void)opt, (void)names;
+    STRATA_FAIL("strata_codegen: this strata was built without the cuda backend, so the cuda emitter cannot "
+                "record a training step (build with -DSTRATA_WITH_CUDA=ON and run on a GPU)");
+#endif
   }
   std::vector<GeneratedFile> emit(const RecordedStep& step, BufferMap& buffers) override {
     return emit_project(step, buffers);
   }
-  std::string state_file(const RecordedStep&, const BufferMap&, int64_t) override {
-    STRATA_FAIL("strata_codegen: the cuda emitter has no training state (internal error)");
+  // The state as strata's model holds it now, read from the device.
+  std::string state_file(const RecordedStep& step, const BufferMap& buffers, int64_t steps_done) override {
+#ifdef STRATA_CODEGEN_CUDA_RECORD
+    RecordedStep now = step;
+    for (const Constant& k : buffers.constants()) now.host_bytes[k.data] = device_bytes(k.data, k.bytes, step.device);
+    return train_state_file(now, buffers, steps_done);
+#else
+    return train_state_file(step, buffers, steps_done);
+#endif
   }
 };
 

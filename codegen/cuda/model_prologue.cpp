@@ -104,14 +104,36 @@ struct ConvGraph {
 
 constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidB = 'b', kUidZ = 'z', kUidVirtual = 1000;
 
+// A direction's operation and its operands' attribute names: forward (x, w -> y), backward data
+// (w, dy -> dx, dx in x's place, dy in y's), backward filter (x, dy -> dw, in w's place).
+struct ConvOpAttrs {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+constexpr ConvOpAttrs kConvOps[3] = {
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+};
+
 // The convolution's graph as strata's cuda backend builds it (conv, then + z, + bias, ReLU, on
-// f32 virtual tensors: only y reaches memory), planned with exactly the engine strata chose by
-// heuristics or timing: its global index and knob choices. Refuses, naming the layer, an engine
-// this cuDNN and GPU do not offer: another engine would give other bits.
+// f32 virtual tensors: only y reaches memory; a backward direction `dir` alone), planned with
+// exactly the engine strata chose by heuristics or timing: its global index and knob choices.
+// Refuses, naming the layer, an engine this cuDNN and GPU do not offer: another engine would give
+// other bits.
 ConvGraph conv_graph(cudnnHandle_t h, const char* layer, const Tensor4& x, const Tensor4& w, const Tensor4& y,
                      const Tensor4* z, const Tensor4* bias, bool relu, const int64_t (&pad)[2],
                      const int64_t (&stride)[2], const int64_t (&dilation)[2], int64_t engine,
-                     const std::vector<Knob>& knobs) {
+                     const std::vector<Knob>& knobs, int dir = 0) {
   ConvGraph g;
   std::vector<Desc>& keep = g.keep;
   keep.reserve(32);  // references into it are held below
@@ -140,13 +162,10 @@ ConvGraph conv_graph(cudnnHandle_t h, const char* layer, const Tensor4& x, const
       .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
   CHECK(conv.finalize());
   const float alpha = 1.f, beta = 0.f;
-  Desc op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-  op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, dx)
-      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, dw)
-      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, dy)
-      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  const ConvOpAttrs& at = kConvOps[dir];
+  Desc op(at.type);
+  op.set_desc(at.x, dx).set_desc(at.w, dw).set_desc(at.y, dy).set_desc(at.conv, conv);
+  op.set(at.alpha, CUDNN_TYPE_FLOAT, 1, &alpha).set(at.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   CHECK(op.finalize());
   std::vector<cudnnBackendDescriptor_t> ops{op.get()};
   const Desc* cur = &dy;

@@ -13,9 +13,13 @@ namespace strata::codegen::cuda {
 
 namespace {
 
-// Header (magic, payload size, FNV-1a checksum), then every constant at its offset, from the
-// host copies the recorder made of device tensors (or from host memory, a step built by hand).
-std::string weights_file(const RecordedStep& step, const BufferMap& buffers, uint64_t& checksum) {
+std::string sizes_of(const ops::TensorView& v) { return dims_of(v); }
+
+}  // namespace
+
+// Every constant at its offset, from the host copies the recorder made of device tensors (or from
+// host memory, a step built by hand).
+std::string constants_payload(const RecordedStep& step, const BufferMap& buffers) {
   std::string payload(static_cast<size_t>(buffers.constants_bytes()), '\0');
   for (const Constant& k : buffers.constants()) {
     const auto host = step.host_bytes.find(k.data);
@@ -30,6 +34,11 @@ std::string weights_file(const RecordedStep& step, const BufferMap& buffers, uin
     }
     std::memcpy(payload.data() + k.file_offset, from, static_cast<size_t>(k.bytes));
   }
+  return payload;
+}
+
+// Header (magic, payload size, FNV-1a checksum), then the payload.
+std::string weights_file_of(const std::string& payload, uint64_t& checksum) {
   checksum = fnv1a(payload.data(), static_cast<int64_t>(payload.size()));
   const uint64_t header[2] = {payload.size(), checksum};
   std::string f(kWeightsMagic, 8);
@@ -37,15 +46,11 @@ std::string weights_file(const RecordedStep& step, const BufferMap& buffers, uin
   return f + payload;
 }
 
-std::string sizes_of(const ops::TensorView& v) { return dims_of(v); }
-
-}  // namespace
-
 std::vector<GeneratedFile> assemble(const RecordedStep& step, const BufferMap& buffers,
                                     const std::vector<CallText>& texts, const std::string& input_at,
                                     const std::string& output_at) {
   uint64_t checksum = 0;
-  std::string weights = weights_file(step, buffers, checksum);
+  std::string weights = weights_file_of(constants_payload(step, buffers), checksum);
   const std::string shape = step.input.sizes.str();
   const int64_t in_bytes = step.input.numel() * 4, out_bytes = step.output.numel() * 4;
   const int64_t input_buffer_bytes = step.input_buffer.defined ? view_span_bytes(step.input_buffer) : 0;

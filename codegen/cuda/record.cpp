@@ -2,11 +2,15 @@
 
 #include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cuda_backend.h"
+#include "strata/codegen/buffer_map.h"
 #include "strata/codegen/record_util.h"
 #include "strata/core/error.h"
 #include "strata/nn/layers/conv2d.h"
 #include "strata/nn/policy.h"
+#include "strata/ops/table/arg_views.h"
 #include "strata/ops/trace.h"
+
+#include <algorithm>
 
 namespace strata::codegen::cuda {
 
@@ -43,6 +47,30 @@ void name_tensors(nn::Module& m, std::map<const void*, std::string>& names) {
     }
 }
 
+// Runs `step` once under the backend's call observer and the op trace, and returns its calls,
+// checked against the trace (codegen/record_util.h). `what` names the step.
+template <class Step>
+std::vector<RecordedCall> record_calls(const char* what, Step&& step) {
+  Recorder rec;
+  const bool traced = ops::trace_enabled();
+  ops::take_trace();
+  ops::set_trace_enabled(true);
+  {
+    backends::cuda::ScopedCallObserver watch(&rec);
+    step();
+  }
+  const std::vector<ops::TraceEvent> trace = ops::take_trace();
+  ops::set_trace_enabled(traced);
+  check_against_trace(trace, rec.calls, what, "cuda");
+  return std::move(rec.calls);
+}
+
+void check_model(const nn::Model& model) {
+  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == "cuda",
+               "strata_codegen: the cuda emitter writes out direct mode's plans on the cuda backend, and the "
+               "model runs in another mode or on backend ", model.backend_name());
+}
+
 void keep_bytes(const Tensor& t, RecordedStep& step) {
   if (!t.defined() || !t.device().is_cuda()) return;
   STRATA_CHECK(t.is_contiguous(), "strata_codegen: the model's tensor ", t.str(), " is not contiguous; the weights "
@@ -55,9 +83,7 @@ void keep_bytes(const Tensor& t, RecordedStep& step) {
 }  // namespace
 
 RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) {
-  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == "cuda",
-               "strata_codegen: the cuda emitter writes out direct mode's plans on the cuda backend, and the "
-               "model runs in another mode or on backend ", model.backend_name());
+  check_model(model);
   STRATA_CHECK(!model.module().is_training(), "strata_codegen: the model is in training mode; the generator "
                                               "writes out inference (call eval() first)");
   STRATA_CHECK(x.dim() == 4 && x.dtype() == DType::f32 && model.dtype() == DType::f32 && x.is_contiguous() &&
@@ -67,19 +93,8 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
                dtype_name(x.dtype()), ")");
   RecordedStep step;
   step.arena = planned_arena(x, "predicted for", "predicted", "prediction", [&] { model.predict(x); });
-  Recorder rec;
-  const bool traced = ops::trace_enabled();
-  ops::take_trace();
-  ops::set_trace_enabled(true);
   Tensor result;
-  {
-    backends::cuda::ScopedCallObserver watch(&rec);
-    result = model.predict(x);
-  }
-  const std::vector<ops::TraceEvent> trace = ops::take_trace();
-  ops::set_trace_enabled(traced);
-  check_against_trace(trace, rec.calls, "prediction", "cuda");
-  step.calls = std::move(rec.calls);
+  step.calls = record_calls("prediction", [&] { result = model.predict(x); });
   // Predict's clone of its result, out of the arena, is the caller's, not the step's.
   std::vector<LibraryCall>& last = step.calls.back().library;
   while (!last.empty() && last.back().kind == LibraryCall::Kind::outside_copy &&
@@ -109,6 +124,46 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
                ops::op_name(step.calls.back().op), "): the generator cannot find the output");
   name_layers(step.calls, names);
   return step;
+}
+
+RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
+                               std::map<const void*, std::string>& names) {
+  check_model(model);
+  check_train_inputs(model, x, labels);
+  STRATA_CHECK(model.dtype() == DType::f32, "strata_codegen: the cuda emitter writes out f32 training steps; the "
+               "model is ", dtype_name(model.dtype()));
+  RecordedStep step;
+  step.training = true;
+  // The first step for a shape plans its memory (and each call's cuDNN plan); the plan is read as it is made.
+  step.arena = planned_arena(x, "ran a training step for", "trained", "training step",
+                             [&] { model.train_step(x, labels, opt); });
+  // The second step runs on that plan, as every later one does: it is the one recorded.
+  step.calls = record_calls("training step", [&] { model.train_step(x, labels, opt); });
+  // The loss's item() copies it out of the step: the caller's, not the step's.
+  for (RecordedCall& c : step.calls)
+    std::erase_if(c.library, [](const LibraryCall& l) { return l.kind == LibraryCall::Kind::outside_copy; });
+  step.cudnn_version = backends::cuda::cudnn_runtime_version();
+  name_tensors(model.module(), names);
+  find_input(step, x, "training step");
+  step.device = std::get<ops::CopyArgs>(step.calls.front().args).y.device;
+  name_training_state(step, model.module(), names);
+  // The state after the recorded step, from the device: what the weights file starts from.
+  std::map<const void*, int64_t> spans;
+  for (const RecordedCall& c : step.calls)
+    std::visit([&](const auto& a) {
+      ops::for_each_view(a, [&](const ops::TensorView& v) {
+        if (v.defined && v.device.is_cuda() && names.count(v.data))
+          spans[v.data] = std::max(spans[v.data], view_span_bytes(v));
+      });
+    }, c.args);
+  for (const auto& [data, bytes] : spans) step.host_bytes[data] = device_bytes(data, bytes, step.device);
+  name_layers(step.calls, names);
+  return step;
+}
+
+std::string device_bytes(const void* data, int64_t bytes, Device device) {
+  const Tensor h = Tensor::borrow(const_cast<void*>(data), Shape{bytes}, DType::u8, device).to(Device::cpu());
+  return std::string(static_cast<const char*>(h.data_ptr()), static_cast<size_t>(bytes));
 }
 
 }  // namespace strata::codegen::cuda

@@ -11,9 +11,12 @@ std::string model_prologue();
 // kernels.h and kernels.cu: launchers of strata's kernels (the .cu carries them as source).
 std::string kernels_h();
 std::string kernels_cu();
+// A training step's additions to kernels.h and kernels.cu (inside their namespace).
+std::string train_kernels_h();
+std::string train_kernels_cu();
 // main.cpp: model_run WEIGHTS INPUT.npy OUTPUT.npy [REPEAT] [--no-graph].
 std::string main_cpp();
 // CMakeLists.txt: a static library and model_run, needing the CUDA runtime, cuDNN and cuBLAS only.
-std::string cmake_lists(const std::string& project);
+std::string cmake_lists(const std::string& project, const std::string& program = "model_run");
 
 }  // namespace strata::codegen::cuda

@@ -12,6 +12,7 @@
 #include "strata/backends/onednn/descriptor_rules.h"
 #include "strata/codegen/onednn/record.h"
 #include "strata/codegen/onednn/support_files.h"
+#include "strata/codegen/project_files.h"
 #include "strata/core/error.h"
 
 // The onednn emitter's training step (record_train_step's recording written out): strata's loops
@@ -318,7 +319,7 @@ std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, B
           {"model.cpp", cpp.str(), false},
           {"weights.h", weights_h(), false},
           {"weights.cpp", weights_cpp(), false},
-          {"main.cpp", train_main_cpp(), false},
+          {"main.cpp", train_main_cpp(false), false},
           {"CMakeLists.txt", cmake_lists("generated_train_step", "model_train"), false},
           {"weights.bin", weights, true}};
 }

@@ -107,13 +107,7 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
 RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
                                std::map<const void*, std::string>& names) {
   check_model(model);
-  STRATA_CHECK(model.module().is_training(), "strata_codegen: the model is in evaluation mode; a training step "
-                                             "is generated from a model in training mode (call train() first)");
-  check_input(model, x);
-  STRATA_CHECK(labels.dim() == 1 && labels.dtype() == DType::i64 && labels.size(0) == x.size(0) &&
-                   labels.is_contiguous() && labels.device().is_cpu(),
-               "strata_codegen: the labels must be a contiguous i64 [", x.size(0), "] tensor on the CPU (one class a "
-               "sample), and they are ", labels.str(), " (", dtype_name(labels.dtype()), ")");
+  check_train_inputs(model, x, labels);
   RecordedStep step;
   step.training = true;
   // The first step for a shape plans its memory; the plan is read as it is made.
@@ -123,40 +117,8 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
   nn::StepResult r;
   step.calls = record_calls("training step", [&] { r = model.train_step(x, labels, opt); });
   name_tensors(model.module(), names);
-  for (const auto& [name, t] : model.module().named_parameters())
-    if (t.defined() && t.grad().defined()) names[t.grad().data_ptr()] = name + " (gradient)";
-
-  // The optimizer's momentum buffers, named after their parameters: state the program keeps.
-  for (const RecordedCall& c : step.calls)
-    if (const auto* sgd = std::get_if<ops::SgdStepArgs>(&c.args); sgd && sgd->momentum_buf.defined) {
-      auto p = names.find(sgd->param.data);
-      if (p != names.end()) names[sgd->momentum_buf.data] = p->second + " (momentum)";
-    }
   find_input(step, x, "training step");
-  // The loss is what the loss's forward wrote; the labels are what it read.
-  for (const RecordedCall& c : step.calls)
-    if (const auto* xent = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) {
-      step.output = xent->loss;
-      step.labels = xent->labels;
-    }
-  // The model's own labels buffer (outside the arena, as its input buffer is): the program keeps
-  // it with its state, and copies the caller's labels into it as the step does.
-  // So are the loss's buffers that outlive the step (its result and the gradient seed).
-  auto keep = [&](const ops::TensorView& v, const char* name) {
-    if (v.defined && !names.count(v.data)) names[v.data] = name;
-  };
-  keep(step.labels, "labels (the step's copy)");
-  for (const RecordedCall& c : step.calls) {
-    if (const auto* f = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) {
-      keep(f->loss, "loss");
-      keep(f->lse, "loss (logsumexp per row)");
-    } else if (const auto* b = std::get_if<ops::SoftmaxXentBwdArgs>(&c.args)) {
-      keep(b->dloss, "loss (gradient seed)");
-      keep(b->dlogits, "logits (gradient)");
-    }
-  }
-  STRATA_CHECK(step.output.defined, "strata_codegen: the training step computes no softmax cross-entropy loss "
-               "(softmax_xent_fwd); the generator writes out that loss only");
+  name_training_state(step, model.module(), names);
   name_layers(step.calls, names);
   return step;
 }

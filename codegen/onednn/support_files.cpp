@@ -160,41 +160,6 @@ struct TrainCall {
 )cg";
 }
 
-std::string train_main_cpp() {
-  return R"cg(// Trains the generated model: STEPS steps of SGD on one batch (a NumPy .npy input, float32,
-// and its labels, int64, in the shapes the code was generated for), printing the loss of each
-// step, then writes the state (parameters, gradients, momentum, dropout's counters).
-//   model_train weights.bin input.npy labels.npy STEPS out_weights.bin
-// Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
-)cg" + npy_helpers() + R"cg(int main(int argc, char** argv) {
-  const long steps = argc == 6 ? std::atol(argv[4]) : 0;
-  if (argc != 6 || steps <= 0) {
-    std::fprintf(stderr, "usage: %s WEIGHTS INPUT.npy LABELS.npy STEPS>0 OUT_WEIGHTS\n", argv[0]);
-    return 2;
-  }
-  try {
-    const std::vector<int64_t> in_shape(std::begin(generated::kInputSizes), std::end(generated::kInputSizes));
-    const std::vector<int64_t> label_shape(std::begin(generated::kLabelSizes), std::end(generated::kLabelSizes));
-    const std::vector<float> x = read_npy<float>(argv[2], in_shape);
-    const std::vector<int64_t> labels = read_npy<int64_t>(argv[3], label_shape);
-    for (size_t i = 0; i < labels.size(); ++i)
-      if (labels[i] < 0 || labels[i] >= generated::kClasses)
-        throw std::runtime_error(std::string(argv[3]) + ": label " + std::to_string(i) + " is " +
-                                 std::to_string(labels[i]) + ", out of range [0, " +
-                                 std::to_string(generated::kClasses) + ")");
-    generated::Model model(argv[1]);
-    for (long i = 0; i < steps; ++i)
-      std::printf("step %ld loss %.9g\n", i + 1, static_cast<double>(model.train_step(x.data(), labels.data())));
-    model.save(argv[5]);
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
-    return 1;
-  }
-}
-)cg";
-}
-
 std::string main_cpp() {
   return R"cg(// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order,
 // the shape the code was generated for), writes the output as .npy. With REPEAT, also runs

@@ -17,8 +17,6 @@ std::string model_cpp_prologue(const std::string& includes = "");
 std::string train_prologue();
 // main.cpp: reads a .npy input, checks its shape and dtype, runs the model, writes a .npy output.
 std::string main_cpp();
-// main.cpp of a training step: model_train WEIGHTS INPUT.npy LABELS.npy STEPS OUT_WEIGHTS.
-std::string train_main_cpp();
 // CMakeLists.txt: a static library and the program, needing oneDNN (and OpenMP) only.
 std::string cmake_lists(const std::string& project, const std::string& program = "model_run");
 

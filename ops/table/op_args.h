@@ -354,10 +354,12 @@ struct CopyArgs {
   TensorView x, y;
 };
 
+// codegen:begin cuda_train_ops
 struct SgdOptions {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   bool nesterov = false;
 };
+// codegen:end
 // Graph mode reads the learning rate and step count from memory written before each
 // launch, so that a captured step follows a schedule: the optional `hyper` is f64 {lr,
 // step} and, when given, replaces o.lr (and step). On the parameter's device, or in host

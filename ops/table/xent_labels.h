@@ -11,9 +11,11 @@
 
 namespace strata::ops {
 
+// codegen:begin cuda_train_ops
 STRATA_HOST_DEVICE inline bool xent_label_valid(int64_t label, int64_t classes, int64_t ignore_index) {
   return label == ignore_index || (label >= 0 && label < classes);
 }
+// codegen:end
 
 [[noreturn]] inline void fail_xent_label(std::string_view op, int64_t pos, int64_t label, int64_t classes,
                                          int64_t ignore_index) {
