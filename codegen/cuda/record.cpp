@@ -139,14 +139,16 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
                              [&] { model.train_step(x, labels, opt); });
   // The second step runs on that plan, as every later one does: it is the one recorded.
   step.calls = record_calls("training step", [&] { model.train_step(x, labels, opt); });
-  // The loss's item() copies it out of the step: the caller's, not the step's.
-  for (RecordedCall& c : step.calls)
-    std::erase_if(c.library, [](const LibraryCall& l) { return l.kind == LibraryCall::Kind::outside_copy; });
   step.cudnn_version = backends::cuda::cudnn_runtime_version();
   name_tensors(model.module(), names);
   find_input(step, x, "training step");
   step.device = std::get<ops::CopyArgs>(step.calls.front().args).y.device;
   name_training_state(step, model.module(), names);
+  // The loss copied out (its item()) and the caller's labels copied in: train_step() in the program does both.
+  for (RecordedCall& c : step.calls)
+    std::erase_if(c.library, [&](const LibraryCall& l) {
+      return l.kind == LibraryCall::Kind::outside_copy && (l.a == step.output.data || l.c == step.labels.data);
+    });
   // The state after the recorded step, from the device: what the weights file starts from.
   std::map<const void*, int64_t> spans;
   for (const RecordedCall& c : step.calls)
