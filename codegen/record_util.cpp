@@ -185,6 +185,13 @@ void name_training_state(RecordedStep& step, nn::Module& module, std::map<const 
                "(softmax_xent_fwd); the generator writes out that loss only");
 }
 
+std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step) {
+  std::vector<const ops::DropoutFwdArgs*> d;
+  for (const RecordedCall& c : step.calls)
+    if (const auto* a = std::get_if<ops::DropoutFwdArgs>(&c.args)) d.push_back(a);
+  return d;
+}
+
 void check_train_inputs(const nn::Model& model, const Tensor& x, const Tensor& labels) {
   STRATA_CHECK(model.module().is_training(), "strata_codegen: the model is in evaluation mode; a training step "
                                              "is generated from a model in training mode (call train() first)");

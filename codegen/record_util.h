@@ -45,6 +45,8 @@ void find_input(RecordedStep& step, const Tensor& x, const char* what);
 // labels buffer and the loss's buffers that outlive the step; and step.output (the loss) and
 // step.labels (what the loss read). Throws when the step computes no softmax cross-entropy.
 void name_training_state(RecordedStep& step, nn::Module& module, std::map<const void*, std::string>& names);
+// The dropout calls of a training step, in order: each keeps its {seed, offset} in the state.
+std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step);
 // The checks every recorder makes of a training step's model and batch.
 void check_train_inputs(const nn::Model& model, const Tensor& x, const Tensor& labels);
 

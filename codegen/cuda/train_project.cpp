@@ -8,6 +8,7 @@
 #include "strata/codegen/cuda/support_files.h"
 #include "strata/codegen/cuda/train_text.h"
 #include "strata/codegen/project_files.h"
+#include "strata/codegen/record_util.h"
 #include "strata/core/error.h"
 
 namespace strata::codegen::cuda {
@@ -16,13 +17,6 @@ using backends::cuda::LibraryCall;
 using ops::OpId;
 
 namespace {
-
-std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step) {
-  std::vector<const ops::DropoutFwdArgs*> d;
-  for (const RecordedCall& c : step.calls)
-    if (const auto* a = std::get_if<ops::DropoutFwdArgs>(&c.args)) d.push_back(a);
-  return d;
-}
 
 // The place of the caller's data that a copy of the step brings in from the host.
 std::string host_copy_into(const RecordedCall& c, Places& p, const char* what) {

@@ -11,6 +11,7 @@
 #include "strata/backends/onednn/call_observer.h"
 #include "strata/backends/onednn/descriptor_rules.h"
 #include "strata/codegen/onednn/record.h"
+#include "strata/codegen/record_util.h"
 #include "strata/codegen/onednn/support_files.h"
 #include "strata/codegen/project_files.h"
 #include "strata/core/error.h"
@@ -26,13 +27,6 @@ std::string num(double v) {
 }
 namespace {
 
-// The dropout calls of a training step, in order: each keeps its {seed, offset} in the state.
-std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step) {
-  std::vector<const ops::DropoutFwdArgs*> d;
-  for (const RecordedCall& c : step.calls)
-    if (const auto* a = std::get_if<ops::DropoutFwdArgs>(&c.args)) d.push_back(a);
-  return d;
-}
 
 }  // namespace
 
