@@ -25,10 +25,6 @@ std::string num(double v) {
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
-namespace {
-
-
-}  // namespace
 
 CallText OneDnnEmitter::train_call(const RecordedCall& c, const RecordedStep& step, BufferMap& b, int dropout_index) {
   const std::string op = std::string(ops::op_name(c.op)) + " (" + c.layer + ")";
