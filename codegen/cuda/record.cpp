@@ -11,6 +11,7 @@
 #include "strata/ops/trace.h"
 
 #include <algorithm>
+#include <set>
 
 namespace strata::codegen::cuda {
 
@@ -144,10 +145,20 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
   find_input(step, x, "training step");
   step.device = std::get<ops::CopyArgs>(step.calls.front().args).y.device;
   name_training_state(step, model.module(), names);
-  // The loss copied out (its item()) and the caller's labels copied in: train_step() in the program does both.
+  // The loss copied out and the caller's labels copied in: train_step() in the program does both.
+  // The loss and the logits leave the arena as train_step's clones (Model's owned results), which
+  // the loss's item() then reads: every copy of them, and of those copies, is the caller's.
+  std::set<const void*> loss_copies{step.output.data};
+  for (const RecordedCall& c : step.calls)
+    if (const auto* xent = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) loss_copies.insert(xent->logits.data);
   for (RecordedCall& c : step.calls)
     std::erase_if(c.library, [&](const LibraryCall& l) {
-      return l.kind == LibraryCall::Kind::outside_copy && (l.a == step.output.data || l.c == step.labels.data);
+      if (l.kind != LibraryCall::Kind::outside_copy) return false;
+      if (loss_copies.count(l.a)) {
+        loss_copies.insert(l.c);
+        return true;
+      }
+      return l.c == step.labels.data;
     });
   // The state after the recorded step, from the device: what the weights file starts from.
   std::map<const void*, int64_t> spans;
