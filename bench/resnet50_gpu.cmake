@@ -5,9 +5,9 @@
 if(STRATA_WITH_CUDA_ENABLED)
   find_package(CLI11 CONFIG REQUIRED)
   find_package(nlohmann_json CONFIG REQUIRED)
-  # Step timer, random inputs, device description: shared with bench/study/.
+  # Step timer, stream gate, random inputs, device description: shared with bench/study/ and gpt2_forward.
   add_library(strata_bench_resnet50 STATIC ${CMAKE_CURRENT_LIST_DIR}/resnet50_support.cpp
-              ${CMAKE_CURRENT_LIST_DIR}/trace_summary.cpp)
+              ${CMAKE_CURRENT_LIST_DIR}/trace_summary.cpp ${CMAKE_CURRENT_LIST_DIR}/stream_gate.cpp)
   target_include_directories(strata_bench_resnet50 PUBLIC ${CMAKE_CURRENT_LIST_DIR})
   # CUDA events around each step (the runtime only: no CUDA header reaches strata's).
   target_link_libraries(strata_bench_resnet50 PUBLIC strata::strata nlohmann_json::nlohmann_json PRIVATE CUDA::cudart)

@@ -2,7 +2,7 @@
 // on the device.
 //  - idle: every backend call of one step is made with nothing queued ahead of it.
 //    A decorator backend (registered beside the real one and used in virtual mode)
-//    holds the stream behind a host-function gate, times the call's enqueue with
+//    holds the stream behind a host-function gate (stream_gate.h), times the call's enqueue with
 //    steady_clock, then opens the gate: CUDA events around the call then measure its
 //    kernels back to back, free of host gaps. On a CPU backend both are the call's
 //    duration.
@@ -11,42 +11,22 @@
 //    runs; plus that step's enqueue and device time.
 #include <cuda_runtime.h>
 
-#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <map>
-#include <thread>
 
 #include "strata/backends/api/registry.h"
 #include "strata/backends/cuda/cuda_backend.h"
 #include "driver.h"
 #include "strata/nn/nn.h"
 #include "resnet50_support.h"
+#include "stream_gate.h"
 
 namespace strata::study {
 
 namespace {
 
 using namespace ::strata::ops;  // NOLINT: the op table's OpId and argument types
-
-struct Gate {
-  std::atomic<bool> open{false};
-  std::atomic<int> timeouts{0};
-};
-
-// Runs on the driver's callback thread and holds the stream until the host has
-// enqueued the op. Gives up after a second, so an op that waits for its own stream
-// (a device-to-host read) cannot deadlock; such calls are counted.
-void CUDART_CB hold_stream(void* p) {
-  auto* g = static_cast<Gate*>(p);
-  const auto t0 = std::chrono::steady_clock::now();
-  while (!g->open.load(std::memory_order_acquire)) {
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
-      g->timeouts.fetch_add(1);
-      return;
-    }
-    std::this_thread::yield();
-  }
-}
 
 struct OpCost {
   OpId op;
@@ -56,7 +36,7 @@ struct OpCost {
 class OpCostBackend final : public backends::Backend {
  public:
   OpCostBackend(backends::Backend& inner, std::string name, void* stream)
-      : inner_(inner), name_(std::move(name)), stream_(static_cast<cudaStream_t>(stream)) {
+      : inner_(inner), name_(std::move(name)), stream_(static_cast<cudaStream_t>(stream)), gate_(stream) {
     if (stream_ != nullptr) {
       bench::cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
       bench::cuda_check(cudaEventCreate(&end_), "cudaEventCreate");
@@ -76,7 +56,7 @@ class OpCostBackend final : public backends::Backend {
 
   bool enabled = false;
   std::vector<OpCost> costs;
-  int gate_timeouts() const { return gate_.timeouts.load(); }
+  int gate_timeouts() const { return gate_.timeouts(); }
 
  private:
   template <class F>
@@ -91,14 +71,13 @@ class OpCostBackend final : public backends::Backend {
       costs.push_back({op, us, us});
       return;
     }
-    gate_.open.store(false);
-    bench::cuda_check(cudaLaunchHostFunc(stream_, hold_stream, &gate_), "cudaLaunchHostFunc");
+    gate_.hold();
     bench::cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
     const auto t0 = Clock::now();
     f();
     const double host_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     bench::cuda_check(cudaEventRecord(end_, stream_), "cudaEventRecord");
-    gate_.open.store(true, std::memory_order_release);
+    gate_.open();
     bench::cuda_check(cudaEventSynchronize(end_), "cudaEventSynchronize");
     float ms = 0;
     bench::cuda_check(cudaEventElapsedTime(&ms, start_, end_), "cudaEventElapsedTime");
@@ -109,7 +88,7 @@ class OpCostBackend final : public backends::Backend {
   std::string name_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
-  Gate gate_;
+  bench::StreamGate gate_;
 };
 
 struct Setup {
