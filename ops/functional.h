@@ -88,6 +88,11 @@ struct LinearActOut {
   Tensor y, pre;
 };
 template <class D> LinearActOut linear_act(const D& d, const Tensor& x, const Tensor& w, const Tensor& b, UnaryFn act);
+// y = act?(LN(x) w^T + b): x's rows layer-normalised (norm_w, norm_b optional, eps) as the
+// product's prologue, for inference (no tape): the few-rows kernel normalises a row as it reads it,
+// elsewhere the layer norm runs first. x [N, K].
+template <class D> Tensor linear_norm(const D& d, const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, double eps,
+                                      const Tensor& w, const Tensor& b, std::optional<UnaryFn> act = std::nullopt);
 // The gradient at pre of a linear whose input was post = act(pre): act'(pre) * (dy w).
 template <class D> Tensor linear_act_bwd_data(const D& d, const Tensor& dy, const Tensor& w, UnaryFn act,
                                               const Tensor& pre, const Tensor& post);

@@ -24,6 +24,12 @@ LinearActOut linear_act(const D& d, const Tensor& x, const Tensor& w, const Tens
 }
 
 template <class D>
+Tensor linear_norm(const D& d, const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, double eps, const Tensor& w,
+                   const Tensor& b, std::optional<UnaryFn> act) {
+  return run_once(d, bind::linear_norm_fwd(d, x, norm_w, norm_b, eps, w, b, act)).result.y;
+}
+
+template <class D>
 Tensor linear_act_bwd_data(const D& d, const Tensor& dy, const Tensor& w, UnaryFn act, const Tensor& pre,
                            const Tensor& post) {
   return run_once(d, bind::linear_act_bwd_data(d, dy, w, act, pre, post));
@@ -60,6 +66,8 @@ Tensor bce_logits_bwd(const D& d, const Tensor& logits, const Tensor& targets, c
   template Tensor linear_bwd_data<D>(const D&, const Tensor&, const Tensor&);                           \
   template Tensor linear_add<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&);   \
   template LinearActOut linear_act<D>(const D&, const Tensor&, const Tensor&, const Tensor&, UnaryFn);   \
+  template Tensor linear_norm<D>(const D&, const Tensor&, const Tensor&, const Tensor&, double, const Tensor&, \
+                                 const Tensor&, std::optional<UnaryFn>);                                      \
   template Tensor linear_act_bwd_data<D>(const D&, const Tensor&, const Tensor&, UnaryFn, const Tensor&,  \
                                          const Tensor&);                                                 \
   template LinearWeightGrads linear_bwd_weight<D>(const D&, const Tensor&, const Tensor&, bool);       \

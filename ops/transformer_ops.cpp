@@ -24,8 +24,8 @@ LayerNormGrads layer_norm_bwd(const D& d, const Tensor& x, const Tensor& weight,
 
 template <class D>
 AttentionResult attention(const D& d, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
-                          const Tensor& kv_len) {
-  return run_once(d, bind::attention_fwd(d, q, k, v, causal, scale, kv_len));
+                          const Tensor& kv_len, const Tensor& k_new, const Tensor& v_new, const Tensor& positions) {
+  return run_once(d, bind::attention_fwd(d, q, k, v, causal, scale, kv_len, k_new, v_new, positions));
 }
 
 template <class D>
@@ -40,7 +40,7 @@ AttentionGrads attention_bwd(const D& d, const Tensor& q, const Tensor& k, const
   template LayerNormGrads layer_norm_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \
                                             const Tensor&, bool, bool, bool);                                   \
   template AttentionResult attention<D>(const D&, const Tensor&, const Tensor&, const Tensor&, bool, double,    \
-                                        const Tensor&);                                                         \
+                                        const Tensor&, const Tensor&, const Tensor&, const Tensor&);            \
   template AttentionGrads attention_bwd<D>(const D&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, \
                                            const Tensor&, const Tensor&, bool, double, const Tensor&);
 STRATA_OPS_INSTANTIATE_ALL()

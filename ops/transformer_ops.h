@@ -29,9 +29,13 @@ LayerNormGrads layer_norm_bwd(const D& d, const Tensor& x, const Tensor& weight,
 struct AttentionResult {
   Tensor y, lse;
 };
+// k_new, v_new [B, H, Tq, D] and positions (i64 [Tq]; optional, all three or none, forward only):
+// a decoding step's keys and values, written into k's and v's rows `positions` before the
+// queries attend, where an index_add into each cache ran before (op_args.h).
 template <class D>
 AttentionResult attention(const D& d, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
-                          const Tensor& kv_len = Tensor());
+                          const Tensor& kv_len = Tensor(), const Tensor& k_new = Tensor(),
+                          const Tensor& v_new = Tensor(), const Tensor& positions = Tensor());
 struct AttentionGrads {
   Tensor dq, dk, dv;
 };

@@ -91,6 +91,35 @@ void validate_attention(const D& d, const Tensor& q, const Tensor& k, const Tens
                " rows of key ", k.str());
 }
 
+// A decoding step's new keys and values for the cache k, v (op_args.h's AttentionFwdArgs): k_new
+// and v_new [B, H, Tq, D] like q, positions i64 [Tq] within [0, Tk) (checked where on the host).
+template <class D>
+void validate_attention_append(const D& d, const Tensor& q, const Tensor& k, const Tensor& k_new, const Tensor& v_new,
+                               const Tensor& positions) {
+  constexpr std::string_view op = "scaled_dot_product_attention";
+  STRATA_CHECK(k_new.defined() && v_new.defined() && positions.defined(), op,
+               ": new keys, new values and their positions come together (got key_new ",
+               k_new.defined() ? k_new.str() : "undefined", ", value_new ", v_new.defined() ? v_new.str() : "undefined",
+               ", positions ", positions.defined() ? positions.str() : "undefined", ")");
+  check_same_dtype(op, "query", q, "key_new", k_new);
+  check_same_dtype(op, "query", q, "value_new", v_new);
+  check_input(d, OpId::attention_fwd, "key_new", k_new, op);
+  check_input(d, OpId::attention_fwd, "value_new", v_new, op);
+  STRATA_CHECK(k_new.sizes() == q.sizes() && v_new.sizes() == q.sizes(), op, ": the new keys ", k_new.str(),
+               " and values ", v_new.str(), " must be the queries' own, of query's sizes ", q.str());
+  check_dtype(op, "positions", positions, DType::i64);
+  check_device(op, "positions", positions, d.device(), d.backend_name());
+  STRATA_CHECK(positions.dim() == 1 && positions.size(0) == q.size(2), op, ": argument 'positions' must be [",
+               q.size(2), "], one row of the cache per query, got ", positions.str());
+  if (!positions.device().is_cpu()) return;  // the kernels leave a row outside the cache unwritten
+  const Tensor at = positions.contiguous();
+  for (int64_t i = 0; i < at.numel(); ++i) {
+    const int64_t p = at.data<int64_t>()[i];
+    STRATA_CHECK(p >= 0 && p < k.size(2), op, ": argument 'positions': positions[", i, "] = ", p,
+                 " is not a row of the cache's ", k.size(2), " (key ", k.str(), ")");
+  }
+}
+
 template <class D>
 void validate_attention_bwd(const D& d, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& y,
                             const Tensor& lse, const Tensor& dy, bool causal, double scale,

@@ -140,8 +140,27 @@ void layer_norm_bwd(const ops::LayerNormBwdArgs& a) {
   }
 }
 
+// A decoding step's rows into the cache (op_args.h): k_new's and v_new's row t at row positions[t]
+// of k and v; a position outside [0, Tk) writes nothing (the front end refuses one on the host).
+template <class T>
+void append_rows(const ops::AttentionFwdArgs& a) {
+  const int64_t B = a.q.sizes[0], H = a.q.sizes[1], tq = a.q.sizes[2], D = a.q.sizes[3], tk = a.k.sizes[2];
+  const int64_t* pos = a.positions.ptr<const int64_t>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < tq; ++t) {
+        const int64_t j = pos[t * a.positions.strides[0]];
+        if (j < 0 || j >= tk) continue;
+        for (int64_t d = 0; d < D; ++d) {
+          a.k.ptr<T>()[detail::at4(a.k, b, h, j, d)] = a.k_new.ptr<const T>()[detail::at4(a.k_new, b, h, t, d)];
+          a.v.ptr<T>()[detail::at4(a.v, b, h, j, d)] = a.v_new.ptr<const T>()[detail::at4(a.v_new, b, h, t, d)];
+        }
+      }
+}
+
 template <class T, class A = T, class S = T>
 void attention_fwd(const ops::AttentionFwdArgs& a) {
+  if (a.k_new.defined) append_rows<T>(a);
   const int64_t B = a.q.sizes[0], H = a.q.sizes[1], tq = a.q.sizes[2], D = a.q.sizes[3], tk = a.k.sizes[2];
   const T* q = a.q.ptr<const T>();
   const T* k = a.k.ptr<const T>();

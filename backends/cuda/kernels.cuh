@@ -230,6 +230,30 @@ __device__ __forceinline__ void store_chunk8(T* row, int64_t stride, bool vec, i
 }
 
 // codegen:end
+
+// A layer norm's output ((v - mean) * rstd, then times the weight, then plus the bias, each with
+// its own rounding: no contraction into a fused multiply-add), and a variance term's d * d + q as
+// one fma: the layer-norm kernels and the few-rows product's layer-norm prologue (gemv.cu), which
+// normalises a row as it reads it, give the same bits because neither leaves the choice to the
+// compiler.
+__device__ __forceinline__ float ln_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float ln_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float ln_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double ln_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double ln_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double ln_add(double a, double b) { return __dadd_rn(a, b); }
+template <class A>
+__device__ __forceinline__ A layer_norm_value(A v, A mu, A rs, bool has_w, A w, bool has_b, A b) {
+  A o = ln_mul(ln_sub(v, mu), rs);
+  if (has_w) o = ln_mul(o, w);
+  if (has_b) o = ln_add(o, b);
+  return o;
+}
+template <class A>
+__device__ __forceinline__ A add_square(A q, A d) {
+  return fma(d, d, q);
+}
+
 // ---- reductions ------------------------------------------------------------------
 // A warp's sum (or max) of v, in every lane, in a fixed butterfly order.
 // codegen:begin cuda_kernels

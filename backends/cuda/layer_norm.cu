@@ -3,6 +3,7 @@
 // takes any strides; f16 and bf16 compute in float with float statistics, f64 in double. Every
 // sum runs in a fixed order (no atomics), so results are the same bits from run to run.
 #include "strata/backends/cuda/cudnn_util.h"
+#include "strata/backends/cuda/gemv.h"
 #include "strata/backends/cuda/kernels.cuh"
 #include "strata/backends/cuda/row_views.cuh"
 
@@ -55,10 +56,7 @@ __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T>
       const int m = load_chunk8(xr, x.s1, xvec, k, c, v);
 #pragma unroll
       for (int i = 0; i < kChunk8; ++i)
-        if (i < m) {
-          const A d = v[i] - mu;
-          q += d * d;
-        }
+        if (i < m) q = add_square(q, v[i] - mu);
     }
     const A rs = A(1) / sqrt(row_sum<G>(q, red) / static_cast<A>(c) + static_cast<A>(eps));
     for (int64_t k = lane; k < chunks; k += G) {
@@ -68,12 +66,7 @@ __global__ void __launch_bounds__(kThreads) layer_norm_fwd_kernel(View2<const T>
       if (b) load_chunk8(b, sb, bvec, k, c, bk);
 #pragma unroll
       for (int i = 0; i < kChunk8; ++i)
-        if (i < m) {
-          A o = (v[i] - mu) * rs;
-          if (w) o = o * wk[i];
-          if (b) o = o + bk[i];
-          v[i] = o;
-        }
+        if (i < m) v[i] = layer_norm_value(v[i], mu, rs, w != nullptr, w ? wk[i] : A(0), b != nullptr, b ? bk[i] : A(0));
       store_chunk8(y.p + r * y.s0, y.s1, yvec, k, m, v);
     }
     if (lane == 0) {
@@ -122,10 +115,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int j = 0; j < K; ++j)
       if (lane + 32 * j < chunks) {
 #pragma unroll
-        for (int i = 0; i < kChunk8; ++i) {
-          const A d = v[j][i] - mu;
-          q2 += d * d;
-        }
+        for (int i = 0; i < kChunk8; ++i) q2 = add_square(q2, v[j][i] - mu);
       }
     const A rs = A(1) / sqrt(warp_sum(q2) / static_cast<A>(c) + static_cast<A>(eps));
     P* yr = reinterpret_cast<P*>(y.p + r * y.s0);
@@ -142,12 +132,9 @@ __global__ void __launch_bounds__(kThreads, 3)
       for (int q = 0; q < kChunk8 / per; ++q) {
         P pk;
 #pragma unroll
-        for (int i = 0; i < per; ++i) {
-          A o = (v[j][q * per + i] - mu) * rs;
-          if (w) o = o * wk[q * per + i];
-          if (b) o = o + bk[q * per + i];
-          pk.v[i] = store<T>(o);
-        }
+        for (int i = 0; i < per; ++i)
+          pk.v[i] = store<T>(layer_norm_value(v[j][q * per + i], mu, rs, w != nullptr, w ? wk[q * per + i] : A(0),
+                                              b != nullptr, b ? bk[q * per + i] : A(0)));
         yr[k * (kChunk8 / per) + q] = pk;
       }
     }
@@ -379,7 +366,9 @@ void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
       STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_kernel");
     };
     // A block per row while the rows leave SMs idle with a warp each, else a warp per row (held in
-    // registers where it fits: up to 1,024 columns in aligned chunks of eight).
+    // registers where it fits: up to 1,024 columns in aligned chunks of eight). The few rows a
+    // product normalises in its own prologue (gemv.h) keep a warp's order, which that prologue
+    // repeats: the same bits whether the layer norm runs alone or in the product.
     const int64_t lanes_chunks = (c + 32 * cuda::kChunk8 - 1) / (32 * cuda::kChunk8);
     auto rows = [&](auto kk) {
       constexpr int K = decltype(kk)::value;
@@ -392,7 +381,7 @@ void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
       STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_rows_kernel");
     };
     const bool packed = c % cuda::kChunk8 == 0 && cuda::rows_vectorizable<T>(a.x) && cuda::rows_vectorizable<T>(a.y);
-    if (n * 8 < int64_t{ctx_->sm_count} * (kThreads / 32))
+    if (n > cuda::kGemvMaxRows && n * 8 < int64_t{ctx_->sm_count} * (kThreads / 32))
       launch(std::integral_constant<int, kThreads>{});
     else if (packed && lanes_chunks == 1)
       rows(std::integral_constant<int, 1>{});

@@ -168,6 +168,15 @@ void CudaBackend::bmm(const BmmArgs& a) {
 }
 
 void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
+  if (a.norm_eps) {
+    // The layer norm in the few-rows kernel's prologue (a decoding step's row, normalised as the
+    // separate kernel would: the same bits); otherwise the layer norm, then the product.
+    if (a.y.numel() > 0 && gemv_fits(a) && (!a.act || *a.act == UnaryFn::gelu_tanh)) {
+      observe_call(OpId::linear_fwd, a);
+      return gemv_rows(*ctx_, a);
+    }
+    return linear_fwd_composed(*this, a);
+  }
   if (a.act) {
     // GELU in the few-rows kernel (its bits those of the product, then the formula) or in
     // cuBLASLt's epilogue (f16/bf16); any other case as the product, then the formula.
@@ -179,15 +188,15 @@ void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
     }
     return linear_fwd_composed(*this, a);
   }
-  if (a.z.defined) {
+  if (a.z.defined && !gemv_fits(a)) {
     // The residual as cuBLASLt's C operand (f16/bf16, more rows than the few-rows kernel takes,
     // which adds it itself); otherwise the product, then the add.
-    if (a.y.numel() > 0 && !gemv_fits(a)) {
+    if (a.y.numel() > 0) {
       observe_call(OpId::linear_fwd, a);
       const LtEpilogue sum{LtEpilogue::Kind::bias, a.b.defined ? &a.b : nullptr, nullptr, &a.z};
       if (gemm_lt(*ctx_, a.x, transposed(a.w), a.y, sum)) return;
     }
-    if (!gemv_fits(a)) return linear_fwd_composed(*this, a);
+    return linear_fwd_composed(*this, a);
   }
   observe_call(OpId::linear_fwd, a);
   if (a.y.numel() == 0) return;

@@ -57,7 +57,7 @@ Map<const T, 1> vec(eigen::Context& ctx, const TensorView& v, std::optional<Pack
 }  // namespace
 
 void EigenBackend::linear_fwd(const LinearFwdArgs& a) {
-  if (a.act || a.z.defined) return linear_fwd_composed(*this, a);
+  if (a.act || a.z.defined || a.norm_eps) return linear_fwd_composed(*this, a);
   visit_float("linear_fwd", a.x.dtype, [&](auto t) {
     using T = decltype(t);
     const Operand<T> x(*ctx_, a.x, "linear_fwd", "x"), w(*ctx_, a.w, "linear_fwd", "w");

@@ -93,7 +93,7 @@ void backward_weight(const LinearBwdWeightArgs& a) {
 }  // namespace
 
 void OpenBlasBackend::linear_fwd(const LinearFwdArgs& a) {
-  if (a.act || a.z.defined) return linear_fwd_composed(*this, a);
+  if (a.act || a.z.defined || a.norm_eps) return linear_fwd_composed(*this, a);
   visit_float(kName, "linear_fwd", a.x.dtype, [&](auto t) { forward<decltype(t)>(a); });
 }
 void OpenBlasBackend::linear_bwd_data(const LinearBwdDataArgs& a) {

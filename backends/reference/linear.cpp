@@ -11,7 +11,7 @@ using ref::off2;
 using ref::visit_float;
 
 void ReferenceBackend::linear_fwd(const LinearFwdArgs& a) {
-  if (a.act || a.z.defined) return linear_fwd_composed(*this, a);
+  if (a.act || a.z.defined || a.norm_eps) return linear_fwd_composed(*this, a);
   visit_float(a.x.dtype, "linear_fwd", [&](auto tag) {
     using T = decltype(tag);
     const T* x = a.x.ptr<T>();

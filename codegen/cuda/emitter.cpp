@@ -173,6 +173,8 @@ CallText linear(const RecordedCall& c, Places& p) {
                "), which the cuda emitter does not write out yet");
   STRATA_CHECK(!a.z.defined, "strata_codegen: ", op, " adds a residual in its product, which the cuda emitter does "
                "not write out yet");
+  STRATA_CHECK(!a.norm_eps, "strata_codegen: ", op, " layer-normalises its input in the product's prologue, which the "
+               "cuda emitter does not write out yet");
   refuse_staging(c);
   require_dense_f32(a.x, op + " x");
   require_dense_f32(a.w, op + " w");

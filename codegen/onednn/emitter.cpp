@@ -116,6 +116,8 @@ CallText OneDnnEmitter::linear(const RecordedCall& c, const std::string& m, Buff
                "), which the onednn emitter does not write out yet");
   STRATA_CHECK(!a.z.defined, "strata_codegen: ", op, " adds a residual in its product, which the onednn emitter "
                "does not write out yet");
+  STRATA_CHECK(!a.norm_eps, "strata_codegen: ", op, " layer-normalises its input in the product's prologue, which the "
+               "onednn emitter does not write out yet");
   for (const auto* v : {&a.x, &a.w, &a.b, &a.y}) require_f32(*v, op);
   STRATA_CHECK(c.primitive, "strata_codegen: ", op, " ran no primitive (internal error)");
   const DescLayout wl = backends::onednn::view_layout(a.w);

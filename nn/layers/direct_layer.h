@@ -140,5 +140,10 @@ struct LinearStepOf {
   template <backends::BackendImpl Impl>
   using type = ops::direct::WeightedStep<Impl, ops::direct::LinearPlan<Impl>>;
 };
+// A Linear whose input rows are layer-normalised in its product's prologue (inference).
+struct NormedLinearStepOf {
+  template <backends::BackendImpl Impl>
+  using type = ops::direct::NormedLinearStep<Impl>;
+};
 
 }  // namespace strata::nn::detail

@@ -1,8 +1,11 @@
 #include "strata/nn/layers/linear.h"
 
 #include "strata/autograd/functions.h"
+#include "strata/autograd/grad_mode.h"
 #include "strata/nn/init.h"
+#include "strata/nn/layers/layer_util.h"
 #include "strata/nn/layers/residual_add.h"
+#include "strata/ops/functional.h"
 
 namespace strata::nn {
 
@@ -41,6 +44,19 @@ Tensor Linear<P>::forward_add(const Tensor& x, const Tensor& z) {
         return autograd::linear_add(tape, x, weight_cast_(tape, weight_, x), bias_cast_(tape, bias_, x), z);
       },
       weight_, bias_, z);
+}
+
+template <class P>
+Tensor Linear<P>::forward_normed(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, double eps) {
+  STRATA_CHECK(!autograd::GradMode::enabled(), "Linear: a product with a layer-norm prologue is for inference; run "
+               "it under autograd::NoGradGuard");
+  return normed_.forward(
+      p_, x,
+      [&](const auto& d) {
+        return ops::linear_norm(d, x, detail::compute_cast(d, norm_w, x), detail::compute_cast(d, norm_b, x), eps,
+                                detail::compute_cast(d, weight_, x), detail::compute_cast(d, bias_, x));
+      },
+      weight_, bias_, norm_w, norm_b, eps);
 }
 
 template <class P>

@@ -20,6 +20,9 @@ class Linear final : public Module {
   // x weight^T + bias + z, the residual z added in the product where the backend can
   // (ops::linear_add); in direct mode backward() returns dL/dx and z's gradient is dy, the caller's.
   Tensor forward_add(const Tensor& x, const Tensor& z);
+  // LN(x) weight^T + bias, x's rows layer-normalised (norm_w, norm_b, eps: a LayerNorm's) in the
+  // product's prologue (ops::linear_norm): inference only, no tape and no backward.
+  Tensor forward_normed(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, double eps);
   Tensor backward(const Tensor& dy) override;
 
   const Tensor& weight() const { return weight_; }
@@ -32,6 +35,7 @@ class Linear final : public Module {
   Tensor weight_, bias_;
   detail::EvalCast weight_cast_, bias_cast_;  // mixed-precision evaluation in the tape modes
   [[no_unique_address]] detail::DirectLayer<P, detail::LinearStepOf> direct_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::NormedLinearStepOf> normed_;
 };
 
 }  // namespace strata::nn

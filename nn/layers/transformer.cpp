@@ -13,6 +13,7 @@
 #include "strata/ops/direct/steps/cached_attention_step.h"
 #include "strata/ops/direct/steps/transformer_steps.h"
 #include "strata/ops/tensor_ops.h"
+#include "strata/ops/transformer_ops.h"
 
 namespace strata::nn {
 
@@ -76,6 +77,14 @@ template <class P>
 Tensor detail::LastDimLinear<P>::forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z) {
   return rows_.forward(p, x, out, z, [&](const Tensor& in, const Tensor& zr) {
     return zr.defined() ? lin.forward_add(in, zr) : lin.forward(in);
+  });
+}
+
+template <class P>
+Tensor detail::LastDimLinear<P>::forward_normed(const P& p, Linear<P>& lin, const Tensor& x, int64_t out,
+                                                const LayerNorm<P>& norm) {
+  return rows_.forward(p, x, out, Tensor(), [&](const Tensor& in, const Tensor&) {
+    return lin.forward_normed(in, norm.weight(), norm.bias(), norm.eps());
   });
 }
 
@@ -186,14 +195,15 @@ template <class P>
 CausalSelfAttention<P>::~CausalSelfAttention() = default;
 
 template <class P>
-Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t layer, const Tensor& residual) {
+Tensor CausalSelfAttention<P>::forward(const Tensor& x, KvCache* cache, size_t layer, const Tensor& residual,
+                                       const LayerNorm<P>* norm) {
   STRATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == n_embd_, "CausalSelfAttention: input ",
                x.defined() ? x.str() : "(undefined)", " is not [B, T, ", n_embd_, "]");
   no_growing_cache_in_direct_mode<P>("CausalSelfAttention", cache);
   STRATA_CHECK(cache == nullptr || !cache->is_static() || layer < cache->k.size(), "CausalSelfAttention: layer ",
                layer, " of a static cache of ", cache ? cache->k.size() : 0, " layers");
   const int64_t C = n_embd_;
-  const Tensor qkv = qkv_.forward(p_, c_attn_, x, 3 * C);
+  const Tensor qkv = norm ? qkv_.forward_normed(p_, c_attn_, x, 3 * C, *norm) : qkv_.forward(p_, c_attn_, x, 3 * C);
   decoded_ = cache != nullptr;
   if (cache != nullptr) return proj_.forward(p_, c_proj_, forward_cached(qkv, *cache, layer), C, residual);
   const Tensor y = attend_.forward(
@@ -221,11 +231,12 @@ Tensor CausalSelfAttention<P>::forward_cached(const Tensor& qkv, KvCache& cache,
     const Tensor q = heads_of(p_, qkv, 0, n_head_);
     Tensor k = heads_of(p_, qkv, 1, n_head_), v = heads_of(p_, qkv, 2, n_head_);
     if (cache.is_static()) {
-      // The new rows written at their positions; the keys are the first `held` rows.
-      ops::index_add_(p_, cache.k[layer], 2, cache.positions(T), k);
-      ops::index_add_(p_, cache.v[layer], 2, cache.positions(T), v);
-      return side_by_side(p_, autograd::scaled_dot_product_attention(p_, q, cache.k[layer], cache.v[layer], true,
-                                                                     std::nullopt, cache.held(T)));
+      // The new rows written at their positions by the attention op; the keys are the first
+      // `held` rows. No tape: a static cache is for inference (checked in Gpt::forward).
+      const double scale = 1.0 / std::sqrt(static_cast<double>(k.size(3)));
+      return side_by_side(p_, ops::attention(p_, q, cache.k[layer], cache.v[layer], true, scale, cache.held(T), k, v,
+                                             cache.positions(T))
+                                  .y);
     }
     if (cache.k.size() <= layer) cache.k.resize(layer + 1), cache.v.resize(layer + 1);
     if (cache.k[layer].defined()) {
@@ -267,9 +278,24 @@ template <class P>
 GptMlp<P>::~GptMlp() = default;
 
 template <class P>
-Tensor GptMlp<P>::forward(const Tensor& x, const Tensor& residual) {
+Tensor GptMlp<P>::forward(const Tensor& x, const Tensor& residual, const LayerNorm<P>* norm) {
   constexpr ops::UnaryFn act = ops::UnaryFn::gelu_tanh;
   const Tensor &w1 = c_fc_.weight(), &b1 = c_fc_.bias(), &w2 = c_proj_.weight(), &b2 = c_proj_.bias();
+  normed_ = norm != nullptr;
+  if (norm) {  // inference: the layer norm in c_fc's prologue; no tape (ops::, not autograd::)
+    STRATA_CHECK(!autograd::GradMode::enabled(), "MLP: a product with a layer-norm prologue is for inference");
+    const Tensor &nw = norm->weight(), &nb = norm->bias();
+    return rows_.forward(p_, x, x.size(x.dim() - 1), residual, [&](const Tensor& in, const Tensor& z) {
+      return mlp_normed_.forward_keyed(
+          p_, in, z.defined() ? detail::plan_key_of(z) : 0,
+          [&](const auto& d) {
+            const auto cast = [&](const Tensor& t) { return detail::compute_cast(d, t, in); };
+            const Tensor h = ops::linear_norm(d, in, cast(nw), cast(nb), norm->eps(), cast(w1), cast(b1), act);
+            return z.defined() ? ops::linear_add(d, h, cast(w2), cast(b2), z) : ops::linear(d, h, cast(w2), cast(b2));
+          },
+          w1, b1, w2, b2, act, z, nw, nb, std::optional<double>(norm->eps()));
+    });
+  }
   return rows_.forward(p_, x, x.size(x.dim() - 1), residual, [&](const Tensor& in, const Tensor& z) {
     return mlp_.forward_keyed(
         p_, in, z.defined() ? detail::plan_key_of(z) : 0,
@@ -283,6 +309,8 @@ Tensor GptMlp<P>::forward(const Tensor& x, const Tensor& residual) {
 
 template <class P>
 Tensor GptMlp<P>::backward(const Tensor& dy) {
+  if constexpr (is_direct_v<P>)
+    if (normed_) ops::direct::no_normed_backward("MLP");
   return detail::explicit_backward<P>(
       *this, dy, [&] { return rows_.backward(*this, dy, [&](const Tensor& d) { return mlp_.backward(*this, d); }); });
 }
@@ -297,6 +325,12 @@ GptBlock<P>::GptBlock(const P& p, const GptConfig& c)
 
 template <class P>
 Tensor GptBlock<P>::forward(const Tensor& x, KvCache* cache, size_t layer) {
+  if (cache != nullptr && cache->is_static()) {
+    // Inference (a static cache has no tape): each layer norm runs in the prologue of the product
+    // that reads it, where a decoding step's one row paid a layer-norm kernel before each.
+    const Tensor h = attn_.forward(x, cache, layer, x, &ln_1_);
+    return mlp_.forward(h, h, &ln_2_);
+  }
   const Tensor h = attn_.forward(ln_1_.forward(x), cache, layer, x);
   return mlp_.forward(ln_2_.forward(h), h);
 }
@@ -392,14 +426,23 @@ Tensor Gpt<P>::backward(const Tensor& dlogits) {
   if constexpr (!is_direct_v<P>) {
     return Module::backward(dlogits);
   } else {
+    // Each module's gradients reported complete as soon as they are (grads_ready), in reverse
+    // registration order, so that data-parallel training starts each bucket's all-reduce while
+    // the blocks below still run backward, where all of them waited for its end.
     auto& head = lm_head_.latest_step("GPT");
     Tensor g = ln_f_->backward(head.backward(dlogits));
-    for (auto it = h_.rbegin(); it != h_.rend(); ++it) g = (*it)->backward(g);
+    grads_ready(*ln_f_);
+    for (auto it = h_.rbegin(); it != h_.rend(); ++it) {
+      g = (*it)->backward(g);
+      grads_ready(**it);
+    }
     auto& sum = embed_sum_.latest_step("GPT");
     const Tensor tok = sum.backward(g);
     wpe_.backward(sum.pos_grad());
+    grads_ready(wpe_);
     // The tape reaches wte's weight through the output projection first (the later op).
     wte_.backward_tied(tok, head.weight_grad());
+    grads_ready(wte_);
     return Tensor();
   }
 }

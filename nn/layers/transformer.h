@@ -53,6 +53,9 @@ class TiedProjectionStep;
 
 namespace strata::nn {
 
+template <class P>
+class LayerNorm;
+
 namespace detail {
 struct EmbeddingStepOf {
   template <backends::BackendImpl Impl>
@@ -106,6 +109,8 @@ template <class P>
 class LastDimLinear {
  public:
   Tensor forward(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const Tensor& z = Tensor());
+  // x's rows layer-normalised in the product's prologue (Linear::forward_normed; inference).
+  Tensor forward_normed(const P& p, Linear<P>& lin, const Tensor& x, int64_t out, const LayerNorm<P>& norm);
   Tensor backward(const Module& m, Linear<P>& lin, const Tensor& dy);
 
  private:
@@ -200,6 +205,9 @@ class LayerNorm final : public Module {
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
   int64_t plans_made() const;
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
+  double eps() const { return eps_; }
 
  private:
   P p_;
@@ -221,8 +229,10 @@ class CausalSelfAttention final : public Module {
   // With a cache, x is the tokens after the cached ones: their keys and values join layer
   // `layer`'s, and each attends to every cached token and to the new ones up to itself. Direct
   // mode takes a static cache (Gpt::static_cache) only, forward only. residual (optional, x's
-  // shape): added to the output in c_proj's product (its gradient, dy, is the caller's).
-  Tensor forward(const Tensor& x, KvCache* cache, size_t layer, const Tensor& residual = Tensor());
+  // shape): added to the output in c_proj's product (its gradient, dy, is the caller's). norm
+  // (inference with a static cache): x's layer norm, run in c_attn's product's prologue.
+  Tensor forward(const Tensor& x, KvCache* cache, size_t layer, const Tensor& residual = Tensor(),
+                 const LayerNorm<P>* norm = nullptr);
   Tensor backward(const Tensor& dy) override;
   int64_t plans_made() const;  // the attention's own (its projections count theirs)
 
@@ -251,8 +261,9 @@ class GptMlp final : public Module {
   ~GptMlp() override;
   std::string_view type_name() const override { return "MLP"; }
   Tensor forward(const Tensor& x) override { return forward(x, Tensor()); }
-  // + residual (x's shape), whose gradient (dy) is the caller's in direct mode.
-  Tensor forward(const Tensor& x, const Tensor& residual);
+  // + residual (x's shape), whose gradient (dy) is the caller's in direct mode. norm (inference):
+  // x's layer norm, run in c_fc's product's prologue.
+  Tensor forward(const Tensor& x, const Tensor& residual, const LayerNorm<P>* norm = nullptr);
   Tensor backward(const Tensor& dy) override;
   int64_t plans_made() const { return mlp_.plans_made(); }  // c_fc and c_proj plan none of their own
 
@@ -262,7 +273,8 @@ class GptMlp final : public Module {
   Linear<P>& c_proj_;
   detail::EvalCast w1_cast_, b1_cast_, w2_cast_, b2_cast_;  // mixed-precision evaluation in the tape modes
   detail::LastDimRows<P> rows_;
-  [[no_unique_address]] detail::DirectLayer<P, detail::MlpStepOf> mlp_;
+  [[no_unique_address]] detail::DirectLayer<P, detail::MlpStepOf> mlp_, mlp_normed_;
+  bool normed_ = false;  // the latest forward ran the layer norm in its prologue (no backward follows)
 };
 
 template <class P>

@@ -7,6 +7,7 @@
 #include "strata/ops/direct/step_memory.h"
 #include "strata/ops/functional.h"
 #include "strata/ops/validate.h"
+#include "strata/ops/validate_transformer.h"
 
 namespace strata::ops::bind {
 
@@ -40,6 +41,23 @@ Bound<OpId::linear_fwd, LinearActOut> linear_act_fwd(const D& d, const Tensor& x
   const Shape out = validate_linear_act(d, x, w, b, act);
   LinearActOut o{direct::planned_empty(out, x.dtype(), x.device()), direct::planned_empty(out, x.dtype(), x.device())};
   return {{x, w, b, o.y, act, o.pre}, std::move(o)};
+}
+
+// y = act?(LN(x) w^T + b) (op_args.h's LinearFwdArgs::norm_eps: the layer norm of x's rows as the
+// product's prologue; inference), pre with act; reads: the composed form's normalised rows and
+// their mean and rstd, which the fused kernel leaves unwritten.
+template <class D>
+Bound<OpId::linear_fwd, WithReads<LinearActOut, 3>> linear_norm_fwd(const D& d, const Tensor& x, const Tensor& norm_w,
+                                                                   const Tensor& norm_b, double eps, const Tensor& w,
+                                                                   const Tensor& b, std::optional<UnaryFn> act) {
+  const Shape out = act ? validate_linear_act(d, x, w, b, *act) : validate_linear(d, x, w, b);
+  validate_layer_norm(d, x, norm_w, norm_b, eps);
+  const auto empty = [&](const Shape& s, DType t) { return direct::planned_empty(s, t, x.device()); };
+  LinearActOut o{empty(out, x.dtype()), act ? empty(out, x.dtype()) : Tensor()};
+  Tensor normed = empty(x.sizes(), x.dtype()), mean = empty(Shape{x.size(0)}, stats_dtype(x.dtype())),
+         rstd = empty(Shape{x.size(0)}, stats_dtype(x.dtype()));
+  return {{x, w, b, o.y, act, o.pre, {}, norm_w, norm_b, normed, mean, rstd, eps},
+          {std::move(o), {std::move(normed), std::move(mean), std::move(rstd)}}};
 }
 
 // The gradient at pre of a linear whose input was post = act(pre) (op_args.h's LinearBwdDataArgs).

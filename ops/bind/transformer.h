@@ -64,14 +64,25 @@ Bound<OpId::layer_norm_bwd, WithReads<LayerNormGrads, 4>> layer_norm_bwd(
 
 // y [B, H, Tq, D] over [B, Tq, H, D] memory: the heads' outputs side by side, so the
 // [B, Tq, H * D] the output projection reads is a view of it; lse [B, H, Tq] in stats_dtype.
+// k_new, v_new, positions: a decoding step's rows written into the cache k, v first (op_args.h).
 template <class D>
 Bound<OpId::attention_fwd, AttentionResult> attention_fwd(const D& d, const Tensor& q, const Tensor& k, const Tensor& v,
-                                                          bool causal, double scale, const Tensor& kv_len = Tensor()) {
+                                                          bool causal, double scale, const Tensor& kv_len = Tensor(),
+                                                          const Tensor& k_new = Tensor(), const Tensor& v_new = Tensor(),
+                                                          const Tensor& positions = Tensor()) {
   validate_attention(d, q, k, v, causal, scale, kv_len);
+  const bool append = k_new.defined() || v_new.defined() || positions.defined();
+  if (append) validate_attention_append(d, q, k, k_new, v_new, positions);
   const Shape heads_last{q.size(0), q.size(2), q.size(1), q.size(3)};
   AttentionResult o{direct::planned_empty(heads_last, q.dtype(), q.device()).permute({0, 2, 1, 3}),
                     direct::planned_empty(Shape{q.size(0), q.size(1), q.size(2)}, stats_dtype(q.dtype()), q.device())};
-  return {{q, k, v, o.y, o.lse, kv_len, scale, causal}, std::move(o)};
+  AttentionFwdArgs args{q, k, v, o.y, o.lse, kv_len, scale, causal};
+  if (append) {
+    args.k_new = k_new;
+    args.v_new = v_new;
+    args.positions = positions;
+  }
+  return {args, std::move(o)};
 }
 
 // dq, dk, dv into the buffers given (a plan's: the slices of one QKV projection's gradient) or new

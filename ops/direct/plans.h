@@ -302,18 +302,33 @@ class GlobalAvgPoolPlan {
   GlobalAvgPoolBwdArgs bwd_;
 };
 
+// A layer norm of a product's input rows as its prologue (LinearFwdArgs::norm_eps): its weight and
+// bias (optional, in the input's dtype) and epsilon.
+struct NormPrologue {
+  Tensor weight, bias;
+  double eps = 1e-5;
+};
+
 template <BackendImpl Impl>
 class LinearPlan {
  public:
   Tensor y, dx, dw, db;
   Tensor pre;  // with act: the pre-activation (ops::linear_act)
   // z (optional): a residual added to y in the product (ops::linear_add), its gradient dy, which
-  // the owner routes; act (optional, not with z): y = act(x w^T + b) (ops::linear_act).
+  // the owner routes; act (optional, not with z): y = act(x w^T + b) (ops::linear_act); norm
+  // (optional, not with z; inference): x's rows layer-normalised in the product's prologue
+  // (ops::linear_norm).
   void plan(Impl& impl, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& z = Tensor(),
-            std::optional<UnaryFn> act = std::nullopt) {
+            std::optional<UnaryFn> act = std::nullopt, const NormPrologue* norm = nullptr) {
     impl_ = &impl;
     const StaticDispatch<Impl> d(impl);
-    if (act) {
+    if (norm) {
+      auto bound = bind::linear_norm_fwd(d, x, norm->weight, norm->bias, norm->eps, w, b, act);
+      y = bound.out.result.y;
+      pre = bound.out.result.pre;
+      fwd_ = bound.args;
+      for (int i = 0; i < 3; ++i) norm_scratch_[i] = std::move(bound.out.reads[i]);
+    } else if (act) {
       auto bound = bind::linear_act_fwd(d, x, w, b, *act);
       y = bound.out.y;
       pre = bound.out.pre;
@@ -353,6 +368,7 @@ class LinearPlan {
   const Tensor& weight() const { return w_; }
 
  private:
+  Tensor norm_scratch_[3];  // with norm: the composed form's normalised rows, mean and rstd
   Impl* impl_ = nullptr;
   Tensor x_, w_, b_;
   LinearFwdArgs fwd_;
@@ -371,9 +387,9 @@ class MlpPlan {
  public:
   LinearPlan<Impl> fc, proj;  // their dw, db: the parameters' gradients; y: proj.y, dx: fc.dx
   void plan(Impl& impl, const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
-            UnaryFn act, const Tensor& z = Tensor()) {
+            UnaryFn act, const Tensor& z = Tensor(), const NormPrologue* norm = nullptr) {
     impl_ = &impl;
-    fc.plan(impl, x, w1, b1, Tensor(), act);
+    fc.plan(impl, x, w1, b1, Tensor(), act, norm);
     proj.plan(impl, fc.y, w2, b2, z);
     act_ = act;
   }

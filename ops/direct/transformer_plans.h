@@ -4,6 +4,7 @@
 // each op bound by its one definition (ops/bind/transformer.h), the front end's, so both refuse
 // the same calls with the same messages and allocate the same outputs, saved statistics and
 // gradients (here in the step's memory); one kernel call each way when run.
+#include <array>
 #include <cmath>
 
 #include "strata/ops/bind/transformer.h"
@@ -74,7 +75,7 @@ class LayerNormPlan {
 };
 
 // Scaled dot-product attention of q [B, H, Tq, D] over k, v [B, H, Tk, D] (any strides), kv_len
-// optional (ops/transformer_ops.h). y is [B, H, Tq, D] over [B, Tq, H, D] memory as the front
+// and a decoding step's new rows (k_new, v_new at positions) optional (ops/transformer_ops.h). y is [B, H, Tq, D] over [B, Tq, H, D] memory as the front
 // end's, so the heads' outputs side by side ([B, Tq, H * D]) are a view of it. The kernels take
 // any strides for the gradients too: plan_backward writes them where the caller says (the
 // slices of one QKV projection's gradient) or into planned buffers of q's, k's and v's sizes.
@@ -83,9 +84,11 @@ class AttentionPlan {
  public:
   Tensor y, lse, dq, dk, dv;
   void plan(Impl& impl, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
-            const Tensor& kv_len = Tensor()) {
+            const Tensor& kv_len = Tensor(), const Tensor& k_new = Tensor(), const Tensor& v_new = Tensor(),
+            const Tensor& positions = Tensor()) {
     impl_ = &impl;
-    auto bound = bind::attention_fwd(StaticDispatch<Impl>(impl), q, k, v, causal, scale, kv_len);
+    auto bound =
+        bind::attention_fwd(StaticDispatch<Impl>(impl), q, k, v, causal, scale, kv_len, k_new, v_new, positions);
     y = bound.out.y;
     lse = bound.out.lse;
     fwd_ = bound.args;
@@ -93,6 +96,7 @@ class AttentionPlan {
     k_ = k;
     v_ = v;
     kv_len_ = kv_len;
+    appended_ = {k_new, v_new, positions};
   }
   void plan_backward(const Tensor& dy, const Tensor& dq_into = Tensor(), const Tensor& dk_into = Tensor(),
                      const Tensor& dv_into = Tensor()) {
@@ -110,6 +114,7 @@ class AttentionPlan {
  private:
   Impl* impl_ = nullptr;
   Tensor q_, k_, v_, kv_len_, delta_;
+  std::array<Tensor, 3> appended_;  // k_new, v_new, positions: what fwd_ points at
   AttentionFwdArgs fwd_;
   AttentionBwdArgs bwd_;
 };

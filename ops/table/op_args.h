@@ -139,11 +139,18 @@ struct GlobalAvgPoolBwdArgs {
 // has one (cuBLASLt's GELU), else the product into pre, then the formula. With z (a residual of y's
 // shape; not with act), y = x w^T + b + z: z read by the GEMM (cuBLASLt's C) where the backend can,
 // else added after it.
+// With norm_eps (inference; not with z): x's rows layer-normalised first, as layer_norm_fwd
+// normalises them (norm_w, norm_b optional; each row rounded to x's dtype), so y = act?(LN(x) w^T
+// + b): the few-rows kernel normalises a row as it reads it, where a decoding step ran a layer
+// norm kernel before each product; elsewhere layer_norm_fwd into normed (its statistics into
+// norm_mean and norm_rstd, the front end's scratch), then the product.
 struct LinearFwdArgs {
   TensorView x, w, b, y;  // b optional
   std::optional<UnaryFn> act = std::nullopt;
   TensorView pre = {};  // with act only
   TensorView z = {};
+  TensorView norm_w = {}, norm_b = {}, normed = {}, norm_mean = {}, norm_rstd = {};
+  std::optional<double> norm_eps = std::nullopt;
 };
 // With act, the linear's input was act(pre) (post, which the formula may read): dx is the
 // gradient at pre, act'(pre) * (dy w), the derivative in the GEMM's epilogue where the backend
@@ -293,10 +300,17 @@ struct LayerNormBwdArgs {
 // log sum_j exp(scale q_i . k_j), written for the backward, which recomputes the
 // probabilities from it instead of keeping the [Tq, Tk] matrix. delta [B, H, Tq] is the
 // backward's scratch (sum_d dy * y per query).
+// k_new, v_new [B, H, Tq, D] and positions (optional, all three or none; i64 [Tq] on the op's
+// device): a decoding step's own keys and values, written into k's and v's rows `positions`
+// before the queries attend (FlashAttention's kv-cache interface appends them so: Dao,
+// "FlashAttention-2", 2023), where an index_add per cache ran before; forward only. The front end
+// checks host positions; on the device a row whose position lies outside [0, Tk) is not written
+// (nn::KvCache checks its positions as it writes them).
 struct AttentionFwdArgs {
   TensorView q, k, v, y, lse, kv_len;
   double scale = 1.0;
   bool causal = true;
+  TensorView k_new = {}, v_new = {}, positions = {};
 };
 struct AttentionBwdArgs {
   TensorView q, k, v, y, lse, dy, delta, dq, dk, dv, kv_len;

@@ -121,8 +121,9 @@ TEST(ReferenceTransformerOps, AttentionIsTheMaskedSoftmaxOfScaledProducts) {
             EXPECT_NEAR(at(y, {b, h, i, d}), attention_at(q, k, v, c.causal, scale, b, h, i, d), 1e-12)
                 << "case tq=" << c.tq << " tk=" << c.tk << " causal=" << c.causal << " at " << b << h << i << d;
     // The first query of a causal square case sees only the first key: y = v_0, lse = scale q0.k0.
-    if (c.causal && c.tq == c.tk)
+    if (c.causal && c.tq == c.tk) {
       for (int64_t d = 0; d < c.d; ++d) EXPECT_NEAR(at(y, {0, 0, 0, d}), at(v, {0, 0, 0, d}), 1e-14);
+    }
   }
 }
 
@@ -174,6 +175,50 @@ TEST(ReferenceTransformerOps, KvLenLimitsTheKeysToACachesFill) {
     EXPECT_EQ(dot(dk.narrow(2, l, tmax - l), dk.narrow(2, l, tmax - l)), 0.0);
     EXPECT_EQ(dot(dv.narrow(2, l, tmax - l), dv.narrow(2, l, tmax - l)), 0.0);
   }
+}
+
+// A decoding step's new rows (AttentionFwdArgs::k_new, v_new, positions): written into the cache
+// at their positions, every other row left as it was, and the queries attending over the cache
+// as if the rows had been copied in first; a position outside the cache writes nothing.
+TEST(ReferenceTransformerOps, NewRowsAreWrittenIntoTheCacheBeforeTheQueriesAttend) {
+  ReferenceBackend ref;
+  const int64_t tmax = 9;
+  for (const auto& [tq, l] : {std::pair{1, 5}, std::pair{2, 7}}) {
+    const Tensor k = heads(1, 2, tmax, 3, 40), v = heads(1, 2, tmax, 3, 41);  // rows past l: stale values
+    const Tensor q = heads(1, 2, tq, 3, 42), kn = heads(1, 2, tq, 3, 43), vn = heads(1, 2, tq, 3, 44);
+    std::vector<int64_t> at;
+    for (int64_t t = 0; t < tq; ++t) at.push_back(l - tq + t);
+    const Tensor len = Tensor::from_vector<int64_t>({l}, {1}), pos = Tensor::from_vector<int64_t>(at, {tq});
+    // The composed form: the rows copied in, then attention over the copy.
+    const Tensor kc = k.clone(), vc = v.clone();
+    for (int64_t t = 0; t < tq; ++t) {
+      copy_into(kn.narrow(2, t, 1), kc.narrow(2, at[t], 1));
+      copy_into(vn.narrow(2, t, 1), vc.narrow(2, at[t], 1));
+    }
+    const Tensor y = nan_tensor({1, 2, tq, 3}), lse = nan_tensor({1, 2, tq});
+    ops::AttentionFwdArgs a{q, k, v, y, lse, len, 0.5, true};
+    a.k_new = kn;
+    a.v_new = vn;
+    a.positions = pos;
+    ref.attention_fwd(a);
+    const Tensor y2 = nan_tensor({1, 2, tq, 3}), lse2 = nan_tensor({1, 2, tq});
+    ref.attention_fwd({q, kc, vc, y2, lse2, len, 0.5, true});
+    const std::string w = "tq " + std::to_string(tq);
+    EXPECT_TRUE(close(k, kc, 0.0)) << w << ": the cache's keys";
+    EXPECT_TRUE(close(v, vc, 0.0)) << w << ": the cache's values";
+    EXPECT_TRUE(close(y, y2, 0.0)) << w;
+    EXPECT_TRUE(close(lse, lse2, 0.0)) << w;
+  }
+  // Positions outside [0, Tk) on the backend call itself (the front end refuses them on the host).
+  const Tensor k = heads(1, 1, 4, 2, 45), v = heads(1, 1, 4, 2, 46), kept_k = k.clone(), kept_v = v.clone();
+  const Tensor q = heads(1, 1, 2, 2, 47), y = nan_tensor({1, 1, 2, 2}), lse = nan_tensor({1, 1, 2});
+  ops::AttentionFwdArgs a{q, k, v, y, lse, {}, 0.5, true};
+  a.k_new = heads(1, 1, 2, 2, 48);
+  a.v_new = heads(1, 1, 2, 2, 49);
+  a.positions = Tensor::from_vector<int64_t>({-1, 4}, {2});
+  ref.attention_fwd(a);
+  EXPECT_TRUE(close(k, kept_k, 0.0));
+  EXPECT_TRUE(close(v, kept_v, 0.0));
 }
 
 }  // namespace

@@ -99,6 +99,44 @@ TEST_P(LinearElementwiseTest, LinearActivation) {
     }
 }
 
+// linear with a layer-norm prologue (LinearFwdArgs::norm_eps: each CPU backend runs its layer norm
+// into the scratch rows, then its product): the bits of those two calls, and the reference's values;
+// batch 1, a strided x, no layer-norm weight, GELU's epilogue.
+TEST_P(LinearElementwiseTest, LinearNormPrologue) {
+  uint64_t seed = 6600;
+  for (const LinearCase& c : {LinearCase{"small_3x5to7", 3, 5, 7}, LinearCase{"batch1_no_bias", 1, 17, 9, false},
+                              LinearCase{"transposed_x", 4, 6, 5, true, true}})
+    for (const bool affine : {true, false}) {
+      SCOPED_TRACE(c.name + (affine ? " affine" : ""));
+      seed += 10;
+      const Tensor x = c.transposed ? rand_f32({c.in, c.n}, seed).permute({1, 0}) : rand_f32({c.n, c.in}, seed);
+      const Tensor w = rand_f32({c.out, c.in}, seed + 1), b = c.bias ? rand_f32({c.out}, seed + 2) : Tensor();
+      const Tensor nw = affine ? rand_f32({c.in}, seed + 3) : Tensor(), nb = affine ? rand_f32({c.in}, seed + 4) : Tensor();
+      const std::optional<ops::UnaryFn> act = c.bias ? std::optional(ops::UnaryFn::gelu_tanh) : std::nullopt;
+      const auto fused = [&](auto& backend, const Tensor& y, const Tensor& pre) {
+        ops::LinearFwdArgs a{x, w, b, y, act, pre};
+        a.norm_w = nw;
+        a.norm_b = nb;
+        const Tensor normed = nan_tensor({c.n, c.in}), mean = nan_tensor({c.n}), rstd = nan_tensor({c.n});
+        a.normed = normed;
+        a.norm_mean = mean;
+        a.norm_rstd = rstd;
+        a.norm_eps = 1e-5;
+        backend.linear_fwd(a);
+      };
+      const Tensor y = nan_tensor({c.n, c.out}), pre = act ? nan_tensor({c.n, c.out}) : Tensor();
+      fused(be(), y, pre);
+      const Tensor ln = nan_tensor({c.n, c.in}), m = nan_tensor({c.n}), r = nan_tensor({c.n});
+      be().layer_norm_fwd({x, nw, nb, ln, m, r, 1e-5});
+      const Tensor y2 = nan_tensor({c.n, c.out}), pre2 = act ? nan_tensor({c.n, c.out}) : Tensor();
+      be().linear_fwd({ln, w, b, y2, act, pre2});
+      EXPECT_TRUE(bitwise_equal(y, y2)) << "not the layer norm, then the product";
+      const Tensor yr = nan_tensor({c.n, c.out}), prer = act ? nan_tensor({c.n, c.out}) : Tensor();
+      fused(ref_, yr, prer);
+      STRATA_EXPECT_CLOSE(y, yr, kTolGemm, "linear_fwd with a layer-norm prologue");
+    }
+}
+
 // linear with a residual added (LinearFwdArgs::z; composed of the product and an add on the CPU).
 TEST_P(LinearElementwiseTest, LinearResidual) {
   uint64_t seed = 6700;

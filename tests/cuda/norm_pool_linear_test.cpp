@@ -1,6 +1,7 @@
 // batch norm, relu and linear on the cuda backend against the reference, forward and
 // backward, NCHW and NHWC (pooling and space_to_depth: pool_test.cpp).
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -528,6 +529,65 @@ TEST_F(CudaNormPoolLinear, LinearActivationEpilogue) {
       be().linear_bwd_data({to_gpu(dy), to_gpu(w2), dpre, ops::UnaryFn::gelu_tanh, pre, y});
       ref_.linear_bwd_data({f32(dy), f32(w2), dpre_ref, ops::UnaryFn::gelu_tanh, f32(pre), f32(y)});
       STRATA_EXPECT_CLOSE(dpre, dpre_ref, tol, "linear_bwd_data gelu: gradient at the pre-activation");
+    }
+}
+
+// linear with a layer-norm prologue (LinearFwdArgs::norm_eps): at 1 to 4 rows the few-rows kernel
+// normalises each row as it reads it, which must give the bits of layer_norm_fwd's rows followed by
+// the product (and GELU's epilogue); 5 rows run that composition itself. K of 768 (16-byte loads),
+// 40 (five chunks of eight a row) and 13 (a partial chunk, element loads); with and without the
+// layer norm's weight and bias; against the reference's layer norm, then product, too.
+TEST_F(CudaNormPoolLinear, LinearNormPrologue) {
+  struct Case {
+    int64_t n, in, out;
+    bool affine, gelu;
+  };
+  auto f32 = [](const Tensor& t) { return t.defined() ? host_as(t, DType::f32) : Tensor(); };
+  auto gpu = [](const Tensor& t) { return t.defined() ? to_gpu(t) : Tensor(); };
+  uint64_t seed = 2300;
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (const Case& c : std::vector<Case>{{1, 768, 2304, true, false},
+                                           {1, 768, 3072, true, true},
+                                           {4, 40, 24, true, false},
+                                           {3, 13, 9, false, true},
+                                           {2, 64, 16, false, false},
+                                           {5, 40, 24, true, true}}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " N" << c.n << " in" << c.in << " out" << c.out
+                                        << (c.affine ? " affine" : "") << (c.gelu ? " gelu" : ""));
+      const double tol = dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : kTolGemm;
+      const std::optional<ops::UnaryFn> act = c.gelu ? std::optional(ops::UnaryFn::gelu_tanh) : std::nullopt;
+      const Tensor x = random_tensor({c.n, c.in}, dt, seed++, -3.0, 3.0), w = random_tensor({c.out, c.in}, dt, seed++);
+      const Tensor b = random_tensor({c.out}, dt, seed++);
+      const Tensor nw = c.affine ? random_tensor({c.in}, dt, seed++) : Tensor();
+      const Tensor nb = c.affine ? random_tensor({c.in}, dt, seed++) : Tensor();
+      const Tensor xg = to_gpu(x), wg = to_gpu(w), bg = to_gpu(b), nwg = gpu(nw), nbg = gpu(nb);
+      const DType st = DType::f32;
+      const Tensor y = gpu_nan({c.n, c.out}, kNCHW, dt), pre = c.gelu ? gpu_nan({c.n, c.out}, kNCHW, dt) : Tensor();
+      const Tensor normed = gpu_nan({c.n, c.in}, kNCHW, dt), mean = gpu_nan({c.n}, kNCHW, st),
+                   rstd = gpu_nan({c.n}, kNCHW, st);
+      ops::LinearFwdArgs a{xg, wg, bg, y, act, pre};
+      a.norm_w = nwg;
+      a.norm_b = nbg;
+      a.normed = normed;
+      a.norm_mean = mean;
+      a.norm_rstd = rstd;
+      a.norm_eps = 1e-5;
+      be().linear_fwd(a);
+      // The composition on the GPU: layer_norm_fwd, then the product.
+      const Tensor ln = gpu_nan({c.n, c.in}, kNCHW, dt), m2 = gpu_nan({c.n}, kNCHW, st), r2 = gpu_nan({c.n}, kNCHW, st);
+      be().layer_norm_fwd({xg, nwg, nbg, ln, m2, r2, 1e-5});
+      const Tensor y2 = gpu_nan({c.n, c.out}, kNCHW, dt), pre2 = c.gelu ? gpu_nan({c.n, c.out}, kNCHW, dt) : Tensor();
+      be().linear_fwd({ln, wg, bg, y2, act, pre2});
+      EXPECT_TRUE(same_values(y, y2)) << "not the layer norm's rows, then the product";
+      if (c.gelu) {
+        EXPECT_TRUE(same_values(pre, pre2)) << "pre-activation";
+      }
+      // The reference: its layer norm of the same values, then its product.
+      const Tensor lnr = cpu_nan({c.n, c.in}), mr = cpu_nan({c.n}), rr = cpu_nan({c.n});
+      ref_.layer_norm_fwd({f32(x), f32(nw), f32(nb), lnr, mr, rr, 1e-5});
+      const Tensor yr = cpu_nan({c.n, c.out}), prer = c.gelu ? cpu_nan({c.n, c.out}) : Tensor();
+      ref_.linear_fwd({lnr, f32(w), f32(b), yr, act, prer});
+      STRATA_EXPECT_CLOSE(y, yr, tol, "linear_fwd with a layer-norm prologue against the reference");
     }
 }
 

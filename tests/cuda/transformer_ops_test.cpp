@@ -189,8 +189,9 @@ TEST_P(CudaAttentionPaths, AttentionMatchesTheReference) {
       EXPECT_TRUE(near(host_as(g[0][2], rd), dk, tol(dt, 1e-4))) << what << " dk";
       STRATA_EXPECT_CLOSE(host_as(g[0][3], rd), dv, tol(dt, 1e-4), what + " dv");
       for (int i = 1; i < 4; ++i) EXPECT_TRUE(same_values(to_cpu(g[0][i]), to_cpu(g[1][i]))) << what << " rerun " << i;
-      if (!cudnn && dt != DType::f64 && c.tq >= 64 && c.tk >= 64)  // a forward and two backwards
+      if (!cudnn && dt != DType::f64 && c.tq >= 64 && c.tk >= 64) {  // a forward and two backwards
         EXPECT_EQ(backends::cuda::attention_path_counts().gemm - gemm_before, 3u) << what << ": not on the GEMM path";
+      }
     }
 }
 INSTANTIATE_TEST_SUITE_P(CudnnAllowed, CudaAttentionPaths, ::testing::Bool(),
@@ -285,6 +286,51 @@ TEST_F(CudaTransformerOps, KvLenOnTheDeviceLimitsTheKeys) {
     STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
     STRATA_EXPECT_CLOSE(host_as(lg, stats(dt)), lr, tol(dt, kTolReduction), what + " lse");
   }
+}
+
+// A decoding step's new rows written into the cache by the attention op (AttentionFwdArgs::k_new):
+// one query per head with head dims of 16-byte vectors read by 1 to 16 lanes (the decoding
+// kernel, which writes the rows itself), a head dim it does not take (24 in f16/bf16: three
+// vectors) and two queries per head (the rows written first, then the other kernels), f64 (never
+// the decoding kernel). The cache's rows must hold the new ones bit for bit and every other row
+// be left alone; y and lse as the reference's, which writes the rows the same way.
+TEST_F(CudaTransformerOps, NewRowsWrittenIntoTheCacheThenAttended) {
+  const int64_t tmax = 300, l = 129;
+  for (DType dt : kFloats)
+    for (const auto& [tq, D, H] : {std::tuple{1, 64, 12}, std::tuple{1, 128, 4}, std::tuple{1, 16, 3},
+                                   std::tuple{1, 24, 2}, std::tuple{2, 64, 3}, std::tuple{1, 8, 1}}) {
+      const DType rd = ref_dtype(dt);
+      const std::string what = std::string(dtype_name(dt)) + " tq " + std::to_string(tq) + " D " + std::to_string(D);
+      const Tensor k = random_tensor({1, H, tmax, D}, dt, 50), v = random_tensor({1, H, tmax, D}, dt, 51);
+      // q and the new rows as the heads of one fused [B, T, 3, H, D] projection.
+      const Tensor qkv = random_tensor({1, tq, 3, H, D}, dt, 52);
+      const auto head = [&](int i) { return qkv.select(2, i).permute({0, 2, 1, 3}); };
+      std::vector<int64_t> at;
+      for (int64_t t = 0; t < tq; ++t) at.push_back(l - tq + t);
+      const Tensor pos = Tensor::from_vector<int64_t>(at, {tq}), len = Tensor::from_vector<int64_t>({l}, {1});
+      const Tensor kg = to_gpu(k), vg = to_gpu(v), qkvg = to_gpu(qkv);
+      const auto head_g = [&](int i) { return qkvg.select(2, i).permute({0, 2, 1, 3}); };
+      const Tensor yg = gpu_nan({1, H, tq, D}, kNCHW, dt), lg = gpu_nan({1, H, tq}, kNCHW, stats(dt));
+      const Tensor qg = head_g(0), kng = head_g(1), vng = head_g(2), leng = to_gpu(len), posg = to_gpu(pos);
+      ops::AttentionFwdArgs a{qg, kg, vg, yg, lg, leng, 1.0 / std::sqrt(static_cast<double>(D)), true};
+      a.k_new = kng;
+      a.v_new = vng;
+      a.positions = posg;
+      if (!ran([&] { be().attention_fwd(a); }, what)) continue;
+      // The reference's operands are named: an argument view does not keep its tensor alive.
+      const Tensor kr = host_as(k, rd), vr = host_as(v, rd), qr = host_as(head(0), rd), knr = host_as(head(1), rd),
+                   vnr = host_as(head(2), rd);
+      const Tensor yr = cpu_nan({1, H, tq, D}, kNCHW, rd), lr = cpu_nan({1, H, tq}, kNCHW, stats(dt));
+      ops::AttentionFwdArgs r{qr, kr, vr, yr, lr, len, a.scale, true};
+      r.k_new = knr;
+      r.v_new = vnr;
+      r.positions = pos;
+      ref_.attention_fwd(r);
+      EXPECT_TRUE(same_values(host_as(to_cpu(kg), rd), kr)) << what << ": the cache's keys";
+      EXPECT_TRUE(same_values(host_as(to_cpu(vg), rd), vr)) << what << ": the cache's values";
+      STRATA_EXPECT_CLOSE(host_as(yg, rd), yr, tol(dt, kTolReduction), what + " y");
+      STRATA_EXPECT_CLOSE(host_as(lg, stats(dt)), lr, tol(dt, kTolReduction), what + " lse");
+    }
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 // (the buckets' order), so every rank starts the same all-reduces in the same order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
+#include "gpt_test_util.h"
 #include "nn_test_util.h"
 #include "strata/nn/model.h"
 
@@ -13,6 +16,26 @@ namespace strata::testing {
 namespace {
 
 using ops::DispatchMode;
+
+// Every parameter in exactly one report, each report's parameters all registered before the
+// previous report's (reverse registration order: the buckets' order).
+void expect_each_once_in_reverse_order(const std::vector<std::vector<size_t>>& reports,
+                                       const nn::StateDict& params) {
+  std::vector<int> seen(params.size(), 0);
+  size_t previous_min = params.size();
+  for (const auto& ids : reports) {
+    ASSERT_FALSE(ids.empty());
+    size_t lo = params.size(), hi = 0;
+    for (size_t i : ids) {
+      ++seen[i];
+      lo = std::min(lo, i);
+      hi = std::max(hi, i);
+    }
+    EXPECT_LT(hi, previous_min) << "a report came out of reverse registration order";
+    previous_min = lo;
+  }
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(seen[i], 1) << params[i].first;
+}
 
 TEST(GradReady, DirectResNetReportsEveryParameterOnceInReverseOrder) {
   nn::ResNetConfig c;
@@ -40,21 +63,7 @@ TEST(GradReady, DirectResNetReportsEveryParameterOnceInReverseOrder) {
   const Tensor y = Tensor::from_vector(std::vector<int64_t>{1, 7}, Shape{2});
   m->forward_loss(x, y);
   m->backward();
-
-  std::vector<int> seen(params.size(), 0);
-  size_t previous_min = params.size();
-  for (const auto& ids : reports) {
-    ASSERT_FALSE(ids.empty());
-    size_t lo = params.size(), hi = 0;
-    for (size_t i : ids) {
-      ++seen[i];
-      lo = std::min(lo, i);
-      hi = std::max(hi, i);
-    }
-    EXPECT_LT(hi, previous_min) << "a report came out of reverse registration order";
-    previous_min = lo;
-  }
-  for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(seen[i], 1) << params[i].first;
+  expect_each_once_in_reverse_order(reports, params);
   for (bool g : had_grad) EXPECT_TRUE(g) << "a parameter was reported before its gradient existed";
 
   // Off again: nothing more is reported.
@@ -63,6 +72,33 @@ TEST(GradReady, DirectResNetReportsEveryParameterOnceInReverseOrder) {
   m->forward_loss(x, y);
   m->backward();
   EXPECT_EQ(reports.size(), before);
+}
+
+// GPT-2 in direct mode reports its final layer norm, each block from the last, then the position
+// and token embeddings (the tied token embedding last: the output projection's share of its
+// gradient comes first, the lookup's last).
+TEST(GradReady, DirectGptReportsEveryParameterOnceInReverseOrder) {
+  const nn::GptConfig c = tiny_gpt();
+  auto m = nn::make_gpt(c, DispatchMode::direct, "reference");
+  const nn::StateDict params = m->module().named_parameters();
+  std::map<const void*, size_t> index;
+  for (size_t i = 0; i < params.size(); ++i) index[params[i].second.data_ptr()] = i;
+  std::vector<std::vector<size_t>> reports;
+  bool without_grad = false;
+  m->module().set_grad_ready_hook([&](const nn::Module& mod) {
+    std::vector<size_t> ids;
+    for (const Tensor& p : mod.parameters()) {
+      ids.push_back(index.at(p.data_ptr()));
+      without_grad = without_grad || !p.grad().defined();
+    }
+    reports.push_back(ids);
+  });
+  const auto [x, y] = gpt_batch(0, 2, 3);
+  m->forward_loss(x, y);
+  m->backward();
+  EXPECT_EQ(reports.size(), static_cast<size_t>(c.n_layer) + 3);  // ln_f, the blocks, wpe, wte
+  expect_each_once_in_reverse_order(reports, params);
+  EXPECT_FALSE(without_grad) << "a parameter was reported before its gradient existed";
 }
 
 TEST(GradReady, TapeModesReportNothing) {

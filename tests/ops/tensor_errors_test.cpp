@@ -100,6 +100,18 @@ TEST(OpErrors, LayerNorm) {
                       "layer_norm_bwd", "mean", "2 rows");
 }
 
+// linear with a layer-norm prologue: the layer norm's and the product's own checks, named.
+TEST(OpErrors, LinearNorm) {
+  auto d = reference_dispatch();
+  const Tensor x = rnd({2, 4}), w = rnd({3, 4}), b = rnd({3});
+  EXPECT_STRATA_ERROR(ops::linear_norm(d, x, rnd({5}), Tensor(), 1e-5, w, b), "layer_norm", "weight");
+  EXPECT_STRATA_ERROR(ops::linear_norm(d, x, Tensor(), Tensor(), 0.0, w, b), "layer_norm", "eps");
+  EXPECT_STRATA_ERROR(ops::linear_norm(d, x, Tensor(), Tensor(), 1e-5, rnd({3, 5}), b), "linear");
+  EXPECT_STRATA_ERROR(ops::linear_norm(d, x, Tensor(), Tensor(), 1e-5, w, b, ops::UnaryFn::clamp), "linear",
+                      "scalar parameter");
+  EXPECT_EQ(ops::linear_norm(d, x, Tensor(), Tensor(), 1e-5, w, b).sizes(), Shape({2, 3}));
+}
+
 TEST(OpErrors, Attention) {
   auto d = reference_dispatch();
   const Tensor q = rnd({1, 2, 3, 4}), k = rnd({1, 2, 5, 4});
@@ -109,6 +121,18 @@ TEST(OpErrors, Attention) {
                       "scaled_dot_product_attention", "kv_len", "6");
   EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor::from_vector<int32_t>({2}, {1})),
                       "scaled_dot_product_attention", "kv_len", "i64");
+  // A decoding step's new rows: all three or none, the queries' sizes, positions i64 [Tq] in the cache.
+  const Tensor at = Tensor::from_vector<int64_t>({1, 2, 4}, {3});
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor(), rnd({1, 2, 3, 4}), Tensor(), at),
+                      "scaled_dot_product_attention", "come together", "value_new undefined");
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor(), rnd({1, 2, 2, 4}), rnd({1, 2, 2, 4}), at),
+                      "scaled_dot_product_attention", "the queries' own");
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor(), q, q, Tensor::from_vector<int32_t>({1, 2, 3}, {3})),
+                      "scaled_dot_product_attention", "positions", "i64");
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor(), q, q, Tensor::from_vector<int64_t>({1, 2}, {2})),
+                      "scaled_dot_product_attention", "positions", "[3]");
+  EXPECT_STRATA_ERROR(ops::attention(d, q, k, k, true, 0.5, Tensor(), q, q, Tensor::from_vector<int64_t>({1, 5, 2}, {3})),
+                      "scaled_dot_product_attention", "positions[1] = 5", "5 (key");
   const ops::AttentionResult r = ops::attention(d, q, k, k, true, 0.5);
   EXPECT_STRATA_ERROR(ops::attention_bwd(d, q, k, k, r.y, r.lse.to(DType::f64), r.y, true, 0.5),
                       "scaled_dot_product_attention_bwd", "lse");

@@ -7,7 +7,6 @@
 
 #include "strata/core/shape.h"
 #include "strata/core/tensor.h"
-#include "strata/ops/bind/tensor.h"
 #include "strata/ops/direct/tensor_plans.h"
 #include "strata/ops/direct/steps/transformer_steps.h"
 #include "strata/ops/direct/transformer_plans.h"
@@ -15,11 +14,11 @@
 namespace strata::ops::direct {
 
 // qkv [B, T, 3C] (the QKV projection's output, `heads` heads): k and v, as [B, H, T, D] views of
-// its slices, are added into the caches k_cache, v_cache [B, H, capacity, D] at the rows
-// `positions` [T] (zeros there before: the tape's index_add_), then q attends over the caches'
-// first `held` [1] keys (read on the device at every run, so one plan serves every position);
-// y [B, T, C] is the heads side by side. The positions and the count are the cache's slots,
-// which the caller rewrites before each run (nn::KvCache::advance).
+// its slices, are written into the caches k_cache, v_cache [B, H, capacity, D] at the rows
+// `positions` [T] by the attention op itself, then q attends over the caches' first `held` [1]
+// keys (read on the device at every run, so one plan serves every position); y [B, T, C] is the
+// heads side by side. The positions and the count are the cache's slots, which the caller
+// rewrites before each run (nn::KvCache::advance).
 template <class Impl>
 class CachedAttentionStep {
  public:
@@ -29,17 +28,13 @@ class CachedAttentionStep {
     const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
     const Shape dims{B, T, heads, C / heads};
     const auto [q, k, v] = plan_qkv_heads(impl, qkv, dims, copies_);
-    add_k_ = plan_add(impl, k_cache, positions, k);
-    add_v_ = plan_add(impl, v_cache, positions, v);
-    attn_.plan(impl, q, k_cache, v_cache, true, 1.0 / std::sqrt(static_cast<double>(dims[3])), held);
+    attn_.plan(impl, q, k_cache, v_cache, true, 1.0 / std::sqrt(static_cast<double>(dims[3])), held, k, v, positions);
     y_ = attn_.y.permute(kQkvHeads).view({B, T, C});
     kept_ = {k_cache, v_cache, positions, held};
   }
   template <class... Args>
   const Tensor& run(const Args&...) {
     for (auto& c : copies_) c.run();
-    run_kernel<OpId::index_add>(*impl_, add_k_);
-    run_kernel<OpId::index_add>(*impl_, add_v_);
     attn_.forward();
     return y_;
   }
@@ -47,11 +42,6 @@ class CachedAttentionStep {
   const Tensor& run_backward() { no_backward(); }
 
  private:
-  // The front end's index_add_(cache, 2, positions, x): its binding, with the positions' values
-  // checked as the plans check an index (index_to_check).
-  static IndexAddArgs plan_add(Impl& impl, const Tensor& cache, const Tensor& positions, const Tensor& x) {
-    return bind::index_add_into(StaticDispatch<Impl>(impl), cache, 2, positions, index_to_check(positions), x).args;
-  }
   [[noreturn]] static void no_backward() {
     STRATA_FAIL("CausalSelfAttention: no backward through a decoding step over a key/value cache (a cache is for "
                 "inference)");
@@ -61,7 +51,6 @@ class CachedAttentionStep {
   Tensor y_;
   std::vector<Tensor> kept_;  // the caches and their slots, which the plans point at
   CastPlan<Impl> copies_[3];
-  IndexAddArgs add_k_, add_v_;
   AttentionPlan<Impl> attn_;
 };
 
