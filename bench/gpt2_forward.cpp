@@ -14,11 +14,20 @@
 // direct-mode step captured as a CUDA graph; R rounds, the order of the
 // ways reversed every other round, each way's median and range printed, and every way's
 // tokens checked equal. --json PATH also writes the study's figures (every round of every way),
-// for the study's page.
+// for the study's page. On cuda it then splits each mode's one-token step (over the static cache,
+// the greedy token fed back on the device) into host and device time: the stream held behind a
+// gate (stream_gate.h) while the host enqueues --split-steps steps, CUDA events around them once
+// it opens; the same rounds, the modes' order alternating.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #ifdef STRATA_HAVE_BACKEND_CUDA
+#include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+
+#include "resnet50_support.h"
+#include "stream_gate.h"
+#include "strata/backends/api/registry.h"
+#include "strata/ops/direct/graph_capture.h"
 #endif
 
 #include <algorithm>
@@ -52,11 +61,72 @@ struct Way {
   Tensor tokens;
 };
 
+#ifdef STRATA_HAVE_BACKEND_CUDA
+// One mode's decoding step apart: host ms and device ms per token in each round.
+struct Split {
+  std::string mode;
+  std::function<void(std::vector<double>&, std::vector<double>&)> round;  // appends host and device ms
+  std::vector<double> host_ms = {}, device_ms = {};
+};
+
+// A round of `steps` one-token steps of `m` over a fresh static cache after the prompt, as
+// nn::generate's greedy loop runs them (the argmax written into the next step's ids on the
+// device), enqueued behind the held stream; `graph`: the step captured once, then launched.
+template <class M, class Argmax>
+void split_round(M& m, const Tensor& prompt, int64_t steps, bool graph, Argmax&& argmax, bench::StreamGate& gate,
+                 std::vector<double>& host_ms, std::vector<double>& device_ms) {
+  auto& impl = backends::registry().impl<backends::CudaBackend>();
+  nn::KvCache cache = m.static_cache(1, prompt.size(1) + steps + 2);
+  m.forward(prompt, &cache);
+  const Tensor ids = prompt.narrow(1, prompt.size(1) - 1, 1).contiguous();
+  Tensor logits;
+  auto step = [&] {
+    logits = m.forward(ids, &cache);
+    argmax(logits, ids);
+  };
+  std::unique_ptr<ops::direct::CapturedGraph> captured;
+  if (graph) {
+    if constexpr (requires { *m.policy().impl; }) {
+      step();  // the first step runs uncaptured, as generate's does
+      captured = ops::direct::capture_step(*m.policy().impl, step);
+    }
+  } else {
+    step();  // warm: the step's plans and allocations exist
+  }
+  impl.synchronize();
+  cudaStream_t stream = static_cast<cudaStream_t>(impl.stream());
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  bench::cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
+  bench::cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
+  gate.hold();
+  bench::cuda_check(cudaEventRecord(e0, stream), "cudaEventRecord");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) {
+    if (captured) {
+      cache.advance(1);
+      captured->launch();
+    } else {
+      step();
+    }
+  }
+  const double host = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  bench::cuda_check(cudaEventRecord(e1, stream), "cudaEventRecord");
+  gate.open();
+  bench::cuda_check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+  float device = 0;
+  bench::cuda_check(cudaEventElapsedTime(&device, e0, e1), "cudaEventElapsedTime");
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  host_ms.push_back(host / static_cast<double>(steps));
+  device_ms.push_back(static_cast<double>(device) / static_cast<double>(steps));
+}
+#endif
+
 // Greedy decoding of `tokens` after `prompt` in each way this build runs (the file's comment),
 // alternating the order, timed per token. Every way must give the same tokens.
 template <class Load>
 nlohmann::json decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::VirtualDispatch& d, Load&& load,
-                            const Tensor& prompt, int64_t tokens, int rounds) {
+                            const Tensor& prompt, int64_t tokens, int rounds, int64_t split_steps) {
   std::vector<Way> ways;
   const nn::GenerateOptions greedy{.new_tokens = tokens, .temperature = 0.0};
   nn::GenerateOptions fixed = greedy, graph = greedy;
@@ -114,6 +184,45 @@ nlohmann::json decode_study(nn::Gpt<ops::VirtualDispatch>& model, const ops::Vir
   for (size_t i = static_cast<size_t>(prompt.size(1)); i < ids.size(); ++i) list += (list.empty() ? "" : ", ") + std::to_string(ids[i]);
   std::printf("strata tokens: [%s]\n", list.c_str());
   out["same_tokens_every_way"] = true;  // checked above, or the study failed
+#ifdef STRATA_HAVE_BACKEND_CUDA
+  if (sm && split_steps > 0) {
+    using Cuda = backends::CudaBackend;
+    const ops::StaticDispatch<Cuda> fed(backends::registry().impl<Cuda>());
+    const auto by = [](const auto& p) {
+      return [p](const Tensor& logits, const Tensor& ids) {
+        ops::copy_(p, ops::reduce(p, ops::ReduceFn::argmax, logits, std::vector<int>{2}, false), ids);
+      };
+    };
+    bench::StreamGate gate(backends::registry().impl<Cuda>().stream());
+    std::vector<Split> modes;
+    modes.push_back({"virtual", [&](auto& h, auto& dv) { split_round(model, prompt, split_steps, false, by(d), gate, h, dv); }});
+    modes.push_back({"static", [&](auto& h, auto& dv) { split_round(*sm, prompt, split_steps, false, by(fed), gate, h, dv); }});
+    modes.push_back({"direct", [&](auto& h, auto& dv) { split_round(*dm, prompt, split_steps, false, by(fed), gate, h, dv); }});
+    modes.push_back({"graph", [&](auto& h, auto& dv) { split_round(*dm, prompt, split_steps, true, by(fed), gate, h, dv); }});
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < modes.size(); ++i) {
+        Split& m = modes[r % 2 == 0 ? i : modes.size() - 1 - i];
+        m.round(m.host_ms, m.device_ms);
+      }
+    out["split"] = {{"steps_per_round", split_steps}, {"gate_timeouts", gate.timeouts()}, {"modes", nlohmann::json::array()}};
+    for (Split& m : modes) {
+      out["split"]["modes"].push_back({{"mode", m.mode}, {"host_ms_per_token_by_round", m.host_ms},
+                                       {"device_ms_per_token_by_round", m.device_ms}});
+      std::sort(m.host_ms.begin(), m.host_ms.end());
+      std::sort(m.device_ms.begin(), m.device_ms.end());
+      std::printf("strata decode step %s, host and device apart: host %.4f ms, device %.4f ms per token (medians of %d "
+                  "rounds of %lld steps)\n",
+                  m.mode.c_str(), m.host_ms[m.host_ms.size() / 2], m.device_ms[m.device_ms.size() / 2], rounds,
+                  static_cast<long long>(split_steps));
+    }
+    if (gate.timeouts() > 0)
+      std::printf("strata decode step: %d rounds waited for the held stream (a step synchronised): their host time "
+                  "includes the gate's second\n",
+                  gate.timeouts());
+  }
+#else
+  (void)split_steps;
+#endif
   return out;
 }
 
@@ -173,6 +282,11 @@ int main(int argc, char** argv) try {
   app.add_option("--rounds", rounds, "timed rounds of the decoding study")->check(CLI::Range(1, 100));
   std::string json_path;
   app.add_option("--json", json_path, "with --decode: the decoding study's figures to this file (JSON)");
+  int64_t split_steps = 4;
+  app.add_option("--split-steps", split_steps,
+                 "(cuda) with --decode: steps enqueued behind the held stream per round when timing each mode's "
+                 "host and device apart (0: not)")
+      ->check(CLI::Range(0, 16));
   bool profile_step = false;
   app.add_flag("--profile-step", profile_step,
                "(cuda) one decoding step of the static cache in static mode inside the NVTX range 'decode_step', "
@@ -217,7 +331,7 @@ int main(int argc, char** argv) try {
                 g_ms / static_cast<double>(generate));
   }
   if (decode > 0) {
-    nlohmann::json study = decode_study(model, d, load, ids.slice(0, 0, 1), decode, rounds);
+    nlohmann::json study = decode_study(model, d, load, ids.slice(0, 0, 1), decode, rounds, split_steps);
     if (!json_path.empty()) {
       study["backend"] = std::string(be.name());
       study["precision"] = precision;

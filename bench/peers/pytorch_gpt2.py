@@ -203,6 +203,36 @@ def static_loop(model, prompt, n_new, step):
     return torch.cat([prompt] + out, dim=1)
 
 
+def kernel_table(static, compiled, prompt, path, steps=32):
+    """The compiled loop's kernels per one-token step, from torch.profiler's CUDA activity over
+    `steps` steps after the prompt (the CUDA graph's kernels are traced one by one): name,
+    launches per step, device microseconds per step; written to `path`."""
+    from torch.profiler import ProfilerActivity, profile
+    static_loop(static, prompt, 2, compiled)  # the cache holds the prompt; the step's graph is captured
+    tok = prompt[:, -1:]
+    pos = torch.tensor([prompt.shape[1]], device=prompt.device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            torch.compiler.cudagraph_mark_step_begin()
+            tok = compiled(tok, pos)[:, -1].argmax(-1, keepdim=True).clone()
+            pos = pos + 1
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None)
+        if us is None:
+            us = e.cuda_time_total
+        if us > 0:
+            rows.append((us / steps, e.count / steps, e.key))
+    rows.sort(reverse=True)
+    with open(path, "w") as f:
+        f.write(f"# torch.compile reduce-overhead decode step, {steps} steps profiled; per step: "
+                f"{sum(r[1] for r in rows):.1f} kernels, {sum(r[0] for r in rows):.1f} us\n")
+        f.write("us_per_step\tkernels_per_step\tname\n")
+        for us, n, name in rows:
+            f.write(f"{us:.2f}\t{n:.2f}\t{name[:160]}\n")
+
+
 def decode(args):
     with open(os.path.join(args.dir, "config.json")) as f:
         cfg = json.load(f)
@@ -243,6 +273,9 @@ def decode(args):
               f"{statistics.median(ms):.4f} ms per token ({1e3 / statistics.median(ms):.0f} tokens/s), "
               f"range {ms[0]:.4f}-{ms[-1]:.4f} over {args.rounds} rounds; "
               f"{'the same tokens as' if same[name] else 'OTHER tokens than'} generate")
+    if args.kernels:
+        with torch.no_grad():
+            kernel_table(static, compiled, prompt, args.kernels)
     if args.json:
         decode_record.write(args.json, f"PyTorch {torch.__version__}, transformers {transformers.__version__}",
                             torch.cuda.get_device_name(), args.precision, cfg, n, prompt.shape[1], args.rounds, times,
@@ -266,6 +299,7 @@ def main():
     dc.add_argument("--new", type=int, default=256)
     dc.add_argument("--rounds", type=int, default=3)
     dc.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
+    dc.add_argument("--kernels", help="also write the compiled loop's kernels per step here (torch.profiler)")
     dc.add_argument("--json", help="also write every round's figures here (bench/peers/decode_record.py)")
     args = ap.parse_args()
     {"export": export, "compare": compare, "decode": decode}[args.cmd](args)

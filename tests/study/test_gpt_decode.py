@@ -123,6 +123,29 @@ class GptOnlyCard(unittest.TestCase):
         self.assertIn("| 0.624 | 0.622–0.627 | 11 | 1603 |", self.line(self.bf16, "| JAX 0.4.35: jit scan |"))
 
 
+    def test_host_and_device_apart(self):
+        # bf16 virtual: process medians 0.91 and 0.97 ms (host), 0.47 and 0.50 (device); the range of
+        # all six rounds. Two processes: the median of the medians.
+        row = next(ln for ln in self.bf16.split("\n") if ln.startswith("| virtual |"))
+        self.assertEqual(row, "| virtual | 0.94 (0.9–0.99) | 0.485 (0.46–0.51) | host | 1.94× |")
+        row = next(ln for ln in self.bf16.split("\n") if ln.startswith("| graph |"))
+        self.assertEqual(row, "| graph | 0.012 (0.01–0.014) | 0.425 (0.4–0.45) | device | 0.03× |")
+        self.assertIn("4 steps a round enqueued while the stream is held", self.bf16)
+        self.assertNotIn("waited for the held stream", self.bf16)
+        # fp32: one process that waited twice: said.
+        self.assertIn("**2 round(s) waited for the held stream**", self.fp32)
+        self.assertIn("| direct | 0.3 (0.2–0.4) | 0.9 (0.8–1.00) | device |", self.fp32)
+
+
+    def test_training_in_every_mode(self):
+        # gpt_train_b1_t128.jsonl: virtual 6.0, direct 5.0, graph 4.0 ms a step.
+        self.assertIn("### GPT-2 small, a training step in every mode", self.page)
+        rows = [ln for ln in self.page.split("\n") if ln.startswith("| virtual |") or ln.startswith("| direct |")]
+        self.assertIn("| virtual | 6.00 | 5.50–6.50 | 5 × 20 | 21,333 | 2200 | 1.50× |", rows)
+        self.assertIn("| direct | 5.00 | 4.90–5.10 | 5 × 20 | 25,600 | 2368 | 1.25× |", rows)
+        self.assertIn("**batch 1 × 128 tokens**", self.page)
+
+
 class GptBesideResNet(unittest.TestCase):
     def test_resnet_page_unchanged_and_the_section_after_it(self):
         tmp = tempfile.mkdtemp(prefix="study_gpt_")

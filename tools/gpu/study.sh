@@ -20,6 +20,9 @@
 #                                 # strata's ways (gpt2_forward --decode, GPT_PROCESSES processes),
 #                                 # PyTorch's three forms and JAX's two, bf16 then fp32 while the
 #                                 # budget lasts: gpt_decode_<prec>[_<i>].json, gpt_peers_<fw>_<prec>.json
+#   tools/gpu/study.sh gpt_train  # THERE: GPT-2 small's bf16 training step in every dispatch mode
+#                                 # (gpt2_train speed, the modes alternated each round) at batch 1 x 128
+#                                 # tokens and 16 x 1,024: gpt_train_b<B>_t<T>.jsonl
 #
 # Output goes to $OUT (default /tmp/strata-study): *_sweep.json, *_parity.json,
 # dispatch_overhead.json, strata_op_costs.json, loc.json, env_<part>.json, <part>.log
@@ -62,7 +65,7 @@ if [ "$part" = pack ]; then
   exit 0
 fi
 case "$part" in
-  strata | torch | compile | libtorch | parity | jax | gpt) ;;
+  strata | torch | compile | libtorch | parity | jax | gpt | gpt_train) ;;
   *)
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 2
@@ -266,6 +269,17 @@ case "$part" in
       took=$(($(date +%s) - p0))
     done
     rm -rf "$g"
+    ;;
+  gpt_train)
+    # Random tokens and initial weights (gpt2_train's own); the timed steps' medians and ranges.
+    for shape in ${GPT_TRAIN_SHAPES:-1x128x5x20 16x1024x3x10}; do
+      IFS=x read -r b t r n <<<"$shape"
+      f="$out/gpt_train_b${b}_t${t}.jsonl"
+      say "strata: GPT-2 small bf16 training, batch $b x $t tokens, every mode, $r rounds of $n steps"
+      timeout $(($(left) + 10)) "$pkg/bin/gpt2_train" speed --backend "$backend" --batch "$b" --seq "$t" \
+        --precision bf16 --modes all --steps "$n" --rounds "$r" --lr 6e-4 2>>"$log" | grep '^{' >"$f"
+      [ -s "$f" ] || rc=1
+    done
     ;;
   libtorch)
     build_libtorch || exit 1

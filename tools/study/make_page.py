@@ -16,8 +16,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from study_data import GPT_COMPILED, GPT_GENERATE, IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, \
-    STRATA_MODES, find_cards, gpt_decoding, gpt_layer_rows, gpt_peer_rows, gpt_way_rows, read_commented_csv, \
-    seed_points  # noqa: E402
+    STRATA_MODES, find_cards, gpt_decoding, gpt_layer_rows, gpt_peer_rows, gpt_split_rows, gpt_training, \
+    gpt_way_rows, read_commented_csv, seed_points  # noqa: E402
 import plots  # noqa: E402
 from grid import SEED, SWEEP_BATCH, SWEEP_RESOLUTION  # noqa: E402
 
@@ -480,6 +480,27 @@ def sec_gpt(card):
     return "\n".join(gpt_block(prec, r["strata"], r["peers"]) for prec, r in runs.items())
 
 
+def sec_gpt_train(card):
+    """GPT-2 small's training step in every dispatch mode (tools/gpu/study.sh gpt_train); None where
+    the card has no such files."""
+    runs = gpt_training(card)
+    if not runs:
+        return None
+    out = ["GPT-2 small (124M) in bf16 over f32 master weights, AdamW, random tokens: `gpt2_train speed` with "
+           "every dispatch mode in one process, the modes' order reversed every other round. ms per step: the "
+           "median of the rounds (each round's mean step), with the rounds' range; tokens/s at the median; the "
+           "caching allocator's peak; and the step's time as a multiple of graph mode's.\n"]
+    for (b, t), rows in runs.items():
+        graph = next((r["ms_per_step"] for r in rows if r["mode"] == "graph"), None)
+        out += [f"**batch {b} × {t} tokens**\n",
+                table(["mode", "ms per step", "range", "rounds × steps", "tokens/s", "peak MiB", "× graph's time"],
+                      [[r["mode"], num(r["ms_per_step"]), f"{num(r['ms_range'][0])}–{num(r['ms_range'][1])}",
+                        f"{r['rounds']} × {r['steps_per_round']}", f"{r['tokens_per_s']:,.0f}", num(r["peak_mib"]),
+                        rtxt(ratio(r["ms_per_step"], graph))] for r in rows])]
+    out.append("Host and device time per mode are split for decoding (above), not yet for a training step.\n")
+    return "\n".join(out)
+
+
 def gpt_setting(prec, strata_docs, peer_docs):
     """The sentence that says what was decoded, read from the files."""
     first = (strata_docs or peer_docs)[0]
@@ -517,6 +538,22 @@ def gpt_block(prec, strata_docs, peer_docs):
            "in every process.\n",
            table(["way", "ms per token", "range", "rounds", "tokens/s", "× generate's rate",
                   "× compiled loop's rate", "same tokens"], rows)]
+    split = gpt_split_rows(strata_docs)
+    if split:
+        rows = [[r["mode"]] + [f"{num(r[side]['median_ms'])} ({num(r[side]['min_ms'])}–{num(r[side]['max_ms'])})"
+                               for side in ("host", "device")] +
+                ["host" if r["host"]["median_ms"] > r["device"]["median_ms"] else "device",
+                 rtxt(ratio(r["host"]["median_ms"], r["device"]["median_ms"]))] for r in split]
+        timeouts = sum(r["gate_timeouts"] for r in split)
+        out += [f"Where a token's time goes, per mode: the one-token step over the static cache (the greedy token "
+                f"fed back on the device), {split[0]['steps_per_round']} steps a round enqueued while the stream is "
+                f"held, so the host's time to enqueue them and the device's time to run them back to back are "
+                f"measured apart (`bench/stream_gate.h`); ms per token, the median (of the processes' medians) and "
+                f"the range of every round. A mode whose host time exceeds its device time keeps the GPU waiting; "
+                f"the decoding ways above also pay the per-token read of the token on the host."
+                + (f" **{timeouts} round(s) waited for the held stream** (a step synchronised): their host time "
+                   f"includes the gate's one-second wait." if timeouts else "") + "\n",
+                table(["mode", "host ms per token", "device ms per token", "bound by", "host ÷ device"], rows)]
     layers = gpt_layer_rows(strata_docs)
     if layers:
         med = {r["label"]: r["median_ms"] for r in ways}
@@ -562,7 +599,8 @@ def page(cards, seed, seed_text, plot_files, out_path):
                    ("Effort: lines of the ResNet definition", sec_loc(card)),
                    ("What ran, and what did not produce a number", sec_status(card))) if card.rows else ())
         for title, body in (("Environment", sec_environment(card)),) + resnet + \
-                (("GPT-2 small, batch-1 decoding", sec_gpt(card)),):
+                (("GPT-2 small, batch-1 decoding", sec_gpt(card)),
+                 ("GPT-2 small, a training step in every mode", sec_gpt_train(card))):
             if body is not None:  # a section with nothing to show for this card's data
                 o.append(f"### {title}\n\n{body}")
         pf = plot_files.get(card.slug)

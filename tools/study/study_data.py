@@ -170,7 +170,20 @@ def find_cards(results_root):
     return [Card(os.path.dirname(p)) for p in
             sorted(glob.glob(os.path.join(results_root, "*", "study", "")))
             if any(glob.glob(os.path.join(p, pat)) for pat in ("*_sweep.json", "gpt_decode_*.json",
-                                                               "gpt_peers_*.json"))]
+                                                               "gpt_peers_*.json", "gpt_train_*.jsonl"))]
+
+
+# --- GPT-2 training -------------------------------------------------------------------------------
+def gpt_training(card):
+    """{(batch, tokens): [gpt2_train speed's rows, one per mode]} from the card's
+    gpt_train_b<B>_t<T>.jsonl files (tools/gpu/study.sh gpt_train), the smaller batch first."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(card.folder, "gpt_train_*.jsonl"))):
+        with open(path) as f:
+            rows = [json.loads(line) for line in f if line.startswith("{")]
+        if rows:
+            out[(rows[0]["batch"], rows[0]["seq"])] = rows
+    return dict(sorted(out.items()))
 
 
 # --- GPT-2 decoding -------------------------------------------------------------------------------
@@ -224,6 +237,32 @@ def gpt_peer_rows(peer_docs):
     """One row per peer form (label: (framework, form))."""
     return _decode_rows([((d.get("framework"), f["form"]), f, f.get("same_tokens_as_first", False))
                          for d in peer_docs for f in d["forms"]])
+
+
+def gpt_split_rows(strata_docs):
+    """One row per mode of gpt2_forward's host/device split ("split": each mode's one-token step with
+    the stream held while the host enqueues it): host and device ms per token, each the median of
+    the processes' medians with the range of every round; [] where no file has the split."""
+    by, order = {}, []
+    for doc in strata_docs:
+        split = doc.get("split") or {}
+        for m in split.get("modes", []):
+            if m["mode"] not in by:
+                by[m["mode"]] = []
+                order.append(m["mode"])
+            by[m["mode"]].append((m, split.get("gate_timeouts", 0), split.get("steps_per_round")))
+    rows = []
+    for mode in order:
+        ms = by[mode]
+        row = {"mode": mode, "processes": len(ms), "gate_timeouts": sum(t for _, t, _ in ms),
+               "steps_per_round": ms[0][2]}
+        for side in ("host", "device"):
+            key = f"{side}_ms_per_token_by_round"
+            every = [v for m, _, _ in ms for v in m[key]]
+            row[side] = {"median_ms": median([median(m[key]) for m, _, _ in ms]), "min_ms": min(every),
+                         "max_ms": max(every), "rounds": len(every)}
+        rows.append(row)
+    return rows
 
 
 def gpt_layer_rows(strata_docs):
