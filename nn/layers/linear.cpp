@@ -54,7 +54,7 @@ Tensor Linear<P>::forward_normed(const Tensor& x, const Tensor& norm_w, const Te
       p_, x,
       [&](const auto& d) {
         return ops::linear_norm(d, x, detail::compute_cast(d, norm_w, x), detail::compute_cast(d, norm_b, x), eps,
-                                detail::compute_cast(d, weight_, x), detail::compute_cast(d, bias_, x));
+                                weight_cast_(d, weight_, x), bias_cast_(d, bias_, x));
       },
       weight_, bias_, norm_w, norm_b, eps);
 }

@@ -289,9 +289,10 @@ Tensor GptMlp<P>::forward(const Tensor& x, const Tensor& residual, const LayerNo
       return mlp_normed_.forward_keyed(
           p_, in, z.defined() ? detail::plan_key_of(z) : 0,
           [&](const auto& d) {
-            const auto cast = [&](const Tensor& t) { return detail::compute_cast(d, t, in); };
-            const Tensor h = ops::linear_norm(d, in, cast(nw), cast(nb), norm->eps(), cast(w1), cast(b1), act);
-            return z.defined() ? ops::linear_add(d, h, cast(w2), cast(b2), z) : ops::linear(d, h, cast(w2), cast(b2));
+            const Tensor h = ops::linear_norm(d, in, detail::compute_cast(d, nw, in), detail::compute_cast(d, nb, in),
+                                              norm->eps(), w1_cast_(d, w1, in), b1_cast_(d, b1, in), act);
+            const Tensor w2c = w2_cast_(d, w2, in), b2c = b2_cast_(d, b2, in);
+            return z.defined() ? ops::linear_add(d, h, w2c, b2c, z) : ops::linear(d, h, w2c, b2c);
           },
           w1, b1, w2, b2, act, z, nw, nb, std::optional<double>(norm->eps()));
     });
