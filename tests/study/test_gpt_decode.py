@@ -63,7 +63,7 @@ class GptOnlyCard(unittest.TestCase):
         return next((ln for ln in text.split("\n") if all(p in ln for p in parts)), "")
 
     def test_only_the_gpt_section(self):
-        self.assertIn("### GPT-2 small, batch-1 decoding", self.page)
+        self.assertIn("### GPT-2, batch-1 decoding", self.page)
         self.assertNotIn("The paper's table beside ours", self.page)  # no ResNet-50 sweep on this card
         self.assertNotIn("What ran, and what did not", self.page)
 
@@ -137,6 +137,12 @@ class GptOnlyCard(unittest.TestCase):
         self.assertIn("| direct | 0.3 (0.2–0.4) | 0.9 (0.8–1.00) | device |", self.fp32)
 
 
+    def test_a_second_model_size_has_its_own_block(self):
+        # gpt_decode_bf16_medium.json: GPT-2 medium's 24 layers, no peer; after small's bf16 block.
+        at = self.page.index("**bf16, 24 layers**: GPT-2 (24 layers, 16 heads, width 1024")
+        self.assertLess(self.page.index("**bf16**: GPT-2 (12 layers"), at)
+        self.assertIn(f"| strata {GRAPH_DIRECT} | 0.9 | 0.8–1.00 | 3 | 1111 | – | – | yes |", self.page[at:])
+
     def test_training_in_every_mode(self):
         # gpt_train_b1_t128.jsonl: virtual 6.0, direct 5.0, graph 4.0 ms a step.
         self.assertIn("### GPT-2 small, a training step in every mode", self.page)
@@ -157,7 +163,7 @@ class GptBesideResNet(unittest.TestCase):
         with open(EXPECTED) as f:
             self.assertEqual(plain, f.read())
         self.assertNotIn("GPT-2", plain)
-        head, sep, tail = page.partition("\n### GPT-2 small, batch-1 decoding\n")
+        head, sep, tail = page.partition("\n### GPT-2, batch-1 decoding\n")
         self.assertTrue(sep)
         def but_raw_data(text):  # the list of raw files names the GPT files too
             return [ln for ln in text.rstrip("\n").split("\n") if not ln.startswith("Raw data: ")]

@@ -19,7 +19,8 @@
 #   tools/gpu/study.sh gpt        # THERE: GPT-2 small, batch-1 greedy decoding (random weights):
 #                                 # strata's ways (gpt2_forward --decode, GPT_PROCESSES processes),
 #                                 # PyTorch's three forms and JAX's two, bf16 then fp32 while the
-#                                 # budget lasts: gpt_decode_<prec>[_<i>].json, gpt_peers_<fw>_<prec>.json
+#                                 # budget lasts: gpt_decode_<prec>[_<i>].json, gpt_peers_<fw>_<prec>.json;
+#                                 # GPT_SIZE=medium: GPT-2 medium (350M), files tagged _medium
 #   tools/gpu/study.sh gpt_train  # THERE: GPT-2 small's bf16 training step in every dispatch mode
 #                                 # (gpt2_train speed, the modes alternated each round) at batch 1 x 128
 #                                 # tokens and 16 x 1,024: gpt_train_b<B>_t<T>.jsonl
@@ -152,8 +153,8 @@ gpt_step() {
 gpt_precision() {
   local prec=$1 i f check=()
   for i in $(seq 1 "${GPT_PROCESSES:-2}"); do
-    f="$out/gpt_decode_$prec.json"
-    [ "$i" -gt 1 ] && f="$out/gpt_decode_${prec}_$i.json"
+    f="$out/gpt_decode_$prec$gpt_tag.json"
+    [ "$i" -gt 1 ] && f="$out/gpt_decode_$prec${gpt_tag}_$i.json"
     gpt_step "strata $prec, process $i: gpt2_forward --decode" "$pkg/bin/gpt2_forward" --hf --backend "$backend" \
       "${gpt_model[@]}" --precision "$prec" --decode "$gpt_new" --rounds "$gpt_rounds" --repeat 1 --json "$f" \
       --weights "$g/hf.safetensors" --ids "$g/ids.safetensors" --out "$g/strata_$prec.safetensors" || rc=1
@@ -163,7 +164,7 @@ gpt_precision() {
     return
   fi
   gpt_step "PyTorch $prec: generate, eager static-cache loop, compiled loop" python3 bench/peers/pytorch_gpt2.py \
-    decode "$g" --new "$gpt_new" --rounds "$gpt_rounds" --precision "$prec" --json "$out/gpt_peers_torch_$prec.json" \
+    decode "$g" --new "$gpt_new" --rounds "$gpt_rounds" --precision "$prec" --json "$out/gpt_peers_torch_$prec$gpt_tag.json" \
     || rc=1
   if ! python3 -c "import jax" 2>/dev/null; then
     say "JAX not importable: no JAX rows"
@@ -173,7 +174,7 @@ gpt_precision() {
   [ "$prec" = fp32 ] && [ -f "$g/strata_fp32.safetensors" ] && check=(--check-logits "$g/strata_fp32.safetensors")
   gpt_step "JAX $prec: a jitted step per token, the whole generation as one jit" python3 bench/peers/jax_gpt2.py \
     decode "$g" --new "$gpt_new" --rounds "$gpt_rounds" --precision "$prec" ${check[@]+"${check[@]}"} \
-    --json "$out/gpt_peers_jax_$prec.json" || rc=1
+    --json "$out/gpt_peers_jax_$prec$gpt_tag.json" || rc=1
 }
 
 rc=0
@@ -251,10 +252,14 @@ case "$part" in
     # Random weights: no checkpoint reaches the GPU machine. The PyTorch peer's export writes
     # transformers' own state dict (seed 0), which gpt2_forward --hf and both peers load.
     g="$out/gpt"
-    gpt_model=(--layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024)
+    case "${GPT_SIZE:-small}" in  # GPT-2 small (124M) or medium (350M); medium's files are tagged
+      small) gpt_model=(--layers 12 --heads 12 --embd 768 --vocab 50257 --block 1024) gpt_tag="" ;;
+      medium) gpt_model=(--layers 24 --heads 16 --embd 1024 --vocab 50257 --block 1024) gpt_tag="_medium" ;;
+      *) say "GPT_SIZE must be small or medium, got ${GPT_SIZE}"; exit 2 ;;
+    esac
     gpt_new=${GPT_NEW:-256}
     gpt_rounds=${GPT_ROUNDS:-11}
-    say "GPT-2 small, random weights (bench/peers/pytorch_gpt2.py export, seed 0), a ${GPT_PROMPT:-128}-token prompt"
+    say "GPT-2 ${GPT_SIZE:-small}, random weights (bench/peers/pytorch_gpt2.py export, seed 0), a ${GPT_PROMPT:-128}-token prompt"
     python3 bench/peers/pytorch_gpt2.py export "$g" "${gpt_model[@]}" --batch 1 --tokens "${GPT_PROMPT:-128}" \
       >>"$log" 2>&1 || exit 1
     took=0

@@ -472,12 +472,14 @@ def sec_status(card):
 
 
 def sec_gpt(card):
-    """GPT-2 decoding at batch 1 (tools/gpu/study.sh gpt), one block per precision; None where the
-    card has no decoding files."""
+    """GPT-2 decoding at batch 1 (tools/gpu/study.sh gpt), one block per precision and model size; None
+    where the card has no decoding files."""
     runs = gpt_decoding(card)
     if not runs:
         return None
-    return "\n".join(gpt_block(prec, r["strata"], r["peers"]) for prec, r in runs.items())
+    # GPT-2 small's blocks are labelled by their precision alone; another size says its layers.
+    return "\n".join(gpt_block(prec if layers in (12, None) else f"{prec}, {layers} layers", r["strata"], r["peers"])
+                     for (prec, layers), r in runs.items())
 
 
 def sec_gpt_train(card):
@@ -522,7 +524,7 @@ def gpt_setting(prec, strata_docs, peer_docs):
     return text + "\n"
 
 
-def gpt_block(prec, strata_docs, peer_docs):
+def gpt_block(title, strata_docs, peer_docs):
     ways, peers = gpt_way_rows(strata_docs), gpt_peer_rows(peer_docs)
     refs = {form: r["median_ms"] for r in peers for form in (GPT_GENERATE, GPT_COMPILED) if r["label"][1] == form}
     rows = []
@@ -531,7 +533,7 @@ def gpt_block(prec, strata_docs, peer_docs):
         rows.append([label, num(r["median_ms"]), f"{num(r['min_ms'])}–{num(r['max_ms'])}", r["rounds"],
                      num(1e3 / r["median_ms"]), rtxt(ratio(refs.get(GPT_GENERATE), r["median_ms"])),
                      rtxt(ratio(refs.get(GPT_COMPILED), r["median_ms"])), "yes" if r["same_tokens"] else "no"])
-    out = [gpt_setting(prec, strata_docs, peer_docs),
+    out = [gpt_setting(title, strata_docs, peer_docs),
            "ms per token (median; over several processes the median of their medians), the range of every round, "
            "tokens/s at the median, and the rate as a multiple of PyTorch's `generate` and of its compiled "
            "static-cache loop (above 1: faster); \"same tokens\": as the first way (strata) or form (each peer) "
@@ -599,7 +601,7 @@ def page(cards, seed, seed_text, plot_files, out_path):
                    ("Effort: lines of the ResNet definition", sec_loc(card)),
                    ("What ran, and what did not produce a number", sec_status(card))) if card.rows else ())
         for title, body in (("Environment", sec_environment(card)),) + resnet + \
-                (("GPT-2 small, batch-1 decoding", sec_gpt(card)),
+                (("GPT-2, batch-1 decoding", sec_gpt(card)),
                  ("GPT-2 small, a training step in every mode", sec_gpt_train(card))):
             if body is not None:  # a section with nothing to show for this card's data
                 o.append(f"### {title}\n\n{body}")

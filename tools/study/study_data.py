@@ -188,17 +188,21 @@ def gpt_training(card):
 
 # --- GPT-2 decoding -------------------------------------------------------------------------------
 def gpt_decoding(card):
-    """{precision: {"strata": [gpt2_forward --json files, one per process], "peers": [the peers'
-    files (bench/peers/decode_record.py)]}}, bf16 first."""
+    """{(precision, layers): {"strata": [gpt2_forward --json files, one per process], "peers": [the
+    peers' files (bench/peers/decode_record.py)]}}, bf16 first, then the smaller model first (GPT-2
+    small's 12 layers, medium's 24: study.sh's GPT_SIZE)."""
     out = {}
     for name, doc in sorted(card.docs.items()):
         side = ("strata" if name.startswith("gpt_decode_") and "ways" in doc else
                 "peers" if name.startswith("gpt_peers_") and "forms" in doc else None)
         if side:
-            out.setdefault(doc.get("precision"), {"strata": [], "peers": []})[side].append(doc)
+            layers = (doc.get("model") if side == "strata" else doc.get("config") or {}).get("layers")
+            out.setdefault((doc.get("precision"), layers), {"strata": [], "peers": []})[side].append(doc)
 
-    def order(prec):
-        return (GPT_PRECISION_ORDER.index(prec) if prec in GPT_PRECISION_ORDER else len(GPT_PRECISION_ORDER), str(prec))
+    def order(key):
+        prec, layers = key
+        return (GPT_PRECISION_ORDER.index(prec) if prec in GPT_PRECISION_ORDER else len(GPT_PRECISION_ORDER), str(prec),
+                layers or 0)
 
     def references_first(doc):  # the file holding the ratios' references (PyTorch's) leads the peers
         return not any(f["form"] in (GPT_GENERATE, GPT_COMPILED) for f in doc["forms"])
