@@ -101,6 +101,12 @@ void check_against_trace(const std::vector<ops::TraceEvent>& trace, const std::v
                calls.size(), " calls where the trace shows ", seen, " (internal error)");
 }
 
+void check_direct_model(const nn::Model& model, const char* backend) {
+  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == backend, "strata_codegen: the ",
+               backend, " emitter writes out direct mode's plans on the ", backend, " backend, and the model runs in "
+               "another mode or on backend ", model.backend_name());
+}
+
 std::string module_of(const std::string& tensor) {
   const std::string plain = tensor.substr(0, tensor.find(' '));
   const size_t dot = plain.rfind('.');

@@ -4,6 +4,7 @@
 // the step's input, and name each call after the module it belongs to.
 #include <functional>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,40 @@ std::string module_of(const std::string& tensor);
 void name_parameters(nn::Module& m, std::map<const void*, std::string>& names);
 // Names each call after the module whose weight it reads or writes, else after the last one.
 void name_layers(std::vector<RecordedCall>& calls, const std::map<const void*, std::string>& names);
+// Runs `step` once under a backend's call observer (Observer: its RAII scope, constructed from
+// the recorder) and the op trace, and returns the calls the Recorder collected, checked against
+// the trace (check_against_trace). `what` names the step, `backend` the emitter.
+template <class Observer, class Recorder, class Step>
+std::vector<RecordedCall> record_calls(const char* what, const char* backend, Step&& step) {
+  Recorder rec;
+  const bool traced = ops::trace_enabled();
+  ops::take_trace();
+  ops::set_trace_enabled(true);
+  {
+    Observer watch(&rec);
+    step();
+  }
+  const std::vector<ops::TraceEvent> trace = ops::take_trace();
+  ops::set_trace_enabled(traced);
+  check_against_trace(trace, rec.calls, what, backend);
+  return std::move(rec.calls);
+}
+
+// The emitters write out direct mode's plans on their own backend: any other model is refused.
+void check_direct_model(const nn::Model& model, const char* backend);
+
+// name_parameters, and each convolution's folded copies (Conv: the backend's Conv2d, whose folded
+// weight and bias are not parameters: nn/layers/conv2d.h).
+template <class Conv>
+void name_tensors(nn::Module& m, std::map<const void*, std::string>& names) {
+  name_parameters(m, names);
+  for (const auto& [name, mod] : m.named_modules())
+    if (const auto* conv = dynamic_cast<const Conv*>(mod)) {
+      if (conv->folded_weight().defined()) names[conv->folded_weight().data_ptr()] = name + ".weight (folded)";
+      if (conv->folded_bias().defined()) names[conv->folded_bias().data_ptr()] = name + ".bias (folded)";
+    }
+}
+
 // The output y the call writes; throws when it has none.
 const ops::TensorView& output_of(const RecordedCall& c);
 // The step's first call copies the caller's input into the planned input buffer.

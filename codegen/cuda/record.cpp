@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace strata::codegen::cuda {
 
@@ -38,38 +39,10 @@ class Recorder final : public backends::cuda::CallObserver {
 
 using CudaConv = nn::Conv2d<nn::Direct<backends::CudaBackend>>;
 
-// Parameters and buffers, and each convolution's folded copies (not parameters: nn/layers/conv2d.h).
-void name_tensors(nn::Module& m, std::map<const void*, std::string>& names) {
-  name_parameters(m, names);
-  for (const auto& [name, mod] : m.named_modules())
-    if (const auto* conv = dynamic_cast<const CudaConv*>(mod)) {
-      if (conv->folded_weight().defined()) names[conv->folded_weight().data_ptr()] = name + ".weight (folded)";
-      if (conv->folded_bias().defined()) names[conv->folded_bias().data_ptr()] = name + ".bias (folded)";
-    }
-}
-
-// Runs `step` once under the backend's call observer and the op trace, and returns its calls,
-// checked against the trace (codegen/record_util.h). `what` names the step.
+// A step's calls as this backend reports them (record_util.h's record_calls).
 template <class Step>
-std::vector<RecordedCall> record_calls(const char* what, Step&& step) {
-  Recorder rec;
-  const bool traced = ops::trace_enabled();
-  ops::take_trace();
-  ops::set_trace_enabled(true);
-  {
-    backends::cuda::ScopedCallObserver watch(&rec);
-    step();
-  }
-  const std::vector<ops::TraceEvent> trace = ops::take_trace();
-  ops::set_trace_enabled(traced);
-  check_against_trace(trace, rec.calls, what, "cuda");
-  return std::move(rec.calls);
-}
-
-void check_model(const nn::Model& model) {
-  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == "cuda",
-               "strata_codegen: the cuda emitter writes out direct mode's plans on the cuda backend, and the "
-               "model runs in another mode or on backend ", model.backend_name());
+std::vector<RecordedCall> record(const char* what, Step&& step) {
+  return record_calls<backends::cuda::ScopedCallObserver, Recorder>(what, "cuda", std::forward<Step>(step));
 }
 
 void keep_bytes(const Tensor& t, RecordedStep& step) {
@@ -84,7 +57,7 @@ void keep_bytes(const Tensor& t, RecordedStep& step) {
 }  // namespace
 
 RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) {
-  check_model(model);
+  check_direct_model(model, "cuda");
   STRATA_CHECK(!model.module().is_training(), "strata_codegen: the model is in training mode; the generator "
                                               "writes out inference (call eval() first)");
   STRATA_CHECK(x.dim() == 4 && x.dtype() == DType::f32 && model.dtype() == DType::f32 && x.is_contiguous() &&
@@ -95,14 +68,14 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
   RecordedStep step;
   step.arena = planned_arena(x, "predicted for", "predicted", "prediction", [&] { model.predict(x); });
   Tensor result;
-  step.calls = record_calls("prediction", [&] { result = model.predict(x); });
+  step.calls = record("prediction", [&] { result = model.predict(x); });
   // Predict's clone of its result, out of the arena, is the caller's, not the step's.
   std::vector<LibraryCall>& last = step.calls.back().library;
   while (!last.empty() && last.back().kind == LibraryCall::Kind::outside_copy &&
          last.back().a == output_of(step.calls.back()).data)
     last.pop_back();
   step.cudnn_version = backends::cuda::cudnn_runtime_version();
-  name_tensors(model.module(), names);
+  name_tensors<CudaConv>(model.module(), names);
 
   find_input(step, x, "prediction");
   step.device = std::get<ops::CopyArgs>(step.calls.front().args).y.device;
@@ -129,7 +102,7 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
 
 RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
                                std::map<const void*, std::string>& names) {
-  check_model(model);
+  check_direct_model(model, "cuda");
   check_train_inputs(model, x, labels);
   STRATA_CHECK(model.dtype() == DType::f32, "strata_codegen: the cuda emitter writes out f32 training steps; the "
                "model is ", dtype_name(model.dtype()));
@@ -139,9 +112,9 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
   step.arena = planned_arena(x, "ran a training step for", "trained", "training step",
                              [&] { model.train_step(x, labels, opt); });
   // The second step runs on that plan, as every later one does: it is the one recorded.
-  step.calls = record_calls("training step", [&] { model.train_step(x, labels, opt); });
+  step.calls = record("training step", [&] { model.train_step(x, labels, opt); });
   step.cudnn_version = backends::cuda::cudnn_runtime_version();
-  name_tensors(model.module(), names);
+  name_tensors<CudaConv>(model.module(), names);
   find_input(step, x, "training step");
   step.device = std::get<ops::CopyArgs>(step.calls.front().args).y.device;
   name_training_state(step, model.module(), names);

@@ -1,6 +1,7 @@
 #include "strata/codegen/onednn/record.h"
 
 #include <cstring>
+#include <utility>
 
 #include "strata/backends/onednn/call_observer.h"
 #include "strata/backends/onednn/onednn_backend.h"
@@ -34,40 +35,10 @@ class Recorder final : public backends::onednn::CallObserver {
 
 using OneDnnConv = nn::Conv2d<nn::Direct<backends::OneDnnBackend>>;
 
-// The model's tensors by address: parameters under their state-dict names, and each
-// convolution's folded copies (not parameters: nn/layers/conv2d.h).
-void name_tensors(nn::Module& m, std::map<const void*, std::string>& names) {
-  name_parameters(m, names);
-  for (const auto& [name, mod] : m.named_modules())
-    if (const auto* conv = dynamic_cast<const OneDnnConv*>(mod)) {
-      if (conv->folded_weight().defined()) names[conv->folded_weight().data_ptr()] = name + ".weight (folded)";
-      if (conv->folded_bias().defined()) names[conv->folded_bias().data_ptr()] = name + ".bias (folded)";
-    }
-}
-
-// Runs `step` once under the backend's call observer and the op trace, and returns its calls:
-// every kernel the step ran must have been reported with its arguments, since an op the onednn
-// backend does not report is one the generator cannot write out. `what` names the step.
+// A step's calls as this backend reports them (record_util.h's record_calls).
 template <class Step>
-std::vector<RecordedCall> record_calls(const char* what, Step&& step) {
-  Recorder rec;
-  const bool traced = ops::trace_enabled();
-  ops::take_trace();
-  ops::set_trace_enabled(true);
-  {
-    backends::onednn::ScopedCallObserver watch(&rec);
-    step();
-  }
-  const std::vector<ops::TraceEvent> trace = ops::take_trace();
-  ops::set_trace_enabled(traced);
-  check_against_trace(trace, rec.calls, what, "onednn");
-  return std::move(rec.calls);
-}
-
-void check_model(const nn::Model& model) {
-  STRATA_CHECK(model.mode() == ops::DispatchMode::direct && model.backend_name() == "onednn",
-               "strata_codegen: the onednn emitter writes out direct mode's plans on the onednn backend, and the "
-               "model runs in another mode or on backend ", model.backend_name());
+std::vector<RecordedCall> record(const char* what, Step&& step) {
+  return record_calls<backends::onednn::ScopedCallObserver, Recorder>(what, "onednn", std::forward<Step>(step));
 }
 
 void check_input(const nn::Model& model, const Tensor& x) {
@@ -79,7 +50,7 @@ void check_input(const nn::Model& model, const Tensor& x) {
 }  // namespace
 
 RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) {
-  check_model(model);
+  check_direct_model(model, "onednn");
   STRATA_CHECK(!model.module().is_training(), "strata_codegen: the model is in training mode; the generator "
                                               "writes out inference (call eval() first)");
   check_input(model, x);
@@ -87,8 +58,8 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
   // The plan is read as direct mode makes it, at the first prediction for a shape.
   step.arena = planned_arena(x, "predicted for", "predicted", "prediction", [&] { model.predict(x); });
   Tensor result;
-  step.calls = record_calls("prediction", [&] { result = model.predict(x); });
-  name_tensors(model.module(), names);
+  step.calls = record("prediction", [&] { result = model.predict(x); });
+  name_tensors<OneDnnConv>(model.module(), names);
 
   // Predict's result is the last call's output, copied out of the arena.
   find_input(step, x, "prediction");
@@ -106,7 +77,7 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
 
 RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& labels, nn::Optimizer& opt,
                                std::map<const void*, std::string>& names) {
-  check_model(model);
+  check_direct_model(model, "onednn");
   check_train_inputs(model, x, labels);
   RecordedStep step;
   step.training = true;
@@ -115,8 +86,8 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
                              [&] { model.train_step(x, labels, opt); });
   // The second step runs on that plan, as every later one does: it is the one recorded.
   nn::StepResult r;
-  step.calls = record_calls("training step", [&] { r = model.train_step(x, labels, opt); });
-  name_tensors(model.module(), names);
+  step.calls = record("training step", [&] { r = model.train_step(x, labels, opt); });
+  name_tensors<OneDnnConv>(model.module(), names);
   find_input(step, x, "training step");
   name_training_state(step, model.module(), names);
   name_layers(step.calls, names);
