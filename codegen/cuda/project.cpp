@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "strata/codegen/cuda/call_text.h"
+#include "strata/codegen/cuda/state_text.h"
 #include "strata/codegen/cuda/support_files.h"
 #include "strata/codegen/project_files.h"
 #include "strata/core/error.h"
@@ -91,35 +92,14 @@ std::vector<GeneratedFile> assemble(const RecordedStep& step, const BufferMap& b
       << "  static constexpr int64_t kWeightBytes = " << buffers.constants_bytes() << ";\n"
       << "  static constexpr uint64_t kChecksum = " << checksum << "ull;\n"
       << "  Weights file;\n  DeviceMemory weights, arena, input;\n  Legacy legacy;\n"
-      << "  int64_t workspace_bytes = 0;  // the most any call's plan needs\n"
-      << "  DeviceMemory workspace_memory;\n  void* workspace = nullptr;\n"
-      << "  cudaGraph_t graph = nullptr;\n  cudaGraphExec_t exec = nullptr;\n";
-  for (const CallText& t : texts)
-    if (!t.member.empty()) cpp << "  " << t.member << "\n";
-  cpp << "\n  State(const std::string& path, bool use_graph);\n  ~State() {\n"
-      << "    if (exec) cudaGraphExecDestroy(exec);\n    if (graph) cudaGraphDestroy(graph);\n  }\n"
-      << "  void need_workspace(int64_t bytes) { workspace_bytes = std::max(workspace_bytes, bytes); }\n"
-      << "  void forward();\n};\n\n"
-      << "Model::State::State(const std::string& path, bool use_graph)\n"
+      << state_members(texts, "forward") << "Model::State::State(const std::string& path, bool use_graph)\n"
       << "    : file(path, kWeightBytes, kChecksum), weights(kWeightBytes), arena(" << step.arena.bytes
       << "), input(" << input_buffer_bytes << ") {\n"
-      << "  if (cudnnGetVersion() != static_cast<size_t>(kCudnnVersion))\n"
-      << "    std::fprintf(stderr, \"warning: generated with cuDNN %lld, running on cuDNN %zu: strata's bits are \"\n"
-      << "                 \"promised for the same version only\\n\", static_cast<long long>(kCudnnVersion), "
-         "cudnnGetVersion());\n"
-      << "  CHECK(cudaMemcpy(weights.p, file.data(), kWeightBytes, cudaMemcpyHostToDevice));\n";
-  for (const CallText& t : texts)
-    if (!t.load.empty()) cpp << "  {  // " << t.comment << "\n" << t.load << "  }\n";
-  cpp << "  workspace_memory = DeviceMemory(workspace_bytes);\n  workspace = workspace_memory.p;\n"
-      << "  if (!use_graph) return;\n"
+      << state_loads(texts, "kWeightBytes")
       << "  // As strata's graph mode: the calls run once as they are (the libraries' first-call work, such as\n"
       << "  // loading kernels, stays out of the graph), then are captured once in relaxed mode; run() launches\n"
       << "  // the graph.\n"
-      << "  forward();\n  CHECK(cudaStreamSynchronize(stream));\n"
-      << "  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));\n"
-      << "  try {\n    forward();\n  } catch (...) {\n    cudaGraph_t partial = nullptr;\n"
-      << "    cudaStreamEndCapture(stream, &partial);\n    if (partial) cudaGraphDestroy(partial);\n    throw;\n  }\n"
-      << "  CHECK(cudaStreamEndCapture(stream, &graph));\n  CHECK(cudaGraphInstantiate(&exec, graph, 0));\n}\n\n"
+      << "  forward();\n  CHECK(cudaStreamSynchronize(stream));\n" << state_capture("forward")
       << "// The prediction's calls in strata's order, each on the buffers strata's planner placed.\n"
       << "void Model::State::forward() {\n  std::byte* a = arena.p;\n  const std::byte* w = weights.p;\n"
       << "  std::byte* in = input.p;\n  (void)a, (void)w, (void)in;\n";

@@ -5,6 +5,7 @@
 // CUDA graph that train_step() launches between the batch's copy in and the loss's copy out.
 #include <sstream>
 
+#include "strata/codegen/cuda/state_text.h"
 #include "strata/codegen/cuda/support_files.h"
 #include "strata/codegen/cuda/train_text.h"
 #include "strata/codegen/project_files.h"
@@ -115,27 +116,10 @@ std::vector<GeneratedFile> emit_train_project(const RecordedStep& step, BufferMa
       << "  static constexpr int64_t kStateBytes = " << state_bytes << ";\n"
       << "  Weights file;  // the state on the host: read at load, written by save()\n"
       << "  DeviceMemory weights, arena, input, scratch_memory;\n  Legacy legacy;\n"
-      << "  int64_t workspace_bytes = 0;  // the most any call's plan needs\n"
-      << "  DeviceMemory workspace_memory;\n  void* workspace = nullptr;\n"
-      << "  cudaGraph_t graph = nullptr;\n  cudaGraphExec_t exec = nullptr;\n";
-  for (const CallText& t : texts)
-    if (!t.member.empty()) cpp << "  " << t.member << "\n";
-  cpp << "\n  State(const std::string& path, bool use_graph);\n  ~State() {\n"
-      << "    if (exec) cudaGraphExecDestroy(exec);\n    if (graph) cudaGraphDestroy(graph);\n  }\n"
-      << "  void need_workspace(int64_t bytes) { workspace_bytes = std::max(workspace_bytes, bytes); }\n"
-      << "  void step();\n};\n\n"
-      << "Model::State::State(const std::string& path, bool use_graph)\n"
+      << state_members(texts, "step") << "Model::State::State(const std::string& path, bool use_graph)\n"
       << "    : file(path, kStateBytes, 0), weights(kStateBytes), arena(" << step.arena.bytes << "), input("
       << input_buffer_bytes << "), scratch_memory(" << scratch.total() << ") {\n"
-      << "  if (cudnnGetVersion() != static_cast<size_t>(kCudnnVersion))\n"
-      << "    std::fprintf(stderr, \"warning: generated with cuDNN %lld, running on cuDNN %zu: strata's bits are \"\n"
-      << "                 \"promised for the same version only\\n\", static_cast<long long>(kCudnnVersion), "
-         "cudnnGetVersion());\n"
-      << "  CHECK(cudaMemcpy(weights.p, file.data(), kStateBytes, cudaMemcpyHostToDevice));\n";
-  for (const CallText& t : texts)
-    if (!t.load.empty()) cpp << "  {  // " << t.comment << "\n" << t.load << "  }\n";
-  cpp << "  workspace_memory = DeviceMemory(workspace_bytes);\n  workspace = workspace_memory.p;\n"
-      << "  if (!use_graph) return;\n"
+      << state_loads(texts, "kStateBytes")
       << "  // As strata's graph mode, the calls run once as they are before the capture (the libraries'\n"
       << "  // first-call work, such as loading kernels, stays out of the graph); a step changes the state, so\n"
       << "  // that run's state is put back. Then the step is captured once, in relaxed mode.\n"
@@ -143,11 +127,7 @@ std::vector<GeneratedFile> emit_train_project(const RecordedStep& step, BufferMa
       << "  CHECK(cudaMemcpyAsync(saved.p, weights.p, kStateBytes, cudaMemcpyDeviceToDevice, stream));\n"
       << "  step();\n"
       << "  CHECK(cudaMemcpyAsync(weights.p, saved.p, kStateBytes, cudaMemcpyDeviceToDevice, stream));\n"
-      << "  CHECK(cudaStreamSynchronize(stream));\n"
-      << "  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));\n"
-      << "  try {\n    step();\n  } catch (...) {\n    cudaGraph_t partial = nullptr;\n"
-      << "    cudaStreamEndCapture(stream, &partial);\n    if (partial) cudaGraphDestroy(partial);\n    throw;\n  }\n"
-      << "  CHECK(cudaStreamEndCapture(stream, &graph));\n  CHECK(cudaGraphInstantiate(&exec, graph, 0));\n}\n\n"
+      << "  CHECK(cudaStreamSynchronize(stream));\n" << state_capture("step")
       << "// The step's calls in strata's order (after the batch's copies), each on the buffers strata's planner\n"
       << "// placed or in the state.\n"
       << "void Model::State::step() {\n  std::byte* a = arena.p;\n  std::byte* w = weights.p;\n"
