@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "strata/core/error.h"
+#include "strata/ops/table/pointwise.h"
 
 namespace strata::codegen {
 
@@ -99,6 +100,15 @@ void check_against_trace(const std::vector<ops::TraceEvent>& trace, const std::v
   }
   STRATA_CHECK(seen == calls.size() && !calls.empty(), "strata_codegen: the ", backend, " backend reported ",
                calls.size(), " calls where the trace shows ", seen, " (internal error)");
+}
+
+void refuse_linear_extras(const ops::LinearFwdArgs& a, const std::string& op, const char* emitter) {
+  STRATA_CHECK(!a.act, "strata_codegen: ", op, " has an activation epilogue (", ops::unary_name(*a.act), "), which the ",
+               emitter, " emitter does not write out yet");
+  STRATA_CHECK(!a.z.defined, "strata_codegen: ", op, " adds a residual in its product, which the ", emitter,
+               " emitter does not write out yet");
+  STRATA_CHECK(!a.norm_eps, "strata_codegen: ", op, " layer-normalises its input in the product's prologue, which the ",
+               emitter, " emitter does not write out yet");
 }
 
 void check_direct_model(const nn::Model& model, const char* backend) {

@@ -82,6 +82,9 @@ void find_input(RecordedStep& step, const Tensor& x, const char* what);
 void name_training_state(RecordedStep& step, nn::Module& module, std::map<const void*, std::string>& names);
 // The dropout calls of a training step, in order: each keeps its {seed, offset} in the state.
 std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step);
+// A linear call with an epilogue (an activation, a residual) or a layer-norm prologue, which no
+// emitter writes out yet: refused naming `op` (the call and its layer) and the `emitter`.
+void refuse_linear_extras(const ops::LinearFwdArgs& a, const std::string& op, const char* emitter);
 // The checks every recorder makes of a training step's model and batch.
 void check_train_inputs(const nn::Model& model, const Tensor& x, const Tensor& labels);
 

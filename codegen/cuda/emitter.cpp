@@ -10,6 +10,7 @@
 #include "strata/backends/cuda/strided.h"
 #include "strata/codegen/cuda/call_text.h"
 #include "strata/codegen/cuda/support_files.h"
+#include "strata/codegen/record_util.h"
 #include "strata/codegen/project_files.h"
 #include "strata/core/error.h"
 #ifdef STRATA_CODEGEN_CUDA_RECORD
@@ -169,12 +170,7 @@ namespace {
 CallText linear(const RecordedCall& c, Places& p) {
   const auto& a = std::get<ops::LinearFwdArgs>(c.args);
   const std::string op = "linear_fwd (" + c.layer + ")";
-  STRATA_CHECK(!a.act, "strata_codegen: ", op, " has an activation epilogue (", ops::unary_name(*a.act),
-               "), which the cuda emitter does not write out yet");
-  STRATA_CHECK(!a.z.defined, "strata_codegen: ", op, " adds a residual in its product, which the cuda emitter does "
-               "not write out yet");
-  STRATA_CHECK(!a.norm_eps, "strata_codegen: ", op, " layer-normalises its input in the product's prologue, which the "
-               "cuda emitter does not write out yet");
+  refuse_linear_extras(a, op, "cuda");
   refuse_staging(c);
   require_dense_f32(a.x, op + " x");
   require_dense_f32(a.w, op + " w");

@@ -17,6 +17,9 @@ namespace {
 
 std::string i64(int64_t v) { return std::to_string(v); }
 
+// Dropout's scale of the kept values, 1 / (1 - p) (0 when all are dropped), as the backends compute it.
+double dropout_inv_keep(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
+
 std::string num(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -223,7 +226,7 @@ CallText train_text(const RecordedCall& c, const std::string& m, Places& p, Trai
       require_dense_f32(a.y, op + " y");
       t.run = "  kernels::dropout(stream, " + p.fptr(a.x, op + " x") + ", " + p.fptr(a.y, op + " y") + ", " +
               mask_ptr(p, a.mask, op + " mask") + ", " + i64(a.x.numel()) + ",\n      " + counter + ", " + num(a.p) +
-              ", " + num(a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0) + ");\n";
+              ", " + num(dropout_inv_keep(a.p)) + ");\n";
       t.how = "strata's element-wise kernel, {seed, offset} from the state";
       return t;
     }
@@ -234,7 +237,7 @@ CallText train_text(const RecordedCall& c, const std::string& m, Places& p, Trai
       require_dense_f32(a.dx, op + " dx");
       t.run = "  kernels::dropout_bwd(stream, " + p.fptr(a.dy, op + " dy") + ", " + mask_ptr(p, a.mask, op + " mask") +
               ", " + p.fptr(a.dx, op + " dx") + ", " + i64(a.dy.numel()) + ", " +
-              num(a.p < 1.0 ? 1.0 / (1.0 - a.p) : 0.0) + ");\n";
+              num(dropout_inv_keep(a.p)) + ");\n";
       t.how = "strata's element-wise kernel";
       return t;
     }

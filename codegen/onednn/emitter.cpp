@@ -11,6 +11,7 @@
 #include "strata/backends/onednn/call_observer.h"
 #include "strata/backends/onednn/descriptor_rules.h"
 #include "strata/codegen/onednn/record.h"
+#include "strata/codegen/record_util.h"
 #include "strata/codegen/onednn/support_files.h"
 #include "strata/core/error.h"
 
@@ -112,12 +113,7 @@ CallText OneDnnEmitter::conv(const RecordedCall& c, const std::string& m, Buffer
 CallText OneDnnEmitter::linear(const RecordedCall& c, const std::string& m, BufferMap& b) {
   const auto& a = std::get<ops::LinearFwdArgs>(c.args);
   const std::string op = "linear_fwd (" + c.layer + ")";
-  STRATA_CHECK(!a.act, "strata_codegen: ", op, " has an activation epilogue (", ops::unary_name(*a.act),
-               "), which the onednn emitter does not write out yet");
-  STRATA_CHECK(!a.z.defined, "strata_codegen: ", op, " adds a residual in its product, which the onednn emitter "
-               "does not write out yet");
-  STRATA_CHECK(!a.norm_eps, "strata_codegen: ", op, " layer-normalises its input in the product's prologue, which the "
-               "onednn emitter does not write out yet");
+  refuse_linear_extras(a, op, "onednn");
   for (const auto* v : {&a.x, &a.w, &a.b, &a.y}) require_f32(*v, op);
   STRATA_CHECK(c.primitive, "strata_codegen: ", op, " ran no primitive (internal error)");
   const DescLayout wl = backends::onednn::view_layout(a.w);

@@ -10,6 +10,7 @@
 #include "strata/backends/onednn/call_observer.h"
 #include "strata/backends/onednn/descriptor_rules.h"
 #include "strata/codegen/onednn/record.h"
+#include "strata/codegen/record_util.h"
 #include "strata/codegen/onednn/support_files.h"
 #include "strata/core/error.h"
 
@@ -161,9 +162,7 @@ CallText OneDnnEmitter::train_primitive(const RecordedCall& c, BufferMap& b) {
     const TensorView *src = nullptr, *wei = nullptr, *bias = nullptr, *dst = nullptr;
     std::string src_md, wei_md;
     if (const auto* a = std::get_if<ops::LinearFwdArgs>(&c.args)) {
-      STRATA_CHECK(!a->act && !a->z.defined && !a->norm_eps, "strata_codegen: linear_fwd (", c.layer, ") has an "
-                   "activation or residual epilogue or a layer-norm prologue, which the onednn emitter does not write "
-                   "out yet");
+      refuse_linear_extras(*a, "linear_fwd (" + c.layer + ")", "onednn");
       src = &a->x, wei = &a->w, dst = &a->y, src_md = desc_of(a->x), wei_md = transposed(a->w);
       if (a->b.defined) bias = &a->b;
     } else if (const auto* a = std::get_if<ops::LinearBwdDataArgs>(&c.args)) {
