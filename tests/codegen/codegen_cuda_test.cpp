@@ -5,21 +5,18 @@
 // on the GPU and running what comes out is tools/gpu/codegen_cuda.sh's.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "strata/codegen/buffer_map.h"
 #include "strata/codegen/cuda/emitter.h"
+#include "cuda_project_util.h"
 #include "support/expect_error.h"
 
 namespace strata {
 namespace {
 
-namespace fs = std::filesystem;
+using testing::file;
 using backends::cuda::LibraryCall;
 using Kind = LibraryCall::Kind;
 using ops::OpId;
@@ -168,12 +165,6 @@ struct HandRecorded {
   }
 };
 
-std::string file(const std::vector<codegen::GeneratedFile>& files, const std::string& name) {
-  for (const auto& f : files)
-    if (f.name == name) return f.text;
-  ADD_FAILURE() << "no " << name << " among the generated files";
-  return {};
-}
 
 TEST(CodegenCudaText, WritesEveryCallWithTheBackendsChoices) {
   HandRecorded r;
@@ -267,23 +258,7 @@ TEST(CodegenCudaText, TheProjectBuilds) {
   GTEST_SKIP() << "no CUDA compiler or cuDNN found when strata was configured";
 #else
   HandRecorded r;
-  const fs::path dir = fs::temp_directory_path() / ("strata_codegen_cuda_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const auto& f : r.emit()) {
-    std::ofstream out(dir / f.name, std::ios::binary);
-    out << f.text;
-  }
-  const std::string configure = std::string("\"") + STRATA_TEST_CMAKE + "\" -S " + dir.string() + " -B " +
-                                (dir / "build").string() + " -DCMAKE_CUDA_COMPILER=" + STRATA_TEST_NVCC +
-                                " -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_ROOT=" + STRATA_TEST_CUDNN_ROOT +
-                                " > " + (dir / "log.txt").string() + " 2>&1";
-  ASSERT_EQ(std::system(configure.c_str()), 0) << "see " << (dir / "log.txt");
-  const std::string build = std::string("\"") + STRATA_TEST_CMAKE + "\" --build " + (dir / "build").string() +
-                            " >> " + (dir / "log.txt").string() + " 2>&1";
-  ASSERT_EQ(std::system(build.c_str()), 0) << "see " << (dir / "log.txt");
-  EXPECT_TRUE(fs::exists(dir / "build" / "model_run"));
-  if (!std::getenv("STRATA_KEEP_GENERATED")) fs::remove_all(dir);  // kept on request, to read it
+  testing::expect_project_builds(r.emit(), "strata_codegen_cuda", "model_run");
 #endif
 }
 

@@ -6,21 +6,18 @@
 // losses and state, is tools/gpu/codegen_cuda_train.sh's.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "strata/codegen/buffer_map.h"
 #include "strata/codegen/cuda/emitter.h"
+#include "cuda_project_util.h"
 #include "support/expect_error.h"
 
 namespace strata {
 namespace {
 
-namespace fs = std::filesystem;
+using testing::file;
 using backends::cuda::LibraryCall;
 using Kind = LibraryCall::Kind;
 using ops::OpId;
@@ -163,12 +160,6 @@ struct HandTrainStep {
   }
 };
 
-std::string file(const std::vector<codegen::GeneratedFile>& files, const std::string& name) {
-  for (const auto& f : files)
-    if (f.name == name) return f.text;
-  ADD_FAILURE() << "no " << name << " among the generated files";
-  return {};
-}
 
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
@@ -260,24 +251,7 @@ TEST(CodegenCudaTrain, TheProjectBuilds) {
   GTEST_SKIP() << "no CUDA compiler or cuDNN found when strata was configured";
 #else
   HandTrainStep r;
-  const fs::path dir = fs::temp_directory_path() / ("strata_codegen_cuda_train_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const auto& f : r.emit()) {
-    std::ofstream out(dir / f.name, std::ios::binary);
-    out << f.text;
-  }
-  const std::string log = (dir / "log.txt").string();
-  const std::string configure = std::string("\"") + STRATA_TEST_CMAKE + "\" -S " + dir.string() + " -B " +
-                                (dir / "build").string() + " -DCMAKE_CUDA_COMPILER=" + STRATA_TEST_NVCC +
-                                " -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_ROOT=" + STRATA_TEST_CUDNN_ROOT + " > " + log +
-                                " 2>&1";
-  ASSERT_EQ(std::system(configure.c_str()), 0) << "see " << log;
-  const std::string build = std::string("\"") + STRATA_TEST_CMAKE + "\" --build " + (dir / "build").string() +
-                            " >> " + log + " 2>&1";
-  ASSERT_EQ(std::system(build.c_str()), 0) << "see " << log;
-  EXPECT_TRUE(fs::exists(dir / "build" / "model_train"));
-  if (!std::getenv("STRATA_KEEP_GENERATED")) fs::remove_all(dir);  // kept on request, to read it
+  testing::expect_project_builds(r.emit(), "strata_codegen_cuda_train", "model_train");
 #endif
 }
 
