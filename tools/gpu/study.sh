@@ -21,6 +21,7 @@
 #                                 # PyTorch's three forms and JAX's two, bf16 then fp32 while the
 #                                 # budget lasts: gpt_decode_<prec>[_<i>].json, gpt_peers_<fw>_<prec>.json;
 #                                 # GPT_SIZE=medium: GPT-2 medium (350M), files tagged _medium
+#                                 # (its log and environment too: gpt_medium.log, env_gpt_medium.json)
 #   tools/gpu/study.sh gpt_train  # THERE: GPT-2 small's bf16 training step in every dispatch mode
 #                                 # (gpt2_train speed, the modes alternated each round) at batch 1 x 128
 #                                 # tokens and 16 x 1,024: gpt_train_b<B>_t<T>.jsonl
@@ -74,7 +75,10 @@ case "$part" in
 esac
 
 mkdir -p "$out"
-log="$out/$part.log"
+# GPT-2 medium's run of the gpt part keeps its own log and environment beside small's.
+run=$part
+[ "$part" = gpt ] && [ "${GPT_SIZE:-small}" = medium ] && run=gpt_medium
+log="$out/$run.log"
 : >"$log"
 export PYTHONUNBUFFERED=1
 # shellcheck source=tools/gpu/env.sh
@@ -86,7 +90,7 @@ say() { echo "== $* ($(($(date +%s) - t0)) s)" | tee -a "$log"; }
 common=(--min-repeats "$min_rep" --min-seconds "$min_s" --warmup "$warmup")
 
 # What ran where: the card, driver, clocks, versions, the build, the grid.
-python3 - "$out/env_$part.json" "$part" "$points" "$pkg" <<'PY' 2>&1 | tee -a "$log"
+python3 - "$out/env_$run.json" "$part" "$points" "$pkg" <<'PY' 2>&1 | tee -a "$log"
 import json, os, platform, re, subprocess, sys
 path, part, points, pkg = sys.argv[1:5]
 env = {"part": part, "points": points, "host": platform.node(), "python": platform.python_version()}
