@@ -105,6 +105,11 @@ int main(int argc, char** argv) {
   ck_opt->excludes(seed_opt);
   app.add_option("--lenet-variant", spec.lenet_variant, "tensorflow | keras");
   app.add_option("--classes", spec.num_classes, "classes of a fresh model")->check(CLI::Range(1, 100000));
+  std::string stem;
+  auto* stem_opt = app.add_option("--stem", stem, "a fresh ResNet's stem: small (3x3, no pooling) or imagenet "
+                                  "(7x7 stride 2 and max pooling); default: small for inputs of at most 64 px")
+                       ->check(CLI::IsMember({"small", "imagenet"}));
+  stem_opt->excludes(ck_opt);
   app.add_option("--input", input, "input shape batch,channels,height,width (default: batch 1, the model's own)");
   app.add_option("--dtype", dtype, "data type of the generated code")->check(CLI::IsMember({"f32"}));
   app.add_option("--backend", backend, "library the generated code calls: onednn (the CPU), cuda (cuDNN, cuBLAS)")
@@ -143,6 +148,8 @@ int main(int argc, char** argv) {
     // A fresh ResNet's stem follows the input size (strata_train's rule); a checkpoint's is its own, and
     // ResNet runs any input size through it.
     if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
+    STRATA_CHECK(stem.empty() || spec.model != "lenet", "--stem ", stem, ": LeNet has no stem to choose (ResNet only)");
+    if (!stem.empty()) spec.small_input = stem == "small";
     // Checked before the model is made on the GPU, so that the refusal needs none.
     STRATA_CHECK(!train || backend != "cuda" || spec.model == "lenet", "--backend cuda --train: the cuda emitter "
                  "writes out a training step for LeNet-5 only (", spec.model, "'s needs batch norm in training, the "

@@ -243,7 +243,7 @@ std::unique_ptr<nn::Model> build_model(const ModelSpec& s, ops::DispatchMode mod
     c.depth = s.model == "resnet18" ? 18 : 50;
     c.num_classes = s.num_classes;
     c.in_channels = s.in_channels;
-    c.small_input = s.image_size <= 64;
+    c.small_input = s.small_input.value_or(s.image_size <= 64);
     c.base_channels = s.base_channels;
     c.init = init;
     return nn::make_resnet(c, mode, backend, mo);

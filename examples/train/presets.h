@@ -94,6 +94,9 @@ struct ModelSpec {
   // nn::ModelOptions::memory_format (nullopt: the backend's preferred layout); not saved, checkpoints
   // hold the same values in every layout.
   std::optional<MemoryFormat> memory_format;
+  // ResNet's stem: the small-input one (3x3, no pooling) or ImageNet's; nullopt: small for images of at
+  // most 64 px. Not saved: strata_train never sets it, so a checkpoint's image size decides.
+  std::optional<bool> small_input;
 };
 
 inline const char* const kModelNames[] = {"lenet", "resnet18", "resnet50"};
