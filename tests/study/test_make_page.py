@@ -103,6 +103,36 @@ class MakePage(unittest.TestCase):
         self.assertIn("| 10.0 | 0.043 % |", row)
         self.assertIn("| 199 |", next(ln for ln in page.split("\n") if "front end: checks" in ln))
 
+    def test_generated_rows(self):
+        # A generated program beside the mode it was recorded from: its device time, the ratio and the
+        # difference; a program that does not reproduce strata's output is listed as not measured.
+        tmp = tempfile.mkdtemp(prefix="study_page_")
+        try:
+            path = os.path.join(tmp, "generated_sweep.json")
+            base = {"framework": "strata_codegen (cuDNN, cuBLAS)", "kind": "eval", "batch": 8, "resolution": 64,
+                    "calls": 58, "code_lines": 1822, "model_lines": 1122, "program_bytes": 1900000}
+            with open(path, "w") as f:
+                json.dump({"records": [
+                    dict(base, impl="generated", status="ok", bitwise=True, device_ms={"median": 3.40},
+                         host_ms={"median": 2.9}, wall_ms={"median": 3.45}, ms_per_sample=0.425,
+                         peak_bytes=2 ** 27),
+                    dict(base, impl="generated_cudagraph", status="error", bitwise=False,
+                         note="model_run's output is not strata's direct-mode output bit for bit")]}, f)
+            page, _ = generate(tmp, extra=(path,))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        row = next(ln for ln in page.split("\n") if ln.startswith("| eval | 8 × 64 | direct |"))
+        direct = record(fixture("strata_sweep"), "strata_direct", "eval", 8, 64)
+        self.assertIn(f"| {direct['device_ms']['median']:.2f} | 3.40 | {3.40 / direct['device_ms']['median']:.2f}× |",
+                      row)
+        self.assertIn("| 128 | yes |", row)
+        cost = next(ln for ln in page.split("\n") if "| direct − generated |" in ln)
+        self.assertIn(f"| {1e3 * (direct['device_ms']['median'] - 3.40):.0f} |", cost)
+        self.assertIn("58 calls, 1822 lines (1122 in `model.cpp`), `model_run` 1.90 MB", page)
+        self.assertIn("Not measured: generated_cudagraph eval 8 × 64: error (model_run's output is not strata's",
+                      page)
+        self.assertNotIn("Generated code", self.page)  # the fixture alone has no generated rows
+
     def test_parity_and_status(self):
         self.assertIn("losses bitwise equal to strata_static, strata_direct", self.line_with("| strata_virtual | 12 |"))
         self.assertIn("| 0.001 | 0.001 |", self.line_with("| strata_virtual | 12 |"))

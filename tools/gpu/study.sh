@@ -4,7 +4,8 @@
 # new measurements at its deadline and keeps what it measured). From the repo root:
 #
 #   tools/gpu/study.sh pack       # HERE (build machine): builds study_resnet50,
-#                                 # resnet50_gpu, dispatch_overhead and gpt2_forward (sm_90) into .gpu/
+#                                 # resnet50_gpu, dispatch_overhead, gpt2_forward, gpt2_train and
+#                                 # strata_codegen (sm_90) into .gpu/
 #   tools/gpu/study.sh strata     # THERE: dispatch microbenchmarks (every backend, cuda
 #                                 # included), per-op costs of one step, LOC count, then
 #                                 # strata's sweep in every dispatch mode, and its parity run
@@ -22,6 +23,11 @@
 #                                 # budget lasts: gpt_decode_<prec>[_<i>].json, gpt_peers_<fw>_<prec>.json;
 #                                 # GPT_SIZE=medium: GPT-2 medium (350M), files tagged _medium
 #                                 # (its log and environment too: gpt_medium.log, env_gpt_medium.json)
+#   tools/gpu/study.sh generated  # THERE: strata's ResNet-50 written out by strata_codegen --backend cuda
+#                                 # (f32 NCHW, eval) at GEN_POINTS (default 1x224,8x64,32x32,32x128,256x64),
+#                                 # built and timed with and without its CUDA graph (GEN_REPEAT runs, 100),
+#                                 # beside strata's four modes at the same points: strata_sweep.json,
+#                                 # generated_sweep.json (pack strata_codegen and study_resnet50)
 #   tools/gpu/study.sh gpt_train  # THERE: GPT-2 small's bf16 training step in every dispatch mode
 #                                 # (gpt2_train speed, the modes alternated each round) at batch 1 x 128
 #                                 # tokens and 16 x 1,024: gpt_train_b<B>_t<T>.jsonl
@@ -55,7 +61,7 @@ device=cuda
 
 if [ "$part" = pack ]; then
   # The Debian build's libbenchmark is not on the GPU machine: carry it in lib/.
-  BUILD_DIR=${BUILD_DIR:-build-study} TARGETS="study_resnet50 resnet50_gpu dispatch_overhead gpt2_forward" \
+  BUILD_DIR=${BUILD_DIR:-build-study} TARGETS="study_resnet50 resnet50_gpu dispatch_overhead gpt2_forward gpt2_train strata_codegen" \
     tools/gpu/pack.sh || exit 1
   cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian .gpu/lib/
   {
@@ -67,7 +73,7 @@ if [ "$part" = pack ]; then
   exit 0
 fi
 case "$part" in
-  strata | torch | compile | libtorch | parity | jax | gpt | gpt_train) ;;
+  strata | torch | compile | libtorch | parity | jax | gpt | gpt_train | generated) ;;
   *)
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 2
@@ -289,6 +295,21 @@ case "$part" in
         --precision bf16 --modes all --steps "$n" --rounds "$r" --lr 6e-4 2>>"$log" | grep '^{' >"$f"
       [ -s "$f" ] || rc=1
     done
+    ;;
+  generated)
+    # strata's ResNet-50 written out by strata_codegen (no strata in the program) beside strata's four
+    # modes at the same points, eval, in one call: strata_sweep.json and generated_sweep.json.
+    gen_points=${GEN_POINTS:-1x224,8x64,32x32,32x128,256x64}
+    say "strata sweep at the generated points (eval, every mode)"
+    timeout $(($(left) + 30)) "$pkg/bin/study_resnet50" sweep --backend "$backend" --points "$gen_points" --kinds eval \
+      "${common[@]}" --deadline $(($(left) / 3)) --json "$out/strata_sweep.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    say "generated programs: strata_codegen, CMake, model_run with and without its CUDA graph"
+    timeout $(($(left) + 30)) python3 tools/study/generated_sweep.py --pkg "$pkg" --points "$gen_points" \
+      --repeat "${GEN_REPEAT:-100}" --cudnn-root "$(dirname "$cudnn_lib")" --work "$out/generated" \
+      --deadline $(($(left) - 60)) --json "$out/generated_sweep.json" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    rm -rf "$out/generated"
     ;;
   libtorch)
     build_libtorch || exit 1

@@ -15,7 +15,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from study_data import GPT_COMPILED, GPT_GENERATE, IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, \
+from study_data import GENERATED, GPT_COMPILED, GPT_GENERATE, IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, \
     STRATA_MODES, find_cards, gpt_decoding, gpt_layer_rows, gpt_peer_rows, gpt_split_rows, gpt_training, \
     gpt_way_rows, read_commented_csv, seed_points  # noqa: E402
 import plots  # noqa: E402
@@ -368,6 +368,57 @@ def sec_copies(card, seed_text):
     return "\n".join(out)
 
 
+def sec_generated(card):
+    """strata's modes beside the same model written out as a program (tools/study/generated_sweep.py);
+    None where the card has no generated rows."""
+    if not any(i in card.impls() for i in GENERATED):
+        return None
+    raw = {(x["impl"], x["kind"], x["batch"], x["resolution"]): x
+           for x in card.docs.get("generated_sweep", {}).get("records", [])}
+    rows, costs, failed = [], [], []
+    for kind in ("eval", "train"):
+        for b, r in card.points(kind):
+            for mode, gen in (("strata_direct", "generated"), ("strata_cudagraph", "generated_cudagraph")):
+                m, g, rec = card.ok(mode, kind, b, r), card.row(gen, kind, b, r), raw.get((gen, kind, b, r), {})
+                if g is None:
+                    continue
+                if g["status"] != "ok":
+                    failed.append(f"{gen} {kind} {b} × {r}: {g['status']} ({(g.get('note') or '')[:120]})")
+                    continue
+                rows.append([kind, f"{b} × {r}", mode[len("strata_"):], num(m and m["device_ms"]),
+                             num(g["device_ms"]), rtxt(ratio(g["device_ms"], m and m["device_ms"])),
+                             num(m and m["host_ms"]), num(g["host_ms"]), num(m and m["peak_mib"]), num(g["peak_mib"]),
+                             "yes" if rec.get("bitwise") else "no"])
+                if m:
+                    costs.append([kind, f"{b} × {r}", f"{mode[len('strata_'):]} − {gen}",
+                                  num(1e3 * (m["device_ms"] - g["device_ms"])),
+                                  num(1e3 * (m["host_ms"] - g["host_ms"])),
+                                  num(100 * (m["device_ms"] - g["device_ms"]) / m["device_ms"], " %")])
+    sizes = sorted({(x.get("calls"), x.get("code_lines"), x.get("model_lines"), x.get("program_bytes"))
+                    for x in raw.values() if x.get("status") == "ok"}, key=str)
+    out = ["strata's ResNet-50 written out by `strata_codegen --backend cuda` (f32 NCHW, batch norm folded; a "
+           "program that links the CUDA runtime, cuBLAS and cuDNN and no strata) beside the mode it was recorded "
+           "from (direct) and the mode it mirrors when it captures its calls into a CUDA graph at load (graph). "
+           "Device: CUDA events around one forward on a resident input; host: the time to enqueue it (medians). "
+           "Memory: strata's allocator peak (weights included) / the program's arena and weights (cuDNN's and "
+           "cuBLAS's workspaces not counted). Bitwise: the program's output is strata's, byte for byte.\n",
+           table(["kind", "batch × res", "strata mode", "strata device ms", "generated device ms",
+                  "generated ÷ strata", "strata host ms", "generated host ms", "strata peak MiB",
+                  "generated MiB", "bitwise"], rows) if rows else "No generated row ran.\n"]
+    if costs:
+        out.append("What strata's runtime costs over its own calls written out: the mode's median minus the "
+                   "program's (separate runs of the same process order, not paired: differences within a few µs "
+                   "are noise), µs per step, and the share of the mode's device time:\n")
+        out.append(table(["kind", "batch × res", "difference", "device µs", "host µs", "share of device"], costs))
+    if sizes:
+        out.append("The programs: " + "; ".join(f"{c} calls, {ln} lines ({ml} in `model.cpp`), `model_run` "
+                                                 f"{num(pb / 1e6 if pb else None, ' MB')}"
+                                                 for c, ln, ml, pb in sizes) + ".\n")
+    if failed:
+        out.append("Not measured: " + "; ".join(failed) + ".\n")
+    return "\n".join(out)
+
+
 def by_point_table(card, key, fmt, kinds=("eval", "train")):
     """Rows (kind, seed point), one column per implementation, cells fmt(row)."""
     impls = [i for i in card.impls() if any(card.ok(i, k, b, r) for k in kinds for b, r in SEED)]
@@ -595,6 +646,7 @@ def page(cards, seed, seed_text, plot_files, out_path):
                    ("One step, op by op (device idle vs busy)", sec_op_trace(card)),
                    ("Where strata wins or loses against each peer, and why", sec_peers(card)),
                    ("Fusion: each mode with and without it", sec_fusion(card)),
+                   ("Generated code: the model as a program with no framework in it", sec_generated(card)),
                    ("Host-to-device copies: pageable vs pinned", sec_copies(card, seed_text)),
                    ("Tails, memory, utilisation and energy at the paper's points", sec_tails(card)),
                    ("Accuracy parity on a short training run", sec_parity(card)),

@@ -12,11 +12,15 @@ from paired_runs import aggregate, median, paired
 # then strata's modes.
 IMPL_ORDER = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch", "jax_jit",
               "strata_virtual", "strata_static", "strata_direct", "strata_cudagraph",
+              "generated", "generated_cudagraph",
               "strata_virtual_unfused", "strata_static_unfused", "strata_direct_unfused", "strata_cudagraph_unfused"]
 STRATA_MODES = ["strata_virtual", "strata_static", "strata_direct"]
 # strata's modes a best time is taken over: the three above and graph mode (its CUDA-graph replay),
 # all with strata's default fusions; "<impl>_unfused" rows run the same mode with them off.
 STRATA_BEST = STRATA_MODES + ["strata_cudagraph"]
+# strata's model written out by strata_codegen as a program with no strata in it (tools/study/
+# generated_sweep.py), run as plain calls and as a CUDA graph captured at load.
+GENERATED = ["generated", "generated_cudagraph"]
 PEERS = ["pytorch_eager", "torchscript", "torch_compile", "pytorch_cudagraph", "libtorch", "jax_jit"]
 SEED_IMPLS = ["pytorch", "torchscript", "libtorch", "cudnn"]
 

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The study's "generated" rows (docs/study.md): strata's ResNet-50 written out by strata_codegen as a
+program with no strata in it, measured at the study's points beside strata's own modes.
+
+For each <batch>x<resolution> point: `strata_codegen --backend cuda --model resnet50 --stem imagenet
+--classes 1000` records direct mode's prediction (f32 NCHW, batch norm folded, as the study's sweep
+builds its ResNet-50) and writes the project; CMake builds it against the CUDA runtime, cuBLAS and
+cuDNN; `model_run` must reproduce strata's output for the check input byte for byte, with and without
+its CUDA graph; then `model_run ... REPEAT` times it both ways. The record of each form carries the
+study sweep's fields (tools/study/study_data.py reads them as it reads strata_sweep.json):
+  impl         generated (plain calls) or generated_cudagraph (the calls captured at load)
+  device_ms    CUDA events around one forward on a resident input (median of REPEAT)
+  host_ms      the host's time to enqueue that forward
+  wall_ms      enqueue and wait
+  io_ms        one run with the input copied in and the output copied out
+  peak_bytes   the program's own device buffers: its arena (direct mode's plan) and its weights
+               (cuDNN's and cuBLAS's workspaces not counted)
+  bitwise      model_run's output is strata's direct-mode output, byte for byte
+
+    python3 tools/study/generated_sweep.py --pkg .gpu --points 1x224,32x224 --repeat 200 --json OUT.json
+"""
+import argparse
+import filecmp
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+RESIDENT = re.compile(r"time per forward, input resident: host ([0-9.]+) ms, device ([0-9.]+) ms, "
+                      r"wall ([0-9.]+) ms median over (\d+)")
+IO = re.compile(r"time per run: ([0-9.]+) ms median")
+GEN = re.compile(r"(\d+) calls, arena (\d+) bytes, weights (\d+) bytes, (\d+) lines of code \(model\.cpp (\d+)\)")
+
+
+def run(cmd, log, timeout, **kw):
+    """Runs cmd, its output appended to log; returns (exit status, output)."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, **kw)
+        out, rc = p.stdout, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc = 124
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(cmd)}\n{out}\n(exit {rc})\n")
+    return rc, out
+
+
+def last_line(text):
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def point(args, b, r, work):
+    """The two records (plain calls, graph) of one point, or one error record per form."""
+    name = f"resnet50_{b}x{r}"
+    d = os.path.join(work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    log = os.path.join(d, "steps.log")
+    base = {"framework": "strata_codegen (cuDNN, cuBLAS)", "kind": "eval", "batch": b, "resolution": r,
+            "dtype": "f32", "layout": "NCHW"}
+    forms = [("generated", ["--no-graph"]), ("generated_cudagraph", [])]
+
+    def failed(why):
+        print(f"{name}: {why}", flush=True)
+        return [dict(base, impl=impl, status="error", note=why) for impl, _ in forms]
+
+    proj = os.path.join(d, "project")
+    t0 = time.monotonic()
+    rc, out = run([os.path.join(args.pkg, "bin", "strata_codegen"), "--backend", "cuda", "--model", "resnet50",
+                   "--stem", "imagenet", "--classes", "1000", "--seed", "3", "--input", f"{b},3,{r},{r}",
+                   "--out", proj, "--check"], log, args.step_timeout)
+    if rc != 0:
+        return failed(f"strata_codegen: {last_line(out)}")
+    gen = GEN.search(out)
+    if not gen:
+        return failed("strata_codegen printed no summary line")
+    calls, arena, weights, lines, model_lines = (int(x) for x in gen.groups())
+    setup_s = time.monotonic() - t0
+    cfg = ["cmake", "-S", proj, "-B", os.path.join(proj, "build"), "-DCMAKE_CUDA_ARCHITECTURES=90"]
+    if shutil.which("ninja"):
+        cfg += ["-G", "Ninja"]
+    if args.cudnn_root:
+        cfg.append(f"-DCUDNN_ROOT={args.cudnn_root}")
+    rc, out = run(cfg, log, args.step_timeout)
+    if rc == 0:
+        rc, out = run(["cmake", "--build", os.path.join(proj, "build"), "-j", str(os.cpu_count() or 4)], log,
+                      args.step_timeout)
+    if rc != 0:
+        return failed(f"the generated project does not build: {last_line(out)}")
+    build_s = time.monotonic() - t0 - setup_s
+    exe = os.path.join(proj, "build", "model_run")
+    recs = []
+    for impl, flag in forms:
+        rec = dict(base, impl=impl, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
+                   weight_bytes=weights, peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s,
+                   program_bytes=os.path.getsize(exe))
+        y = os.path.join(d, f"output_{impl}.npy")
+        rc, out = run([exe, os.path.join(proj, "weights.bin"), os.path.join(proj, "check", "input.npy"), y,
+                       str(args.repeat)] + flag, log, args.step_timeout)
+        m, io = RESIDENT.search(out), IO.search(out)
+        if rc != 0 or not m or not io:
+            recs.append(dict(rec, status="error", note=f"model_run: {last_line(out)}"))
+            continue
+        bitwise = filecmp.cmp(y, os.path.join(proj, "check", "expected.npy"), shallow=False)
+        host, dev, wall, n = float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
+        rec.update(status="ok" if bitwise else "error", repeats=n, bitwise=bitwise,
+                   device_ms={"median": dev}, host_ms={"median": host}, wall_ms={"median": wall},
+                   io_ms={"median": float(io.group(1))}, ms_per_sample=dev / b, img_per_s=b * 1000.0 / dev)
+        if not bitwise:
+            rec["note"] = "model_run's output is not strata's direct-mode output bit for bit"
+        recs.append(rec)
+        print(f"{name} {impl}: device {dev:.4f} ms, host {host:.4f} ms, wall {wall:.4f} ms, input in and out "
+              f"{float(io.group(1)):.3f} ms; bitwise {'yes' if bitwise else 'NO'}", flush=True)
+    shutil.rmtree(os.path.join(proj, "build"), ignore_errors=True)
+    os.remove(os.path.join(proj, "weights.bin"))
+    return recs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pkg", default=".gpu", help="the packed build (bin/strata_codegen)")
+    ap.add_argument("--points", required=True, help="<batch>x<resolution>,...")
+    ap.add_argument("--repeat", type=int, default=200, help="timed runs of each form")
+    ap.add_argument("--cudnn-root", default="", help="the cuDNN the programs build against (CUDNN_ROOT)")
+    ap.add_argument("--work", default="/tmp/strata-generated", help="folder for the projects")
+    ap.add_argument("--deadline", type=float, default=1e9, help="start no point after this many seconds")
+    ap.add_argument("--step-timeout", type=float, default=240, help="seconds for one generation, build or run")
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    pts = []
+    for p in args.points.split(","):
+        b, r = p.split("x")
+        pts.append((int(b), int(r)))
+    t0 = time.monotonic()
+    doc = {"part": "generated", "framework": "strata_codegen", "records": [],
+           "protocol": f"model_run REPEAT={args.repeat} after one untimed run, both forms, per point"}
+    for b, r in pts:
+        if time.monotonic() - t0 > args.deadline:
+            doc["records"] += [{"impl": i, "framework": "strata_codegen (cuDNN, cuBLAS)", "kind": "eval", "batch": b,
+                                "resolution": r, "status": "skipped", "note": "deadline"}
+                               for i in ("generated", "generated_cudagraph")]
+            continue
+        doc["records"] += point(args, b, r, args.work)
+        doc["elapsed_s"] = time.monotonic() - t0
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    bad = [r for r in doc["records"] if r["status"] == "error"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
