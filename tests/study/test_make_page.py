@@ -112,12 +112,22 @@ class MakePage(unittest.TestCase):
             base = {"framework": "strata_codegen (cuDNN, cuBLAS)", "kind": "eval", "batch": 8, "resolution": 64,
                     "calls": 58, "code_lines": 1822, "model_lines": 1122, "program_bytes": 1900000}
             with open(path, "w") as f:
-                json.dump({"records": [
+                json.dump({"framework": "strata_codegen", "elapsed_s": 60,
+                           "protocol": {"warmup": 1, "min_repeats": 100, "max_repeats": 100, "min_seconds": 0},
+                           "records": [
                     dict(base, impl="generated", status="ok", bitwise=True, device_ms={"median": 3.40},
                          host_ms={"median": 2.9}, wall_ms={"median": 3.45}, ms_per_sample=0.425,
                          peak_bytes=2 ** 27),
                     dict(base, impl="generated_cudagraph", status="error", bitwise=False,
-                         note="model_run's output is not strata's direct-mode output bit for bit")]}, f)
+                         note="model_run's output is not strata's direct-mode output bit for bit"),
+                    dict(base, impl="generated", model="lenet", batch=1, resolution=28, status="ok", bitwise=True,
+                         device_ms={"median": 0.05}, host_ms={"median": 0.03}, io_ms={"median": 0.106},
+                         strata_io_ms={"direct": 0.103, "graph": 0.062}, calls=10, code_lines=1216,
+                         model_lines=516, program_bytes=1000000),
+                    dict(base, impl="generated_cudagraph", model="lenet", batch=1, resolution=28, status="ok",
+                         bitwise=True, device_ms={"median": 0.04}, host_ms={"median": 0.01},
+                         io_ms={"median": 0.060}, calls=10, code_lines=1216, model_lines=516,
+                         program_bytes=1000000)]}, f)
             page, _ = generate(tmp, extra=(path,))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -128,7 +138,12 @@ class MakePage(unittest.TestCase):
         self.assertIn("| 128 | yes |", row)
         cost = next(ln for ln in page.split("\n") if "| direct − generated |" in ln)
         self.assertIn(f"| {1e3 * (direct['device_ms']['median'] - 3.40):.0f} |", cost)
-        self.assertIn("58 calls, 1822 lines (1122 in `model.cpp`), `model_run` 1.90 MB", page)
+        self.assertIn("resnet50 8 × 64: 58 calls, 1822 lines (1122 in `model.cpp`), `model_run` 1.90 MB", page)
+        # LeNet-5's rows: listed with the input-in, output-out figures, never in the ResNet-50 tables.
+        self.assertIn("| lenet | 1 × 28 | 0.103 | 0.106 | 1.03× | 0.062 | 0.06 | 0.97× |", page)
+        self.assertIn("lenet 1 × 28: 10 calls, 1216 lines (516 in `model.cpp`), `model_run` 1.00 MB; resnet50", page)
+        self.assertIn("- `generated_sweep.json` (strata_codegen): warm-up 1, at least 100 timed steps", page)
+        self.assertNotIn("| eval | 1 × 28 |", page)
         self.assertIn("Not measured: generated_cudagraph eval 8 × 64: error (model_run's output is not strata's",
                       page)
         self.assertNotIn("Generated code", self.page)  # the fixture alone has no generated rows

@@ -1,23 +1,27 @@
 #!/usr/bin/env python3
-"""The study's "generated" rows (docs/study.md): strata's ResNet-50 written out by strata_codegen as a
-program with no strata in it, measured at the study's points beside strata's own modes.
+"""The study's "generated" rows (docs/study.md): strata's ResNet-50 (and LeNet-5) written out by
+strata_codegen as a program with no strata in it, measured at the study's points beside strata's own modes.
 
 For each <batch>x<resolution> point: `strata_codegen --backend cuda --model resnet50 --stem imagenet
 --classes 1000` records direct mode's prediction (f32 NCHW, batch norm folded, as the study's sweep
-builds its ResNet-50) and writes the project; CMake builds it against the CUDA runtime, cuBLAS and
-cuDNN; `model_run` must reproduce strata's output for the check input byte for byte, with and without
-its CUDA graph; then `model_run ... REPEAT` times it both ways. The record of each form carries the
-study sweep's fields (tools/study/study_data.py reads them as it reads strata_sweep.json):
+builds its ResNet-50; LeNet-5, TensorFlow's variant, at --lenet-batches) and writes the project;
+CMake builds it against the CUDA runtime, cuBLAS and cuDNN; `model_run` must reproduce strata's output
+for the check input byte for byte, with and without its CUDA graph; then `model_run ... REPEAT` times it
+both ways. The record of each form carries the study sweep's fields (tools/study/study_data.py reads
+them as it reads strata_sweep.json):
   impl         generated (plain calls) or generated_cudagraph (the calls captured at load)
   device_ms    CUDA events around one forward on a resident input (median of REPEAT)
   host_ms      the host's time to enqueue that forward
   wall_ms      enqueue and wait
   io_ms        one run with the input copied in and the output copied out
+  strata_io_ms the same figure for strata's own predict in direct and graph mode (strata_codegen --time)
+  model        resnet50 or lenet (the study's tables are ResNet-50's; LeNet's rows are listed apart)
   peak_bytes   the program's own device buffers: its arena (direct mode's plan) and its weights
                (cuDNN's and cuBLAS's workspaces not counted)
   bitwise      model_run's output is strata's direct-mode output, byte for byte
 
-    python3 tools/study/generated_sweep.py --pkg .gpu --points 1x224,32x224 --repeat 200 --json OUT.json
+    python3 tools/study/generated_sweep.py --pkg .gpu --points 1x224,32x224 --lenet-batches 1,32 --repeat 200 \
+        --json OUT.json
 """
 import argparse
 import filecmp
@@ -32,6 +36,7 @@ import time
 RESIDENT = re.compile(r"time per forward, input resident: host ([0-9.]+) ms, device ([0-9.]+) ms, "
                       r"wall ([0-9.]+) ms median over (\d+)")
 IO = re.compile(r"time per run: ([0-9.]+) ms median")
+STRATA_IO = re.compile(r"strata's (\w+) mode on cuda: ([0-9.]+) ms median")
 GEN = re.compile(r"(\d+) calls, arena (\d+) bytes, weights (\d+) bytes, (\d+) lines of code \(model\.cpp (\d+)\)")
 
 
@@ -53,15 +58,15 @@ def last_line(text):
     return lines[-1][:200] if lines else ""
 
 
-def point(args, b, r, work):
-    """The two records (plain calls, graph) of one point, or one error record per form."""
-    name = f"resnet50_{b}x{r}"
+def point(args, model, b, r, work):
+    """The two records (plain calls, graph) of one point of `model`, or one error record per form."""
+    name = f"{model}_{b}x{r}"
     d = os.path.join(work, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     log = os.path.join(d, "steps.log")
-    base = {"framework": "strata_codegen (cuDNN, cuBLAS)", "kind": "eval", "batch": b, "resolution": r,
-            "dtype": "f32", "layout": "NCHW"}
+    base = {"framework": "strata_codegen (cuDNN, cuBLAS)", "model": model, "kind": "eval", "batch": b,
+            "resolution": r, "dtype": "f32", "layout": "NCHW"}
     forms = [("generated", ["--no-graph"]), ("generated_cudagraph", [])]
 
     def failed(why):
@@ -70,15 +75,17 @@ def point(args, b, r, work):
 
     proj = os.path.join(d, "project")
     t0 = time.monotonic()
-    rc, out = run([os.path.join(args.pkg, "bin", "strata_codegen"), "--backend", "cuda", "--model", "resnet50",
-                   "--stem", "imagenet", "--classes", "1000", "--seed", "3", "--input", f"{b},3,{r},{r}",
-                   "--out", proj, "--check"], log, args.step_timeout)
+    shape = (["--model", "resnet50", "--stem", "imagenet", "--classes", "1000", "--input", f"{b},3,{r},{r}"]
+             if model == "resnet50" else ["--model", "lenet", "--input", f"{b},1,{r},{r}"])
+    rc, out = run([os.path.join(args.pkg, "bin", "strata_codegen"), "--backend", "cuda", "--seed", "3"] + shape +
+                  ["--out", proj, "--check", "--time", str(args.repeat)], log, args.step_timeout)
     if rc != 0:
         return failed(f"strata_codegen: {last_line(out)}")
     gen = GEN.search(out)
     if not gen:
         return failed("strata_codegen printed no summary line")
     calls, arena, weights, lines, model_lines = (int(x) for x in gen.groups())
+    strata_io = {mode: float(ms) for mode, ms in STRATA_IO.findall(out)}
     setup_s = time.monotonic() - t0
     cfg = ["cmake", "-S", proj, "-B", os.path.join(proj, "build"), "-DCMAKE_CUDA_ARCHITECTURES=90"]
     if shutil.which("ninja"):
@@ -97,6 +104,7 @@ def point(args, b, r, work):
     for impl, flag in forms:
         rec = dict(base, impl=impl, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
                    weight_bytes=weights, peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s,
+                   strata_io_ms=strata_io,
                    program_bytes=os.path.getsize(exe))
         y = os.path.join(d, f"output_{impl}.npy")
         rc, out = run([exe, os.path.join(proj, "weights.bin"), os.path.join(proj, "check", "input.npy"), y,
@@ -124,6 +132,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pkg", default=".gpu", help="the packed build (bin/strata_codegen)")
     ap.add_argument("--points", required=True, help="<batch>x<resolution>,...")
+    ap.add_argument("--lenet-batches", default="", help="LeNet-5 (28x28) at these batch sizes too: 1,32")
     ap.add_argument("--repeat", type=int, default=200, help="timed runs of each form")
     ap.add_argument("--cudnn-root", default="", help="the cuDNN the programs build against (CUDNN_ROOT)")
     ap.add_argument("--work", default="/tmp/strata-generated", help="folder for the projects")
@@ -134,17 +143,20 @@ def main():
     pts = []
     for p in args.points.split(","):
         b, r = p.split("x")
-        pts.append((int(b), int(r)))
+        pts.append(("resnet50", int(b), int(r)))
+    pts += [("lenet", int(b), 28) for b in args.lenet_batches.split(",") if b]
     t0 = time.monotonic()
+    # model_run: one untimed run, then REPEAT timed ones of each figure.
     doc = {"part": "generated", "framework": "strata_codegen", "records": [],
-           "protocol": f"model_run REPEAT={args.repeat} after one untimed run, both forms, per point"}
-    for b, r in pts:
+           "protocol": {"warmup": 1, "min_repeats": args.repeat, "max_repeats": args.repeat, "min_seconds": 0},
+           "settings": {"backend": "cuda", "dtype": "f32", "layout": "NCHW", "allow_tf32": False}}
+    for model, b, r in pts:
         if time.monotonic() - t0 > args.deadline:
-            doc["records"] += [{"impl": i, "framework": "strata_codegen (cuDNN, cuBLAS)", "kind": "eval", "batch": b,
-                                "resolution": r, "status": "skipped", "note": "deadline"}
+            doc["records"] += [{"impl": i, "framework": "strata_codegen (cuDNN, cuBLAS)", "model": model,
+                                "kind": "eval", "batch": b, "resolution": r, "status": "skipped", "note": "deadline"}
                                for i in ("generated", "generated_cudagraph")]
             continue
-        doc["records"] += point(args, b, r, args.work)
+        doc["records"] += point(args, model, b, r, args.work)
         doc["elapsed_s"] = time.monotonic() - t0
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)

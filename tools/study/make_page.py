@@ -368,6 +368,11 @@ def sec_copies(card, seed_text):
     return "\n".join(out)
 
 
+def _get_median(rec, key):
+    v = rec.get(key)
+    return v.get("median") if isinstance(v, dict) else None
+
+
 def sec_generated(card):
     """strata's modes beside the same model written out as a program (tools/study/generated_sweep.py);
     None where the card has no generated rows."""
@@ -394,8 +399,8 @@ def sec_generated(card):
                                   num(1e3 * (m["device_ms"] - g["device_ms"])),
                                   num(1e3 * (m["host_ms"] - g["host_ms"])),
                                   num(100 * (m["device_ms"] - g["device_ms"]) / m["device_ms"], " %")])
-    sizes = sorted({(x.get("calls"), x.get("code_lines"), x.get("model_lines"), x.get("program_bytes"))
-                    for x in raw.values() if x.get("status") == "ok"}, key=str)
+    sizes = sorted({(x.get("model", "resnet50"), b, r, x.get("calls"), x.get("code_lines"), x.get("model_lines"),
+                     x.get("program_bytes")) for (impl, kind, b, r), x in raw.items() if x.get("status") == "ok"})
     out = ["strata's ResNet-50 written out by `strata_codegen --backend cuda` (f32 NCHW, batch norm folded; a "
            "program that links the CUDA runtime, cuBLAS and cuDNN and no strata) beside the mode it was recorded "
            "from (direct) and the mode it mirrors when it captures its calls into a CUDA graph at load (graph). "
@@ -410,10 +415,25 @@ def sec_generated(card):
                    "program's (separate runs of the same process order, not paired: differences within a few µs "
                    "are noise), µs per step, and the share of the mode's device time:\n")
         out.append(table(["kind", "batch × res", "difference", "device µs", "host µs", "share of device"], costs))
+    io = []
+    for (impl, kind, b, r), x in sorted(raw.items(), key=lambda kv: (kv[1].get("model", ""), kv[0][2], kv[0][3])):
+        if impl != "generated" or x.get("status") != "ok" or _get_median(x, "io_ms") is None:
+            continue
+        g = raw.get(("generated_cudagraph", kind, b, r), {})
+        s = x.get("strata_io_ms") or {}
+        io.append([x.get("model", "resnet50"), f"{b} × {r}", num(s.get("direct")), num(_get_median(x, "io_ms")),
+                   rtxt(ratio(_get_median(x, "io_ms"), s.get("direct"))), num(s.get("graph")),
+                   num(_get_median(g, "io_ms")), rtxt(ratio(_get_median(g, "io_ms"), s.get("graph")))])
+    if io:
+        out.append("Input in, output out (one prediction with the input copied to the device and the output back to "
+                   "the host: `strata_codegen --time` for strata, `model_run REPEAT` for the program), ms, median; "
+                   "LeNet-5 (TensorFlow's variant, 28 × 28) here only:\n")
+        out.append(table(["model", "batch × res", "strata direct", "generated", "generated ÷ direct", "strata graph",
+                          "generated + graph", "generated + graph ÷ graph"], io))
     if sizes:
-        out.append("The programs: " + "; ".join(f"{c} calls, {ln} lines ({ml} in `model.cpp`), `model_run` "
-                                                 f"{num(pb / 1e6 if pb else None, ' MB')}"
-                                                 for c, ln, ml, pb in sizes) + ".\n")
+        out.append("The programs: " + "; ".join(f"{m} {b} × {r}: {c} calls, {ln} lines ({ml} in `model.cpp`), "
+                                                 f"`model_run` {num(pb / 1e6 if pb else None, ' MB')}"
+                                                 for m, b, r, c, ln, ml, pb in sizes) + ".\n")
     if failed:
         out.append("Not measured: " + "; ".join(failed) + ".\n")
     return "\n".join(out)

@@ -100,7 +100,9 @@ class Card:
                 self.docs[name] = json.load(f)
         for name, doc in self.docs.items():
             if name.endswith("_sweep"):
-                self.rows += [flatten(r) for r in doc.get("records", [])]
+                # The study's tables are ResNet-50's; another model's records (the generated sweep's
+                # LeNet-5) stay in self.docs for the sections that list them apart.
+                self.rows += [flatten(r) for r in doc.get("records", []) if r.get("model", "resnet50") == "resnet50"]
             elif name.endswith("_parity"):
                 # A peer run on the host CPU (the parity part's rounding baseline) is
                 # its own row: "pytorch_eager_cpu".
