@@ -13,6 +13,12 @@ if(STRATA_WITH_CUDA_ENABLED)
   target_link_libraries(strata_bench_resnet50 PUBLIC strata::strata nlohmann_json::nlohmann_json PRIVATE CUDA::cudart)
   add_executable(resnet50_gpu ${CMAKE_CURRENT_LIST_DIR}/resnet50_gpu.cpp)
   target_link_libraries(resnet50_gpu PRIVATE strata_bench_resnet50 CLI11::CLI11 CUDA::cudart)
+  # Which cuDNN engines take a convolution that also writes its output's batch-norm statistics
+  # (docs/results/gpu_fused_train.md): the backend's internal graph helpers, cuDNN linked directly.
+  add_executable(conv_stats_probe ${CMAKE_CURRENT_LIST_DIR}/conv_stats_probe.cpp)
+  target_include_directories(conv_stats_probe PRIVATE ${CUDNN_INCLUDE_DIR})
+  target_link_libraries(conv_stats_probe PRIVATE strata::strata CLI11::CLI11 nlohmann_json::nlohmann_json CUDA::cudart
+                        ${CUDNN_LIBRARY})
   add_executable(export_resnet50 ${CMAKE_CURRENT_LIST_DIR}/export_resnet50.cpp)
   target_link_libraries(export_resnet50 PRIVATE strata::strata CLI11::CLI11 nlohmann_json::nlohmann_json)
   # Data-parallel ResNet over NCCL (dist/): throughput on N GPUs and the 2-GPU check.
