@@ -77,6 +77,7 @@ RecordedArgs recorded_args(ops::OpId op, const void* args, const char* backend) 
     case OpId::batch_norm_fwd: take(std::type_identity<ops::BatchNormFwdArgs>{}); break;
     case OpId::batch_norm_bwd: take(std::type_identity<ops::BatchNormBwdArgs>{}); break;
     case OpId::global_avg_pool_bwd: take(std::type_identity<ops::GlobalAvgPoolBwdArgs>{}); break;
+    case OpId::space_to_depth_bwd: take(std::type_identity<ops::SpaceToDepthBwdArgs>{}); break;
     default:
       STRATA_FAIL("strata_codegen: the ", backend, " backend reported op ", ops::op_name(op),
                   ", which the generator does not record (internal error)");
