@@ -116,7 +116,19 @@ void gemv(cudaStream_t s, int v, const float* x, const float* w, const float* b,
     gemv_rows<1>(s, p);
 }
 )cg"},
-      {"space_to_depth", {"space_to_depth"}, {}, R"cg(
+      {"s2d_geom", {"space_to_depth"}, {}, "", R"cg(
+// The geometry strata's space_to_depth kernels take, with 64-bit indices: data movement only, so
+// where strata may take 32-bit ones they move the same elements. `channels_inner`: the written
+// tensor is visited channels innermost.
+S2dGeom<uint64_t> s2d_geom(const int64_t (&xs)[4], const int64_t (&xst)[4], const int64_t (&ys)[4],
+                           const int64_t (&yst)[4], int block, int pad_h, int pad_w, bool channels_inner) {
+  const auto c = [](int64_t v) { return static_cast<uint64_t>(v); };
+  return {c(xs[0]),  c(xs[1]),  c(xs[2]),  c(xs[3]),  c(ys[1]),  c(ys[2]),  c(ys[3]),   c(xst[0]),     c(xst[1]),
+          c(xst[2]), c(xst[3]), c(yst[0]), c(yst[1]), c(yst[2]), c(yst[3]), c(block), c(pad_h), c(pad_w),
+          channels_inner};
+}
+)cg"},
+      {"space_to_depth", {"space_to_depth"}, {"s2d_geom"}, R"cg(
 // y [N, K, Ho, Wo] = x [N, C, H, W]'s block x block pixel blocks as channels, x padded with zeros by
 // (pad_h, pad_w): strata's space_to_depth (ResNet's stem on the GPU).
 void space_to_depth(cudaStream_t s, const float* x, const int64_t (&xs)[4], const int64_t (&xst)[4], float* y,
@@ -124,15 +136,10 @@ void space_to_depth(cudaStream_t s, const float* x, const int64_t (&xs)[4], cons
 )cg", R"cg(
 void space_to_depth(cudaStream_t s, const float* x, const int64_t (&xs)[4], const int64_t (&xst)[4], float* y,
                     const int64_t (&ys)[4], const int64_t (&yst)[4], int block, int pad_h, int pad_w) {
-  // Data movement only: 64-bit indices where strata may take 32-bit ones move the same elements.
-  using I = uint64_t;
   const int64_t total = ys[0] * ys[1] * ys[2] * ys[3];
   if (total == 0) return;
-  const auto c = [](int64_t v) { return static_cast<I>(v); };
-  const S2dGeom<I> g{c(xs[0]),  c(xs[1]),  c(xs[2]),  c(xs[3]),  c(ys[1]),  c(ys[2]),    c(ys[3]),
-                     c(xst[0]), c(xst[1]), c(xst[2]), c(xst[3]), c(yst[0]), c(yst[1]),   c(yst[2]),
-                     c(yst[3]), c(block),  c(pad_h),  c(pad_w),  yst[1] == 1 && ys[1] > 1};
-  space_to_depth_kernel<float, I><<<grid(total), kThreads, 0, s>>>(x, y, g, static_cast<I>(total));
+  const auto g = s2d_geom(xs, xst, ys, yst, block, pad_h, pad_w, yst[1] == 1 && ys[1] > 1);
+  space_to_depth_kernel<float, uint64_t><<<grid(total), kThreads, 0, s>>>(x, y, g, static_cast<uint64_t>(total));
   check_launch("space_to_depth_kernel");
 }
 )cg"},

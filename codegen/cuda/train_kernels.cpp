@@ -244,7 +244,7 @@ void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2]
   check_launch("elementwise_kernel (global_avg_pool_bwd)");
 }
 )cg"},
-      {"space_to_depth_bwd", {"space_to_depth", "space_to_depth_bwd"}, {}, R"cg(
+      {"space_to_depth_bwd", {"space_to_depth", "space_to_depth_bwd"}, {"s2d_geom"}, R"cg(
 // dx [N, C, H, W] = each element from its block position in dy [N, K, Ho, Wo], zero where none holds
 // it: space_to_depth's adjoint (the gradient of the weight of ResNet's stem on the GPU).
 void space_to_depth_bwd(cudaStream_t s, const float* dy, const int64_t (&ys)[4], const int64_t (&yst)[4], float* dx,
@@ -252,15 +252,10 @@ void space_to_depth_bwd(cudaStream_t s, const float* dy, const int64_t (&ys)[4],
 )cg", R"cg(
 void space_to_depth_bwd(cudaStream_t s, const float* dy, const int64_t (&ys)[4], const int64_t (&yst)[4], float* dx,
                         const int64_t (&xs)[4], const int64_t (&xst)[4], int block, int pad_h, int pad_w) {
-  // Data movement only, as space_to_depth: 64-bit indices move the same elements.
-  using I = uint64_t;
   const int64_t total = xs[0] * xs[1] * xs[2] * xs[3];
   if (total == 0) return;
-  const auto c = [](int64_t v) { return static_cast<I>(v); };
-  const S2dGeom<I> g{c(xs[0]),  c(xs[1]),  c(xs[2]),  c(xs[3]),  c(ys[1]),  c(ys[2]),    c(ys[3]),
-                     c(xst[0]), c(xst[1]), c(xst[2]), c(xst[3]), c(yst[0]), c(yst[1]),   c(yst[2]),
-                     c(yst[3]), c(block),  c(pad_h),  c(pad_w),  xst[1] == 1 && xs[1] > 1};
-  depth_to_space_kernel<float, I><<<grid(total), kThreads, 0, s>>>(dy, dx, g, static_cast<I>(total));
+  const auto g = s2d_geom(xs, xst, ys, yst, block, pad_h, pad_w, xst[1] == 1 && xs[1] > 1);
+  depth_to_space_kernel<float, uint64_t><<<grid(total), kThreads, 0, s>>>(dy, dx, g, static_cast<uint64_t>(total));
   check_launch("depth_to_space_kernel");
 }
 )cg"},

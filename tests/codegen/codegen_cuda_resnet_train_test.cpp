@@ -18,15 +18,7 @@
 namespace strata {
 namespace {
 
-using testing::file;
-using testing::gemm;
-using testing::has;
-using testing::lib;
-using testing::view;
-using backends::cuda::LibraryCall;
-using Kind = LibraryCall::Kind;
-using ops::OpId;
-using ops::TensorView;
+using namespace testing;
 
 // input [2, 3, 8, 8] -> the stem's space-to-depth (x and the weight) and convolution -> bn1 (ReLU,
 // mask) -> conv2 (legacy) and the shortcut's 1x1 conv (graph) with its plain batch norm -> bn2

@@ -17,13 +17,7 @@
 namespace strata {
 namespace {
 
-using testing::file;
-using testing::lib;
-using testing::view;
-using backends::cuda::LibraryCall;
-using Kind = LibraryCall::Kind;
-using ops::OpId;
-using ops::TensorView;
+using namespace testing;
 
 // A small network over every kind of call the emitter writes out: a convolution with its bias
 // and ReLU in the cuDNN graph, max pooling, a legacy convolution with the residual and ReLU in

@@ -18,15 +18,7 @@
 namespace strata {
 namespace {
 
-using testing::file;
-using testing::gemm;
-using testing::has;
-using testing::lib;
-using testing::view;
-using backends::cuda::LibraryCall;
-using Kind = LibraryCall::Kind;
-using ops::OpId;
-using ops::TensorView;
+using namespace testing;
 
 // conv (bias in the cuDNN graph) -> ReLU -> max pool -> dropout -> linear (2 rows: strata's few-rows
 // kernel) -> softmax cross-entropy, its backward and SGD with momentum: a batch of 2 images 1x8x8.
