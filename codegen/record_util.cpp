@@ -29,6 +29,9 @@ const ops::TensorView* weight_of(const RecordedCall& c) {
   if (const auto* a = std::get_if<ops::SgdStepArgs>(&c.args)) return &a->param;
   if (const auto* a = std::get_if<ops::BatchNormFwdArgs>(&c.args)) return &a->gamma;
   if (const auto* a = std::get_if<ops::BatchNormBwdArgs>(&c.args)) return &a->dgamma;
+  // A stem over pixel blocks rearranges its weight, and gives its gradient back, each step.
+  if (const auto* a = std::get_if<ops::SpaceToDepthArgs>(&c.args)) return &a->x;
+  if (const auto* a = std::get_if<ops::SpaceToDepthBwdArgs>(&c.args)) return &a->dx;
   return nullptr;
 }
 
