@@ -29,6 +29,9 @@ const ops::TensorView* weight_of(const RecordedCall& c) {
   if (const auto* a = std::get_if<ops::SgdStepArgs>(&c.args)) return &a->param;
   if (const auto* a = std::get_if<ops::BatchNormFwdArgs>(&c.args)) return &a->gamma;
   if (const auto* a = std::get_if<ops::BatchNormBwdArgs>(&c.args)) return &a->dgamma;
+  // A stem over pixel blocks rearranges its weight, and gives its gradient back, each step.
+  if (const auto* a = std::get_if<ops::SpaceToDepthArgs>(&c.args)) return &a->x;
+  if (const auto* a = std::get_if<ops::SpaceToDepthBwdArgs>(&c.args)) return &a->dx;
   return nullptr;
 }
 
@@ -77,6 +80,7 @@ RecordedArgs recorded_args(ops::OpId op, const void* args, const char* backend) 
     case OpId::batch_norm_fwd: take(std::type_identity<ops::BatchNormFwdArgs>{}); break;
     case OpId::batch_norm_bwd: take(std::type_identity<ops::BatchNormBwdArgs>{}); break;
     case OpId::global_avg_pool_bwd: take(std::type_identity<ops::GlobalAvgPoolBwdArgs>{}); break;
+    case OpId::space_to_depth_bwd: take(std::type_identity<ops::SpaceToDepthBwdArgs>{}); break;
     default:
       STRATA_FAIL("strata_codegen: the ", backend, " backend reported op ", ops::op_name(op),
                   ", which the generator does not record (internal error)");

@@ -24,7 +24,8 @@ using RecordedArgs =
                  ops::Conv2dBwdDataArgs, ops::Conv2dBwdWeightArgs, ops::Conv2dBwdBiasArgs, ops::LinearBwdDataArgs,
                  ops::LinearBwdWeightArgs, ops::ReluBwdArgs, ops::MaxPool2dBwdArgs, ops::SoftmaxXentFwdArgs,
                  ops::SoftmaxXentBwdArgs, ops::DropoutFwdArgs, ops::DropoutBwdArgs, ops::FillArgs, ops::SgdStepArgs,
-                 ops::BatchNormFwdArgs, ops::BatchNormBwdArgs, ops::GlobalAvgPoolBwdArgs, ops::SpaceToDepthArgs>;
+                 ops::BatchNormFwdArgs, ops::BatchNormBwdArgs, ops::GlobalAvgPoolBwdArgs, ops::SpaceToDepthArgs,
+                 ops::SpaceToDepthBwdArgs>;
 
 struct RecordedCall {
   ops::OpId op;

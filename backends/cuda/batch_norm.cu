@@ -8,6 +8,7 @@
 // CUDNN_BATCHNORM_SPATIAL. Eval-mode backward (statistics were constants) and the
 // eval-mode save_mean/save_invstd are strata's own kernels. f32.
 #include "strata/backends/cuda/batch_norm_kernels.h"
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/channel_reduce.cuh"
 #include "strata/backends/cuda/cudnn_util.h"
 
@@ -143,6 +144,7 @@ bool bn_fwd_in(Context& ctx, const BatchNormFwdArgs& a, Layout l, cudnnBatchNorm
         p.bn.get(), gamma.view.data, beta.view.data, a.momentum, have_running ? rm.view.data : nullptr,
         have_running ? rv.view.data : nullptr, a.eps, sm.view.data, si.view.data);
     if (refused(st, l, mode)) return false;
+    if (observing()) observe_library({.kind = LibraryCall::Kind::batch_norm, .mode = static_cast<int64_t>(mode)});
     if (have_running) {
       rm.finish(ctx);
       rv.finish(ctx);
@@ -157,6 +159,7 @@ bool bn_fwd_in(Context& ctx, const BatchNormFwdArgs& a, Layout l, cudnnBatchNorm
         ctx.cudnn, mode, s.one(), s.zero(), p.x.get(), x.view.data, p.y.get(), y.view.data,
         p.bn.get(), gamma.view.data, beta.view.data, rm.view.data, rv.view.data, a.eps);
     if (refused(st, l, mode)) return false;
+    observe_library(LibraryCall::Kind::own_batch_norm);  // evaluation: not written out
     if (a.save_mean.defined || a.save_invstd.defined) {
       const TensorView& sm = a.save_mean;
       const TensorView& si = a.save_invstd;
@@ -194,6 +197,7 @@ bool bn_bwd_train_in(Context& ctx, const BatchNormBwdArgs& a, Layout l, cudnnBat
       dy.view.data, p.y.get(), dx.view.data, p.bn.get(), gamma.view.data, dgamma.view.data, dbeta.view.data, 1e-5,
       mean.view.data, invstd.view.data);
   if (refused(st, l, mode)) return false;
+  if (observing()) observe_library({.kind = LibraryCall::Kind::batch_norm_bwd, .mode = static_cast<int64_t>(mode)});
   if (a.dx.defined) dx.finish(ctx);
   if (a.dgamma.defined) dgamma.finish(ctx);
   if (a.dbeta.defined) dbeta.finish(ctx);
@@ -205,29 +209,44 @@ bool bn_bwd_train_in(Context& ctx, const BatchNormBwdArgs& a, Layout l, cudnnBat
 // Fusions (op_args.h): strata's kernels run them in their apply pass, and run every fused
 // evaluation; after cuDNN's forward a pass of its own, before its backward the masking.
 void CudaBackend::batch_norm_fwd(const BatchNormFwdArgs& a) {
+  observe_call(OpId::batch_norm_fwd, a);
   if (a.x.numel() == 0) return;
   const bool fused = a.z.defined || a.relu;
   // cuDNN's training forward computes and applies its statistics in one call: a synchronised
   // one (op_args.h) needs strata's kernels, which exchange the sums between the two.
-  if (a.sync || own_batch_norm(a.x, settings_) || (fused && !a.training)) return batch_norm_fwd_own(*ctx_, a);
+  if (a.sync || own_batch_norm(a.x, settings_) || (fused && !a.training)) {
+    observe_library(LibraryCall::Kind::own_batch_norm);
+    return batch_norm_fwd_own(*ctx_, a);
+  }
   dispatch_f32(a.x.dtype, "batch_norm_fwd", [](auto) {});
   BatchNormFwdArgs plain = a;
   plain.z = plain.relu_mask = {};
   plain.relu = false;
   with_bn_fallback(*ctx_, layout_of(a.x), a.training && settings_.persistent_batch_norm,
                    [&](Layout l, cudnnBatchNormMode_t mode) { return bn_fwd_in(*ctx_, plain, l, mode); });
-  if (fused) batch_norm_epilogue(*ctx_, a.y, a.z, a.relu_mask, a.relu);
+  if (fused) {
+    observe_library(LibraryCall::Kind::batch_norm_epilogue);
+    batch_norm_epilogue(*ctx_, a.y, a.z, a.relu_mask, a.relu);
+  }
 }
 
 void CudaBackend::batch_norm_bwd(const BatchNormBwdArgs& fused) {
+  observe_call(OpId::batch_norm_bwd, fused);
   if (fused.x.numel() == 0) return;
-  if (fused.sync || own_batch_norm(fused.x, settings_)) return batch_norm_bwd_own(*ctx_, fused);
+  if (fused.sync || own_batch_norm(fused.x, settings_)) {
+    observe_library(LibraryCall::Kind::own_batch_norm);
+    return batch_norm_bwd_own(*ctx_, fused);
+  }
   dispatch_f32(fused.x.dtype, "batch_norm_bwd", [](auto) {});
   BatchNormBwdArgs a = fused;
   DeviceBuffer masked;
-  if (fused.relu_mask.defined) masked = masked_grad(*ctx_, fused, a);
+  if (fused.relu_mask.defined) {
+    observe_library(LibraryCall::Kind::batch_norm_mask);
+    masked = masked_grad(*ctx_, fused, a);
+  }
   Context& ctx = *ctx_;
   const int64_t c = a.x.sizes[1];
+  if (!a.training) observe_library(LibraryCall::Kind::own_batch_norm);  // evaluation: not written out
   if (a.training) {
     with_bn_fallback(ctx, layout_of(a.x), settings_.persistent_batch_norm,
                      [&](Layout l, cudnnBatchNormMode_t mode) { return bn_bwd_train_in(ctx, a, l, mode); });

@@ -11,6 +11,7 @@ namespace strata::backends::cuda {
 using namespace strata::ops;  // the op table's argument types
 namespace {
 
+// codegen:begin cuda_train_kernels batch_norm
 // The forward's epilogue over y in place: a warp per 32 consecutive values (coalesced),
 // its ballot the mask's 4 bytes; y and z dense in one memory order.
 template <class T>
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
     g[i] = ops::relu_mask_bit(mask, i) ? dy[i] : store<T>(0.f);
 }
+// codegen:end
 
 }  // namespace
 

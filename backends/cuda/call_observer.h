@@ -11,9 +11,10 @@
 // Reporting ops: conv2d_fwd, linear_fwd, relu_fwd, max_pool2d_fwd, avg_pool2d_fwd,
 // global_avg_pool_fwd, add, copy, space_to_depth_fwd; and a training step's conv2d_bwd_data,
 // conv2d_bwd_weight, conv2d_bwd_bias, linear_bwd_data, linear_bwd_weight, relu_bwd, max_pool2d_bwd,
-// softmax_xent_fwd, softmax_xent_bwd, dropout_fwd, dropout_bwd, fill and sgd_step (multi_sgd_step
-// reports the single step of each parameter its lists take). An observer must treat any other op run while it watches
-// as unseen (the op trace, ops/trace.h, lists every kernel of a step).
+// softmax_xent_fwd, softmax_xent_bwd, dropout_fwd, dropout_bwd, fill, sgd_step (multi_sgd_step
+// reports the single step of each parameter its lists take), batch_norm_fwd, batch_norm_bwd,
+// global_avg_pool_bwd and space_to_depth_bwd. An observer must treat any other op run while it
+// watches as unseen (the op trace, ops/trace.h, lists every kernel of a step).
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -47,6 +48,15 @@ struct LibraryCall {
     // the GPU's SM count: the order of the sums, so a program repeats them rather than its own.
     channel_sums,
     column_sums,
+    // Batch norm in training on cuDNN (mode: cudnnBatchNormMode_t): cudnnBatchNormalizationForwardTraining,
+    // then for a fused forward strata's epilogue kernel (the residual, ReLU and mask over y in place);
+    // for a fused backward strata's masking kernel (dy where the mask is set, into dz or dx), then
+    // cudnnBatchNormalizationBackward. Each a value per thread: the grid orders no sum.
+    batch_norm,
+    batch_norm_epilogue,
+    batch_norm_mask,
+    batch_norm_bwd,
+    own_batch_norm,  // strata's own batch norm kernels, or the evaluation-mode backward (the emitter refuses)
   };
   Kind kind = Kind::own_kernel;
   // conv_graph: CUDNN_ATTR_ENGINE_GLOBAL_INDEX and the engine config's knob choices

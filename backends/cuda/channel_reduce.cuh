@@ -10,7 +10,7 @@
 
 namespace strata::backends::cuda {
 
-// codegen:begin cuda_train_kernels
+// codegen:begin cuda_train_kernels channel_sums
 struct ChannelGeometry {
   int64_t channels = 0;  // size of the channel dimension
   int64_t rest = 0;      // elements per channel

@@ -12,7 +12,7 @@ using ops::TensorView;
 
 namespace {
 
-// codegen:begin cuda_kernels
+// codegen:begin cuda_kernels conv_epilogue
 template <class T>
 __device__ __forceinline__ T finish(acc_t<T> v, const T* b, const T* z, bool relu) {
   using A = acc_t<T>;

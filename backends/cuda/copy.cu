@@ -15,7 +15,7 @@ using namespace strata::ops;  // the op table's argument types
 
 namespace {
 
-// codegen:begin cuda_kernels
+// codegen:begin cuda_kernels convert
 template <class S, class D>
 struct ConvertFn {
   const S* src;

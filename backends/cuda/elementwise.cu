@@ -27,13 +27,15 @@ struct AxpyFn {
     y[o[1]] = store<T>(load(y[o[1]]) + alpha * load(x[o[0]]));
   }
 };
-// codegen:begin cuda_train_kernels
+// codegen:begin cuda_train_kernels fill
 template <class T>
 struct FillFn {
   T* y;
   T v;
   __device__ void operator()(int64_t, const int64_t* o) const { y[o[0]] = v; }
 };
+// codegen:end
+// codegen:begin cuda_train_kernels dropout
 // Element k keeps or drops by the same counter-based hash as every other backend.
 template <class T>
 struct DropoutFn {
@@ -68,7 +70,7 @@ struct DropoutBwdFn {
 // every operand is dense in one memory order (the coalesced indexing is a single
 // dimension of stride 1) and 16-byte aligned, 16-byte vectors (scalar 2-byte accesses left
 // bf16 adds and relus far below the memory's bandwidth: docs/tuning.md); otherwise any strides.
-// codegen:begin cuda_kernels
+// codegen:begin cuda_kernels binary
 template <class T>
 struct AddOp {
   __device__ T operator()(T a, T b) const { return store<T>(load(a) + load(b)); }

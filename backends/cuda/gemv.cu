@@ -9,7 +9,7 @@ using namespace strata::ops;  // the op table's argument types
 
 namespace {
 
-// codegen:begin cuda_kernels
+// codegen:begin cuda_kernels gemv
 constexpr int kGemvThreads = 128;  // 4 warps, 4 output columns, per block
 
 template <class T>

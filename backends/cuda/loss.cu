@@ -15,7 +15,7 @@ using namespace strata::ops;  // the op table's argument types
 namespace cuda {
 namespace {
 
-// codegen:begin cuda_train_kernels
+// codegen:begin cuda_train_kernels softmax_xent
 __device__ __forceinline__ float block_max(float v) {
   __shared__ float warp_max[32];
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));

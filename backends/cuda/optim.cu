@@ -14,7 +14,7 @@ using namespace strata::ops;  // the op table's argument types
 namespace cuda {
 namespace {
 
-// codegen:begin cuda_train_kernels
+// codegen:begin cuda_train_kernels sgd
 // One element's SGD step: what the single and the multi-tensor kernels both run, so
 // that the two give the same bits.
 __device__ __forceinline__ void sgd_update(float& p, float g, float* buf, const ops::SgdOptions& opt, double lr,

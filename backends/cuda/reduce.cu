@@ -22,7 +22,7 @@ struct ValueAt {
   }
 };
 
-// codegen:begin cuda_train_kernels
+// codegen:begin cuda_train_kernels channel_sums
 template <class T>
 struct ChannelValue {
   const T* x;
@@ -67,7 +67,7 @@ __global__ void argmax_kernel(const T* x, int64_t rows, int64_t cols, int64_t s0
   if (lane == 0) y[row * ys] = best_i;
 }
 
-// codegen:begin cuda_kernels
+// codegen:begin cuda_kernels global_avg_pool
 // Global average pooling forward: one warp per (n, c); lanes walk the H*W plane.
 template <class T>
 __global__ void gap_fwd_kernel(const T* x, int64_t n, int64_t c, int64_t h, int64_t w, int64_t sn, int64_t sc,
@@ -98,6 +98,7 @@ __global__ void gap_fwd_nhwc_kernel(const T* x, int64_t n, int64_t c, int64_t h,
   y[in * yn + ic * yc] = store<T>(acc / static_cast<acc_t<T>>(h * w));
 }
 
+// codegen:begin cuda_train_kernels global_avg_pool_bwd
 template <class T>
 struct GapBwdFn {
   const T* dy;
@@ -105,8 +106,9 @@ struct GapBwdFn {
   float inv;
   __device__ void operator()(int64_t, const int64_t* o) const { dx[o[1]] = store<T>(load(dy[o[0]]) * inv); }
 };
+// codegen:end
 
-// codegen:begin cuda_train_kernels
+// codegen:begin cuda_train_kernels column_sums
 // Column sums of a [rows, cols] matrix of contiguous rows `ld` elements apart (linear's bias
 // gradient, summed over the batch): a thread sums V neighbouring columns, 32 threads side by side
 // and 8 rows apart, over the block's share of the rows; in double, in a fixed order (per thread,
@@ -281,6 +283,8 @@ void CudaBackend::global_avg_pool_fwd(const GlobalAvgPoolFwdArgs& a) {
 }
 
 void CudaBackend::global_avg_pool_bwd(const GlobalAvgPoolBwdArgs& a) {
+  observe_call(OpId::global_avg_pool_bwd, a);
+  observe_library(LibraryCall::Kind::own_kernel);
   // dx[n,c,h,w] = dy[n,c] / (H*W): dy broadcast over h, w with zero strides.
   TensorView dyb = a.dy;
   dyb.sizes = a.dx.sizes;

@@ -18,7 +18,7 @@ using namespace strata::ops;  // the op table's argument types
 namespace cuda {
 namespace {
 
-// codegen:begin cuda_kernels
+// codegen:begin cuda_kernels space_to_depth
 // The two tensors' sizes and strides (elements) and the block geometry. I: the index
 // type, 32-bit when every offset fits.
 template <class I>
@@ -107,6 +107,7 @@ __global__ void __launch_bounds__(kThreads) space_to_depth_pixels_kernel(const E
   }
 }
 
+// codegen:begin cuda_train_kernels space_to_depth_bwd
 // Backward: every image element, from its block position or zero.
 template <class E, class I>
 __global__ void __launch_bounds__(kThreads) depth_to_space_kernel(const E* __restrict__ bt, E* __restrict__ im,
@@ -122,6 +123,7 @@ __global__ void __launch_bounds__(kThreads) depth_to_space_kernel(const E* __res
     im[n * g.is0 + c * g.is1 + h * g.is2 + w * g.is3] = v;
   }
 }
+// codegen:end
 
 // The largest offset a view reaches, plus one: below 2^31 for 32-bit indexing.
 int64_t extent(const TensorView& v) {
@@ -187,6 +189,10 @@ void CudaBackend::space_to_depth_fwd(const SpaceToDepthArgs& a) {
   cuda::observe_library(cuda::LibraryCall::Kind::own_kernel);
   cuda::by_width(*ctx_, a.x, a.y, a.p, true);
 }
-void CudaBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) { cuda::by_width(*ctx_, a.dx, a.dy, a.p, false); }
+void CudaBackend::space_to_depth_bwd(const SpaceToDepthBwdArgs& a) {
+  cuda::observe_call(OpId::space_to_depth_bwd, a);
+  cuda::observe_library(cuda::LibraryCall::Kind::own_kernel);
+  cuda::by_width(*ctx_, a.dx, a.dy, a.p, false);
+}
 
 }  // namespace strata::backends

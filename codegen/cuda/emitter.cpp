@@ -326,7 +326,8 @@ CallText forward_text(const RecordedCall& c, const std::string& m, Places& place
       STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer, ") is not supported by the cuda "
                   "emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, add, max_pool2d_fwd, avg_pool2d_fwd, "
                   "global_avg_pool_fwd, space_to_depth_fwd and copy, in f32",
-                  places.step().training ? "; in a training step also LeNet-5's backward, loss, dropout and SGD" : "",
+                  places.step().training ? "; in a training step also the backward of those LeNet-5 and ResNet run, "
+                                           "batch norm in training, the loss, dropout and SGD" : "",
                   ")");
   }
 }

@@ -401,4 +401,28 @@ struct Handles {
 )cg";
 }
 
+// A training step's further helpers: batch norm's descriptors, as strata's cuda backend makes them
+// (backends/cuda/batch_norm.cu: x's and y's, and the per-channel one cuDNN derives from x's).
+std::string train_model_prologue() {
+  return R"cg(
+namespace {
+
+struct BatchNorm {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, param = nullptr;
+};
+
+BatchNorm batch_norm(Legacy& legacy, const int64_t (&x_dims)[4], const int64_t (&x_strides)[4],
+                     const int64_t (&y_dims)[4], const int64_t (&y_strides)[4], cudnnBatchNormMode_t mode) {
+  BatchNorm b{legacy.tensor(x_dims, x_strides), legacy.tensor(y_dims, y_strides), nullptr};
+  CHECK(cudnnCreateTensorDescriptor(&b.param));
+  const cudnnTensorDescriptor_t param = b.param;
+  legacy.destroy.push_back([param] { cudnnDestroyTensorDescriptor(param); });
+  CHECK(cudnnDeriveBNTensorDescriptor(b.param, b.x, mode));
+  return b;
+}
+
+}  // namespace
+)cg";
+}
+
 }  // namespace strata::codegen::cuda

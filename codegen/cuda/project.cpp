@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "strata/codegen/cuda/call_text.h"
+#include "strata/codegen/cuda/launchers.h"
 #include "strata/codegen/cuda/state_text.h"
 #include "strata/codegen/cuda/support_files.h"
 #include "strata/codegen/project_files.h"
@@ -119,8 +120,8 @@ std::vector<GeneratedFile> assemble(const RecordedStep& step, const BufferMap& b
 
   return {{"model.h", h.str(), false},
           {"model.cpp", cpp.str(), false},
-          {"kernels.h", kernels_h(), false},
-          {"kernels.cu", kernels_cu(), false},
+          {"kernels.h", kernels_h(launchers_called(texts)), false},
+          {"kernels.cu", kernels_cu(launchers_called(texts)), false},
           {"weights.h", weights_h(), false},
           {"weights.cpp", weights_cpp(), false},
           {"main.cpp", main_cpp(), false},

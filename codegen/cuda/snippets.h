@@ -4,13 +4,22 @@
 // "codegen:end" lines (element types, strided indexing, the element-wise, converting,
 // convolution-epilogue and global-average-pooling kernels), and for a training step the
 // "cuda_train_kernels" blocks (the loss, fill, dropout, per-channel and column sums, SGD's
-// update) with the op table's pieces they use ("cuda_train_ops", "dropout_rng"), gathered at
-// build time (codegen/embed_snippets.cmake).
+// update, batch norm's epilogue and masking, the backward of global average pooling and of
+// space-to-depth) with the op table's pieces they use ("cuda_train_ops", "dropout_rng"),
+// gathered at build time (codegen/embed_snippets.cmake). The kernels' blocks come one by one
+// with the tag of their begin line, so that a program carries only the kernels it runs.
 namespace strata::codegen::cuda {
 
-extern const char* const k_cuda_kernels;
+struct SnippetBlock {
+  const char* tag;  // "" for a block every program carries (indexing, element types, launches)
+  const char* text;
+};
+
+extern const SnippetBlock k_cuda_kernels_blocks[];
+extern const int k_cuda_kernels_block_count;
+extern const SnippetBlock k_cuda_train_kernels_blocks[];
+extern const int k_cuda_train_kernels_block_count;
 extern const char* const k_cuda_train_ops;
 extern const char* const k_dropout_rng;
-extern const char* const k_cuda_train_kernels;
 
 }  // namespace strata::codegen::cuda

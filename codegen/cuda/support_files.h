@@ -6,14 +6,9 @@
 
 namespace strata::codegen::cuda {
 
-// model.cpp's opening after its header comment: includes and helpers.
+// model.cpp's opening after its header comment: includes and helpers; a training step's after it.
 std::string model_prologue();
-// kernels.h and kernels.cu: launchers of strata's kernels (the .cu carries them as source).
-std::string kernels_h();
-std::string kernels_cu();
-// A training step's additions to kernels.h and kernels.cu (inside their namespace).
-std::string train_kernels_h();
-std::string train_kernels_cu();
+std::string train_model_prologue();
 // main.cpp: model_run WEIGHTS INPUT.npy OUTPUT.npy [REPEAT] [--no-graph].
 std::string main_cpp();
 // CMakeLists.txt: a static library and model_run, needing the CUDA runtime, cuDNN and cuBLAS only.

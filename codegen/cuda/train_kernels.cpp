@@ -1,61 +1,15 @@
-// The launchers a training step's program adds to kernels.h and kernels.cu: strata's loss, fill,
-// dropout, per-channel and column sums and SGD update kernels (their source is strata's, the
-// "cuda_train_kernels" blocks), launched with the geometry strata's cuda backend chose and
-// reported where it orders a sum (block sizes, the blocks along a summed dimension).
-#include "strata/codegen/cuda/snippets.h"
-#include "strata/codegen/cuda/support_files.h"
+// The launchers a training step's program adds to kernels.h and kernels.cu (launchers.h): strata's
+// loss, fill, dropout, per-channel and column sums, SGD update, batch norm epilogue and masking, and
+// the backward of global average pooling and of space-to-depth (their source is strata's, the
+// "cuda_train_kernels" blocks), launched with the geometry strata's cuda backend chose and reported
+// where it orders a sum (block sizes, the blocks along a summed dimension).
+#include "strata/codegen/cuda/launchers.h"
 
 namespace strata::codegen::cuda {
 
-std::string train_kernels_h() {
-  return R"cg(
-// ---- a training step's kernels ----
-// y = y > 0 ? dy : 0 (ReLU's backward from its output) over n dense elements.
-void relu_bwd(cudaStream_t s, const float* y, const float* dy, float* dx, int64_t n);
-// y[i] = value over n dense elements.
-void fill(cudaStream_t s, float* y, int64_t n, double value);
-// Dropout over n dense elements with strata's counter hash, {seed, offset} read from rng (device
-// memory, so that a captured step draws the next mask at every launch); then rng's offset += n.
-void dropout(cudaStream_t s, const float* x, float* y, uint8_t* mask, int64_t n, int64_t* rng, double p,
-             double inv_keep);
-void dropout_bwd(cudaStream_t s, const float* dy, const uint8_t* mask, float* dx, int64_t n, double inv_keep);
-// Softmax cross-entropy's mean over rows (logits [rows, cols], strides xs0, xs1), strata's kernels
-// with `threads` a row; row_loss: rows doubles of scratch, bad: one word of scratch.
-void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
-                  const int64_t* labels, int64_t ls, int64_t ignore_index, float* lse, int64_t lse_s, float* loss,
-                  int threads, double* row_loss, unsigned long long* bad);
-// Its gradient: dx = (softmax - onehot) * dloss / kept rows; g: one double of scratch.
-void softmax_xent_bwd(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
-                      const float* lse, int64_t lse_s, const int64_t* labels, int64_t ls, int64_t ignore_index,
-                      const float* dloss, double* g, float* dx, int64_t ds0, int64_t ds1);
-// out[c * os] = the sum of x's column c (x [rows, cols], rows ld apart), in `splits` blocks of
-// `chunk` rows, 16-byte packs if vec; partial: splits * cols doubles of scratch.
-void column_sums(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t ld, bool vec, int64_t splits,
-                 int64_t chunk, double* partial, float* out, int64_t os);
-// out[c * os] = the sum over every other dimension of x at channel c: the channel's stride cstride,
-// the rest of x as nd coalesced dimensions (sizes, strides); `splits` blocks of `chunk` elements per
-// channel, `inner` when channels are innermost. partial: splits * channels doubles, sums: channels.
-void channel_sums(cudaStream_t s, const float* x, int64_t channels, int64_t cstride, int nd, const int64_t* sizes,
-                  const int64_t* strides, bool inner, int64_t splits, int64_t chunk, double* partial, double* sums,
-                  float* out, int64_t os);
-// SGD (momentum, weight decay, Nesterov) over n dense elements; buf null without momentum.
-void sgd(cudaStream_t s, float* p, const float* g, float* buf, int64_t n, double lr, double momentum,
-         double weight_decay, bool nesterov);
-)cg";
-}
-
-std::string train_kernels_cu() {
-  return std::string(R"cg(
-// ---- a training step's kernels: strata's ("cuda_train_kernels" blocks) and their launchers ----
-namespace strata_code {
-namespace ops {
-)cg") + k_cuda_train_ops + k_dropout_rng + "}  // namespace ops\n" + k_cuda_train_kernels + R"cg(
-}  // namespace strata_code
-
-namespace {
-
-using namespace strata_code;
-
+const std::vector<Launcher>& train_launchers() {
+  static const std::vector<Launcher> table = {
+      {"flat", {}, {}, "", R"cg(
 // One flat dimension of n elements, each operand of stride 1 (dense operands coalesce to it).
 template <int N>
 Strided<N> flat(int64_t n) {
@@ -73,43 +27,55 @@ void each(cudaStream_t s, int64_t n, const F& f, const char* what) {
   elementwise_kernel<N, F><<<grid(n), kThreads, 0, s>>>(flat<N>(n), f);
   check_launch(what);
 }
-
-// The program's own bookkeeping: dropout's counter advances on the device, as strata's layer
-// advances it on the host, so that a captured step draws the next mask at every launch.
-__global__ void advance_offset_kernel(int64_t* rng, int64_t n) { rng[1] += n; }
-
-// SGD's element, through strata's update (sgd_update); no loss scaling: a factor of 1.
-struct SgdElement {
-  float* p;
-  const float* g;
-  float* buf;
-  ops::SgdOptions opt;
-  __device__ void operator()(int64_t, const int64_t* o) const {
-    sgd_update(p[o[0]], g[o[0]], buf ? &buf[o[0]] : nullptr, opt, opt.lr, 1.0);
-  }
-};
-
-}  // namespace
-
+)cg"},
+      {"relu_bwd", {"binary"}, {"binary"}, R"cg(
+// y = y > 0 ? dy : 0 (ReLU's backward from its output) over n dense elements.
+void relu_bwd(cudaStream_t s, const float* y, const float* dy, float* dx, int64_t n);
+)cg", R"cg(
 void relu_bwd(cudaStream_t s, const float* y, const float* dy, float* dx, int64_t n) {
   binary<ReluBwdOp<float>>(s, y, dy, dx, n, "relu_bwd");
 }
-
+)cg"},
+      {"fill", {"fill"}, {"flat"}, R"cg(
+// y[i] = value over n dense elements.
+void fill(cudaStream_t s, float* y, int64_t n, double value);
+)cg", R"cg(
 void fill(cudaStream_t s, float* y, int64_t n, double value) {
   each<1>(s, n, FillFn<float>{y, static_cast<float>(value)}, "fill");
 }
-
+)cg"},
+      {"advance_offset", {}, {}, "", R"cg(
+// The program's own bookkeeping: dropout's counter advances on the device, as strata's layer
+// advances it on the host, so that a captured step draws the next mask at every launch.
+__global__ void advance_offset_kernel(int64_t* rng, int64_t n) { rng[1] += n; }
+)cg"},
+      {"dropout", {"dropout"}, {"flat", "advance_offset"}, R"cg(
+// Dropout over n dense elements with strata's counter hash, {seed, offset} read from rng (device
+// memory, so that a captured step draws the next mask at every launch); then rng's offset += n.
+void dropout(cudaStream_t s, const float* x, float* y, uint8_t* mask, int64_t n, int64_t* rng, double p,
+             double inv_keep);
+)cg", R"cg(
 void dropout(cudaStream_t s, const float* x, float* y, uint8_t* mask, int64_t n, int64_t* rng, double p,
              double inv_keep) {
   each<3>(s, n, DropoutFn<float>{x, y, mask, 0, 0, p, inv_keep, rng}, "dropout");
   advance_offset_kernel<<<1, 1, 0, s>>>(rng, n);
   check_launch("advance_offset_kernel");
 }
-
+)cg"},
+      {"dropout_bwd", {"dropout"}, {"flat"}, R"cg(
+void dropout_bwd(cudaStream_t s, const float* dy, const uint8_t* mask, float* dx, int64_t n, double inv_keep);
+)cg", R"cg(
 void dropout_bwd(cudaStream_t s, const float* dy, const uint8_t* mask, float* dx, int64_t n, double inv_keep) {
   each<3>(s, n, DropoutBwdFn<float>{dy, mask, dx, inv_keep}, "dropout_bwd");
 }
-
+)cg"},
+      {"softmax_xent", {"softmax_xent"}, {}, R"cg(
+// Softmax cross-entropy's mean over rows (logits [rows, cols], strides xs0, xs1), strata's kernels
+// with `threads` a row; row_loss: rows doubles of scratch, bad: one word of scratch.
+void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
+                  const int64_t* labels, int64_t ls, int64_t ignore_index, float* lse, int64_t lse_s, float* loss,
+                  int threads, double* row_loss, unsigned long long* bad);
+)cg", R"cg(
 void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
                   const int64_t* labels, int64_t ls, int64_t ignore_index, float* lse, int64_t lse_s, float* loss,
                   int threads, double* row_loss, unsigned long long* bad) {
@@ -120,7 +86,13 @@ void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, in
   softmax_xent_mean_kernel<<<1, kReduceThreads, 0, s>>>(row_loss, labels, ls, rows, ignore_index, loss);
   check_launch("softmax_xent_mean_kernel");
 }
-
+)cg"},
+      {"softmax_xent_bwd", {"softmax_xent"}, {}, R"cg(
+// Its gradient: dx = (softmax - onehot) * dloss / kept rows; g: one double of scratch.
+void softmax_xent_bwd(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
+                      const float* lse, int64_t lse_s, const int64_t* labels, int64_t ls, int64_t ignore_index,
+                      const float* dloss, double* g, float* dx, int64_t ds0, int64_t ds1);
+)cg", R"cg(
 void softmax_xent_bwd(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
                       const float* lse, int64_t lse_s, const int64_t* labels, int64_t ls, int64_t ignore_index,
                       const float* dloss, double* g, float* dx, int64_t ds0, int64_t ds1) {
@@ -131,7 +103,13 @@ void softmax_xent_bwd(cudaStream_t s, const float* x, int64_t rows, int64_t cols
       ds1, chunk8_vectorizable<float>(dx, ds0, ds1));
   check_launch("softmax_xent_bwd_kernel");
 }
-
+)cg"},
+      {"column_sums", {"column_sums"}, {}, R"cg(
+// out[c * os] = the sum of x's column c (x [rows, cols], rows ld apart), in `splits` blocks of
+// `chunk` rows, 16-byte packs if vec; partial: splits * cols doubles of scratch.
+void column_sums(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t ld, bool vec, int64_t splits,
+                 int64_t chunk, double* partial, float* out, int64_t os);
+)cg", R"cg(
 void column_sums(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t ld, bool vec, int64_t splits,
                  int64_t chunk, double* partial, float* out, int64_t os) {
   constexpr int V = 4;
@@ -146,7 +124,15 @@ void column_sums(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int
       partial, static_cast<int>(splits), cols, out, os);
   check_launch("column_final_kernel");
 }
-
+)cg"},
+      {"channel_sums", {"channel_sums"}, {}, R"cg(
+// out[c * os] = the sum over every other dimension of x at channel c: the channel's stride cstride,
+// the rest of x as nd coalesced dimensions (sizes, strides); `splits` blocks of `chunk` elements per
+// channel, `inner` when channels are innermost. partial: splits * channels doubles, sums: channels.
+void channel_sums(cudaStream_t s, const float* x, int64_t channels, int64_t cstride, int nd, const int64_t* sizes,
+                  const int64_t* strides, bool inner, int64_t splits, int64_t chunk, double* partial, double* sums,
+                  float* out, int64_t os);
+)cg", R"cg(
 void channel_sums(cudaStream_t s, const float* x, int64_t channels, int64_t cstride, int nd, const int64_t* sizes,
                   const int64_t* strides, bool inner, int64_t splits, int64_t chunk, double* partial, double* sums,
                   float* out, int64_t os) {
@@ -181,6 +167,26 @@ void channel_sums(cudaStream_t s, const float* x, int64_t channels, int64_t cstr
                                                                                          os);
   check_launch("store_sums_kernel");
 }
+)cg"},
+      {"sgd", {"sgd"}, {"flat"}, R"cg(
+// SGD (momentum, weight decay, Nesterov) over n dense elements; buf null without momentum.
+void sgd(cudaStream_t s, float* p, const float* g, float* buf, int64_t n, double lr, double momentum,
+         double weight_decay, bool nesterov);
+)cg", R"cg(
+namespace {
+
+// SGD's element, through strata's update (sgd_update); no loss scaling: a factor of 1.
+struct SgdElement {
+  float* p;
+  const float* g;
+  float* buf;
+  ops::SgdOptions opt;
+  __device__ void operator()(int64_t, const int64_t* o) const {
+    sgd_update(p[o[0]], g[o[0]], buf ? &buf[o[0]] : nullptr, opt, opt.lr, 1.0);
+  }
+};
+
+}  // namespace
 
 void sgd(cudaStream_t s, float* p, const float* g, float* buf, int64_t n, double lr, double momentum,
          double weight_decay, bool nesterov) {
@@ -191,7 +197,70 @@ void sgd(cudaStream_t s, float* p, const float* g, float* buf, int64_t n, double
   opt.nesterov = nesterov;
   each<1>(s, n, SgdElement{p, g, buf, opt}, "sgd");
 }
-)cg";
+)cg"},
+      {"batch_norm_epilogue", {"batch_norm"}, {}, R"cg(
+// y = relu?(y + z) in place over n dense elements (z null: no residual), mask's bit i set where
+// y[i] > 0 after it (mask null: none): strata's epilogue after cuDNN's batch norm forward.
+void batch_norm_epilogue(cudaStream_t s, float* y, const float* z, uint8_t* mask, int64_t n, bool relu);
+)cg", R"cg(
+void batch_norm_epilogue(cudaStream_t s, float* y, const float* z, uint8_t* mask, int64_t n, bool relu) {
+  if (n <= 0) return;
+  // A warp per 32 values, grid-strided: the grid changes which warp writes a mask byte, not its bits.
+  bn_epilogue_kernel<float><<<grid(n), kThreads, 0, s>>>(y, z, mask, n, relu);
+  check_launch("bn_epilogue_kernel");
+}
+)cg"},
+      {"batch_norm_mask", {"batch_norm"}, {}, R"cg(
+// g[i] = mask's bit i ? dy[i] : 0 over n dense elements: strata's masking before cuDNN's batch norm
+// backward of a fused forward.
+void batch_norm_mask(cudaStream_t s, const float* dy, const uint8_t* mask, float* g, int64_t n);
+)cg", R"cg(
+void batch_norm_mask(cudaStream_t s, const float* dy, const uint8_t* mask, float* g, int64_t n) {
+  if (n <= 0) return;
+  bn_mask_grad_kernel<float><<<grid(n), kThreads, 0, s>>>(dy, mask, g, n);
+  check_launch("bn_mask_grad_kernel");
+}
+)cg"},
+      {"global_avg_pool_bwd", {"global_avg_pool_bwd"}, {}, R"cg(
+// dx [N, C, H, W] (strides sx) = dy[n, c] (strides sy) / (H W): global average pooling's backward.
+void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2], float* dx,
+                         const int64_t (&sizes)[4], const int64_t (&sx)[4]);
+)cg", R"cg(
+void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2], float* dx,
+                         const int64_t (&sizes)[4], const int64_t (&sx)[4]) {
+  // dy broadcast over the plane with zero strides, as strata indexes it; 1 / (H W) in float, as strata's.
+  Strided<2> st;
+  st.nd = 4;
+  st.n = sizes[0] * sizes[1] * sizes[2] * sizes[3];
+  if (st.n == 0) return;
+  const int64_t dys[4] = {sy[0], sy[1], 0, 0};
+  for (int d = 0; d < 4; ++d) {
+    st.sizes[d] = sizes[d];
+    st.strides[0][d] = dys[d];
+    st.strides[1][d] = sx[d];
+  }
+  const float inv = 1.f / static_cast<float>(sizes[2] * sizes[3]);
+  elementwise_kernel<2, GapBwdFn<float>><<<grid(st.n), kThreads, 0, s>>>(st, GapBwdFn<float>{dy, dx, inv});
+  check_launch("elementwise_kernel (global_avg_pool_bwd)");
+}
+)cg"},
+      {"space_to_depth_bwd", {"space_to_depth", "space_to_depth_bwd"}, {"s2d_geom"}, R"cg(
+// dx [N, C, H, W] = each element from its block position in dy [N, K, Ho, Wo], zero where none holds
+// it: space_to_depth's adjoint (the gradient of the weight of ResNet's stem on the GPU).
+void space_to_depth_bwd(cudaStream_t s, const float* dy, const int64_t (&ys)[4], const int64_t (&yst)[4], float* dx,
+                        const int64_t (&xs)[4], const int64_t (&xst)[4], int block, int pad_h, int pad_w);
+)cg", R"cg(
+void space_to_depth_bwd(cudaStream_t s, const float* dy, const int64_t (&ys)[4], const int64_t (&yst)[4], float* dx,
+                        const int64_t (&xs)[4], const int64_t (&xst)[4], int block, int pad_h, int pad_w) {
+  const int64_t total = xs[0] * xs[1] * xs[2] * xs[3];
+  if (total == 0) return;
+  const auto g = s2d_geom(xs, xst, ys, yst, block, pad_h, pad_w, xst[1] == 1 && xs[1] > 1);
+  depth_to_space_kernel<float, uint64_t><<<grid(total), kThreads, 0, s>>>(dy, dx, g, static_cast<uint64_t>(total));
+  check_launch("depth_to_space_kernel");
+}
+)cg"},
+  };
+  return table;
 }
 
 }  // namespace strata::codegen::cuda

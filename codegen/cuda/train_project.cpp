@@ -5,6 +5,7 @@
 // CUDA graph that train_step() launches between the batch's copy in and the loss's copy out.
 #include <sstream>
 
+#include "strata/codegen/cuda/launchers.h"
 #include "strata/codegen/cuda/state_text.h"
 #include "strata/codegen/cuda/support_files.h"
 #include "strata/codegen/cuda/train_text.h"
@@ -111,7 +112,7 @@ std::vector<GeneratedFile> emit_train_project(const RecordedStep& step, BufferMa
   for (const Constant& k : buffers.constants())
     cpp << "//   w + " << k.file_offset << ": " << k.name << " (" << k.bytes << " bytes)\n";
   cpp << "//   w + " << counters_at << ": dropout's {seed, offset}, 16 bytes per dropout layer\n"
-      << model_prologue() << "\nconstexpr int64_t kCountersAt = " << counters_at << ";\n\n"
+      << model_prologue() << train_model_prologue() << "\nconstexpr int64_t kCountersAt = " << counters_at << ";\n\n"
       << "struct Model::State : Handles {\n"
       << "  static constexpr int64_t kStateBytes = " << state_bytes << ";\n"
       << "  Weights file;  // the state on the host: read at load, written by save()\n"
@@ -155,17 +156,11 @@ std::vector<GeneratedFile> emit_train_project(const RecordedStep& step, BufferMa
       << "  CHECK(cudaMemcpy(s_->file.data(), s_->weights.p, State::kStateBytes, cudaMemcpyDeviceToHost));\n"
       << "  s_->file.save(weights_path);\n}\n\n}  // namespace generated\n";
 
-  // kernels.h and kernels.cu: the prediction's launchers and kernels, then the training step's.
-  const auto with_train = [](std::string text, const std::string& more) {
-    const std::string close = "}  // namespace generated::kernels\n";
-    const size_t at = text.rfind(close);
-    STRATA_CHECK(at != std::string::npos, "strata_codegen: kernels' namespace not found (internal error)");
-    return text.insert(at, more);
-  };
+  const std::set<std::string> called = launchers_called(texts);
   return {{"model.h", h.str(), false},
           {"model.cpp", cpp.str(), false},
-          {"kernels.h", with_train(kernels_h(), train_kernels_h()), false},
-          {"kernels.cu", with_train(kernels_cu(), train_kernels_cu()), false},
+          {"kernels.h", kernels_h(called), false},
+          {"kernels.cu", kernels_cu(called), false},
           {"weights.h", weights_h(), false},
           {"weights.cpp", weights_cpp(), false},
           {"main.cpp", train_main_cpp(true), false},

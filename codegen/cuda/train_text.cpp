@@ -1,7 +1,8 @@
 // A training step's calls as the cuda backend ran them, beyond the forward's (emitter.cpp): the
 // backward of convolutions, linear layers, ReLU and max pooling with the library choices strata
-// made, and strata's own kernels for the loss, fill, dropout, the bias gradients' sums and SGD,
-// with the geometry the backend reported where it orders a sum.
+// made, batch norm (batch_norm_text.cpp), and strata's own kernels for the loss, fill, dropout, the
+// bias gradients' sums, global average pooling's and space-to-depth's backward and SGD, with the
+// geometry the backend reported where it orders a sum.
 #include "strata/backends/cuda/strided.h"
 #include "strata/codegen/cuda/train_text.h"
 #include "strata/core/error.h"
@@ -20,21 +21,10 @@ std::string i64(int64_t v) { return std::to_string(v); }
 // Dropout's scale of the kept values, 1 / (1 - p) (0 when all are dropped), as the backends compute it.
 double dropout_inv_keep(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
 
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::string labels_ptr(Places& p, const TensorView& v, const std::string& what) {
   STRATA_CHECK(v.dtype == DType::i64 && v.dim() == 1, "strata_codegen: ", what, " is ", dtype_name(v.dtype), " ",
                v.sizes.str(), "; the cuda emitter writes out i64 labels [N] only");
   return "reinterpret_cast<const int64_t*>(" + p.ptr(v, what) + ")";
-}
-
-std::string mask_ptr(Places& p, const TensorView& v, const std::string& what) {
-  STRATA_CHECK(v.dtype == DType::u8 && v.is_contiguous(), "strata_codegen: ", what, " is not a dense u8 mask");
-  return "reinterpret_cast<uint8_t*>(" + p.ptr(v, what) + ")";
 }
 
 void require_matrix(const TensorView& v, const std::string& what) {
@@ -109,6 +99,17 @@ CallText linear_bwd(const RecordedCall& c, Places& p, TrainScratch& scratch) {
 }
 
 }  // namespace
+
+std::string mask_ptr(Places& p, const TensorView& v, const std::string& what) {
+  STRATA_CHECK(v.dtype == DType::u8 && v.is_contiguous(), "strata_codegen: ", what, " is not a dense u8 mask");
+  return "reinterpret_cast<uint8_t*>(" + p.ptr(v, what) + ")";
+}
+
+std::string num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
 
 std::string TrainScratch::doubles(int64_t n) { return "reinterpret_cast<double*>(" + bytes(n * 8) + ")"; }
 
@@ -255,6 +256,29 @@ CallText train_text(const RecordedCall& c, const std::string& m, Places& p, Trai
               i64(a.param.numel()) + ", " + num(a.o.lr) + ", " + num(a.o.momentum) + ", " + num(a.o.weight_decay) +
               ", " + (a.o.nesterov ? "true" : "false") + ");\n";
       t.how = "strata's SGD update (sgd_update)";
+      return t;
+    }
+    case OpId::batch_norm_fwd: return batch_norm_fwd_text(c, m, p);
+    case OpId::batch_norm_bwd: return batch_norm_bwd_text(c, m, p);
+    case OpId::global_avg_pool_bwd: {
+      const auto& a = std::get<ops::GlobalAvgPoolBwdArgs>(c.args);
+      only(c, Kind::own_kernel, "strata's kernel");
+      STRATA_CHECK(a.dy.dtype == DType::f32 && a.dy.dim() == 2 && a.dx.dtype == DType::f32 && a.dx.dim() == 4,
+                   "strata_codegen: ", op, ": the cuda emitter writes out f32 dy [N, C] and dx [N, C, H, W] only");
+      t.run = "  kernels::global_avg_pool_bwd(stream, " + p.fptr(a.dy, op + " dy") + ", " + strides_of(a.dy) + ", " +
+              p.fptr(a.dx, op + " dx") + ", " + dims_of(a.dx) + ", " + strides_of(a.dx) + ");\n";
+      t.how = "strata's element-wise kernel";
+      return t;
+    }
+    case OpId::space_to_depth_bwd: {
+      const auto& a = std::get<ops::SpaceToDepthBwdArgs>(c.args);
+      only(c, Kind::own_kernel, "strata's kernel");
+      require_dense_f32(a.dy, op + " dy");
+      require_dense_f32(a.dx, op + " dx");
+      t.run = "  kernels::space_to_depth_bwd(stream, " + p.fptr(a.dy, op + " dy") + ", " + dims_of(a.dy) + ", " +
+              strides_of(a.dy) + ", " + p.fptr(a.dx, op + " dx") + ", " + dims_of(a.dx) + ", " + strides_of(a.dx) +
+              ", " + i64(a.p.block) + ", " + i64(a.p.pad_h) + ", " + i64(a.p.pad_w) + ");\n";
+      t.how = "strata's kernel";
       return t;
     }
     default: return forward_text(c, m, p);

@@ -20,6 +20,16 @@ class TrainScratch {
   int64_t bytes_ = 0;
 };
 
+// A double as the program's literal of the same value ("%.17g").
+std::string num(double v);
+// "reinterpret_cast<uint8_t*>(<place>)" of a dense u8 mask (dropout's, a fused batch norm's ReLU's).
+std::string mask_ptr(Places& p, const ops::TensorView& v, const std::string& what);
+
+// Batch norm in training (batch_norm_text.cpp): cuDNN's forward and backward with strata's kernels
+// for a fused forward's residual, ReLU and mask, as the backend ran them.
+CallText batch_norm_fwd_text(const RecordedCall& c, const std::string& member, Places& p);
+CallText batch_norm_bwd_text(const RecordedCall& c, const std::string& member, Places& p);
+
 // A training step's call (a forward one as forward_text writes it). `counter`: the int64_t*
 // expression of a dropout call's {seed, offset} in the state. Throws naming the op, argument or
 // library choice the emitter does not write out.

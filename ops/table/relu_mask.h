@@ -12,9 +12,11 @@
 
 namespace strata::ops {
 
+// codegen:begin cuda_train_ops
 STRATA_HOST_DEVICE constexpr int64_t relu_mask_bytes(int64_t numel) { return (numel + 7) / 8; }
 
 STRATA_HOST_DEVICE inline bool relu_mask_bit(const uint8_t* mask, int64_t i) { return (mask[i >> 3] >> (i & 7)) & 1; }
+// codegen:end
 
 // Whether a view is dense in memory order (every offset 0 .. numel - 1 used once): what a
 // ReLU mask's offsets need.

@@ -11,33 +11,13 @@
 #include "strata/codegen/buffer_map.h"
 #include "strata/codegen/cuda/emitter.h"
 #include "cuda_project_util.h"
+#include "hand_record.h"
 #include "support/expect_error.h"
 
 namespace strata {
 namespace {
 
-using testing::file;
-using backends::cuda::LibraryCall;
-using Kind = LibraryCall::Kind;
-using ops::OpId;
-using ops::TensorView;
-
-TensorView view(void* p, const Shape& sizes) {
-  TensorView v;
-  v.data = p;
-  v.sizes = sizes;
-  v.strides = contiguous_strides(sizes);
-  v.dtype = DType::f32;
-  v.device = Device::cpu();
-  v.defined = true;
-  return v;
-}
-
-LibraryCall lib(Kind k) {
-  LibraryCall l;
-  l.kind = k;
-  return l;
-}
+using namespace testing;
 
 // A small network over every kind of call the emitter writes out: a convolution with its bias
 // and ReLU in the cuDNN graph, max pooling, a legacy convolution with the residual and ReLU in

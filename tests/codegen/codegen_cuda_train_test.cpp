@@ -12,42 +12,13 @@
 #include "strata/codegen/buffer_map.h"
 #include "strata/codegen/cuda/emitter.h"
 #include "cuda_project_util.h"
+#include "hand_record.h"
 #include "support/expect_error.h"
 
 namespace strata {
 namespace {
 
-using testing::file;
-using backends::cuda::LibraryCall;
-using Kind = LibraryCall::Kind;
-using ops::OpId;
-using ops::TensorView;
-
-TensorView view(void* p, const Shape& sizes, DType dt = DType::f32) {
-  TensorView v;
-  v.data = p;
-  v.sizes = sizes;
-  v.strides = contiguous_strides(sizes);
-  v.dtype = dt;
-  v.device = Device::cpu();
-  v.defined = true;
-  return v;
-}
-
-LibraryCall lib(Kind k, int64_t mode = 0) {
-  LibraryCall l;
-  l.kind = k;
-  l.mode = mode;
-  return l;
-}
-
-LibraryCall gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-                 const void* a, const void* b, const void* c) {
-  LibraryCall l = lib(Kind::gemm, 68);  // CUBLAS_COMPUTE_32F
-  l.op_a = op_a, l.op_b = op_b, l.m = m, l.n = n, l.k = k, l.lda = lda, l.ldb = ldb, l.ldc = ldc;
-  l.a = a, l.b = b, l.c = c;
-  return l;
-}
+using namespace testing;
 
 // conv (bias in the cuDNN graph) -> ReLU -> max pool -> dropout -> linear (2 rows: strata's few-rows
 // kernel) -> softmax cross-entropy, its backward and SGD with momentum: a batch of 2 images 1x8x8.
@@ -161,8 +132,6 @@ struct HandTrainStep {
 };
 
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
-
 TEST(CodegenCudaTrain, WritesEveryCallWithTheBackendsChoices) {
   HandTrainStep r;
   const auto files = r.emit();
@@ -199,6 +168,12 @@ TEST(CodegenCudaTrain, WritesEveryCallWithTheBackendsChoices) {
                         "column_partial_kernel", "struct DropoutFn", "dropout_keep", "sgd_update", "xent_label_valid",
                         "dense_binary_kernel"})
     EXPECT_TRUE(has(cu, k)) << k;
+  // Only the kernels this step runs, and machine code only (no PTX) for the architectures asked for.
+  for (const char* k : {"bn_epilogue_kernel", "space_to_depth_kernel", "gap_fwd_kernel", "conv_epilogue_dense_kernel",
+                        "depth_to_space_kernel", "struct GapBwdFn"})
+    EXPECT_FALSE(has(cu, k)) << k;
+  EXPECT_FALSE(has(file(files, "kernels.h"), "void space_to_depth("));
+  EXPECT_TRUE(has(file(files, "CMakeLists.txt"), "set(arch ${arch}-real)"));
   // The state: every named tensor, then dropout's {seed, offset} after the recorded step.
   const std::string bin = file(files, "weights.bin");
   ASSERT_GE(bin.size(), 24u + 16u);
@@ -227,11 +202,11 @@ TEST(CodegenCudaTrain, NamesWhatItDoesNotWriteOut) {
     EXPECT_STRATA_ERROR(r.emit(), "relu_bwd (net)", "otherwise than by strata's kernel");
   }
   {
-    HandTrainStep r;  // an op no training step of LeNet runs
+    HandTrainStep r;  // an op no training step of LeNet-5 or ResNet runs
     auto& c = at(r, OpId::relu_bwd);
-    c.op = OpId::batch_norm_bwd;
-    c.args = ops::BatchNormBwdArgs{};
-    EXPECT_STRATA_ERROR(r.emit(), "op batch_norm_bwd", "LeNet-5's backward");
+    c.op = OpId::avg_pool2d_bwd;
+    c.args = ops::MaxPool2dBwdArgs{};
+    EXPECT_STRATA_ERROR(r.emit(), "op avg_pool2d_bwd", "the backward of those LeNet-5 and ResNet run");
   }
   {
     HandTrainStep r;  // a dropout whose seed graph mode keeps on the device

@@ -76,6 +76,8 @@ for c in $cases; do
     failed=1
     continue
   fi
+  say "$name: model_run $(stat -c %s "$p/build/model_run") bytes ($(size -A "$p/build/model_run" |
+    awk '$1 == ".nv_fatbin" || $1 == ".text" {printf "%s %s ", $1, $2}')); kernels.cu $(wc -l <"$p/kernels.cu") lines"
   # The onednn programs' checks, which model_run here shares: strata's output byte for byte (with the
   # graph, again after REPEAT runs), no strata library linked, a bad input or weights file named.
   if ! cmake -DOUT="$p" -DLIBRARY=libcudnn -P tests/codegen/check_generated.cmake >"$dir/check.log" 2>&1; then

@@ -2,14 +2,16 @@
 # The cuda emitter's training step on the GPU machine (docs/codegen.md, "The cuda emitter"), one
 # device call: strata_codegen --backend cuda --train --check records each case's training step
 # on strata's cuda backend (direct mode) and writes it out with strata's losses and state after
-# CHECK_STEPS more steps; each project is built with CMake (CUDA runtime, cuBLAS, cuDNN: nothing
-# of strata), model_train runs those steps with and without its CUDA graph, and its printed losses
-# and written state are compared byte for byte with strata's (check/losses.txt,
+# CHECK_STEPS more steps; the projects are built with CMake (CUDA runtime, cuBLAS, cuDNN: nothing
+# of strata), side by side, then model_train runs those steps with and without its CUDA graph, and
+# its printed losses and written state are compared byte for byte with strata's (check/losses.txt,
 # check/expected_weights.bin); its refusal of labels out of range is checked too.
-#   TARGETS="strata_codegen" tools/gpu/pack.sh      # here
+#   TARGETS="strata_codegen" CARRY_LIBS="jpeg turbojpeg stb pugixml" tools/gpu/pack.sh   # here
 #   OUT=$OUT tools/gpu/codegen_cuda_train.sh        # there (carry .gpu)
-#   CASES        space-separated model:N,C,H,W (lenet, lenet_keras; resnet18 and resnet50 are refused
-#                by name); default: LeNet-5, both variants, at batch 1, 2 and 32, and ResNet-18's refusal
+#   CASES        space-separated model:N,C,H,W (lenet, lenet_keras, resnet18, resnet50; ResNet's stem
+#                follows the size: the small-input stem at 32x32, the ImageNet stem with its
+#                space-to-depth and max pooling at 224x224); default: LeNet-5, both variants, at
+#                batch 2 and 32, and ResNet-18/50 at 2x3x32x32 and ResNet-50 at 2x3x224x224
 #   CHECK_STEPS  strata's steps to compare (default 3)
 #   STEP_TIMEOUT seconds each generation, build or run may take (default 240)
 # Writes $OUT (default /tmp/strata-codegen-cuda-train): codegen_cuda_train.log, summary.md and a
@@ -21,8 +23,8 @@ out=${OUT:-/tmp/strata-codegen-cuda-train}
 pkg=${pkg:-.gpu}
 steps=${CHECK_STEPS:-3}
 limit=${STEP_TIMEOUT:-240}
-cases=${CASES:-"lenet:2,1,28,28 lenet:1,1,28,28 lenet:32,1,28,28 lenet_keras:2,1,28,28 lenet_keras:32,1,28,28
-  resnet18:2,3,32,32"}
+cases=${CASES:-"lenet:2,1,28,28 lenet:32,1,28,28 lenet_keras:2,1,28,28 lenet_keras:32,1,28,28
+  resnet18:2,3,32,32 resnet50:2,3,32,32 resnet50:2,3,224,224"}
 mkdir -p "$out"
 log="$out/codegen_cuda_train.log"
 : >"$log"
@@ -43,19 +45,22 @@ summary="$out/summary.md"
 } >"$summary"
 failed=0
 row() { echo "| $* |" >>"$summary"; }
+name_of() { local shape=${1#*:}; echo "${1%%:*}_${shape//,/x}"; }
+# 1. Record and write out each case on the GPU, one at a time.
+ready=()
 for c in $cases; do
   model=${c%%:*}
-  shape=${c#*:}
-  name="${model}_${shape//,/x}"
+  name=$(name_of "$c")
   dir="$out/$name"
   rm -rf "$dir"
   mkdir -p "$dir"
-  args=(--model "${model%_keras}" --seed 3 --input "$shape" --train --check-steps "$steps")
+  args=(--model "${model%_keras}" --seed 3 --input "${c#*:}" --train --check-steps "$steps")
   [ "$model" = lenet_keras ] && args+=(--lenet-variant keras)
   if ! timeout "$limit" "$pkg/bin/strata_codegen" --backend cuda "${args[@]}" --out "$dir/project" --check \
       >"$dir/gen.log" 2>&1; then
     why=$(tail -1 "$dir/gen.log")
-    if grep -q "the cuda emitter writes out a training step for LeNet-5 only\|not supported by the cuda emitter\|emitter does not support" "$dir/gen.log"; then
+    if grep -q "not supported by the cuda emitter\|emitter does not support\|the cuda emitter writes out" \
+        "$dir/gen.log"; then
       say "$name: refused by strata_codegen: $why"
       row "$name | refused: $(echo "$why" | cut -c1-160) | | | | |"
     else
@@ -66,15 +71,28 @@ for c in $cases; do
     continue
   fi
   say "$(grep '^strata_codegen: ' "$dir/gen.log" | head -1)"
-  calls=$(sed -n 's/.*: \([0-9]*\) calls.*/\1/p' "$dir/gen.log" | head -1)
+  ready+=("$c")
+done
+# 2. Build the projects side by side (each one's compilers are mostly single-threaded).
+for c in "${ready[@]}"; do
+  p="$out/$(name_of "$c")/project"
+  { timeout "$limit" cmake -S "$p" -B "$p/build" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DCUDNN_ROOT="$cudnn_root" && timeout "$limit" cmake --build "$p/build"; } >"$out/$(name_of "$c")/build.log" 2>&1 &
+done
+wait
+# 3. Run each program against strata's losses and state.
+for c in "${ready[@]}"; do
+  name=$(name_of "$c")
+  dir="$out/$name"
   p="$dir/project"
-  if ! { timeout "$limit" cmake -S "$p" -B "$p/build" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 \
-           -DCUDNN_ROOT="$cudnn_root" && timeout "$limit" cmake --build "$p/build"; } >"$dir/build.log" 2>&1; then
+  calls=$(sed -n 's/.*: \([0-9]*\) calls.*/\1/p' "$dir/gen.log" | head -1)
+  if [ ! -x "$p/build/model_train" ]; then
     say "$name: the generated project does not build (see $dir/build.log): $(grep -m1 -i error "$dir/build.log")"
     row "$name | $calls | does not build | | | |"
     failed=1
     continue
   fi
+  say "$name: model_train $(stat -c %s "$p/build/model_train") bytes; kernels.cu $(wc -l <"$p/kernels.cu") lines"
   if ldd "$p/build/model_train" | grep -q strata; then
     say "$name: model_train links a strata library: $(ldd "$p/build/model_train" | grep strata | head -1)"
     failed=1
@@ -99,6 +117,17 @@ for c in $cases; do
       verdict+=("yes")
     else
       verdict+=("NO ($(cmp "$dir/trained_$form.bin" "$p/check/expected_weights.bin" 2>&1 | head -1 | cut -c1-80))")
+      # Which of the state's tensors differ, by the places model.cpp's header lists ("w + 64: fc.bias (...)").
+      python3 - "$p/model.cpp" "$dir/trained_$form.bin" "$p/check/expected_weights.bin" >"$dir/state_diff_$form.txt" \
+        2>&1 <<'PY'
+import re, sys
+spans = [(int(m[0]), m[1], int(m[2])) for m in re.findall(r"^//   w \+ (\d+): (.*) \((\d+) bytes\)$",
+                                                           open(sys.argv[1]).read(), re.M)]
+a, b = open(sys.argv[2], "rb").read()[24:], open(sys.argv[3], "rb").read()[24:]
+bad = [name for off, name, n in spans if a[off:off + n] != b[off:off + n]]
+print(f"{len(bad)} of {len(spans)} tensors differ: " + ", ".join(bad[:12]))
+PY
+      say "$name ($form): $(head -1 "$dir/state_diff_$form.txt")"
       failed=1
     fi
   done
