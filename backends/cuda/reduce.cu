@@ -84,6 +84,7 @@ __global__ void gap_fwd_kernel(const T* x, int64_t n, int64_t c, int64_t h, int6
 }
 // codegen:end
 
+// codegen:begin cuda_kernels global_avg_pool_nhwc
 // Channels-last: one thread per (n, c), neighbouring threads read neighbouring channels.
 template <class T>
 __global__ void gap_fwd_nhwc_kernel(const T* x, int64_t n, int64_t c, int64_t h, int64_t w, int64_t sn,
@@ -97,6 +98,7 @@ __global__ void gap_fwd_nhwc_kernel(const T* x, int64_t n, int64_t c, int64_t h,
     for (int64_t b = 0; b < w; ++b) acc += load(base[a * sh + b * sw]);
   y[in * yn + ic * yc] = store<T>(acc / static_cast<acc_t<T>>(h * w));
 }
+// codegen:end
 
 // codegen:begin cuda_train_kernels global_avg_pool_bwd
 template <class T>

@@ -244,11 +244,14 @@ CallText elementwise(const RecordedCall& c, Places& p, const std::string& m) {
   }
   const auto& a = std::get<ops::GlobalAvgPoolFwdArgs>(c.args);
   const LibraryCall& l = only(c, Kind::gap_kernel, "strata's kernel");
-  STRATA_CHECK(l.mode == 0 && a.x.dtype == DType::f32 && a.y.dtype == DType::f32, "strata_codegen: ", op,
-               ": channels-last or non-f32 global average pooling is not written out by the cuda emitter");
-  t.run = "  kernels::global_avg_pool(stream, " + p.fptr(a.x, op + " x") + ", " + dims_of(a.x) + ", " +
-          strides_of(a.x) + ", " + p.fptr(a.y, op + " y") + ", " + strides_of(a.y) + ");\n";
-  t.how = "strata's kernel, one warp per plane";
+  STRATA_CHECK(a.x.dtype == DType::f32 && a.y.dtype == DType::f32, "strata_codegen: ", op,
+               ": non-f32 global average pooling is not written out by the cuda emitter");
+  // strata's kernel for the layout it saw (mode 1: channels 1 apart, which an NCHW x of 1x1 planes is too).
+  const bool nhwc = l.mode == 1;
+  t.run = std::string("  kernels::global_avg_pool") + (nhwc ? "_nhwc" : "") + "(stream, " + p.fptr(a.x, op + " x") +
+          ", " + dims_of(a.x) + ", " + strides_of(a.x) + ", " + p.fptr(a.y, op + " y") + ", " + strides_of(a.y) +
+          ");\n";
+  t.how = nhwc ? "strata's kernel, one thread per (n, c)" : "strata's kernel, one warp per plane";
   return t;
 }
 

@@ -67,6 +67,21 @@ void global_avg_pool(cudaStream_t s, const float* x, const int64_t (&sizes)[4], 
   check_launch("gap_fwd_kernel");
 }
 )cg"},
+      {"global_avg_pool_nhwc", {"global_avg_pool_nhwc"}, {}, R"cg(
+// The same mean where strata took x for channels-last (its channels 1 apart: a channels-last x, or
+// an NCHW x of 1x1 planes): one thread per (n, c), as strata launches it.
+void global_avg_pool_nhwc(cudaStream_t s, const float* x, const int64_t (&sizes)[4], const int64_t (&sx)[4],
+                          float* y, const int64_t (&sy)[2]);
+)cg", R"cg(
+void global_avg_pool_nhwc(cudaStream_t s, const float* x, const int64_t (&sizes)[4], const int64_t (&sx)[4],
+                          float* y, const int64_t (&sy)[2]) {
+  const int64_t planes = sizes[0] * sizes[1];
+  if (planes == 0) return;
+  gap_fwd_nhwc_kernel<float><<<static_cast<unsigned>((planes + 255) / 256), 256, 0, s>>>(
+      x, sizes[0], sizes[1], sizes[2], sizes[3], sx[0], sx[1], sx[2], sx[3], y, sy[0], sy[1]);
+  check_launch("gap_fwd_nhwc_kernel");
+}
+)cg"},
       {"convert", {"convert"}, {}, R"cg(
 // dst = src element by element over an indexing strata coalesced: nd dimensions of `sizes`, each
 // operand with its own strides (0 broadcasts), n elements in all.

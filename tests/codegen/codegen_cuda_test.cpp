@@ -195,6 +195,23 @@ TEST(CodegenCudaText, WritesEveryCallWithTheBackendsChoices) {
   EXPECT_NE(cpp.find("w + 960, CUDA_R_32F, 4, a + 4096, CUDA_R_32F, 4"), std::string::npos);
 }
 
+// Where strata took global average pooling's input for channels-last (its channels 1 apart: NCHW
+// planes of 1x1 are too), the program launches strata's channels-last kernel, and only then.
+TEST(CodegenCudaText, GlobalAveragePoolingInTheLayoutStrataSaw) {
+  HandRecorded r;
+  EXPECT_EQ(file(r.emit(), "kernels.cu").find("gap_fwd_nhwc_kernel"), std::string::npos);
+  for (codegen::RecordedCall& c : r.step.calls)
+    if (c.op == OpId::global_avg_pool_fwd) c.library[0].mode = 1;
+  const auto files = r.emit();
+  const std::string cpp = file(files, "model.cpp"), cu = file(files, "kernels.cu");
+  EXPECT_NE(cpp.find("kernels::global_avg_pool_nhwc(stream, f32(a + 3584), {2, 4, 4, 4}, {64, 16, 4, 1}, "
+                     "f32(a + 4096), {4, 1});"),
+            std::string::npos)
+      << cpp;
+  EXPECT_NE(cu.find("gap_fwd_nhwc_kernel<float><<<"), std::string::npos) << cu;
+  EXPECT_EQ(cu.find("gap_fwd_kernel<float><<<"), std::string::npos);
+}
+
 TEST(CodegenCudaText, NamesWhatItDoesNotWriteOut) {
   {
     HandRecorded r;
@@ -238,6 +255,9 @@ TEST(CodegenCudaText, TheProjectBuilds) {
   GTEST_SKIP() << "no CUDA compiler or cuDNN found when strata was configured";
 #else
   HandRecorded r;
+  // With the channels-last average pooling launcher: the ResNet training step's project builds the other.
+  for (codegen::RecordedCall& c : r.step.calls)
+    if (c.op == OpId::global_avg_pool_fwd) c.library[0].mode = 1;
   testing::expect_project_builds(r.emit(), "strata_codegen_cuda", "model_run");
 #endif
 }

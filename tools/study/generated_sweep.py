@@ -19,6 +19,7 @@ them as it reads strata_sweep.json):
   peak_bytes   the program's own device buffers: its arena (direct mode's plan) and its weights
                (cuDNN's and cuBLAS's workspaces not counted)
   bitwise      model_run's output is strata's direct-mode output, byte for byte
+  program_bytes, program_sections   model_run's size on disk and its largest sections (size -A)
 
     python3 tools/study/generated_sweep.py --pkg .gpu --points 1x224,32x224 --lenet-batches 1,32 --repeat 200 \
         --json OUT.json
@@ -51,6 +52,17 @@ def run(cmd, log, timeout, **kw):
     with open(log, "a") as f:
         f.write(f"$ {' '.join(cmd)}\n{out}\n(exit {rc})\n")
     return rc, out
+
+
+def sections(exe):
+    """The program's largest sections by size in bytes (`size -A`), where binutils is there."""
+    try:
+        out = subprocess.run(["size", "-A", exe], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith(".")]
+    return dict(sorted(((r[0], int(r[1])) for r in rows if len(r) >= 2 and r[1].isdigit()),
+                       key=lambda kv: -kv[1])[:6])
 
 
 def last_line(text):
@@ -105,7 +117,7 @@ def point(args, model, b, r, work):
         rec = dict(base, impl=impl, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
                    weight_bytes=weights, peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s,
                    strata_io_ms=strata_io,
-                   program_bytes=os.path.getsize(exe))
+                   program_bytes=os.path.getsize(exe), program_sections=sections(exe))
         y = os.path.join(d, f"output_{impl}.npy")
         rc, out = run([exe, os.path.join(proj, "weights.bin"), os.path.join(proj, "check", "input.npy"), y,
                        str(args.repeat)] + flag, log, args.step_timeout)
