@@ -5,7 +5,7 @@
 // runs a separate statistics pass over each convolution's output and a separate apply pass
 // (docs/results/gpu_fused_train.md: 6.3 and 10.5 ms of a 39 ms step at batch 256).
 //
-// For ResNet-50's convolution shapes at batch N, bf16 channels-last, this asks cuDNN (heuristics
+// For ResNet-50's convolution shapes at batch N, bf16 (or f16) channels-last, this asks cuDNN (heuristics
 // mode A, then its fallback list) for engines that take each of four graphs, builds the first few,
 // times each (CUDA events, median of --repeat) and checks the statistics against the host:
 //   conv         the convolution alone (what strata runs today)
@@ -17,6 +17,7 @@
 // descriptors it makes.
 //
 //   conv_stats_probe [--batch 256] [--repeat 10] [--candidates 3] [--shapes all|quick] [--deadline S]
+//                    [--dtype bf16|f16]
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "strata/backends/api/registry.h"
@@ -170,19 +172,19 @@ void add_pointwise(Graph& g, cudnnPointwiseMode_t mode, const Desc& x, const Des
 
 // The graph named `kind` for shape s at batch n; throws (a cuDNN status) where cuDNN refuses to
 // finalize a descriptor of it.
-Graph make_graph(const std::string& kind, const Shape& s, int64_t n) {
+Graph make_graph(const std::string& kind, const Shape& s, int64_t n, cudnnDataType_t dt) {
   Graph g;
   g.keep.reserve(32);  // at most 19 descriptors: the references taken below stay valid
   const int64_t p = s.out();
-  g.keep.push_back(nhwc(CUDNN_DATA_BFLOAT16, n, s.c, s.h, s.h, kX));
-  g.keep.push_back(nhwc(CUDNN_DATA_BFLOAT16, s.k, s.c, s.r, s.r, kW));
-  g.keep.push_back(nhwc(CUDNN_DATA_BFLOAT16, n, s.k, p, p, kY));
+  g.keep.push_back(nhwc(dt, n, s.c, s.h, s.h, kX));
+  g.keep.push_back(nhwc(dt, s.k, s.c, s.r, s.r, kW));
+  g.keep.push_back(nhwc(dt, n, s.k, p, p, kY));
   const Desc &x = g.keep[0], &w = g.keep[1], &y = g.keep[2];
   g.uids = {kX, kW, kY};
   const Desc* conv_in = &x;
   if (kind == "prologue") {
-    g.keep.push_back(channel(CUDNN_DATA_BFLOAT16, s.c, kScale));
-    g.keep.push_back(channel(CUDNN_DATA_BFLOAT16, s.c, kBias));
+    g.keep.push_back(channel(dt, s.c, kScale));
+    g.keep.push_back(channel(dt, s.c, kBias));
     g.keep.push_back(nhwc(CUDNN_DATA_FLOAT, n, s.c, s.h, s.h, 100, true));
     g.keep.push_back(nhwc(CUDNN_DATA_FLOAT, n, s.c, s.h, s.h, 101, true));
     g.keep.push_back(nhwc(CUDNN_DATA_FLOAT, n, s.c, s.h, s.h, 102, true));
@@ -225,17 +227,33 @@ void* pointer_of(const Buffers& b, int64_t uid) {
   }
 }
 
-// The statistics of y (bf16 NHWC, k channels) on the host, and the largest relative error of the
+// 16-bit values to and from float on the host, in the probe's dtype (bf16 or f16).
+uint16_t to_16(float v, bool half) {
+  if (half) return static_cast<__half_raw>(__float2half(v)).x;
+  return static_cast<__nv_bfloat16_raw>(__float2bfloat16(v)).x;
+}
+float from_16(uint16_t bits, bool half) {
+  if (half) {
+    __half_raw r;
+    r.x = bits;
+    return __half2float(__half(r));
+  }
+  __nv_bfloat16_raw r;
+  r.x = bits;
+  return __bfloat162float(__nv_bfloat16(r));
+}
+
+// The statistics of y (16-bit NHWC, k channels) on the host, and the largest relative error of the
 // device's sum and sum of squares against them.
-double stats_error(const Buffers& b, int64_t elems, int64_t k) {
-  std::vector<__nv_bfloat16> y(static_cast<size_t>(elems));
+double stats_error(const Buffers& b, int64_t elems, int64_t k, bool half) {
+  std::vector<uint16_t> y(static_cast<size_t>(elems));
   std::vector<float> sum(static_cast<size_t>(k)), sq(static_cast<size_t>(k));
   check_cuda(cudaMemcpy(y.data(), b.y, y.size() * 2, cudaMemcpyDeviceToHost), "copy y");
   check_cuda(cudaMemcpy(sum.data(), b.sum, sum.size() * 4, cudaMemcpyDeviceToHost), "copy sum");
   check_cuda(cudaMemcpy(sq.data(), b.sq, sq.size() * 4, cudaMemcpyDeviceToHost), "copy sum of squares");
   std::vector<double> rs(static_cast<size_t>(k)), rq(static_cast<size_t>(k)), ra(static_cast<size_t>(k));
   for (int64_t i = 0; i < elems; ++i) {
-    const double v = __bfloat162float(y[static_cast<size_t>(i)]);
+    const double v = from_16(y[static_cast<size_t>(i)], half);
     const size_t c = static_cast<size_t>(i % k);
     rs[c] += v;
     ra[c] += std::fabs(v);
@@ -255,19 +273,23 @@ int main(int argc, char** argv) {
   CLI::App app{"conv_stats_probe: cuDNN's engines for a convolution that also writes its output's statistics"};
   int64_t batch = 256, repeat = 10, want = 3;
   double deadline = 240;
-  std::string which = "all";
+  std::string which = "all", dtype = "bf16";
   app.add_option("--batch", batch, "images per batch")->check(CLI::Range(1, 4096));
   app.add_option("--repeat", repeat, "timed runs per plan")->check(CLI::Range(1, 1000));
   app.add_option("--candidates", want, "plans built and timed per graph")->check(CLI::Range(1, 32));
   app.add_option("--shapes", which, "all: ResNet-50's 22 shapes; quick: one per stage")
       ->check(CLI::IsMember({"all", "quick"}));
   app.add_option("--deadline", deadline, "start no shape after this many seconds");
+  app.add_option("--dtype", dtype, "the tensors' type: bf16, or f16 (the type cuDNN documents ConvBNfprop for)")
+      ->check(CLI::IsMember({"bf16", "f16"}));
   CLI11_PARSE(app, argc, argv);
   try {
     // The backend's own handle and stream: plans are built and run as its convolutions are.
     Context& ctx = strata::backends::registry().impl<strata::backends::CudaBackend>().context();
     std::vector<Shape> shapes = kResNet50;
     if (which == "quick") shapes = {kResNet50[2], kResNet50[8], kResNet50[13], kResNet50[20]};
+    const bool half = dtype == "f16";
+    const cudnnDataType_t dt = half ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
     const auto t0 = std::chrono::steady_clock::now();
     std::mt19937 gen(1);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -280,8 +302,8 @@ int main(int argc, char** argv) {
       const int64_t nx = batch * s.c * s.h * s.h, nw = s.k * s.c * s.r * s.r, ny = batch * s.k * p * p;
       Buffers b;
       const auto fill = [&](void** ptr, int64_t count) {
-        std::vector<__nv_bfloat16> h(static_cast<size_t>(count));
-        for (auto& v : h) v = __float2bfloat16(u(gen));
+        std::vector<uint16_t> h(static_cast<size_t>(count));
+        for (auto& v : h) v = to_16(u(gen), half);
         check_cuda(cudaMalloc(ptr, h.size() * 2), "cudaMalloc");
         check_cuda(cudaMemcpy(*ptr, h.data(), h.size() * 2, cudaMemcpyHostToDevice), "copy in");
       };
@@ -294,9 +316,9 @@ int main(int argc, char** argv) {
       check_cuda(cudaMalloc(&b.sq, static_cast<size_t>(s.k) * 4), "cudaMalloc");
       for (const char* kind : {"conv", "genstats", "reduce", "prologue"}) {
         json r = {{"c", s.c}, {"k", s.k}, {"h", s.h}, {"r", s.r}, {"stride", s.stride}, {"count", s.count},
-                  {"batch", batch}, {"graph", kind}, {"y_bytes", ny * 2}};
+                  {"batch", batch}, {"graph", kind}, {"y_bytes", ny * 2}, {"dtype", dtype}};
         try {
-          Graph g = make_graph(kind, s, batch);
+          Graph g = make_graph(kind, s, batch, dt);
           Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
           graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(g.ops.size()),
                     g.ops.data())
@@ -340,7 +362,7 @@ int main(int argc, char** argv) {
             json pl = {{"engine", index}, {"runtime_compiled", rtc}, {"workspace", f.ws},
                        {"ms", ms[ms.size() / 2]}};
             if (std::string(kind) == "genstats" || std::string(kind) == "reduce")
-              pl["stats_rel_error"] = stats_error(b, ny, s.k);
+              pl["stats_rel_error"] = stats_error(b, ny, s.k, half);
             plans.push_back(pl);
           }
           r["plans"] = plans;
