@@ -12,9 +12,9 @@
 //   genstats     conv -> y, and GEN_STATS(y) -> sum, sum of squares (f32 [1, K, 1, 1])
 //   reduce       conv -> y, REDUCTION add over y and over y*y (the generic form of the same)
 //   prologue     relu(x * scale + bias) -> conv -> y, GEN_STATS(y) (ConvBNfprop)
-// One JSON line per shape and graph. It uses backends/cuda's internal graph helpers (cudnn_util.h)
-// and its handle: a probe of what that backend could build, linked to cuDNN itself for the
-// descriptors it makes.
+// One JSON line per shape and graph. It uses backends/cuda's internal graph helpers (cudnn_util.h,
+// conv_graph.h) and its handle: a probe of what that backend could build, linked to cuDNN itself
+// for the descriptors it makes.
 //
 //   conv_stats_probe [--batch 256] [--repeat 10] [--candidates 3] [--shapes all|quick] [--deadline S]
 //                    [--dtype bf16|f16]
@@ -35,6 +35,7 @@
 
 #include "strata/backends/api/registry.h"
 #include "strata/backends/cuda/cuda_backend.h"
+#include "strata/backends/cuda/conv_graph.h"
 #include "strata/backends/cuda/cudnn_util.h"
 
 namespace {
@@ -105,18 +106,10 @@ struct Graph {
 };
 
 void add_conv(Graph& g, const Desc& x, const Desc& w, const Desc& y, const Shape& s) {
-  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  const int64_t dims = 2, pad[2] = {s.r / 2, s.r / 2}, stride[2] = {s.stride, s.stride}, dil[2] = {1, 1};
-  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute)
-      .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
-      .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims)
-      .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad)
-      .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad)
-      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride)
-      .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
-  conv.finalize();
+  strata::ops::Conv2dParams p;
+  p.pad_h = p.pad_w = static_cast<int>(s.r / 2);
+  p.stride_h = p.stride_w = static_cast<int>(s.stride);
+  Desc conv = strata::backends::cuda::conv_descriptor(p);
   const float alpha = 1.f, beta = 0.f;
   Desc op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
   op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)

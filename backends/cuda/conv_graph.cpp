@@ -240,20 +240,7 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
   };
   const Desc& dy = out_of(steps);
 
-  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  const int64_t dims = 2;
-  const int64_t pad[2] = {cp.pad_h, cp.pad_w}, stride[2] = {cp.stride_h, cp.stride_w},
-                dil[2] = {cp.dilation_h, cp.dilation_w};
-  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute)
-      .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
-      .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims)
-      .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad)
-      .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad)
-      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride)
-      .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
-  conv.finalize();
+  Desc conv = conv_descriptor(cp);
 
   const float alpha = 1.f, beta = 0.f;
   const OpAttrs& at = kOpAttrs[static_cast<int>(dir)];
@@ -331,6 +318,24 @@ std::unique_ptr<GraphPlan> build(Context& ctx, ConvDir dir, const TensorView& x,
 }
 
 }  // namespace
+
+GraphDesc conv_descriptor(const ops::Conv2dParams& p) {
+  GraphDesc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t dims = 2;
+  const int64_t pad[2] = {p.pad_h, p.pad_w}, stride[2] = {p.stride_h, p.stride_w},
+                dil[2] = {p.dilation_h, p.dilation_w};
+  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute)
+      .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
+      .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims)
+      .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad)
+      .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad)
+      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride)
+      .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
+  conv.finalize();
+  return conv;
+}
 
 GraphDesc graph_tensor(cudnnDataType_t dt, const int64_t (&dims)[4], const int64_t (&strides)[4], int64_t uid,
                        int64_t align, bool is_virtual, bool by_value) {

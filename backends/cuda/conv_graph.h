@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strata/backends/cuda/context.h"
+#include "strata/backends/cuda/cudnn_util.h"
 #include "strata/ops/table/op_args.h"
 
 namespace strata::backends::cuda {
@@ -33,6 +34,10 @@ struct GraphEpilogue {
 // the graph plans avoid (above), it always takes a bias, and it runs with a restricted
 // set of algorithms (github.com/danpovey/kaldi/pull/54: "only the precomputed implicit
 // GEMM implementation").
+// The graph API's convolution descriptor of p (cross-correlation, f32 accumulation, 2-D), finalized:
+// what every convolution graph here, and the probes of bench/, build their operation on.
+GraphDesc conv_descriptor(const ops::Conv2dParams& p);
+
 std::string graph_conv(Context& ctx, ConvDir dir, const ops::TensorView& x, const ops::TensorView& w, const ops::TensorView& y,
                        Layout l, const ops::Conv2dParams& p, const Settings& s,
                        const GraphEpilogue* epilogue = nullptr);
