@@ -212,10 +212,12 @@ std::string train_main_cpp(bool graph_switch) {
   return R"cg(// Trains the generated model: STEPS steps of SGD on one batch (a NumPy .npy input, float32,
 // and its labels, int64, in the shapes the code was generated for), printing the loss of each
 // step, then writes the state (parameters, gradients, momentum, dropout's counters).
-//   model_train weights.bin input.npy labels.npy STEPS out_weights.bin)cg" +
+//   model_train weights.bin input.npy labels.npy STEPS out_weights.bin [--time])cg" +
          std::string(graph_switch ? " [--no-graph]\n// --no-graph runs the step's calls one by one instead of "
                                     "the CUDA graph captured at load." : "") +
          R"cg(
+// --time also prints the median time of one step after the first (the batch copied in, the loss
+// copied out), as strata_codegen --train --time times strata's own.
 // Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
 )cg" + npy_helpers() + "constexpr bool kGraphSwitch = " + (graph_switch ? "true" : "false") + ";\n" +
          (graph_switch ? "std::unique_ptr<generated::Model> make_model(const char* path, bool graph) {\n"
@@ -223,11 +225,13 @@ std::string train_main_cpp(bool graph_switch) {
                        : "std::unique_ptr<generated::Model> make_model(const char* path, bool) {\n"
                          "  return std::make_unique<generated::Model>(path);\n}\n") +
          R"cg(int main(int argc, char** argv) {
-  bool graph = true;
+  bool graph = true, timed = false;
   std::vector<const char*> args{argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (kGraphSwitch && std::string(argv[i]) == "--no-graph")
       graph = false;
+    else if (std::string(argv[i]) == "--time")
+      timed = true;
     else
       args.push_back(argv[i]);
   }
@@ -235,7 +239,7 @@ std::string train_main_cpp(bool graph_switch) {
   argv = const_cast<char**>(args.data());
   const long steps = argc == 6 ? std::atol(argv[4]) : 0;
   if (argc != 6 || steps <= 0) {
-    std::fprintf(stderr, "usage: %s WEIGHTS INPUT.npy LABELS.npy STEPS>0 OUT_WEIGHTS%s\n", argv[0],
+    std::fprintf(stderr, "usage: %s WEIGHTS INPUT.npy LABELS.npy STEPS>0 OUT_WEIGHTS [--time]%s\n", argv[0],
                  kGraphSwitch ? " [--no-graph]" : "");
     return 2;
   }
@@ -250,8 +254,18 @@ std::string train_main_cpp(bool graph_switch) {
                                  std::to_string(labels[i]) + ", out of range [0, " +
                                  std::to_string(generated::kClasses) + ")");
     const std::unique_ptr<generated::Model> model = make_model(argv[1], graph);
-    for (long i = 0; i < steps; ++i)
-      std::printf("step %ld loss %.9g\n", i + 1, static_cast<double>(model->train_step(x.data(), labels.data())));
+    std::vector<double> ms;
+    for (long i = 0; i < steps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const float loss = model->train_step(x.data(), labels.data());
+      if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      std::printf("step %ld loss %.9g\n", i + 1, static_cast<double>(loss));
+    }
+    if (timed && !ms.empty()) {
+      std::sort(ms.begin(), ms.end());
+      std::printf("time per step: %.3f ms median (min %.3f, max %.3f) over %zu steps after 1\n", ms[ms.size() / 2],
+                  ms.front(), ms.back(), ms.size());
+    }
     model->save(argv[5]);
     return 0;
   } catch (const std::exception& e) {

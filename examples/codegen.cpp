@@ -86,6 +86,28 @@ void time_strata(const train::ModelSpec& spec, const std::optional<nn::safetenso
               ms.back(), static_cast<long long>(repeat));
 }
 
+// strata's own training step on (x, labels), in `mode`, timed as model_train --time times the
+// generated program's (the batch in, the loss out to the host): the median of `repeat` steps after
+// three untimed ones (graph mode captures its step at the second).
+void time_strata_train(const train::ModelSpec& spec, const std::string& backend, ops::DispatchMode mode,
+                       const Tensor& x, const Tensor& labels, const nn::OptimizerConfig& oc, int64_t repeat) {
+  auto model = train::build_model(spec, mode, backend);
+  model->train();
+  auto opt = model->make_optimizer(oc);
+  for (int i = 0; i < 3; ++i) model->train_step(x, labels, *opt).loss.item();
+  std::vector<double> ms;
+  for (int64_t i = 0; i < repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model->train_step(x, labels, *opt).loss.item();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("strata_codegen: strata's %s mode on %s, training step: %.3f ms median (min %.3f, max %.3f) over "
+              "%lld steps after 3\n",
+              std::string(ops::dispatch_mode_name(mode)).c_str(), backend.c_str(), ms[ms.size() / 2], ms.front(),
+              ms.back(), static_cast<long long>(repeat));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,8 +146,9 @@ int main(int argc, char** argv) {
   app.add_option("--momentum", momentum, "--train: SGD's momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--check-steps", check_steps, "--train --check: strata's steps after the recorded one to compare")
       ->check(CLI::Range(1, 1000));
-  app.add_option("--time", time_repeat, "also time strata's own predict for the input in direct and graph mode "
-                 "(the median of this many runs), as model_run REPEAT times the generated program")
+  app.add_option("--time", time_repeat, "also time strata's own predict (with --train: training step) for the "
+                 "input in direct and graph mode (the median of this many), as model_run REPEAT (model_train "
+                 "--time) times the generated program")
       ->check(CLI::Range(1, 1000000));
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
@@ -186,6 +209,12 @@ int main(int argc, char** argv) {
       const codegen::GenerateResult r =
           codegen::generate_train_step(*model, x, Tensor::from_vector(classes, Shape{sizes[0]}), *opt, go);
       report(r, "a training step of ", "state");
+      if (time_repeat > 0) {
+        STRATA_CHECK(!ck, "--train --time: times a freshly initialised model (--model), not a checkpoint's");
+        const Tensor labels = Tensor::from_vector(classes, Shape{sizes[0]});
+        for (ops::DispatchMode mode : {ops::DispatchMode::direct, ops::DispatchMode::graph})
+          time_strata_train(spec, backend, mode, x, labels, oc, time_repeat);
+      }
       return kExitSuccess;
     }
     const codegen::GenerateResult r = codegen::generate(*model, x, {out, backend, force, what.str()});

@@ -124,6 +124,10 @@ class MakePage(unittest.TestCase):
                          device_ms={"median": 0.05}, host_ms={"median": 0.03}, io_ms={"median": 0.106},
                          strata_io_ms={"direct": 0.103, "graph": 0.062}, calls=10, code_lines=1216,
                          model_lines=516, program_bytes=1000000),
+                    dict(base, impl="generated", kind="train", batch=32, resolution=32, status="ok", bitwise=True,
+                         device_ms=None, io_ms={"median": 11.0}, strata_io_ms={"direct": 12.0, "graph": 10.0}),
+                    dict(base, impl="generated_cudagraph", kind="train", batch=32, resolution=32, status="ok",
+                         bitwise=True, device_ms=None, io_ms={"median": 9.0}),
                     dict(base, impl="generated_cudagraph", model="lenet", batch=1, resolution=28, status="ok",
                          bitwise=True, device_ms={"median": 0.04}, host_ms={"median": 0.01},
                          io_ms={"median": 0.060}, calls=10, code_lines=1216, model_lines=516,
@@ -140,7 +144,10 @@ class MakePage(unittest.TestCase):
         self.assertIn(f"| {1e3 * (direct['device_ms']['median'] - 3.40):.0f} |", cost)
         self.assertIn("resnet50 8 × 64: 58 calls, 1822 lines (1122 in `model.cpp`), `model_run` 1.90 MB", page)
         # LeNet-5's rows: listed with the input-in, output-out figures, never in the ResNet-50 tables.
-        self.assertIn("| lenet | 1 × 28 | 0.103 | 0.106 | 1.03× | 0.062 | 0.06 | 0.97× |", page)
+        self.assertIn("| eval | lenet | 1 × 28 | 0.103 | 0.106 | 1.03× | 0.062 | 0.06 | 0.97× |", page)
+        # A training step: in the input-in, output-out table only.
+        self.assertIn("| train | resnet50 | 32 × 32 | 12.0 | 11.0 | 0.92× | 10.0 | 9.00 | 0.90× |", page)
+        self.assertNotIn("| train | 32 × 32 | direct |", page)
         self.assertIn("lenet 1 × 28: 10 calls, 1216 lines (516 in `model.cpp`), `model_run` 1.00 MB; resnet50", page)
         self.assertIn("- `generated_sweep.json` (strata_codegen): warm-up 1, at least 100 timed steps", page)
         self.assertNotIn("| eval | 1 × 28 |", page)

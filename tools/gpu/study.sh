@@ -27,7 +27,8 @@
 #                                 # (f32 NCHW, eval) at GEN_POINTS (default 1x224,8x64,32x32,32x128,256x64),
 #                                 # built and timed with and without its CUDA graph (GEN_REPEAT runs, 100),
 #                                 # beside strata's four modes at the same points, and LeNet-5 at batch
-#                                 # GEN_LENET (1,32) beside strata_codegen --time: strata_sweep.json,
+#                                 # GEN_LENET (1,32) and ResNet-50's training step at GEN_TRAIN (32x32)
+#                                 # beside strata_codegen --time: strata_sweep.json,
 #                                 # generated_sweep.json (pack strata_codegen and study_resnet50)
 #   tools/gpu/study.sh gpt_train  # THERE: GPT-2 small's bf16 training step in every dispatch mode
 #                                 # (gpt2_train speed, the modes alternated each round) at batch 1 x 128
@@ -307,7 +308,7 @@ case "$part" in
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     say "generated programs: strata_codegen, CMake, model_run with and without its CUDA graph"
     timeout $(($(left) + 30)) python3 tools/study/generated_sweep.py --pkg "$pkg" --points "$gen_points" \
-      --lenet-batches "${GEN_LENET:-1,32}" --repeat "${GEN_REPEAT:-100}" --cudnn-root "$(dirname "$cudnn_lib")" --work "$out/generated" \
+      --lenet-batches "${GEN_LENET:-1,32}" --train-points "${GEN_TRAIN:-32x32}" --repeat "${GEN_REPEAT:-100}" --cudnn-root "$(dirname "$cudnn_lib")" --work "$out/generated" \
       --deadline $(($(left) - 60)) --json "$out/generated_sweep.json" 2>&1 | tee -a "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     rm -rf "$out/generated"

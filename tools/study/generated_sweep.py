@@ -15,6 +15,8 @@ them as it reads strata_sweep.json):
   wall_ms      enqueue and wait
   io_ms        one run with the input copied in and the output copied out
   strata_io_ms the same figure for strata's own predict in direct and graph mode (strata_codegen --time)
+  (train records: one training step with the batch in and the loss out, model_train --time and
+  strata_codegen --train --time; their `bitwise` is model_train's first losses against strata's)
   model        resnet50 or lenet (the study's tables are ResNet-50's; LeNet's rows are listed apart)
   peak_bytes   the program's own device buffers: its arena (direct mode's plan) and its weights
                (cuDNN's and cuBLAS's workspaces not counted)
@@ -37,8 +39,10 @@ import time
 RESIDENT = re.compile(r"time per forward, input resident: host ([0-9.]+) ms, device ([0-9.]+) ms, "
                       r"wall ([0-9.]+) ms median over (\d+)")
 IO = re.compile(r"time per run: ([0-9.]+) ms median")
-STRATA_IO = re.compile(r"strata's (\w+) mode on cuda: ([0-9.]+) ms median")
-GEN = re.compile(r"(\d+) calls, arena (\d+) bytes, weights (\d+) bytes, (\d+) lines of code \(model\.cpp (\d+)\)")
+STRATA_IO = re.compile(r"strata's (\w+) mode on cuda(?:, training step)?: ([0-9.]+) ms median")
+STEP = re.compile(r"time per step: ([0-9.]+) ms median")
+LOSS = re.compile(r"^step \d+ loss .*$", re.M)
+GEN = re.compile(r"(\d+) calls, arena (\d+) bytes, (?:weights|state) (\d+) bytes, (\d+) lines of code \(model\.cpp (\d+)\)")
 
 
 def run(cmd, log, timeout, **kw):
@@ -70,14 +74,15 @@ def last_line(text):
     return lines[-1][:200] if lines else ""
 
 
-def point(args, model, b, r, work):
-    """The two records (plain calls, graph) of one point of `model`, or one error record per form."""
-    name = f"{model}_{b}x{r}"
+def point(args, model, b, r, work, kind="eval"):
+    """The two records (plain calls, graph) of one point of `model` and `kind` (eval: the prediction;
+    train: the training step), or one error record per form."""
+    name = f"{model}_{kind}_{b}x{r}"
     d = os.path.join(work, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     log = os.path.join(d, "steps.log")
-    base = {"framework": "strata_codegen (cuDNN, cuBLAS)", "model": model, "kind": "eval", "batch": b,
+    base = {"framework": "strata_codegen (cuDNN, cuBLAS)", "model": model, "kind": kind, "batch": b,
             "resolution": r, "dtype": "f32", "layout": "NCHW"}
     forms = [("generated", ["--no-graph"]), ("generated_cudagraph", [])]
 
@@ -89,8 +94,9 @@ def point(args, model, b, r, work):
     t0 = time.monotonic()
     shape = (["--model", "resnet50", "--stem", "imagenet", "--classes", "1000", "--input", f"{b},3,{r},{r}"]
              if model == "resnet50" else ["--model", "lenet", "--input", f"{b},1,{r},{r}"])
+    train = ["--train"] if kind == "train" else []
     rc, out = run([os.path.join(args.pkg, "bin", "strata_codegen"), "--backend", "cuda", "--seed", "3"] + shape +
-                  ["--out", proj, "--check", "--time", str(args.repeat)], log, args.step_timeout)
+                  train + ["--out", proj, "--check", "--time", str(args.repeat)], log, args.step_timeout)
     if rc != 0:
         return failed(f"strata_codegen: {last_line(out)}")
     gen = GEN.search(out)
@@ -111,9 +117,15 @@ def point(args, model, b, r, work):
     if rc != 0:
         return failed(f"the generated project does not build: {last_line(out)}")
     build_s = time.monotonic() - t0 - setup_s
-    exe = os.path.join(proj, "build", "model_run")
+    exe = os.path.join(proj, "build", "model_train" if kind == "train" else "model_run")
     recs = []
     for impl, flag in forms:
+        if kind == "train":
+            recs.append(train_record(args, proj, exe, flag, log, dict(
+                base, impl=impl, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
+                state_bytes=weights, peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s,
+                strata_io_ms=strata_io, program_bytes=os.path.getsize(exe), program_sections=sections(exe)), name))
+            continue
         rec = dict(base, impl=impl, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
                    weight_bytes=weights, peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s,
                    strata_io_ms=strata_io,
@@ -136,15 +148,43 @@ def point(args, model, b, r, work):
         print(f"{name} {impl}: device {dev:.4f} ms, host {host:.4f} ms, wall {wall:.4f} ms, input in and out "
               f"{float(io.group(1)):.3f} ms; bitwise {'yes' if bitwise else 'NO'}", flush=True)
     shutil.rmtree(os.path.join(proj, "build"), ignore_errors=True)
-    os.remove(os.path.join(proj, "weights.bin"))
+    for big in ("weights.bin", "trained.bin"):
+        if os.path.exists(os.path.join(proj, big)):
+            os.remove(os.path.join(proj, big))
     return recs
+
+
+def train_record(args, proj, exe, flag, log, rec, name):
+    """model_train on the check batch for 1 + REPEAT steps with --time: its first losses must be
+    strata's (check/losses.txt) byte for byte; the median step, the batch in and the loss out."""
+    chk = os.path.join(proj, "check")
+    rc, out = run([exe, os.path.join(proj, "weights.bin"), os.path.join(chk, "input.npy"),
+                   os.path.join(chk, "labels.npy"), str(args.repeat + 1), os.path.join(proj, "trained.bin"),
+                   "--time"] + flag, log, args.step_timeout)
+    step = STEP.search(out)
+    if rc != 0 or not step:
+        return dict(rec, status="error", note=f"model_train: {last_line(out)}")
+    with open(os.path.join(chk, "losses.txt")) as f:
+        expected = f.read().split("\n")
+    expected = [ln for ln in expected if ln]
+    got = LOSS.findall(out)[:len(expected)]
+    bitwise = got == expected
+    ms = float(step.group(1))
+    rec.update(status="ok" if bitwise else "error", repeats=args.repeat, bitwise=bitwise, io_ms={"median": ms},
+               ms_per_sample=None)
+    if not bitwise:
+        rec["note"] = "model_train's losses are not strata's bit for bit"
+    print(f"{name} {rec['impl']}: a step with the batch in and the loss out {ms:.3f} ms; losses bitwise "
+          f"{'yes' if bitwise else 'NO'}", flush=True)
+    return rec
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pkg", default=".gpu", help="the packed build (bin/strata_codegen)")
-    ap.add_argument("--points", required=True, help="<batch>x<resolution>,...")
+    ap.add_argument("--points", default="", help="ResNet-50's prediction at these <batch>x<resolution>,...")
     ap.add_argument("--lenet-batches", default="", help="LeNet-5 (28x28) at these batch sizes too: 1,32")
+    ap.add_argument("--train-points", default="", help="ResNet-50's training step at these <batch>x<resolution>")
     ap.add_argument("--repeat", type=int, default=200, help="timed runs of each form")
     ap.add_argument("--cudnn-root", default="", help="the cuDNN the programs build against (CUDNN_ROOT)")
     ap.add_argument("--work", default="/tmp/strata-generated", help="folder for the projects")
@@ -153,22 +193,25 @@ def main():
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     pts = []
-    for p in args.points.split(","):
+    for p in (x for x in args.points.split(",") if x):
         b, r = p.split("x")
-        pts.append(("resnet50", int(b), int(r)))
-    pts += [("lenet", int(b), 28) for b in args.lenet_batches.split(",") if b]
+        pts.append(("resnet50", int(b), int(r), "eval"))
+    pts += [("lenet", int(b), 28, "eval") for b in args.lenet_batches.split(",") if b]
+    for p in (x for x in args.train_points.split(",") if x):
+        b, r = p.split("x")
+        pts.append(("resnet50", int(b), int(r), "train"))
     t0 = time.monotonic()
     # model_run: one untimed run, then REPEAT timed ones of each figure.
     doc = {"part": "generated", "framework": "strata_codegen", "records": [],
            "protocol": {"warmup": 1, "min_repeats": args.repeat, "max_repeats": args.repeat, "min_seconds": 0},
            "settings": {"backend": "cuda", "dtype": "f32", "layout": "NCHW", "allow_tf32": False}}
-    for model, b, r in pts:
+    for model, b, r, kind in pts:
         if time.monotonic() - t0 > args.deadline:
             doc["records"] += [{"impl": i, "framework": "strata_codegen (cuDNN, cuBLAS)", "model": model,
-                                "kind": "eval", "batch": b, "resolution": r, "status": "skipped", "note": "deadline"}
+                                "kind": kind, "batch": b, "resolution": r, "status": "skipped", "note": "deadline"}
                                for i in ("generated", "generated_cudagraph")]
             continue
-        doc["records"] += point(args, model, b, r, args.work)
+        doc["records"] += point(args, model, b, r, args.work, kind)
         doc["elapsed_s"] = time.monotonic() - t0
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)

@@ -390,6 +390,8 @@ def sec_generated(card):
                 if g["status"] != "ok":
                     failed.append(f"{gen} {kind} {b} × {r}: {g['status']} ({(g.get('note') or '')[:120]})")
                     continue
+                if g["device_ms"] is None:  # a training step: timed with its batch in and loss out only (below)
+                    continue
                 rows.append([kind, f"{b} × {r}", mode[len("strata_"):], num(m and m["device_ms"]),
                              num(g["device_ms"]), rtxt(ratio(g["device_ms"], m and m["device_ms"])),
                              num(m and m["host_ms"]), num(g["host_ms"]), num(m and m["peak_mib"]), num(g["peak_mib"]),
@@ -416,19 +418,21 @@ def sec_generated(card):
                    "are noise), µs per step, and the share of the mode's device time:\n")
         out.append(table(["kind", "batch × res", "difference", "device µs", "host µs", "share of device"], costs))
     io = []
-    for (impl, kind, b, r), x in sorted(raw.items(), key=lambda kv: (kv[1].get("model", ""), kv[0][2], kv[0][3])):
+    for (impl, kind, b, r), x in sorted(raw.items(),
+                                        key=lambda kv: (kv[0][1], kv[1].get("model", ""), kv[0][2], kv[0][3])):
         if impl != "generated" or x.get("status") != "ok" or _get_median(x, "io_ms") is None:
             continue
         g = raw.get(("generated_cudagraph", kind, b, r), {})
         s = x.get("strata_io_ms") or {}
-        io.append([x.get("model", "resnet50"), f"{b} × {r}", num(s.get("direct")), num(_get_median(x, "io_ms")),
+        io.append([kind, x.get("model", "resnet50"), f"{b} × {r}", num(s.get("direct")), num(_get_median(x, "io_ms")),
                    rtxt(ratio(_get_median(x, "io_ms"), s.get("direct"))), num(s.get("graph")),
                    num(_get_median(g, "io_ms")), rtxt(ratio(_get_median(g, "io_ms"), s.get("graph")))])
     if io:
         out.append("Input in, output out (one prediction with the input copied to the device and the output back to "
-                   "the host: `strata_codegen --time` for strata, `model_run REPEAT` for the program), ms, median; "
-                   "LeNet-5 (TensorFlow's variant, 28 × 28) here only:\n")
-        out.append(table(["model", "batch × res", "strata direct", "generated", "generated ÷ direct", "strata graph",
+                   "the host: `strata_codegen --time` for strata, `model_run REPEAT` for the program; one training "
+                   "step, SGD with momentum, with the batch in and the loss out: `strata_codegen --train --time` and "
+                   "`model_train --time`), ms, median; LeNet-5 (TensorFlow's variant, 28 × 28) here only:\n")
+        out.append(table(["kind", "model", "batch × res", "strata direct", "generated", "generated ÷ direct", "strata graph",
                           "generated + graph", "generated + graph ÷ graph"], io))
     if sizes:
         out.append("The programs: " + "; ".join(f"{m} {b} × {r}: {c} calls, {ln} lines ({ml} in `model.cpp`), "
