@@ -299,9 +299,13 @@ std::vector<std::string> member_names(const RecordedStep& step) {
 
 std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferMap& buffers) {
   if (step.training) return emit_train(step, buffers);
-  STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32, "strata_codegen: the model takes ",
-               dtype_name(step.input.dtype), " and returns ", dtype_name(step.output.dtype),
-               "; the onednn emitter writes out f32 models only (bf16 is not supported yet)");
+  // A language model takes token ids (i64), every other model its compute dtype.
+  const bool tokens = step.input.dtype == DType::i64;
+  STRATA_CHECK((tokens || step.input.dtype == DType::f32) && step.output.dtype == DType::f32,
+               "strata_codegen: the model takes ", dtype_name(step.input.dtype), " and returns ",
+               dtype_name(step.output.dtype), "; the onednn emitter writes out f32 models only (bf16 is not supported "
+               "yet)");
+  const bool transformer = runs_transformer_ops(step);
   std::vector<CallText> texts;
   const std::vector<std::string> members = member_names(step);
   for (size_t i = 0; i < step.calls.size(); ++i) {
@@ -317,19 +321,35 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
       case OpId::max_pool2d_fwd:
       case OpId::avg_pool2d_fwd:
       case OpId::global_avg_pool_fwd: t = unary(c, "c", buffers); break;
+      case OpId::index_select:
+      case OpId::layer_norm_fwd:
+      case OpId::attention_fwd:
+      case OpId::unary_fwd:
+      case OpId::bmm:
+      case OpId::add: t = transformer_call(c, step, buffers); break;
       default:
         STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer,
                     ") is not supported by the onednn emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, "
-                    "max_pool2d_fwd, avg_pool2d_fwd, global_avg_pool_fwd and copy)");
+                    "max_pool2d_fwd, avg_pool2d_fwd, global_avg_pool_fwd, copy, and a GPT's index_select, "
+                    "layer_norm_fwd, attention_fwd, unary_fwd, add and bmm)");
     }
     if (!t.member.empty()) {
+      const std::string type = t.train_call ? "TrainCall& c = " : "Call& c = ";
       t.member = m;
-      t.load = "    Call& c = " + m + ";\n" + t.load;
-      t.run = "    Call& c = s." + m + ";\n" + t.run;
+      t.load = "    " + type + m + ";\n" + t.load;
+      t.run = "    " + type + "s." + m + ";\n" + t.run;
     }
     texts.push_back(std::move(t));
   }
   const std::string out = where(buffers, step.output, "the model's output", BufferKind::arena);
+  // Token ids index the table the input is looked up in (a GPT's wte): the program refuses others.
+  int64_t id_limit = 0;
+  for (const RecordedCall& c : step.calls)
+    if (const auto* a = std::get_if<ops::IndexSelectArgs>(&c.args); a && a->index.data == step.input_buffer.data)
+      id_limit = a->x.sizes[0];
+  STRATA_CHECK(!tokens || id_limit > 0, "strata_codegen: the model takes i64 input ", shape(step.input),
+               " that no lookup reads as token ids; the onednn emitter writes out token ids read by an embedding only");
+  const char* in_type = tokens ? "int64_t" : "float";
   const int64_t out_bytes = step.output.numel() * 4;
 
   // The weights file: header, then each constant at its offset.
@@ -351,12 +371,18 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
     << "namespace generated {\n\n"
     << "inline constexpr int64_t kInputSizes[" << step.input.dim() << "] = " << ints(std::vector<int64_t>(step.input.sizes.begin(), step.input.sizes.end())) << ";\n"
     << "inline constexpr int64_t kOutputSizes[" << step.output.dim() << "] = " << ints(std::vector<int64_t>(step.output.sizes.begin(), step.output.sizes.end())) << ";\n"
+    << (tokens ? "// The input's token ids are in [0, kInputLimit).\ninline constexpr int64_t kInputLimit = " +
+                     std::to_string(id_limit) + ";\n"
+               : std::string())
     << "inline constexpr const char* kOneDnnVersion = \"" << version << "\";  // generated with\n\n"
     << "class Model {\n public:\n  // Reads the weights file and makes every primitive; throws std::runtime_error or dnnl::error.\n"
     << "  explicit Model(const std::string& weights_path);\n  ~Model();\n  Model(const Model&) = delete;\n"
     << "  Model& operator=(const Model&) = delete;\n"
-    << "  // input: kInputSizes, f32, contiguous (NCHW); output: kOutputSizes, f32. Not thread-safe.\n"
-    << "  void run(const float* input, float* output);\n\n private:\n  struct State;\n  std::unique_ptr<State> s_;\n};\n\n"
+    << (tokens ? "  // input: kInputSizes token ids, i64 in [0, kInputLimit) (std::invalid_argument names one that is not);\n"
+                 "  // output: kOutputSizes, f32 logits. Not thread-safe.\n"
+               : "  // input: kInputSizes, f32, contiguous (NCHW); output: kOutputSizes, f32. Not thread-safe.\n")
+    << "  void run(const " << in_type << "* input, float* output);\n\n private:\n  struct State;\n"
+    << "  std::unique_ptr<State> s_;\n};\n\n"
     << "}  // namespace generated\n";
 
   std::ostringstream cpp;
@@ -368,13 +394,22 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
       << " constants, " << buffers.constants_bytes() << " bytes in the weights file:\n";
   for (const Constant& k : buffers.constants())
     cpp << "//   w + " << k.file_offset << ": " << k.name << " (" << k.bytes << " bytes)\n";
-  cpp << model_cpp_prologue();
+  // A GPT's plain loops come with the training step's (add's element, TrainCall for the add primitive).
+  if (transformer)
+    cpp << model_cpp_prologue("#include <cmath>\n#include <limits>\n#include <string>\n#include <vector>\n")
+        << train_prologue() << transformer_prologue();
+  else
+    cpp << model_cpp_prologue();
   write_state(cpp, step, texts, std::to_string(buffers.constants_bytes()) + ", " + std::to_string(checksum) + "ull",
               true, false);
   cpp << "  }\n};\n\nModel::Model(const std::string& weights_path) : s_(std::make_unique<State>(weights_path)) {}\n"
       << "Model::~Model() = default;\n\n"
-      << "void Model::run(const float* input, float* output) {\n  State& s = *s_;\n  dnnl::stream& strm = s.strm;\n"
-      << "  std::byte* a = s.arena.get();\n  std::byte* in = s.input_buffer.get();\n  (void)in;\n";
+      << "void Model::run(const " << in_type << "* input, float* output) {\n  State& s = *s_;\n"
+      << "  dnnl::stream& strm = s.strm;\n  std::byte* a = s.arena.get();\n  std::byte* in = s.input_buffer.get();\n"
+      << (transformer ? "  const std::byte* w = s.weights.data();  // the plain loops read the weights in place\n"
+                        "  (void)w;\n  (void)strm;\n"
+                      : "")
+      << "  (void)in;\n";
   for (size_t i = 0; i < texts.size(); ++i) {
     const RecordedCall& c = step.calls[i];
     std::string io;
@@ -391,7 +426,7 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
           {"model.cpp", cpp.str(), false},
           {"weights.h", weights_h(), false},
           {"weights.cpp", weights_cpp(), false},
-          {"main.cpp", main_cpp(), false},
+          {"main.cpp", main_cpp(tokens), false},
           {"CMakeLists.txt", cmake_lists("generated_model"), false},
           {"weights.bin", weights, true}};
 }

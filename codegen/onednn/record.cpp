@@ -22,7 +22,21 @@ class Recorder final : public backends::onednn::CallObserver {
   void on_call(OpId op, const void* args) override {
     RecordedCall c{op, ops::CopyArgs{}, false, 0, 1, {}, {}};
     c.args = recorded_args(op, args, "onednn");
+    if (depth_ > 0) {
+      c.composed = group_;
+      c.composed_op = composed_op_;
+    }
     calls.push_back(std::move(c));
+  }
+  // The outermost composed call groups its parts (a composition may nest: a layer-norm prologue,
+  // then the product with its epilogue).
+  void on_composed(OpId op, bool begin) override {
+    if (begin && depth_++ == 0) {
+      ++group_;
+      composed_op_ = op;
+    } else if (!begin) {
+      --depth_;
+    }
   }
   void on_primitive(const backends::loops::Work& work) override {
     STRATA_CHECK(!calls.empty(), "strata_codegen: a primitive ran before any reported call (internal error)");
@@ -31,6 +45,10 @@ class Recorder final : public backends::onednn::CallObserver {
     calls.back().work_grain = work.grain;
   }
   std::vector<RecordedCall> calls;
+
+ private:
+  int depth_ = 0, group_ = -1;
+  OpId composed_op_{};
 };
 
 using OneDnnConv = nn::Conv2d<nn::Direct<backends::OneDnnBackend>>;
@@ -41,10 +59,26 @@ std::vector<RecordedCall> record(const char* what, Step&& step) {
   return record_calls<backends::onednn::ScopedCallObserver, Recorder>(what, "onednn", std::forward<Step>(step));
 }
 
+// Images [N, C, H, W] in the model's dtype, or a language model's token ids, i64 [B, T].
 void check_input(const nn::Model& model, const Tensor& x) {
-  STRATA_CHECK(x.dim() == 4 && x.dtype() == model.dtype() && x.is_contiguous() && x.device().is_cpu(),
+  const bool images = x.dim() == 4 && x.dtype() == model.dtype(), tokens = x.dim() == 2 && x.dtype() == DType::i64;
+  STRATA_CHECK((images || tokens) && x.is_contiguous() && x.device().is_cpu(),
                "strata_codegen: the input must be a contiguous [N, C, H, W] ", dtype_name(model.dtype()),
-               " tensor on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
+               " tensor (or i64 token ids [B, T]) on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
+}
+
+// A lookup's indices that are neither the input nor planned (GPT's positions, made once per
+// length) are the model's constants: named after the table, their bytes go to the weights file.
+void name_lookup_indices(const RecordedStep& step, std::map<const void*, std::string>& names) {
+  for (const RecordedCall& c : step.calls)
+    if (const auto* a = std::get_if<ops::IndexSelectArgs>(&c.args)) {
+      const auto* p = static_cast<const std::byte*>(a->index.data);
+      const auto* base = static_cast<const std::byte*>(step.arena.base);
+      const bool planned = base && p >= base && p < base + step.arena.bytes;
+      auto table = names.find(a->x.data);
+      if (!planned && a->index.data != step.input_buffer.data && !names.count(a->index.data) && table != names.end())
+        names[a->index.data] = module_of(table->second) + " indices (" + std::to_string(a->index.numel()) + ")";
+    }
 }
 
 }  // namespace
@@ -61,15 +95,21 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
   step.calls = record("prediction", [&] { result = model.predict(x); });
   name_tensors<OneDnnConv>(model.module(), names);
 
-  // Predict's result is the last call's output, copied out of the arena.
+  // Predict's result is the last call's output, copied out of the arena (a view of it in the
+  // result's sizes: GPT's logits [B, T, V] are its output projection's rows [1, B * T, V]).
   find_input(step, x, "prediction");
+  name_lookup_indices(step, names);
   step.output = output_of(step.calls.back());
   const int64_t out_bytes = step.output.numel() * static_cast<int64_t>(dtype_size(step.output.dtype));
-  STRATA_CHECK(result.sizes() == step.output.sizes && result.dtype() == step.output.dtype && result.is_contiguous() &&
+  STRATA_CHECK(result.numel() == step.output.numel() && result.dtype() == step.output.dtype && result.is_contiguous() &&
                    step.output.is_contiguous() &&
                    std::memcmp(result.data_ptr(), step.output.data, static_cast<size_t>(out_bytes)) == 0,
                "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (",
-               ops::op_name(step.calls.back().op), "): the generator cannot find the output");
+               ops::op_name(step.calls.back().op), " writes ", step.output.sizes.str(), "): the generator cannot find "
+               "the output (a GPT's logits over a padded vocabulary, GptConfig::pad_head_min_rows, are not written "
+               "out yet)");
+  step.output.sizes = result.sizes();
+  step.output.strides = result.strides();
 
   name_layers(step.calls, names);
   return step;
