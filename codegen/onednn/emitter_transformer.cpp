@@ -42,6 +42,7 @@ bool runs_transformer_ops(const RecordedStep& step) {
       case OpId::attention_fwd:
       case OpId::unary_fwd:
       case OpId::bmm:
+      case OpId::fill:
       case OpId::add: return true;
       default: break;
     }
@@ -56,6 +57,8 @@ CallText OneDnnEmitter::transformer_call(const RecordedCall& c, const RecordedSt
     case OpId::unary_fwd: return unary_loop(c, b);
     case OpId::bmm: return bmm(c, b);
     case OpId::add: return c.primitive ? train_primitive(c, b) : add_loop(c, b);
+    // The zero rows of a padded vocabulary's weight copy: the training step's fill (fill_dense).
+    case OpId::fill: return train_call(c, step, b, -1);
     default: break;
   }
   STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer, ") is not a GPT op the onednn emitter writes "

@@ -1,6 +1,8 @@
 #include "strata/codegen/onednn/record.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "strata/backends/onednn/call_observer.h"
@@ -81,6 +83,28 @@ void name_lookup_indices(const RecordedStep& step, std::map<const void*, std::st
     }
 }
 
+// The view of `out` (the last call's output) that holds `result`: out itself in result's sizes, or
+// the first columns of its rows. Checked byte for byte; throws naming `op` when neither holds it.
+ops::TensorView result_view(const ops::TensorView& out, const Tensor& result, std::string_view op) {
+  ops::TensorView v = out;
+  const int64_t cols = result.dim() > 0 ? result.size(result.dim() - 1) : 1;
+  const int64_t row = out.dim() > 0 ? out.sizes[out.dim() - 1] : 1, rows = result.numel() / std::max<int64_t>(cols, 1);
+  const bool fits = result.dtype() == out.dtype && result.is_contiguous() && out.is_contiguous() && cols <= row &&
+                    rows * row == out.numel();
+  STRATA_CHECK(fits, "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (", op,
+               " writes ", out.sizes.str(), "): the generator cannot find the output");
+  v.sizes = result.sizes();
+  v.strides = result.strides();
+  for (int d = 0; d + 1 < v.dim(); ++d) v.strides[d] = v.strides[d] / cols * row;  // rows of `row` values
+  const size_t elem = dtype_size(out.dtype), row_bytes = static_cast<size_t>(cols) * elem;
+  for (int64_t r = 0; r < rows; ++r)
+    STRATA_CHECK(std::memcmp(static_cast<const std::byte*>(result.data_ptr()) + r * row_bytes,
+                             static_cast<const std::byte*>(out.data) + r * row * elem, row_bytes) == 0,
+                 "strata_codegen: predict's result ", result.str(), " differs from the last kernel call's output (",
+                 op, ") in row ", r, ": the generator cannot find the output");
+  return v;
+}
+
 }  // namespace
 
 RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const void*, std::string>& names) {
@@ -95,22 +119,12 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
   step.calls = record("prediction", [&] { result = model.predict(x); });
   name_tensors<OneDnnConv>(model.module(), names);
 
-  // Predict's result is the last call's output, copied out of the arena (a view of it in the
-  // result's sizes: GPT's logits [B, T, V] are its output projection's rows [1, B * T, V]).
+  // Predict's result is the last call's output, copied out of the arena: a view of it in the
+  // result's sizes (GPT's logits [B, T, V] are its output projection's rows [1, B * T, V], or over a
+  // padded vocabulary the first V columns of rows of Vp: GptConfig::padded_vocab).
   find_input(step, x, "prediction");
   name_lookup_indices(step, names);
-  step.output = output_of(step.calls.back());
-  const int64_t out_bytes = step.output.numel() * static_cast<int64_t>(dtype_size(step.output.dtype));
-  STRATA_CHECK(result.numel() == step.output.numel() && result.dtype() == step.output.dtype && result.is_contiguous() &&
-                   step.output.is_contiguous() &&
-                   std::memcmp(result.data_ptr(), step.output.data, static_cast<size_t>(out_bytes)) == 0,
-               "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (",
-               ops::op_name(step.calls.back().op), " writes ", step.output.sizes.str(), "): the generator cannot find "
-               "the output (a GPT's logits over a padded vocabulary, GptConfig::pad_head_min_rows, are not written "
-               "out yet)");
-  step.output.sizes = result.sizes();
-  step.output.strides = result.strides();
-
+  step.output = result_view(output_of(step.calls.back()), result, ops::op_name(step.calls.back().op));
   name_layers(step.calls, names);
   return step;
 }
