@@ -140,8 +140,10 @@ template <class T, class A = T, class S = T>
 void layer_norm_fwd(const ops::LayerNormFwdArgs& a) {
   const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
   const T* x = a.x.ptr<const T>();
-  const Strided1<const T> w{a.weight.defined ? a.weight.ptr<const T>() : nullptr, a.weight.defined ? a.weight.strides[0] : 0};
-  const Strided1<const T> b{a.bias.defined ? a.bias.ptr<const T>() : nullptr, a.bias.defined ? a.bias.strides[0] : 0};
+  auto vec = [](const ops::TensorView& v) {
+    return Strided1<const T>{v.defined ? v.ptr<const T>() : nullptr, v.defined ? v.strides[0] : 0};
+  };
+  const Strided1<const T> w = vec(a.weight), b = vec(a.bias);
   T* y = a.y.ptr<T>();
   S* mean = a.mean.ptr<S>();
   S* rstd = a.rstd.ptr<S>();

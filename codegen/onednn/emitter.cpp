@@ -324,14 +324,11 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
       case OpId::max_pool2d_fwd:
       case OpId::avg_pool2d_fwd:
       case OpId::global_avg_pool_fwd: t = unary(c, "c", buffers); break;
-      case OpId::index_select:
-      case OpId::layer_norm_fwd:
-      case OpId::attention_fwd:
-      case OpId::unary_fwd:
-      case OpId::bmm:
-      case OpId::fill:
-      case OpId::add: t = transformer_call(c, step, buffers); break;
       default:
+        if (is_transformer_op(c.op)) {
+          t = transformer_call(c, step, buffers);
+          break;
+        }
         STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer,
                     ") is not supported by the onednn emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, "
                     "max_pool2d_fwd, avg_pool2d_fwd, global_avg_pool_fwd, copy, and a GPT's index_select, "
@@ -392,8 +389,8 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
     << "class Model {\n public:\n  // Reads the weights file and makes every primitive; throws std::runtime_error or dnnl::error.\n"
     << "  explicit Model(const std::string& weights_path);\n  ~Model();\n  Model(const Model&) = delete;\n"
     << "  Model& operator=(const Model&) = delete;\n"
-    << (tokens ? "  // input: kInputSizes token ids, i64 in [0, kInputLimit) (std::invalid_argument names one that is not);\n"
-                 "  // output: kOutputSizes, f32 logits. Not thread-safe.\n"
+    << (tokens ? "  // input: kInputSizes token ids, i64 in [0, kInputLimit) (std::invalid_argument names one that\n"
+                 "  // is not); output: kOutputSizes, f32 logits. Not thread-safe.\n"
                : "  // input: kInputSizes, f32, contiguous (NCHW); output: kOutputSizes, f32. Not thread-safe.\n")
     << "  void run(const " << in_type << "* input, float* output);\n\n private:\n  struct State;\n"
     << "  std::unique_ptr<State> s_;\n};\n\n"

@@ -139,8 +139,9 @@ std::string num(double v);
 std::string weights_file(const std::string& payload);
 // A member name per call: the layer's, or for a call without weights the layer before it and the op.
 std::vector<std::string> member_names(const RecordedStep& step);
-// Whether a recorded prediction runs a GPT's ops (emitter_transformer.cpp writes those out), whose
-// model.cpp then carries strata's plain loops for them.
+// Whether op is one of a GPT's that OneDnnEmitter::transformer_call writes out, and whether a recorded
+// prediction runs any (its model.cpp then carries strata's plain loops for them).
+bool is_transformer_op(OpId op);
 bool runs_transformer_ops(const RecordedStep& step);
 // Whether two views are dense in one layout alike (a plain loop's flat index fits both).
 bool dense_same_layout(const TensorView& x, const TensorView& y);

@@ -1,5 +1,6 @@
 #include "strata/codegen/onednn/emitter_parts.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "strata/backends/cpu/threads.h"
@@ -32,21 +33,31 @@ std::string omp_for(const backends::loops::Work& w) {
          ", " + std::to_string(w.grain) + "))\n#endif\n";
 }
 
+// A call that runs no primitive: its run block only.
+CallText plain_loop(const std::ostringstream& run) {
+  CallText t;
+  t.run = run.str();
+  return t;
+}
+
 }  // namespace
 
+bool is_transformer_op(OpId op) {
+  switch (op) {
+    case OpId::index_select:
+    case OpId::layer_norm_fwd:
+    case OpId::attention_fwd:
+    case OpId::unary_fwd:
+    case OpId::bmm:
+    case OpId::fill:
+    case OpId::add: return true;
+    default: return false;
+  }
+}
+
 bool runs_transformer_ops(const RecordedStep& step) {
-  for (const RecordedCall& c : step.calls)
-    switch (c.op) {
-      case OpId::index_select:
-      case OpId::layer_norm_fwd:
-      case OpId::attention_fwd:
-      case OpId::unary_fwd:
-      case OpId::bmm:
-      case OpId::fill:
-      case OpId::add: return true;
-      default: break;
-    }
-  return false;
+  return std::any_of(step.calls.begin(), step.calls.end(),
+                     [](const RecordedCall& c) { return is_transformer_op(c.op); });
 }
 
 CallText OneDnnEmitter::transformer_call(const RecordedCall& c, const RecordedStep& step, BufferMap& b) {
@@ -76,7 +87,8 @@ CallText OneDnnEmitter::index_select(const RecordedCall& c, const RecordedStep& 
   STRATA_CHECK(a.dim == 0 && a.x.dim() == 2 && a.x.is_contiguous() && a.y.is_contiguous() &&
                    a.y.numel() == n * width && a.index.dtype == DType::i64 && a.index.dim() == 1,
                "strata_codegen: ", op, " looks up ", shape(a.index), " ", dtype_name(a.index.dtype), " indices in dim ",
-               a.dim, " of ", shape(a.x), "; the onednn emitter writes out the rows of a dense table by i64 indices only");
+               a.dim, " of ", shape(a.x),
+               "; the onednn emitter writes out the rows of a dense table by i64 indices only");
   const BufferRef ids = b.locate(a.index, op + " argument index");
   const std::string table = where(b, a.x, op + " argument x", BufferKind::constant);
   const std::string y = where(b, a.y, op + " argument y", BufferKind::arena);
@@ -102,10 +114,9 @@ CallText OneDnnEmitter::index_select(const RecordedCall& c, const RecordedStep& 
   if (ids.kind != BufferKind::constant)
     r << "      if (id < 0 || id >= " << rows << ")\n        throw std::invalid_argument(\"token \" + std::to_string(i) + "
       << "\" is \" + std::to_string(id) + \", out of range [0, " << rows << ")\");\n";
-  r << "      std::memcpy(y + i * " << row_bytes << ", table + id * " << row_bytes << ", " << row_bytes << ");\n    }\n";
-  CallText t;
-  t.run = r.str();
-  return t;
+  r << "      std::memcpy(y + i * " << row_bytes << ", table + id * " << row_bytes << ", " << row_bytes
+    << ");\n    }\n";
+  return plain_loop(r);
 }
 
 // Layer norm over the rows of x [N, C] (layer_norm_row: transformer_ops.h), the rows over the pool.
@@ -131,9 +142,7 @@ CallText OneDnnEmitter::layer_norm(const RecordedCall& c, BufferMap& b) {
   r << "      layer_norm_row<float>(Strided1<const float>{x + i * " << a.x.strides[0] << ", " << i64(a.x.strides[1])
     << "}, gamma, beta, Strided1<float>{y + i * " << a.y.strides[0] << ", " << i64(a.y.strides[1]) << "}, " << i64(cols)
     << ", " << num(a.eps) << ", mean + i * " << a.mean.strides[0] << ", rstd + i * " << a.rstd.strides[0] << ");\n";
-  CallText t;
-  t.run = r.str();
-  return t;
+  return plain_loop(r);
 }
 
 // Causal attention over q, k, v [B, H, T, D] (views of the QKV projection's output): each (batch,
@@ -168,9 +177,7 @@ CallText OneDnnEmitter::attention(const RecordedCall& c, BufferMap& b) {
     << ",\n                            " << pair(a.y, "y", "float") << ",\n                            Strided1<float>{lse + n * "
     << a.lse.strides[0] << " + h * " << a.lse.strides[1] << ", " << a.lse.strides[2] << "}, dims, static_cast<float>("
     << num(a.scale) << "));\n    }\n";
-  CallText t;
-  t.run = r.str();
-  return t;
+  return plain_loop(r);
 }
 
 // An element-wise formula y = f(x) over dense buffers: the row of pointwise.def (pointwise::<name>).
@@ -184,9 +191,7 @@ CallText OneDnnEmitter::unary_loop(const RecordedCall& c, BufferMap& b) {
   r << "    float* y = " << fptr(b, a.y, op + " argument y", true) << ";\n";
   r << "    for (int64_t i = 0; i < " << a.x.numel() << "; ++i) y[i] = pointwise::" << ops::unary_name(a.fn)
     << "(x[i], " << num(a.p0) << ", " << num(a.p1) << ");\n";
-  CallText t;
-  t.run = r.str();
-  return t;
+  return plain_loop(r);
 }
 
 // y = a + b below the backend's primitive threshold: strata's add_of (elementwise.h) per element,
@@ -209,9 +214,7 @@ CallText OneDnnEmitter::add_loop(const RecordedCall& c, BufferMap& b) {
       << dims_of(a.y.strides) << "};\n";
     r << "    for_each_offset(sizes, strides, [&](const int64_t (&o)[3]) { y[o[2]] = add_of(x0[o[0]], x1[o[1]]); });\n";
   }
-  CallText t;
-  t.run = r.str();
-  return t;
+  return plain_loop(r);
 }
 
 // y[i] = alpha a[i] b[i]: one oneDNN sgemm per batch, each operand read in the layout its strides
@@ -238,9 +241,7 @@ CallText OneDnnEmitter::bmm(const RecordedCall& c, BufferMap& b) {
     << a.y.strides[0] << ", " << ldc << ");\n";
   r << "      if (st != dnnl_success) throw std::runtime_error(\"" << op
     << ": dnnl_sgemm failed with status \" + std::to_string(static_cast<int>(st)));\n    }\n";
-  CallText t;
-  t.run = r.str();
-  return t;
+  return plain_loop(r);
 }
 
 }  // namespace strata::codegen::onednn::detail
