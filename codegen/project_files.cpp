@@ -113,6 +113,19 @@ void write_npy(const std::string& path, const std::vector<int64_t>& shape, const
 
 std::string npy_helpers() { return kNpy; }
 
+std::string range_check() {
+  return R"cg(
+// Each id (a label, a token) in [0, limit), else an error naming the file, the position and the value.
+void check_range(const std::vector<int64_t>& ids, int64_t limit, const std::string& path, const char* what) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= limit)
+      throw std::runtime_error(path + ": " + what + " " + std::to_string(i) + " is " + std::to_string(ids[i]) +
+                               ", out of range [0, " + std::to_string(limit) + ")");
+}
+
+)cg";
+}
+
 std::string weights_h() {
   return R"cg(#pragma once
 // The weights file written beside this code: a 24-byte header (8 bytes of magic, the
@@ -219,7 +232,7 @@ std::string train_main_cpp(bool graph_switch) {
 // --time also prints the median time of one step after the first (the batch copied in, the loss
 // copied out), as strata_codegen --train --time times strata's own.
 // Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
-)cg" + npy_helpers() + "constexpr bool kGraphSwitch = " + (graph_switch ? "true" : "false") + ";\n" +
+)cg" + npy_helpers() + range_check() + "constexpr bool kGraphSwitch = " + (graph_switch ? "true" : "false") + ";\n" +
          (graph_switch ? "std::unique_ptr<generated::Model> make_model(const char* path, bool graph) {\n"
                          "  return std::make_unique<generated::Model>(path, graph);\n}\n"
                        : "std::unique_ptr<generated::Model> make_model(const char* path, bool) {\n"
@@ -248,11 +261,7 @@ std::string train_main_cpp(bool graph_switch) {
     const std::vector<int64_t> label_shape(std::begin(generated::kLabelSizes), std::end(generated::kLabelSizes));
     const std::vector<float> x = read_npy<float>(argv[2], in_shape);
     const std::vector<int64_t> labels = read_npy<int64_t>(argv[3], label_shape);
-    for (size_t i = 0; i < labels.size(); ++i)
-      if (labels[i] < 0 || labels[i] >= generated::kClasses)
-        throw std::runtime_error(std::string(argv[3]) + ": label " + std::to_string(i) + " is " +
-                                 std::to_string(labels[i]) + ", out of range [0, " +
-                                 std::to_string(generated::kClasses) + ")");
+    check_range(labels, generated::kClasses, argv[3], "label");
     const std::unique_ptr<generated::Model> model = make_model(argv[1], graph);
     std::vector<double> ms;
     for (long i = 0; i < steps; ++i) {

@@ -12,6 +12,9 @@ std::string weights_cpp();
 // The .npy helpers a program's main.cpp opens with (read_npy<T>, write_npy, shape_str; checked
 // shapes and dtypes, named errors), after the includes they need and "model.h".
 std::string npy_helpers();
+// check_range(ids, limit, path, what), after npy_helpers(): the ids a program reads (labels, token
+// ids) in [0, limit), else an error naming the file, the position and the value.
+std::string range_check();
 
 // main.cpp of a training step: model_train WEIGHTS INPUT.npy LABELS.npy STEPS OUT_WEIGHTS, the
 // labels checked and named; with graph_switch also [--no-graph] (the Model takes (path, graph)).

@@ -32,6 +32,9 @@ const ops::TensorView* weight_of(const RecordedCall& c) {
   // A stem over pixel blocks rearranges its weight, and gives its gradient back, each step.
   if (const auto* a = std::get_if<ops::SpaceToDepthArgs>(&c.args)) return &a->x;
   if (const auto* a = std::get_if<ops::SpaceToDepthBwdArgs>(&c.args)) return &a->dx;
+  // A GPT's lookups read their tables; its layer norms their weights.
+  if (const auto* a = std::get_if<ops::IndexSelectArgs>(&c.args)) return &a->x;
+  if (const auto* a = std::get_if<ops::LayerNormFwdArgs>(&c.args)) return &a->weight;
   return nullptr;
 }
 
@@ -81,6 +84,11 @@ RecordedArgs recorded_args(ops::OpId op, const void* args, const char* backend) 
     case OpId::batch_norm_bwd: take(std::type_identity<ops::BatchNormBwdArgs>{}); break;
     case OpId::global_avg_pool_bwd: take(std::type_identity<ops::GlobalAvgPoolBwdArgs>{}); break;
     case OpId::space_to_depth_bwd: take(std::type_identity<ops::SpaceToDepthBwdArgs>{}); break;
+    case OpId::index_select: take(std::type_identity<ops::IndexSelectArgs>{}); break;
+    case OpId::layer_norm_fwd: take(std::type_identity<ops::LayerNormFwdArgs>{}); break;
+    case OpId::attention_fwd: take(std::type_identity<ops::AttentionFwdArgs>{}); break;
+    case OpId::unary_fwd: take(std::type_identity<ops::UnaryFwdArgs>{}); break;
+    case OpId::bmm: take(std::type_identity<ops::BmmArgs>{}); break;
     default:
       STRATA_FAIL("strata_codegen: the ", backend, " backend reported op ", ops::op_name(op),
                   ", which the generator does not record (internal error)");
@@ -95,6 +103,15 @@ void check_against_trace(const std::vector<ops::TraceEvent>& trace, const std::v
     // The optimizer's list step reports the single step of each parameter it runs.
     if (e.op == OpId::multi_sgd_step && seen < calls.size() && calls[seen].op == OpId::sgd_step) {
       while (seen < calls.size() && calls[seen].op == OpId::sgd_step) ++seen;
+      continue;
+    }
+    // A call the backend composed of its own ops: the trace lists it once, the backend its parts.
+    if (seen < calls.size() && calls[seen].composed >= 0) {
+      const int group = calls[seen].composed;
+      STRATA_CHECK(calls[seen].composed_op == e.op, "strata_codegen: the ", backend, " backend composed ",
+                   ops::op_name(calls[seen].composed_op), " where the trace shows ", ops::op_name(e.op), " (kernel call ",
+                   seen + 1, ", internal error)");
+      while (seen < calls.size() && calls[seen].composed == group) ++seen;
       continue;
     }
     STRATA_CHECK(seen < calls.size() && calls[seen].op == e.op, "strata_codegen: the model's ", what, " runs op ",

@@ -17,7 +17,8 @@
 namespace strata::codegen {
 
 // The argument structs of the ops a recorder can hand to an emitter: a prediction's, then
-// those a training step adds (backward, loss, dropout, fills, the optimizer's single steps).
+// those a training step adds (backward, loss, dropout, fills, the optimizer's single steps), then
+// a GPT's forward (the lookups, layer norm, attention, GELU, the tied output projection).
 using RecordedArgs =
     std::variant<ops::Conv2dFwdArgs, ops::LinearFwdArgs, ops::ReluFwdArgs, ops::MaxPool2dFwdArgs,
                  ops::AvgPool2dFwdArgs, ops::GlobalAvgPoolFwdArgs, ops::AddArgs, ops::CopyArgs,
@@ -25,7 +26,8 @@ using RecordedArgs =
                  ops::LinearBwdWeightArgs, ops::ReluBwdArgs, ops::MaxPool2dBwdArgs, ops::SoftmaxXentFwdArgs,
                  ops::SoftmaxXentBwdArgs, ops::DropoutFwdArgs, ops::DropoutBwdArgs, ops::FillArgs, ops::SgdStepArgs,
                  ops::BatchNormFwdArgs, ops::BatchNormBwdArgs, ops::GlobalAvgPoolBwdArgs, ops::SpaceToDepthArgs,
-                 ops::SpaceToDepthBwdArgs>;
+                 ops::SpaceToDepthBwdArgs, ops::IndexSelectArgs, ops::LayerNormFwdArgs, ops::AttentionFwdArgs,
+                 ops::UnaryFwdArgs, ops::BmmArgs>;
 
 struct RecordedCall {
   ops::OpId op;
@@ -38,6 +40,11 @@ struct RecordedCall {
   // cuda: what the backend ran for the call, in order (the cuDNN engine a plan chose, the
   // GEMM as called, strata's own kernel): the choices the generated code must repeat.
   std::vector<backends::cuda::LibraryCall> library{};
+  // A part of a call the backend composed of its own ops (a linear's epilogue: onednn's
+  // on_composed), which the op trace lists once: the parts of one call share a group number
+  // (>= 0), and composed_op is the call's op. -1: a call of its own.
+  int composed = -1;
+  ops::OpId composed_op{};
 };
 
 struct RecordedStep {

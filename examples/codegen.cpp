@@ -3,12 +3,15 @@
 //
 //   ./build/bin/strata_codegen --model lenet --seed 1 --input 1,1,28,28 --out gen/lenet
 //   ./build/bin/strata_codegen --checkpoint runs/lenet.safetensors --input 8,1,28,28 --out gen/lenet8
+//   ./build/bin/strata_codegen --model gpt --layers 2 --heads 2 --embd 64 --vocab 100 --block 16 --input 2,8 \
+//       --out gen/gpt
 //   cmake -S gen/lenet -B gen/lenet/build && cmake --build gen/lenet/build
 //   gen/lenet/build/model_run gen/lenet/weights.bin input.npy output.npy
 //
 // --check also writes check/input.npy (random, from --check-seed) and check/expected.npy,
 // strata's own direct-mode output for it, which the generated program must reproduce bit
-// for bit (the tests do exactly that).
+// for bit (the tests do exactly that). A GPT (--model gpt, nn::make_gpt) takes token ids,
+// --input batch,tokens, and writes its logits.
 // --train writes one training step instead (forward, softmax cross-entropy, backward, SGD with
 // momentum) as Model::train_step and the program model_train; with --check, strata's losses and
 // state after --check-steps more steps on the same batch go to check/ for model_train to match.
@@ -21,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -28,6 +32,7 @@
 #include "examples/train/presets.h"
 #include "strata/codegen/generate.h"
 #include "strata/core/exit_status.h"
+#include "strata/core/random.h"
 #include "strata/core/version.h"
 #include "strata/nn/checkpoint.h"
 #include "strata/nn/safetensors.h"
@@ -37,8 +42,8 @@ using namespace strata;
 
 namespace {
 
-// "N,C,H,W" -> sizes; throws naming the option.
-Shape parse_input(const std::string& s) {
+// "N,C,H,W" (or for a GPT "B,T") -> sizes; throws naming the option and what the sizes are.
+Shape parse_input(const std::string& s, size_t want, const char* names) {
   std::vector<int64_t> v;
   std::stringstream in(s);
   for (std::string part; std::getline(in, part, ',');) {
@@ -48,11 +53,19 @@ Shape parse_input(const std::string& s) {
       STRATA_CHECK(used == part.size() && d > 0, "");
       v.push_back(d);
     } catch (const std::exception&) {
-      STRATA_FAIL("--input '", s, "': '", part, "' is not a positive integer (want batch,channels,height,width)");
+      STRATA_FAIL("--input '", s, "': '", part, "' is not a positive integer (want ", names, ")");
     }
   }
-  STRATA_CHECK(v.size() == 4, "--input '", s, "' has ", v.size(), " sizes; want 4: batch,channels,height,width");
+  STRATA_CHECK(v.size() == want, "--input '", s, "' has ", v.size(), " sizes; want ", want, ": ", names);
   return Shape(v.begin(), v.end());
+}
+
+// A GPT's token ids [B, T], uniform in [0, vocab).
+Tensor random_tokens(const Shape& sizes, int64_t vocab, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<int64_t> v(static_cast<size_t>(sizes.numel()));
+  for (int64_t& id : v) id = static_cast<int64_t>(gen() % static_cast<uint64_t>(vocab));
+  return Tensor::from_vector(v, sizes);
 }
 
 Tensor random_input(const Shape& sizes, uint64_t seed) {
@@ -66,11 +79,9 @@ Tensor random_input(const Shape& sizes, uint64_t seed) {
 // strata's own predict for x, in `mode`, timed as model_run times the generated program (input
 // in, output out to the host): the median of `repeat` runs after a few untimed ones (graph
 // mode captures its graph at the second prediction for a shape).
-void time_strata(const train::ModelSpec& spec, const std::optional<nn::safetensors::Contents>& ck,
-                 const std::string& checkpoint, const std::string& backend, ops::DispatchMode mode, const Tensor& x,
-                 int64_t repeat) {
-  auto model = train::build_model(spec, mode, backend);
-  if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
+void time_strata(const std::function<std::unique_ptr<nn::Model>(ops::DispatchMode)>& build,
+                 const std::string& backend, ops::DispatchMode mode, const Tensor& x, int64_t repeat) {
+  auto model = build(mode);
   model->eval();
   for (int i = 0; i < 3; ++i) model->predict(x).to(Device::cpu());
   std::vector<double> ms;
@@ -95,11 +106,10 @@ std::vector<ops::DispatchMode> timed_modes(const std::string& backend) {
 // strata's own training step on (x, labels), in `mode`, timed as model_train --time times the
 // generated program's (the batch in, the loss out to the host): the median of `repeat` steps after
 // three untimed ones (graph mode captures its step at the second).
-void time_strata_train(const train::ModelSpec& spec, const std::optional<nn::safetensors::Contents>& ck,
-                       const std::string& checkpoint, const std::string& backend, ops::DispatchMode mode,
-                       const Tensor& x, const Tensor& labels, const nn::OptimizerConfig& oc, int64_t repeat) {
-  auto model = train::build_model(spec, mode, backend);
-  if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
+void time_strata_train(const std::function<std::unique_ptr<nn::Model>(ops::DispatchMode)>& build,
+                       const std::string& backend, ops::DispatchMode mode, const Tensor& x, const Tensor& labels,
+                       const nn::OptimizerConfig& oc, int64_t repeat) {
+  auto model = build(mode);
   model->train();
   auto opt = model->make_optimizer(oc);
   for (int i = 0; i < 3; ++i) model->train_step(x, labels, *opt).loss.item();
@@ -128,20 +138,33 @@ int main(int argc, char** argv) {
   int64_t check_steps = 3, time_repeat = 0;
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", version_line("strata_codegen"));
-  app.add_option("--model", spec.model, "lenet | resnet18 | resnet50 (freshly initialised; see --seed)")
-      ->check(CLI::IsMember({"lenet", "resnet18", "resnet50"}));
+  app.add_option("--model", spec.model, "lenet | resnet18 | resnet50 | gpt (freshly initialised; see --seed)")
+      ->check(CLI::IsMember({"lenet", "resnet18", "resnet50", "gpt"}));
   auto* ck_opt = app.add_option("--checkpoint", checkpoint,
                                 "a checkpoint written by strata_train (its metadata names the model)");
   auto* seed_opt = app.add_option("--seed", spec.seed, "initialisation seed of a fresh model");
   ck_opt->excludes(seed_opt);
-  app.add_option("--lenet-variant", spec.lenet_variant, "tensorflow | keras");
-  app.add_option("--classes", spec.num_classes, "classes of a fresh model")->check(CLI::Range(1, 100000));
+  auto* variant_opt = app.add_option("--lenet-variant", spec.lenet_variant, "tensorflow | keras");
+  auto* classes_opt =
+      app.add_option("--classes", spec.num_classes, "classes of a fresh model")->check(CLI::Range(1, 100000));
+  // A GPT (nn::GptConfig): the options that only it takes.
+  nn::GptConfig gpt;
+  gpt.n_layer = 2, gpt.n_head = 2, gpt.n_embd = 64, gpt.vocab_size = 100, gpt.block_size = 16;
+  const CLI::Option* gpt_opts[] = {
+      app.add_option("--layers", gpt.n_layer, "--model gpt: transformer blocks")->check(CLI::Range(1, 1000)),
+      app.add_option("--heads", gpt.n_head, "--model gpt: attention heads (dividing --embd)")->check(CLI::Range(1, 1000)),
+      app.add_option("--embd", gpt.n_embd, "--model gpt: width")->check(CLI::Range(1, 1000000)),
+      app.add_option("--vocab", gpt.vocab_size, "--model gpt: vocabulary (token ids in [0, vocab))")
+          ->check(CLI::Range(1, 10000000)),
+      app.add_option("--block", gpt.block_size, "--model gpt: the longest sequence (positions)")
+          ->check(CLI::Range(1, 1000000))};
   std::string stem;
   auto* stem_opt = app.add_option("--stem", stem, "a fresh ResNet's stem: small (3x3, no pooling) or imagenet "
                                   "(7x7 stride 2 and max pooling); default: small for inputs of at most 64 px")
                        ->check(CLI::IsMember({"small", "imagenet"}));
   stem_opt->excludes(ck_opt);
-  app.add_option("--input", input, "input shape batch,channels,height,width (default: batch 1, the model's own)");
+  app.add_option("--input", input, "input shape batch,channels,height,width (default: batch 1, the model's own); "
+                 "--model gpt: batch,tokens (default: 1,block)");
   app.add_option("--dtype", dtype, "data type of the generated code")->check(CLI::IsMember({"f32"}));
   app.add_option("--backend", backend, "library the generated code calls: onednn (the CPU), cuda (cuDNN, cuBLAS)")
       ->check(CLI::IsMember({"onednn", "cuda"}));
@@ -161,41 +184,73 @@ int main(int argc, char** argv) {
   STRATA_CLI11_PARSE(app, argc, argv);
   try {
     std::optional<nn::safetensors::Contents> ck;
-    if (!checkpoint.empty()) {
-      ck = nn::safetensors::load(checkpoint);
-      spec = train::read_spec(ck->metadata, checkpoint, nullptr);
+    Shape sizes;
+    std::ostringstream what;
+    std::function<std::unique_ptr<nn::Model>(ops::DispatchMode)> build;
+    if (spec.model == "gpt") {
+      STRATA_CHECK(checkpoint.empty(), "--checkpoint ", checkpoint, ": strata_codegen reads strata_train's "
+                   "checkpoints (LeNet, ResNet); --model gpt writes out a freshly initialised GPT (--seed)");
+      STRATA_CHECK(stem.empty() && variant_opt->count() == 0 && classes_opt->count() == 0, "--model gpt takes none "
+                   "of --stem, --lenet-variant, --classes (a GPT's options: --layers, --heads, --embd, --vocab, "
+                   "--block)");
+      STRATA_CHECK(!train, "--train --model gpt: a GPT's training step is not written out yet (its prediction is)");
+      STRATA_CHECK(backend == "onednn", "--backend ", backend, " --model gpt: the ", backend, " emitter does not write "
+                   "out a GPT yet (--backend onednn does)");
+      STRATA_CHECK(gpt.n_embd % gpt.n_head == 0, "--embd ", gpt.n_embd, " is not a multiple of --heads ", gpt.n_head);
+      sizes = input.empty() ? Shape{1, gpt.block_size} : parse_input(input, 2, "batch,tokens");
+      STRATA_CHECK(sizes[1] <= gpt.block_size, "--input ", input, ": ", sizes[1], " tokens, but the GPT's --block is ",
+                   gpt.block_size, " (its longest sequence)");
+      build = [&](ops::DispatchMode mode) {
+        manual_seed(spec.seed);  // GPT-2's initialisation draws from the default generator
+        return nn::make_gpt(gpt, mode, backend);
+      };
+      what << "gpt (" << gpt.n_layer << " layers, " << gpt.n_head << " heads, width " << gpt.n_embd << ", vocabulary "
+           << gpt.vocab_size << ", block " << gpt.block_size << "), initialised with seed " << spec.seed;
     } else {
-      spec.in_channels = spec.model == "lenet" ? 1 : 3;
-      spec.image_size = spec.model == "lenet" ? 28 : 32;
+      for (const CLI::Option* o : gpt_opts)
+        STRATA_CHECK(o->count() == 0, o->get_name(), ": a GPT's option; --model ", spec.model, " takes none");
+      if (!checkpoint.empty()) {
+        ck = nn::safetensors::load(checkpoint);
+        spec = train::read_spec(ck->metadata, checkpoint, nullptr);
+      } else {
+        spec.in_channels = spec.model == "lenet" ? 1 : 3;
+        spec.image_size = spec.model == "lenet" ? 28 : 32;
+      }
+      sizes = input.empty() ? Shape{1, spec.in_channels, spec.image_size, spec.image_size}
+                            : parse_input(input, 4, "batch,channels,height,width");
+      STRATA_CHECK(sizes[1] == spec.in_channels, "--input ", input, ": ", sizes[1], " channels, but the ", spec.model,
+                   " model takes ", spec.in_channels);
+      STRATA_CHECK(sizes[2] == sizes[3], "--input ", input, ": the generator writes out square inputs (", sizes[2],
+                   "x", sizes[3], " is not)");
+      if (spec.model == "lenet" && !ck) spec.image_size = sizes[2];
+      STRATA_CHECK(spec.model != "lenet" || sizes[2] == spec.image_size, "--input ", input, ": LeNet from ",
+                   checkpoint, " was built for ", spec.image_size, "x", spec.image_size, " images, not ", sizes[2], "x",
+                   sizes[3]);
+      // A fresh ResNet's stem follows the input size (strata_train's rule) unless --stem names it; a
+      // checkpoint's is its own, and ResNet runs any input size through it.
+      if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
+      STRATA_CHECK(stem.empty() || spec.model != "lenet", "--stem ", stem,
+                   ": LeNet has no stem to choose (ResNet only)");
+      if (!stem.empty()) spec.small_input = stem == "small";
+      // The emitters write NCHW programs: the model is made NCHW whatever layout the backend would prefer.
+      spec.memory_format = MemoryFormat::contiguous;
+      build = [&](ops::DispatchMode mode) {
+        auto m = train::build_model(spec, mode, backend);
+        if (ck) nn::load_checkpoint(*ck, checkpoint, m->module(), nullptr, {});
+        return m;
+      };
+      what << spec.model << (spec.model == "lenet" ? " (" + spec.lenet_variant + " variant)" : "") << ", "
+           << spec.num_classes << " classes, "
+           << (ck ? "weights of " + std::filesystem::path(checkpoint).filename().string()
+                  : "initialised with seed " + std::to_string(spec.seed));
     }
-    Shape sizes = input.empty() ? Shape{1, spec.in_channels, spec.image_size, spec.image_size} : parse_input(input);
-    STRATA_CHECK(sizes[1] == spec.in_channels, "--input ", input, ": ", sizes[1], " channels, but the ", spec.model,
-                 " model takes ", spec.in_channels);
-    STRATA_CHECK(sizes[2] == sizes[3], "--input ", input, ": the generator writes out square inputs (", sizes[2],
-                 "x", sizes[3], " is not)");
-    if (spec.model == "lenet" && !ck) spec.image_size = sizes[2];
-    STRATA_CHECK(spec.model != "lenet" || sizes[2] == spec.image_size, "--input ", input, ": LeNet from ",
-                 checkpoint, " was built for ", spec.image_size, "x", spec.image_size, " images, not ", sizes[2], "x",
-                 sizes[3]);
-    // A fresh ResNet's stem follows the input size (strata_train's rule) unless --stem names it; a
-    // checkpoint's is its own, and ResNet runs any input size through it.
-    if (spec.model != "lenet" && !ck) spec.image_size = sizes[2];
-    STRATA_CHECK(stem.empty() || spec.model != "lenet", "--stem ", stem, ": LeNet has no stem to choose (ResNet only)");
-    if (!stem.empty()) spec.small_input = stem == "small";
-    // The emitters write NCHW programs: the model is made NCHW whatever layout the backend would prefer.
-    spec.memory_format = MemoryFormat::contiguous;
-    auto model = train::build_model(spec, ops::DispatchMode::direct, backend);
-    if (ck) nn::load_checkpoint(*ck, checkpoint, model->module(), nullptr, {});
+    auto model = build(ops::DispatchMode::direct);
     if (train)
       model->train();
     else
       model->eval();
-    std::ostringstream what;
-    what << spec.model << (spec.model == "lenet" ? " (" + spec.lenet_variant + " variant)" : "") << ", "
-         << spec.num_classes << " classes, "
-         << (ck ? "weights of " + std::filesystem::path(checkpoint).filename().string()
-                : "initialised with seed " + std::to_string(spec.seed));
-    const Tensor x = random_input(sizes, check_seed);
+    const Tensor x =
+        spec.model == "gpt" ? random_tokens(sizes, gpt.vocab_size, check_seed) : random_input(sizes, check_seed);
     // One line of what was written: `kind` prefixes the model's description, `state` names the file's contents.
     const auto report = [&](const codegen::GenerateResult& r, const char* kind, const char* state) {
       std::printf("strata_codegen: %s%s, input %s -> %s: %lld calls, arena %lld bytes, %s %lld bytes, %lld lines of "
@@ -220,7 +275,7 @@ int main(int argc, char** argv) {
       if (time_repeat > 0) {
         const Tensor labels = Tensor::from_vector(classes, Shape{sizes[0]});
         for (ops::DispatchMode mode : timed_modes(backend))
-          time_strata_train(spec, ck, checkpoint, backend, mode, x, labels, oc, time_repeat);
+          time_strata_train(build, backend, mode, x, labels, oc, time_repeat);
       }
       return kExitSuccess;
     }
@@ -230,11 +285,16 @@ int main(int argc, char** argv) {
       codegen::write_npy((std::filesystem::path(out) / "check" / "input.npy").string(), x);
       codegen::write_npy((std::filesystem::path(out) / "check" / "expected.npy").string(),
                          model->predict(x).to(Device::cpu()));
+      if (spec.model == "gpt") {  // ids whose last is one past the vocabulary: model_run must refuse them
+        Tensor bad = x.clone();
+        bad.data<int64_t>()[bad.numel() - 1] = gpt.vocab_size;
+        codegen::write_npy((std::filesystem::path(out) / "check" / "tokens_out_of_range.npy").string(), bad);
+      }
     }
     report(r, "", "weights");
     if (time_repeat > 0)
       for (ops::DispatchMode mode : timed_modes(backend))
-        time_strata(spec, ck, checkpoint, backend, mode, x, time_repeat);
+        time_strata(build, backend, mode, x, time_repeat);
     return kExitSuccess;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_codegen: error: %s\n", e.what());

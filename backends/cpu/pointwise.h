@@ -76,9 +76,12 @@ void binary_bwd(const ops::BinaryBwdArgs& a) {
 }  // namespace strata::backends::loops
 
 // The four pointwise members of a CPU backend class whose body is these loops in f32 and f64
-// (openblas, eigen, onednn: none of their libraries has the whole family), defined once.
-#define STRATA_CPU_POINTWISE_MEMBERS(Backend)                                                             \
+// (openblas, eigen, onednn: none of their libraries has the whole family), defined once; unary_fwd
+// first calls observe(op, args) (loops::unobserved, or the backend's call observer).
+#define STRATA_CPU_POINTWISE_MEMBERS(Backend) STRATA_CPU_POINTWISE_MEMBERS_OBSERVED(Backend, loops::unobserved)
+#define STRATA_CPU_POINTWISE_MEMBERS_OBSERVED(Backend, observe)                                           \
   void Backend::unary_fwd(const ::strata::ops::UnaryFwdArgs& a) {                                         \
+    observe(::strata::ops::OpId::unary_fwd, a);                                                           \
     loops::visit_float(kName, "unary_fwd", a.x.dtype, [&](auto t) { loops::unary_fwd<decltype(t)>(a); }); \
   }                                                                                                       \
   void Backend::unary_bwd(const ::strata::ops::UnaryBwdArgs& a) {                                         \

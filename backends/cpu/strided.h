@@ -213,4 +213,9 @@ class ContiguousOut {
   bool direct_ = true;
 };
 
+// The call hook of the shared members' macros (STRATA_CPU_*_MEMBERS_OBSERVED): a backend that
+// reports its calls to an observer (onednn's, for codegen/) passes its own; the others this one.
+template <class Op, class Args>
+inline void unobserved(Op, const Args&) {}
+
 }  // namespace strata::backends::loops

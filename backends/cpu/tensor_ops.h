@@ -235,8 +235,10 @@ void index_add(const ops::IndexAddArgs& a) {
 }  // namespace strata::backends::loops
 
 // The tensor-API members of a CPU backend class whose body is these loops (openblas, eigen,
-// onednn), defined once; bmm stays each backend's own (its GEMM library).
-#define STRATA_CPU_TENSOR_MEMBERS(Backend)                                                                   \
+// onednn), defined once; bmm stays each backend's own (its GEMM library). index_select first calls
+// observe(op, args) (loops::unobserved, or the backend's call observer).
+#define STRATA_CPU_TENSOR_MEMBERS(Backend) STRATA_CPU_TENSOR_MEMBERS_OBSERVED(Backend, loops::unobserved)
+#define STRATA_CPU_TENSOR_MEMBERS_OBSERVED(Backend, observe)                                                 \
   void Backend::compare(const ::strata::ops::CompareArgs& a) {                                               \
     loops::visit_numeric(kName, "compare", a.a.dtype, [&](auto t) { loops::compare<decltype(t)>(a); });    \
   }                                                                                                          \
@@ -252,7 +254,10 @@ void index_add(const ops::IndexAddArgs& a) {
   void Backend::softmax_bwd(const ::strata::ops::SoftmaxBwdArgs& a) {                                        \
     loops::visit_float(kName, "softmax_bwd", a.y.dtype, [&](auto t) { loops::softmax_bwd<decltype(t)>(a); }); \
   }                                                                                                          \
-  void Backend::index_select(const ::strata::ops::IndexSelectArgs& a) { loops::index_select(a); }           \
+  void Backend::index_select(const ::strata::ops::IndexSelectArgs& a) {                                      \
+    observe(::strata::ops::OpId::index_select, a);                                                           \
+    loops::index_select(a);                                                                                  \
+  }                                                                                                          \
   void Backend::index_add(const ::strata::ops::IndexAddArgs& a) {                                            \
     loops::visit_float(kName, "index_add", a.x.dtype, [&](auto t) { loops::index_add<decltype(t)>(a); });  \
   }

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #ifdef _OPENMP
@@ -26,6 +27,87 @@
 #include "strata/ops/table/op_args.h"
 
 namespace strata::backends::loops {
+
+// The forward loops' arithmetic over plain pointers: one row of layer norm, the queries of one
+// (batch, head) pair of attention. The code between "codegen:begin" and "codegen:end" is also
+// written, as it is, into the programs codegen/ generates, so that they compute these values as
+// the loops below do. A: the type the values are computed in; S: the statistics' storage type.
+// codegen:begin transformer_loops
+// n values at data[i * stride]; null data: none.
+template <class T>
+struct Strided1 {
+  T* data;
+  int64_t stride;
+};
+// A matrix at data[i * row_stride + j * col_stride].
+template <class T>
+struct Strided2 {
+  T* data;
+  int64_t row_stride, col_stride;
+  T& at(int64_t i, int64_t j) const { return data[i * row_stride + j * col_stride]; }
+};
+
+// A row of c values: y = (x - mean) / sqrt(var + eps) * w + b (biased variance; w and b optional);
+// its mean and 1 / std into *mean and *rstd.
+template <class T, class A = T, class S = T>
+void layer_norm_row(Strided1<const T> x, Strided1<const T> w, Strided1<const T> b, Strided1<T> y, int64_t c,
+                    double eps, S* mean, S* rstd) {
+  A s = 0;
+  for (int64_t j = 0; j < c; ++j) s += A(x.data[j * x.stride]);
+  const A mu = s / A(c);
+  A q = 0;
+  for (int64_t j = 0; j < c; ++j) {
+    const A d = A(x.data[j * x.stride]) - mu;
+    q += d * d;
+  }
+  const A rs = A(1) / std::sqrt(q / A(c) + A(eps));
+  for (int64_t j = 0; j < c; ++j) {
+    A v = (A(x.data[j * x.stride]) - mu) * rs;
+    if (w.data) v = v * A(w.data[j * w.stride]);
+    if (b.data) v = v + A(b.data[j * b.stride]);
+    y.data[j * y.stride] = static_cast<T>(v);
+  }
+  *mean = static_cast<S>(mu);
+  *rstd = static_cast<S>(rs);
+}
+
+// The keys query i of tq may see, of `keys`: [0, limit), none before a cache's fill.
+inline int64_t visible_key_count(bool causal, int64_t i, int64_t tq, int64_t keys) {
+  return std::max<int64_t>(0, causal ? std::min(keys, i + keys - tq + 1) : keys);
+}
+
+// One (batch, head) pair's sizes: tq queries, tk key rows of which the first keys_held are keys,
+// head width d.
+struct AttentionDims {
+  int64_t tq, tk, keys_held, d;
+  bool causal;
+};
+
+// The pair's queries q [tq, d] against k and v [tk, d]: y [tq, d] and the log-sum-exp of each
+// query's scores into lse [tq]. A query with no visible key gets zeros and -inf.
+template <class T, class A = T, class S = T>
+void attention_pair(Strided2<const T> q, Strided2<const T> k, Strided2<const T> v, Strided2<T> y, Strided1<S> lse,
+                    const AttentionDims& n, A scale) {
+  std::vector<A> p(static_cast<size_t>(n.tk)), acc(static_cast<size_t>(n.d));
+  for (int64_t i = 0; i < n.tq; ++i) {
+    const int64_t keys = visible_key_count(n.causal, i, n.tq, n.keys_held);
+    A mx = -std::numeric_limits<A>::infinity();
+    for (int64_t j = 0; j < keys; ++j) {
+      A s = 0;
+      for (int64_t d = 0; d < n.d; ++d) s += A(q.at(i, d)) * A(k.at(j, d));
+      p[j] = s * scale;
+      mx = std::max(mx, p[j]);
+    }
+    A sum = 0;
+    for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - mx));
+    std::fill(acc.begin(), acc.end(), A(0));
+    for (int64_t j = 0; j < keys; ++j)
+      for (int64_t d = 0; d < n.d; ++d) acc[d] += p[j] * A(v.at(j, d));
+    for (int64_t d = 0; d < n.d; ++d) y.at(i, d) = static_cast<T>(keys > 0 ? acc[d] / sum : A(0));
+    lse.data[i * lse.stride] = static_cast<S>(keys > 0 ? mx + std::log(sum) : -std::numeric_limits<A>::infinity());
+  }
+}
+// codegen:end
 
 namespace detail {
 // Element (i, j) of a 2-D view, or (b, h, t, d) of a 4-D one, as an offset.
@@ -49,7 +131,7 @@ int64_t key_count(const Args& a, int64_t tk) {
 // The keys query i of tq may see, of `keys`: [0, limit), none before a cache's fill.
 template <class Args>
 int64_t visible_keys(const Args& a, int64_t i, int64_t tq, int64_t keys) {
-  return std::max<int64_t>(0, a.causal ? std::min(keys, i + keys - tq + 1) : keys);
+  return visible_key_count(a.causal, i, tq, keys);
 }
 }  // namespace detail
 
@@ -58,8 +140,10 @@ template <class T, class A = T, class S = T>
 void layer_norm_fwd(const ops::LayerNormFwdArgs& a) {
   const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
   const T* x = a.x.ptr<const T>();
-  const T* w = a.weight.defined ? a.weight.ptr<const T>() : nullptr;
-  const T* b = a.bias.defined ? a.bias.ptr<const T>() : nullptr;
+  auto vec = [](const ops::TensorView& v) {
+    return Strided1<const T>{v.defined ? v.ptr<const T>() : nullptr, v.defined ? v.strides[0] : 0};
+  };
+  const Strided1<const T> w = vec(a.weight), b = vec(a.bias);
   T* y = a.y.ptr<T>();
   S* mean = a.mean.ptr<S>();
   S* rstd = a.rstd.ptr<S>();
@@ -67,25 +151,10 @@ void layer_norm_fwd(const ops::LayerNormFwdArgs& a) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt)
 #endif
-  for (int64_t r = 0; r < n; ++r) {
-    A s = 0;
-    for (int64_t j = 0; j < c; ++j) s += A(x[detail::at2(a.x, r, j)]);
-    const A mu = s / A(c);
-    A q = 0;
-    for (int64_t j = 0; j < c; ++j) {
-      const A d = A(x[detail::at2(a.x, r, j)]) - mu;
-      q += d * d;
-    }
-    const A rs = A(1) / std::sqrt(q / A(c) + A(a.eps));
-    for (int64_t j = 0; j < c; ++j) {
-      A v = (A(x[detail::at2(a.x, r, j)]) - mu) * rs;
-      if (w) v = v * A(w[j * a.weight.strides[0]]);
-      if (b) v = v + A(b[j * a.bias.strides[0]]);
-      y[detail::at2(a.y, r, j)] = static_cast<T>(v);
-    }
-    mean[r * a.mean.strides[0]] = static_cast<S>(mu);
-    rstd[r * a.rstd.strides[0]] = static_cast<S>(rs);
-  }
+  for (int64_t r = 0; r < n; ++r)
+    layer_norm_row<T, A, S>(Strided1<const T>{x + r * a.x.strides[0], a.x.strides[1]}, w, b,
+                            Strided1<T>{y + r * a.y.strides[0], a.y.strides[1]}, c, a.eps, &mean[r * a.mean.strides[0]],
+                            &rstd[r * a.rstd.strides[0]]);
   (void)nt;
 }
 
@@ -162,39 +231,22 @@ template <class T, class A = T, class S = T>
 void attention_fwd(const ops::AttentionFwdArgs& a) {
   if (a.k_new.defined) append_rows<T>(a);
   const int64_t B = a.q.sizes[0], H = a.q.sizes[1], tq = a.q.sizes[2], D = a.q.sizes[3], tk = a.k.sizes[2];
-  const T* q = a.q.ptr<const T>();
-  const T* k = a.k.ptr<const T>();
-  const T* v = a.v.ptr<const T>();
-  T* y = a.y.ptr<T>();
-  S* lse = a.lse.ptr<S>();
+  const AttentionDims dims{tq, tk, detail::key_count(a, tk), D, a.causal};
   const A scale = A(a.scale);
-  const int64_t keys_held = detail::key_count(a, tk);
   const int nt = detail::pool_threads(product_work(B * H * tq * tk * D * 2));
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt)
 #endif
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const int64_t b = bh / H, h = bh % H;
-    std::vector<A> p(static_cast<size_t>(tk)), acc(static_cast<size_t>(D));
-    for (int64_t i = 0; i < tq; ++i) {
-      const int64_t keys = detail::visible_keys(a, i, tq, keys_held);
-      A mx = -std::numeric_limits<A>::infinity();
-      for (int64_t j = 0; j < keys; ++j) {
-        A s = 0;
-        for (int64_t d = 0; d < D; ++d) s += A(q[detail::at4(a.q, b, h, i, d)]) * A(k[detail::at4(a.k, b, h, j, d)]);
-        p[j] = s * scale;
-        mx = std::max(mx, p[j]);
-      }
-      A sum = 0;
-      for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - mx));
-      std::fill(acc.begin(), acc.end(), A(0));
-      for (int64_t j = 0; j < keys; ++j)
-        for (int64_t d = 0; d < D; ++d) acc[d] += p[j] * A(v[detail::at4(a.v, b, h, j, d)]);
-      // No visible key (a query before a cache's fill): zeros, lse -inf.
-      for (int64_t d = 0; d < D; ++d) y[detail::at4(a.y, b, h, i, d)] = static_cast<T>(keys > 0 ? acc[d] / sum : A(0));
-      lse[b * a.lse.strides[0] + h * a.lse.strides[1] + i * a.lse.strides[2]] =
-          static_cast<S>(keys > 0 ? mx + std::log(sum) : -std::numeric_limits<A>::infinity());
-    }
+    auto pair = [&](const ops::TensorView& v, auto* data) {
+      return Strided2<std::remove_pointer_t<decltype(data)>>{data + b * v.strides[0] + h * v.strides[1], v.strides[2],
+                                                             v.strides[3]};
+    };
+    attention_pair<T, A, S>(pair(a.q, a.q.ptr<const T>()), pair(a.k, a.k.ptr<const T>()), pair(a.v, a.v.ptr<const T>()),
+                            pair(a.y, a.y.ptr<T>()),
+                            Strided1<S>{a.lse.ptr<S>() + b * a.lse.strides[0] + h * a.lse.strides[1], a.lse.strides[2]},
+                            dims, scale);
   }
   (void)nt;
 }
@@ -259,15 +311,19 @@ void attention_bwd(const ops::AttentionBwdArgs& a) {
 
 }  // namespace strata::backends::loops
 
-// The transformer ops' members of a CPU backend class whose body is these loops.
-#define STRATA_CPU_TRANSFORMER_MEMBERS(Backend)                                                                     \
+// The transformer ops' members of a CPU backend class whose body is these loops; the forward
+// ops first call observe(op, args) (loops::unobserved, or the backend's call observer).
+#define STRATA_CPU_TRANSFORMER_MEMBERS(Backend) STRATA_CPU_TRANSFORMER_MEMBERS_OBSERVED(Backend, loops::unobserved)
+#define STRATA_CPU_TRANSFORMER_MEMBERS_OBSERVED(Backend, observe)                                                   \
   void Backend::layer_norm_fwd(const ::strata::ops::LayerNormFwdArgs& a) {                                          \
+    observe(::strata::ops::OpId::layer_norm_fwd, a);                                                                \
     loops::visit_float(kName, "layer_norm_fwd", a.x.dtype, [&](auto t) { loops::layer_norm_fwd<decltype(t)>(a); }); \
   }                                                                                                                 \
   void Backend::layer_norm_bwd(const ::strata::ops::LayerNormBwdArgs& a) {                                          \
     loops::visit_float(kName, "layer_norm_bwd", a.x.dtype, [&](auto t) { loops::layer_norm_bwd<decltype(t)>(a); }); \
   }                                                                                                                 \
   void Backend::attention_fwd(const ::strata::ops::AttentionFwdArgs& a) {                                           \
+    observe(::strata::ops::OpId::attention_fwd, a);                                                                 \
     loops::visit_float(kName, "attention_fwd", a.q.dtype, [&](auto t) { loops::attention_fwd<decltype(t)>(a); });   \
   }                                                                                                                 \
   void Backend::attention_bwd(const ::strata::ops::AttentionBwdArgs& a) {                                           \

@@ -11,8 +11,12 @@
 // conv2d_bwd_data, conv2d_bwd_weight, conv2d_bwd_bias, linear_bwd_data, linear_bwd_weight,
 // relu_bwd, max_pool2d_bwd, global_avg_pool_bwd, batch_norm_bwd, softmax_xent_fwd,
 // softmax_xent_bwd, dropout_fwd, dropout_bwd, fill and sgd_step (once per parameter:
-// multi_sgd_step reports the single steps it runs). An observer must treat any other op run
+// multi_sgd_step reports the single steps it runs), and a GPT's forward: index_select,
+// layer_norm_fwd, attention_fwd, unary_fwd and bmm. An observer must treat any other op run
 // while it watches as unseen (the op trace, ops/trace.h, lists every kernel of a step).
+// A call the backend composes of its own ops (a linear with an epilogue or a layer-norm
+// prologue: backends/api/linear_epilogue.h) is bracketed by on_composed(op, true / false),
+// its parts reported as the ops they are, where the trace lists the call once.
 #include <cstdint>
 #include <string>
 
@@ -29,6 +33,8 @@ class CallObserver {
   virtual void on_call(ops::OpId op, const void* args) = 0;
   // The latest reported call runs a primitive with this work (threads_for's input).
   virtual void on_primitive(const loops::Work& work) = 0;
+  // Around the parts of a call of `op` composed of the backend's own ops (begin true, then false).
+  virtual void on_composed(ops::OpId /*op*/, bool /*begin*/) {}
 };
 
 // The observer of this thread's calls (null: none).
@@ -47,6 +53,25 @@ class ScopedCallObserver {
 
 // "2.6.3": the oneDNN the backend runs on, which a program written against it names.
 std::string library_version();
+
+// Brackets a composed call's parts for the observer, if any (on_composed).
+class ComposedCall {
+ public:
+  explicit ComposedCall(ops::OpId op) : op_(op), o_(call_observer()) {
+    if (o_) [[unlikely]]
+      o_->on_composed(op_, true);
+  }
+  ~ComposedCall() {
+    if (o_) [[unlikely]]
+      o_->on_composed(op_, false);
+  }
+  ComposedCall(const ComposedCall&) = delete;
+  ComposedCall& operator=(const ComposedCall&) = delete;
+
+ private:
+  ops::OpId op_;
+  CallObserver* o_;
+};
 
 template <class Args>
 inline void observe_call(ops::OpId op, const Args& a) {

@@ -68,7 +68,10 @@ void matmul(Context& c, const Key& key, const memory::desc& src, const memory::d
 
 // y [N,out] = x [N,in] * w^T [in,out] + b [1,out]
 void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
-  if (a.act || a.z.defined || a.norm_eps) return linear_fwd_composed(*this, a);
+  if (a.act || a.z.defined || a.norm_eps) {
+    const ComposedCall parts(OpId::linear_fwd);
+    return linear_fwd_composed(*this, a);
+  }
   observe_call(OpId::linear_fwd, a);
   require_f32_or_bf16("linear_fwd", a.x.dtype);
   guarded("linear_fwd", loops::product_work(a.y.numel() * a.w.sizes[1]), [&] {

@@ -5,6 +5,7 @@
 
 #include "strata/backends/cpu/tensor_ops.h"
 #include "strata/backends/cpu/transformer_ops.h"
+#include "strata/backends/onednn/call_observer.h"
 #include "strata/backends/onednn/onednn_backend.h"
 #include "strata/ops/table/gemm_layout.h"
 
@@ -12,10 +13,12 @@ namespace strata::backends {
 
 using namespace strata::ops;  // the op table's argument types
 
-STRATA_CPU_TENSOR_MEMBERS(OneDnnBackend)
-STRATA_CPU_TRANSFORMER_MEMBERS(OneDnnBackend)
+// The forward ops a generated program writes out report to the call observer (call_observer.h).
+STRATA_CPU_TENSOR_MEMBERS_OBSERVED(OneDnnBackend, onednn::observe_call)
+STRATA_CPU_TRANSFORMER_MEMBERS_OBSERVED(OneDnnBackend, onednn::observe_call)
 
 void OneDnnBackend::bmm(const BmmArgs& a) {
+  onednn::observe_call(OpId::bmm, a);
   if (a.a.dtype == DType::f64) {
     loops::bmm<double>(a);
     return;

@@ -220,10 +220,13 @@ CallText OneDnnEmitter::copy(const RecordedCall& c, const RecordedStep& step, Bu
   const std::string op = "copy (" + c.layer + ")";
   STRATA_CHECK(!c.primitive && dense_same_layout(a.x, a.y), "strata_codegen: ", op, " converts ", shape(a.x), " ",
                dtype_name(a.x.dtype), " into another layout or dtype; the onednn emitter writes out plain copies only");
-  const bool from_input = a.x.data == step.input.data;
+  // The caller's input, a buffer of the arena, or a constant (a GPT's table copied into its padded rows).
+  const BufferKind from = a.x.data == step.input.data ? BufferKind::input
+                          : b.locate(a.x, op + " argument x").kind == BufferKind::constant ? BufferKind::constant
+                                                                                           : BufferKind::arena;
   CallText t;
   t.run = "    std::memcpy(" + where(b, a.y, op + " argument y", BufferKind::arena) + ", " +
-          where(b, a.x, op + " argument x", from_input ? BufferKind::input : BufferKind::arena) + ", " +
+          where(b, a.x, op + " argument x", from) + ", " +
           std::to_string(a.x.numel() * static_cast<int64_t>(dtype_size(a.x.dtype))) + ");\n";
   return t;
 }
@@ -299,9 +302,13 @@ std::vector<std::string> member_names(const RecordedStep& step) {
 
 std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferMap& buffers) {
   if (step.training) return emit_train(step, buffers);
-  STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32, "strata_codegen: the model takes ",
-               dtype_name(step.input.dtype), " and returns ", dtype_name(step.output.dtype),
-               "; the onednn emitter writes out f32 models only (bf16 is not supported yet)");
+  // A language model takes token ids (i64), every other model its compute dtype.
+  const bool tokens = step.input.dtype == DType::i64;
+  STRATA_CHECK((tokens || step.input.dtype == DType::f32) && step.output.dtype == DType::f32,
+               "strata_codegen: the model takes ", dtype_name(step.input.dtype), " and returns ",
+               dtype_name(step.output.dtype), "; the onednn emitter writes out f32 models only (bf16 is not supported "
+               "yet)");
+  const bool transformer = runs_transformer_ops(step);
   std::vector<CallText> texts;
   const std::vector<std::string> members = member_names(step);
   for (size_t i = 0; i < step.calls.size(); ++i) {
@@ -318,19 +325,43 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
       case OpId::avg_pool2d_fwd:
       case OpId::global_avg_pool_fwd: t = unary(c, "c", buffers); break;
       default:
+        if (is_transformer_op(c.op)) {
+          t = transformer_call(c, step, buffers);
+          break;
+        }
         STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer,
                     ") is not supported by the onednn emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, "
-                    "max_pool2d_fwd, avg_pool2d_fwd, global_avg_pool_fwd and copy)");
+                    "max_pool2d_fwd, avg_pool2d_fwd, global_avg_pool_fwd, copy, and a GPT's index_select, "
+                    "layer_norm_fwd, attention_fwd, unary_fwd, add and bmm)");
     }
     if (!t.member.empty()) {
+      const std::string type = t.train_call ? "TrainCall& c = " : "Call& c = ";
       t.member = m;
-      t.load = "    Call& c = " + m + ";\n" + t.load;
-      t.run = "    Call& c = s." + m + ";\n" + t.run;
+      t.load = "    " + type + m + ";\n" + t.load;
+      t.run = "    " + type + "s." + m + ";\n" + t.run;
     }
     texts.push_back(std::move(t));
   }
   const std::string out = where(buffers, step.output, "the model's output", BufferKind::arena);
-  const int64_t out_bytes = step.output.numel() * 4;
+  // The output is the arena's bytes, or the first columns of its rows (a GPT's padded vocabulary).
+  const int64_t out_cols = step.output.sizes[step.output.dim() - 1];
+  const int64_t out_row = step.output.dim() > 1 ? step.output.strides[step.output.dim() - 2] : out_cols;
+  const std::string copy_out =
+      step.output.is_contiguous()
+          ? "  std::memcpy(output, " + out + ", " + std::to_string(step.output.numel() * 4) + ");\n"
+          : "  for (int64_t r = 0; r < " + std::to_string(step.output.numel() / out_cols) + "; ++r)  // rows of " +
+                std::to_string(out_row) + ", the first " + std::to_string(out_cols) + " columns\n" +
+                "    std::memcpy(output + r * " + std::to_string(out_cols) + ", " + out + " + r * " +
+                std::to_string(out_row * 4) + ", " + std::to_string(out_cols * 4) + ");\n";
+  // Token ids index the table the input is looked up in (a GPT's wte): the program refuses others.
+  int64_t id_limit = 0;
+  for (const RecordedCall& c : step.calls)
+    if (const auto* a = std::get_if<ops::IndexSelectArgs>(&c.args); a && a->index.data == step.input_buffer.data)
+      id_limit = a->x.sizes[0];
+  STRATA_CHECK(!tokens || id_limit > 0, "strata_codegen: the model takes i64 input ", shape(step.input),
+               " that no lookup reads as token ids; the onednn emitter writes out token ids read by an embedding only");
+  const char* in_type = tokens ? "int64_t" : "float";
+  const char* in_what = tokens ? " token ids (i64)" : " f32";
 
   // The weights file: header, then each constant at its offset.
   std::string payload(static_cast<size_t>(buffers.constants_bytes()), '\0');
@@ -345,53 +376,77 @@ std::vector<GeneratedFile> OneDnnEmitter::emit(const RecordedStep& step, BufferM
   const std::string version = backends::onednn::library_version();
   std::ostringstream h;
   h << "#pragma once\n// Generated by strata_codegen: " << step.model << ", input " << shape(step.input)
-    << " f32, backend onednn.\n// Needs oneDNN only; bitwise equal to strata's direct mode on its onednn backend "
+    << in_what << ", backend onednn.\n// Needs oneDNN only; bitwise equal to strata's direct mode on its onednn backend "
        "with oneDNN "
     << version << " on the same CPU and thread count.\n#include <cstdint>\n#include <memory>\n#include <string>\n\n"
     << "namespace generated {\n\n"
     << "inline constexpr int64_t kInputSizes[" << step.input.dim() << "] = " << ints(std::vector<int64_t>(step.input.sizes.begin(), step.input.sizes.end())) << ";\n"
     << "inline constexpr int64_t kOutputSizes[" << step.output.dim() << "] = " << ints(std::vector<int64_t>(step.output.sizes.begin(), step.output.sizes.end())) << ";\n"
+    << (tokens ? "// The input's token ids are in [0, kInputLimit).\ninline constexpr int64_t kInputLimit = " +
+                     std::to_string(id_limit) + ";\n"
+               : std::string())
     << "inline constexpr const char* kOneDnnVersion = \"" << version << "\";  // generated with\n\n"
     << "class Model {\n public:\n  // Reads the weights file and makes every primitive; throws std::runtime_error or dnnl::error.\n"
     << "  explicit Model(const std::string& weights_path);\n  ~Model();\n  Model(const Model&) = delete;\n"
     << "  Model& operator=(const Model&) = delete;\n"
-    << "  // input: kInputSizes, f32, contiguous (NCHW); output: kOutputSizes, f32. Not thread-safe.\n"
-    << "  void run(const float* input, float* output);\n\n private:\n  struct State;\n  std::unique_ptr<State> s_;\n};\n\n"
+    << (tokens ? "  // input: kInputSizes token ids, i64 in [0, kInputLimit) (std::invalid_argument names one that\n"
+                 "  // is not); output: kOutputSizes, f32 logits. Not thread-safe.\n"
+               : "  // input: kInputSizes, f32, contiguous (NCHW); output: kOutputSizes, f32. Not thread-safe.\n")
+    << "  void run(const " << in_type << "* input, float* output);\n\n private:\n  struct State;\n"
+    << "  std::unique_ptr<State> s_;\n};\n\n"
     << "}  // namespace generated\n";
 
   std::ostringstream cpp;
   cpp << "// Generated by strata_codegen: " << step.model << ", input " << shape(step.input)
-      << " f32, backend onednn (oneDNN " << version << ").\n"
+      << in_what << ", backend onednn (oneDNN " << version << ").\n"
       << "// strata's direct-mode prediction written out: every primitive made once at load, as strata's onednn\n"
       << "// backend makes it, then run in order; every intermediate at the offset strata's memory planner chose\n"
       << "// in one arena of " << step.arena.bytes << " bytes. Weights: " << buffers.constants().size()
       << " constants, " << buffers.constants_bytes() << " bytes in the weights file:\n";
   for (const Constant& k : buffers.constants())
     cpp << "//   w + " << k.file_offset << ": " << k.name << " (" << k.bytes << " bytes)\n";
-  cpp << model_cpp_prologue();
+  // A GPT's plain loops come with the training step's (add's element, TrainCall for the add primitive).
+  if (transformer)
+    cpp << model_cpp_prologue("#include <cmath>\n#include <limits>\n#include <string>\n#include <vector>\n")
+        << train_prologue() << transformer_prologue();
+  else
+    cpp << model_cpp_prologue();
   write_state(cpp, step, texts, std::to_string(buffers.constants_bytes()) + ", " + std::to_string(checksum) + "ull",
               true, false);
   cpp << "  }\n};\n\nModel::Model(const std::string& weights_path) : s_(std::make_unique<State>(weights_path)) {}\n"
       << "Model::~Model() = default;\n\n"
-      << "void Model::run(const float* input, float* output) {\n  State& s = *s_;\n  dnnl::stream& strm = s.strm;\n"
-      << "  std::byte* a = s.arena.get();\n  std::byte* in = s.input_buffer.get();\n  (void)in;\n";
+      << "void Model::run(const " << in_type << "* input, float* output) {\n  State& s = *s_;\n"
+      << "  dnnl::stream& strm = s.strm;\n  std::byte* a = s.arena.get();\n  std::byte* in = s.input_buffer.get();\n"
+      << (transformer ? "  const std::byte* w = s.weights.data();  // the plain loops read the weights in place\n"
+                        "  (void)w;\n  (void)strm;\n"
+                      : "")
+      << "  (void)in;\n";
   for (size_t i = 0; i < texts.size(); ++i) {
     const RecordedCall& c = step.calls[i];
     std::string io;
     std::visit([&](const auto& args) {
-      if constexpr (requires { args.x; args.y; }) io = shape(args.x) + " -> " + shape(args.y);
+      if constexpr (requires { args.x; args.y; })
+        io = shape(args.x) + " -> " + shape(args.y);
+      else if constexpr (requires { args.a; args.b; args.y; })  // add, bmm
+        io = shape(args.a) + ", " + shape(args.b) + " -> " + shape(args.y);
+      else if constexpr (requires { args.q; args.y; })  // attention
+        io = shape(args.q) + " -> " + shape(args.y);
     }, c.args);
     cpp << "  {  // " << c.layer << ": " << ops::op_name(c.op) << " " << io
-        << (c.primitive || c.op == OpId::copy ? "" : " (plain loop: strata's below its primitive threshold)") << "\n";
+        << (c.primitive || c.op == OpId::copy ? ""
+            : c.op == OpId::bmm               ? " (oneDNN's sgemm, as the backend calls it)"
+            : c.op == OpId::relu_fwd || c.op == OpId::add ? " (plain loop: strata's below its primitive threshold)"
+                                                          : " (plain loop: strata's own)")
+        << "\n";
     cpp << texts[i].run << "  }\n";
   }
-  cpp << "  std::memcpy(output, " << out << ", " << out_bytes << ");\n}\n\n}  // namespace generated\n";
+  cpp << copy_out << "}\n\n}  // namespace generated\n";
 
   return {{"model.h", h.str(), false},
           {"model.cpp", cpp.str(), false},
           {"weights.h", weights_h(), false},
           {"weights.cpp", weights_cpp(), false},
-          {"main.cpp", main_cpp(), false},
+          {"main.cpp", main_cpp(tokens), false},
           {"CMakeLists.txt", cmake_lists("generated_model"), false},
           {"weights.bin", weights, true}};
 }

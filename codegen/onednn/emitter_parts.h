@@ -73,6 +73,15 @@ class OneDnnEmitter final : public Emitter {
   CallText unary(const RecordedCall& c, const std::string& m, BufferMap& b);
   CallText relu_loop(const RecordedCall& c, BufferMap& b);
   CallText copy(const RecordedCall& c, const RecordedStep& step, BufferMap& b);
+  // A GPT's forward (emitter_transformer.cpp): what the onednn backend runs as strata's own loops
+  // (the lookups, layer norm, attention, the element-wise formulas, add) and its oneDNN sgemm (bmm).
+  CallText transformer_call(const RecordedCall& c, const RecordedStep& step, BufferMap& b);
+  CallText index_select(const RecordedCall& c, const RecordedStep& step, BufferMap& b);
+  CallText layer_norm(const RecordedCall& c, BufferMap& b);
+  CallText attention(const RecordedCall& c, BufferMap& b);
+  CallText unary_loop(const RecordedCall& c, BufferMap& b);
+  CallText add_loop(const RecordedCall& c, BufferMap& b);
+  CallText bmm(const RecordedCall& c, BufferMap& b);
   // Where a training step's view lives: the arena, the model's input buffer, or its state (the
   // weights file, which every step reads and writes: parameters, momentum buffers, the loss's
   // buffers outside the arena).
@@ -130,5 +139,11 @@ std::string num(double v);
 std::string weights_file(const std::string& payload);
 // A member name per call: the layer's, or for a call without weights the layer before it and the op.
 std::vector<std::string> member_names(const RecordedStep& step);
+// Whether op is one of a GPT's that OneDnnEmitter::transformer_call writes out, and whether a recorded
+// prediction runs any (its model.cpp then carries strata's plain loops for them).
+bool is_transformer_op(OpId op);
+bool runs_transformer_ops(const RecordedStep& step);
+// Whether two views are dense in one layout alike (a plain loop's flat index fits both).
+bool dense_same_layout(const TensorView& x, const TensorView& y);
 
 }  // namespace strata::codegen::onednn::detail

@@ -11,5 +11,11 @@ extern const char* const k_staging;      // Staged and ScopedOmpThreads
 // and dropout's counter-based mask (ops/table/op_args.h).
 extern const char* const k_train_loops;
 extern const char* const k_dropout_rng;
+// A GPT's forward: the rows of layer norm and the (batch, head) pairs of attention
+// (backends/cpu/transformer_ops.h), and the element-wise formulas' unary rows
+// (ops/table/pointwise.def) with the math they call (ops/table/pointwise.h).
+extern const char* const k_transformer_loops;
+extern const char* const k_pointwise_math;
+extern const char* const k_pointwise_rows;
 
 }  // namespace strata::codegen::onednn

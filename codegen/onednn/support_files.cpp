@@ -160,13 +160,59 @@ struct TrainCall {
 )cg";
 }
 
-std::string main_cpp() {
-  return R"cg(// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order,
+std::string transformer_prologue() {
+  return R"cg(
+namespace {
+
+// strata's own loops for a GPT's forward, as they are (codegen/embed_snippets.cmake): layer norm's
+// rows and attention's (batch, head) pairs (backends/cpu/transformer_ops.h), and the element-wise
+// formulas' rows (ops/table/pointwise.def) as functions pointwise::<name>(x, p0, p1) in the math
+// they call (ops/table/pointwise.h).
+)cg" + std::string(k_transformer_loops) + R"cg(
+namespace pointwise {
+#define STRATA_POINTWISE_FN inline
+)cg" + k_pointwise_math + R"cg(
+#define STRATA_UNARY(name, params, fwd, bwd, domain)                                       \
+  template <class A>                                                                      \
+  inline A name(A x, [[maybe_unused]] double p0, [[maybe_unused]] double p1) { return fwd; }
+)cg" + k_pointwise_rows + R"cg(#undef STRATA_UNARY
+}  // namespace pointwise
+
+// f(offsets) for every index of `sizes` in row-major order, offsets[k] the index's offset in view
+// k by strides[k]: the walk of a strided element-wise loop (the element is strata's).
+template <size_t D, class F>
+void for_each_offset(const int64_t (&sizes)[D], const int64_t (&strides)[3][D], F&& f) {
+  int64_t n = 1;
+  for (size_t d = 0; d < D; ++d) n *= sizes[d];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, o[3] = {0, 0, 0};
+    for (size_t d = D; d-- > 0;) {
+      const int64_t at = rest % sizes[d];
+      rest /= sizes[d];
+      for (int k = 0; k < 3; ++k) o[k] += at * strides[k][d];
+    }
+    f(o);
+  }
+}
+
+}  // namespace
+)cg";
+}
+
+std::string main_cpp(bool token_ids) {
+  const std::string in_type = token_ids ? "int64_t" : "float";
+  return std::string(token_ids ? R"cg(// Runs the generated model on a tensor file: reads a NumPy .npy input (int64 token ids in
+// [0, kInputLimit), C order, the shape the code was generated for), writes the logits as .npy
+// (float32). With REPEAT, also runs the model that many more times and prints the median time of
+// one run.)cg"
+                               : R"cg(// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order,
 // the shape the code was generated for), writes the output as .npy. With REPEAT, also runs
-// the model that many more times and prints the median time of one run.
+// the model that many more times and prints the median time of one run.)cg") +
+         R"cg(
+
 //   model_run weights.bin input.npy output.npy [REPEAT]
 // Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
-)cg" + npy_helpers() + R"cg(int main(int argc, char** argv) {
+)cg" + npy_helpers() + (token_ids ? range_check() : std::string()) + R"cg(int main(int argc, char** argv) {
   const int repeat = argc == 5 ? std::atoi(argv[4]) : 0;
   if ((argc != 4 && argc != 5) || repeat < 0 || (argc == 5 && repeat == 0)) {
     std::fprintf(stderr, "usage: %s WEIGHTS INPUT.npy OUTPUT.npy [REPEAT > 0]\n", argv[0]);
@@ -175,8 +221,8 @@ std::string main_cpp() {
   try {
     const std::vector<int64_t> in_shape(std::begin(generated::kInputSizes), std::end(generated::kInputSizes));
     const std::vector<int64_t> out_shape(std::begin(generated::kOutputSizes), std::end(generated::kOutputSizes));
-    const std::vector<float> x = read_npy<float>(argv[2], in_shape);
-    generated::Model model(argv[1]);
+)cg" + "    const std::vector<" + in_type + "> x = read_npy<" + in_type + ">(argv[2], in_shape);\n" +
+         (token_ids ? "    check_range(x, generated::kInputLimit, argv[2], \"token\");\n" : "") + R"cg(    generated::Model model(argv[1]);
     int64_t n = 1;
     for (int64_t d : out_shape) n *= d;
     std::vector<float> y(static_cast<size_t>(n));

@@ -77,7 +77,9 @@ constexpr std::string_view compare_name(CompareFn fn) {
 }
 
 // The math the formulas call, in float and double, on the host and in CUDA device code
-// (the C library's names, which CUDA's device math library provides too).
+// (the C library's names, which CUDA's device math library provides too). The code between
+// "codegen:begin" and "codegen:end" is also written, as it is, into the programs codegen/ generates.
+// codegen:begin pointwise_math
 namespace m {
 STRATA_POINTWISE_FN float exp(float x) { return ::expf(x); }
 STRATA_POINTWISE_FN double exp(double x) { return ::exp(x); }
@@ -101,6 +103,7 @@ STRATA_POINTWISE_FN A gelu_inner_dx(A x) {
   return A(0.79788456080286535588) * (A(1) + A(3) * A(0.044715) * x * x);
 }
 }  // namespace m
+// codegen:end
 
 template <UnaryFn F>
 struct UnaryFunctor;

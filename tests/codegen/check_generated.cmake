@@ -42,9 +42,16 @@ endif()
 include(${CMAKE_CURRENT_LIST_DIR}/links_no_strata.cmake)
 expect_links_no_strata(${run})
 
-# Bad inputs are named: another shape (the expected output as input), a file that is no
-# .npy, and weights that are not the generated code's.
-expect_refusal(${OUT}/weights.bin ${OUT}/check/expected.npy
-               "expected.npy: shape \\([0-9, ]+\\), but the model was generated for \\([0-9, ]+\\)")
+# Bad inputs are named: another shape (the expected output as input; for a model of token ids,
+# another dtype), a token id outside the vocabulary, a file that is no .npy, and weights that are
+# not the generated code's.
+if(EXISTS ${OUT}/check/tokens_out_of_range.npy)
+  expect_refusal(${OUT}/weights.bin ${OUT}/check/expected.npy "expected.npy: dtype '<f4', but the model takes int64")
+  expect_refusal(${OUT}/weights.bin ${OUT}/check/tokens_out_of_range.npy
+                 "tokens_out_of_range.npy: token [0-9]+ is [0-9]+, out of range \\[0, [0-9]+\\)")
+else()
+  expect_refusal(${OUT}/weights.bin ${OUT}/check/expected.npy
+                 "expected.npy: shape \\([0-9, ]+\\), but the model was generated for \\([0-9, ]+\\)")
+endif()
 expect_refusal(${OUT}/weights.bin ${OUT}/weights.bin "weights.bin: not a NumPy .npy file")
 expect_refusal(${OUT}/check/input.npy ${OUT}/check/input.npy "input.npy: not a weights file of this generated code")
