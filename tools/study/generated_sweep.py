@@ -42,7 +42,8 @@ IO = re.compile(r"time per run: ([0-9.]+) ms median")
 STRATA_IO = re.compile(r"strata's (\w+) mode on cuda(?:, training step)?: ([0-9.]+) ms median")
 STEP = re.compile(r"time per step: ([0-9.]+) ms median")
 LOSS = re.compile(r"^step \d+ loss .*$", re.M)
-GEN = re.compile(r"(\d+) calls, arena (\d+) bytes, (?:weights|state) (\d+) bytes, (\d+) lines of code \(model\.cpp (\d+)\)")
+GEN = re.compile(r"(\d+) calls, arena (\d+) bytes, (?:weights|state) (\d+) bytes, "
+                 r"(\d+) lines of code \(model\.cpp (\d+)\)")
 
 
 def run(cmd, log, timeout, **kw):
@@ -118,40 +119,40 @@ def point(args, model, b, r, work, kind="eval"):
         return failed(f"the generated project does not build: {last_line(out)}")
     build_s = time.monotonic() - t0 - setup_s
     exe = os.path.join(proj, "build", "model_train" if kind == "train" else "model_run")
-    recs = []
-    for impl, flag in forms:
-        if kind == "train":
-            recs.append(train_record(args, proj, exe, flag, log, dict(
-                base, impl=impl, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
-                state_bytes=weights, peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s,
-                strata_io_ms=strata_io, program_bytes=os.path.getsize(exe), program_sections=sections(exe)), name))
-            continue
-        rec = dict(base, impl=impl, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
-                   weight_bytes=weights, peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s,
-                   strata_io_ms=strata_io,
-                   program_bytes=os.path.getsize(exe), program_sections=sections(exe))
-        y = os.path.join(d, f"output_{impl}.npy")
-        rc, out = run([exe, os.path.join(proj, "weights.bin"), os.path.join(proj, "check", "input.npy"), y,
-                       str(args.repeat)] + flag, log, args.step_timeout)
-        m, io = RESIDENT.search(out), IO.search(out)
-        if rc != 0 or not m or not io:
-            recs.append(dict(rec, status="error", note=f"model_run: {last_line(out)}"))
-            continue
-        bitwise = filecmp.cmp(y, os.path.join(proj, "check", "expected.npy"), shallow=False)
-        host, dev, wall, n = float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
-        rec.update(status="ok" if bitwise else "error", repeats=n, bitwise=bitwise,
-                   device_ms={"median": dev}, host_ms={"median": host}, wall_ms={"median": wall},
-                   io_ms={"median": float(io.group(1))}, ms_per_sample=dev / b, img_per_s=b * 1000.0 / dev)
-        if not bitwise:
-            rec["note"] = "model_run's output is not strata's direct-mode output bit for bit"
-        recs.append(rec)
-        print(f"{name} {impl}: device {dev:.4f} ms, host {host:.4f} ms, wall {wall:.4f} ms, input in and out "
-              f"{float(io.group(1)):.3f} ms; bitwise {'yes' if bitwise else 'NO'}", flush=True)
+    common = dict(base, calls=calls, code_lines=lines, model_lines=model_lines, arena_bytes=arena,
+                  peak_bytes=arena + weights, setup_s=setup_s, build_s=build_s, strata_io_ms=strata_io,
+                  program_bytes=os.path.getsize(exe), program_sections=sections(exe))
+    common["state_bytes" if kind == "train" else "weight_bytes"] = weights
+    measure = train_record if kind == "train" else eval_record
+    recs = [measure(args, proj, exe, flag, log, dict(common, impl=impl), name) for impl, flag in forms]
     shutil.rmtree(os.path.join(proj, "build"), ignore_errors=True)
     for big in ("weights.bin", "trained.bin"):
         if os.path.exists(os.path.join(proj, big)):
             os.remove(os.path.join(proj, big))
     return recs
+
+
+def eval_record(args, proj, exe, flag, log, rec, name):
+    """model_run on strata's check input with REPEAT: its output must be strata's (check/expected.npy)
+    byte for byte; the forward's device, host and wall time on a resident input, and a run with the
+    input in and the output out."""
+    y = os.path.join(proj, f"output_{rec['impl']}.npy")
+    rc, out = run([exe, os.path.join(proj, "weights.bin"), os.path.join(proj, "check", "input.npy"), y,
+                   str(args.repeat)] + flag, log, args.step_timeout)
+    m, io = RESIDENT.search(out), IO.search(out)
+    if rc != 0 or not m or not io:
+        return dict(rec, status="error", note=f"model_run: {last_line(out)}")
+    bitwise = filecmp.cmp(y, os.path.join(proj, "check", "expected.npy"), shallow=False)
+    host, dev, wall, n = float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
+    b = rec["batch"]
+    rec.update(status="ok" if bitwise else "error", repeats=n, bitwise=bitwise,
+               device_ms={"median": dev}, host_ms={"median": host}, wall_ms={"median": wall},
+               io_ms={"median": float(io.group(1))}, ms_per_sample=dev / b, img_per_s=b * 1000.0 / dev)
+    if not bitwise:
+        rec["note"] = "model_run's output is not strata's direct-mode output bit for bit"
+    print(f"{name} {rec['impl']}: device {dev:.4f} ms, host {host:.4f} ms, wall {wall:.4f} ms, input in and out "
+          f"{float(io.group(1)):.3f} ms; bitwise {'yes' if bitwise else 'NO'}", flush=True)
+    return rec
 
 
 def train_record(args, proj, exe, flag, log, rec, name):
