@@ -3,8 +3,8 @@
 //
 //   ./build/bin/strata_codegen --model lenet --seed 1 --input 1,1,28,28 --out gen/lenet
 //   ./build/bin/strata_codegen --checkpoint runs/lenet.safetensors --input 8,1,28,28 --out gen/lenet8
-//   ./build/bin/strata_codegen --model gpt --layers 2 --heads 2 --embd 64 --vocab 100 --block 16 --input 2,8 \
-//       --out gen/gpt
+//   ./build/bin/strata_codegen --model gpt --layers 2 --heads 2 --embd 64 --vocab 100 --block 16
+//       --input 2,8 --out gen/gpt    (one command)
 //   cmake -S gen/lenet -B gen/lenet/build && cmake --build gen/lenet/build
 //   gen/lenet/build/model_run gen/lenet/weights.bin input.npy output.npy
 //
@@ -76,25 +76,32 @@ Tensor random_input(const Shape& sizes, uint64_t seed) {
   return Tensor::from_vector(v, sizes);
 }
 
+// Runs `step` three times untimed (graph mode captures at the second), then `repeat` times, each
+// timed by the host clock up to its result on the host, and prints the median as strata_codegen's
+// timing line (tools/study/generated_sweep.py reads it): "strata's <mode> mode on <backend><what>".
+void print_median(const std::function<void()>& step, const std::string& backend, ops::DispatchMode mode,
+                  const char* what, const char* unit, int64_t repeat) {
+  for (int i = 0; i < 3; ++i) step();
+  std::vector<double> ms;
+  for (int64_t i = 0; i < repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("strata_codegen: strata's %s mode on %s%s: %.3f ms median (min %.3f, max %.3f) over %lld %s "
+              "after 3\n",
+              std::string(ops::dispatch_mode_name(mode)).c_str(), backend.c_str(), what, ms[ms.size() / 2], ms.front(),
+              ms.back(), static_cast<long long>(repeat), unit);
+}
+
 // strata's own predict for x, in `mode`, timed as model_run times the generated program (input
-// in, output out to the host): the median of `repeat` runs after a few untimed ones (graph
-// mode captures its graph at the second prediction for a shape).
+// in, output out to the host).
 void time_strata(const std::function<std::unique_ptr<nn::Model>(ops::DispatchMode)>& build,
                  const std::string& backend, ops::DispatchMode mode, const Tensor& x, int64_t repeat) {
   auto model = build(mode);
   model->eval();
-  for (int i = 0; i < 3; ++i) model->predict(x).to(Device::cpu());
-  std::vector<double> ms;
-  for (int64_t i = 0; i < repeat; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    model->predict(x).to(Device::cpu());
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  std::printf("strata_codegen: strata's %s mode on %s: %.3f ms median (min %.3f, max %.3f) over %lld runs "
-              "after 3\n",
-              std::string(ops::dispatch_mode_name(mode)).c_str(), backend.c_str(), ms[ms.size() / 2], ms.front(),
-              ms.back(), static_cast<long long>(repeat));
+  print_median([&] { model->predict(x).to(Device::cpu()); }, backend, mode, "", "runs", repeat);
 }
 
 // The modes --time measures: direct mode, and graph mode where the backend captures graphs (cuda).
@@ -104,26 +111,15 @@ std::vector<ops::DispatchMode> timed_modes(const std::string& backend) {
 }
 
 // strata's own training step on (x, labels), in `mode`, timed as model_train --time times the
-// generated program's (the batch in, the loss out to the host): the median of `repeat` steps after
-// three untimed ones (graph mode captures its step at the second).
+// generated program's (the batch in, the loss out to the host).
 void time_strata_train(const std::function<std::unique_ptr<nn::Model>(ops::DispatchMode)>& build,
                        const std::string& backend, ops::DispatchMode mode, const Tensor& x, const Tensor& labels,
                        const nn::OptimizerConfig& oc, int64_t repeat) {
   auto model = build(mode);
   model->train();
   auto opt = model->make_optimizer(oc);
-  for (int i = 0; i < 3; ++i) model->train_step(x, labels, *opt).loss.item();
-  std::vector<double> ms;
-  for (int64_t i = 0; i < repeat; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    model->train_step(x, labels, *opt).loss.item();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  std::printf("strata_codegen: strata's %s mode on %s, training step: %.3f ms median (min %.3f, max %.3f) over "
-              "%lld steps after 3\n",
-              std::string(ops::dispatch_mode_name(mode)).c_str(), backend.c_str(), ms[ms.size() / 2], ms.front(),
-              ms.back(), static_cast<long long>(repeat));
+  print_median([&] { model->train_step(x, labels, *opt).loss.item(); }, backend, mode, ", training step", "steps",
+               repeat);
 }
 
 }  // namespace
