@@ -35,6 +35,15 @@ inline constexpr double kTolGemm = 1e-4;
 inline constexpr double kTolF16 = 5e-3;
 inline constexpr double kTolBf16 = 3e-2;
 
+inline bool is_half(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
+// The dtype the reference computes a dtype's values in (halves are exact in f32).
+inline DType ref_dtype(DType dt) { return is_half(dt) ? DType::f32 : dt; }
+// A comparison's tolerance for values stored in dt: the half types' own, 1e-12 in f64, else f32_tol
+// (one of the kTol* above, by how the op computes).
+inline double tol(DType dt, double f32_tol) {
+  return dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : dt == DType::f64 ? 1e-12 : f32_tol;
+}
+
 using backends::CudaBackend;
 using backends::ReferenceBackend;
 using ops::Conv2dParams;

@@ -35,7 +35,7 @@ TEST_F(CudaLinearEpilogues, LinearActivationEpilogue) {
                                            {1, 8, 8, 8, true}}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " N" << c.n << " in" << c.in << " out" << c.out
                                         << " next" << c.next << (c.bias ? " bias" : ""));
-      const double tol = dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : kTolGemm;
+      const double tol = testing::tol(dt, kTolGemm);
       const Tensor x = random_tensor({c.n, c.in}, dt, seed++), w = random_tensor({c.out, c.in}, dt, seed++);
       const Tensor b = c.bias ? random_tensor({c.out}, dt, seed++) : Tensor();
       const Tensor y = gpu_nan({c.n, c.out}, kNCHW, dt), pre = gpu_nan({c.n, c.out}, kNCHW, dt);
@@ -86,7 +86,7 @@ TEST_F(CudaLinearEpilogues, LinearNormPrologue) {
                                            {5, 40, 24, true, true}}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " N" << c.n << " in" << c.in << " out" << c.out
                                         << (c.affine ? " affine" : "") << (c.gelu ? " gelu" : ""));
-      const double tol = dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : kTolGemm;
+      const double tol = testing::tol(dt, kTolGemm);
       const std::optional<ops::UnaryFn> act = c.gelu ? std::optional(ops::UnaryFn::gelu_tanh) : std::nullopt;
       const Tensor x = random_tensor({c.n, c.in}, dt, seed++, -3.0, 3.0), w = random_tensor({c.out, c.in}, dt, seed++);
       const Tensor b = random_tensor({c.out}, dt, seed++);
@@ -141,7 +141,7 @@ TEST_F(CudaLinearEpilogues, LinearResidual) {
                                            {3, 64, 40, false, true}}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " N" << c.n << " in" << c.in << " out" << c.out
                                         << (c.bias ? " bias" : "") << (c.z_transposed ? " z^T view" : ""));
-      const double tol = dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : kTolGemm;
+      const double tol = testing::tol(dt, kTolGemm);
       const Tensor x = random_tensor({c.n, c.in}, dt, seed++), w = random_tensor({c.out, c.in}, dt, seed++);
       const Tensor b = c.bias ? random_tensor({c.out}, dt, seed++) : Tensor();
       const Tensor z = c.z_transposed ? random_tensor({c.out, c.n}, dt, seed++).permute({1, 0})

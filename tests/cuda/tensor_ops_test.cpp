@@ -29,12 +29,6 @@ class CudaTensorOps : public CudaTest {};
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr DType kAll[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8};
 
-bool is_half(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
-// The dtype the reference computes a dtype's values in (halves are exact in f32).
-DType ref_dtype(DType dt) { return is_half(dt) ? DType::f32 : dt; }
-double tol(DType dt, double f32_tol) {
-  return dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : dt == DType::f64 ? 1e-12 : f32_tol;
-}
 
 
 // Whole numbers in [lo, hi] in any dtype (equal values and ties are common).

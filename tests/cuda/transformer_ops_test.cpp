@@ -22,12 +22,7 @@ STRATA_COVERS(attention_bwd, "cuda_vs_reference");
 class CudaTransformerOps : public CudaTest {};
 
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
-bool is_half(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
-DType ref_dtype(DType dt) { return is_half(dt) ? DType::f32 : dt; }
 DType stats(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
-double tol(DType dt, double f32_tol) {
-  return dt == DType::f16 ? kTolF16 : dt == DType::bf16 ? kTolBf16 : dt == DType::f64 ? 1e-12 : f32_tol;
-}
 
 // close(), or, where the exact gradient is zero (one normalised column, one key: it vanishes),
 // rounding noise only: the fused multiply-adds of the GPU leave a product's rounding there.
