@@ -15,7 +15,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from study_data import GENERATED, GPT_COMPILED, GPT_GENERATE, IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, \
+from study_data import _get, GENERATED, GPT_COMPILED, GPT_GENERATE, IMPL_ORDER, PEERS, SEED_IMPLS, STRATA_BEST, \
     STRATA_MODES, find_cards, gpt_decoding, gpt_layer_rows, gpt_peer_rows, gpt_split_rows, gpt_training, \
     gpt_way_rows, read_commented_csv, seed_points  # noqa: E402
 import plots  # noqa: E402
@@ -368,11 +368,6 @@ def sec_copies(card, seed_text):
     return "\n".join(out)
 
 
-def _get_median(rec, key):
-    v = rec.get(key)
-    return v.get("median") if isinstance(v, dict) else None
-
-
 def sec_generated(card):
     """strata's modes beside the same model written out as a program (tools/study/generated_sweep.py);
     None where the card has no generated rows."""
@@ -401,8 +396,9 @@ def sec_generated(card):
                                   num(1e3 * (m["device_ms"] - g["device_ms"])),
                                   num(1e3 * (m["host_ms"] - g["host_ms"])),
                                   num(100 * (m["device_ms"] - g["device_ms"]) / m["device_ms"], " %")])
-    sizes = sorted({(x.get("model", "resnet50"), b, r, x.get("calls"), x.get("code_lines"), x.get("model_lines"),
-                     x.get("program_bytes")) for (impl, kind, b, r), x in raw.items() if x.get("status") == "ok"})
+    sizes = sorted({(x.get("model", "resnet50"), kind, b, r, x.get("calls"), x.get("code_lines"),
+                     x.get("model_lines"), x.get("program_bytes"))
+                    for (impl, kind, b, r), x in raw.items() if x.get("status") == "ok"})
     out = ["strata's ResNet-50 written out by `strata_codegen --backend cuda` (f32 NCHW, batch norm folded; a "
            "program that links the CUDA runtime, cuBLAS and cuDNN and no strata) beside the mode it was recorded "
            "from (direct) and the mode it mirrors when it captures its calls into a CUDA graph at load (graph). "
@@ -420,13 +416,14 @@ def sec_generated(card):
     io = []
     for (impl, kind, b, r), x in sorted(raw.items(),
                                         key=lambda kv: (kv[0][1], kv[1].get("model", ""), kv[0][2], kv[0][3])):
-        if impl != "generated" or x.get("status") != "ok" or _get_median(x, "io_ms") is None:
+        plain = _get(x, "io_ms", "median")
+        if impl != "generated" or x.get("status") != "ok" or plain is None:
             continue
-        g = raw.get(("generated_cudagraph", kind, b, r), {})
+        graph = _get(raw.get(("generated_cudagraph", kind, b, r), {}), "io_ms", "median")
         s = x.get("strata_io_ms") or {}
-        io.append([kind, x.get("model", "resnet50"), f"{b} × {r}", num(s.get("direct")), num(_get_median(x, "io_ms")),
-                   rtxt(ratio(_get_median(x, "io_ms"), s.get("direct"))), num(s.get("graph")),
-                   num(_get_median(g, "io_ms")), rtxt(ratio(_get_median(g, "io_ms"), s.get("graph")))])
+        io.append([kind, x.get("model", "resnet50"), f"{b} × {r}", num(s.get("direct")), num(plain),
+                   rtxt(ratio(plain, s.get("direct"))), num(s.get("graph")), num(graph),
+                   rtxt(ratio(graph, s.get("graph")))])
     if io:
         out.append("Input in, output out (one prediction with the input copied to the device and the output back to "
                    "the host: `strata_codegen --time` for strata, `model_run REPEAT` for the program; one training "
@@ -435,9 +432,10 @@ def sec_generated(card):
         out.append(table(["kind", "model", "batch × res", "strata direct", "generated", "generated ÷ direct", "strata graph",
                           "generated + graph", "generated + graph ÷ graph"], io))
     if sizes:
-        out.append("The programs: " + "; ".join(f"{m} {b} × {r}: {c} calls, {ln} lines ({ml} in `model.cpp`), "
-                                                 f"`model_run` {num(pb / 1e6 if pb else None, ' MB')}"
-                                                 for m, b, r, c, ln, ml, pb in sizes) + ".\n")
+        out.append("The programs: " + "; ".join(
+            f"{m} {'training step ' if k == 'train' else ''}{b} × {r}: {c} calls, {ln} lines ({ml} in `model.cpp`), "
+            f"`{'model_train' if k == 'train' else 'model_run'}` {num(pb / 1e6 if pb else None, ' MB')}"
+            for m, k, b, r, c, ln, ml, pb in sizes) + ".\n")
     if failed:
         out.append("Not measured: " + "; ".join(failed) + ".\n")
     return "\n".join(out)
