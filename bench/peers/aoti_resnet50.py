@@ -137,6 +137,9 @@ def cmd_compile(args):
 
 
 def cmd_run(args):
+    if args.stack_after > 0:  # where a start that hangs is waiting, printed while it waits
+        import faulthandler
+        faulthandler.dump_traceback_later(args.stack_after, repeat=True)
     x_host = read_input(args.input)
     import torch
     r = {"what": "aoti_python", "torch": torch.__version__, "import_s": since_start()}
@@ -207,6 +210,8 @@ def main():
     r.add_argument("output")
     r.add_argument("--repeat", type=int, default=0, help="timed runs after the first result (0: none)")
     r.add_argument("--warmup", type=int, default=20)
+    r.add_argument("--stack-after", type=float, default=0,
+                   help="print every thread's Python stack to stderr every this many seconds (0: never)")
     r.add_argument("--json", default="")
     args = ap.parse_args()
     if args.cmd == "compile" and args.expected and not args.input:

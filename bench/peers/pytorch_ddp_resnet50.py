@@ -7,7 +7,8 @@ peer of bench/dist_resnet.cpp. Start it as users do:
 torchvision.models.resnet50(weights=None), torch.channels_last model and input, forward
 and loss under torch.autocast("cuda", dtype=torch.bfloat16) (f32 weights, gradients
 and optimizer), SGD momentum 0.9 lr 0.01, DDP's defaults (25 MB buckets, gradients
-all-reduced during backward, buffers broadcast from rank 0), synthetic data: one random
+all-reduced during backward, buffers broadcast from rank 0), eager or (--form compile) under
+torch.compile, synthetic data: one random
 batch per rank (uniform in [-1.7, 1.7), random labels), as strata's benchmark.
 cuDNN as in strata's policy for bf16 (benchmark False, deterministic True; TF32 does
 not apply to bf16). Rank 0 prints one JSON line: img/s over all ranks from the mean
@@ -31,6 +32,8 @@ def main():
     p.add_argument("--resolution", type=int, default=224)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--form", choices=["eager", "compile"], default="eager",
+                   help="compile: torch.compile over the DDP model (inductor splits its graph at the buckets)")
     p.add_argument("--allreduce-gib", type=float, default=0,
                    help="instead: time an all-reduce of this many GiB of f32 and print its bus bandwidth")
     a = p.parse_args()
@@ -61,6 +64,7 @@ def main():
 
     model = torchvision.models.resnet50(weights=None).cuda().to(memory_format=torch.channels_last)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
+    net = torch.compile(ddp) if a.form == "compile" else ddp
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     x = (torch.rand(a.batch, 3, a.resolution, a.resolution, device="cuda") * 3.4 - 1.7).contiguous(
         memory_format=torch.channels_last)
@@ -69,7 +73,7 @@ def main():
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(ddp(x), y)
+            loss = F.cross_entropy(net(x), y)
         loss.backward()
         opt.step()
         return loss.item()
@@ -89,7 +93,7 @@ def main():
     if rank == 0:
         print(json.dumps({"framework": "pytorch", "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                           "model": "resnet50", "world": world, "batch_per_gpu": a.batch, "resolution": a.resolution,
-                          "precision": "bf16-autocast", "channels_last": True, "steps": a.steps, "warmup": a.warmup,
+                          "precision": "bf16-autocast", "form": a.form, "channels_last": True, "steps": a.steps, "warmup": a.warmup,
                           "ms_per_step": 1000 * mean / a.steps, "img_per_s": img_s, "img_per_s_per_gpu": img_s / world,
                           "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
                           "device": torch.cuda.get_device_name()}), flush=True)

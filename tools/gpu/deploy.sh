@@ -58,7 +58,8 @@ strata_ld=$LD_LIBRARY_PATH
 export LD_LIBRARY_PATH=$orig_ld
 # `env` execs the program, so that $! of a backgrounded run is the program's own pid.
 S=(env "LD_LIBRARY_PATH=$strata_ld")
-P=(env "LD_LIBRARY_PATH=$orig_ld")
+# Python's fault handler: a crash in a Python form prints the stack it happened in to the step's log.
+P=(env "LD_LIBRARY_PATH=$orig_ld" PYTHONFAULTHANDLER=1)
 cudnn_root=$(dirname "$cudnn_lib")
 peers=bench/peers
 gen=$work/gen
@@ -77,6 +78,10 @@ allowed() {
 }
 # step ID SECONDS COMMAND...: COMMAND under timeout, its output in $work/ID.log; "rc seconds" in
 # $work/ID.rc (rc 124: timed out; 125: not run, the budget is spent); returns rc.
+# failed_tail ID RC: a failed step's last log lines, into the log that comes back.
+failed_tail() {
+  [ "$2" = 0 ] || [ ! -s "$work/$1.log" ] || tail -n 25 "$work/$1.log" | sed 's/^/  | /' | tee -a "$log"
+}
 step() {
   local id=$1 t rc t0=$SECONDS
   t=$(allowed "$2")
@@ -91,6 +96,7 @@ step() {
   rc=$?
   echo "$rc $((SECONDS - t0))" >"$work/$id.rc"
   say "$id: rc=$rc in $((SECONDS - t0)) s$([ "$rc" = 124 ] && echo " (timed out after $t s)")"
+  failed_tail "$id" "$rc"
   return "$rc"
 }
 # sampled ID SECONDS TRIGGER COMMAND...: step's contract, the command in the background; once TRIGGER
@@ -123,6 +129,7 @@ sampled() {
   fi
   echo "$rc $((SECONDS - t0))" >"$work/$id.rc"
   say "$id: rc=$rc in $((SECONDS - t0)) s$([ "$rc" = 124 ] && echo " (timed out after $t s)")"
+  failed_tail "$id" "$rc"
   return "$rc"
 }
 {
@@ -189,7 +196,7 @@ fi
 form_cmd() {
   case $1 in
     model_run) cmd=("${S[@]}" "$gen/build/model_run" "$gen/weights.bin" "$input" "$2") ;;
-    aoti_python) cmd=("${P[@]}" python3 "$peers/aoti_resnet50.py" run "$pt2" "$input" "$2") ;;
+    aoti_python) cmd=("${P[@]}" python3 "$peers/aoti_resnet50.py" run "$pt2" "$input" "$2" --stack-after 8) ;;
     aoti_cpp) cmd=("${P[@]}" "$runner" "$pt2" "$input" "$2") ;;
   esac
 }
@@ -233,6 +240,7 @@ for ((r = 0; r < starts && n > 0; r++)); do
     echo "{\"form\": \"$f\", \"round\": $r, \"position\": $i, \"rc\": $rc, \"t0\": $t0, \"t_exit\": $t1," \
       "\"t_output\": $mt, \"self\": ${self:-null}}" >>"$work/starts.jsonl"
     say "start $r $f: rc=$rc, $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s to exit"
+    failed_tail "start_${f}_$r" "$rc"
   done
 done
 
@@ -245,7 +253,7 @@ if [ "$have_model_run" = 1 ]; then
   "${S[@]}" ldd "$gen/build/model_run" >"$work/ldd_model_run.txt" 2>&1
 fi
 [ "$have_python" = 1 ] && step time_aoti_python 120 "${P[@]}" python3 "$peers/aoti_resnet50.py" run "$pt2" "$input" \
-  "$work/time_aoti_python.npy" --repeat "$repeat"
+  "$work/time_aoti_python.npy" --repeat "$repeat" --stack-after 30
 if [ "$have_cpp" = 1 ]; then
   step time_aoti_cpp 120 "${P[@]}" "$runner" "$pt2" "$input" "$work/time_aoti_cpp.npy" --repeat "$repeat"
   "${P[@]}" ldd "$runner" >"$work/ldd_aoti_cpp.txt" 2>&1
