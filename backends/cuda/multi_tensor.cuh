@@ -19,6 +19,7 @@ namespace {
 // A list of dense parameters in one launch: each block steps one chunk of one tensor. The
 // tensors' table travels in the kernel's parameters (at most Tensor::kMax tensors a launch,
 // under the 4 KiB every CUDA version takes), so a captured step refers to no host memory.
+// codegen:begin cuda_train_kernels sgd_list
 constexpr int64_t kListChunk = 4 * kThreads;  // elements per block
 
 // A list's entry type Tensor (SgdTensor, ...): one tensor's operands and host-side
@@ -59,6 +60,7 @@ __global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const __grid_con
   const auto run_time = t.run_time(l.opt, l.amp);
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) t.update(i, l.opt, run_time, gs);
 }
+// codegen:end
 
 // Whether a list's kernel can step this parameter: its operands dense and alike in memory
 // order (the optimizer's state is allocated like the parameter); others take the single

@@ -97,6 +97,7 @@ struct AdamFn {
 };
 
 // The lists' entries (multi_tensor.cuh).
+// codegen:begin cuda_train_kernels sgd_list
 struct SgdTensor {
   using Options = ops::SgdOptions;
   static constexpr int kMax = 64;
@@ -110,6 +111,7 @@ struct SgdTensor {
     sgd_update(p[i], g[i], buf ? &buf[i] : nullptr, opt, lr, gs);
   }
 };
+// codegen:end
 
 struct AdamTensor {
   using Options = ops::AdamOptions;

@@ -228,6 +228,7 @@ std::string kernels_h(const std::set<std::string>& called) {
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace generated::kernels {
 )cg" + decls + R"cg(

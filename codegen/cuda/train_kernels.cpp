@@ -1,5 +1,5 @@
 // The launchers a training step's program adds to kernels.h and kernels.cu (launchers.h): strata's
-// loss, fill, dropout, per-channel and column sums, SGD update, batch norm epilogue and masking, and
+// loss, fill, dropout, per-channel and column sums, SGD's multi-tensor update, batch norm epilogue and masking, and
 // the backward of global average pooling and of space-to-depth (their source is strata's, the
 // "cuda_train_kernels" blocks), launched with the geometry strata's cuda backend chose and reported
 // where it orders a sum (block sizes, the blocks along a summed dimension).
@@ -168,34 +168,43 @@ void channel_sums(cudaStream_t s, const float* x, int64_t channels, int64_t cstr
   check_launch("store_sums_kernel");
 }
 )cg"},
-      {"sgd", {"sgd"}, {"flat"}, R"cg(
-// SGD (momentum, weight decay, Nesterov) over n dense elements; buf null without momentum.
-void sgd(cudaStream_t s, float* p, const float* g, float* buf, int64_t n, double lr, double momentum,
-         double weight_decay, bool nesterov);
-)cg", R"cg(
-namespace {
-
-// SGD's element, through strata's update (sgd_update); no loss scaling: a factor of 1.
-struct SgdElement {
+      {"sgd_list", {"sgd", "sgd_list"}, {}, R"cg(
+// One parameter's operands in an SGD list: n dense f32 elements each, buf null without momentum.
+struct SgdEntry {
   float* p;
   const float* g;
   float* buf;
-  ops::SgdOptions opt;
-  __device__ void operator()(int64_t, const int64_t* o) const {
-    sgd_update(p[o[0]], g[o[0]], buf ? &buf[o[0]] : nullptr, opt, opt.lr, 1.0);
-  }
+  int64_t n;
 };
-
-}  // namespace
-
-void sgd(cudaStream_t s, float* p, const float* g, float* buf, int64_t n, double lr, double momentum,
-         double weight_decay, bool nesterov) {
-  ops::SgdOptions opt;
-  opt.lr = lr;
-  opt.momentum = momentum;
-  opt.weight_decay = weight_decay;
-  opt.nesterov = nesterov;
-  each<1>(s, n, SgdElement{p, g, buf, opt}, "sgd");
+// SGD (momentum, weight decay, Nesterov) over count parameters in strata's multi-tensor launches.
+void sgd_list(cudaStream_t s, std::initializer_list<SgdEntry> entries, double lr, double momentum,
+              double weight_decay, bool nesterov);
+)cg", R"cg(
+void sgd_list(cudaStream_t s, std::initializer_list<SgdEntry> entries, double lr, double momentum,
+              double weight_decay, bool nesterov) {
+  // The lists as strata's step_lists makes them: up to SgdTensor::kMax parameters a launch, in
+  // order, each chunk of kListChunk elements a block; no loss scaling, no run-time learning rate.
+  TensorList<SgdTensor> l{};
+  l.opt.lr = lr;
+  l.opt.momentum = momentum;
+  l.opt.weight_decay = weight_decay;
+  l.opt.nesterov = nesterov;
+  l.amp = nullptr;
+  int64_t blocks = 0;
+  const auto launch = [&] {
+    if (l.count == 0) return;
+    multi_tensor_kernel<SgdTensor><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(l);
+    check_launch("multi_tensor_kernel (SGD)");
+    l.count = 0;
+    blocks = 0;
+  };
+  for (const SgdEntry& e : entries) {
+    if (e.n == 0) continue;
+    l.t[l.count++] = SgdTensor{e.p, e.g, e.buf, nullptr, e.n, blocks};
+    blocks += (e.n + kListChunk - 1) / kListChunk;
+    if (l.count == SgdTensor::kMax) launch();
+  }
+  launch();
 }
 )cg"},
       {"batch_norm_epilogue", {"batch_norm"}, {}, R"cg(

@@ -53,15 +53,31 @@ std::vector<GeneratedFile> emit_train_project(const RecordedStep& step, BufferMa
   const std::string loss_at = places.ptr(step.output, "the loss");
   TrainScratch scratch;
   std::vector<CallText> texts;
-  std::vector<size_t> index;
   int dropout = 0;
   int64_t classes = 0;
+  // Consecutive SGD steps with the same options, written as one multi-tensor call.
+  std::vector<const RecordedCall*> sgd;
+  const auto flush_sgd = [&] {
+    if (sgd.empty()) return;
+    CallText t = sgd_list_text(sgd, places);
+    t.comment = "SGD: " + t.how;
+    texts.push_back(std::move(t));
+    sgd.clear();
+  };
   for (size_t i = 1; i < step.calls.size(); ++i) {
     const RecordedCall& c = step.calls[i];
     if (const auto* cp = std::get_if<ops::CopyArgs>(&c.args); cp && cp->y.data == step.labels.data) {
       host_copy_into(c, places, "the labels");  // train_step() copies the caller's labels in
       continue;
     }
+    if (c.op == OpId::sgd_step) {
+      if (!sgd.empty() && !same_sgd_options(std::get<ops::SgdStepArgs>(c.args).o,
+                                            std::get<ops::SgdStepArgs>(sgd.front()->args).o))
+        flush_sgd();
+      sgd.push_back(&c);
+      continue;
+    }
+    flush_sgd();
     if (const auto* x = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) classes = x->logits.sizes[1];
     const std::string counter = "reinterpret_cast<int64_t*>(w + kCountersAt + " + std::to_string(16 * dropout) + ")";
     if (c.op == OpId::dropout_fwd) ++dropout;
@@ -69,6 +85,7 @@ std::vector<GeneratedFile> emit_train_project(const RecordedStep& step, BufferMa
     t.comment = c.layer + ": " + std::string(ops::op_name(c.op)) + io_of(c) + " (" + t.how + ")";
     texts.push_back(std::move(t));
   }
+  flush_sgd();
   // Every constant is placed now (the calls' texts placed them): dropout's counters follow them.
   const int64_t counters_at = buffers.constants_bytes();
   const std::string weights = train_state_file(step, buffers, 1);

@@ -242,22 +242,8 @@ CallText train_text(const RecordedCall& c, const std::string& m, Places& p, Trai
       t.how = "strata's element-wise kernel";
       return t;
     }
-    case OpId::sgd_step: {
-      const auto& a = std::get<ops::SgdStepArgs>(c.args);
-      only(c, Kind::own_kernel, "strata's kernel");
-      STRATA_CHECK(!a.hyper.defined && !a.amp.defined, "strata_codegen: ", op, " follows a schedule or loss scaling "
-                   "read from memory; the cuda emitter writes out a fixed learning rate only");
-      require_dense_f32(a.param, op + " param");
-      require_dense_f32(a.grad, op + " grad");
-      const bool mom = a.o.momentum != 0.0;
-      if (mom) require_dense_f32(a.momentum_buf, op + " momentum_buf");
-      t.run = "  kernels::sgd(stream, " + p.fptr(a.param, op + " param") + ", " + p.fptr(a.grad, op + " grad") + ", " +
-              (mom ? p.fptr(a.momentum_buf, op + " momentum_buf") : std::string("nullptr")) + ", " +
-              i64(a.param.numel()) + ", " + num(a.o.lr) + ", " + num(a.o.momentum) + ", " + num(a.o.weight_decay) +
-              ", " + (a.o.nesterov ? "true" : "false") + ");\n";
-      t.how = "strata's SGD update (sgd_update)";
-      return t;
-    }
+    case OpId::sgd_step:
+      STRATA_FAIL("strata_codegen: ", op, ": SGD steps are written by sgd_list_text (internal error)");
     case OpId::batch_norm_fwd: return batch_norm_fwd_text(c, m, p);
     case OpId::batch_norm_bwd: return batch_norm_bwd_text(c, m, p);
     case OpId::global_avg_pool_bwd: {
@@ -283,6 +269,36 @@ CallText train_text(const RecordedCall& c, const std::string& m, Places& p, Trai
     }
     default: return forward_text(c, m, p);
   }
+}
+
+bool same_sgd_options(const ops::SgdOptions& a, const ops::SgdOptions& b) {
+  return a.lr == b.lr && a.momentum == b.momentum && a.weight_decay == b.weight_decay && a.nesterov == b.nesterov;
+}
+
+CallText sgd_list_text(const std::vector<const RecordedCall*>& steps, Places& p) {
+  STRATA_CHECK(!steps.empty(), "strata_codegen: an empty list of SGD steps (internal error)");
+  const ops::SgdOptions& o = std::get<ops::SgdStepArgs>(steps.front()->args).o;
+  std::string entries;
+  for (const RecordedCall* c : steps) {
+    const auto& a = std::get<ops::SgdStepArgs>(c->args);
+    const std::string op = "sgd_step (" + c->layer + ")";
+    only(*c, Kind::own_kernel, "strata's kernel");
+    STRATA_CHECK(!a.hyper.defined && !a.amp.defined, "strata_codegen: ", op, " follows a schedule or loss scaling "
+                 "read from memory; the cuda emitter writes out a fixed learning rate only");
+    STRATA_CHECK(same_sgd_options(a.o, o), "strata_codegen: ", op, ": its options differ from the step before it in one list (internal error)");
+    require_dense_f32(a.param, op + " param");
+    require_dense_f32(a.grad, op + " grad");
+    const bool mom = o.momentum != 0.0;
+    if (mom) require_dense_f32(a.momentum_buf, op + " momentum_buf");
+    entries += "      {" + p.fptr(a.param, op + " param") + ", " + p.fptr(a.grad, op + " grad") + ", " +
+               (mom ? p.fptr(a.momentum_buf, op + " momentum_buf") : std::string("nullptr")) + ", " +
+               i64(a.param.numel()) + "},  // " + c->layer + "\n";
+  }
+  CallText t;
+  t.run = "  kernels::sgd_list(stream, {\n" + entries + "    }, " + num(o.lr) + ", " + num(o.momentum) + ", " +
+          num(o.weight_decay) + ", " + (o.nesterov ? "true" : "false") + ");\n";
+  t.how = "strata's multi-tensor SGD update (sgd_update), " + std::to_string(steps.size()) + " parameters";
+  return t;
 }
 
 }  // namespace strata::codegen::cuda

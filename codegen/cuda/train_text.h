@@ -4,6 +4,7 @@
 // terms, the partial sums of a bias gradient): one buffer, a place per call, made at load.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "strata/codegen/cuda/call_text.h"
 
@@ -35,5 +36,12 @@ CallText batch_norm_bwd_text(const RecordedCall& c, const std::string& member, P
 // library choice the emitter does not write out.
 CallText train_text(const RecordedCall& c, const std::string& member, Places& p, TrainScratch& scratch,
                     const std::string& counter);
+// Consecutive SGD steps (sgd_step calls, the parameters' order kept) as one call of strata's
+// multi-tensor launches, as graph and direct mode step a model's parameters (the same update of
+// each element as the single step's kernel, so the same bits). Throws naming a step it does not
+// write out (a schedule or loss scaling read from memory, an operand not dense f32).
+// Whether two SGD steps' options are alike (one list takes one set).
+bool same_sgd_options(const ops::SgdOptions& a, const ops::SgdOptions& b);
+CallText sgd_list_text(const std::vector<const RecordedCall*>& steps, Places& p);
 
 }  // namespace strata::codegen::cuda

@@ -440,7 +440,9 @@ struct AmpUpdateScaleArgs {
   double growth = 2.0, backoff = 0.5;
   int64_t interval = 2000;
 };
+// codegen:begin cuda_train_ops
 enum AmpState : int { kAmpScale = 0, kAmpGood = 1, kAmpSkipped = 2, kAmpInvScale = 3 };
+// codegen:end
 
 // The update itself, for every backend (state in the backend's memory, any stride, read
 // and written by one thread); `sum_of` reads the i-th gradient sum as a double.

@@ -249,10 +249,14 @@ TEST(CodegenCudaResNetTrain, WritesEveryCallWithTheBackendsChoices) {
   EXPECT_TRUE(has(cpp, "kernels::space_to_depth(stream, f32(w + "));  // the weight's blocks, from the state
   // SGD over batch norm's gamma and beta too.
   EXPECT_TRUE(has(cpp, "// layer1.0.bn2: batch_norm_fwd [2,4,3,3] -> [2,4,3,3] (cudnnBatchNormalization"));
-  size_t sgd = 0;
-  for (size_t at = cpp.find("kernels::sgd(stream, "); at != std::string::npos; at = cpp.find("kernels::sgd(", at + 1))
-    ++sgd;
-  EXPECT_EQ(sgd, r.params.size());
+  // Every parameter's step in one call of strata's multi-tensor launches: an entry per parameter.
+  const size_t list = cpp.find("kernels::sgd_list(stream, {\n");
+  ASSERT_NE(list, std::string::npos);
+  EXPECT_EQ(cpp.find("kernels::sgd_list(", list + 1), std::string::npos);
+  size_t entries = 0;
+  for (size_t at = cpp.find("},  // sgd\n", list); at != std::string::npos; at = cpp.find("},  // sgd\n", at + 1))
+    ++entries;
+  EXPECT_EQ(entries, r.params.size());
   // The kernels of this step, strata's source, and none other.
   for (const char* k : {"bn_epilogue_kernel", "bn_mask_grad_kernel", "relu_mask_bit", "struct GapBwdFn",
                         "depth_to_space_kernel", "space_to_depth_kernel", "gap_fwd_kernel", "dense_binary_kernel",

@@ -160,12 +160,16 @@ TEST(CodegenCudaTrain, WritesEveryCallWithTheBackendsChoices) {
   EXPECT_TRUE(has(cpp, "kernels::dropout(stream, f32(a + 4096), f32(a + 4608), reinterpret_cast<uint8_t*>(a + 5120), "
                        "128,\n      reinterpret_cast<int64_t*>(w + kCountersAt + 0), 0.40000000000000002, "));
   // The state in the order the calls first read it: the labels' copy and the loss come first.
-  EXPECT_TRUE(has(cpp, "kernels::sgd(stream, f32(w + 128), f32(a + 11456), f32(w + 1344), 36, "));
+  // The four parameters' SGD steps in one call of strata's multi-tensor launches, in their order.
+  EXPECT_TRUE(has(cpp, "kernels::sgd_list(stream, {\n"));
+  EXPECT_TRUE(has(cpp, "      {f32(w + 128), f32(a + 11456), f32(w + 1344), 36},  // sgd\n"));
+  EXPECT_FALSE(has(cpp, "kernels::sgd("));
   EXPECT_TRUE(has(cpp, "constexpr int64_t kCountersAt = 2432;"));
   EXPECT_TRUE(has(cpp, "0.050000000000000003, 0.90000000000000002, 0, false);"));
   // strata's training kernels are in kernels.cu as strata's source.
   for (const char* k : {"softmax_xent_fwd_kernel", "softmax_xent_bwd_kernel", "channel_reduce_outer_kernel",
                         "column_partial_kernel", "struct DropoutFn", "dropout_keep", "sgd_update", "xent_label_valid",
+                        "multi_tensor_kernel", "struct SgdTensor", "list_tensor",
                         "dense_binary_kernel"})
     EXPECT_TRUE(has(cu, k)) << k;
   // Only the kernels this step runs, and machine code only (no PTX) for the architectures asked for.
@@ -218,6 +222,21 @@ TEST(CodegenCudaTrain, NamesWhatItDoesNotWriteOut) {
     at(r, OpId::conv2d_bwd_weight).library.insert(at(r, OpId::conv2d_bwd_weight).library.begin(), lib(Kind::staged));
     EXPECT_STRATA_ERROR(r.emit(), "conv2d_bwd_weight (net)", "temporary copy");
   }
+}
+
+TEST(CodegenCudaTrain, OneSgdListPerRunOfLikeOptions) {
+  HandTrainStep r;
+  std::vector<codegen::RecordedCall*> steps;
+  for (auto& c : r.step.calls)
+    if (c.op == OpId::sgd_step) steps.push_back(&c);
+  ASSERT_EQ(steps.size(), 4u);
+  std::get<ops::SgdStepArgs>(steps[2]->args).o.lr = 0.01;  // the third parameter's own learning rate
+  const std::string cpp = file(r.emit(), "model.cpp");
+  size_t lists = 0;
+  for (size_t at = cpp.find("kernels::sgd_list("); at != std::string::npos; at = cpp.find("kernels::sgd_list(", at + 1))
+    ++lists;
+  EXPECT_EQ(lists, 3u);  // the first two, the third, the fourth
+  EXPECT_TRUE(has(cpp, "    }, 0.01, 0.90000000000000002, 0, false);"));
 }
 
 // Compiles and links model_train with the CUDA toolkit and cuDNN (no GPU needed).
