@@ -56,6 +56,7 @@ struct Options {
   int accumulate = 1;
   bool grad_views = true;
   bool sync_bn = false;
+  bool comm_priority = false;
 };
 
 // Rows [first, first+count) of a host batch (NCHW or NHWC: both keep an image's values together).
@@ -76,6 +77,7 @@ int run(const Options& o, const dist::RankInfo& info) {
   dist::ProcessGroupOptions po;
   if (const char* f = std::getenv(dist::kIdFileVar)) po.id_file = f;
   po.timeout_seconds = o.timeout;
+  po.high_priority_stream = o.comm_priority;
   dist::ProcessGroup pg(info, po);
 
   nn::ResNetConfig rc;
@@ -173,7 +175,8 @@ int run(const Options& o, const dist::RankInfo& info) {
                         {"warmup", o.warmup}, {"ms_per_step", 1000 * mean_seconds / o.steps},
                         {"img_per_s", img_s}, {"img_per_s_per_gpu", img_s / info.world},
                         {"buckets", ddp.num_buckets()}, {"grad_views", o.grad_views},
-                        {"sync_bn", o.sync_bn}, {"synced_batch_norms", ddp.synced_batch_norms()},
+                        {"sync_bn", o.sync_bn}, {"comm_high_priority", o.comm_priority},
+                        {"synced_batch_norms", ddp.synced_batch_norms()},
                         {"bucket_copies_per_step", ddp.buckets().copies()}};
     std::printf("%s\n", j.dump().c_str());
     if (!o.record.empty()) {
@@ -217,6 +220,8 @@ int main(int argc, char** argv) {
   app.add_flag("--deterministic", o.deterministic, "deterministic cuDNN algorithms only");
   app.add_flag("!--no-grad-views", o.grad_views,
                "stage the gradients in the buckets by copies instead of keeping them there (dist/grad_buckets.h)");
+  app.add_flag("--comm-high-priority", o.comm_priority,
+               "the collectives' stream at the device's highest priority (dist::ProcessGroupOptions)");
   app.add_flag("--sync-bn", o.sync_bn,
                "batch norm statistics over every GPU's rows (PyTorch's SyncBatchNorm); one GPU: plain batch norm");
   STRATA_CLI11_PARSE(app, argc, argv);

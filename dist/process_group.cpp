@@ -86,7 +86,10 @@ ProcessGroup::ProcessGroup(const RankInfo& info, const ProcessGroupOptions& o)
   choose_id_transport(info_, o_.id_file);  // a job with no way to share the id fails here, before any CUDA work
   auto& cuda = backends::registry().impl<backends::CudaBackend>();
   impl_->compute = static_cast<cudaStream_t>(cuda.stream());
-  STRATA_DIST_CUDA(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+  int least = 0, greatest = 0;
+  STRATA_DIST_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  STRATA_DIST_CUDA(cudaStreamCreateWithPriority(&impl_->stream, cudaStreamNonBlocking,
+                                                o_.high_priority_stream ? greatest : least));
   STRATA_DIST_CUDA(cudaEventCreateWithFlags(&impl_->ready, cudaEventDisableTiming));
   STRATA_DIST_CUDA(cudaEventCreateWithFlags(&impl_->done, cudaEventDisableTiming));
 

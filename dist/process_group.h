@@ -40,6 +40,10 @@ struct ProcessGroupOptions {
   // under mpirun in a build with MPI, else an error.
   std::string id_file;
   double timeout_seconds = 300;  // bound on joining and on every collective
+  // The collectives' stream at the device's highest priority: the block scheduler then starts
+  // an all-reduce's blocks ahead of the compute stream's waiting ones, instead of when the
+  // backward's kernel in flight leaves SMs free.
+  bool high_priority_stream = false;
 };
 
 class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer {

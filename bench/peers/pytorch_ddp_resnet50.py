@@ -32,8 +32,10 @@ def main():
     p.add_argument("--resolution", type=int, default=224)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--form", choices=["eager", "compile"], default="eager",
-                   help="compile: torch.compile over the DDP model (inductor splits its graph at the buckets)")
+    p.add_argument("--form", choices=["eager", "compile", "compile_nosplit"], default="eager",
+                   help="compile: torch.compile over the DDP model (dynamo's DDPOptimizer splits its graph at the "
+                        "buckets, so that their all-reduces overlap the backward); compile_nosplit: one graph "
+                        "(torch._dynamo.config.optimize_ddp = False: DDP's hooks run after the compiled backward)")
     p.add_argument("--allreduce-gib", type=float, default=0,
                    help="instead: time an all-reduce of this many GiB of f32 and print its bus bandwidth")
     a = p.parse_args()
@@ -64,7 +66,10 @@ def main():
 
     model = torchvision.models.resnet50(weights=None).cuda().to(memory_format=torch.channels_last)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
-    net = torch.compile(ddp) if a.form == "compile" else ddp
+    if a.form == "compile_nosplit":
+        from torch._dynamo import config as dynamo_config
+        dynamo_config.optimize_ddp = False
+    net = ddp if a.form == "eager" else torch.compile(ddp)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     x = (torch.rand(a.batch, 3, a.resolution, a.resolution, device="cuda") * 3.4 - 1.7).contiguous(
         memory_format=torch.channels_last)

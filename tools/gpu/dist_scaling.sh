@@ -13,7 +13,12 @@
 #   bucket6   2 GPUs with 6 MiB buckets: a smaller last bucket, so a shorter exchange after the
 #             backward's last gradient
 #   bucket200 2 GPUs with one bucket (nothing overlapped): the exchange's own time, unhidden
-# then PyTorch DDP on 1 and 2 GPUs, eager and under torch.compile (FORMS), the peer in the same call.
+#   ctas16, ctas32          2 GPUs, NCCL held at 16 or 32 thread blocks a collective
+#   bucket200ctas32         one bucket with 32 blocks: how fast the exchange can go unhidden
+#   prio      2 GPUs, the collectives' stream at the highest priority (--comm-high-priority)
+# then PyTorch DDP on 1 and 2 GPUs, eager and under torch.compile (FORMS: eager, compile, and
+# compile_nosplit, torch.compile without DDPOptimizer's graph split at the buckets), the peer in the
+# same call.
 #   TARGETS="dist_resnet" tools/gpu/pack.sh       # here
 #   OUT=$OUT tools/gpu/dist_scaling.sh            # there (carry .gpu)
 # Knobs: ROUNDS (2), STEPS (30), WARMUP (5), VARIANTS (the list above), FORMS ("eager compile"),
@@ -40,7 +45,8 @@ read -ra variants <<<"${VARIANTS:-one two pair ctas4 bucket6 bucket200}"
 jsonl=$out/scaling.jsonl
 log=$out/scaling.log
 : >"$jsonl"
-common=(--model resnet50 --batch 256 --precision bf16 --channels-last --dispatch graph --steps "$steps" --warmup "$warmup")
+base=(--model resnet50 --batch 256 --precision bf16 --channels-last --dispatch graph)
+common=("${base[@]}" --steps "$steps" --warmup "$warmup")
 
 # tag VARIANT ROUND: rank 0's JSON lines on stdin, with the variant and round added, to $jsonl.
 tag() {
@@ -69,6 +75,11 @@ run_variant() {
     ctas4) NCCL_MAX_CTAS=4 NCCL_MAX_NCHANNELS=4 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas4 "$r" ;;
     bucket6) "$prog" "${common[@]}" --nproc 2 --bucket-mb 6 2>&1 | tag bucket6 "$r" ;;
     bucket200) "$prog" "${common[@]}" --nproc 2 --bucket-mb 200 2>&1 | tag bucket200 "$r" ;;
+    prio) "$prog" "${common[@]}" --nproc 2 --comm-high-priority 2>&1 | tag prio "$r" ;;
+    ctas16) NCCL_MIN_CTAS=16 NCCL_MAX_CTAS=16 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas16 "$r" ;;
+    ctas32) NCCL_MIN_CTAS=32 NCCL_MAX_CTAS=32 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas32 "$r" ;;
+    bucket200ctas32)
+      NCCL_MIN_CTAS=32 NCCL_MAX_CTAS=32 "$prog" "${common[@]}" --nproc 2 --bucket-mb 200 2>&1 | tag bucket200ctas32 "$r" ;;
     *) echo "dist_scaling: unknown variant '$v'" >&2; return 2 ;;
   esac
 }
@@ -80,8 +91,8 @@ run_variant() {
   nvidia-smi --query-gpu=index,power.limit,clocks.max.sm,temperature.gpu --format=csv 2>&1
   python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version())"
   # NCCL's channel count for this pair, from one short run.
-  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$prog" "${common[@]}" --steps 2 --warmup 1 --nproc 2 2>&1 |
-    grep -E "nChannels|Channel 00|comm .* rank 0 " | head -6
+  NCCL_DEBUG=INFO "$prog" "${base[@]}" --steps 2 --warmup 1 --nproc 2 >"$out/nccl_info.txt" 2>&1
+  grep -i -E "channels|Channel 00|nRanks" "$out/nccl_info.txt" | head -8
   for ((r = 1; r <= rounds; r++)); do
     order=("${variants[@]}")
     if ((r % 2 == 0)); then
