@@ -187,7 +187,7 @@ struct Selection {
 Selection select(const std::set<std::string>& called) {
   std::set<std::string> want = called;
   const auto each = [](auto&& f) {
-    for (const auto* table : {&prediction_launchers(), &train_launchers()})
+    for (const auto* table : {&prediction_launchers(), &train_launchers(), &transformer_launchers()})
       for (const Launcher& l : *table) f(l, table == &train_launchers());
   };
   for (const std::string& name : called) {
@@ -238,6 +238,13 @@ namespace generated::kernels {
 std::string kernels_cu(const std::set<std::string>& called) {
   const Selection s = select(called);
   std::string code = blocks(k_cuda_kernels_blocks, k_cuda_kernels_block_count, s.tags);
+  // GELU's row of strata's formulas (pointwise.def) in their math (pointwise.h), on the device.
+  if (s.tags.count("gelu"))
+    code += "namespace pointwise {\n#define STRATA_POINTWISE_FN __host__ __device__ inline\n" +
+            std::string(k_pointwise_math) +
+            "#define STRATA_UNARY(name, params, fwd, bwd, domain) \\\n  template <class A> \\\n"
+            "  STRATA_POINTWISE_FN A name(A x, [[maybe_unused]] double p0, [[maybe_unused]] double p1) { return fwd; }\n" +
+            k_pointwise_rows + "#undef STRATA_UNARY\n}  // namespace pointwise\n";
   if (s.train)
     code = "namespace ops {\n" + std::string(k_cuda_train_ops) + k_dropout_rng + "}  // namespace ops\n" + code +
            blocks(k_cuda_train_kernels_blocks, k_cuda_train_kernels_block_count, s.tags);

@@ -69,7 +69,7 @@ void dropout_bwd(cudaStream_t s, const float* dy, const uint8_t* mask, float* dx
   each<3>(s, n, DropoutBwdFn<float>{dy, mask, dx, inv_keep}, "dropout_bwd");
 }
 )cg"},
-      {"softmax_xent", {"softmax_xent"}, {}, R"cg(
+      {"softmax_xent", {"softmax_xent", "chunk8"}, {}, R"cg(
 // Softmax cross-entropy's mean over rows (logits [rows, cols], strides xs0, xs1), strata's kernels
 // with `threads` a row; row_loss: rows doubles of scratch, bad: one word of scratch.
 void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
@@ -87,7 +87,7 @@ void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, in
   check_launch("softmax_xent_mean_kernel");
 }
 )cg"},
-      {"softmax_xent_bwd", {"softmax_xent"}, {}, R"cg(
+      {"softmax_xent_bwd", {"softmax_xent", "chunk8"}, {}, R"cg(
 // Its gradient: dx = (softmax - onehot) * dloss / kept rows; g: one double of scratch.
 void softmax_xent_bwd(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
                       const float* lse, int64_t lse_s, const int64_t* labels, int64_t ls, int64_t ignore_index,
