@@ -32,8 +32,11 @@ namespace {
 // Threads per attention block: 128 while there are blocks enough to fill the GPU (training:
 // a block per query), 1024 when there are few (a decoding step: one per head), where a block's
 // loops over the keys are chains of memory latencies that only more warps shorten.
+// A generated program takes the kernels' launch bound only: it launches with the threads strata
+// chose, which the recorded call carries (an unused constant there is a compiler warning).
+constexpr int kAttnThreads = 128;
 // codegen:begin cuda_kernels attention
-constexpr int kAttnThreads = 128, kAttnMaxThreads = 1024;
+constexpr int kAttnMaxThreads = 1024;
 // codegen:end
 int attn_threads(const Context& ctx, int64_t blocks) {
   return blocks < int64_t{ctx.sm_count} * 4 ? kAttnMaxThreads : kAttnThreads;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/backends/api/composed_call.h"
 #include "strata/ops/table/op_id.h"
 
 namespace strata::backends::cuda {
@@ -143,23 +144,10 @@ inline void observe_library(LibraryCall::Kind kind) {
 }
 inline bool observing() { return call_observer() != nullptr; }
 
-// Brackets a composed call's parts for the observer, if any (on_composed).
-class ComposedCall {
+// Brackets a composed call's parts for this thread's observer, if any (on_composed).
+class ComposedCall : public ComposedScope<CallObserver> {
  public:
-  explicit ComposedCall(ops::OpId op) : op_(op), o_(call_observer()) {
-    if (o_) [[unlikely]]
-      o_->on_composed(op_, true);
-  }
-  ~ComposedCall() {
-    if (o_) [[unlikely]]
-      o_->on_composed(op_, false);
-  }
-  ComposedCall(const ComposedCall&) = delete;
-  ComposedCall& operator=(const ComposedCall&) = delete;
-
- private:
-  ops::OpId op_;
-  CallObserver* o_;
+  explicit ComposedCall(ops::OpId op) : ComposedScope(op, call_observer()) {}
 };
 
 // strata's copies (copy_views) report what they ran inside an op that reports its copies (copy,

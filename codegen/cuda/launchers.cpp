@@ -82,7 +82,22 @@ void global_avg_pool_nhwc(cudaStream_t s, const float* x, const int64_t (&sizes)
   check_launch("gap_fwd_nhwc_kernel");
 }
 )cg"},
-      {"convert", {"convert"}, {}, R"cg(
+      {"strided_of", {}, {}, "", R"cg(
+// strata's indexing of N operands over nd dimensions of `sizes` (n elements in all) from a launcher's
+// arrays: operand i's strides at strides[i] (0 broadcasts).
+template <int N>
+Strided<N> strided_of(int nd, int64_t n, const int64_t* sizes, const int64_t* const (&strides)[N]) {
+  Strided<N> st;
+  st.nd = nd;
+  st.n = n;
+  for (int d = 0; d < nd; ++d) {
+    st.sizes[d] = sizes[d];
+    for (int i = 0; i < N; ++i) st.strides[i][d] = strides[i][d];
+  }
+  return st;
+}
+)cg"},
+      {"convert", {"convert"}, {"strided_of"}, R"cg(
 // dst = src element by element over an indexing strata coalesced: nd dimensions of `sizes`, each
 // operand with its own strides (0 broadcasts), n elements in all.
 void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* src_strides,
@@ -91,15 +106,8 @@ void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int6
 void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* src_strides,
              const int64_t* dst_strides, const float* src, float* dst) {
   if (n <= 0) return;
-  Strided<2> st;
-  st.nd = nd;
-  st.n = n;
-  for (int d = 0; d < nd; ++d) {
-    st.sizes[d] = sizes[d];
-    st.strides[0][d] = src_strides[d];
-    st.strides[1][d] = dst_strides[d];
-  }
-  elementwise_kernel<2, ConvertFn<float, float>><<<grid(n), kThreads, 0, s>>>(st, ConvertFn<float, float>{src, dst});
+  elementwise_kernel<2, ConvertFn<float, float>><<<grid(n), kThreads, 0, s>>>(
+      strided_of<2>(nd, n, sizes, {src_strides, dst_strides}), ConvertFn<float, float>{src, dst});
   check_launch("elementwise_kernel (convert)");
 }
 )cg"},

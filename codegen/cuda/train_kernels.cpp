@@ -221,7 +221,7 @@ void batch_norm_mask(cudaStream_t s, const float* dy, const uint8_t* mask, float
   check_launch("bn_mask_grad_kernel");
 }
 )cg"},
-      {"global_avg_pool_bwd", {"global_avg_pool_bwd"}, {}, R"cg(
+      {"global_avg_pool_bwd", {"global_avg_pool_bwd"}, {"strided_of"}, R"cg(
 // dx [N, C, H, W] (strides sx) = dy[n, c] (strides sy) / (H W): global average pooling's backward.
 void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2], float* dx,
                          const int64_t (&sizes)[4], const int64_t (&sx)[4]);
@@ -229,18 +229,12 @@ void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2]
 void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2], float* dx,
                          const int64_t (&sizes)[4], const int64_t (&sx)[4]) {
   // dy broadcast over the plane with zero strides, as strata indexes it; 1 / (H W) in float, as strata's.
-  Strided<2> st;
-  st.nd = 4;
-  st.n = sizes[0] * sizes[1] * sizes[2] * sizes[3];
-  if (st.n == 0) return;
+  const int64_t n = sizes[0] * sizes[1] * sizes[2] * sizes[3];
+  if (n == 0) return;
   const int64_t dys[4] = {sy[0], sy[1], 0, 0};
-  for (int d = 0; d < 4; ++d) {
-    st.sizes[d] = sizes[d];
-    st.strides[0][d] = dys[d];
-    st.strides[1][d] = sx[d];
-  }
+  const Strided<2> st = strided_of<2>(4, n, sizes, {dys, sx});
   const float inv = 1.f / static_cast<float>(sizes[2] * sizes[3]);
-  elementwise_kernel<2, GapBwdFn<float>><<<grid(st.n), kThreads, 0, s>>>(st, GapBwdFn<float>{dy, dx, inv});
+  elementwise_kernel<2, GapBwdFn<float>><<<grid(n), kThreads, 0, s>>>(st, GapBwdFn<float>{dy, dx, inv});
   check_launch("elementwise_kernel (global_avg_pool_bwd)");
 }
 )cg"},

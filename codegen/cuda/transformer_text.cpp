@@ -224,21 +224,7 @@ CallText gpt_text(const RecordedCall& c, Places& p) {
 
 const std::vector<Launcher>& transformer_launchers() {
   static const std::vector<Launcher> table = {
-      {"strided3", {}, {}, "", R"cg(
-Strided<3> strided3(int nd, int64_t n, const int64_t* sizes, const int64_t* s0, const int64_t* s1, const int64_t* s2) {
-  Strided<3> st;
-  st.nd = nd;
-  st.n = n;
-  for (int d = 0; d < nd; ++d) {
-    st.sizes[d] = sizes[d];
-    st.strides[0][d] = s0[d];
-    st.strides[1][d] = s1[d];
-    st.strides[2][d] = s2[d];
-  }
-  return st;
-}
-)cg"},
-      {"index_select", {"index_select"}, {"strided3"}, R"cg(
+      {"index_select", {"index_select"}, {"strided_of"}, R"cg(
 // y's rows = x's rows at the ids (each in [0, extent)), over strata's indexing of (x at the row's
 // origin, the position, y).
 void index_select(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* s0, const int64_t* s1,
@@ -252,12 +238,13 @@ void index_select(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const
   // No error word: run() refuses ids out of range before any call, and the generator checked the
   // model's own indices (the positions), so the kernel never finds one.
   unsigned long long* const bad = nullptr;
-  elementwise_kernel<3, IndexSelectK<float, int64_t>><<<grid(n), kThreads, 0, s>>>(
-      strided3(nd, n, sizes, s0, s1, s2), IndexSelectK<float, int64_t>{x, y, ids, id_stride, x_stride, extent, bad});
+  using K = IndexSelectK<float, int64_t>;
+  elementwise_kernel<3, K><<<grid(n), kThreads, 0, s>>>(strided_of<3>(nd, n, sizes, {s0, s1, s2}),
+                                                        K{x, y, ids, id_stride, x_stride, extent, bad});
   check_launch("elementwise_kernel (index_select)");
 }
 )cg"},
-      {"add_strided", {"binary", "binary_strided"}, {"strided3"}, R"cg(
+      {"add_strided", {"binary", "binary_strided"}, {"strided_of"}, R"cg(
 // y = a + b over strata's indexing of (a, b, y), any strides (0 broadcasts).
 void add_strided(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* s0, const int64_t* s1,
                  const int64_t* s2, const float* a, const float* b, float* y);
@@ -266,7 +253,7 @@ void add_strided(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const 
                  const int64_t* s2, const float* a, const float* b, float* y) {
   if (n <= 0) return;
   using F = BinaryFn<float, AddOp<float>>;
-  elementwise_kernel<3, F><<<grid(n), kThreads, 0, s>>>(strided3(nd, n, sizes, s0, s1, s2), F{a, b, y, {}});
+  elementwise_kernel<3, F><<<grid(n), kThreads, 0, s>>>(strided_of<3>(nd, n, sizes, {s0, s1, s2}), F{a, b, y, {}});
   check_launch("elementwise_kernel (add)");
 }
 )cg"},
@@ -289,31 +276,24 @@ void layer_norm(cudaStream_t s, int form, const float* x, int64_t xs0, int64_t x
   const auto blocks = [&](int64_t threads) {
     return static_cast<unsigned>(std::clamp<int64_t>((n * threads + kThreads - 1) / kThreads, 1, 4096));
   };
+  // G threads a row; or a warp a row holding K chunks of 256 columns a lane in registers.
+  const auto launch = [&](auto g) {
+    constexpr int G = decltype(g)::value;
+    layer_norm_fwd_kernel<G, float, float><<<blocks(G), kThreads, 0, s>>>(xv, xvec, w, sw, wvec, b, sb, bvec, yv, yvec,
+                                                                        mean, sm, rstd, sr, n, c, eps);
+  };
+  const auto rows = [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    layer_norm_fwd_rows_kernel<K, float, float><<<blocks(32), kThreads, 0, s>>>(xv, w, sw, wvec, b, sb, bvec, yv, mean,
+                                                                              sm, rstd, sr, n, c, eps);
+  };
   switch (form) {
-    case 32:
-      layer_norm_fwd_kernel<32, float, float><<<blocks(32), kThreads, 0, s>>>(xv, xvec, w, sw, wvec, b, sb, bvec, yv,
-                                                                             yvec, mean, sm, rstd, sr, n, c, eps);
-      break;
-    case kThreads:
-      layer_norm_fwd_kernel<kThreads, float, float><<<blocks(kThreads), kThreads, 0, s>>>(
-          xv, xvec, w, sw, wvec, b, sb, bvec, yv, yvec, mean, sm, rstd, sr, n, c, eps);
-      break;
-    case -1:
-      layer_norm_fwd_rows_kernel<1, float, float><<<blocks(32), kThreads, 0, s>>>(xv, w, sw, wvec, b, sb, bvec, yv,
-                                                                                 mean, sm, rstd, sr, n, c, eps);
-      break;
-    case -2:
-      layer_norm_fwd_rows_kernel<2, float, float><<<blocks(32), kThreads, 0, s>>>(xv, w, sw, wvec, b, sb, bvec, yv,
-                                                                                 mean, sm, rstd, sr, n, c, eps);
-      break;
-    case -3:
-      layer_norm_fwd_rows_kernel<3, float, float><<<blocks(32), kThreads, 0, s>>>(xv, w, sw, wvec, b, sb, bvec, yv,
-                                                                                 mean, sm, rstd, sr, n, c, eps);
-      break;
-    case -4:
-      layer_norm_fwd_rows_kernel<4, float, float><<<blocks(32), kThreads, 0, s>>>(xv, w, sw, wvec, b, sb, bvec, yv,
-                                                                                 mean, sm, rstd, sr, n, c, eps);
-      break;
+    case 32: launch(std::integral_constant<int, 32>{}); break;
+    case kThreads: launch(std::integral_constant<int, kThreads>{}); break;
+    case -1: rows(std::integral_constant<int, 1>{}); break;
+    case -2: rows(std::integral_constant<int, 2>{}); break;
+    case -3: rows(std::integral_constant<int, 3>{}); break;
+    case -4: rows(std::integral_constant<int, 4>{}); break;
     default: throw std::runtime_error("layer_norm: unknown form " + std::to_string(form));
   }
   check_launch("layer_norm_fwd_kernel");
@@ -347,6 +327,13 @@ void attention(cudaStream_t s, int threads, int64_t smem, const float* q, const 
   check_launch("attention_fwd_kernel");
 }
 )cg"},
+      // Element by element where strata may have packed four elements a thread (the unary record's
+      // mode 1): the packing changes which thread computes an element, not how. Each element is
+      // UnaryFunctor<gelu_tanh>::fwd's expression, the same pointwise.def row, in float with the
+      // device library's tanhf, stored as float; both are compiled by nvcc with its default
+      // --fmad=true and neither with --use_fast_math, so the same products and sums are contracted
+      // into FMAs. The bits are strata's when the program is built with the toolkit strata was built
+      // with (another toolkit's tanhf or contraction may differ); not yet compared on a GPU.
       {"gelu_tanh", {"gelu"}, {}, R"cg(
 // y = GELU(x) (tanh form) over n dense elements: strata's row of its formulas, element by element.
 void gelu_tanh(cudaStream_t s, const float* x, float* y, int64_t n, double p0, double p1);
