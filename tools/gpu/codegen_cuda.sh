@@ -6,8 +6,8 @@
 # byte with strata's own direct-mode output (check/expected.npy), with and without the CUDA
 # graph; then model_run is timed with and without the graph beside strata's direct and graph
 # modes (strata_codegen --time: predict with the input in and the output out, as model_run).
-#   TARGETS="strata_codegen" tools/gpu/pack.sh      # here
-#   OUT=$OUT tools/gpu/codegen_cuda.sh              # there (carry .gpu)
+#   TARGETS="strata_codegen" CARRY_LIBS="jpeg turbojpeg stb pugixml" tools/gpu/pack.sh   # here
+#   OUT=$OUT tools/gpu/codegen_cuda.sh                                                  # there (carry .gpu)
 #   CASES   space-separated model:N,C,H,W (model: lenet, lenet_keras, resnet18, resnet50); default:
 #           LeNet-5 (both variants) and ResNet-18/50 (small-input stem) at batch 1 and 32, and
 #           ResNet-50 at 224x224 (the ImageNet stem: space-to-depth, max pooling). A GPT:
