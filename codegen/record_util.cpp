@@ -1,5 +1,6 @@
 #include "strata/codegen/record_util.h"
 
+#include <cstring>
 #include <type_traits>
 
 #include "strata/core/error.h"
@@ -239,6 +240,63 @@ void check_train_inputs(const nn::Model& model, const Tensor& x, const Tensor& l
                    labels.is_contiguous() && labels.device().is_cpu(),
                "strata_codegen: the labels must be a contiguous i64 [", x.size(0), "] tensor on the CPU (one class a "
                "sample), and they are ", labels.str(), " (", dtype_name(labels.dtype()), ")");
+}
+
+void check_input(const nn::Model& model, const Tensor& x) {
+  const bool images = x.dim() == 4 && x.dtype() == model.dtype(), tokens = x.dim() == 2 && x.dtype() == DType::i64;
+  STRATA_CHECK((images || tokens) && x.is_contiguous() && x.device().is_cpu(),
+               "strata_codegen: the input must be a contiguous [N, C, H, W] ", dtype_name(model.dtype()),
+               " tensor (or i64 token ids [B, T]) on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
+}
+
+// A lookup's indices that are neither the input nor planned (GPT's positions, made once per
+void name_lookup_indices(const RecordedStep& step, std::map<const void*, std::string>& names) {
+  for (const RecordedCall& c : step.calls)
+    if (const auto* a = std::get_if<ops::IndexSelectArgs>(&c.args)) {
+      const auto* p = static_cast<const std::byte*>(a->index.data);
+      const auto* base = static_cast<const std::byte*>(step.arena.base);
+      const bool planned = base && p >= base && p < base + step.arena.bytes;
+      auto table = names.find(a->x.data);
+      if (!planned && a->index.data != step.input_buffer.data && !names.count(a->index.data) && table != names.end())
+        names[a->index.data] = module_of(table->second) + " indices (" + std::to_string(a->index.numel()) + ")";
+    }
+}
+
+ops::TensorView result_view(const ops::TensorView& out, const std::byte* out_bytes, const Tensor& result,
+                            std::string_view op) {
+  ops::TensorView v = out;
+  const int64_t cols = result.dim() > 0 ? result.size(result.dim() - 1) : 1;
+  const int64_t row = out.dim() > 0 ? out.sizes[out.dim() - 1] : 1, rows = result.numel() / std::max<int64_t>(cols, 1);
+  const bool fits = result.dtype() == out.dtype && result.is_contiguous() && out.is_contiguous() && cols <= row &&
+                    rows * row == out.numel();
+  STRATA_CHECK(fits, "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (", op,
+               " writes ", out.sizes.str(), "): the generator cannot find the output");
+  v.sizes = result.sizes();
+  v.strides = result.strides();
+  for (int d = 0; d + 1 < v.dim(); ++d) v.strides[d] = v.strides[d] / cols * row;  // rows of `row` values
+  const size_t elem = dtype_size(out.dtype), row_bytes = static_cast<size_t>(cols) * elem;
+  for (int64_t r = 0; r < rows; ++r)
+    STRATA_CHECK(std::memcmp(static_cast<const std::byte*>(result.data_ptr()) + r * row_bytes,
+                             out_bytes + r * row * elem, row_bytes) == 0,
+                 "strata_codegen: predict's result ", result.str(), " differs from the last kernel call's output (",
+                 op, ") in row ", r, ": the generator cannot find the output");
+  return v;
+}
+
+void ComposedGroups::mark(RecordedCall& c) const {
+  if (depth_ > 0) {
+    c.composed = group_;
+    c.composed_op = op_;
+  }
+}
+
+void ComposedGroups::on_composed(ops::OpId op, bool begin) {
+  if (begin && depth_++ == 0) {
+    ++group_;
+    op_ = op;
+  } else if (!begin) {
+    --depth_;
+  }
 }
 
 }  // namespace strata::codegen

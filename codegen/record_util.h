@@ -2,10 +2,12 @@
 // What every backend's recorder (codegen/<backend>/record.cpp) does the same way: read the
 // arena direct mode plans, check the calls a backend reported against the op trace, find
 // the step's input, and name each call after the module it belongs to.
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <utility>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/codegen/recorded_step.h"
@@ -87,5 +89,30 @@ std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step);
 void refuse_linear_extras(const ops::LinearFwdArgs& a, const std::string& op, const char* emitter);
 // The checks every recorder makes of a training step's model and batch.
 void check_train_inputs(const nn::Model& model, const Tensor& x, const Tensor& labels);
+
+// Images [N, C, H, W] in the model's dtype, or a language model's token ids, i64 [B, T], contiguous
+// on the CPU; throws naming both otherwise.
+void check_input(const nn::Model& model, const Tensor& x);
+// A lookup's indices that are neither the input nor planned (GPT's positions, made once per
+// length) are the model's constants: named after the table, their bytes go to the weights file.
+void name_lookup_indices(const RecordedStep& step, std::map<const void*, std::string>& names);
+// The view of `out` (the last call's output, its bytes at out_bytes on the host) that holds `result`:
+// out itself in result's sizes, or the first columns of its rows (a padded vocabulary). Checked byte
+// for byte; throws naming `op` when neither holds it.
+ops::TensorView result_view(const ops::TensorView& out, const std::byte* out_bytes, const Tensor& result,
+                            std::string_view op);
+
+// A recorder's grouping of the parts of a call its backend composed of its own ops (the backends'
+// on_composed): the outermost composed call groups its parts (a composition may nest: a layer-norm
+// prologue, then the product with its epilogue).
+class ComposedGroups {
+ public:
+  void mark(RecordedCall& c) const;  // a call reported now: a part of the open group, if any
+  void on_composed(ops::OpId op, bool begin);
+
+ private:
+  int depth_ = 0, group_ = -1;
+  ops::OpId op_{};
+};
 
 }  // namespace strata::codegen

@@ -190,8 +190,6 @@ int main(int argc, char** argv) {
                    "of --stem, --lenet-variant, --classes (a GPT's options: --layers, --heads, --embd, --vocab, "
                    "--block)");
       STRATA_CHECK(!train, "--train --model gpt: a GPT's training step is not written out yet (its prediction is)");
-      STRATA_CHECK(backend == "onednn", "--backend ", backend, " --model gpt: the ", backend, " emitter does not write "
-                   "out a GPT yet (--backend onednn does)");
       STRATA_CHECK(gpt.n_embd % gpt.n_head == 0, "--embd ", gpt.n_embd, " is not a multiple of --heads ", gpt.n_head);
       sizes = input.empty() ? Shape{1, gpt.block_size} : parse_input(input, 2, "batch,tokens");
       STRATA_CHECK(sizes[1] <= gpt.block_size, "--input ", input, ": ", sizes[1], " tokens, but the GPT's --block is ",

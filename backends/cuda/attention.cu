@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "strata/backends/cuda/attention_cudnn.h"
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/attention_decode.h"
 #include "strata/backends/cuda/attention_gemm.h"
 #include "strata/backends/cuda/cudnn_util.h"
@@ -31,12 +32,18 @@ namespace {
 // Threads per attention block: 128 while there are blocks enough to fill the GPU (training:
 // a block per query), 1024 when there are few (a decoding step: one per head), where a block's
 // loops over the keys are chains of memory latencies that only more warps shorten.
-constexpr int kAttnThreads = 128, kAttnMaxThreads = 1024;
+// A generated program takes the kernels' launch bound only: it launches with the threads strata
+// chose, which the recorded call carries (an unused constant there is a compiler warning).
+constexpr int kAttnThreads = 128;
+// codegen:begin cuda_kernels attention
+constexpr int kAttnMaxThreads = 1024;
+// codegen:end
 int attn_threads(const Context& ctx, int64_t blocks) {
   return blocks < int64_t{ctx.sm_count} * 4 ? kAttnMaxThreads : kAttnThreads;
 }
 
 // ---- attention ----------------------------------------------------------------------------
+// codegen:begin cuda_kernels attention
 
 // out[d] = sum over n of w[n] * rows(n, d) for d < D, the threads split as (d, part): part p
 // sums n = p, p + P, ... and the parts' sums are added in part order. `part` holds
@@ -156,6 +163,7 @@ __global__ void __launch_bounds__(kAttnMaxThreads)
   if (threadIdx.x == 0)
     lse(b, h, i) = static_cast<S>(keys > 0 ? mx + log(sum) : -static_cast<A>(INFINITY));
 }
+// codegen:end
 
 // Few query rows over many keys (a decoding step: one query per head, 12 blocks on a GPU of
 // 132 SMs) split the keys into chunks of kSplitKeys across blocks, as flash-decoding does
@@ -327,10 +335,15 @@ size_t attention_smem(const Context& ctx, Kernel kernel, const char* op, int64_t
 using cuda::kThreads;
 
 void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
-  if (cuda::attention_decode(*ctx_, a)) return;
+  cuda::observe_call(OpId::attention_fwd, a);
+  // Which form ran (call_observer.h); a program writes out the whole-row kernel only.
+  const auto other = [](int64_t form) {
+    if (cuda::observing()) cuda::observe_library({.kind = cuda::LibraryCall::Kind::attention_other, .mode = form});
+  };
+  if (cuda::attention_decode(*ctx_, a)) return other(2);
   if (a.k_new.defined) cuda::attention_append(*ctx_, a);
-  if (settings_.cudnn_attention && cuda::cudnn_attention_fwd(*ctx_, a, settings_).empty()) return;
-  if (cuda::gemm_attention_fwd(*ctx_, settings_, a)) return;
+  if (settings_.cudnn_attention && cuda::cudnn_attention_fwd(*ctx_, a, settings_).empty()) return other(4);
+  if (cuda::gemm_attention_fwd(*ctx_, settings_, a)) return other(3);
   ++ctx_->own_attentions;
   const cuda::AttnShape sh = cuda::attn_shape(a.q, a.k, a.causal, a.kv_len);
   const int64_t rows = sh.B * sh.H * sh.tq;
@@ -350,6 +363,7 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
           cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), sh, a.scale, splits, m.as<A>(),
           l.as<A>(), o.as<A>());
       STRATA_CUDA_CHECK_LAUNCH("attention_fwd_split_kernel");
+      other(1);
       cuda::attention_fwd_combine_kernel<T, S, A><<<static_cast<unsigned>(rows), cuda::kSplitThreads, 0, ctx_->stream>>>(
           m.as<const A>(), l.as<const A>(), o.as<const A>(), cuda::v4<T>(a.y), cuda::v3<S>(a.lse), sh, splits);
       STRATA_CUDA_CHECK_LAUNCH("attention_fwd_combine_kernel");
@@ -359,6 +373,8 @@ void CudaBackend::attention_fwd(const AttentionFwdArgs& a) {
     const int threads = cuda::attn_threads(*ctx_, rows);
     const size_t smem =
         cuda::attention_smem(*ctx_, kernel, "attention_fwd", sh.tk, sh.D, sizeof(cuda::acc_t<T>), threads);
+    if (cuda::observing())
+      cuda::observe_library({.kind = cuda::LibraryCall::Kind::attention, .m = threads, .k = static_cast<int64_t>(smem)});
     kernel<<<static_cast<unsigned>(rows), threads, smem, ctx_->stream>>>(
         cuda::v4<const T>(a.q), cuda::v4<const T>(a.k), cuda::v4<const T>(a.v), cuda::v4<T>(a.y), cuda::v3<S>(a.lse),
         sh, a.scale);

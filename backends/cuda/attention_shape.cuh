@@ -9,6 +9,7 @@
 
 namespace strata::backends::cuda {
 
+// codegen:begin cuda_kernels attention
 struct AttnShape {
   int64_t B, H, tq, tk, D;
   bool causal;
@@ -26,6 +27,7 @@ struct AttnShape {
     return causal ? min(tq, max(int64_t{0}, j - (l - tq))) : 0;
   }
 };
+// codegen:end
 
 inline AttnShape attn_shape(const ops::TensorView& q, const ops::TensorView& k, bool causal,
                             const ops::TensorView& kv_len) {

@@ -13,12 +13,15 @@
 // conv2d_bwd_weight, conv2d_bwd_bias, linear_bwd_data, linear_bwd_weight, relu_bwd, max_pool2d_bwd,
 // softmax_xent_fwd, softmax_xent_bwd, dropout_fwd, dropout_bwd, fill, sgd_step (multi_sgd_step
 // reports the single step of each parameter its lists take), batch_norm_fwd, batch_norm_bwd,
-// global_avg_pool_bwd and space_to_depth_bwd. An observer must treat any other op run while it
+// global_avg_pool_bwd and space_to_depth_bwd; and a GPT's forward: index_select, layer_norm_fwd,
+// attention_fwd, unary_fwd and bmm (a linear's epilogue the backend composes of its own ops is
+// bracketed by on_composed, its parts reported as the ops they are). An observer must treat any other op run while it
 // watches as unseen (the op trace, ops/trace.h, lists every kernel of a step).
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "strata/backends/api/composed_call.h"
 #include "strata/ops/table/op_id.h"
 
 namespace strata::backends::cuda {
@@ -57,6 +60,18 @@ struct LibraryCall {
     batch_norm_mask,
     batch_norm_bwd,
     own_batch_norm,  // strata's own batch norm kernels, or the evaluation-mode backward (the emitter refuses)
+    // A GPT's forward. layer_norm: strata's kernel, mode = the threads a row takes (32: a warp, 256:
+    // the block) or, for the register-resident form, -K (K chunks of 256 columns a lane); a row's
+    // sums run in that form's order. attention: strata's whole-row kernel, m = its threads a query
+    // (which order the row's sums), k = its dynamic shared memory; attention_other: another form
+    // (mode: 1 split keys, 2 decoding, 3 cuBLAS with strata's softmax, 4 cuDNN; the emitter refuses
+    // them). unary: strata's element-wise formula, mode 1 packed into 16-byte loads. gemm_batched:
+    // cublasGemmStridedBatchedEx as gemm (alpha, the batch and its strides below).
+    layer_norm,
+    attention,
+    attention_other,
+    unary,
+    gemm_batched,
   };
   Kind kind = Kind::own_kernel;
   // conv_graph: CUDNN_ATTR_ENGINE_GLOBAL_INDEX and the engine config's knob choices
@@ -73,6 +88,8 @@ struct LibraryCall {
   int op_a = 0, op_b = 0;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   float beta = 0.f;
+  double alpha = 1.0;                                         // gemm_batched
+  int64_t batch = 0, stride_a = 0, stride_b = 0, stride_c = 0;  // gemm_batched
   const void* a = nullptr;
   const void* b = nullptr;
   const void* c = nullptr;
@@ -86,6 +103,8 @@ class CallObserver {
   virtual void on_call(ops::OpId op, const void* args) = 0;
   // What the latest reported call ran, in order (several for one call: a copy then a GEMM).
   virtual void on_library(const LibraryCall& call) = 0;
+  // Around the parts of a call of `op` the backend composed of its own ops (begin true, then false).
+  virtual void on_composed(ops::OpId /*op*/, bool /*begin*/) {}
 };
 
 // The observer of this thread's calls (null: none).
@@ -124,6 +143,12 @@ inline void observe_library(LibraryCall::Kind kind) {
   }
 }
 inline bool observing() { return call_observer() != nullptr; }
+
+// Brackets a composed call's parts for this thread's observer, if any (on_composed).
+class ComposedCall : public ComposedScope<CallObserver> {
+ public:
+  explicit ComposedCall(ops::OpId op) : ComposedScope(op, call_observer()) {}
+};
 
 // strata's copies (copy_views) report what they ran inside an op that reports its copies (copy,
 // linear_fwd's bias); elsewhere they report themselves as `outside_copy` only (a Tensor's clone of

@@ -115,6 +115,7 @@ bool flat_dense(const Strided<N>& s) {
   return true;
 }
 
+// codegen:begin cuda_kernels binary_strided
 template <class T, class Op>
 struct BinaryFn {
   const T* a;
@@ -123,6 +124,7 @@ struct BinaryFn {
   Op op;
   __device__ void operator()(int64_t, const int64_t* o) const { y[o[2]] = op(a[o[0]], b[o[1]]); }
 };
+// codegen:end
 
 // y = op(a, b) over `s` (indexing of a, b, y), vectorised where the operands allow.
 template <class T, class Op>

@@ -99,13 +99,18 @@ void set_epilogue_pointers(cublasLtMatmulDesc_t op, const LtEpilogue& e) {
 
 }  // namespace
 
-bool gemm_lt(Context& ctx, const TensorView& a, const TensorView& b, const TensorView& d, const LtEpilogue& e) {
+bool gemm_lt_fits(const TensorView& a, const TensorView& b, const TensorView& d, const LtEpilogue& e) {
   if (d.dtype != DType::bf16 && d.dtype != DType::f16) return false;
   if (a.dtype != d.dtype || b.dtype != d.dtype) return false;
   const MatLayout la = mat_layout(a), lb = mat_layout(b), lc = mat_layout(d);
   if (!la.ok || !lb.ok || !lc.ok || !lc.row_major || !epilogue_fits(e, d)) return false;
+  return d.sizes[0] != 0 && d.sizes[1] != 0 && a.sizes[1] != 0;
+}
+
+bool gemm_lt(Context& ctx, const TensorView& a, const TensorView& b, const TensorView& d, const LtEpilogue& e) {
+  if (!gemm_lt_fits(a, b, d, e)) return false;
+  const MatLayout la = mat_layout(a), lb = mat_layout(b), lc = mat_layout(d);
   const int64_t m = d.sizes[0], n = d.sizes[1], k = a.sizes[1];
-  if (m == 0 || n == 0 || k == 0) return false;
   // Row-major D = A B is column-major D^T = B^T A^T: cuBLASLt's "A" is our b and its "B" our a
   // (linear.cu's gemm does the same with cublasGemmEx); the bias, one value per row of D^T, and
   // aux, D^T's shape with D's row stride as its leading dimension.

@@ -173,7 +173,7 @@ inline ops::TensorView broadcast_along(const ops::TensorView& v, const Shape& sh
 // contiguous and 16-byte aligned (`vec`), else element by element, the same values either way.
 // Kernels that give a thread whole chunks therefore sum in an order that depends on the row's
 // length only, not on its alignment or strides (which differ between the dispatch modes' buffers).
-// codegen:begin cuda_train_kernels
+// codegen:begin cuda_kernels chunk8
 constexpr int kChunk8 = 8;
 
 // Whether rows starting at `base`, `row_stride` elements apart, with columns `col_stride` apart,
@@ -236,6 +236,7 @@ __device__ __forceinline__ void store_chunk8(T* row, int64_t stride, bool vec, i
 // one fma: the layer-norm kernels and the few-rows product's layer-norm prologue (gemv.cu), which
 // normalises a row as it reads it, give the same bits because neither leaves the choice to the
 // compiler.
+// codegen:begin cuda_kernels layer_norm
 __device__ __forceinline__ float ln_sub(float a, float b) { return __fsub_rn(a, b); }
 __device__ __forceinline__ float ln_mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float ln_add(float a, float b) { return __fadd_rn(a, b); }
@@ -253,6 +254,7 @@ template <class A>
 __device__ __forceinline__ A add_square(A q, A d) {
   return fma(d, d, q);
 }
+// codegen:end
 
 // ---- reductions ------------------------------------------------------------------
 // A warp's sum (or max) of v, in every lane, in a fixed butterfly order.
@@ -263,11 +265,13 @@ __device__ __forceinline__ A warp_sum(A v) {
   return v;
 }
 // codegen:end
+// codegen:begin cuda_kernels row_views
 template <class A>
 __device__ __forceinline__ A warp_max(A v) {
   for (int m = 16; m > 0; m >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, m));
   return v;
 }
+// codegen:end
 // codegen:begin cuda_train_kernels
 // Block-wide sum of a double per thread (blockDim.x a multiple of 32, at most 1024).
 // Fixed order: the result depends only on the inputs, never on timing.

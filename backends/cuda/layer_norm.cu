@@ -2,6 +2,7 @@
 // (backends/cpu/transformer_ops.h holds the definitions, the loops these match). Every operand
 // takes any strides; f16 and bf16 compute in float with float statistics, f64 in double. Every
 // sum runs in a fixed order (no atomics), so results are the same bits from run to run.
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/gemv.h"
 #include "strata/backends/cuda/kernels.cuh"
@@ -21,6 +22,7 @@ namespace {
 // way; one element per thread per load ran GPT-2's 16,384 x 768 bf16 rows at a fraction of the
 // memory's bandwidth); the row is read three times (mean, variance, output), from L1/L2 after
 // the first.
+// codegen:begin cuda_kernels layer_norm
 template <int G, class A>
 __device__ __forceinline__ A row_sum(A v, A* red) {
   if constexpr (G == 32)
@@ -144,6 +146,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     }
   }
 }
+// codegen:end
 
 // dy times the weight of column j (no weight: dy itself), the g of the backward's formulas.
 template <class A, class T>
@@ -350,8 +353,13 @@ __global__ void layer_norm_bwd_sum_kernel(const A* part_w, const A* part_b, int6
 using namespace cuda;
 
 void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
+  observe_call(OpId::layer_norm_fwd, a);
   const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
   if (n == 0) return;
+  // The form that ran orders each row's sums: a program repeats it (call_observer.h).
+  const auto report = [&](int64_t form) {
+    if (observing()) observe_library({.kind = LibraryCall::Kind::layer_norm, .mode = form});
+  };
   cuda::dispatch_float(a.x.dtype, "layer_norm_fwd", [&](auto t) {
     using T = decltype(t);
     using S = cuda::stats_t<T>;
@@ -381,7 +389,10 @@ void CudaBackend::layer_norm_fwd(const LayerNormFwdArgs& a) {
       STRATA_CUDA_CHECK_LAUNCH("layer_norm_fwd_rows_kernel");
     };
     const bool packed = c % cuda::kChunk8 == 0 && cuda::rows_vectorizable<T>(a.x) && cuda::rows_vectorizable<T>(a.y);
-    if (n > cuda::kGemvMaxRows && n * 8 < int64_t{ctx_->sm_count} * (kThreads / 32))
+    const bool block = n > cuda::kGemvMaxRows && n * 8 < int64_t{ctx_->sm_count} * (kThreads / 32);
+    const bool in_registers = !block && packed && lanes_chunks >= 1 && lanes_chunks <= 4;
+    report(block ? kThreads : in_registers ? -lanes_chunks : 32);
+    if (block)
       launch(std::integral_constant<int, kThreads>{});
     else if (packed && lanes_chunks == 1)
       rows(std::integral_constant<int, 1>{});

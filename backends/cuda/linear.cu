@@ -116,6 +116,7 @@ using namespace cuda;
 // and its "B" our a, each with op N when row-major (it then reads as its transpose) and
 // op T when column-major. A batch stride of 0 reads one matrix for every batch.
 void CudaBackend::bmm(const BmmArgs& a) {
+  observe_call(OpId::bmm, a);
   const int64_t batch = a.y.sizes[0], m = a.y.sizes[1], n = a.y.sizes[2], k = a.a.sizes[2];
   if (a.y.numel() == 0) return;
   STRATA_CHECK(a.a.dtype == a.y.dtype && a.b.dtype == a.y.dtype, "bmm: operands of one dtype, got ",
@@ -158,6 +159,14 @@ void CudaBackend::bmm(const BmmArgs& a) {
         break;
       default: STRATA_FAIL("bmm: the cuda backend supports f32, f64, f16 and bf16, got ", dtype_name(a.y.dtype));
     }
+    if (observing()) {
+      if (sa.temp || sb.temp || y.temp) observe_library(LibraryCall::Kind::staged);
+      observe_library({.kind = LibraryCall::Kind::gemm_batched, .mode = static_cast<int64_t>(compute), .op_a = opb,
+                       .op_b = opa, .m = n, .n = m, .k = k, .lda = lb.ld, .ldb = la.ld, .ldc = ly.ld, .beta = 0.f,
+                       .alpha = a.alpha, .batch = batch, .stride_a = batch_stride(sb.view),
+                       .stride_b = batch_stride(sa.view), .stride_c = batch_stride(y.view), .a = sb.view.data,
+                       .b = sa.view.data, .c = y.view.data});
+    }
     STRATA_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         ctx_->cublas, opb, opa, bmm_int(n, "N"), bmm_int(m, "M"), bmm_int(k, "K"), alpha, sb.view.data, dt,
         bmm_int(lb.ld, "leading dimension"), batch_stride(sb.view), sa.view.data, dt, bmm_int(la.ld, "leading dimension"),
@@ -175,27 +184,38 @@ void CudaBackend::linear_fwd(const LinearFwdArgs& a) {
       observe_call(OpId::linear_fwd, a);
       return gemv_rows(*ctx_, a);
     }
+    const ComposedCall parts(OpId::linear_fwd);
     return linear_fwd_composed(*this, a);
   }
+  // A fused form is reported as the one call it is; a composed one as its parts (ComposedCall).
   if (a.act) {
     // GELU in the few-rows kernel (its bits those of the product, then the formula) or in
     // cuBLASLt's epilogue (f16/bf16); any other case as the product, then the formula.
     if (a.y.numel() > 0 && *a.act == UnaryFn::gelu_tanh) {
-      observe_call(OpId::linear_fwd, a);
-      if (gemv_fits(a)) return gemv_rows(*ctx_, a);
       const LtEpilogue gelu{LtEpilogue::Kind::gelu, a.b.defined ? &a.b : nullptr, &a.pre};
-      if (gemm_lt(*ctx_, a.x, transposed(a.w), a.y, gelu)) return;
+      if (gemv_fits(a)) {
+        observe_call(OpId::linear_fwd, a);
+        return gemv_rows(*ctx_, a);
+      }
+      if (gemm_lt_fits(a.x, transposed(a.w), a.y, gelu)) {
+        observe_call(OpId::linear_fwd, a);
+        if (gemm_lt(*ctx_, a.x, transposed(a.w), a.y, gelu)) return;
+      }
     }
+    const ComposedCall parts(OpId::linear_fwd);
     return linear_fwd_composed(*this, a);
   }
   if (a.z.defined && !gemv_fits(a)) {
     // The residual as cuBLASLt's C operand (f16/bf16, more rows than the few-rows kernel takes,
     // which adds it itself); otherwise the product, then the add.
     if (a.y.numel() > 0) {
-      observe_call(OpId::linear_fwd, a);
       const LtEpilogue sum{LtEpilogue::Kind::bias, a.b.defined ? &a.b : nullptr, nullptr, &a.z};
-      if (gemm_lt(*ctx_, a.x, transposed(a.w), a.y, sum)) return;
+      if (gemm_lt_fits(a.x, transposed(a.w), a.y, sum)) {
+        observe_call(OpId::linear_fwd, a);
+        if (gemm_lt(*ctx_, a.x, transposed(a.w), a.y, sum)) return;
+      }
     }
+    const ComposedCall parts(OpId::linear_fwd);
     return linear_fwd_composed(*this, a);
   }
   observe_call(OpId::linear_fwd, a);

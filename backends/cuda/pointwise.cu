@@ -1,5 +1,6 @@
 // The element-wise formulas of ops/table/pointwise.def on the GPU: the functors the CPU loops
 // instantiate, over any strides, in f32, f64, f16 and bf16 (computed in float, f64 in double).
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -141,11 +142,14 @@ struct BinaryFwdP {
 using namespace cuda;
 
 void CudaBackend::unary_fwd(const UnaryFwdArgs& a) {
+  observe_call(OpId::unary_fwd, a);
   dispatch_float(a.x.dtype, "unary_fwd", [&](auto t) {
     using T = decltype(t);
     visit_unary(a.fn, [&](auto fn) {
       const auto s = strided_by_output(a.y.sizes, a.x, a.y);
-      if (packable<2>(s, {a.x.data, a.y.data}, kPack<T>))
+      const bool packed = packable<2>(s, {a.x.data, a.y.data}, kPack<T>);
+      if (observing()) observe_library({.kind = LibraryCall::Kind::unary, .mode = packed ? 1 : 0});
+      if (packed)
         launch_packed(*ctx_, s.n / kPack<T>, UnaryFwdP<decltype(fn)::value, T>{a.x.ptr<T>(), a.y.ptr<T>(), a.p0, a.p1});
       else
         launch_elementwise(*ctx_, s, UnaryFwdK<decltype(fn)::value, T>{a.x.ptr<T>(), a.y.ptr<T>(), a.p0, a.p1});

@@ -5,6 +5,7 @@
 
 namespace strata::backends::cuda {
 
+// codegen:begin cuda_kernels row_views
 // f32 statistics for the half types, f64 for f64 (the front end allocates them so).
 template <class T>
 using stats_t = acc_t<T>;
@@ -29,6 +30,7 @@ struct View4 {
     return p[b * s0 + h * s1 + i * s2 + d * s3];
   }
 };
+// codegen:end
 // Whether a 2-D view's rows can be read in 16-byte chunks (kernels.cuh's load_chunk8).
 template <class T>
 bool rows_vectorizable(const ops::TensorView& t) {
@@ -52,6 +54,7 @@ View4<T> v4(const ops::TensorView& t) {
   return {t.ptr<T>(), t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
 }
 
+// codegen:begin cuda_kernels row_views
 // The block's sum (or max) of v in a fixed order, in every thread; `red` holds a value per warp.
 template <bool Max, class A>
 __device__ A block_reduce(A v, A* red) {
@@ -64,5 +67,6 @@ __device__ A block_reduce(A v, A* red) {
   for (int w = 1; w < warps; ++w) r = Max ? max(r, red[w]) : r + red[w];
   return r;
 }
+// codegen:end
 
 }  // namespace strata::backends::cuda

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "strata/backends/cuda/index_errors.h"
+#include "strata/backends/cuda/call_observer.h"
 #include "strata/backends/cuda/cudnn_util.h"
 #include "strata/backends/cuda/kernels.cuh"
 
@@ -262,6 +263,7 @@ TensorView reshaped(const TensorView& v, const Shape& sizes, const Shape& stride
 }
 
 // ---- index_select, index_add ------------------------------------------------------------
+// codegen:begin cuda_kernels index_select
 // The index's i-th entry; out of [0, extent): the smallest such i is recorded in *bad.
 template <class I>
 __device__ __forceinline__ int64_t index_entry(const I* index, int64_t stride, int64_t i, int64_t extent,
@@ -287,6 +289,7 @@ struct IndexSelectK {
     if (r >= 0) y[o[2]] = x[o[0] + r * x_stride];
   }
 };
+// codegen:end
 
 // One thread per position of x's slice (every dim but the indexed one); it adds the n rows
 // in index order, so the sums do not depend on timing.
@@ -493,9 +496,11 @@ void CudaBackend::softmax_bwd(const SoftmaxBwdArgs& a) {
 // y's elements in y's memory order; x read at the indexed dim's origin plus index[i] rows,
 // i the element's position along the dim (the stride-1 "operand" pos gives it).
 void CudaBackend::index_select(const IndexSelectArgs& a) {
+  observe_call(OpId::index_select, a);
   const int dim = a.dim;
   const int64_t extent = a.x.sizes[dim];
   if (a.y.numel() == 0) return;
+  observe_library(LibraryCall::Kind::own_kernel);
   Shape x_strides = a.x.strides, pos_strides;
   x_strides[dim] = 0;
   for (int d = 0; d < a.y.dim(); ++d) pos_strides.push_back(d == dim ? 1 : 0);

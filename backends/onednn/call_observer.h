@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "strata/backends/api/composed_call.h"
 #include "strata/backends/cpu/threads.h"
 #include "strata/ops/table/op_id.h"
 
@@ -54,23 +55,10 @@ class ScopedCallObserver {
 // "2.6.3": the oneDNN the backend runs on, which a program written against it names.
 std::string library_version();
 
-// Brackets a composed call's parts for the observer, if any (on_composed).
-class ComposedCall {
+// Brackets a composed call's parts for this thread's observer, if any (on_composed).
+class ComposedCall : public ComposedScope<CallObserver> {
  public:
-  explicit ComposedCall(ops::OpId op) : op_(op), o_(call_observer()) {
-    if (o_) [[unlikely]]
-      o_->on_composed(op_, true);
-  }
-  ~ComposedCall() {
-    if (o_) [[unlikely]]
-      o_->on_composed(op_, false);
-  }
-  ComposedCall(const ComposedCall&) = delete;
-  ComposedCall& operator=(const ComposedCall&) = delete;
-
- private:
-  ops::OpId op_;
-  CallObserver* o_;
+  explicit ComposedCall(ops::OpId op) : ComposedScope(op, call_observer()) {}
 };
 
 template <class Args>

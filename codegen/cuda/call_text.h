@@ -55,6 +55,12 @@ CallText conv_text(const RecordedCall& c, const std::string& member, Places& p);
 // A convolution's backward (data or weight) as the backend ran it: a graph-API plan of the engine
 // it chose, or the legacy call with its algorithm.
 CallText conv_bwd_text(const RecordedCall& c, const std::string& member, Places& p);
+// A GPT's calls (transformer_text.cpp): the lookups, layer norm, attention, GELU, the tied output
+// projection and an add of a broadcast operand, as the cuda backend ran them.
+bool is_gpt_call(const RecordedCall& c);
+CallText gpt_text(const RecordedCall& c, Places& p);
+// A double as C++ source that reads back as the same value.
+std::string num_text(double v);
 // A forward call (a prediction's, or a training step's forward): "c<i>_<layer>" members.
 CallText forward_text(const RecordedCall& c, const std::string& member, Places& p);
 std::string member_name(size_t i, const RecordedCall& c);

@@ -309,6 +309,7 @@ std::string member_name(size_t i, const RecordedCall& c) {
 }
 
 CallText forward_text(const RecordedCall& c, const std::string& m, Places& places) {
+  if (is_gpt_call(c)) return gpt_text(c, places);
   switch (c.op) {
     case OpId::conv2d_fwd: return conv_text(c, m, places);
     case OpId::linear_fwd: return linear(c, places);
@@ -328,7 +329,8 @@ CallText forward_text(const RecordedCall& c, const std::string& m, Places& place
     default:
       STRATA_FAIL("strata_codegen: op ", ops::op_name(c.op), " (", c.layer, ") is not supported by the cuda "
                   "emitter (it writes out conv2d_fwd, linear_fwd, relu_fwd, add, max_pool2d_fwd, avg_pool2d_fwd, "
-                  "global_avg_pool_fwd, space_to_depth_fwd and copy, in f32",
+                  "global_avg_pool_fwd, space_to_depth_fwd and copy, in f32; for a GPT also index_select, "
+                  "layer_norm_fwd, attention_fwd, unary_fwd (GELU) and bmm",
                   places.step().training ? "; in a training step also the backward of those LeNet-5 and ResNet run, "
                                            "batch norm in training, the loss, dropout and SGD" : "",
                   ")");
@@ -337,7 +339,8 @@ CallText forward_text(const RecordedCall& c, const std::string& m, Places& place
 
 std::vector<GeneratedFile> emit_project(const RecordedStep& step, BufferMap& buffers) {
   if (step.training) return emit_train_project(step, buffers);
-  STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32, "strata_codegen: the model takes ",
+  STRATA_CHECK((step.input.dtype == DType::f32 || step.input.dtype == DType::i64) && step.output.dtype == DType::f32,
+               "strata_codegen: the model takes ",
                dtype_name(step.input.dtype), " and returns ", dtype_name(step.output.dtype),
                "; the cuda emitter writes out f32 models only");
   Places places(step, buffers);
@@ -345,7 +348,7 @@ std::vector<GeneratedFile> emit_project(const RecordedStep& step, BufferMap& buf
   const RecordedCall& first = step.calls.front();
   const auto& in_copy = std::get<ops::CopyArgs>(first.args);
   STRATA_CHECK(first.library.size() == 1 && first.library[0].kind == Kind::memcpy && in_copy.x.is_contiguous() &&
-                   in_copy.y.is_contiguous() && in_copy.y.dtype == DType::f32,
+                   in_copy.y.is_contiguous() && in_copy.y.dtype == step.input.dtype,
                "strata_codegen: the input's copy into the planned buffer was not one plain copy to the device");
   const std::string input_at = places.ptr(in_copy.y, "the model's input buffer");
   std::vector<CallText> texts;

@@ -82,7 +82,22 @@ void global_avg_pool_nhwc(cudaStream_t s, const float* x, const int64_t (&sizes)
   check_launch("gap_fwd_nhwc_kernel");
 }
 )cg"},
-      {"convert", {"convert"}, {}, R"cg(
+      {"strided_of", {}, {}, "", R"cg(
+// strata's indexing of N operands over nd dimensions of `sizes` (n elements in all) from a launcher's
+// arrays: operand i's strides at strides[i] (0 broadcasts).
+template <int N>
+Strided<N> strided_of(int nd, int64_t n, const int64_t* sizes, const int64_t* const (&strides)[N]) {
+  Strided<N> st;
+  st.nd = nd;
+  st.n = n;
+  for (int d = 0; d < nd; ++d) {
+    st.sizes[d] = sizes[d];
+    for (int i = 0; i < N; ++i) st.strides[i][d] = strides[i][d];
+  }
+  return st;
+}
+)cg"},
+      {"convert", {"convert"}, {"strided_of"}, R"cg(
 // dst = src element by element over an indexing strata coalesced: nd dimensions of `sizes`, each
 // operand with its own strides (0 broadcasts), n elements in all.
 void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* src_strides,
@@ -91,15 +106,8 @@ void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int6
 void convert(cudaStream_t s, int nd, int64_t n, const int64_t* sizes, const int64_t* src_strides,
              const int64_t* dst_strides, const float* src, float* dst) {
   if (n <= 0) return;
-  Strided<2> st;
-  st.nd = nd;
-  st.n = n;
-  for (int d = 0; d < nd; ++d) {
-    st.sizes[d] = sizes[d];
-    st.strides[0][d] = src_strides[d];
-    st.strides[1][d] = dst_strides[d];
-  }
-  elementwise_kernel<2, ConvertFn<float, float>><<<grid(n), kThreads, 0, s>>>(st, ConvertFn<float, float>{src, dst});
+  elementwise_kernel<2, ConvertFn<float, float>><<<grid(n), kThreads, 0, s>>>(
+      strided_of<2>(nd, n, sizes, {src_strides, dst_strides}), ConvertFn<float, float>{src, dst});
   check_launch("elementwise_kernel (convert)");
 }
 )cg"},
@@ -187,7 +195,7 @@ struct Selection {
 Selection select(const std::set<std::string>& called) {
   std::set<std::string> want = called;
   const auto each = [](auto&& f) {
-    for (const auto* table : {&prediction_launchers(), &train_launchers()})
+    for (const auto* table : {&prediction_launchers(), &train_launchers(), &transformer_launchers()})
       for (const Launcher& l : *table) f(l, table == &train_launchers());
   };
   for (const std::string& name : called) {
@@ -239,6 +247,13 @@ namespace generated::kernels {
 std::string kernels_cu(const std::set<std::string>& called) {
   const Selection s = select(called);
   std::string code = blocks(k_cuda_kernels_blocks, k_cuda_kernels_block_count, s.tags);
+  // GELU's row of strata's formulas (pointwise.def) in their math (pointwise.h), on the device.
+  if (s.tags.count("gelu"))
+    code += "namespace pointwise {\n#define STRATA_POINTWISE_FN __host__ __device__ inline\n" +
+            std::string(k_pointwise_math) +
+            "#define STRATA_UNARY(name, params, fwd, bwd, domain) \\\n  template <class A> \\\n"
+            "  STRATA_POINTWISE_FN A name(A x, [[maybe_unused]] double p0, [[maybe_unused]] double p1) { return fwd; }\n" +
+            k_pointwise_rows + "#undef STRATA_UNARY\n}  // namespace pointwise\n";
   if (s.train)
     code = "namespace ops {\n" + std::string(k_cuda_train_ops) + k_dropout_rng + "}  // namespace ops\n" + code +
            blocks(k_cuda_train_kernels_blocks, k_cuda_train_kernels_block_count, s.tags);

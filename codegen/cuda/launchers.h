@@ -22,6 +22,7 @@ struct Launcher {
 // A prediction's launchers (launchers.cpp) and those a training step adds (train_kernels.cpp).
 const std::vector<Launcher>& prediction_launchers();
 const std::vector<Launcher>& train_launchers();
+const std::vector<Launcher>& transformer_launchers();  // a GPT's (transformer_text.cpp)
 
 // The launchers the calls' run texts call ("kernels::add(" -> "add").
 std::set<std::string> launchers_called(const std::vector<CallText>& texts);

@@ -26,8 +26,10 @@ class Recorder final : public backends::cuda::CallObserver {
   void on_call(OpId op, const void* args) override {
     RecordedCall c{op, ops::CopyArgs{}, false, 0, 1, {}, {}};
     c.args = recorded_args(op, args, "cuda");
+    groups_.mark(c);
     calls.push_back(std::move(c));
   }
+  void on_composed(OpId op, bool begin) override { groups_.on_composed(op, begin); }
   void on_library(const LibraryCall& l) override {
     // A backend-internal copy before any reported call (none today) would have no call to belong to.
     STRATA_CHECK(!calls.empty(), "strata_codegen: the cuda backend ran a library call before any reported op "
@@ -35,6 +37,9 @@ class Recorder final : public backends::cuda::CallObserver {
     calls.back().library.push_back(l);
   }
   std::vector<RecordedCall> calls;
+
+ private:
+  ComposedGroups groups_;
 };
 
 using CudaConv = nn::Conv2d<nn::Direct<backends::CudaBackend>>;
@@ -60,11 +65,9 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
   check_direct_model(model, "cuda");
   STRATA_CHECK(!model.module().is_training(), "strata_codegen: the model is in training mode; the generator "
                                               "writes out inference (call eval() first)");
-  STRATA_CHECK(x.dim() == 4 && x.dtype() == DType::f32 && model.dtype() == DType::f32 && x.is_contiguous() &&
-                   x.device().is_cpu(),
-               "strata_codegen: the cuda emitter writes out f32 models from a contiguous [N, C, H, W] f32 input on "
-               "the CPU; the model is ", dtype_name(model.dtype()), " and the input ", x.str(), " (",
-               dtype_name(x.dtype()), ")");
+  check_input(model, x);
+  STRATA_CHECK(model.dtype() == DType::f32, "strata_codegen: the cuda emitter writes out f32 models; the model is ",
+               dtype_name(model.dtype()));
   RecordedStep step;
   step.arena = planned_arena(x, "predicted for", "predicted", "prediction", [&] { model.predict(x); });
   Tensor result;
@@ -89,13 +92,18 @@ RecordedStep record_predict(nn::Model& model, const Tensor& x, std::map<const vo
       keep_bytes(conv->folded_weight(), step);
       keep_bytes(conv->folded_bias(), step);
     }
-  // Predict's result is the last call's output, copied out of the arena. Its bytes are on the
-  // device: the generated program's comparison with strata's (tools/gpu/codegen_cuda.sh) checks them.
-  step.output = output_of(step.calls.back());
-  STRATA_CHECK(result.sizes() == step.output.sizes && result.dtype() == step.output.dtype &&
-                   step.output.is_contiguous(),
-               "strata_codegen: predict's result ", result.str(), " is not the last kernel call's output (",
-               ops::op_name(step.calls.back().op), "): the generator cannot find the output");
+  // Predict's result is the last call's output, copied out of the arena: a view of it in the result's
+  // sizes (a GPT's logits [B, T, V] are its output projection's rows). Its bytes are on the device:
+  // the generated program's comparison with strata's (tools/gpu/codegen_cuda.sh) checks them again.
+  const ops::TensorView& out = output_of(step.calls.back());
+  const std::string out_bytes = device_bytes(out.data, view_span_bytes(out), step.device);
+  step.output = result_view(out, reinterpret_cast<const std::byte*>(out_bytes.data()), result.to(Device::cpu()),
+                            ops::op_name(step.calls.back().op));
+  name_lookup_indices(step, names);
+  // The positions a lookup reads are the model's constants, on the device.
+  for (const RecordedCall& c : step.calls)
+    if (const auto* a = std::get_if<ops::IndexSelectArgs>(&c.args); a && names.count(a->index.data))
+      step.host_bytes[a->index.data] = device_bytes(a->index.data, view_span_bytes(a->index), step.device);
   name_layers(step.calls, names);
   return step;
 }

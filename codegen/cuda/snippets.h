@@ -21,5 +21,9 @@ extern const SnippetBlock k_cuda_train_kernels_blocks[];
 extern const int k_cuda_train_kernels_block_count;
 extern const char* const k_cuda_train_ops;
 extern const char* const k_dropout_rng;
+// The element-wise formulas' math and unary rows (ops/table/pointwise.h, pointwise.def), which a
+// GPT's GELU computes each element with.
+extern const char* const k_pointwise_math;
+extern const char* const k_pointwise_rows;
 
 }  // namespace strata::codegen::cuda

@@ -5,17 +5,20 @@
 
 namespace strata::codegen::cuda {
 
-std::string main_cpp() {
-  return R"cg(// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order, the
-// shape the code was generated for), writes the output as .npy. With REPEAT, also runs the model
-// that many more times and prints the median time of one run (input copied in, output copied
-// out, as strata's predict), then times the forward alone as many times on the resident input: the
+std::string main_cpp(bool token_ids) {
+  const std::string in_type = token_ids ? "int64_t" : "float";
+  return std::string(token_ids ? "// Runs the generated model on a tensor file: reads a NumPy .npy input (int64 token ids in\n"
+                                 "// [0, kInputLimit), C order, the shape the code was generated for), writes the logits (float32)"
+                               : "// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order, the\n"
+                                 "// shape the code was generated for), writes the output") + R"cg(
+// as .npy. With REPEAT, also runs the model that many more times and prints the median time of one
+// run (input copied in, output copied out, as strata's predict), then times the forward alone as many times on the resident input: the
 // host's time to enqueue it, the device's (CUDA events around it) and the two with the wait.
 // --no-graph runs the calls one by one instead of the CUDA graph captured at load, so that both can
 // be timed.
 //   model_run weights.bin input.npy output.npy [REPEAT] [--no-graph]
 // Exit status: 0 done, 1 an error (said on stderr), 2 a usage error.
-)cg" + npy_helpers() + R"cg(#include <cuda_runtime_api.h>
+)cg" + npy_helpers() + (token_ids ? range_check() : std::string()) + R"cg(#include <cuda_runtime_api.h>
 
 int main(int argc, char** argv) {
   bool graph = true;
@@ -34,8 +37,8 @@ int main(int argc, char** argv) {
   try {
     const std::vector<int64_t> in_shape(std::begin(generated::kInputSizes), std::end(generated::kInputSizes));
     const std::vector<int64_t> out_shape(std::begin(generated::kOutputSizes), std::end(generated::kOutputSizes));
-    const std::vector<float> x = read_npy<float>(args[1], in_shape);
-    generated::Model model(args[0], graph);
+)cg" + "    const std::vector<" + in_type + "> x = read_npy<" + in_type + ">(args[1], in_shape);\n" +
+         (token_ids ? "    check_range(x, generated::kInputLimit, args[1], \"token\");\n" : "") + R"cg(    generated::Model model(args[0], graph);
     int64_t n = 1;
     for (int64_t d : out_shape) n *= d;
     std::vector<float> y(static_cast<size_t>(n));

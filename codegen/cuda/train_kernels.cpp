@@ -69,7 +69,7 @@ void dropout_bwd(cudaStream_t s, const float* dy, const uint8_t* mask, float* dx
   each<3>(s, n, DropoutBwdFn<float>{dy, mask, dx, inv_keep}, "dropout_bwd");
 }
 )cg"},
-      {"softmax_xent", {"softmax_xent"}, {}, R"cg(
+      {"softmax_xent", {"softmax_xent", "chunk8"}, {}, R"cg(
 // Softmax cross-entropy's mean over rows (logits [rows, cols], strides xs0, xs1), strata's kernels
 // with `threads` a row; row_loss: rows doubles of scratch, bad: one word of scratch.
 void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
@@ -87,7 +87,7 @@ void softmax_xent(cudaStream_t s, const float* x, int64_t rows, int64_t cols, in
   check_launch("softmax_xent_mean_kernel");
 }
 )cg"},
-      {"softmax_xent_bwd", {"softmax_xent"}, {}, R"cg(
+      {"softmax_xent_bwd", {"softmax_xent", "chunk8"}, {}, R"cg(
 // Its gradient: dx = (softmax - onehot) * dloss / kept rows; g: one double of scratch.
 void softmax_xent_bwd(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int64_t xs0, int64_t xs1,
                       const float* lse, int64_t lse_s, const int64_t* labels, int64_t ls, int64_t ignore_index,
@@ -230,7 +230,7 @@ void batch_norm_mask(cudaStream_t s, const float* dy, const uint8_t* mask, float
   check_launch("bn_mask_grad_kernel");
 }
 )cg"},
-      {"global_avg_pool_bwd", {"global_avg_pool_bwd"}, {}, R"cg(
+      {"global_avg_pool_bwd", {"global_avg_pool_bwd"}, {"strided_of"}, R"cg(
 // dx [N, C, H, W] (strides sx) = dy[n, c] (strides sy) / (H W): global average pooling's backward.
 void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2], float* dx,
                          const int64_t (&sizes)[4], const int64_t (&sx)[4]);
@@ -238,18 +238,12 @@ void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2]
 void global_avg_pool_bwd(cudaStream_t s, const float* dy, const int64_t (&sy)[2], float* dx,
                          const int64_t (&sizes)[4], const int64_t (&sx)[4]) {
   // dy broadcast over the plane with zero strides, as strata indexes it; 1 / (H W) in float, as strata's.
-  Strided<2> st;
-  st.nd = 4;
-  st.n = sizes[0] * sizes[1] * sizes[2] * sizes[3];
-  if (st.n == 0) return;
+  const int64_t n = sizes[0] * sizes[1] * sizes[2] * sizes[3];
+  if (n == 0) return;
   const int64_t dys[4] = {sy[0], sy[1], 0, 0};
-  for (int d = 0; d < 4; ++d) {
-    st.sizes[d] = sizes[d];
-    st.strides[0][d] = dys[d];
-    st.strides[1][d] = sx[d];
-  }
+  const Strided<2> st = strided_of<2>(4, n, sizes, {dys, sx});
   const float inv = 1.f / static_cast<float>(sizes[2] * sizes[3]);
-  elementwise_kernel<2, GapBwdFn<float>><<<grid(st.n), kThreads, 0, s>>>(st, GapBwdFn<float>{dy, dx, inv});
+  elementwise_kernel<2, GapBwdFn<float>><<<grid(n), kThreads, 0, s>>>(st, GapBwdFn<float>{dy, dx, inv});
   check_launch("elementwise_kernel (global_avg_pool_bwd)");
 }
 )cg"},

@@ -6,11 +6,14 @@
 # byte with strata's own direct-mode output (check/expected.npy), with and without the CUDA
 # graph; then model_run is timed with and without the graph beside strata's direct and graph
 # modes (strata_codegen --time: predict with the input in and the output out, as model_run).
-#   TARGETS="strata_codegen" tools/gpu/pack.sh      # here
-#   OUT=$OUT tools/gpu/codegen_cuda.sh              # there (carry .gpu)
+#   TARGETS="strata_codegen" CARRY_LIBS="jpeg turbojpeg stb pugixml" tools/gpu/pack.sh   # here
+#   OUT=$OUT tools/gpu/codegen_cuda.sh                                                  # there (carry .gpu)
 #   CASES   space-separated model:N,C,H,W (model: lenet, lenet_keras, resnet18, resnet50); default:
 #           LeNet-5 (both variants) and ResNet-18/50 (small-input stem) at batch 1 and 32, and
-#           ResNet-50 at 224x224 (the ImageNet stem: space-to-depth, max pooling)
+#           ResNet-50 at 224x224 (the ImageNet stem: space-to-depth, max pooling). A GPT:
+#           gpt:L,H,E,V,K:B,T (layers, heads, width, vocabulary, block; batch and tokens), e.g.
+#           gpt:2,2,64,100,16:2,8 (the tests' GPT) or gpt:12,12,768,50257,1024:1,32 (GPT-2 small's
+#           shape at 32 tokens); its input is token ids, its output the logits.
 #   REPEAT  timed runs of each (default 200; 0: no timing)
 # Writes $OUT (default /tmp/strata-codegen-cuda): codegen_cuda.log, summary.md, and a folder per
 # case (the project, its build, gen.log, build.log, run logs). Exit status: 1 if a case fails
@@ -42,13 +45,18 @@ failed=0
 median() { sed -n 's/.*: \([0-9.]*\) ms median.*/\1/p' "$1" | head -1; }
 for c in $cases; do
   model=${c%%:*}
-  shape=${c#*:}
+  shape=${c##*:}
   name="${model}_${shape//,/x}"
+  args=(--model "${model%_keras}" --seed 3 --input "$shape")
+  [ "$model" = lenet_keras ] && args+=(--lenet-variant keras)
+  if [ "$model" = gpt ]; then
+    IFS=, read -r layers heads embd vocab block <<<"$(echo "$c" | cut -d: -f2)"
+    args+=(--layers "$layers" --heads "$heads" --embd "$embd" --vocab "$vocab" --block "$block")
+    name="gpt_${layers}x${heads}x${embd}x${vocab}_${shape//,/x}"
+  fi
   dir="$out/$name"
   rm -rf "$dir"
   mkdir -p "$dir"
-  args=(--model "${model%_keras}" --seed 3 --input "$shape")
-  [ "$model" = lenet_keras ] && args+=(--lenet-variant keras)
   timing=()
   [ "$repeat" -gt 0 ] && timing=(--time "$repeat")
   if ! "$pkg/bin/strata_codegen" --backend cuda "${args[@]}" --out "$dir/project" --check "${timing[@]}" \
