@@ -57,6 +57,7 @@ struct Options {
   bool grad_views = true;
   bool sync_bn = false;
   bool comm_priority = false;
+  bool timeline = false;
 };
 
 // Rows [first, first+count) of a host batch (NCHW or NHWC: both keep an image's values together).
@@ -83,6 +84,8 @@ int run(const Options& o, const dist::RankInfo& info) {
   nn::ResNetConfig rc;
   STRATA_CHECK(o.model == "resnet18" || o.model == "resnet50", "--model: '", o.model,
                "' is not known (resnet18, resnet50)");
+  STRATA_CHECK(!o.timeline || o.dispatch != "graph", "--timeline times the collectives as they are enqueued; a "
+               "captured step enqueues them once, at capture: use --dispatch direct or static");
   rc.depth = o.model == "resnet18" ? 18 : 50;
   rc.num_classes = bench::kImageNetClasses;
   rc.small_input = o.resolution <= 64;
@@ -168,6 +171,20 @@ int run(const Options& o, const dist::RankInfo& info) {
   const std::vector<double> all_secs = pg.all_reduce_sum({seconds});
   const double mean_seconds = all_secs[0] / info.world;
   const double img_s = static_cast<double>(o.batch * info.world * o.steps) / mean_seconds;
+  if (o.timeline) {
+    // One more step, its collectives timed against its start on this rank's device.
+    pg.timeline_start();
+    step();
+    pg.timeline_mark("step end");
+    nlohmann::json lines = nlohmann::json::array();
+    for (const dist::TimelineEntry& e : pg.timeline_take())
+      lines.push_back({{"what", e.what}, {"ready_ms", e.ready_ms}, {"start_ms", e.start_ms}, {"end_ms", e.end_ms},
+                       {"bytes", e.bytes}});
+    const nlohmann::json t = {{"timeline", lines}, {"rank", info.rank}, {"world", info.world},
+                              {"dispatch", o.dispatch}, {"buckets", ddp.num_buckets()}};
+    std::printf("%s\n", t.dump().c_str());
+    std::fflush(stdout);
+  }
   if (pg.rank() == 0) {
     nlohmann::json j = {{"framework", "strata"}, {"model", o.model}, {"world", info.world},
                         {"batch_per_gpu", o.batch}, {"resolution", o.resolution}, {"precision", o.precision},
@@ -220,6 +237,10 @@ int main(int argc, char** argv) {
   app.add_flag("--deterministic", o.deterministic, "deterministic cuDNN algorithms only");
   app.add_flag("!--no-grad-views", o.grad_views,
                "stage the gradients in the buckets by copies instead of keeping them there (dist/grad_buckets.h)");
+  app.add_flag("--timeline", o.timeline,
+               "after the timed steps, one more with its collectives timed by events (each rank prints a JSON "
+               "line: when each bucket's gradients were ready, its all-reduce's start and end, the backward's "
+               "end); direct or static mode");
   app.add_flag("--comm-high-priority", o.comm_priority,
                "the collectives' stream at the device's highest priority (dist::ProcessGroupOptions)");
   app.add_flag("--sync-bn", o.sync_bn,

@@ -71,6 +71,27 @@ struct ProcessGroup::Impl {
   };
   std::deque<Pending> pending;
   std::vector<cudaEvent_t> spare;  // completed events, reused
+
+  // The timeline (timeline_start): timing events, destroyed by timeline_take.
+  struct Timed {
+    std::string what;
+    cudaEvent_t ready = nullptr, start = nullptr, end = nullptr;  // a mark: ready only
+    size_t bytes = 0;
+  };
+  bool timeline = false;
+  cudaEvent_t origin = nullptr;
+  cudaEvent_t next_ready = nullptr;  // begin()'s, taken by the collective after it
+  std::vector<Timed> timed;
+  void drop_timeline() {
+    for (const Timed& t : timed)
+      for (cudaEvent_t e : {t.ready, t.start, t.end})
+        if (e) cudaEventDestroy(e);
+    for (cudaEvent_t e : {origin, next_ready})
+      if (e) cudaEventDestroy(e);
+    timed.clear();
+    origin = next_ready = nullptr;
+    timeline = false;
+  }
   std::string failure;             // the watchdog's verdict, thrown by the main thread
   // Set once the main thread has thrown the verdict (or the group is destroyed); shared
   // with the timer that ends a process whose main thread stays blocked after a failure.
@@ -201,6 +222,7 @@ ProcessGroup::~ProcessGroup() {
   }
   if (impl_->scratch) cudaFree(impl_->scratch);
   if (impl_->host) cudaFreeHost(impl_->host);
+  impl_->drop_timeline();
   if (impl_->ready) cudaEventDestroy(impl_->ready);
   if (impl_->done) cudaEventDestroy(impl_->done);
   if (impl_->stream) cudaStreamDestroy(impl_->stream);
@@ -214,11 +236,62 @@ void ProcessGroup::abort() {
   }
 }
 
+namespace {
+
+cudaEvent_t timing_event(cudaStream_t stream) {
+  cudaEvent_t e = nullptr;
+  STRATA_DIST_CUDA(cudaEventCreate(&e));
+  STRATA_DIST_CUDA(cudaEventRecord(e, stream));
+  return e;
+}
+
+}  // namespace
+
+void ProcessGroup::timeline_start() {
+  STRATA_CHECK(!capturing(), "dist: a timeline is taken outside a CUDA graph capture (direct or static mode)");
+  impl_->drop_timeline();  // an earlier one not taken
+  impl_->timeline = true;
+  impl_->origin = timing_event(impl_->compute);
+}
+
+void ProcessGroup::timeline_mark(const std::string& what) {
+  if (!impl_->timeline || capturing()) return;
+  impl_->timed.push_back({what, timing_event(impl_->compute)});
+}
+
+std::vector<TimelineEntry> ProcessGroup::timeline_take() {
+  Impl& m = *impl_;
+  std::vector<TimelineEntry> out;
+  if (!m.origin) {
+    m.drop_timeline();
+    return out;
+  }
+  const auto ms = [&](cudaEvent_t e) {
+    float t = 0;
+    STRATA_DIST_CUDA(cudaEventSynchronize(e));
+    STRATA_DIST_CUDA(cudaEventElapsedTime(&t, m.origin, e));
+    return static_cast<double>(t);
+  };
+  for (const Impl::Timed& t : m.timed) {
+    TimelineEntry e{t.what, 0, 0, 0, t.bytes};
+    e.start_ms = ms(t.start ? t.start : t.ready);
+    e.ready_ms = t.ready ? ms(t.ready) : e.start_ms;
+    e.end_ms = t.end ? ms(t.end) : e.start_ms;
+    out.push_back(std::move(e));
+  }
+  m.drop_timeline();
+  return out;
+}
+
 void ProcessGroup::begin() {
   check_failure();
   STRATA_CHECK(!impl_->aborted, "dist: rank ", info_.rank, ": the communicator was aborted after an earlier failure");
   STRATA_DIST_CUDA(cudaEventRecord(impl_->ready, impl_->compute));
   STRATA_DIST_CUDA(cudaStreamWaitEvent(impl_->stream, impl_->ready, 0));
+  if (impl_->timeline && !capturing()) {
+    if (impl_->next_ready) cudaEventDestroy(impl_->next_ready);  // a begin() no collective followed
+    impl_->next_ready = timing_event(impl_->compute);
+  }
 }
 
 void ProcessGroup::settle(int result, const char* call) {
@@ -260,6 +333,12 @@ void ProcessGroup::all_reduce_sum(void* data, size_t count, DType dt) {
 }
 
 void ProcessGroup::enqueue_all_reduce(void* data, size_t count, DType dt, int op) {
+  const bool timed = impl_->timeline && !capturing();
+  Impl::Timed t{"all-reduce", nullptr, nullptr, nullptr, count * dtype_size(dt)};
+  if (timed) {
+    std::swap(t.ready, impl_->next_ready);
+    t.start = timing_event(impl_->stream);
+  }
   ncclResult_t r;
   {
     std::lock_guard lk(impl_->mu);
@@ -267,6 +346,10 @@ void ProcessGroup::enqueue_all_reduce(void* data, size_t count, DType dt, int op
     r = ncclAllReduce(data, data, count, nccl_type(dt), static_cast<ncclRedOp_t>(op), impl_->comm, impl_->stream);
   }
   settle(r, "ncclAllReduce");
+  if (timed) {
+    t.end = timing_event(impl_->stream);
+    impl_->timed.push_back(std::move(t));
+  }
 }
 
 void ProcessGroup::copy(void* dst, const void* src, size_t bytes) {
@@ -283,7 +366,9 @@ void ProcessGroup::end(const char* what) {
   }
   // The backend's next work (the optimizer) waits on the device; the host goes on, as
   // PyTorch's DDP does, and the watchdog bounds the wait.
+  timeline_mark("backward done");
   watch_after(impl_->stream, true, what);
+  timeline_mark("exchange joined");
 }
 
 void ProcessGroup::bound_queued_work(const char* what) {

@@ -46,6 +46,15 @@ struct ProcessGroupOptions {
   bool high_priority_stream = false;
 };
 
+// One line of a step's timeline (ProcessGroup::timeline_take): a mark on the backend's stream
+// (ready = start = end), or a collective: its inputs ready on the backend's stream, its start and
+// end on the collectives' stream; milliseconds of device time from timeline_start().
+struct TimelineEntry {
+  std::string what;
+  double ready_ms = 0, start_ms = 0, end_ms = 0;
+  size_t bytes = 0;
+};
+
 class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer {
  public:
   // Joins the group (collective: every rank must construct one). Needs the cuda
@@ -93,6 +102,18 @@ class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer
   // Aborts the communicator: pending and later collectives of this rank fail. Safe
   // to call more than once.
   void abort();
+
+  // A timeline of the collectives, to see how much of an exchange the backward hides (the GPU
+  // machines run no Nsight Systems): from timeline_start() (time 0 on the backend's stream)
+  // each collective enqueued outside a CUDA graph capture is timed by events (see
+  // TimelineEntry), end() marks where the backend's stream reached it ("backward done") and
+  // where it may go on ("exchange joined"), and timeline_mark() adds marks of the caller's.
+  // timeline_take() waits for them, returns the entries in order and turns the timeline off.
+  // A captured step records nothing (its calls run at capture, not at launch): time direct
+  // or static mode.
+  void timeline_start();
+  void timeline_mark(const std::string& what);
+  std::vector<TimelineEntry> timeline_take();
 
  private:
   struct Impl;

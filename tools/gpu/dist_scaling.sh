@@ -16,6 +16,8 @@
 #   ctas16, ctas32          2 GPUs, NCCL held at 16 or 32 thread blocks a collective
 #   bucket200ctas32         one bucket with 32 blocks: how fast the exchange can go unhidden
 #   prio      2 GPUs, the collectives' stream at the highest priority (--comm-high-priority)
+#   timeline  2 GPUs in direct mode, then one step with its collectives timed (--timeline): each
+#             rank's JSON line says when each bucket was ready, its all-reduce's start and end
 # then PyTorch DDP on 1 and 2 GPUs, eager and under torch.compile (FORMS: eager, compile, and
 # compile_nosplit, torch.compile without DDPOptimizer's graph split at the buckets), the peer in the
 # same call.
@@ -75,6 +77,9 @@ run_variant() {
     ctas4) NCCL_MAX_CTAS=4 NCCL_MAX_NCHANNELS=4 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas4 "$r" ;;
     bucket6) "$prog" "${common[@]}" --nproc 2 --bucket-mb 6 2>&1 | tag bucket6 "$r" ;;
     bucket200) "$prog" "${common[@]}" --nproc 2 --bucket-mb 200 2>&1 | tag bucket200 "$r" ;;
+    timeline)
+      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline 2>&1 |
+        tee "$out/timeline_$r.txt" | tag timeline "$r" ;;
     prio) "$prog" "${common[@]}" --nproc 2 --comm-high-priority 2>&1 | tag prio "$r" ;;
     ctas16) NCCL_MIN_CTAS=16 NCCL_MAX_CTAS=16 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas16 "$r" ;;
     ctas32) NCCL_MIN_CTAS=32 NCCL_MAX_CTAS=32 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas32 "$r" ;;
@@ -118,6 +123,15 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 by = {}
 for d in rows:
+    if "timeline" in d:  # --timeline's lines: one step of one rank, its collectives' times
+        print(f"timeline, rank {d['rank']}, round {d['round']} ({d['dispatch']}, {d['buckets']} buckets), ms from the step's start:")
+        for e in d["timeline"]:
+            if e["bytes"]:
+                print(f"  {e['what']:<16} {e['bytes'] / 2**20:7.1f} MiB  ready {e['ready_ms']:7.2f}  "
+                      f"start {e['start_ms']:7.2f}  end {e['end_ms']:7.2f}")
+            else:
+                print(f"  {e['what']:<16} {'':11}  at {e['ready_ms']:7.2f}")
+        continue
     by.setdefault(d["variant"], []).append(d)
 one = statistics.median(d["ms_per_step"] for d in by.get("one", [{"ms_per_step": float("nan")}]))
 print(f"{'variant':<16} {'runs':>4} {'ms/step (each)':<24} {'img/s':>10} {'vs 1 GPU, ms':>13}")
