@@ -35,8 +35,8 @@ struct LtEpilogue {
 // (cuBLASLt's rule). Returns false, having done nothing, where these do not hold or cuBLASLt offers no
 // algorithm; the caller then takes its general path.
 bool gemm_lt(Context& ctx, const TensorView& a, const TensorView& b, const TensorView& d, const LtEpilogue& e);
-// Whether gemm_lt takes these operands (it returns false exactly where this does), so that a caller
-// can tell before it runs whether the product will be fused.
+// Whether gemm_lt takes these operands, so that a caller can tell before it runs whether the product
+// will be fused (gemm_lt also returns false where this holds but cuBLASLt offers no algorithm).
 bool gemm_lt_fits(const TensorView& a, const TensorView& b, const TensorView& d, const LtEpilogue& e);
 
 }  // namespace strata::backends::cuda
