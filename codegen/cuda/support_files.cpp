@@ -12,8 +12,10 @@ std::string main_cpp(bool token_ids) {
                                : "// Runs the generated model on a tensor file: reads a NumPy .npy input (float32, C order, the\n"
                                  "// shape the code was generated for), writes the output") + R"cg(
 // as .npy. With REPEAT, also runs the model that many more times and prints the median time of one
-// run (input copied in, output copied out, as strata's predict), then times the forward alone as many times on the resident input: the
-// host's time to enqueue it, the device's (CUDA events around it) and the two with the wait.
+// run (input copied in, output copied out, as strata's predict: from and into page-locked host memory,
+// which strata's cuda backend gives its host tensors), then times the forward alone as many times on
+// the resident input: the host's time to enqueue it, the device's (CUDA events around it) and the
+// two with the wait.
 // --no-graph runs the calls one by one instead of the CUDA graph captured at load, so that both can
 // be timed.
 //   model_run weights.bin input.npy output.npy [REPEAT] [--no-graph]
@@ -45,12 +47,20 @@ int main(int argc, char** argv) {
     model.run(x.data(), y.data());
     write_npy(args[2], out_shape, y);
     if (repeat > 0) {
+      void* xp = nullptr;
+      void* yp = nullptr;
+      if (cudaMallocHost(&xp, x.size() * sizeof(x[0])) != cudaSuccess ||
+          cudaMallocHost(&yp, y.size() * sizeof(float)) != cudaSuccess)
+        throw std::runtime_error("cudaMallocHost failed");
+      std::memcpy(xp, x.data(), x.size() * sizeof(x[0]));
       std::vector<double> ms;
       for (int i = 0; i < repeat; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
-        model.run(x.data(), y.data());
+        model.run(static_cast<const )cg" + in_type + R"cg(*>(xp), static_cast<float*>(yp));
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
+      cudaFreeHost(xp);
+      cudaFreeHost(yp);
       std::sort(ms.begin(), ms.end());
       std::printf("time per run: %.3f ms median (min %.3f, max %.3f) over %d runs after 1, %s\n", ms[ms.size() / 2],
                   ms.front(), ms.back(), repeat, graph ? "CUDA graph" : "no graph");
