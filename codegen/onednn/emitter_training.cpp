@@ -332,7 +332,10 @@ std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, B
   for (size_t i = 0; i < texts.size(); ++i) {
     const RecordedCall& c = step.calls[i];
     cpp << "  " << block_open(true) << "  // " << c.layer << ": " << ops::op_name(c.op)
-        << (c.primitive || c.op == OpId::copy ? "" : " (plain loop: strata's own)") << "\n";
+        << (c.primitive || c.op == OpId::copy ? ""
+            : c.op == OpId::bmm               ? " (oneDNN's sgemm, as the backend calls it)"
+                                              : " (plain loop: strata's own)")
+        << "\n";
     cpp << texts[i].run << texts[i].after << "  " << block_close(true) << "\n";
   }
   cpp << "  return *reinterpret_cast<const float*>(" << loss_at << ");\n}\n\n}  // namespace generated\n";
