@@ -221,9 +221,13 @@ void Weights::save(const std::string& path) const {
 )cg";
 }
 
-std::string train_main_cpp(bool graph_switch) {
-  return R"cg(// Trains the generated model: STEPS steps of SGD on one batch (a NumPy .npy input, float32,
-// and its labels, int64, in the shapes the code was generated for), printing the loss of each
+std::string train_main_cpp(bool graph_switch, bool token_ids) {
+  return std::string(token_ids ? R"cg(// Trains the generated model: STEPS steps of SGD on one batch (a NumPy .npy input of int64
+// token ids in [0, kInputLimit), and its labels, the next ids, int64, in the shapes the code
+// was generated for), printing the loss of each)cg"
+                               : R"cg(// Trains the generated model: STEPS steps of SGD on one batch (a NumPy .npy input, float32,
+// and its labels, int64, in the shapes the code was generated for), printing the loss of each)cg") +
+         R"cg(
 // step, then writes the state (parameters, gradients, momentum, dropout's counters).
 //   model_train weights.bin input.npy labels.npy STEPS out_weights.bin [--time])cg" +
          std::string(graph_switch ? " [--no-graph]\n// --no-graph runs the step's calls one by one instead of "
@@ -259,8 +263,10 @@ std::string train_main_cpp(bool graph_switch) {
   try {
     const std::vector<int64_t> in_shape(std::begin(generated::kInputSizes), std::end(generated::kInputSizes));
     const std::vector<int64_t> label_shape(std::begin(generated::kLabelSizes), std::end(generated::kLabelSizes));
-    const std::vector<float> x = read_npy<float>(argv[2], in_shape);
-    const std::vector<int64_t> labels = read_npy<int64_t>(argv[3], label_shape);
+)cg" + (token_ids ? "    const std::vector<int64_t> x = read_npy<int64_t>(argv[2], in_shape);\n"
+                               "    check_range(x, generated::kInputLimit, argv[2], \"token\");\n"
+                             : "    const std::vector<float> x = read_npy<float>(argv[2], in_shape);\n") +
+         R"cg(    const std::vector<int64_t> labels = read_npy<int64_t>(argv[3], label_shape);
     check_range(labels, generated::kClasses, argv[3], "label");
     const std::unique_ptr<generated::Model> model = make_model(argv[1], graph);
     std::vector<double> ms;

@@ -17,8 +17,9 @@ std::string npy_helpers();
 std::string range_check();
 
 // main.cpp of a training step: model_train WEIGHTS INPUT.npy LABELS.npy STEPS OUT_WEIGHTS, the
-// labels checked and named; with graph_switch also [--no-graph] (the Model takes (path, graph)).
-std::string train_main_cpp(bool graph_switch);
+// labels checked and named; with graph_switch also [--no-graph] (the Model takes (path, graph));
+// token_ids: the input is int64 token ids, checked against the model's kInputLimit (a GPT's).
+std::string train_main_cpp(bool graph_switch, bool token_ids = false);
 
 // The weights file's header: magic, payload bytes, FNV-1a checksum of the payload.
 inline constexpr char kWeightsMagic[8] = {'D', 'N', 'N', 'L', 'W', 'T', 'S', '1'};

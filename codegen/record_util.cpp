@@ -36,6 +36,7 @@ const ops::TensorView* weight_of(const RecordedCall& c) {
   // A GPT's lookups read their tables; its layer norms their weights.
   if (const auto* a = std::get_if<ops::IndexSelectArgs>(&c.args)) return &a->x;
   if (const auto* a = std::get_if<ops::LayerNormFwdArgs>(&c.args)) return &a->weight;
+  if (const auto* a = std::get_if<ops::LayerNormBwdArgs>(&c.args)) return &a->dweight;
   return nullptr;
 }
 
@@ -90,6 +91,11 @@ RecordedArgs recorded_args(ops::OpId op, const void* args, const char* backend) 
     case OpId::attention_fwd: take(std::type_identity<ops::AttentionFwdArgs>{}); break;
     case OpId::unary_fwd: take(std::type_identity<ops::UnaryFwdArgs>{}); break;
     case OpId::bmm: take(std::type_identity<ops::BmmArgs>{}); break;
+    case OpId::layer_norm_bwd: take(std::type_identity<ops::LayerNormBwdArgs>{}); break;
+    case OpId::attention_bwd: take(std::type_identity<ops::AttentionBwdArgs>{}); break;
+    case OpId::unary_bwd: take(std::type_identity<ops::UnaryBwdArgs>{}); break;
+    case OpId::index_add: take(std::type_identity<ops::IndexAddArgs>{}); break;
+    case OpId::reduce_dims: take(std::type_identity<ops::ReduceDimsArgs>{}); break;
     default:
       STRATA_FAIL("strata_codegen: the ", backend, " backend reported op ", ops::op_name(op),
                   ", which the generator does not record (internal error)");
@@ -233,13 +239,17 @@ std::vector<const ops::DropoutFwdArgs*> dropouts(const RecordedStep& step) {
 void check_train_inputs(const nn::Model& model, const Tensor& x, const Tensor& labels) {
   STRATA_CHECK(model.module().is_training(), "strata_codegen: the model is in evaluation mode; a training step "
                                              "is generated from a model in training mode (call train() first)");
-  STRATA_CHECK(x.dim() == 4 && x.dtype() == model.dtype() && x.is_contiguous() && x.device().is_cpu(),
+  // A GPT's tokens [B, T] predict the next ids, a label per position; images a class per sample.
+  const bool tokens = x.dim() == 2 && x.dtype() == DType::i64;
+  STRATA_CHECK((tokens || (x.dim() == 4 && x.dtype() == model.dtype())) && x.is_contiguous() && x.device().is_cpu(),
                "strata_codegen: the input must be a contiguous [N, C, H, W] ", dtype_name(model.dtype()),
-               " tensor on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
-  STRATA_CHECK(labels.dim() == 1 && labels.dtype() == DType::i64 && labels.size(0) == x.size(0) &&
-                   labels.is_contiguous() && labels.device().is_cpu(),
-               "strata_codegen: the labels must be a contiguous i64 [", x.size(0), "] tensor on the CPU (one class a "
-               "sample), and they are ", labels.str(), " (", dtype_name(labels.dtype()), ")");
+               " tensor (or i64 token ids [B, T]) on the CPU, and it is ", x.str(), " (", dtype_name(x.dtype()), ")");
+  const Shape want = tokens ? x.sizes() : Shape{x.size(0)};
+  STRATA_CHECK(labels.sizes() == want && labels.dtype() == DType::i64 && labels.is_contiguous() &&
+                   labels.device().is_cpu(),
+               "strata_codegen: the labels must be a contiguous i64 ", want.str(), " tensor on the CPU (",
+               tokens ? "the next token at each position" : "one class a sample", "), and they are ", labels.str(),
+               " (", dtype_name(labels.dtype()), ")");
 }
 
 void check_input(const nn::Model& model, const Tensor& x) {

@@ -18,7 +18,9 @@ namespace strata::codegen {
 
 // The argument structs of the ops a recorder can hand to an emitter: a prediction's, then
 // those a training step adds (backward, loss, dropout, fills, the optimizer's single steps), then
-// a GPT's forward (the lookups, layer norm, attention, GELU, the tied output projection).
+// a GPT's forward (the lookups, layer norm, attention, GELU, the tied output projection), then its
+// training step's backward (layer norm's, attention's, GELU's, the lookups' index_add, the reduction of
+// the position embedding's gradient).
 using RecordedArgs =
     std::variant<ops::Conv2dFwdArgs, ops::LinearFwdArgs, ops::ReluFwdArgs, ops::MaxPool2dFwdArgs,
                  ops::AvgPool2dFwdArgs, ops::GlobalAvgPoolFwdArgs, ops::AddArgs, ops::CopyArgs,
@@ -27,7 +29,8 @@ using RecordedArgs =
                  ops::SoftmaxXentBwdArgs, ops::DropoutFwdArgs, ops::DropoutBwdArgs, ops::FillArgs, ops::SgdStepArgs,
                  ops::BatchNormFwdArgs, ops::BatchNormBwdArgs, ops::GlobalAvgPoolBwdArgs, ops::SpaceToDepthArgs,
                  ops::SpaceToDepthBwdArgs, ops::IndexSelectArgs, ops::LayerNormFwdArgs, ops::AttentionFwdArgs,
-                 ops::UnaryFwdArgs, ops::BmmArgs>;
+                 ops::UnaryFwdArgs, ops::BmmArgs, ops::LayerNormBwdArgs, ops::AttentionBwdArgs, ops::UnaryBwdArgs,
+                 ops::IndexAddArgs, ops::ReduceDimsArgs>;
 
 struct RecordedCall {
   ops::OpId op;

@@ -189,11 +189,18 @@ int main(int argc, char** argv) {
       STRATA_CHECK(stem.empty() && variant_opt->count() == 0 && classes_opt->count() == 0, "--model gpt takes none "
                    "of --stem, --lenet-variant, --classes (a GPT's options: --layers, --heads, --embd, --vocab, "
                    "--block)");
-      STRATA_CHECK(!train, "--train --model gpt: a GPT's training step is not written out yet (its prediction is)");
+      STRATA_CHECK(!train || backend == "onednn", "--train --model gpt --backend ", backend, ": a GPT's training "
+                   "step is written out for the onednn backend only (the cuda emitter writes its prediction)");
       STRATA_CHECK(gpt.n_embd % gpt.n_head == 0, "--embd ", gpt.n_embd, " is not a multiple of --heads ", gpt.n_head);
       sizes = input.empty() ? Shape{1, gpt.block_size} : parse_input(input, 2, "batch,tokens");
       STRATA_CHECK(sizes[1] <= gpt.block_size, "--input ", input, ": ", sizes[1], " tokens, but the GPT's --block is ",
                    gpt.block_size, " (its longest sequence)");
+      // A padded output projection's backward (its gradient's zero columns, the rows copied) is not written
+      // out for training: the step's rows (batch times tokens) must stay below the padding's threshold.
+      STRATA_CHECK(!train || sizes[0] * sizes[1] < gpt.pad_head_min_rows || gpt.padded_vocab() == gpt.vocab_size,
+                   "--train --model gpt --input ", input, ": ", sizes[0] * sizes[1], " rows pad the vocabulary of ",
+                   gpt.vocab_size, " to ", gpt.padded_vocab(), " (GptConfig::pad_head_min_rows is ",
+                   gpt.pad_head_min_rows, "); a padded output projection's training step is not written out yet");
       build = [&](ops::DispatchMode mode) {
         manual_seed(spec.seed);  // GPT-2's initialisation draws from the default generator
         return nn::make_gpt(gpt, mode, backend);
@@ -254,9 +261,13 @@ int main(int argc, char** argv) {
                   static_cast<long long>(r.code_lines), static_cast<long long>(r.model_lines));
     };
     if (train) {
+      // A class per image, or for a GPT the next token at each position.
+      const bool gpt_model = spec.model == "gpt";
+      const Shape label_sizes = gpt_model ? sizes : Shape{sizes[0]};
+      const int64_t n_classes = gpt_model ? gpt.vocab_size : spec.num_classes;
       std::mt19937_64 gen(check_seed + 1);
-      std::vector<int64_t> classes(static_cast<size_t>(sizes[0]));
-      for (int64_t& c : classes) c = static_cast<int64_t>(gen() % static_cast<uint64_t>(spec.num_classes));
+      std::vector<int64_t> classes(static_cast<size_t>(label_sizes.numel()));
+      for (int64_t& c : classes) c = static_cast<int64_t>(gen() % static_cast<uint64_t>(n_classes));
       nn::OptimizerConfig oc;
       oc.lr = lr;
       oc.momentum = momentum;
@@ -264,10 +275,10 @@ int main(int argc, char** argv) {
       codegen::GenerateOptions go{out, backend, force, what.str()};
       go.check_steps = check ? check_steps : 0;
       const codegen::GenerateResult r =
-          codegen::generate_train_step(*model, x, Tensor::from_vector(classes, Shape{sizes[0]}), *opt, go);
+          codegen::generate_train_step(*model, x, Tensor::from_vector(classes, label_sizes), *opt, go);
       report(r, "a training step of ", "state");
       if (time_repeat > 0) {
-        const Tensor labels = Tensor::from_vector(classes, Shape{sizes[0]});
+        const Tensor labels = Tensor::from_vector(classes, label_sizes);
         for (ops::DispatchMode mode : timed_modes(backend))
           time_strata_train(build, backend, mode, x, labels, oc, time_repeat);
       }

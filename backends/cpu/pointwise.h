@@ -76,8 +76,8 @@ void binary_bwd(const ops::BinaryBwdArgs& a) {
 }  // namespace strata::backends::loops
 
 // The four pointwise members of a CPU backend class whose body is these loops in f32 and f64
-// (openblas, eigen, onednn: none of their libraries has the whole family), defined once; unary_fwd
-// first calls observe(op, args) (loops::unobserved, or the backend's call observer).
+// (openblas, eigen, onednn: none of their libraries has the whole family), defined once; unary_fwd and
+// unary_bwd first call observe(op, args) (loops::unobserved, or the backend's call observer).
 #define STRATA_CPU_POINTWISE_MEMBERS(Backend) STRATA_CPU_POINTWISE_MEMBERS_OBSERVED(Backend, loops::unobserved)
 #define STRATA_CPU_POINTWISE_MEMBERS_OBSERVED(Backend, observe)                                           \
   void Backend::unary_fwd(const ::strata::ops::UnaryFwdArgs& a) {                                         \
@@ -85,6 +85,7 @@ void binary_bwd(const ops::BinaryBwdArgs& a) {
     loops::visit_float(kName, "unary_fwd", a.x.dtype, [&](auto t) { loops::unary_fwd<decltype(t)>(a); }); \
   }                                                                                                       \
   void Backend::unary_bwd(const ::strata::ops::UnaryBwdArgs& a) {                                         \
+    observe(::strata::ops::OpId::unary_bwd, a);                                                           \
     loops::visit_float(kName, "unary_bwd", a.x.dtype, [&](auto t) { loops::unary_bwd<decltype(t)>(a); }); \
   }                                                                                                       \
   void Backend::binary_fwd(const ::strata::ops::BinaryFwdArgs& a) {                                       \

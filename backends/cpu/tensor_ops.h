@@ -67,14 +67,32 @@ void where(const ops::WhereArgs& a) {
                      a.cond, a.a, a.b, a.y);
 }
 
+// A sum over one dim, shared with generated training steps (a GPT's position gradient: codegen/
+// writes the code between "codegen:begin" and "codegen:end" into its programs as it is).
+// codegen:begin transformer_loops
+// The sum of n values at x[k * stride], from 0 in k order, computed in A.
+template <class T, class A = T>
+A sum_strided(const T* x, int64_t stride, int64_t n) {
+  A acc = 0;
+  for (int64_t k = 0; k < n; ++k) acc += A(x[k * stride]);
+  return acc;
+}
+// codegen:end
+
 // One pass per output element over its reduced elements, in row-major order (argmax's
 // position counts in that order).
 template <class T, class A = T>
 void reduce_dims(const ops::ReduceDimsArgs& a) {
   const int nd = a.x.dim();
   Shape reduced = a.x.sizes;  // the reduced dims' extents, 1 on the kept ones
-  for (int d = 0; d < nd; ++d)
-    if (a.y.sizes[d] == a.x.sizes[d]) reduced[d] = 1;
+  int summed = -1;            // a sum over one dim only: that dim (sum_strided)
+  for (int d = 0; d < nd; ++d) {
+    if (a.y.sizes[d] == a.x.sizes[d])
+      reduced[d] = 1;
+    else
+      summed = summed == -1 ? d : -2;
+  }
+  if (a.fn != ops::ReduceFn::sum) summed = -2;
   const ops::TensorView kept = detail::with_sizes(a.x, a.y.sizes, a.x.strides);
   const ops::TensorView inner = detail::with_sizes(a.x, reduced, a.x.strides);
   const int64_t count = reduced.numel();
@@ -87,6 +105,10 @@ void reduce_dims(const ops::ReduceDimsArgs& a) {
                                                                         : A(0);
     int64_t at = 0;
     bool nan = false;
+    if (summed >= 0) {
+      a.y.ptr<T>()[oy] = static_cast<T>(sum_strided<T, A>(base, a.x.strides[summed], a.x.sizes[summed]));
+      return;
+    }
     for_each_element([&](int64_t k, int64_t o) {
       const A v = A(base[o]);
       switch (fn) {
@@ -220,11 +242,27 @@ inline void index_select(const ops::IndexSelectArgs& a) {
   }
 }
 
+// The row loop of index_add over a matrix's rows, shared with generated training steps (an
+// embedding's gradient: codegen/ writes the code between "codegen:begin" and "codegen:end" into
+// its programs as it is).
+// codegen:begin transformer_loops
+// y's c values += x's, each sum computed in A.
+template <class T, class A = T>
+void add_row_into(const T* x, int64_t x_stride, T* y, int64_t y_stride, int64_t c) {
+  for (int64_t j = 0; j < c; ++j) y[j * y_stride] = static_cast<T>(A(y[j * y_stride]) + A(x[j * x_stride]));
+}
+// codegen:end
+
 template <class T, class A = T>
 void index_add(const ops::IndexAddArgs& a) {
   const int64_t n = a.index.numel(), extent = a.y.sizes[a.dim];
   for (int64_t i = 0; i < n; ++i) {
     const int64_t r = detail::index_at("index_add", a.index, i, extent);
+    if (a.dim == 0 && a.x.dim() == 2) {  // rows of a matrix (an embedding's gradient)
+      add_row_into<T, A>(a.x.ptr<const T>() + i * a.x.strides[0], a.x.strides[1], a.y.ptr<T>() + r * a.y.strides[0],
+                         a.y.strides[1], a.x.sizes[1]);
+      continue;
+    }
     const ops::TensorView src = detail::slice(a.x, a.dim, i, sizeof(T)), dst = detail::slice(a.y, a.dim, r, sizeof(T));
     const T* s = src.ptr<const T>();
     T* d = dst.ptr<T>();
@@ -235,8 +273,8 @@ void index_add(const ops::IndexAddArgs& a) {
 }  // namespace strata::backends::loops
 
 // The tensor-API members of a CPU backend class whose body is these loops (openblas, eigen,
-// onednn), defined once; bmm stays each backend's own (its GEMM library). index_select first calls
-// observe(op, args) (loops::unobserved, or the backend's call observer).
+// onednn), defined once; bmm stays each backend's own (its GEMM library). index_select, index_add and
+// reduce_dims first call observe(op, args) (loops::unobserved, or the backend's call observer).
 #define STRATA_CPU_TENSOR_MEMBERS(Backend) STRATA_CPU_TENSOR_MEMBERS_OBSERVED(Backend, loops::unobserved)
 #define STRATA_CPU_TENSOR_MEMBERS_OBSERVED(Backend, observe)                                                 \
   void Backend::compare(const ::strata::ops::CompareArgs& a) {                                               \
@@ -246,6 +284,7 @@ void index_add(const ops::IndexAddArgs& a) {
     loops::visit_float(kName, "where", a.a.dtype, [&](auto t) { loops::where<decltype(t)>(a); });          \
   }                                                                                                          \
   void Backend::reduce_dims(const ::strata::ops::ReduceDimsArgs& a) {                                        \
+    observe(::strata::ops::OpId::reduce_dims, a);                                                            \
     loops::visit_float(kName, "reduce_dims", a.x.dtype, [&](auto t) { loops::reduce_dims<decltype(t)>(a); }); \
   }                                                                                                          \
   void Backend::softmax_fwd(const ::strata::ops::SoftmaxArgs& a) {                                           \
@@ -259,5 +298,6 @@ void index_add(const ops::IndexAddArgs& a) {
     loops::index_select(a);                                                                                  \
   }                                                                                                          \
   void Backend::index_add(const ::strata::ops::IndexAddArgs& a) {                                            \
+    observe(::strata::ops::OpId::index_add, a);                                                              \
     loops::visit_float(kName, "index_add", a.x.dtype, [&](auto t) { loops::index_add<decltype(t)>(a); });  \
   }

@@ -109,9 +109,89 @@ void attention_pair(Strided2<const T> q, Strided2<const T> k, Strided2<const T> 
 }
 // codegen:end
 
+// The backward's arithmetic over plain pointers, shared with generated training steps as the
+// forward's is: one row's dx of layer norm, its weight and bias gradients (column sums in row
+// order), and one (batch, head) pair of attention's backward.
+// codegen:begin transformer_loops
+// dx of one row of c values: rstd (g - mean(g) - xhat mean(g xhat)) with g = dy * w (w optional).
+template <class T, class A = T, class S = T>
+void layer_norm_bwd_row(Strided1<const T> x, Strided1<const T> w, Strided1<const T> dy, Strided1<T> dx, int64_t c,
+                        S mean, S rstd) {
+  auto xhat = [&](int64_t j) { return (A(x.data[j * x.stride]) - A(mean)) * A(rstd); };
+  auto wj = [&](int64_t j) { return w.data ? A(w.data[j * w.stride]) : A(1); };
+  A sg = 0, sgx = 0;
+  for (int64_t j = 0; j < c; ++j) {
+    const A g = A(dy.data[j * dy.stride]) * wj(j);
+    sg += g;
+    sgx += g * xhat(j);
+  }
+  const A mg = sg / A(c), mgx = sgx / A(c), rs = A(rstd);
+  for (int64_t j = 0; j < c; ++j) {
+    const A g = A(dy.data[j * dy.stride]) * wj(j);
+    dx.data[j * dx.stride] = static_cast<T>(rs * (g - mg - xhat(j) * mgx));
+  }
+}
+
+// dweight = sum over the n rows of dy xhat, dbias = sum of dy, per column in row order (either
+// may be null).
+template <class T, class A = T, class S = T>
+void layer_norm_param_grads(Strided2<const T> x, Strided2<const T> dy, Strided1<const S> mean, Strided1<const S> rstd,
+                            int64_t n, int64_t c, Strided1<T> dw, Strided1<T> db) {
+  for (int64_t j = 0; j < c; ++j) {
+    A sw = 0, sb = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      const A g = A(dy.at(r, j));
+      sw += g * ((A(x.at(r, j)) - A(mean.data[r * mean.stride])) * A(rstd.data[r * rstd.stride]));
+      sb += g;
+    }
+    if (dw.data) dw.data[j * dw.stride] = static_cast<T>(sw);
+    if (db.data) db.data[j * db.stride] = static_cast<T>(sb);
+  }
+}
+
+// One (batch, head) pair's backward. With P_ij = exp(scale q_i . k_j - lse_i) and delta_i = dy_i . y_i:
+//   dv_j = sum_i P_ij dy_i, dS_ij = P_ij (dy_i . v_j - delta_i),
+//   dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i;
+// dk and dv accumulated in A over the queries and written once (every key row, zero where unseen).
+template <class T, class A = T, class S = T>
+void attention_bwd_pair(Strided2<const T> q, Strided2<const T> k, Strided2<const T> v, Strided2<const T> y,
+                        Strided2<const T> dy, Strided1<const S> lse, Strided1<S> delta, Strided2<T> dq, Strided2<T> dk,
+                        Strided2<T> dv, const AttentionDims& n, A scale) {
+  const int64_t D = n.d;
+  std::vector<A> gk(static_cast<size_t>(n.tk * D), A(0)), gv(static_cast<size_t>(n.tk * D), A(0)),
+      gq(static_cast<size_t>(D));
+  for (int64_t i = 0; i < n.tq; ++i) {
+    A di = 0;
+    for (int64_t d = 0; d < D; ++d) di += A(dy.at(i, d)) * A(y.at(i, d));
+    delta.data[i * delta.stride] = static_cast<S>(di);
+    const A li = A(lse.data[i * lse.stride]);
+    const int64_t keys = visible_key_count(n.causal, i, n.tq, n.keys_held);
+    std::fill(gq.begin(), gq.end(), A(0));
+    for (int64_t j = 0; j < keys; ++j) {
+      A s = 0, dp = 0;
+      for (int64_t d = 0; d < D; ++d) {
+        s += A(q.at(i, d)) * A(k.at(j, d));
+        dp += A(dy.at(i, d)) * A(v.at(j, d));
+      }
+      const A p = std::exp(s * scale - li), ds = p * (dp - di);
+      for (int64_t d = 0; d < D; ++d) {
+        gv[j * D + d] += p * A(dy.at(i, d));
+        gk[j * D + d] += scale * ds * A(q.at(i, d));
+        gq[d] += scale * ds * A(k.at(j, d));
+      }
+    }
+    for (int64_t d = 0; d < D; ++d) dq.at(i, d) = static_cast<T>(gq[d]);
+  }
+  for (int64_t j = 0; j < n.tk; ++j)
+    for (int64_t d = 0; d < D; ++d) {
+      dk.at(j, d) = static_cast<T>(gk[j * D + d]);
+      dv.at(j, d) = static_cast<T>(gv[j * D + d]);
+    }
+}
+// codegen:end
+
 namespace detail {
-// Element (i, j) of a 2-D view, or (b, h, t, d) of a 4-D one, as an offset.
-inline int64_t at2(const ops::TensorView& v, int64_t i, int64_t j) { return i * v.strides[0] + j * v.strides[1]; }
+// Element (b, h, t, d) of a 4-D view, as an offset.
 inline int64_t at4(const ops::TensorView& v, int64_t b, int64_t h, int64_t t, int64_t d) {
   return b * v.strides[0] + h * v.strides[1] + t * v.strides[2] + d * v.strides[3];
 }
@@ -127,11 +207,6 @@ inline int pool_threads(const Work& w) {
 template <class Args>
 int64_t key_count(const Args& a, int64_t tk) {
   return a.kv_len.defined ? std::clamp<int64_t>(a.kv_len.template ptr<const int64_t>()[0], 0, tk) : tk;
-}
-// The keys query i of tq may see, of `keys`: [0, limit), none before a cache's fill.
-template <class Args>
-int64_t visible_keys(const Args& a, int64_t i, int64_t tq, int64_t keys) {
-  return visible_key_count(a.causal, i, tq, keys);
 }
 }  // namespace detail
 
@@ -164,49 +239,32 @@ template <class T, class A = T, class S = T>
 void layer_norm_bwd(const ops::LayerNormBwdArgs& a) {
   const int64_t n = a.x.sizes[0], c = a.x.sizes[1];
   const T* x = a.x.ptr<const T>();
-  const T* w = a.weight.defined ? a.weight.ptr<const T>() : nullptr;
+  const Strided1<const T> w{a.weight.defined ? a.weight.ptr<const T>() : nullptr,
+                            a.weight.defined ? a.weight.strides[0] : 0};
   const T* dy = a.dy.ptr<const T>();
   const S* mean = a.mean.ptr<const S>();
   const S* rstd = a.rstd.ptr<const S>();
-  auto xhat = [&](int64_t r, int64_t j) {
-    return (A(x[detail::at2(a.x, r, j)]) - A(mean[r * a.mean.strides[0]])) * A(rstd[r * a.rstd.strides[0]]);
-  };
-  auto wj = [&](int64_t j) { return w ? A(w[j * a.weight.strides[0]]) : A(1); };
   if (a.dx.defined) {
     T* dx = a.dx.ptr<T>();
     const int nt = detail::pool_threads(elementwise_work(n * c));
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt)
 #endif
-    for (int64_t r = 0; r < n; ++r) {
-      A sg = 0, sgx = 0;
-      for (int64_t j = 0; j < c; ++j) {
-        const A g = A(dy[detail::at2(a.dy, r, j)]) * wj(j);
-        sg += g;
-        sgx += g * xhat(r, j);
-      }
-      const A mg = sg / A(c), mgx = sgx / A(c), rs = A(rstd[r * a.rstd.strides[0]]);
-      for (int64_t j = 0; j < c; ++j) {
-        const A g = A(dy[detail::at2(a.dy, r, j)]) * wj(j);
-        dx[detail::at2(a.dx, r, j)] = static_cast<T>(rs * (g - mg - xhat(r, j) * mgx));
-      }
-    }
+    for (int64_t r = 0; r < n; ++r)
+      layer_norm_bwd_row<T, A, S>(Strided1<const T>{x + r * a.x.strides[0], a.x.strides[1]}, w,
+                                  Strided1<const T>{dy + r * a.dy.strides[0], a.dy.strides[1]},
+                                  Strided1<T>{dx + r * a.dx.strides[0], a.dx.strides[1]}, c, mean[r * a.mean.strides[0]],
+                                  rstd[r * a.rstd.strides[0]]);
     (void)nt;
   }
-  if (a.dweight.defined || a.dbias.defined) {
-    T* dw = a.dweight.defined ? a.dweight.ptr<T>() : nullptr;
-    T* db = a.dbias.defined ? a.dbias.ptr<T>() : nullptr;
-    for (int64_t j = 0; j < c; ++j) {
-      A sw = 0, sb = 0;
-      for (int64_t r = 0; r < n; ++r) {
-        const A g = A(dy[detail::at2(a.dy, r, j)]);
-        sw += g * xhat(r, j);
-        sb += g;
-      }
-      if (dw) dw[j * a.dweight.strides[0]] = static_cast<T>(sw);
-      if (db) db[j * a.dbias.strides[0]] = static_cast<T>(sb);
-    }
-  }
+  if (a.dweight.defined || a.dbias.defined)
+    layer_norm_param_grads<T, A, S>(Strided2<const T>{x, a.x.strides[0], a.x.strides[1]},
+                                    Strided2<const T>{dy, a.dy.strides[0], a.dy.strides[1]},
+                                    Strided1<const S>{mean, a.mean.strides[0]}, Strided1<const S>{rstd, a.rstd.strides[0]},
+                                    n, c, Strided1<T>{a.dweight.defined ? a.dweight.ptr<T>() : nullptr,
+                                                      a.dweight.defined ? a.dweight.strides[0] : 0},
+                                    Strided1<T>{a.dbias.defined ? a.dbias.ptr<T>() : nullptr,
+                                                a.dbias.defined ? a.dbias.strides[0] : 0});
 }
 
 // A decoding step's rows into the cache (op_args.h): k_new's and v_new's row t at row positions[t]
@@ -251,60 +309,29 @@ void attention_fwd(const ops::AttentionFwdArgs& a) {
   (void)nt;
 }
 
-// With P_ij = exp(scale q_i . k_j - lse_i) and delta_i = dy_i . y_i:
-//   dv_j = sum_i P_ij dy_i, dS_ij = P_ij (dy_i . v_j - delta_i),
-//   dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i.
 template <class T, class A = T, class S = T>
 void attention_bwd(const ops::AttentionBwdArgs& a) {
   const int64_t B = a.q.sizes[0], H = a.q.sizes[1], tq = a.q.sizes[2], D = a.q.sizes[3], tk = a.k.sizes[2];
-  const T* q = a.q.ptr<const T>();
-  const T* k = a.k.ptr<const T>();
-  const T* v = a.v.ptr<const T>();
-  const T* y = a.y.ptr<const T>();
-  const T* dy = a.dy.ptr<const T>();
-  const S* lse = a.lse.ptr<const S>();
-  S* delta = a.delta.ptr<S>();
-  T* dq = a.dq.ptr<T>();
-  T* dk = a.dk.ptr<T>();
-  T* dv = a.dv.ptr<T>();
+  const AttentionDims dims{tq, tk, detail::key_count(a, tk), D, a.causal};
   const A scale = A(a.scale);
-  const int64_t keys_held = detail::key_count(a, tk);
   const int nt = detail::pool_threads(product_work(B * H * tq * tk * D * 4));
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt)
 #endif
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const int64_t b = bh / H, h = bh % H;
-    auto stat = [&](const ops::TensorView& s, int64_t i) { return b * s.strides[0] + h * s.strides[1] + i * s.strides[2]; };
-    // Accumulated in A over the queries, written once: dk and dv [Tk, D].
-    std::vector<A> gk(static_cast<size_t>(tk * D), A(0)), gv(static_cast<size_t>(tk * D), A(0)), gq(static_cast<size_t>(D));
-    for (int64_t i = 0; i < tq; ++i) {
-      A di = 0;
-      for (int64_t d = 0; d < D; ++d) di += A(dy[detail::at4(a.dy, b, h, i, d)]) * A(y[detail::at4(a.y, b, h, i, d)]);
-      delta[stat(a.delta, i)] = static_cast<S>(di);
-      const A li = A(lse[stat(a.lse, i)]);
-      const int64_t keys = detail::visible_keys(a, i, tq, keys_held);
-      std::fill(gq.begin(), gq.end(), A(0));
-      for (int64_t j = 0; j < keys; ++j) {
-        A s = 0, dp = 0;
-        for (int64_t d = 0; d < D; ++d) {
-          s += A(q[detail::at4(a.q, b, h, i, d)]) * A(k[detail::at4(a.k, b, h, j, d)]);
-          dp += A(dy[detail::at4(a.dy, b, h, i, d)]) * A(v[detail::at4(a.v, b, h, j, d)]);
-        }
-        const A p = std::exp(s * scale - li), ds = p * (dp - di);
-        for (int64_t d = 0; d < D; ++d) {
-          gv[j * D + d] += p * A(dy[detail::at4(a.dy, b, h, i, d)]);
-          gk[j * D + d] += scale * ds * A(q[detail::at4(a.q, b, h, i, d)]);
-          gq[d] += scale * ds * A(k[detail::at4(a.k, b, h, j, d)]);
-        }
-      }
-      for (int64_t d = 0; d < D; ++d) dq[detail::at4(a.dq, b, h, i, d)] = static_cast<T>(gq[d]);
-    }
-    for (int64_t j = 0; j < tk; ++j)
-      for (int64_t d = 0; d < D; ++d) {
-        dk[detail::at4(a.dk, b, h, j, d)] = static_cast<T>(gk[j * D + d]);
-        dv[detail::at4(a.dv, b, h, j, d)] = static_cast<T>(gv[j * D + d]);
-      }
+    auto pair = [&](const ops::TensorView& v, auto* data) {
+      return Strided2<std::remove_pointer_t<decltype(data)>>{data + b * v.strides[0] + h * v.strides[1], v.strides[2],
+                                                             v.strides[3]};
+    };
+    auto stat = [&](const ops::TensorView& s, auto* data) {
+      return Strided1<std::remove_pointer_t<decltype(data)>>{data + b * s.strides[0] + h * s.strides[1], s.strides[2]};
+    };
+    attention_bwd_pair<T, A, S>(pair(a.q, a.q.ptr<const T>()), pair(a.k, a.k.ptr<const T>()),
+                                pair(a.v, a.v.ptr<const T>()), pair(a.y, a.y.ptr<const T>()),
+                                pair(a.dy, a.dy.ptr<const T>()), stat(a.lse, a.lse.ptr<const S>()),
+                                stat(a.delta, a.delta.ptr<S>()), pair(a.dq, a.dq.ptr<T>()), pair(a.dk, a.dk.ptr<T>()),
+                                pair(a.dv, a.dv.ptr<T>()), dims, scale);
   }
   (void)nt;
 }
@@ -312,7 +339,7 @@ void attention_bwd(const ops::AttentionBwdArgs& a) {
 }  // namespace strata::backends::loops
 
 // The transformer ops' members of a CPU backend class whose body is these loops; the forward
-// ops first call observe(op, args) (loops::unobserved, or the backend's call observer).
+// ops and their backward first call observe(op, args) (loops::unobserved, or the backend's call observer).
 #define STRATA_CPU_TRANSFORMER_MEMBERS(Backend) STRATA_CPU_TRANSFORMER_MEMBERS_OBSERVED(Backend, loops::unobserved)
 #define STRATA_CPU_TRANSFORMER_MEMBERS_OBSERVED(Backend, observe)                                                   \
   void Backend::layer_norm_fwd(const ::strata::ops::LayerNormFwdArgs& a) {                                          \
@@ -320,6 +347,7 @@ void attention_bwd(const ops::AttentionBwdArgs& a) {
     loops::visit_float(kName, "layer_norm_fwd", a.x.dtype, [&](auto t) { loops::layer_norm_fwd<decltype(t)>(a); }); \
   }                                                                                                                 \
   void Backend::layer_norm_bwd(const ::strata::ops::LayerNormBwdArgs& a) {                                          \
+    observe(::strata::ops::OpId::layer_norm_bwd, a);                                                                \
     loops::visit_float(kName, "layer_norm_bwd", a.x.dtype, [&](auto t) { loops::layer_norm_bwd<decltype(t)>(a); }); \
   }                                                                                                                 \
   void Backend::attention_fwd(const ::strata::ops::AttentionFwdArgs& a) {                                           \
@@ -327,5 +355,6 @@ void attention_bwd(const ops::AttentionBwdArgs& a) {
     loops::visit_float(kName, "attention_fwd", a.q.dtype, [&](auto t) { loops::attention_fwd<decltype(t)>(a); });   \
   }                                                                                                                 \
   void Backend::attention_bwd(const ::strata::ops::AttentionBwdArgs& a) {                                           \
+    observe(::strata::ops::OpId::attention_bwd, a);                                                                 \
     loops::visit_float(kName, "attention_bwd", a.q.dtype, [&](auto t) { loops::attention_bwd<decltype(t)>(a); });   \
   }

@@ -11,11 +11,12 @@
 // conv2d_bwd_data, conv2d_bwd_weight, conv2d_bwd_bias, linear_bwd_data, linear_bwd_weight,
 // relu_bwd, max_pool2d_bwd, global_avg_pool_bwd, batch_norm_bwd, softmax_xent_fwd,
 // softmax_xent_bwd, dropout_fwd, dropout_bwd, fill and sgd_step (once per parameter:
-// multi_sgd_step reports the single steps it runs), and a GPT's forward: index_select,
-// layer_norm_fwd, attention_fwd, unary_fwd and bmm. An observer must treat any other op run
+// multi_sgd_step reports the single steps it runs), and a GPT's: index_select,
+// layer_norm_fwd, attention_fwd, unary_fwd, bmm and their training step's layer_norm_bwd,
+// attention_bwd, unary_bwd, index_add and reduce_dims. An observer must treat any other op run
 // while it watches as unseen (the op trace, ops/trace.h, lists every kernel of a step).
 // A call the backend composes of its own ops (a linear with an epilogue or a layer-norm
-// prologue: backends/api/linear_epilogue.h) is bracketed by on_composed(op, true / false),
+// prologue, a linear's data gradient through its activation: backends/api/linear_epilogue.h) is bracketed by on_composed(op, true / false),
 // its parts reported as the ops they are, where the trace lists the call once.
 #include <cstdint>
 #include <string>

@@ -86,7 +86,10 @@ void OneDnnBackend::linear_fwd(const LinearFwdArgs& a) {
 
 // dx [N,in] = dy [N,out] * w [out,in]
 void OneDnnBackend::linear_bwd_data(const LinearBwdDataArgs& a) {
-  if (a.act) return linear_act_bwd_data_composed(*this, a);
+  if (a.act) {
+    const ComposedCall parts(OpId::linear_bwd_data);
+    return linear_act_bwd_data_composed(*this, a);
+  }
   observe_call(OpId::linear_bwd_data, a);
   require_f32_or_bf16("linear_bwd_data", a.dy.dtype);
   guarded("linear_bwd_data", loops::product_work(a.dx.numel() * a.w.sizes[0]), [&] {

@@ -82,6 +82,9 @@ class OneDnnEmitter final : public Emitter {
   CallText unary_loop(const RecordedCall& c, BufferMap& b);
   CallText add_loop(const RecordedCall& c, BufferMap& b);
   CallText bmm(const RecordedCall& c, BufferMap& b);
+  // A GPT's training step (emitter_transformer.cpp): layer norm's, attention's and GELU's backward,
+  // the lookups' index_add, the position gradient's sum over the batch, and a copy between layouts.
+  CallText transformer_backward(const RecordedCall& c, BufferMap& b);
   // Where a training step's view lives: the arena, the model's input buffer, or its state (the
   // weights file, which every step reads and writes: parameters, momentum buffers, the loss's
   // buffers outside the arena).
@@ -142,6 +145,8 @@ std::vector<std::string> member_names(const RecordedStep& step);
 // Whether op is one of a GPT's that OneDnnEmitter::transformer_call writes out, and whether a recorded
 // prediction runs any (its model.cpp then carries strata's plain loops for them).
 bool is_transformer_op(OpId op);
+// Whether op is one of a GPT training step's that OneDnnEmitter::transformer_backward writes out.
+bool is_transformer_backward_op(OpId op);
 bool runs_transformer_ops(const RecordedStep& step);
 // Whether two views are dense in one layout alike (a plain loop's flat index fits both).
 bool dense_same_layout(const TensorView& x, const TensorView& y);

@@ -68,11 +68,17 @@ CallText OneDnnEmitter::train_call(const RecordedCall& c, const RecordedStep& st
     case OpId::add: {
       if (c.primitive) return train_primitive(c, b);
       const auto& a = std::get<ops::AddArgs>(c.args);
+      // A GPT's position embeddings are read broadcast over the batch (stride 0).
+      if (!dense_same_layout(a.a, a.y) || !dense_same_layout(a.b, a.y)) return add_loop(c, b);
       two_inputs("add_of", {&a.a, "x0"}, {&a.b, "x1"}, {&a.y, "y"});  // (a is the arena)
       break;
     }
     case OpId::copy: {
       const auto& a = std::get<ops::CopyArgs>(c.args);
+      // A GPT's wte gradient laid out from the output projection's transposed product: the backend's
+      // reorder primitive moves f32 values, which a strided loop moves to the same bytes.
+      if (a.x.dtype == DType::f32 && a.y.dtype == DType::f32 && !dense_same_layout(a.x, a.y))
+        return transformer_backward(c, b);
       // The caller's labels into the step's planned labels buffer.
       if (a.y.data != step.labels.data) return copy(c, step, b);
       STRATA_CHECK(a.x.dtype == DType::i64 && a.y.dtype == DType::i64 && a.y.is_contiguous(), "strata_codegen: ", op,
@@ -190,10 +196,17 @@ CallText OneDnnEmitter::train_call(const RecordedCall& c, const RecordedStep& st
       }
       break;
     }
+    case OpId::index_select:
+    case OpId::layer_norm_fwd:
+    case OpId::attention_fwd:
+    case OpId::unary_fwd:
+    case OpId::bmm: return transformer_call(c, step, b);
     default:
+      if (is_transformer_backward_op(c.op)) return transformer_backward(c, b);
       STRATA_FAIL("strata_codegen: op ", op, " of the training step is not supported by the onednn emitter (it "
-                  "writes out LeNet-5's and ResNet-18's: convolution, linear, ReLU, max pooling, global average "
-                  "pooling, batch norm, add, dropout, softmax cross-entropy, their backward, fill and SGD)");
+                  "writes out LeNet-5's, ResNet-18/50's and a GPT's: convolution, linear, ReLU, max pooling, global "
+                  "average pooling, batch norm, add, dropout, softmax cross-entropy, the lookups, layer norm, "
+                  "attention, GELU, the batched product, their backward, fill and SGD)");
   }
   CallText t;
   t.run = r.str();
@@ -212,11 +225,23 @@ std::string OneDnnEmitter::state_file(const RecordedStep& step, const BufferMap&
 }
 
 std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, BufferMap& buffers) {
-  STRATA_CHECK(step.input.dtype == DType::f32 && step.output.dtype == DType::f32 && step.labels.dtype == DType::i64 &&
-                   step.labels.dim() == 1 && step.labels.is_contiguous(),
-               "strata_codegen: the training step takes ", dtype_name(step.input.dtype), " images and ",
-               dtype_name(step.labels.dtype), " labels; the onednn emitter writes out f32 images with contiguous i64 "
-               "labels only");
+  // A GPT's step reads token ids [B, T] and a label per token; an image model's f32 images, a label per image.
+  const bool tokens = std::any_of(step.calls.begin(), step.calls.end(), [&](const RecordedCall& c) {
+    const auto* s = std::get_if<ops::IndexSelectArgs>(&c.args);
+    return s && (s->index.data == step.input.data || s->index.data == step.input_buffer.data);
+  });
+  STRATA_CHECK((tokens ? step.input.dtype == DType::i64 && step.input.dim() == 2 : step.input.dtype == DType::f32) &&
+                   step.output.dtype == DType::f32 && step.labels.dtype == DType::i64 &&
+                   step.labels.dim() == 1 && step.labels.is_contiguous() &&
+                   (!tokens || step.labels.numel() == step.input.numel()),
+               "strata_codegen: the training step takes ", dtype_name(step.input.dtype), " input and ",
+               dtype_name(step.labels.dtype), " labels; the onednn emitter writes out f32 images or i64 token ids "
+               "with contiguous i64 labels only");
+  // The ids' table (wte): its rows bound the tokens model_train reads.
+  int64_t token_limit = 0;
+  for (const RecordedCall& c : step.calls)
+    if (const auto* s = std::get_if<ops::IndexSelectArgs>(&c.args))
+      if (s->index.data == step.input.data || s->index.data == step.input_buffer.data) token_limit = s->x.sizes[0];
   const std::vector<std::string> members = member_names(step);
   std::vector<CallText> texts;
   int dropout_index = 0;
@@ -241,7 +266,10 @@ std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, B
   const int64_t counters_at = buffers.constants_bytes();
   const std::string weights = state_file(step, buffers, 1);
   const int64_t payload_bytes = static_cast<int64_t>(weights.size()) - 24;
-  const int64_t batch = step.labels.sizes[0];
+  const int64_t batch = step.labels.numel();
+  // A GPT's labels are the loss's rows [B * T], which the caller gives as the tokens' [B, T].
+  const Shape& label_shape = tokens ? step.input.sizes : step.labels.sizes;
+  const std::vector<int64_t> label_sizes(label_shape.begin(), label_shape.end());
   int64_t classes = 0;
   for (const RecordedCall& c : step.calls)
     if (const auto* x = std::get_if<ops::SoftmaxXentFwdArgs>(&c.args)) classes = x->logits.sizes[1];
@@ -249,31 +277,34 @@ std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, B
   const std::string version = backends::onednn::library_version();
   std::ostringstream h;
   h << "#pragma once\n// Generated by strata_codegen: a training step of " << step.model << ", input "
-    << shape(step.input) << " f32, backend onednn.\n// Needs oneDNN only; bitwise equal to strata's direct mode on its "
+    << shape(step.input) << (tokens ? " token ids" : " f32") << ", backend onednn.\n// Needs oneDNN only; bitwise equal to strata's direct mode on its "
        "onednn backend with oneDNN "
     << version << " on the same CPU and thread count.\n#include <cstdint>\n#include <memory>\n#include <string>\n\n"
     << "namespace generated {\n\n"
     << "inline constexpr int64_t kInputSizes[" << step.input.dim() << "] = "
     << ints(std::vector<int64_t>(step.input.sizes.begin(), step.input.sizes.end())) << ";\n"
-    << "inline constexpr int64_t kLabelSizes[1] = {" << batch << "};\n"
+    << "inline constexpr int64_t kLabelSizes[" << label_sizes.size() << "] = " << ints(label_sizes) << ";\n"
     << "inline constexpr int64_t kClasses = " << classes << ";\n"
+    << (tokens ? "inline constexpr int64_t kInputLimit = " + std::to_string(token_limit) + ";  // token ids in [0, kInputLimit)\n" : "")
     << "inline constexpr const char* kOneDnnVersion = \"" << version << "\";  // generated with\n\n"
     << "class Model {\n public:\n"
     << "  // Reads the state (parameters, gradients, momentum buffers, dropout's counters) and makes every\n"
     << "  // primitive; throws std::runtime_error or dnnl::error.\n"
     << "  explicit Model(const std::string& weights_path);\n  ~Model();\n  Model(const Model&) = delete;\n"
     << "  Model& operator=(const Model&) = delete;\n"
-    << "  // One step of SGD on a batch: input kInputSizes f32 (NCHW), labels kLabelSizes i64 in [0, kClasses).\n"
+    << (tokens ? "  // One step of SGD on a batch: input kInputSizes i64 token ids, labels kLabelSizes i64 (the next\n"
+                 "  // tokens) in [0, kClasses).\n"
+               : "  // One step of SGD on a batch: input kInputSizes f32 (NCHW), labels kLabelSizes i64 in [0, kClasses).\n")
     << "  // Returns the batch's mean softmax cross-entropy before the step; throws std::invalid_argument\n"
     << "  // naming a label out of range. Not thread-safe.\n"
-    << "  float train_step(const float* input, const int64_t* labels);\n"
+    << "  float train_step(const " << (tokens ? "int64_t" : "float") << "* input, const int64_t* labels);\n"
     << "  // Writes the state as it is now, in the format the constructor reads.\n"
     << "  void save(const std::string& weights_path) const;\n\n"
     << " private:\n  struct State;\n  std::unique_ptr<State> s_;\n};\n\n}  // namespace generated\n";
 
   std::ostringstream cpp;
   cpp << "// Generated by strata_codegen: a training step of " << step.model << ", input " << shape(step.input)
-      << " f32, backend onednn (oneDNN " << version << ").\n"
+      << (tokens ? " token ids" : " f32") << ", backend onednn (oneDNN " << version << ").\n"
       << "// strata's direct-mode training step written out: every primitive made once at load, as strata's onednn\n"
       << "// backend makes it, then forward, loss, backward and SGD run in order; every intermediate at the offset\n"
       << "// strata's memory planner chose in one arena of " << step.arena.bytes << " bytes. State: "
@@ -282,14 +313,15 @@ std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, B
   for (const Constant& k : buffers.constants())
     cpp << "//   w + " << k.file_offset << ": " << k.name << " (" << k.bytes << " bytes)\n";
   cpp << "//   w + " << counters_at << ": dropout's {seed, offset}, 16 bytes per dropout layer\n";
-  cpp << model_cpp_prologue("#include <cmath>\n#include <string>\n#include <vector>\n") << train_prologue();
+  cpp << model_cpp_prologue("#include <cmath>\n#include <limits>\n#include <string>\n#include <vector>\n")
+      << train_prologue() << (tokens ? transformer_prologue() : std::string());
   cpp << "\nconstexpr int64_t kCountersAt = " << counters_at << ";\n";
   write_state(cpp, step, texts, std::to_string(payload_bytes) + ", 0", false, true);
   cpp << "  }\n};\n\nModel::Model(const std::string& weights_path) : s_(std::make_unique<State>(weights_path)) {}\n"
       << "Model::~Model() = default;\n\n"
       << "void Model::save(const std::string& weights_path) const { s_->weights.save(weights_path); }\n\n"
-      << "float Model::train_step(const float* input, const int64_t* labels) {\n"
-      << "  for (int64_t i = 0; i < kLabelSizes[0]; ++i)\n"
+      << "float Model::train_step(const " << (tokens ? "int64_t" : "float") << "* input, const int64_t* labels) {\n"
+      << "  for (int64_t i = 0; i < " << batch << "; ++i)\n"
       << "    if (labels[i] < 0 || labels[i] >= kClasses)\n"
       << "      throw std::invalid_argument(\"label \" + std::to_string(i) + \" is \" + std::to_string(labels[i]) +\n"
       << "                                  \", out of range [0, \" + std::to_string(kClasses) + \")\");\n"
@@ -300,7 +332,10 @@ std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, B
   for (size_t i = 0; i < texts.size(); ++i) {
     const RecordedCall& c = step.calls[i];
     cpp << "  " << block_open(true) << "  // " << c.layer << ": " << ops::op_name(c.op)
-        << (c.primitive || c.op == OpId::copy ? "" : " (plain loop: strata's own)") << "\n";
+        << (c.primitive || c.op == OpId::copy ? ""
+            : c.op == OpId::bmm               ? " (oneDNN's sgemm, as the backend calls it)"
+                                              : " (plain loop: strata's own)")
+        << "\n";
     cpp << texts[i].run << texts[i].after << "  " << block_close(true) << "\n";
   }
   cpp << "  return *reinterpret_cast<const float*>(" << loss_at << ");\n}\n\n}  // namespace generated\n";
@@ -309,7 +344,7 @@ std::vector<GeneratedFile> OneDnnEmitter::emit_train(const RecordedStep& step, B
           {"model.cpp", cpp.str(), false},
           {"weights.h", weights_h(), false},
           {"weights.cpp", weights_cpp(), false},
-          {"main.cpp", train_main_cpp(false), false},
+          {"main.cpp", train_main_cpp(false, tokens), false},
           {"CMakeLists.txt", cmake_lists("generated_train_step", "model_train"), false},
           {"weights.bin", weights, true}};
 }

@@ -42,6 +42,17 @@ CallText plain_loop(const std::ostringstream& run) {
 
 }  // namespace
 
+bool is_transformer_backward_op(OpId op) {
+  switch (op) {
+    case OpId::layer_norm_bwd:
+    case OpId::attention_bwd:
+    case OpId::unary_bwd:
+    case OpId::index_add:
+    case OpId::reduce_dims: return true;
+    default: return false;
+  }
+}
+
 bool is_transformer_op(OpId op) {
   switch (op) {
     case OpId::index_select:
@@ -241,6 +252,135 @@ CallText OneDnnEmitter::bmm(const RecordedCall& c, BufferMap& b) {
     << a.y.strides[0] << ", " << ldc << ");\n";
   r << "      if (st != dnnl_success) throw std::runtime_error(\"" << op
     << ": dnnl_sgemm failed with status \" + std::to_string(static_cast<int>(st)));\n    }\n";
+  return plain_loop(r);
+}
+
+// A GPT's training step: the backward of the ops above, as the backend runs it (strata's loops,
+// whose arithmetic model.cpp carries as their codegen:begin blocks), and the copy that lays wte's
+// gradient out from the output projection's [C, V] product.
+CallText OneDnnEmitter::transformer_backward(const RecordedCall& c, BufferMap& b) {
+  const std::string op = std::string(ops::op_name(c.op)) + " (" + c.layer + ")";
+  auto in = [&](const TensorView& v, const char* name) { return fptr(b, v, op + " argument " + name, false); };
+  auto out = [&](const TensorView& v, const char* name) { return fptr(b, v, op + " argument " + name, true); };
+  std::ostringstream r;
+  if (const auto* a = std::get_if<ops::LayerNormBwdArgs>(&c.args)) {
+    STRATA_CHECK(a->x.dim() == 2 && a->dy.dim() == 2, "strata_codegen: ", op, " normalises ", shape(a->x),
+                 " (internal error: the op takes rows [N, C])");
+    const int64_t n = a->x.sizes[0], cols = a->x.sizes[1];
+    auto vec = [&](const TensorView& v, const char* name, bool writes) {
+      const std::string type = writes ? "float" : "const float";
+      if (!v.defined) return "Strided1<" + type + ">{nullptr, 0}";
+      return "Strided1<" + type + ">{" + fptr(b, v, op + " argument " + name, writes) + ", " + i64(v.strides[0]) + "}";
+    };
+    r << "    const float* x = " << in(a->x, "x") << ";\n    const float* dy = " << in(a->dy, "dy") << ";\n";
+    r << "    const float* mean = " << in(a->mean, "mean") << ";\n    const float* rstd = " << in(a->rstd, "rstd") << ";\n";
+    if (a->dx.defined) {
+      r << "    float* dx = " << out(a->dx, "dx") << ";\n";
+      r << "    const Strided1<const float> gamma = " << vec(a->weight, "weight", false) << ";\n";
+      r << omp_for(backends::loops::elementwise_work(n * cols));
+      r << "    for (int64_t i = 0; i < " << n << "; ++i)\n";
+      r << "      layer_norm_bwd_row<float>(Strided1<const float>{x + i * " << a->x.strides[0] << ", "
+        << i64(a->x.strides[1]) << "}, gamma, Strided1<const float>{dy + i * " << a->dy.strides[0] << ", "
+        << i64(a->dy.strides[1]) << "},\n                                Strided1<float>{dx + i * " << a->dx.strides[0]
+        << ", " << i64(a->dx.strides[1]) << "}, " << i64(cols) << ", mean[i * " << a->mean.strides[0] << "], rstd[i * "
+        << a->rstd.strides[0] << "]);\n";
+    }
+    if (a->dweight.defined || a->dbias.defined)
+      r << "    layer_norm_param_grads<float>(Strided2<const float>{x, " << a->x.strides[0] << ", " << a->x.strides[1]
+        << "}, Strided2<const float>{dy, " << a->dy.strides[0] << ", " << a->dy.strides[1]
+        << "},\n                                  Strided1<const float>{mean, " << a->mean.strides[0]
+        << "}, Strided1<const float>{rstd, " << a->rstd.strides[0] << "}, " << i64(n) << ", " << i64(cols)
+        << ",\n                                  " << vec(a->dweight, "dweight", true) << ", "
+        << vec(a->dbias, "dbias", true) << ");\n";
+  } else if (const auto* a = std::get_if<ops::AttentionBwdArgs>(&c.args)) {
+    STRATA_CHECK(!a->kv_len.defined, "strata_codegen: ", op, " reads a key/value cache's length; the onednn emitter "
+                 "writes out attention over a whole sequence only (no cache)");
+    const int64_t B = a->q.sizes[0], H = a->q.sizes[1], tq = a->q.sizes[2], D = a->q.sizes[3], tk = a->k.sizes[2];
+    struct Operand {
+      const TensorView* v;
+      const char* name;
+      bool writes;
+    };
+    const Operand operands[] = {{&a->q, "q", false},   {&a->k, "k", false},    {&a->v, "v", false},
+                                {&a->y, "y", false},   {&a->dy, "dy", false},  {&a->lse, "lse", false},
+                                {&a->delta, "delta", true}, {&a->dq, "dq", true}, {&a->dk, "dk", true},
+                                {&a->dv, "dv", true}};
+    for (const Operand& o : operands)
+      r << "    " << (o.writes ? "float* " : "const float* ") << o.name << " = "
+        << fptr(b, *o.v, op + " argument " + o.name, o.writes) << ";\n";
+    r << "    const AttentionDims dims{" << tq << ", " << tk << ", " << tk << ", " << D << ", "
+      << (a->causal ? "true" : "false") << "};\n";
+    r << omp_for(backends::loops::product_work(B * H * tq * tk * D * 4));
+    r << "    for (int64_t bh = 0; bh < " << B * H << "; ++bh) {\n      const int64_t n = bh / " << H << ", h = bh % " << H
+      << ";\n";
+    auto pair = [&](const Operand& o) {
+      return std::string("Strided2<") + (o.writes ? "float" : "const float") + ">{" + o.name + " + n * " +
+             std::to_string(o.v->strides[0]) + " + h * " + std::to_string(o.v->strides[1]) + ", " +
+             std::to_string(o.v->strides[2]) + ", " + std::to_string(o.v->strides[3]) + "}";
+    };
+    auto stat = [&](const Operand& o) {
+      return std::string("Strided1<") + (o.writes ? "float" : "const float") + ">{" + o.name + " + n * " +
+             std::to_string(o.v->strides[0]) + " + h * " + std::to_string(o.v->strides[1]) + ", " +
+             std::to_string(o.v->strides[2]) + "}";
+    };
+    r << "      attention_bwd_pair<float>(";
+    for (int i = 0; i < 10; ++i)
+      r << (i ? ",\n                                " : "") << (i == 5 || i == 6 ? stat(operands[i]) : pair(operands[i]));
+    r << ",\n                                dims, static_cast<float>(" << num(a->scale) << "));\n    }\n";
+  } else if (const auto* a = std::get_if<ops::UnaryBwdArgs>(&c.args)) {
+    STRATA_CHECK(dense_same_layout(a->x, a->dx) && dense_same_layout(a->y, a->dx) && dense_same_layout(a->dy, a->dx),
+                 "strata_codegen: ", op, " reads or writes ", shape(a->x), " in more than one layout; the onednn "
+                 "emitter writes out the plain loop for one layout only");
+    r << "    const float* x = " << in(a->x, "x") << ";\n    const float* y = " << in(a->y, "y") << ";\n";
+    r << "    const float* dy = " << in(a->dy, "dy") << ";\n    float* dx = " << out(a->dx, "dx") << ";\n";
+    r << "    for (int64_t i = 0; i < " << a->x.numel() << "; ++i) dx[i] = pointwise::" << ops::unary_name(a->fn)
+      << "_bwd(x[i], y[i], dy[i], " << num(a->p0) << ", " << num(a->p1) << ");\n";
+  } else if (const auto* a = std::get_if<ops::IndexAddArgs>(&c.args)) {
+    STRATA_CHECK(a->dim == 0 && a->x.dim() == 2 && a->y.dim() == 2 && a->index.dtype == DType::i64 &&
+                     a->index.dim() == 1,
+                 "strata_codegen: ", op, " adds ", shape(a->x), " into ", shape(a->y), " by ",
+                 dtype_name(a->index.dtype), " indices in dim ", a->dim, "; the onednn emitter writes out the rows of "
+                 "a matrix added at i64 indices only");
+    const int64_t rows = a->y.sizes[0], n = a->index.numel();
+    r << "    const int64_t* ids = reinterpret_cast<const int64_t*>(" << state(b, a->index, op + " argument index")
+      << ");\n";
+    r << "    const float* x = " << in(a->x, "x") << ";\n    float* y = " << out(a->y, "y") << ";\n";
+    r << "    for (int64_t i = 0; i < " << n << "; ++i) {\n      const int64_t id = ids[i * " << a->index.strides[0]
+      << "];\n";
+    r << "      if (id < 0 || id >= " << rows << ")\n        throw std::invalid_argument(\"token \" + std::to_string(i) + "
+      << "\" is \" + std::to_string(id) + \", out of range [0, " << rows << ")\");\n";
+    r << "      add_row_into<float>(x + i * " << a->x.strides[0] << ", " << i64(a->x.strides[1]) << ", y + id * "
+      << a->y.strides[0] << ", " << i64(a->y.strides[1]) << ", " << i64(a->x.sizes[1]) << ");\n    }\n";
+  } else if (const auto* a = std::get_if<ops::ReduceDimsArgs>(&c.args)) {
+    // The position embedding's gradient: dy summed over the batch, each output element from 0 in the
+    // reduced elements' row-major order, as strata's reduce_dims sums it.
+    STRATA_CHECK(a->fn == ops::ReduceFn::sum && a->x.dim() == a->y.dim() && a->y.sizes[0] == 1 &&
+                     std::equal(a->x.sizes.begin() + 1, a->x.sizes.end(), a->y.sizes.begin() + 1),
+                 "strata_codegen: ", op, " reduces ", shape(a->x), " to ", shape(a->y), "; the onednn emitter writes "
+                 "out a sum over the leading dim only");
+    const int64_t outer = a->x.sizes[0];
+    const int64_t inner = a->y.numel();
+    STRATA_CHECK(a->y.is_contiguous() && a->x.is_contiguous(), "strata_codegen: ", op, " reads or writes strides; the "
+                 "onednn emitter writes out the sum of dense buffers only");
+    r << "    const float* x = " << in(a->x, "x") << ";\n    float* y = " << out(a->y, "y") << ";\n";
+    r << "    for (int64_t i = 0; i < " << inner << "; ++i) y[i] = sum_strided<float>(x + i, " << i64(inner) << ", "
+      << i64(outer) << ");\n";
+  } else if (const auto* a = std::get_if<ops::CopyArgs>(&c.args)) {
+    // wte's gradient from the output projection's [C, V] product, laid out [V, C]: values moved (the
+    // backend's reorder primitive moves the same f32 bits).
+    STRATA_CHECK(a->x.dtype == DType::f32 && a->y.dtype == DType::f32 && a->x.sizes == a->y.sizes &&
+                     a->x.dim() <= 4,
+                 "strata_codegen: ", op, " converts ", shape(a->x), " ", dtype_name(a->x.dtype), " into ", shape(a->y),
+                 " ", dtype_name(a->y.dtype), "; the onednn emitter writes out f32 copies between layouts only");
+    const int d = a->y.dim();
+    r << "    const float* x = " << in(a->x, "x") << ";\n    float* y = " << out(a->y, "y") << ";\n";
+    r << "    const int64_t sizes[" << d << "] = " << dims_of(a->y.sizes) << ";\n";
+    r << "    const int64_t strides[3][" << d << "] = {" << dims_of(a->x.strides) << ", " << dims_of(a->y.strides) << ", "
+      << dims_of(a->y.strides) << "};\n";
+    r << "    for_each_offset(sizes, strides, [&](const int64_t (&o)[3]) { y[o[1]] = x[o[0]]; });\n";
+  } else {
+    STRATA_FAIL("strata_codegen: op ", op, " is not a GPT backward op the onednn emitter writes out (internal error)");
+  }
   return plain_loop(r);
 }
 

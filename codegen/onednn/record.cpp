@@ -87,6 +87,7 @@ RecordedStep record_train_step(nn::Model& model, const Tensor& x, const Tensor& 
   step.calls = record("training step", [&] { r = model.train_step(x, labels, opt); });
   name_tensors<OneDnnConv>(model.module(), names);
   find_input(step, x, "training step");
+  name_lookup_indices(step, names);
   name_training_state(step, model.module(), names);
   name_layers(step.calls, names);
   return step;

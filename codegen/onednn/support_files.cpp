@@ -164,17 +164,23 @@ std::string transformer_prologue() {
   return R"cg(
 namespace {
 
-// strata's own loops for a GPT's forward, as they are (codegen/embed_snippets.cmake): layer norm's
-// rows and attention's (batch, head) pairs (backends/cpu/transformer_ops.h), and the element-wise
-// formulas' rows (ops/table/pointwise.def) as functions pointwise::<name>(x, p0, p1) in the math
-// they call (ops/table/pointwise.h).
+// strata's own loops for a GPT, as they are (codegen/embed_snippets.cmake): layer norm's rows and
+// attention's (batch, head) pairs with their backward (backends/cpu/transformer_ops.h), the rows of
+// index_add and a sum over one dim (tensor_ops.h), and the element-wise formulas' rows
+// (ops/table/pointwise.def) as functions pointwise::<name>(x, p0, p1) and their derivatives
+// pointwise::<name>_bwd(x, y, dy, p0, p1) in the math they call (ops/table/pointwise.h).
 )cg" + std::string(k_transformer_loops) + R"cg(
 namespace pointwise {
 #define STRATA_POINTWISE_FN inline
 )cg" + k_pointwise_math + R"cg(
 #define STRATA_UNARY(name, params, fwd, bwd, domain)                                       \
   template <class A>                                                                      \
-  inline A name(A x, [[maybe_unused]] double p0, [[maybe_unused]] double p1) { return fwd; }
+  inline A name(A x, [[maybe_unused]] double p0, [[maybe_unused]] double p1) { return fwd; } \
+  template <class A>                                                                      \
+  inline A name##_bwd([[maybe_unused]] A x, [[maybe_unused]] A y, A dy, [[maybe_unused]] double p0, \
+                      [[maybe_unused]] double p1) {                                       \
+    return bwd;                                                                           \
+  }
 )cg" + k_pointwise_rows + R"cg(#undef STRATA_UNARY
 }  // namespace pointwise
 
