@@ -120,6 +120,10 @@ print('max |diff| %g' % abs(a.astype('f8')-b).max())" 2>&1)
     sd=$(grep "strata's direct mode" "$dir/gen.log" | sed -n 's/.*: \([0-9.]*\) ms median.*/\1/p')
     sg=$(grep "strata's graph mode" "$dir/gen.log" | sed -n 's/.*: \([0-9.]*\) ms median.*/\1/p')
     say "$name: median ms: model_run graph $tg, no graph $tn; strata direct $sd, graph $sg"
+    # The forward alone on the resident input (model_run's second timing line): host and device apart.
+    for form in graph no-graph; do
+      say "$name: model_run $form, $(grep -o 'input resident: .*' "$dir/time_$form.log" | cut -c18-)"
+    done
   fi
   echo "| $name | $calls | ${verdict[0]} | ${verdict[1]} | $tg | $tn | $sd | $sg |" >>"$summary"
 done
