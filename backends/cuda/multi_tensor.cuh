@@ -72,18 +72,21 @@ inline bool listable(const ops::TensorView& param, std::initializer_list<const o
   return true;
 }
 
-// A group's steps as multi-tensor launches of up to Tensor::kMax tensors each: entry(i)
-// gives parameter i's list entry, or none where it took the single step (or is empty).
-template <class Tensor, class Entry>
-void step_lists(Context& ctx, size_t count, const typename Tensor::Options& opt, const double* amp, Entry entry) {
+// codegen:begin cuda_train_kernels sgd_list
+// A group's steps as multi-tensor launches of up to Tensor::kMax tensors each, on `stream`: entry(i)
+// gives parameter i's list entry, or none where it took the single step (or is empty); check()
+// follows each launch.
+template <class Tensor, class Entry, class Check>
+void launch_lists(cudaStream_t stream, size_t count, const typename Tensor::Options& opt, const double* amp,
+                  Entry entry, Check check) {
   TensorList<Tensor> l{};
   l.opt = opt;
   l.amp = amp;
   int64_t blocks = 0;
   const auto launch = [&] {
     if (l.count == 0) return;
-    multi_tensor_kernel<Tensor><<<static_cast<unsigned>(blocks), kThreads, 0, ctx.stream>>>(l);
-    STRATA_CUDA_CHECK(cudaGetLastError());
+    multi_tensor_kernel<Tensor><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l);
+    check();
     l.count = 0;
     blocks = 0;
   };
@@ -96,6 +99,12 @@ void step_lists(Context& ctx, size_t count, const typename Tensor::Options& opt,
     if (l.count == Tensor::kMax) launch();
   }
   launch();
+}
+// codegen:end
+
+template <class Tensor, class Entry>
+void step_lists(Context& ctx, size_t count, const typename Tensor::Options& opt, const double* amp, Entry entry) {
+  launch_lists<Tensor>(ctx.stream, count, opt, amp, entry, [] { STRATA_CUDA_CHECK(cudaGetLastError()); });
 }
 
 // The loss-scaling state of a step's arguments, or null.

@@ -268,6 +268,7 @@ std::string kernels_cu(const std::set<std::string>& called) {
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>

@@ -176,35 +176,26 @@ struct SgdEntry {
   float* buf;
   int64_t n;
 };
-// SGD (momentum, weight decay, Nesterov) over count parameters in strata's multi-tensor launches.
+// SGD (momentum, weight decay, Nesterov) over the entries' parameters in strata's multi-tensor launches.
 void sgd_list(cudaStream_t s, std::initializer_list<SgdEntry> entries, double lr, double momentum,
               double weight_decay, bool nesterov);
 )cg", R"cg(
 void sgd_list(cudaStream_t s, std::initializer_list<SgdEntry> entries, double lr, double momentum,
               double weight_decay, bool nesterov) {
-  // The lists as strata's step_lists makes them: up to SgdTensor::kMax parameters a launch, in
-  // order, each chunk of kListChunk elements a block; no loss scaling, no run-time learning rate.
-  TensorList<SgdTensor> l{};
-  l.opt.lr = lr;
-  l.opt.momentum = momentum;
-  l.opt.weight_decay = weight_decay;
-  l.opt.nesterov = nesterov;
-  l.amp = nullptr;
-  int64_t blocks = 0;
-  const auto launch = [&] {
-    if (l.count == 0) return;
-    multi_tensor_kernel<SgdTensor><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(l);
-    check_launch("multi_tensor_kernel (SGD)");
-    l.count = 0;
-    blocks = 0;
-  };
-  for (const SgdEntry& e : entries) {
-    if (e.n == 0) continue;
-    l.t[l.count++] = SgdTensor{e.p, e.g, e.buf, nullptr, e.n, blocks};
-    blocks += (e.n + kListChunk - 1) / kListChunk;
-    if (l.count == SgdTensor::kMax) launch();
-  }
-  launch();
+  // strata's lists (launch_lists): no loss scaling, no run-time learning rate.
+  ops::SgdOptions opt;
+  opt.lr = lr;
+  opt.momentum = momentum;
+  opt.weight_decay = weight_decay;
+  opt.nesterov = nesterov;
+  const SgdEntry* e = entries.begin();
+  launch_lists<SgdTensor>(
+      s, entries.size(), opt, nullptr,
+      [&](size_t i) -> std::optional<SgdTensor> {
+        if (e[i].n == 0) return std::nullopt;
+        return SgdTensor{e[i].p, e[i].g, e[i].buf, nullptr, e[i].n, 0};
+      },
+      [] { check_launch("multi_tensor_kernel (SGD)"); });
 }
 )cg"},
       {"batch_norm_epilogue", {"batch_norm"}, {}, R"cg(
