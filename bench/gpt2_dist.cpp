@@ -49,6 +49,7 @@ struct Options {
   int64_t batch = 16, seq = 1024;
   int steps = 10, warmup = 3, nproc = 1;
   std::string precision = "bf16", dispatch = "graph", record;
+  std::string grad_exchange;  // "" (the parameters' dtype), "bf16" or "f16"
   double lr = 6e-4, wd = 0.1, timeout = 300, bucket_mb = 25;
   bool grad_views = true;
   uint64_t seed = 1;
@@ -91,6 +92,7 @@ int run(const Options& o, const dist::RankInfo& info) {
   dist::DataParallelOptions dpo;
   dpo.bucket_bytes = static_cast<size_t>(o.bucket_mb * 1024 * 1024);
   dpo.gradient_as_bucket_view = o.grad_views;
+  dpo.exchange_dtype = dist::exchange_dtype_from_name(o.grad_exchange);
   dist::DataParallel ddp(*model, pg, dpo);
   auto opt = model->make_optimizer(bench::gpt_adamw(o.lr, o.wd));
 
@@ -185,6 +187,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout, "seconds a rank waits for the others before failing")
       ->check(CLI::PositiveNumber);
   app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB")->check(CLI::NonNegativeNumber);
+  bench::add_grad_exchange_option(app, o.grad_exchange);
   app.add_option("--record", o.record,
                  "a new global batch every step; rank 0 writes the step losses, parameter checksums and whether "
                  "the replicas agree here (JSON)");

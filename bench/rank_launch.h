@@ -1,7 +1,9 @@
 #pragma once
 // How the data-parallel benchmarks (dist_resnet, gpt2_dist) start: as one rank of a world that a
 // launcher set up (rank_from_env: strata's own, torchrun's or mpirun's variables), or, asked for
-// --nproc N > 1 with none set, by starting N copies of this program, one per GPU.
+// --nproc N > 1 with none set, by starting N copies of this program, one per GPU; and the option
+// both take for the dtype of the exchange.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -15,6 +17,14 @@
 #include "strata/dist/rank_env.h"
 
 namespace strata::bench {
+
+// --grad-exchange bf16|f16 (dist::exchange_dtype_from_name).
+inline void add_grad_exchange_option(CLI::App& app, std::string& value) {
+  app.add_option("--grad-exchange", value,
+                 "the dtype the gradients cross the links in: bf16 or f16 halve the bytes (PyTorch DDP's "
+                 "bf16_compress_hook); default the parameters'")
+      ->check(CLI::IsMember({"bf16", "f16"}));
+}
 
 // run(rank) in this process, or the launch of nproc copies; the program's exit status. Errors are
 // printed as "<program>: error: ...".

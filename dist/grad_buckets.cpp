@@ -7,6 +7,14 @@
 
 namespace strata::dist {
 
+std::optional<DType> exchange_dtype_from_name(const std::string& name, const char* option) {
+  if (name.empty()) return std::nullopt;
+  if (name == "bf16") return DType::bf16;
+  if (name == "f16") return DType::f16;
+  STRATA_FAIL(option, " ", name, ": the gradients cross the links in bf16 or f16 (or, without the option, in the "
+              "parameters' dtype)");
+}
+
 GradientBuckets::GradientBuckets(nn::Model& model, GradientReducer& reducer, const DataParallelOptions& o)
     : model_(model), reducer_(reducer), o_(o), params_(model.module().named_parameters()) {
   STRATA_CHECK(!params_.empty(), "DataParallel: the model has no parameters");
@@ -20,6 +28,11 @@ GradientBuckets::GradientBuckets(nn::Model& model, GradientReducer& reducer, con
   STRATA_CHECK(dtype_ == DType::f32 || dtype_ == DType::f64, "DataParallel: parameters are ", dtype_name(dtype_),
                "; gradients are averaged in f32 or f64 (train half precision as mixed precision: f32 parameters "
                "with --precision bf16/fp16)");
+  exchange_ = o_.exchange_dtype.value_or(dtype_);
+  STRATA_CHECK(exchange_ == dtype_ || exchange_ == DType::bf16 || exchange_ == DType::f16,
+               "DataParallel: exchange_dtype ", dtype_name(exchange_), " with ", dtype_name(dtype_),
+               " parameters; gradients cross the links in the parameters' dtype, bf16 or f16");
+  low_ = exchange_ != dtype_;
   const Device dev = model_.device();
   const auto elem = static_cast<int64_t>(dtype_size(dtype_));
   layout_ = lay_out_buckets(bytes, o_.bucket_bytes, static_cast<size_t>(ops::direct::buffer_alignment(dev.type)));
@@ -34,6 +47,10 @@ GradientBuckets::GradientBuckets(nn::Model& model, GradientReducer& reducer, con
     const Tensor zeros = Tensor::empty(Shape{count}, dtype_);
     std::memset(zeros.data_ptr(), 0, l.bytes);
     copy_into(zeros, bucket.buffer);
+    if (low_) {
+      bucket.low = Tensor::empty(Shape{count}, exchange_, dev);
+      copy_into(zeros, bucket.low);
+    }
     for (size_t k = 0; k < l.params.size(); ++k) {
       const size_t i = l.params[k];
       const Tensor& p = params_[i].second;
@@ -102,6 +119,7 @@ void GradientBuckets::launch(size_t b) {
     }
     grads.push_back(std::move(g));
   }
+  if (low_) return launch_low(b, grads);
   reducer_.begin();
   const Tensor& buf = buckets_[b].buffer;
   if (!views && l.params.size() == 1) {  // staging: one gradient is averaged where it is
@@ -130,6 +148,33 @@ void GradientBuckets::launch(size_t b) {
   }
 }
 
+// The half-precision exchange: the gradients reach the bucket and its narrow copy on the model's
+// stream, and only the narrow copy goes to the reducer; finish_low() widens the mean back.
+void GradientBuckets::launch_low(size_t b, const std::vector<Tensor>& grads) {
+  const BucketLayout& l = layout_[b];
+  for (size_t k = 0; k < l.params.size(); ++k) {
+    const Tensor& v = views_[l.params[k]];
+    if (grads[k].data_ptr() == v.data_ptr()) continue;
+    copy_into(grads[k], v);
+    ++copies_;
+    if (o_.gradient_as_bucket_view) params_[l.params[k]].second.set_grad(v);
+  }
+  copy_into(buckets_[b].buffer, buckets_[b].low);
+  reducer_.begin();
+  reducer_.all_reduce_mean(buckets_[b].low.data_ptr(), static_cast<size_t>(buckets_[b].low.numel()), exchange_);
+}
+
+void GradientBuckets::finish_low() {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    copy_into(buckets_[b].low, buckets_[b].buffer);
+    if (o_.gradient_as_bucket_view) continue;
+    for (size_t i : layout_[b].params) {
+      copy_into(views_[i], params_[i].second.grad());
+      ++copies_;
+    }
+  }
+}
+
 void GradientBuckets::average_gradients() {
   if (!active_) return;
   ++steps_;
@@ -137,6 +182,7 @@ void GradientBuckets::average_gradients() {
     while (launched_ < buckets_.size()) launch(launched_++);
     const std::string what = "all-reduce of the gradients of step " + std::to_string(steps_);
     reducer_.end(what.c_str());
+    if (low_) finish_low();
   } catch (...) {
     finish_step();
     throw;
@@ -157,7 +203,8 @@ void GradientBuckets::finish_step() {
 
 std::string GradientBuckets::describe() const {
   return std::to_string(buckets_.size()) + " gradient buckets of <= " +
-         std::to_string(o_.bucket_bytes / (1024 * 1024)) + " MiB (" + std::string(dtype_name(dtype_)) + "), " +
+         std::to_string(o_.bucket_bytes / (1024 * 1024)) + " MiB (" + std::string(dtype_name(dtype_)) +
+         (low_ ? ", exchanged in " + std::string(dtype_name(exchange_)) : std::string()) + "), " +
          (o_.gradient_as_bucket_view ? "gradients as bucket views" : "gradients staged by copies");
 }
 

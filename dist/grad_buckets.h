@@ -24,6 +24,13 @@
 // Either way the same values are averaged in the same buffer layout: the results agree
 // bit for bit.
 //
+// Exchange in half precision (DataParallelOptions::exchange_dtype bf16 or f16; PyTorch DDP's
+// bf16_compress_hook and fp16_compress_hook): each bucket's gradients are rounded into a bucket of
+// that dtype when the bucket starts, the all-reduce averages that one (half the bytes over the
+// links), and the mean is widened back into the gradients after the exchange. Both conversions
+// run on the model's stream, so every rank rounds the same way; the mean is the rounded
+// gradients' mean, rounded once more by the all-reduce.
+//
 // Overlap: a bucket starts as soon as all its parameters are reported complete
 // (nn::Model::set_param_ready_hook: every parameter in the tape modes, as the autograd
 // engine finishes it; in direct mode those of the modules the network reports), in
@@ -31,6 +38,7 @@
 // buckets left start when backward ends (the model's gradient hook).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,7 +55,14 @@ struct DataParallelOptions {
   // dist::DataParallel: every batch norm of the model normalises over the rows of all ranks
   // in training (PyTorch's SyncBatchNorm; nn::BatchNormOptions::sync). Off: each rank's own.
   bool sync_batch_norm = false;
+  // The dtype the gradients cross the links in: the parameters' (none given), or bf16 or f16 to
+  // halve the bytes (see above).
+  std::optional<DType> exchange_dtype;
 };
+
+// exchange_dtype from a program's option: "" (none: the parameters' dtype), "bf16" or "f16";
+// anything else is an error naming `option`.
+std::optional<DType> exchange_dtype_from_name(const std::string& name, const char* option = "--grad-exchange");
 
 // What averaging the buckets asks of a group of ranks. Work is enqueued in call order.
 class GradientReducer {
@@ -58,7 +73,7 @@ class GradientReducer {
   virtual void begin() = 0;
   // Copies `bytes` between buffers on the model's device.
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
-  // `count` elements at `data` (f32 or f64) replaced by their mean over the ranks.
+  // `count` elements at `data` (f32, f64, bf16 or f16) replaced by their mean over the ranks.
   virtual void all_reduce_mean(void* data, size_t count, DType dt) = 0;
   // The model's later work waits for all of the above; `what` names it in errors.
   virtual void end(const char* what) = 0;
@@ -87,6 +102,8 @@ class GradientBuckets {
   // Bucket b's flat buffer, and parameter i's view in it (registration order; the
   // gradient home when the views are on).
   const Tensor& buffer(size_t b) const { return buckets_[b].buffer; }
+  // What bucket b's all-reduce averages: its buffer, or its half-precision copy.
+  const Tensor& exchanged(size_t b) const { return low_ ? buckets_[b].low : buckets_[b].buffer; }
   const Tensor& view(size_t param) const { return views_[param]; }
   // Of the latest step: the gradients copied into or out of a bucket, and the buckets
   // started before backward ended.
@@ -98,10 +115,13 @@ class GradientBuckets {
  private:
   struct Bucket {
     Tensor buffer;              // the flat buffer of layout_[b].bytes
+    Tensor low;                 // its copy in the exchange dtype, when that is narrower
     size_t remaining = 0;       // this step's parameters not complete yet
   };
   void param_ready(const Tensor& p);
   void launch(size_t b);
+  void launch_low(size_t b, const std::vector<Tensor>& grads);
+  void finish_low();
   void finish_step();
 
   nn::Model& model_;
@@ -109,6 +129,8 @@ class GradientBuckets {
   DataParallelOptions o_;
   nn::StateDict params_;
   DType dtype_ = DType::f32;
+  bool low_ = false;                            // exchanged in a narrower dtype than dtype_
+  DType exchange_ = DType::f32;
   std::vector<BucketLayout> layout_;
   std::vector<Bucket> buckets_;
   std::vector<Tensor> views_;                   // per parameter

@@ -321,8 +321,7 @@ void ProcessGroup::settle(int result, const char* call) {
 }
 
 void ProcessGroup::all_reduce_mean(void* data, size_t count, DType dt) {
-  STRATA_CHECK(dt == DType::f32 || dt == DType::f64, "dist: gradients are averaged in f32 or f64, got ",
-               dtype_name(dt));
+  STRATA_CHECK(is_floating(dt), "dist: gradients are averaged in f32, f64, bf16 or f16, got ", dtype_name(dt));
   enqueue_all_reduce(data, count, dt, ncclAvg);
 }
 

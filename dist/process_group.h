@@ -83,7 +83,7 @@ class ProcessGroup final : public GradientReducer, public ops::ChannelSumReducer
   void all_reduce_sum(void* data, size_t count, DType dt) override;
 
   // Gradient averaging (dist/data_parallel.h): `count` elements at `data` (device
-  // memory, f32 or f64) replaced by the mean over ranks. Enqueued on the collective
+  // memory, f32, f64, bf16 or f16) replaced by the mean over ranks. Enqueued on the collective
   // stream; orders itself after the backend's work so far at begin() and the
   // backend's later work after it at end(), which returns at once (see above).
   // begin() throws the watchdog's failure, if any.

@@ -43,6 +43,7 @@ struct GptOptions {
   int threads = 0;
   int nproc = 1;
   double dist_timeout = 300;
+  std::string grad_exchange;  // data parallel: "" (the parameters' dtype), "bf16" or "f16"
   // Sampling after training.
   std::string prompt = "The";
   int64_t sample = 200, top_k = 40;

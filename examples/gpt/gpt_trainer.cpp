@@ -84,7 +84,7 @@ GptTrainer::GptTrainer(const GptRunConfig& cfg, std::FILE* log, std::FILE* progr
   manual_seed(o.seed);  // GPT-2's initialisation draws from the default generator
   model_ = nn::make_gpt(config_, cfg_.mode, o.backend);
   dp_ = std::make_unique<train::DataParallelRun>(
-      *model_, train::RankPlace{cfg_.rank, cfg_.world, cfg_.local_rank, cfg_.local_world}, o.dist_timeout, false);
+      *model_, train::RankPlace{cfg_.rank, cfg_.world, cfg_.local_rank, cfg_.local_world}, o.dist_timeout, false, o.grad_exchange);
 
   nn::OptimizerConfig oc;
   oc.kind = nn::OptimizerKind::adamw;

@@ -70,7 +70,8 @@ int DataParallelStart::launch(int argc, char** argv, int nproc, const char* prog
 #endif
 }
 
-DataParallelRun::DataParallelRun(nn::Model& model, RankPlace place, double timeout_seconds, bool sync_batch_norm) {
+DataParallelRun::DataParallelRun(nn::Model& model, RankPlace place, double timeout_seconds, bool sync_batch_norm,
+                                 const std::string& grad_exchange) {
 #if STRATA_HAVE_DIST
   if (place.world == 1) return;
   dist::RankInfo ri{place.rank, place.world, place.local_rank, place.local_world, ""};
@@ -80,9 +81,10 @@ DataParallelRun::DataParallelRun(nn::Model& model, RankPlace place, double timeo
   pg_ = std::make_unique<dist::ProcessGroup>(ri, po);
   dist::DataParallelOptions dpo;
   dpo.sync_batch_norm = sync_batch_norm;
+  dpo.exchange_dtype = dist::exchange_dtype_from_name(grad_exchange);
   ddp_ = std::make_unique<dist::DataParallel>(model, *pg_, dpo);
 #else
-  (void)model, (void)timeout_seconds, (void)sync_batch_norm;
+  (void)model, (void)timeout_seconds, (void)sync_batch_norm, (void)grad_exchange;
   STRATA_CHECK(place.world == 1, "data parallel: world size ", place.world,
                " but this build has no data-parallel training");
 #endif

@@ -59,7 +59,10 @@ class DataParallelStart {
 // world of one it holds nothing and sums are the values themselves.
 class DataParallelRun {
  public:
-  DataParallelRun(nn::Model& model, RankPlace place, double timeout_seconds, bool sync_batch_norm);
+  // grad_exchange: the dtype the gradients cross the links in ("" the parameters', "bf16", "f16":
+  // dist::DataParallelOptions::exchange_dtype).
+  DataParallelRun(nn::Model& model, RankPlace place, double timeout_seconds, bool sync_batch_norm,
+                  const std::string& grad_exchange = "");
   ~DataParallelRun();
   bool active() const { return ddp_ != nullptr; }
   // The element-wise sum over the ranks (collective).

@@ -65,6 +65,7 @@ struct TrainOptions {
   bool progress = true;
   int nproc = 1;              // data parallel: processes (GPUs) to start on this machine
   double dist_timeout = 300;  // data parallel: seconds a rank waits for the others
+  std::string grad_exchange;  // data parallel: "" (the parameters' dtype), "bf16" or "f16"
   bool sync_bn = false;       // data parallel: batch norm statistics over every GPU's rows
 };
 

@@ -131,7 +131,7 @@ Trainer::Trainer(const RunConfig& cfg, std::FILE* log, std::FILE* progress, std:
   int64_t index = 0;
   for_each_dropout(*model_, [&](const std::string&, auto& d) { d.set_seed(dropout_seed(o.seed, index++), 0); });
   dp_ = std::make_unique<DataParallelRun>(*model_, RankPlace{cfg_.rank, cfg_.world, cfg_.local_rank, cfg_.local_world},
-                                          o.dist_timeout, o.sync_bn);
+                                          o.dist_timeout, o.sync_bn, o.grad_exchange);
 
   nn::OptimizerConfig oc;
   oc.kind = nn::parse_optimizer_kind(cfg_.optimizer);

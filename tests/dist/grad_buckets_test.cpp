@@ -34,16 +34,32 @@ class FakeWorld final : public dist::GradientReducer {
   void all_reduce_mean(void* data, size_t count, DType dt) override {
     log.push_back("reduce");
     reduced.push_back(data);
+    dtypes.push_back(dt);
     if (factor_ == 1.0) return;
-    if (dt == DType::f32)
-      for (size_t i = 0; i < count; ++i) static_cast<float*>(data)[i] *= static_cast<float>(factor_);
-    else
-      for (size_t i = 0; i < count; ++i) static_cast<double*>(data)[i] *= factor_;
+    const auto f = static_cast<float>(factor_);
+    for (size_t i = 0; i < count; ++i) {
+      switch (dt) {
+        case DType::f32: static_cast<float*>(data)[i] *= f; break;
+        case DType::f64: static_cast<double*>(data)[i] *= factor_; break;
+        case DType::bf16: {
+          auto* h = static_cast<bf16_t*>(data) + i;
+          *h = to_bf16(from_bf16(*h) * f);
+          break;
+        }
+        case DType::f16: {
+          auto* h = static_cast<f16_t*>(data) + i;
+          *h = to_f16(from_f16(*h) * f);
+          break;
+        }
+        default: FAIL() << "FakeWorld: gradients in " << dtype_name(dt);
+      }
+    }
   }
   void end(const char* what) override { log.push_back(std::string("end ") + what); }
 
   std::vector<std::string> log;
   std::vector<void*> reduced;
+  std::vector<DType> dtypes;
   int copies = 0;
 
  private:
@@ -251,6 +267,73 @@ TEST(GradBuckets, RemovedWithTheObject) {
   auto opt = m->make_optimizer(sgd());
   m->train_step(images(), labels(), *opt);
   EXPECT_TRUE(w.log.empty());
+}
+
+// Exchanged in bf16 or f16 (PyTorch DDP's compress hooks): in every mode, with the views and
+// staged, the reducer averages the narrow copies, and each gradient ends as its one-process value
+// rounded to that dtype, then halved in it (world 2, peer 0: exact but for f16's subnormals).
+TEST(GradBuckets, ExchangedInHalfPrecisionIsTheRoundedMean) {
+  for (DType low : {DType::bf16, DType::f16}) {
+    for (DispatchMode mode : kAllModes) {
+      for (bool views : {true, false}) {
+        SCOPED_TRACE(std::string(dtype_name(low)) + " " + std::string(ops::dispatch_mode_name(mode)) +
+                     (views ? " views" : " staging"));
+        auto plain = model(mode);
+        auto opt_plain = plain->make_optimizer(sgd());
+        const StepOutputs want = snapshot(*plain, plain->train_step(images(), labels(), *opt_plain));
+
+        auto m = model(mode);
+        FakeWorld w(2, 0.0);
+        DataParallelOptions o = small_buckets(views);
+        o.exchange_dtype = low;
+        GradientBuckets gb(*m, w, o);
+        EXPECT_NE(gb.describe().find("exchanged in " + std::string(dtype_name(low))), std::string::npos);
+        auto opt = m->make_optimizer(sgd());
+        m->train_step(images(), labels(), *opt);
+        ASSERT_EQ(w.reduced.size(), gb.num_buckets());
+        for (size_t b = 0; b < gb.num_buckets(); ++b) {
+          EXPECT_EQ(w.reduced[b], gb.exchanged(b).data_ptr()) << b;
+          EXPECT_EQ(w.dtypes[b], low) << b;
+          EXPECT_EQ(gb.exchanged(b).numel(), gb.buffer(b).numel()) << b;
+        }
+        const nn::StateDict params = m->module().named_parameters();
+        size_t rounded = 0, total = 0;
+        for (size_t i = 0; i < params.size(); ++i) {
+          const Tensor g = params[i].second.grad();
+          ASSERT_TRUE(g.defined()) << params[i].first;
+          EXPECT_EQ(g.same(gb.view(i)), views) << params[i].first;
+          EXPECT_EQ(g.dtype(), DType::f32) << params[i].first;
+          const std::vector<float> got = g.to_vector<float>(), full = want.grads[i].second.to_vector<float>();
+          ASSERT_EQ(got.size(), full.size());
+          for (size_t k = 0; k < got.size(); ++k) {
+            const auto round = [low](float v) { return low == DType::bf16 ? from_bf16(to_bf16(v)) : from_f16(to_f16(v)); };
+            const float r = round(full[k]);
+            ASSERT_EQ(got[k], round(0.5f * r)) << params[i].first << "[" << k << "] of " << full[k];
+            rounded += r != full[k];
+            ++total;
+          }
+        }
+        EXPECT_GT(rounded, total / 10) << "the gradients were not rounded: no exchange in " << dtype_name(low);
+      }
+    }
+  }
+}
+
+TEST(GradBuckets, ExchangeDtypeWiderOrNotFloatingIsRefused) {
+  for (DType bad : {DType::f64, DType::i32}) {
+    auto m = model(DispatchMode::direct);
+    FakeWorld w;
+    DataParallelOptions o;
+    o.exchange_dtype = bad;
+    EXPECT_STRATA_ERROR(GradientBuckets(*m, w, o), "gradients cross the links in the parameters' dtype, bf16 or f16");
+  }
+}
+
+TEST(GradBuckets, ExchangeDtypeFromItsOptionName) {
+  EXPECT_FALSE(dist::exchange_dtype_from_name("").has_value());
+  EXPECT_EQ(dist::exchange_dtype_from_name("bf16"), DType::bf16);
+  EXPECT_EQ(dist::exchange_dtype_from_name("f16"), DType::f16);
+  EXPECT_STRATA_ERROR(dist::exchange_dtype_from_name("fp8"), "--grad-exchange fp8: the gradients cross the links in bf16 or f16");
 }
 
 TEST(GradBuckets, HalfPrecisionParametersAreRefused) {

@@ -16,7 +16,12 @@
 #      the weights' L1 norms within 1e-3 (the biases' are sums of near-cancelling values,
 #      compared by neither mode);
 #  and 2 ranks with the gradients kept in the buckets (the default) must match 2 ranks that
-#  stage them by copies (--no-grad-views) exactly: the same values averaged in the same layout.
+#  stage them by copies (--no-grad-views) exactly: the same values averaged in the same layout;
+#  2 ranks exchanging the gradients in bf16 (--grad-exchange bf16) start from the same first loss
+#  exactly and stay within 1e-2 of the f32 exchange on the losses and 5e-3 on the weights' L1
+#  norms (the gradients rounded to 8 bits of mantissa; the trajectories part as per-GPU batch
+#  norm's do: 4.8e-4 on the losses, 1.3e-3 on the weights (batch norm's scales), 2e-2 on the
+#  biases' L1 norms, on an H200 pair).
 #  When both direct and graph modes are given, graph mode's 2-GPU runs (the step, its
 #  all-reduces and synchronised batch norm's exchanges captured in one CUDA graph) must
 #  match direct mode's exactly: the same kernels and collectives on the same buffers.
@@ -42,12 +47,14 @@ for mode in $modes; do
     --record "$out/doubled_$mode.json"
   # shellcheck disable=SC2086
   "$prog" $common --dispatch "$mode" --batch 32 --nproc 2 --sync-bn --record "$out/sync_$mode.json"
+  # shellcheck disable=SC2086
+  "$prog" $common --dispatch "$mode" --batch 32 --nproc 2 --grad-exchange bf16 --record "$out/bf16x_$mode.json"
   python3 - "$out" "$mode" <<'PY' || rc=1
 import json, sys
 from run_checks import Checks, rel
 out, mode = sys.argv[1], sys.argv[2]
-two, staged, acc, dbl, sync = (json.load(open(f"{out}/{n}_{mode}.json"))
-                               for n in ("two", "staged", "accumulate", "doubled", "sync"))
+two, staged, acc, dbl, sync, bf16x = (json.load(open(f"{out}/{n}_{mode}.json"))
+                                      for n in ("two", "staged", "accumulate", "doubled", "sync", "bf16x"))
 c = Checks(mode)
 check = c.check
 check("2 GPUs, gradients as bucket views vs staged by copies, step losses and parameter checksums",
@@ -70,12 +77,21 @@ check("2 GPUs --sync-bn vs 1 GPU (batch 64), step losses, against a fifth of per
 def l1_gap(a, b, keys):
     return max(rel(a[k][1], b[k][1]) for k in keys)
 weights = [k for k in sync["params"] if k.endswith("weight")]
+check("2 GPUs exchanging in bf16 vs in f32, the weights' L1 norms", l1_gap(bf16x["params"], two["params"], weights), 5e-3)
 check("2 GPUs --sync-bn vs 1 GPU (batch 64), the weights' L1 norms", l1_gap(sync["params"], dbl["params"], weights), 1e-3)
 stats_sync = l1_gap(sync["buffers"], dbl["buffers"], sync["buffers"])
 stats_plain = l1_gap(two["buffers"], dbl["buffers"], two["buffers"])
 check("2 GPUs --sync-bn vs 1 GPU (batch 64), running statistics' L1 norms (rank 0's)", stats_sync, 2e-3)
 check("2 GPUs --sync-bn vs 1 GPU (batch 64), running statistics, against a tenth of per-GPU batch norm's difference",
       stats_sync, stats_plain / 10)
+check("2 GPUs exchanging in bf16 vs in f32, the first step's loss (before any exchange)",
+      rel(bf16x["losses"][0], two["losses"][0]), 0.0)
+bf16_gap = max(rel(a, b) for a, b in zip(bf16x["losses"], two["losses"]))
+check("2 GPUs exchanging in bf16 vs in f32, step losses", bf16_gap, 1e-2)
+
+c.require("2 GPUs exchanging in bf16 differ from f32's exchange (the exchange was in bf16)",
+          bf16x["params"] != two["params"])
+print(f"{mode}: losses bf16 exchange", " ".join(f"{x:.5f}" for x in bf16x["losses"]))
 print(f"{mode}: 2 GPUs vs 1 GPU at batch 64, worst step-loss difference: {plain_gap:.3e} per-GPU batch norm, "
       f"{sync_gap:.3e} --sync-bn")
 print(f"{mode}: losses 2 GPUs   ", " ".join(f"{x:.5f}" for x in two["losses"]))
@@ -90,7 +106,7 @@ if [[ " $modes " == *" direct "* && " $modes " == *" graph "* ]]; then
 import json, sys
 out = sys.argv[1]
 ok = True
-for run in ("two", "staged", "sync"):
+for run in ("two", "staged", "sync", "bf16x"):
     d, g = (json.load(open(f"{out}/{run}_{m}.json")) for m in ("direct", "graph"))
     same = d["losses"] == g["losses"] and d["params"] == g["params"] and d.get("buffers") == g.get("buffers")
     ok = ok and same
