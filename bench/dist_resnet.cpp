@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -58,6 +60,8 @@ struct Options {
   bool sync_bn = false;
   bool comm_priority = false;
   bool timeline = false;
+  bool no_exchange = false;
+  std::string grad_exchange;  // "" (the parameters' dtype), "bf16" or "f16"
 };
 
 // Rows [first, first+count) of a host batch (NCHW or NHWC: both keep an image's values together).
@@ -102,7 +106,10 @@ int run(const Options& o, const dist::RankInfo& info) {
   dpo.bucket_bytes = static_cast<size_t>(o.bucket_mb * 1024 * 1024);
   dpo.gradient_as_bucket_view = o.grad_views;
   dpo.sync_batch_norm = o.sync_bn;
-  dist::DataParallel ddp(*model, pg, dpo);
+  dpo.exchange_dtype = dist::exchange_dtype_from_name(o.grad_exchange);
+  // --no-exchange (a diagnostic): the ranks join the group but train alone, nothing averaged.
+  std::optional<dist::DataParallel> dp;
+  if (!o.no_exchange) dp.emplace(*model, pg, dpo);
   auto opt = model->make_optimizer(bench::sgd_config(o.lr));
 
   const Shape in_sizes{o.batch, 3, o.resolution, o.resolution};
@@ -129,7 +136,8 @@ int run(const Options& o, const dist::RankInfo& info) {
   std::fprintf(stderr, "dist_resnet: rank %d pid %d on GPU %s\n", info.rank, static_cast<int>(getpid()),
                std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "0");
   if (pg.rank() == 0)
-    std::printf("dist_resnet: %s | %s | batch %lld per GPU%s\n", model->describe().c_str(), ddp.describe().c_str(),
+    std::printf("dist_resnet: %s | %s | batch %lld per GPU%s\n", model->describe().c_str(),
+                dp ? dp->describe().c_str() : "nothing exchanged (--no-exchange)",
                 static_cast<long long>(o.batch),
                 k > 1 ? (", gradients of " + std::to_string(k) + " batches summed per step").c_str() : "");
   // Accumulating K batches sums K mean-gradients; SGD with momentum is linear in the
@@ -145,7 +153,7 @@ int run(const Options& o, const dist::RankInfo& info) {
       sum += model->forward_loss(x, labels).loss.item();
       model->backward();
     }
-    ddp.average_gradients();  // (what train_step's hook does)
+    if (dp) dp->average_gradients();  // (what train_step's hook does)
     opt->step();
     return Tensor::from_vector(std::vector<double>{sum / static_cast<double>(k)}, Shape{});
   };
@@ -172,16 +180,20 @@ int run(const Options& o, const dist::RankInfo& info) {
   const double mean_seconds = all_secs[0] / info.world;
   const double img_s = static_cast<double>(o.batch * info.world * o.steps) / mean_seconds;
   if (o.timeline) {
-    // One more step, its collectives timed against its start on this rank's device.
+    // One more step, its collectives timed against its start on this rank's device. Alone, a rank
+    // exchanges nothing and installs no gradient hook: this one marks where its backward ends, the
+    // point to set the ranks' "backward done" against.
     pg.timeline_start();
+    if (info.world == 1) model->set_gradient_hook([&pg] { pg.timeline_mark("backward done"); });
     step();
+    if (info.world == 1) model->set_gradient_hook({});
     pg.timeline_mark("step end");
     nlohmann::json lines = nlohmann::json::array();
     for (const dist::TimelineEntry& e : pg.timeline_take())
       lines.push_back({{"what", e.what}, {"ready_ms", e.ready_ms}, {"start_ms", e.start_ms}, {"end_ms", e.end_ms},
                        {"bytes", e.bytes}});
     const nlohmann::json t = {{"timeline", lines}, {"rank", info.rank}, {"world", info.world},
-                              {"dispatch", o.dispatch}, {"buckets", ddp.num_buckets()}};
+                              {"dispatch", o.dispatch}, {"buckets", dp ? dp->num_buckets() : 0}};
     std::printf("%s\n", t.dump().c_str());
     std::fflush(stdout);
   }
@@ -191,10 +203,12 @@ int run(const Options& o, const dist::RankInfo& info) {
                         {"channels_last", o.channels_last}, {"dispatch", o.dispatch}, {"steps", o.steps},
                         {"warmup", o.warmup}, {"ms_per_step", 1000 * mean_seconds / o.steps},
                         {"img_per_s", img_s}, {"img_per_s_per_gpu", img_s / info.world},
-                        {"buckets", ddp.num_buckets()}, {"grad_views", o.grad_views},
+                        {"buckets", dp ? dp->num_buckets() : 0}, {"grad_views", o.grad_views},
+                        {"no_exchange", o.no_exchange},
                         {"sync_bn", o.sync_bn}, {"comm_high_priority", o.comm_priority},
-                        {"synced_batch_norms", ddp.synced_batch_norms()},
-                        {"bucket_copies_per_step", ddp.buckets().copies()}};
+                        {"grad_exchange", o.grad_exchange.empty() ? "f32" : o.grad_exchange},
+                        {"synced_batch_norms", dp ? dp->synced_batch_norms() : 0},
+                        {"bucket_copies_per_step", dp ? dp->buckets().copies() : 0}};
     std::printf("%s\n", j.dump().c_str());
     if (!o.record.empty()) {
       nlohmann::json rec = {{"losses", losses}, {"world", info.world}, {"batch_per_gpu", o.batch}};
@@ -243,6 +257,10 @@ int main(int argc, char** argv) {
                "end); direct or static mode");
   app.add_flag("--comm-high-priority", o.comm_priority,
                "the collectives' stream at the device's highest priority (dist::ProcessGroupOptions)");
+  bench::add_grad_exchange_option(app, o.grad_exchange);
+  app.add_flag("--no-exchange", o.no_exchange,
+               "a diagnostic: the ranks join the NCCL group but train alone (no gradient averaging), to tell the "
+               "group's own cost from the exchange's");
   app.add_flag("--sync-bn", o.sync_bn,
                "batch norm statistics over every GPU's rows (PyTorch's SyncBatchNorm); one GPU: plain batch norm");
   STRATA_CLI11_PARSE(app, argc, argv);

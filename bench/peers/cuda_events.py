@@ -1,6 +1,6 @@
 """CUDA helpers shared by bench/peers: a device-time median (the kernel experiments stem_conv.py and
 conv1x1_gemm.py) and PyTorch's recipe for capturing a call into a CUDA graph (pytorch_lenet.py,
-resnet50_b1_forms.py)."""
+resnet50_infer_forms.py)."""
 import torch
 
 

@@ -36,6 +36,8 @@ def main():
                    help="compile: torch.compile over the DDP model (dynamo's DDPOptimizer splits its graph at the "
                         "buckets, so that their all-reduces overlap the backward); compile_nosplit: one graph "
                         "(torch._dynamo.config.optimize_ddp = False: DDP's hooks run after the compiled backward)")
+    p.add_argument("--grad-exchange", choices=["f32", "bf16"], default="f32",
+                   help="bf16: DDP's bf16_compress_hook (gradients all-reduced in bf16), strata's --grad-exchange bf16")
     p.add_argument("--allreduce-gib", type=float, default=0,
                    help="instead: time an all-reduce of this many GiB of f32 and print its bus bandwidth")
     a = p.parse_args()
@@ -66,6 +68,9 @@ def main():
 
     model = torchvision.models.resnet50(weights=None).cuda().to(memory_format=torch.channels_last)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
+    if a.grad_exchange == "bf16":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
     if a.form == "compile_nosplit":
         from torch._dynamo import config as dynamo_config
         dynamo_config.optimize_ddp = False
@@ -98,7 +103,7 @@ def main():
     if rank == 0:
         print(json.dumps({"framework": "pytorch", "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                           "model": "resnet50", "world": world, "batch_per_gpu": a.batch, "resolution": a.resolution,
-                          "precision": "bf16-autocast", "form": a.form, "channels_last": True, "steps": a.steps, "warmup": a.warmup,
+                          "precision": "bf16-autocast", "form": a.form, "grad_exchange": a.grad_exchange, "channels_last": True, "steps": a.steps, "warmup": a.warmup,
                           "ms_per_step": 1000 * mean / a.steps, "img_per_s": img_s, "img_per_s_per_gpu": img_s / world,
                           "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
                           "device": torch.cuda.get_device_name()}), flush=True)

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
-"""ResNet-50 prediction at batch 1 (3x224x224, f32) in PyTorch's forms, and where its time goes.
+"""ResNet-50 prediction (3x224x224; batch 1 and f32 unless told) in PyTorch's forms, and where its
+time goes.
 
-    python3 bench/peers/resnet50_b1_forms.py --iters 300 --json torch_b1.json --kernels torch_b1_kernels.txt
+    python3 bench/peers/resnet50_infer_forms.py --iters 300 --json torch_b1.json --kernels torch_b1_kernels.txt
+    python3 bench/peers/resnet50_infer_forms.py --batch 256 --bf16 --forms compile_freezing --json b256.json
 
 torchvision.models.resnet50(weights=None), eval, torch.no_grad(), PyTorch's defaults for f32
-(cuDNN convolutions may use TF32, matmul not; cudnn.benchmark off), in these forms:
+(cuDNN convolutions may use TF32, matmul not; cudnn.benchmark off). --bf16 makes the whole model
+and its input bf16 and channels-last (model.to(torch.bfloat16, memory_format=torch.channels_last)):
+at large batches this is PyTorch's fastest inference, ahead of autocast. The forms:
   eager                 the module as it is
   cudagraph             eager captured into a CUDA graph and replayed
   compile_ro            torch.compile(mode="reduce-overhead")
+  compile_freezing      torch.compile with inductor's freezing=True, default mode (no CUDA graphs:
+                        at large batches they gain nothing)
   compile_ro_freezing   reduce-overhead's options with inductor's freezing=True: batch norm folded
                         into the convolutions' weights, the weights constants, and inductor free to
                         change the convolutions' layout (its layout optimisation)
@@ -56,10 +62,12 @@ def make_form(name, model, x):
         options = dict(list_mode_options("reduce-overhead"))
         options["freezing"] = True
         compiled = torch.compile(model, dynamic=False, options=options)
+    elif name == "compile_freezing":
+        compiled = torch.compile(model, dynamic=False, options={"freezing": True})
     elif name == "compile_ro":
         compiled = torch.compile(model, dynamic=False, mode="reduce-overhead")
     else:
-        raise SystemExit(f"resnet50_b1_forms: unknown form {name}")
+        raise SystemExit(f"resnet50_infer_forms: unknown form {name}")
     mark = torch.compiler.cudagraph_mark_step_begin
 
     def call():
@@ -108,13 +116,15 @@ def kernel_table(f, calls=20):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--forms", default="eager,cudagraph,compile_ro,compile_ro_freezing")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--bf16", action="store_true", help="the model and input in bf16, channels-last")
     ap.add_argument("--iters", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--json", required=True)
     ap.add_argument("--kernels", help="the last form's kernels, per prediction, to this file")
     args = ap.parse_args()
     if not torch.cuda.is_available():
-        sys.exit("resnet50_b1_forms: needs a GPU")
+        sys.exit("resnet50_infer_forms: needs a GPU")
     torch.backends.cudnn.allow_tf32 = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.benchmark = False
@@ -124,14 +134,18 @@ def main():
     with torch.no_grad():
         for name in args.forms.split(","):
             model = torchvision.models.resnet50(weights=None).cuda().eval()
-            x = torch.empty(1, 3, 224, 224, device="cuda").uniform_(-1.7, 1.7)
+            x = torch.empty(args.batch, 3, 224, 224, device="cuda").uniform_(-1.7, 1.7)
+            if args.bf16:
+                model = model.to(torch.bfloat16, memory_format=torch.channels_last)
+                x = x.to(torch.bfloat16, memory_format=torch.channels_last)
             t0 = time.perf_counter()
             f = make_form(name, model, x)
             f()
             torch.cuda.synchronize()
             first_s = time.perf_counter() - t0
             dev, wall = time_form(f, args.warmup, args.iters)
-            r = {"form": name, "device_ms": quantiles(dev), "wall_ms": quantiles(wall), "first_call_s": first_s,
+            r = {"form": name, "batch": args.batch, "dtype": "bf16" if args.bf16 else "f32",
+                 "img_per_s": args.batch * 1e3 / statistics.median(dev), "device_ms": quantiles(dev), "wall_ms": quantiles(wall), "first_call_s": first_s,
                  "check": float(f().float().sum()), "torch": torch.__version__,
                  "gpu": torch.cuda.get_device_name()}
             results.append(r)

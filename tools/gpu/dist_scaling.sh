@@ -16,11 +16,17 @@
 #   ctas16, ctas32          2 GPUs, NCCL held at 16 or 32 thread blocks a collective
 #   bucket200ctas32         one bucket with 32 blocks: how fast the exchange can go unhidden
 #   prio      2 GPUs, the collectives' stream at the highest priority (--comm-high-priority)
+#   timeline_bucket200      the timeline with one bucket (no exchange during the backward)
+#   timeline_staged         the timeline with the gradients staged by copies (--no-grad-views)
+#   timeline_one            1 GPU in direct mode, one step timed (--timeline): where its backward ends
+#   indep     2 ranks of one NCCL group training alone (--no-exchange): the group's own cost
+#   bf16x     2 GPUs, the gradients exchanged in bf16 (--grad-exchange bf16): half the bytes
+#   timeline_bf16x          the timeline below with the bf16 exchange
 #   timeline  2 GPUs in direct mode, then one step with its collectives timed (--timeline): each
 #             rank's JSON line says when each bucket was ready, its all-reduce's start and end
 # then PyTorch DDP on 1 and 2 GPUs, eager and under torch.compile (FORMS: eager, compile, and
-# compile_nosplit, torch.compile without DDPOptimizer's graph split at the buckets), the peer in the
-# same call.
+# compile_nosplit, torch.compile without DDPOptimizer's graph split at the buckets; a form ending in
+# _bf16x registers DDP's bf16_compress_hook), the peer in the same call.
 #   TARGETS="dist_resnet" tools/gpu/pack.sh       # here
 #   OUT=$OUT tools/gpu/dist_scaling.sh            # there (carry .gpu)
 # Knobs: ROUNDS (2), STEPS (30), WARMUP (5), VARIANTS (the list above), FORMS ("eager compile"),
@@ -80,7 +86,21 @@ run_variant() {
     timeline)
       "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline 2>&1 |
         tee "$out/timeline_$r.txt" | tag timeline "$r" ;;
+    timeline_bucket200)
+      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline --bucket-mb 200 2>&1 |
+        tee "$out/timeline_bucket200_$r.txt" | tag timeline_bucket200 "$r" ;;
+    timeline_staged)
+      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline --no-grad-views 2>&1 |
+        tee "$out/timeline_staged_$r.txt" | tag timeline_staged "$r" ;;
+    timeline_one)
+      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 1 --timeline 2>&1 |
+        tee "$out/timeline_one_$r.txt" | tag timeline_one "$r" ;;
     prio) "$prog" "${common[@]}" --nproc 2 --comm-high-priority 2>&1 | tag prio "$r" ;;
+    indep) "$prog" "${common[@]}" --nproc 2 --no-exchange 2>&1 | tag indep "$r" ;;
+    bf16x) "$prog" "${common[@]}" --nproc 2 --grad-exchange bf16 2>&1 | tag bf16x "$r" ;;
+    timeline_bf16x)
+      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline --grad-exchange bf16 2>&1 |
+        tee "$out/timeline_bf16x_$r.txt" | tag timeline_bf16x "$r" ;;
     ctas16) NCCL_MIN_CTAS=16 NCCL_MAX_CTAS=16 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas16 "$r" ;;
     ctas32) NCCL_MIN_CTAS=32 NCCL_MAX_CTAS=32 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas32 "$r" ;;
     bucket200ctas32)
@@ -110,11 +130,15 @@ run_variant() {
     done
   done
   for form in ${FORMS:-eager compile}; do
+    [ "$form" = none ] && continue
+    exchange=f32
+    [[ $form == *_bf16x ]] && exchange=bf16
     for n in 1 2; do
+      [ "$exchange" = bf16 ] && ((n == 1)) && continue  # one GPU exchanges nothing
       if ((SECONDS > budget)); then echo "-- pytorch $form $n: skipped (past ${budget} s)"; continue; fi
       echo "-- pytorch DDP $form, $n GPU(s) ($(date -u +%H:%M:%S), ${SECONDS} s)"
       LD_LIBRARY_PATH=$orig_ld torchrun --standalone --nproc_per_node "$n" bench/peers/pytorch_ddp_resnet50.py \
-        --form "$form" --batch 256 --steps "$steps" --warmup "$warmup" 2>>"$out/torch.err" | tag "pytorch_$form" 1
+        --form "${form%_bf16x}" --grad-exchange "$exchange" --batch 256 --steps "$steps" --warmup "$warmup" 2>>"$out/torch.err" | tag "pytorch_$form" 1
     done
   done
   echo "== summary"
@@ -124,7 +148,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 by = {}
 for d in rows:
     if "timeline" in d:  # --timeline's lines: one step of one rank, its collectives' times
-        print(f"timeline, rank {d['rank']}, round {d['round']} ({d['dispatch']}, {d['buckets']} buckets), ms from the step's start:")
+        print(f"{d['variant']}, rank {d['rank']}, round {d['round']} ({d['dispatch']}, {d['buckets']} buckets), ms from the step's start:")
         for e in d["timeline"]:
             if e["bytes"]:
                 print(f"  {e['what']:<16} {e['bytes'] / 2**20:7.1f} MiB  ready {e['ready_ms']:7.2f}  "

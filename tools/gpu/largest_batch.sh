@@ -3,14 +3,16 @@
 # machine in one device call: resnet50_gpu in graph mode, bf16 channels-last 224² (the default;
 # PRECISION=f32 for f32), one fresh process per batch (a failed allocation ends only that
 # process), batches doubling from 256 until one fails, then halving the gap to the last that ran
-# until it is under STEP images; PyTorch's strongest inference form (pytorch_resnet50.py, MODES)
-# at the batches strata ran, in the same call.
+# until it is under STEP images; PyTorch's strongest inference form at large batches (the whole
+# model in bf16 channels-last under torch.compile with inductor's freezing: resnet50_infer_forms.py,
+# FORMS) at the first batch and at the largest strata ran, in the same call (each a compilation).
 #   TARGETS="resnet50_gpu" tools/gpu/pack.sh      # here
 #   OUT=$OUT tools/gpu/largest_batch.sh            # there (carry .gpu)
-# Knobs: START (256), LIMIT (the largest batch tried, 65536), STEP (256), MODES (PyTorch's,
-# comma-separated, default "compile"; "" none), BUDGET (seconds after which nothing new starts, 480).
+# Knobs: START (256), LIMIT (the largest batch tried, 65536), STEP (256), FORMS (PyTorch's,
+# comma-separated, default "compile_freezing"; "none" for none), BUDGET (seconds after which nothing
+# new starts, 480).
 # Writes $OUT/largest_batch.log, $OUT/strata.jsonl (one line per batch tried: batch, status,
-# img/s, peak MiB, the error line when it failed) and $OUT/pytorch_<batch>.json.
+# img/s, peak MiB, the error line when it failed) and $OUT/pytorch_b<batch>.json.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 pkg=${PKG:-.gpu}
@@ -19,7 +21,8 @@ mkdir -p "$out"
 orig_ld=${LD_LIBRARY_PATH:-}
 # shellcheck source=tools/gpu/env.sh
 source tools/gpu/env.sh
-suffix=$([ "${PRECISION:-bf16}" = bf16 ] && echo _nhwc_bf16 || echo _nhwc)
+PRECISION=${PRECISION:-bf16}
+suffix=$([ "$PRECISION" = bf16 ] && echo _nhwc_bf16 || echo _nhwc)
 start=${START:-256}
 limit=${LIMIT:-65536}
 step=${STEP:-256}
@@ -44,7 +47,7 @@ try:
     if line["status"] == "ok":
         line.update(img_per_s=r["img_per_s"], device_ms=r.get("device_ms"), peak_mib=r["peak_bytes"] / 2**20)
     else:
-        line["error"] = str(r.get("error", ""))[:300]
+        line["error"] = str(r.get("error") or r.get("note", ""))[:300]
 except Exception:  # no JSON: the process died; its last line says why
     lines = [l.strip() for l in open(text, errors="replace") if l.strip()]
     line["error"] = (lines[-1] if lines else "no output")[:300]
@@ -66,11 +69,14 @@ PY
     if try "$b"; then ok=$b; else bad=$b; fi
   done
   echo "largest batch that ran: $ok$([ "$bad" -gt 0 ] && echo " (failed at $bad)")"
-  for m in ${MODES-compile}; do
-    for b in $(python3 -c "import json,sys; print(' '.join(str(d['batch']) for d in map(json.loads, open(sys.argv[1])) if d['status']=='ok'))" "$jsonl"); do
+  forms=${FORMS:-compile_freezing}
+  if [ "$forms" != none ]; then
+    for b in $(printf '%s\n' "$start" "$ok" | sort -un | grep -v '^0$'); do
       ((SECONDS < budget)) || break
-      LD_LIBRARY_PATH=$orig_ld timeout 300 python3 bench/peers/pytorch_resnet50.py --config "infer_b${b}_224$suffix" \
-        --mode "$m" --iters 20 --warmup 3 --json "$out/pytorch_${m}_b$b.json" 2>&1 | tail -2
+      [ "$PRECISION" = f32 ] && bf16= || bf16=--bf16
+      LD_LIBRARY_PATH=$orig_ld timeout 300 python3 bench/peers/resnet50_infer_forms.py --batch "$b" $bf16 \
+        --forms "$forms" --iters 20 --warmup 3 --json "$out/pytorch_b$b.json" >"$out/pytorch_b$b.txt" 2>&1
+      tail -2 "$out/pytorch_b$b.txt" | cut -c1-400
     done
-  done
+  fi
 } 2>&1 | tee "$log"
