@@ -15,12 +15,9 @@ pkg=${PKG:-.gpu}
 out=${OUT:-/tmp/strata-dist}
 checks=/tmp/strata-dist-checks  # the checks' records, packed into $OUT/checks.tgz (few files come back)
 mkdir -p "$out" "$checks"
-# NVLink multicast stays off on the shared machines (their rules; KINDS.md).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # shellcheck source=tools/gpu/env.sh
 . "$(dirname "$0")/env.sh" 2>/dev/null || . "$pkg/env.sh"
-nccl_lib=$(python3 -c "import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
-export LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH"
+use_nccl
 pick() { if [ -f "$pkg/$(basename "$1")" ]; then echo "$pkg/$(basename "$1")"; else echo "$1"; fi; }
 prog=$pkg/bin/dist_resnet
 steps=${STEPS:-30}

@@ -13,11 +13,9 @@ cd "$(dirname "$0")/../.." || exit 1
 pkg=${PKG:-.gpu}
 out=${OUT:-/tmp/strata-dist-ncu}
 mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # shellcheck source=tools/gpu/env.sh
 source tools/gpu/env.sh
-nccl_lib=$(python3 -c "import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
-export LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH"
+use_nccl
 ncu=(ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --page raw --launch-count 3000)
 args=(--model resnet50 --batch 256 --precision bf16 --channels-last --dispatch direct --steps 2 --warmup 2
       --bucket-mb 200 --timeout 400)

@@ -37,13 +37,10 @@ cd "$(dirname "$0")/../.." || exit 1
 pkg=${PKG:-.gpu}
 out=${OUT:-/tmp/strata-dist-scaling}
 mkdir -p "$out"
-# NVLink multicast stays off on the shared machines (their rules).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 orig_ld=${LD_LIBRARY_PATH:-}
 # shellcheck source=tools/gpu/env.sh
 source tools/gpu/env.sh
-nccl_lib=$(python3 -c "import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
-export LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH"
+use_nccl
 prog=$pkg/bin/dist_resnet
 rounds=${ROUNDS:-2}
 steps=${STEPS:-30}

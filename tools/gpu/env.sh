@@ -13,3 +13,12 @@ except Exception:
 PY
 )
 export LD_LIBRARY_PATH="${cudnn_lib}:$PWD/${pkg:-.gpu}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+
+# For the data-parallel scripts: the machines' rule for NCCL (NVLink multicast off, for PyTorch's
+# processes too) and PyTorch's NCCL first on LD_LIBRARY_PATH (newer than the system's).
+use_nccl() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  local lib
+  lib=$(python3 -c "import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
+  export LD_LIBRARY_PATH="${lib:+$lib:}$LD_LIBRARY_PATH"
+}

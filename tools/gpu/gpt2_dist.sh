@@ -24,8 +24,7 @@ strata_runs() {
   (
     # shellcheck source=tools/gpu/env.sh
     source tools/gpu/env.sh
-    nccl_lib=$(python3 -c "import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
-    export LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH"
+    use_nccl
     for mode in ${MODES:-graph}; do
       for w in 1 "$n"; do
         timeout 240 "$pkg/bin/gpt2_dist" --batch "$batch" --seq 1024 --precision bf16 --dispatch "$mode" \
@@ -54,8 +53,7 @@ torch_runs() {
     echo "== strata_gpt --nproc $n on the repository's docs ($(date -u +%H:%M:%S))"
     (
       source tools/gpu/env.sh
-      nccl_lib=$(python3 -c "import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
-      export LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH"
+      use_nccl
       timeout 240 "$pkg/bin/strata_gpt" --backend cuda --data docs --suffix .md --nproc "$n" --steps "${STEPS_GPT:-50}" \
         2>&1 | tail -15
     )
