@@ -11,6 +11,7 @@ the first whole one in the file).
 """
 import argparse
 import csv
+import gzip
 import io
 import re
 import sys
@@ -20,9 +21,11 @@ METRICS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.
 
 
 def kernels(path, metrics=METRICS, tool="ncu_pass"):
-    """(kernel name without its parameters, *metrics) for every kernel of an ncu raw CSV."""
+    """(kernel name without its parameters, *metrics) for every kernel of an ncu raw CSV (gzip or plain)."""
     try:
-        lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
     except OSError as e:
         sys.exit(f"{tool}: cannot read {path}: {e.strerror}")
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)

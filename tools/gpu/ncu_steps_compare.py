@@ -12,10 +12,8 @@ kernel, and the kernels that grew most.
     python3 tools/gpu/ncu_steps_compare.py alone.csv.gz rank1.csv.gz
 """
 import argparse
-import gzip
 import os
 import sys
-import tempfile
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,14 +29,7 @@ def kind(name):
 
 
 def read(path):
-    if path.endswith(".gz"):
-        with gzip.open(path, "rt", errors="replace") as f, tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as t:
-            t.write(f.read())
-        try:
-            return [(n, t) for n, t in kernels(t.name, ("gpu__time_duration.sum",), "ncu_steps_compare")]
-        finally:
-            os.unlink(t.name)
-    return [(n, t) for n, t in kernels(path, ("gpu__time_duration.sum",), "ncu_steps_compare")]
+    return kernels(path, ("gpu__time_duration.sum",), "ncu_steps_compare")
 
 
 def steps(k):
