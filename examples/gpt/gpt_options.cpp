@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "examples/train/cli_validators.h"
+#include "examples/train/data_parallel_start.h"
 #include "examples/train/options.h"
 #include "strata/backends/api/registry.h"
 #include "strata/core/version.h"
@@ -79,10 +80,7 @@ std::unique_ptr<CLI::App> make_gpt_cli(GptOptions& o) {
   app->add_option("--dist-timeout", o.dist_timeout,
                   "data parallel: seconds a rank waits for the others before it stops with an error")
       ->check(CLI::PositiveNumber);
-  app->add_option("--grad-exchange", o.grad_exchange,
-                  "data parallel: the dtype the gradients cross the links in: bf16 or f16 halve the bytes (PyTorch "
-                  "DDP's bf16_compress_hook); default the parameters'")
-      ->check(CLI::IsMember({"bf16", "f16"}));
+  train::add_grad_exchange_option(*app, o.grad_exchange);
   app->add_option("--sample", o.sample, "tokens to generate after training (0: none)")->check(CLI::Range(0, 1 << 20));
   app->add_option("--prompt", o.prompt, "the text the sample continues");
   app->add_option("--temperature", o.temperature, "0: greedy")->check(finite_in(0.0, 1e6));

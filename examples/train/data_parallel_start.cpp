@@ -1,5 +1,6 @@
 #include "examples/train/data_parallel_start.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -68,6 +69,13 @@ int DataParallelStart::launch(int argc, char** argv, int nproc, const char* prog
   (void)argc, (void)argv, (void)program;
   STRATA_FAIL("--nproc ", nproc, ": this build has no data-parallel training");
 #endif
+}
+
+void add_grad_exchange_option(CLI::App& app, std::string& value) {
+  app.add_option("--grad-exchange", value,
+                 "data parallel: the dtype the gradients cross the links in: bf16 or f16 halve the bytes (PyTorch "
+                 "DDP's bf16_compress_hook); default the parameters'")
+      ->check(CLI::IsMember({"bf16", "f16"}));
 }
 
 DataParallelRun::DataParallelRun(nn::Model& model, RankPlace place, double timeout_seconds, bool sync_batch_norm,

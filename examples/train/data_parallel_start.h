@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
 namespace strata::nn {
 class Model;
 }
@@ -53,6 +56,9 @@ class DataParallelStart {
   std::string source_;      // which variables said so
   std::string prefix_;
 };
+
+// `--grad-exchange bf16|f16` on a trainer's command line: the value DataParallelRun takes.
+void add_grad_exchange_option(CLI::App& app, std::string& value);
 
 // The data-parallel side of a run in a rank of a world of more than one: the process group and the
 // model's gradient averaging (dist/data_parallel.h), which installs the model's gradient hook. In a

@@ -13,6 +13,7 @@
 #include "strata/backends/api/registry.h"
 #include "strata/core/version.h"
 #include "examples/train/cli_validators.h"
+#include "examples/train/data_parallel_start.h"
 #include "examples/train/presets.h"
 #include "examples/train/resources.h"
 #include "strata/nn/init.h"
@@ -130,10 +131,7 @@ std::unique_ptr<CLI::App> make_cli(TrainOptions& o) {
                   "data parallel: seconds a rank waits for the others (joining, each all-reduce) before it stops "
                   "with an error")
       ->check(CLI::PositiveNumber);
-  app->add_option("--grad-exchange", o.grad_exchange,
-                  "data parallel: the dtype the gradients cross the links in: bf16 or f16 halve the bytes (PyTorch "
-                  "DDP's bf16_compress_hook); default the parameters'")
-      ->check(CLI::IsMember({"bf16", "f16"}));
+  add_grad_exchange_option(*app, o.grad_exchange);
   app->add_flag("--sync-bn", o.sync_bn,
                 "data parallel: batch norm statistics over the rows of every GPU (PyTorch's SyncBatchNorm; two "
                 "all-reduces per batch norm and step) instead of each GPU's own. In one process it changes nothing, "

@@ -64,6 +64,15 @@ for line in sys.stdin:
 ' "$1" "$2" | tee -a "$jsonl"
 }
 
+# timeline VARIANT ROUND NPROC [ARGS...]: direct mode (a captured step records no timeline), then one
+# step timed (--timeline); the output kept in $out/VARIANT_ROUND.txt.
+timeline() {
+  local v=$1 r=$2 n=$3
+  shift 3
+  "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc "$n" --timeline "$@" 2>&1 |
+    tee "$out/${v}_$r.txt" | tag "$v" "$r"
+}
+
 run_variant() {
   local v=$1 r=$2
   echo "-- $v, round $r ($(date -u +%H:%M:%S), ${SECONDS} s)"
@@ -80,24 +89,14 @@ run_variant() {
     ctas4) NCCL_MAX_CTAS=4 NCCL_MAX_NCHANNELS=4 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas4 "$r" ;;
     bucket6) "$prog" "${common[@]}" --nproc 2 --bucket-mb 6 2>&1 | tag bucket6 "$r" ;;
     bucket200) "$prog" "${common[@]}" --nproc 2 --bucket-mb 200 2>&1 | tag bucket200 "$r" ;;
-    timeline)
-      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline 2>&1 |
-        tee "$out/timeline_$r.txt" | tag timeline "$r" ;;
-    timeline_bucket200)
-      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline --bucket-mb 200 2>&1 |
-        tee "$out/timeline_bucket200_$r.txt" | tag timeline_bucket200 "$r" ;;
-    timeline_staged)
-      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline --no-grad-views 2>&1 |
-        tee "$out/timeline_staged_$r.txt" | tag timeline_staged "$r" ;;
-    timeline_one)
-      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 1 --timeline 2>&1 |
-        tee "$out/timeline_one_$r.txt" | tag timeline_one "$r" ;;
+    timeline) timeline "$v" "$r" 2 ;;
+    timeline_bucket200) timeline "$v" "$r" 2 --bucket-mb 200 ;;
+    timeline_staged) timeline "$v" "$r" 2 --no-grad-views ;;
+    timeline_one) timeline "$v" "$r" 1 ;;
     prio) "$prog" "${common[@]}" --nproc 2 --comm-high-priority 2>&1 | tag prio "$r" ;;
     indep) "$prog" "${common[@]}" --nproc 2 --no-exchange 2>&1 | tag indep "$r" ;;
     bf16x) "$prog" "${common[@]}" --nproc 2 --grad-exchange bf16 2>&1 | tag bf16x "$r" ;;
-    timeline_bf16x)
-      "$prog" "${base[@]/graph/direct}" --steps "$steps" --warmup "$warmup" --nproc 2 --timeline --grad-exchange bf16 2>&1 |
-        tee "$out/timeline_bf16x_$r.txt" | tag timeline_bf16x "$r" ;;
+    timeline_bf16x) timeline "$v" "$r" 2 --grad-exchange bf16 ;;
     ctas16) NCCL_MIN_CTAS=16 NCCL_MAX_CTAS=16 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas16 "$r" ;;
     ctas32) NCCL_MIN_CTAS=32 NCCL_MAX_CTAS=32 "$prog" "${common[@]}" --nproc 2 2>&1 | tag ctas32 "$r" ;;
     bucket200ctas32)
